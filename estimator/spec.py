@@ -1,0 +1,598 @@
+"""ModelSpec: what a model's config.json says about its memory, for any architecture.
+
+Why data, not model names: users run a million fine-tunes; a new architecture should be a
+config key read into an existing attention kind, rarely new code. Each decoder layer gets one
+`LayerKV` object (full, sliding, chunked-local, MLA, mamba/linear state, cross, none) that says
+what one token (or one request, for state layers) costs on one GPU rank — the way vLLM's
+`vllm/v1/kv_cache_interface.py` gives each KV-cache spec a `page_size_bytes`.
+
+Config reading mirrors vLLM's `ModelConfig` (`vllm/config/model.py`: get_head_size,
+get_total_num_kv_heads, get_num_kv_heads) and the model files that decide per-layer kinds
+(`vllm/model_executor/models/*.py`). Where a config relies on transformers' class defaults
+(trimmed configs such as gemma-3's text_config) the defaults are filled from `_TYPE_DEFAULTS`
+and said in `assumptions`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+DTYPE_BYTES = {
+    "float32": 4, "fp32": 4, "float": 4,
+    "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
+    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "fp8_ds_mla": 1, "float8_e4m3fn": 1,
+    "int8": 1, "uint8": 1,
+}
+
+
+def dtype_bytes(name: str | None, default: int = 2) -> int:
+    if not name:
+        return default
+    return DTYPE_BYTES.get(str(name).lower().replace("torch.", ""), default)
+
+
+# --------------------------------------------------------------------------------------------
+# Per-layer KV kinds. Each answers: bytes per token of context (per rank) and bytes per request
+# (state layers). `tp` is the tensor-parallel size; `kv_dtype_bytes` the KV cache element size.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerKV:
+    kind: str = "none"
+
+    def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
+        """KV bytes one token of context costs in this layer on one rank (0 for state layers)."""
+        return 0
+
+    def state_bytes(self, tp: int, model_dtype_bytes: int) -> int:
+        """Bytes of per-request state (Mamba/linear layers); 0 for attention layers."""
+        return 0
+
+    @property
+    def describe(self) -> dict:
+        return {"kind": self.kind}
+
+
+@dataclass(frozen=True)
+class FullAttention(LayerKV):
+    kind: str = "full"
+    kv_heads: int = 1
+    head_dim: int = 128
+    head_dim_v: int | None = None
+    kv_states: int = 2  # K and V; 1 when K == V is shared (attention_k_eq_v)
+
+    def heads_per_rank(self, tp: int) -> int:
+        # vllm/config/model.py get_num_kv_heads: max(1, total // tp) — replicated when kv < tp.
+        return max(1, self.kv_heads // max(1, tp))
+
+    def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
+        hd_v = self.head_dim if self.head_dim_v is None else self.head_dim_v
+        per_head = self.head_dim + hd_v if self.kv_states == 2 else self.head_dim
+        return self.heads_per_rank(tp) * per_head * kv_dtype_bytes
+
+    @property
+    def describe(self) -> dict:
+        return {"kind": self.kind, "kv_heads": self.kv_heads, "head_dim": self.head_dim, "window": None}
+
+
+@dataclass(frozen=True)
+class SlidingWindow(FullAttention):
+    kind: str = "sliding"
+    window: int = 4096
+
+    @property
+    def describe(self) -> dict:
+        return {**super().describe, "window": self.window}
+
+
+@dataclass(frozen=True)
+class ChunkedLocal(FullAttention):
+    kind: str = "chunked"
+    chunk: int = 8192
+
+    @property
+    def describe(self) -> dict:
+        return {**super().describe, "window": self.chunk}
+
+
+@dataclass(frozen=True)
+class CrossAttention(FullAttention):
+    """Encoder-decoder cross attention (mllama, whisper): sized by encoder tokens, not context."""
+
+    kind: str = "cross"
+    encoder_tokens: int = 0
+
+    def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
+        return 0
+
+    def cross_bytes(self, tp: int, kv_dtype_bytes: int) -> int:
+        return FullAttention.bytes_per_token(self, tp, kv_dtype_bytes) * self.encoder_tokens
+
+
+@dataclass(frozen=True)
+class MLA(LayerKV):
+    """Multi-head latent attention: one latent (kv_lora_rank + rope dim) per token, not split by TP."""
+
+    kind: str = "mla"
+    kv_lora_rank: int = 512
+    rope_dim: int = 64
+    # DeepSeek-V3.2-style sparse attention keeps an extra fp8 indexer key per token per layer
+    # (vllm/v1/attention/backends/mla/indexer.py: index_head_dim bytes + 4-byte fp32 scale).
+    indexer_bytes: int = 0
+
+    def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
+        return (self.kv_lora_rank + self.rope_dim) * kv_dtype_bytes
+
+    @property
+    def head_dim(self) -> int:
+        return self.kv_lora_rank + self.rope_dim
+
+    @property
+    def describe(self) -> dict:
+        return {"kind": self.kind, "kv_heads": 1, "head_dim": self.head_dim, "window": None}
+
+
+@dataclass(frozen=True)
+class MambaState(LayerKV):
+    """Mamba-1/2, gated DeltaNet, lightning/linear attention, short conv: constant state per request.
+
+    Shapes follow vllm/model_executor/layers/mamba/mamba_utils.py (MambaStateShapeCalculator).
+    """
+
+    kind: str = "mamba"
+    variant: str = "mamba2"  # mamba1 | mamba2 | gdn | linear | short_conv
+    conv_kernel: int = 4
+    d_inner: int = 0         # mamba1/mamba2/short_conv intermediate size
+    d_state: int = 16
+    n_groups: int = 1
+    n_heads: int = 0         # mamba2 heads / gdn value heads / linear heads
+    head_dim: int = 0        # mamba2 head dim / linear head dim
+    k_heads: int = 0         # gdn key heads
+    k_dim: int = 0           # gdn key head dim
+    v_dim: int = 0           # gdn value head dim
+    ssm_dtype_bytes: int | None = None  # None → model dtype (mamba_ssm_cache_dtype auto)
+
+    def state_elems(self, tp: int) -> tuple[int, int]:
+        tp = max(1, tp)
+        k = self.conv_kernel - 1
+        if self.variant == "mamba1":
+            return k * (self.d_inner // tp), (self.d_inner // tp) * self.d_state
+        if self.variant == "mamba2":
+            groups = self.n_groups
+            if groups % tp:
+                groups = tp * math.ceil(groups / tp)  # n_groups padded up to a multiple of tp
+            conv = k * ((self.d_inner + 2 * groups * self.d_state) // tp)
+            return conv, (self.n_heads // tp) * self.head_dim * self.d_state
+        if self.variant == "gdn":
+            conv = k * ((2 * self.k_heads * self.k_dim + self.n_heads * self.v_dim) // tp)
+            return conv, (self.n_heads // tp) * self.k_dim * self.v_dim
+        if self.variant == "linear":
+            return 0, (self.n_heads // tp) * self.head_dim * self.head_dim
+        if self.variant == "short_conv":
+            return k * (self.d_inner // tp), 0
+        return 0, 0
+
+    def state_bytes(self, tp: int, model_dtype_bytes: int) -> int:
+        conv, ssm = self.state_elems(tp)
+        ssm_b = self.ssm_dtype_bytes or model_dtype_bytes
+        return conv * model_dtype_bytes + ssm * ssm_b
+
+    @property
+    def describe(self) -> dict:
+        return {"kind": self.kind, "kv_heads": None, "head_dim": None, "window": None, "variant": self.variant}
+
+
+# --------------------------------------------------------------------------------------------
+# ModelSpec
+# --------------------------------------------------------------------------------------------
+
+MAX_LEN_KEYS = (
+    # vllm/config/model.py _get_and_verify_max_len: the smallest of these that is present.
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+    "max_sequence_length", "max_seq_length", "seq_len", "max_target_positions",
+)
+
+
+@dataclass
+class MoE:
+    num_experts: int = 0
+    experts_per_tok: int = 0
+    expert_intermediate: int = 0
+    shared_experts: int = 0
+    shared_intermediate: int = 0
+    moe_layers: int = 0          # decoder layers whose MLP is MoE
+    dense_layers: int = 0        # decoder layers with a dense MLP (first_k_dense_replace …)
+
+
+@dataclass
+class ModelSpec:
+    model_id: str
+    architecture: str
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    torch_dtype: str | None
+    layers: tuple[LayerKV, ...]
+    max_len_keys: dict[str, int]
+    rope_scaling: dict | None
+    rotary_dim: int
+    moe: MoE | None = None
+    mla: dict | None = None
+    quantization: dict | None = None
+    vision: dict | None = None
+    is_multimodal: bool = False
+    is_encoder_decoder: bool = False
+    config: dict = field(default_factory=dict)       # the whole config.json
+    text: dict = field(default_factory=dict)         # the text (LLM) config with defaults filled
+    companions: dict = field(default_factory=dict)   # hf_quant_config.json etc.
+    assumptions: list[str] = field(default_factory=list)
+
+    # ---- derived views -----------------------------------------------------------------
+    @property
+    def attention_layers(self) -> list[LayerKV]:
+        return [lk for lk in self.layers if lk.bytes_per_token(1, 2) > 0]
+
+    @property
+    def state_layers(self) -> list[MambaState]:
+        return [lk for lk in self.layers if isinstance(lk, MambaState)]
+
+    @property
+    def is_hybrid_state(self) -> bool:
+        return bool(self.state_layers)
+
+    @property
+    def uses_mla(self) -> bool:
+        return any(isinstance(lk, MLA) for lk in self.layers)
+
+    @property
+    def sliding_window(self) -> int | None:
+        ws = [lk.window for lk in self.layers if isinstance(lk, SlidingWindow)]
+        return min(ws) if ws else None
+
+    @property
+    def model_dtype_bytes(self) -> int:
+        return dtype_bytes(self.torch_dtype, 2)
+
+    def kv_bytes_per_token(self, tp: int = 1, kv_dtype_bytes: int = 2, layers: list[LayerKV] | None = None) -> int:
+        """Bytes of KV one token costs on one rank, summed over all layers that keep per-token KV.
+
+        Sliding/chunked layers are counted at full per-token cost here (that is what one token
+        costs while it is inside the window); the memory model caps their per-request use.
+        """
+        return sum(lk.bytes_per_token(tp, kv_dtype_bytes) for lk in (self.layers if layers is None else layers))
+
+    def attention_summary(self) -> list[dict]:
+        """Group identical layers for the JSON contract: [{kind, layers, kv_heads, head_dim, window}]."""
+        groups: dict[tuple, dict] = {}
+        for lk in self.layers:
+            d = lk.describe
+            key = tuple(sorted(d.items(), key=lambda kv: kv[0]))
+            if key not in groups:
+                groups[key] = {**d, "layers": 0}
+            groups[key]["layers"] += 1
+        return list(groups.values())
+
+    def derived_max_len(self) -> tuple[int | None, str | None]:
+        """Smallest length key present (vLLM's `derived_max_model_len` before rope scaling)."""
+        if not self.max_len_keys:
+            return None, None
+        key = min(self.max_len_keys, key=lambda k: self.max_len_keys[k])
+        return self.max_len_keys[key], key
+
+
+# --------------------------------------------------------------------------------------------
+# Reading config.json
+# --------------------------------------------------------------------------------------------
+
+# transformers class defaults that trimmed configs rely on (configuration_<type>.py).
+_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131072,
+        "sliding_window": 4096, "sliding_window_pattern": 6, "tie_word_embeddings": True, "query_pre_attn_scalar": 256,
+    },
+    "gemma2": {"head_dim": 256, "sliding_window": 4096, "tie_word_embeddings": True},
+    "gemma": {"head_dim": 256, "tie_word_embeddings": True},
+    "llama4_text": {"no_rope_layer_interval": 4, "tie_word_embeddings": False},
+    "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                            "num_attention_heads": 12, "image_size": 224, "patch_size": 16, "num_channels": 3},
+}
+
+_TEXT_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
+
+
+def _first(d: dict, *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return default
+
+
+def text_config(config: dict) -> dict:
+    """The LLM part of a (possibly multimodal / nested) config, with class defaults filled in."""
+    text = dict(config)
+    for key in _TEXT_KEYS:
+        sub = config.get(key)
+        if isinstance(sub, dict) and sub:
+            # Some multimodal configs keep LLM keys at top level and a partial text_config.
+            text = {**{k: v for k, v in config.items() if k not in _TEXT_KEYS and not isinstance(v, dict)}, **sub}
+            break
+    mtype = text.get("model_type") or config.get("model_type") or ""
+    if mtype == "gemma3" and "text_config" in config:
+        mtype = "gemma3_text"
+    defaults = _TYPE_DEFAULTS.get(mtype, {})
+    for k, v in defaults.items():
+        text.setdefault(k, v)
+    text["_defaults_used"] = sorted(k for k in defaults if k not in (config.get("text_config") or config))
+    return text
+
+
+def _total_kv_heads(text: dict, heads: int, mtype: str) -> int:
+    # vllm/config/model.py get_total_num_kv_heads.
+    falcon_new = mtype == "falcon" and text.get("new_decoder_architecture")
+    if text.get("multi_query") and not falcon_new:
+        return 1
+    if mtype in ("mpt", "dbrx") and isinstance(text.get("attn_config"), dict):
+        return int(text["attn_config"].get("kv_n_heads", heads))
+    v = _first(text, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num")
+    return int(v) if v is not None else heads
+
+
+def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
+    """Per-layer kind names: full | sliding | chunked | linear | mamba | cross | mla-handled later."""
+    lt = text.get("layer_types")
+    if isinstance(lt, list) and len(lt) >= n:
+        out = []
+        for t in lt[:n]:
+            t = str(t).lower()
+            if "sliding" in t or t == "local":
+                out.append("sliding")
+            elif "chunk" in t:
+                out.append("chunked")
+            elif "linear" in t:
+                out.append("linear")
+            elif "mamba" in t or t in ("m", "ssm", "conv"):
+                out.append("mamba")
+            else:
+                out.append("full")
+        return out
+    if isinstance(text.get("layers_block_type"), list):  # jamba/zamba style
+        return ["mamba" if str(t).lower() == "mamba" else "full" for t in text["layers_block_type"][:n]]
+    if isinstance(text.get("hybrid_override_pattern"), str):  # nemotron-h: M mamba, * attention, - mlp
+        return [{"M": "mamba", "*": "full"}.get(c, "none") for c in text["hybrid_override_pattern"][:n]]
+    if isinstance(text.get("attn_type_list"), list):  # minimax: 1 softmax attention, 0 lightning
+        return ["full" if int(t) == 1 else "linear" for t in text["attn_type_list"][:n]]
+    if "attn_layer_period" in text and "attn_layer_offset" in text:  # jamba
+        p, o = int(text["attn_layer_period"]), int(text["attn_layer_offset"])
+        return ["full" if i % p == o else "mamba" for i in range(n)]
+    if text.get("full_attention_interval") and mtype.startswith(("qwen3_next", "qwen3_5")):
+        k = int(text["full_attention_interval"])
+        return ["full" if (i + 1) % k == 0 else "linear" for i in range(n)]
+    if text.get("attention_chunk_size"):  # llama4: every no_rope_layer_interval-th layer is global
+        nope = text.get("no_rope_layers")
+        if isinstance(nope, list) and len(nope) >= n:
+            return ["chunked" if nope[i] else "full" for i in range(n)]
+        k = int(text.get("no_rope_layer_interval") or 4)
+        return ["full" if (i + 1) % k == 0 else "chunked" for i in range(n)]
+    window = text.get("sliding_window")
+    if window:
+        if mtype == "gemma2":  # transformers/vLLM gemma2: even layers slide
+            return ["sliding" if i % 2 == 0 else "full" for i in range(n)]
+        pattern = text.get("sliding_window_pattern") or text.get("_sliding_window_pattern")
+        if pattern:  # gemma3: every pattern-th layer is global
+            p = int(pattern)
+            return ["full" if (i + 1) % p == 0 else "sliding" for i in range(n)]
+        if "use_sliding_window" in text:
+            # Qwen2 family: the window is off unless use_sliding_window; then layers from
+            # max_window_layers on slide (transformers Qwen2Attention / vLLM qwen2.py).
+            if not text.get("use_sliding_window"):
+                return ["full"] * n
+            mwl = int(text.get("max_window_layers") or 0)
+            return ["sliding" if i >= mwl else "full" for i in range(n)]
+        return ["sliding"] * n
+    return ["full"] * n
+
+
+def _mamba_state(text: dict, kind: str, mtype: str, hidden: int) -> MambaState:
+    ssm_dtype = text.get("mamba_ssm_dtype") or text.get("mamba_ssm_cache_dtype")
+    ssm_b = dtype_bytes(ssm_dtype) if ssm_dtype else None
+    if kind == "linear" and ("linear_num_value_heads" in text):  # gated DeltaNet (Qwen3-Next, Qwen3.5)
+        return MambaState(
+            kind="linear", variant="gdn", conv_kernel=int(text.get("linear_conv_kernel_dim", 4)),
+            n_heads=int(text["linear_num_value_heads"]), k_heads=int(text.get("linear_num_key_heads", 0)),
+            k_dim=int(text.get("linear_key_head_dim", 128)), v_dim=int(text.get("linear_value_head_dim", 128)),
+            ssm_dtype_bytes=ssm_b,
+        )
+    if kind == "linear":  # lightning attention (MiniMax-Text-01): heads × head_dim²
+        heads = int(_first(text, "num_attention_heads", default=1))
+        hd = int(_first(text, "head_dim", default=hidden // max(1, heads)))
+        return MambaState(kind="linear", variant="linear", n_heads=heads, head_dim=hd, ssm_dtype_bytes=ssm_b or 4)
+    d_state = int(_first(text, "mamba_d_state", "ssm_state_size", "state_size", "d_state", default=16))
+    conv = int(_first(text, "mamba_d_conv", "conv_kernel", "d_conv", default=4))
+    expand = _first(text, "mamba_expand", "expand", default=2)
+    n_heads = _first(text, "mamba_n_heads", "mamba_num_heads", "num_heads_mamba")
+    head_dim = _first(text, "mamba_d_head", "mamba_head_dim")
+    d_inner = _first(text, "mamba_d_ssm", "intermediate_size_mamba")
+    if n_heads and head_dim and not d_inner:
+        d_inner = int(n_heads) * int(head_dim)
+    d_inner = int(d_inner or int(expand * hidden))
+    if n_heads:  # Mamba-2
+        return MambaState(variant="mamba2", conv_kernel=conv, d_inner=d_inner, d_state=d_state,
+                          n_groups=int(_first(text, "mamba_n_groups", "n_groups", default=1)),
+                          n_heads=int(n_heads), head_dim=int(head_dim or d_inner // int(n_heads)),
+                          ssm_dtype_bytes=ssm_b)
+    return MambaState(variant="mamba1", conv_kernel=conv, d_inner=d_inner, d_state=d_state, ssm_dtype_bytes=ssm_b)
+
+
+def _positive_int(v: Any) -> int | None:
+    try:
+        iv = int(v)
+    except (TypeError, ValueError):
+        return None
+    return iv if iv > 0 else None
+
+
+def spec_from_config(config: dict, model_id: str = "", companions: dict | None = None) -> ModelSpec:
+    """Build a ModelSpec from a config.json dict. Never raises on odd configs: guesses go to assumptions."""
+    if not isinstance(config, dict):
+        raise ValueError("config.json must be a JSON object")
+    assumptions: list[str] = []
+    text = text_config(config)
+    if text.get("_defaults_used"):
+        assumptions.append(
+            f"config omits {', '.join(text['_defaults_used'])}; used transformers' defaults for {text.get('model_type')}"
+        )
+    archs = config.get("architectures") or text.get("architectures") or []
+    arch = archs[0] if archs else (config.get("model_type") or "unknown")
+    mtype = str(text.get("model_type") or config.get("model_type") or "").lower()
+
+    n = _positive_int(_first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers"))
+    hidden = _positive_int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
+    heads = _positive_int(_first(text, "num_attention_heads", "n_head", "n_heads", "num_heads"))
+    if not n:
+        n = 32
+        assumptions.append("number of layers not found in config; assumed 32")
+    if not hidden:
+        hidden = 4096
+        assumptions.append("hidden size not found in config; assumed 4096")
+    if not heads:
+        heads = max(1, hidden // 128)
+        assumptions.append(f"attention heads not found in config; assumed {heads} (head_dim 128)")
+    kv_heads = _total_kv_heads(text, heads, mtype)
+    head_dim = _positive_int(text.get("head_dim")) or hidden // heads
+    inter = _positive_int(_first(text, "intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")) or 4 * hidden
+    vocab = _positive_int(_first(text, "vocab_size", "padded_vocab_size")) or 32000
+    if not _first(text, "vocab_size", "padded_vocab_size"):
+        assumptions.append("vocab_size not found; assumed 32000")
+    tie = bool(_first(text, "tie_word_embeddings", default=_first(config, "tie_word_embeddings", default=False)))
+    torch_dtype = _first(text, "torch_dtype", "dtype", default=_first(config, "torch_dtype", "dtype"))
+
+    kinds = _layer_kinds(text, n, mtype)
+    if len(kinds) < n:
+        kinds += ["full"] * (n - len(kinds))
+
+    # MLA (DeepSeek V2/V3/R1, Kimi K2, GLM DSA …): vllm/config/model.py is_deepseek_mla.
+    mla = None
+    if _positive_int(text.get("kv_lora_rank")) and text.get("qk_rope_head_dim") is not None:
+        mla = {k: text.get(k) for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")}
+    indexer = 0
+    if mla and text.get("index_head_dim") and text.get("index_topk"):
+        indexer = int(text["index_head_dim"]) + 4
+
+    # Full-attention layers may use their own heads/dims (gemma-4 global layers).
+    g_kv = _positive_int(text.get("num_global_key_value_heads")) or kv_heads
+    g_hd = _positive_int(text.get("global_head_dim")) or head_dim
+    k_eq_v = 1 if text.get("attention_k_eq_v") else 2
+    if k_eq_v == 1:
+        assumptions.append("attention_k_eq_v: full-attention layers store one shared K=V state per token")
+    window = _positive_int(text.get("sliding_window")) or 4096
+    chunk = _positive_int(text.get("attention_chunk_size")) or 8192
+    cross = set(text.get("cross_attention_layers") or [])
+
+    layers: list[LayerKV] = []
+    for i, kind in enumerate(kinds):
+        if i in cross:
+            enc = _positive_int((config.get("vision_config") or {}).get("max_num_tiles")) or 4
+            layers.append(CrossAttention(kv_heads=kv_heads, head_dim=head_dim, encoder_tokens=enc * 1601))
+        elif kind in ("mamba", "linear"):
+            layers.append(_mamba_state(text, kind, mtype, hidden))
+        elif kind == "none":
+            layers.append(LayerKV())
+        elif mla:
+            layers.append(MLA(kv_lora_rank=int(mla["kv_lora_rank"]), rope_dim=int(mla["qk_rope_head_dim"]),
+                              indexer_bytes=indexer))
+        elif kind == "sliding":
+            layers.append(SlidingWindow(kv_heads=kv_heads, head_dim=head_dim, window=window))
+        elif kind == "chunked":
+            layers.append(ChunkedLocal(kv_heads=kv_heads, head_dim=head_dim, chunk=chunk))
+        else:
+            layers.append(FullAttention(kv_heads=g_kv, head_dim=g_hd, kv_states=k_eq_v))
+    if mtype == "falcon_h1" or text.get("parallel_hybrid"):
+        # Falcon-H1: every layer has attention AND a Mamba-2 mixer in parallel.
+        ms = _mamba_state(text, "mamba", mtype, hidden)
+        layers = layers + [ms] * n
+        assumptions.append("parallel hybrid: each layer keeps both attention KV and a Mamba-2 state")
+
+    max_len_keys = {k: int(text[k]) for k in MAX_LEN_KEYS if _positive_int(text.get(k))}
+    rope = text.get("rope_scaling") or text.get("rope_parameters")
+    if isinstance(rope, dict) and set(rope) >= {"full_attention"}:  # per-layer-type rope params (gemma-4)
+        rope = None
+    partial = float(text.get("partial_rotary_factor") or (rope or {}).get("partial_rotary_factor") or 1.0) \
+        if isinstance(rope, dict) or text.get("partial_rotary_factor") else 1.0
+    rot = _positive_int(text.get("rotary_dim")) or int((mla["qk_rope_head_dim"] if mla else head_dim) * partial)
+
+    moe = _moe(text, n, inter)
+    quant = config.get("quantization_config") or text.get("quantization_config")
+    companions = dict(companions or {})
+    if not quant and isinstance(companions.get("hf_quant_config.json"), dict):
+        q = companions["hf_quant_config.json"].get("quantization", companions["hf_quant_config.json"])
+        quant = {"quant_method": "modelopt", **q}
+    if not quant and isinstance(companions.get("quantize_config.json"), dict):
+        quant = {"quant_method": "gptq", **companions["quantize_config.json"]}
+
+    vision = config.get("vision_config") if isinstance(config.get("vision_config"), dict) else None
+    is_mm = bool(vision) or any(k in config for k in ("image_token_index", "image_token_id", "vision_start_token_id"))
+    known = mtype in _KNOWN_TYPES or any(a in _KNOWN_TYPES for a in (arch,))
+    if not known:
+        assumptions.append(
+            f"architecture {arch} ({mtype or 'no model_type'}) is not one kvdoctor knows; read it as a generic "
+            "decoder (standard attention unless the config says otherwise)"
+        )
+    return ModelSpec(
+        model_id=model_id or str(config.get("_name_or_path") or ""),
+        architecture=arch, model_type=mtype, num_layers=n, hidden_size=hidden,
+        num_attention_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+        intermediate_size=inter, vocab_size=vocab, tie_word_embeddings=tie, torch_dtype=torch_dtype,
+        layers=tuple(layers), max_len_keys=max_len_keys, rope_scaling=rope if isinstance(rope, dict) else None,
+        rotary_dim=rot, moe=moe, mla=mla, quantization=quant if isinstance(quant, dict) else None,
+        vision=vision, is_multimodal=is_mm, is_encoder_decoder=bool(config.get("is_encoder_decoder")),
+        config=config, text=text, companions=companions, assumptions=assumptions,
+    )
+
+
+def _moe(text: dict, n: int, inter: int) -> MoE | None:
+    experts = _positive_int(_first(text, "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"))
+    if not experts or experts <= 1:
+        return None
+    topk = _positive_int(_first(text, "num_experts_per_tok", "experts_per_token", "top_k_experts", "moe_topk")) or 1
+    e_inter = _positive_int(_first(text, "moe_intermediate_size", "expert_intermediate_size")) or inter
+    shared = _positive_int(text.get("n_shared_experts")) or 0
+    shared_inter = _positive_int(_first(text, "shared_expert_intermediate_size", "shared_intermediate_size")) or 0
+    if shared and not shared_inter:
+        shared_inter = shared * e_inter
+    if shared_inter and not shared:
+        shared = 1
+    dense = _positive_int(text.get("first_k_dense_replace")) or 0
+    mlp_types = text.get("mlp_layer_types")
+    if isinstance(mlp_types, list) and len(mlp_types) >= n:
+        dense = sum(1 for t in mlp_types[:n] if str(t).lower() == "dense")
+    moe_layers = n - dense
+    step = _positive_int(_first(text, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq"))
+    if step and step > 1:
+        moe_layers = len([i for i in range(dense, n) if (i + 1) % step == 0])
+    only = text.get("mlp_only_layers")
+    if isinstance(only, list) and only:
+        moe_layers -= len([i for i in only if i < n])
+    return MoE(num_experts=experts, experts_per_tok=topk, expert_intermediate=e_inter, shared_experts=shared,
+               shared_intermediate=shared_inter, moe_layers=moe_layers, dense_layers=n - moe_layers)
+
+
+_KNOWN_TYPES = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "qwen2_vl",
+    "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "gemma", "gemma2",
+    "gemma3", "gemma3_text", "gemma4", "gemma4_text", "gpt_oss", "llama4", "llama4_text", "deepseek_v2",
+    "deepseek_v3", "deepseek_v32", "deepseek_v4", "kimi_k2", "glm_moe_dsa", "glm4_moe", "minimax_m2",
+    "minimax_text_01", "phi3", "phi", "phi4", "falcon", "refinedwebmodel", "refinedweb", "jamba", "falcon_h1",
+    "granitemoehybrid", "nemotron_h", "bamba", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
+    "pixtral", "cohere", "cohere2", "starcoder2", "gpt_bigcode", "gpt_neox", "mpt", "dbrx", "internlm2",
+    "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2",
+}
