@@ -1,0 +1,552 @@
+"""The forward memory model: what vLLM of a given version does with one GPU rank's memory.
+
+Steps mirror vLLM's start-up (docs/vllm-memory.md §1.1): load weights (W), profile run
+(activation peak P, non-torch N), optional CUDA-graph estimate (G), KV bytes = budget − rest,
+blocks from the KV layout (per-layer specs, V1 grouping), reported capacity, concurrency,
+the admission check and the largest max_model_len that fits.
+
+Exact parts (vLLM's code): budget formulas, KV page sizes, grouping, blocks, capacity,
+max-length search. Estimated parts (no closed form in vLLM; measured at run time): P, N, G —
+each constant below names the evidence it was fitted on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from estimator.spec import (
+    ChunkedLocal,
+    CrossAttention,
+    FullAttention,
+    LayerKV,
+    MambaState,
+    ModelSpec,
+    SlidingWindow,
+    dtype_bytes,
+)
+from estimator.vllm import (
+    EngineSettings,
+    Profile,
+    ceil_div,
+    cuda_graph_sizes,
+    default_max_num_batched_tokens,
+    default_max_num_seqs,
+    profile_for,
+    requested_bytes,
+    v0_chunked_prefill,
+)
+
+GiB = 2**30
+MiB = 2**20
+
+# ---- fitted constants (estimates, not vLLM code) ------------------------------------------
+# Non-torch memory on one GPU (cuBLAS/cuDNN workspaces, attention-backend buffers): logs show
+# 0.03–0.4 GiB (docs §6; dev cases vllm13061 0.25 GiB, vllm15815 0.30 GiB at TP2). 0.2 GiB is
+# the single-GPU middle; TP>1 adds NCCL + custom all-reduce buffers (0.43 GiB at TP4 in
+# vllm16570, 0.25–0.30 GiB at TP2): +0.15 GiB for TP>1.
+NON_TORCH_SINGLE = int(0.20 * GiB)
+NON_TORCH_TP_EXTRA = int(0.15 * GiB)
+# CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
+CUDA_CONTEXT = int(0.45 * GiB)
+# Forward activation of one token: MLP gate/up (2I) + activation (I) + residual/norm/qkv buffers
+# (≈3h) in the model dtype, times a fragmentation factor 1.3 (docs §6: 1.2–1.5; vllm#10517 shows
+# the increment is ≈1.0× for the MLP term).
+FORWARD_FACTOR = 1.3
+# CUDA-graph memory estimate when budgeted (V1 0.20+): per captured size, a small fixed pool
+# share; docs §6 gives 0.1–1 GiB for dense models at default sizes. 4 MiB per graph fits that
+# range for 67 sizes (≈0.27 GiB) — an estimate, flagged in assumptions.
+GRAPH_BYTES_PER_SIZE = 4 * MiB
+
+
+@dataclass
+class KVGroup:
+    """One V1 KV-cache group: layers of one spec type sharing block ids."""
+
+    kind: str
+    layers: int
+    page_bytes: int          # bytes of one block of this group's layers (one layer)
+    block_size: int          # tokens per block for this group
+    spec: LayerKV
+
+    def blocks_per_request(self, max_len: int, tb: int, profile: Profile, mamba_extra: int = 0) -> int:
+        """`max_memory_usage_bytes / page` for one request at max_len (vllm/v1/kv_cache_interface.py)."""
+        bs = self.block_size
+        if isinstance(self.spec, MambaState):
+            return 1 + mamba_extra
+        if isinstance(self.spec, SlidingWindow) and profile.sliding_spec:
+            return ceil_div(min(self.spec.window - 1 + tb, max_len), bs) + 1
+        if isinstance(self.spec, ChunkedLocal) and profile.chunked_local_spec:
+            return ceil_div(min(self.spec.chunk + tb, max_len), bs)
+        return ceil_div(max_len, bs)
+
+
+@dataclass
+class KVLayout:
+    """How the KV pool is organised on one rank for one version."""
+
+    groups: list[KVGroup]
+    bytes_per_block: int          # bytes one block id costs across all pools
+    block_size: int               # the attention block size (tokens)
+    kv_bytes_per_token: int       # per-token bytes summed over per-token layers (rank)
+    state_bytes_per_request: int  # Mamba/linear state per request (rank)
+    note: str = ""
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
+
+
+@dataclass
+class Estimate:
+    spec: ModelSpec
+    profile: Profile
+    settings: EngineSettings               # resolved settings (defaults filled)
+    gpu_name: str
+    gpu_total_bytes: int
+    gpu_count: int
+    compute_capability: str | None
+    budget_bytes: int
+    weights_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cuda_graph_bytes: int
+    kv_cache_bytes: int
+    layout: KVLayout
+    gpu_blocks: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_model_len: int
+    max_model_len_fit: int
+    kv_needed_bytes: int
+    fits: bool
+    error_kind: str | None
+    assumptions: list[str] = field(default_factory=list)
+    suggestions: list[dict] = field(default_factory=list)
+
+    @property
+    def non_kv_bytes(self) -> int:
+        return self.weights_bytes + self.activation_bytes + self.non_torch_bytes + self.cuda_graph_bytes
+
+    def to_json(self) -> dict:
+        s = self.settings
+        return {
+            "model": {
+                "id": self.spec.model_id, "architecture": self.spec.architecture,
+                "params": getattr(self, "params", None), "weight_bytes": self.weights_bytes,
+                "kv_bytes_per_token": self.layout.kv_bytes_per_token,
+                "attention": self.spec.attention_summary(),
+            },
+            "gpu": {"name": self.gpu_name, "total_bytes": self.gpu_total_bytes, "count": self.gpu_count,
+                    "compute_capability": self.compute_capability},
+            "settings": {
+                "vllm_version": s.vllm_version, "engine": self.profile.engine,
+                "gpu_memory_utilization": s.gpu_memory_utilization, "max_model_len": self.max_model_len,
+                "tensor_parallel_size": s.tensor_parallel_size, "pipeline_parallel_size": s.pipeline_parallel_size,
+                "dtype": s.dtype, "kv_cache_dtype": s.kv_cache_dtype, "quantization": s.quantization,
+                "max_num_seqs": s.max_num_seqs, "max_num_batched_tokens": s.max_num_batched_tokens,
+                "block_size": self.layout.block_size, "enforce_eager": s.enforce_eager,
+            },
+            "memory": {
+                "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
+                "activation_bytes": self.activation_bytes, "non_torch_bytes": self.non_torch_bytes,
+                "cuda_graph_bytes": self.cuda_graph_bytes, "kv_cache_bytes": self.kv_cache_bytes,
+            },
+            "gpu_blocks": self.gpu_blocks,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_concurrency": round(self.max_concurrency, 4),
+            "max_model_len": self.max_model_len,
+            "max_model_len_fit": self.max_model_len_fit,
+            "kv_needed_bytes": self.kv_needed_bytes,
+            "fits": self.fits,
+            "error_kind": self.error_kind,
+            "era": self.profile.era,
+            "suggestions": self.suggestions,
+            "assumptions": self.assumptions,
+        }
+
+
+# ------------------------------------------------------------------------------------------
+# Settings resolution
+# ------------------------------------------------------------------------------------------
+
+
+def resolve_dtype(spec: ModelSpec, settings: EngineSettings, profile: Profile,
+                  compute_capability: str | None, assumptions: list[str]) -> str:
+    """--dtype auto → the checkpoint dtype with vLLM's fp32 / pre-Ampere rules (vllm/config/model.py)."""
+    want = (settings.dtype or "auto").lower()
+    cfg = str(spec.torch_dtype or "").lower().replace("torch.", "")
+    cc = float(compute_capability) if compute_capability else None
+    if want in ("half", "float16", "fp16"):
+        return "float16"
+    if want in ("bfloat16", "bf16"):
+        return "bfloat16"
+    if want in ("float32", "float", "fp32"):
+        return "float32"
+    if cfg in ("bfloat16", "float16"):
+        if cfg == "bfloat16" and cc is not None and cc < 8.0 and profile.version >= (0, 9, 1):
+            assumptions.append("bf16 checkpoint on a GPU below compute capability 8.0: vLLM ≥0.9.1 falls back to fp16")
+            return "float16"
+        return cfg
+    if not cfg:
+        assumptions.append("config has no torch_dtype: vLLM treats it as fp32 and loads fp16/bf16")
+    if profile.version >= (0, 9, 1) and (cc is None or cc >= 8.0):
+        return "bfloat16"
+    return "float16"
+
+
+def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Profile,
+                          assumptions: list[str]) -> int:
+    """vLLM's `_get_and_verify_max_len` (vllm/config/model.py; docs §3)."""
+    derived, key = spec.derived_max_len()
+    if derived is None:
+        derived = 2048
+        assumptions.append("config has no max-length key: vLLM defaults to 2048")
+    mml = spec.text.get("model_max_length")
+    if profile.version >= (0, 8, 3) and isinstance(mml, int) and mml > 0:
+        derived = mml
+    rope = spec.rope_scaling or {}
+    rtype = str(rope.get("rope_type") or rope.get("type") or "").lower()
+    factor = rope.get("factor")
+    if rope and rtype not in ("su", "longrope", "llama3", "default", "mrope", "proportional") \
+            and not spec.model_type.startswith("gemma3"):
+        if rtype in ("yarn", "deepseek_yarn", "deepseek_llama_scaling"):
+            if profile.yarn_scales_max_len and factor:
+                orig = rope.get("original_max_position_embeddings") or derived
+                derived = int(orig * float(factor))
+        elif factor:
+            derived = int(derived * float(factor))
+    user = settings.max_model_len
+    if user in (None, "auto"):
+        if rtype == "longrope" and profile.version >= (0, 11, 2) and spec.text.get("original_max_position_embeddings"):
+            return int(spec.text["original_max_position_embeddings"])
+        return int(derived)
+    return int(user)
+
+
+# ------------------------------------------------------------------------------------------
+# KV layout
+# ------------------------------------------------------------------------------------------
+
+
+def kv_dtype_bytes_for(settings: EngineSettings, model_dtype: str, spec: ModelSpec, profile: Profile) -> int:
+    kv = (settings.kv_cache_dtype or "auto").lower()
+    if kv == "auto":
+        q = spec.quantization or {}
+        if profile.version >= (0, 14, 0) and (q.get("kv_cache_quant_algo") or q.get("kv_cache_scheme")):
+            return 1
+        return dtype_bytes(model_dtype)
+    return dtype_bytes(kv, 1)
+
+
+def _stage_layers(spec: ModelSpec, profile: Profile, pp: int) -> list[LayerKV]:
+    """Layers of the largest PP stage (vllm/distributed/utils.py get_pp_indices)."""
+    n = len(spec.layers) if spec.model_type != "falcon_h1" else spec.num_layers
+    if pp <= 1:
+        return list(spec.layers)
+    base, rem = divmod(spec.num_layers, pp)
+    sizes = [base] * pp
+    if profile.version < (0, 8, 0):
+        sizes[-1] += rem
+    else:
+        for i in range(rem):
+            sizes[-2 - i if pp > 1 else 0] += 1
+    # Pick the stage with the most per-token KV bytes (vLLM takes the min blocks over workers).
+    best, start = None, 0
+    for size in sizes:
+        layers = list(spec.layers[start:start + size])
+        if n != len(spec.layers):  # parallel hybrid: append this stage's state layers
+            layers += list(spec.layers[spec.num_layers + start: spec.num_layers + start + size])
+        cost = sum(lk.bytes_per_token(1, 2) for lk in layers)
+        if best is None or cost > best[0]:
+            best = (cost, layers)
+        start += size
+    return best[1]
+
+
+def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_bytes: int,
+              model_dtype_bytes: int, assumptions: list[str]) -> KVLayout:
+    tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
+    layers = _stage_layers(spec, profile, pp)
+    bs = settings.block_size or 16
+    attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
+    states = [lk for lk in layers if isinstance(lk, MambaState)]
+    per_token = sum(lk.bytes_per_token(tp, kv_bytes) for lk in attn)
+    state_req = sum(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
+    cross = [lk for lk in layers if isinstance(lk, CrossAttention)]
+    if cross:
+        assumptions.append("cross-attention layers (encoder KV) are not sized; their memory is ignored")
+
+    if profile.engine == "v0" or not profile.hybrid_manager:
+        # V0: one pool, every attention layer at full length (sliding windows ignored by the
+        # check; vllm/worker/cache_engine.py get_cache_block_size). V1 0.7–0.9.0: one group,
+        # sliding layers unified to full attention for allocation.
+        if states and profile.engine == "v0":
+            note = "V0 keeps Mamba state outside the KV pool (allocated in the profile run)"
+        else:
+            note = ""
+        groups = [KVGroup("full", len(attn), bs * per_token // max(1, len(attn)), bs,
+                          FullAttention(kv_heads=1, head_dim=1))] if attn else []
+        return KVLayout(groups, bs * per_token, bs, per_token, state_req if profile.engine != "v0" else 0, note)
+
+    # ---- V1 0.9.1+: hybrid KV cache manager (vllm/v1/core/kv_cache_utils.py) ----
+    kinds: dict[str, list[LayerKV]] = {}
+    for lk in layers:
+        if isinstance(lk, CrossAttention) or (lk.bytes_per_token(tp, kv_bytes) == 0 and not isinstance(lk, MambaState)):
+            continue
+        kind = lk.kind
+        if kind == "sliding" and not profile.sliding_spec:
+            kind = "full"
+        if kind == "chunked" and not profile.chunked_local_spec:
+            kind = "full"
+        if isinstance(lk, MambaState):
+            kind = "mamba"
+        kinds.setdefault(kind, []).append(lk)
+    if not kinds:
+        return KVLayout([], 0, bs, 0, 0, "attention-free model")
+    if settings.block_size is None and states and attn:
+        # Attention block size raised so one attention page ≥ one Mamba page
+        # (HybridAttentionMambaModelConfig, vllm/model_executor/models/config.py; A = 16).
+        a = 16
+        attn_ppt = max(lk.bytes_per_token(tp, kv_bytes) for lk in attn)
+        mamba_page = max(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
+        bs = a * ceil_div(mamba_page, a * attn_ppt)
+        assumptions.append(f"hybrid Mamba model: attention block size raised to {bs} tokens (vLLM aligns pages)")
+    # Page per token of each kind (one layer). Unify pages: larger per-token pages keep bs,
+    # smaller ones get a proportionally larger block size (0.33 unify_kv_cache_spec_page_size).
+    ppt = {k: max(lk.bytes_per_token(tp, kv_bytes) for lk in v) for k, v in kinds.items() if k != "mamba"}
+    max_ppt = max(ppt.values()) if ppt else 0
+    if len(kinds) == 1:
+        # One spec type (identical specs, or UniformTypeKVCacheSpecs 0.11+): one group, one
+        # block = one page in every layer.
+        k, members = next(iter(kinds.items()))
+        page_sum = sum(lk.bytes_per_token(tp, kv_bytes) * bs for lk in members) or \
+            sum(lk.state_bytes(tp, model_dtype_bytes) for lk in members)
+        g = KVGroup(k, len(members), page_sum // max(1, len(members)), bs, members[0])
+        return KVLayout([g], page_sum, bs, per_token, state_req)
+    groups: list[KVGroup] = []
+    group_size = min(len(v) for v in kinds.values())
+    page = max_ppt * bs if max_ppt else max(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
+    for k, members in kinds.items():
+        if k == "mamba":
+            gbs = bs
+        else:
+            ratio = max_ppt / ppt[k]
+            gbs = bs * int(ratio) if ratio.is_integer() else bs
+        for _ in range(ceil_div(len(members), group_size)):
+            groups.append(KVGroup(k, group_size, page, gbs, members[0]))
+    padded = sum(ceil_div(len(v), group_size) * group_size - len(v) for v in kinds.values())
+    note = f"{len(groups)} KV groups of {group_size} layers"
+    if padded:
+        note += f" ({padded} padding layers)"
+    return KVLayout(groups, group_size * page, bs, per_token, state_req, note)
+
+
+# ------------------------------------------------------------------------------------------
+# Activation, non-torch, graphs (estimates)
+# ------------------------------------------------------------------------------------------
+
+
+def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_dtype_bytes: int,
+                    assumptions: list[str]) -> int:
+    """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S'))."""
+    tp = s.tensor_parallel_size
+    tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
+    h, inter = spec.hidden_size, spec.intermediate_size
+    if spec.moe and spec.moe.moe_layers:
+        m = spec.moe
+        # Routed tokens fan out top_k times through 2·I_expert (+ I_expert act) per token.
+        mlp = max(3 * inter // tp if m.dense_layers else 0,
+                  m.experts_per_tok * 3 * m.expert_intermediate // tp + 3 * m.shared_intermediate // tp)
+    else:
+        mlp = 3 * inter // tp
+    qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
+    forward = int(FORWARD_FACTOR * tb * (mlp + qkv + 3 * h) * model_dtype_bytes)
+    rows = min(seqs, tb)
+    vocab = spec.vocab_size
+    sampler = rows * vocab * profile.sampler_bytes_per_elem
+    if profile.logits_all_tokens:
+        sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
+    elif profile.engine == "v1" and profile.version < (0, 8, 0):
+        sampler = rows * vocab * 4
+    if spec.is_multimodal:
+        assumptions.append("multimodal encoder dummy inputs are not modelled in the activation peak")
+    peak = max(forward, sampler)
+    if profile.engine == "v0" and spec.state_layers:
+        # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
+        peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
+    return peak
+
+
+def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> int:
+    n = NON_TORCH_SINGLE + (NON_TORCH_TP_EXTRA if s.tensor_parallel_size * s.pipeline_parallel_size > 1 else 0)
+    if profile.context_in_non_torch:
+        n += CUDA_CONTEXT + other_process_bytes
+    return n
+
+
+def cuda_graph_memory(profile: Profile, s: EngineSettings) -> int:
+    if s.enforce_eager or not profile.cuda_graphs_budgeted:
+        return 0
+    sizes = cuda_graph_sizes(profile, s.max_num_seqs or 256, s.max_num_batched_tokens or 2048)
+    return GRAPH_BYTES_PER_SIZE * len(sizes)
+
+
+# ------------------------------------------------------------------------------------------
+# The estimate
+# ------------------------------------------------------------------------------------------
+
+
+def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings | None = None,
+             gpu_name: str = "", compute_capability: str | None = None, gpu_count: int | None = None,
+             weights_bytes: int | None = None, other_process_bytes: int = 0,
+             activation_bytes: int | None = None, non_torch_bytes: int | None = None,
+             cuda_graph_bytes: int | None = None) -> Estimate:
+    """Forward model for one rank. Overrides (weights/activation/…) come from a paste when read."""
+    s = (settings or EngineSettings()).replace()
+    assumptions: list[str] = list(spec.assumptions)
+    profile = profile_for(s.vllm_version, s.engine)
+    s.engine = profile.engine
+    if s.vllm_version is None:
+        s.vllm_version = ".".join(map(str, profile.version))
+        assumptions.append(f"vLLM version not given: assumed {s.vllm_version} ({profile.era})")
+    if s.gpu_memory_utilization is None:
+        s.gpu_memory_utilization = profile.default_utilization
+    model_dtype = resolve_dtype(spec, s, profile, compute_capability, assumptions)
+    s.dtype = s.dtype or "auto"
+    mdb = dtype_bytes(model_dtype)
+    kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile)
+    s.kv_cache_dtype = s.kv_cache_dtype or "auto"
+    auto_len = s.max_model_len == "auto"
+    max_len = resolve_max_model_len(spec, s, profile, assumptions)
+    if s.max_num_seqs is None:
+        s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, gpu_name)
+    chunked = v0_chunked_prefill(profile, max_len, spec, s) if profile.engine == "v0" else True
+    if s.max_num_batched_tokens is None:
+        s.max_num_batched_tokens = default_max_num_batched_tokens(
+            profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal)
+    if profile.engine == "v0" and chunked and s.enable_chunked_prefill is None and max_len > 32768:
+        assumptions.append(f"V0 turns chunked prefill on for max_model_len > 32K: max_num_batched_tokens "
+                           f"{s.max_num_batched_tokens}")
+
+    layout = kv_layout(spec, profile, s, kvb, mdb, assumptions)
+    if s.block_size is None:
+        s.block_size = layout.block_size
+
+    # ---- weights, activation, non-torch, graphs ----
+    if weights_bytes is None:
+        weights_bytes = _weights(spec, s, model_dtype, assumptions)
+    weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
+    act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
+    nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes
+    graphs = cuda_graph_memory(profile, s) if cuda_graph_bytes is None else cuda_graph_bytes
+    budget = requested_bytes(profile, gpu_total_bytes, s.gpu_memory_utilization)
+    if s.kv_cache_memory_bytes:
+        kv_pool = s.kv_cache_memory_bytes
+        assumptions.append("--kv-cache-memory-bytes set: vLLM skips profiling and ignores gpu_memory_utilization")
+    else:
+        kv_pool = budget - weights_bytes - act - nt - graphs
+
+    # ---- blocks and capacity ----
+    bpb = layout.bytes_per_block
+    blocks = max(0, kv_pool // bpb) if bpb else 0
+    mamba_extra = 1 if (s.enable_prefix_caching and layout.state_bytes_per_request and profile.version >= (0, 30, 0)) else 0
+    tb = s.max_num_batched_tokens
+
+    def blocks_needed(length: int) -> int:
+        return sum(g.blocks_per_request(length, tb, profile, mamba_extra) for g in layout.groups)
+
+    check_pool = kv_pool - (bpb if profile.reserved_block else 0)
+    need_blocks = blocks_needed(max_len) if layout.groups else 0
+    kv_needed = need_blocks * bpb if profile.hybrid_manager else \
+        _needed_pre_hybrid(layout, max_len, profile, s)
+    if profile.engine == "v0":
+        capacity = layout.block_size * (blocks // (s.pipeline_parallel_size if profile.version >= (0, 8, 0) else 1))
+        concurrency = capacity / max_len if max_len else 0.0
+        fits = blocks > 0 and max_len <= capacity
+        fit_len = capacity
+    else:
+        concurrency = blocks / need_blocks if need_blocks else 0.0
+        if profile.capacity_rule == "v1_blocks":
+            capacity = blocks * layout.block_size
+            concurrency = capacity / max_len if max_len else 0.0
+        elif profile.capacity_rule == "v1_groups":
+            capacity = (blocks // max(1, layout.num_groups)) * min(g.block_size for g in layout.groups) \
+                if layout.groups else 0
+        else:
+            capacity = int(concurrency * max_len)
+        fit_len = _largest_fitting(lambda L: (blocks_needed(L) * bpb if profile.hybrid_manager
+                                              else _needed_pre_hybrid(layout, L, profile, s)),
+                                   check_pool, max_len if not auto_len else max_len)
+        fits = kv_pool > 0 and kv_needed <= check_pool
+    error = None
+    if kv_pool <= 0 or blocks == 0:
+        error = "no_cache_blocks"
+    elif not fits:
+        error = "kv_capacity_v0" if profile.engine == "v0" else "kv_capacity_v1"
+    if auto_len and profile.auto_max_model_len and not fits and fit_len > 0:
+        assumptions.append(f"--max-model-len auto: vLLM reduces it from {max_len} to {fit_len}")
+        max_len, fits, error = fit_len, True, None
+    if layout.note:
+        assumptions.append(layout.note)
+    est = Estimate(
+        spec=spec, profile=profile, settings=s, gpu_name=gpu_name, gpu_total_bytes=gpu_total_bytes,
+        gpu_count=gpu_count or s.tensor_parallel_size * s.pipeline_parallel_size * s.data_parallel_size,
+        compute_capability=compute_capability, budget_bytes=budget, weights_bytes=weights_bytes,
+        activation_bytes=act, non_torch_bytes=nt, cuda_graph_bytes=graphs, kv_cache_bytes=kv_pool,
+        layout=layout, gpu_blocks=blocks, kv_cache_tokens=capacity, max_concurrency=concurrency,
+        max_model_len=max_len, max_model_len_fit=fit_len, kv_needed_bytes=kv_needed, fits=fits,
+        error_kind=error, assumptions=_dedupe(assumptions),
+    )
+    return est
+
+
+def _needed_pre_hybrid(layout: KVLayout, length: int, profile: Profile, s: EngineSettings) -> int:
+    """V0 / V1 ≤0.9.0: Σ_layers max_memory_usage — full length for every attention layer."""
+    return ceil_div(length, layout.block_size) * layout.bytes_per_block
+
+
+def _largest_fitting(needed, available: int, upper: int) -> int:
+    """vLLM's binary search for the largest L in [1, upper] with needed(L) ≤ available (0 if none)."""
+    if available <= 0 or needed(1) > available:
+        return 0
+    if needed(upper) <= available:
+        return upper
+    lo, hi = 1, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if needed(mid) <= available:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _weights(spec: ModelSpec, s: EngineSettings, model_dtype: str, assumptions: list[str]) -> int:
+    from estimator import params  # late import: params depends on spec only
+
+    wb = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
+                             tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size,
+                             safetensors_bytes_by_dtype=getattr(spec, "safetensors_bytes_by_dtype", None))
+    assumptions.extend(wb.assumptions)
+    return wb.bytes_total
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen, out = set(), []
+    for it in items:
+        if it not in seen:
+            seen.add(it)
+            out.append(it)
+    return out
+
+
+def gib(x: float) -> float:
+    return x / GiB
+
+
+def fmt_gib(x: float, nd: int = 2) -> str:
+    return f"{x / GiB:.{nd}f}"
+
+
+__all__ = ["Estimate", "KVLayout", "estimate", "GiB", "MiB", "gib", "fmt_gib", "math"]

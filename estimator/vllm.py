@@ -1,0 +1,344 @@
+"""vLLM version profiles and engine settings.
+
+Why profiles: the same KV number is computed differently in each vLLM era (budget formula,
+reported capacity, defaults). Code asks the profile (`profile_for(version, engine)`), never
+`if version < …` scattered around. Era boundaries come from ../shared/docs/vllm-memory.md
+(read from the released wheels: vllm/worker/worker.py, vllm/v1/worker/gpu_worker.py,
+vllm/v1/core/kv_cache_utils.py, vllm/engine/arg_utils.py, vllm/config/*.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+
+from estimator.errors import BadInput
+
+NEWEST = "0.33.0"
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_version(text: str | None) -> tuple[int, int, int]:
+    """'0.8.5.dev169+gce17db808' → (0, 8, 5). Dev builds of main ('0.1.dev2…') count as newest."""
+    if not text:
+        return parse_version(NEWEST)
+    m = _VERSION.search(str(text))
+    if not m:
+        raise BadInput(f"cannot read vLLM version {text!r} (expected e.g. 0.7.3)")
+    v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    if v < (0, 2, 0) and "dev" in str(text):
+        return parse_version(NEWEST)
+    return v
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one vLLM era does with memory. Fields are rules, not numbers for one model."""
+
+    era: str
+    version: tuple[int, int, int]
+    engine: str                      # "v0" | "v1"
+    budget_rule: str                 # see memory.available_kv
+    default_utilization: float
+    cuda_graphs_budgeted: bool       # graph memory subtracted before KV sizing (V1 0.20+)
+    reserved_block: bool             # one null block subtracted in the admission check (0.29+)
+    capacity_rule: str               # "v0" | "v1_blocks" | "v1_groups" | "v1_concurrency"
+    hybrid_manager: bool             # per-type KV groups (0.9.1+)
+    sliding_spec: bool               # sliding layers get their own spec (V1 0.8.3+)
+    chunked_local_spec: bool         # chunked-local layers keep their own spec
+    yarn_scales_max_len: bool        # rope yarn factor multiplies derived max len (≤0.29)
+    requested_ceil: bool             # requested memory = ceil(T × u) (0.14+)
+    context_in_non_torch: bool       # CUDA context + other processes charged (0.6.4 V0, V1 ≤0.9.0)
+    free_memory_check: bool          # startup check free ≥ T × u (V1 0.9.1+)
+    auto_max_model_len: bool         # --max-model-len auto / -1 (0.14+)
+    sampler_bytes_per_elem: int      # dummy sampler bytes per (row × vocab) element; see memory.py
+    logits_all_tokens: bool          # V1 0.7.0–0.7.2 computes logits for all Tb tokens
+
+
+def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
+    v = parse_version(version)
+    if engine is None:
+        engine = "v0" if v < (0, 8, 0) else "v1"
+    engine = engine.lower()
+    if v >= (0, 11, 0):
+        engine = "v1"  # V0 removed in 0.11
+    if v < (0, 7, 0) and engine == "v1":
+        engine = "v0"  # 0.6.x V1 prototype used the V0-classic formula
+    if engine == "v0":
+        if v < (0, 6, 4):
+            era, rule = "V0 classic", "v0_classic"
+        elif v < (0, 6, 5):
+            era, rule = "V0 0.6.4 non-torch", "v0_nontorch"
+        else:
+            era, rule = "V0 memory_profiling", "v0_profiling"
+    else:
+        if v < (0, 9, 1):
+            era, rule = "V1 peak+non-torch", "v1_peak"
+        elif v < (0, 27, 0):
+            era, rule = "V1 memory_profiling", "v1_profiling"
+        else:
+            era, rule = "V1 total consumed", "v1_total"
+        if (0, 18, 0) <= v < (0, 20, 0):
+            era += " (CUDA-graph profiling opt-in)"
+        elif v >= (0, 20, 0):
+            era += " + CUDA-graph profiling"
+    if engine == "v0":
+        capacity = "v0"
+    elif v < (0, 9, 1):
+        capacity = "v1_blocks"
+    elif v < (0, 21, 0):
+        capacity = "v1_groups"
+    else:
+        capacity = "v1_concurrency"
+    return Profile(
+        era=era, version=v, engine=engine, budget_rule=rule,
+        default_utilization=0.92 if (engine == "v1" and v >= (0, 20, 0)) else 0.90,
+        cuda_graphs_budgeted=engine == "v1" and v >= (0, 20, 0),
+        reserved_block=engine == "v1" and v >= (0, 29, 0),
+        capacity_rule=capacity,
+        hybrid_manager=engine == "v1" and v >= (0, 9, 1),
+        sliding_spec=engine == "v1" and v >= (0, 8, 3),
+        # 0.10.0 added the spec; 0.10.1–0.13.x disable the hybrid manager for chunked-local models.
+        chunked_local_spec=engine == "v1" and (v == (0, 10, 0) or v >= (0, 14, 0)),
+        yarn_scales_max_len=v < (0, 30, 0),
+        requested_ceil=engine == "v1" and v >= (0, 14, 0),
+        context_in_non_torch=rule in ("v0_nontorch", "v1_peak"),
+        free_memory_check=engine == "v1" and v >= (0, 9, 1),
+        auto_max_model_len=v >= (0, 14, 0),
+        # V0 runs the full sampler (fp32 upcast, sort, softmax, cumsum, log_softmax, multinomial):
+        # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
+        # vllm#13882). V1 0.8+ has no log_softmax in the dummy run: fitted 32 B (see memory.py).
+        sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else 32),
+        logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
+    )
+
+
+@dataclass
+class EngineSettings:
+    """vLLM engine arguments as the user gave them (None = vLLM's default for the version)."""
+
+    vllm_version: str | None = None
+    engine: str | None = None
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | str | None = None        # int, "auto"/-1 (0.14+), or None = derive
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    dtype: str | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    enforce_eager: bool = False
+    cpu_offload_gb: float = 0.0
+    kv_cache_memory_bytes: int | None = None
+    enable_chunked_prefill: bool | None = None
+    enable_prefix_caching: bool | None = None
+    usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
+    unknown_flags: list[str] = field(default_factory=list)
+
+    def replace(self, **changes) -> EngineSettings:
+        return dataclasses.replace(self, **changes)
+
+
+# Flag spelling → (field, type). vLLM's own names (vllm/engine/arg_utils.py).
+_FLAGS: dict[str, tuple[str, type]] = {
+    "--gpu-memory-utilization": ("gpu_memory_utilization", float),
+    "--max-model-len": ("max_model_len", str),
+    "--tensor-parallel-size": ("tensor_parallel_size", int),
+    "-tp": ("tensor_parallel_size", int),
+    "--pipeline-parallel-size": ("pipeline_parallel_size", int),
+    "-pp": ("pipeline_parallel_size", int),
+    "--data-parallel-size": ("data_parallel_size", int),
+    "-dp": ("data_parallel_size", int),
+    "--dtype": ("dtype", str),
+    "--kv-cache-dtype": ("kv_cache_dtype", str),
+    "--quantization": ("quantization", str),
+    "-q": ("quantization", str),
+    "--max-num-seqs": ("max_num_seqs", int),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", int),
+    "--block-size": ("block_size", int),
+    "--cpu-offload-gb": ("cpu_offload_gb", float),
+    "--kv-cache-memory-bytes": ("kv_cache_memory_bytes", str),
+    "--kv-cache-memory": ("kv_cache_memory_bytes", str),
+    "--vllm-version": ("vllm_version", str),
+}
+_BOOL_FLAGS = {
+    "--enforce-eager": ("enforce_eager", True),
+    "--enable-chunked-prefill": ("enable_chunked_prefill", True),
+    "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
+    "--enable-prefix-caching": ("enable_prefix_caching", True),
+    "--no-enable-prefix-caching": ("enable_prefix_caching", False),
+}
+
+
+def human_int(text: str) -> int:
+    """vLLM's human_readable_int: '1k' = 1000, '1K' = 1024, '25.6k', '32768'."""
+    s = str(text).strip().replace("_", "").replace(",", "")
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)", s)
+    if not m:
+        raise BadInput(f"expected a number, got {text!r}")
+    num, suffix = float(m.group(1)), m.group(2)
+    if not suffix:
+        if not num.is_integer():
+            raise BadInput(f"expected an integer, got {text!r}")
+        return int(num)
+    power = "kmgt".index(suffix.lower()) + 1
+    base = 1024 if suffix.isupper() else 1000
+    return int(num * base**power)
+
+
+def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
+    """Apply `vllm serve`-style flags to settings. Unknown flags are kept and ignored."""
+    s = settings or EngineSettings()
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        name, value = (tok.split("=", 1) + [None])[:2] if tok.startswith("-") and "=" in tok else (tok, None)
+        key = name.replace("_", "-") if name.startswith("--") else name
+        if key in _BOOL_FLAGS:
+            fld, val = _BOOL_FLAGS[key]
+            if value is not None:
+                val = value.lower() in ("1", "true", "yes")
+            setattr(s, fld, val)
+        elif key in _FLAGS:
+            fld, typ = _FLAGS[key]
+            if value is None:
+                if i + 1 >= len(argv):
+                    raise BadInput(f"flag {name} needs a value")
+                value = argv[i + 1]
+                i += 1
+            setattr(s, fld, _convert(fld, typ, value, name))
+        elif tok.startswith("-"):
+            s.unknown_flags.append(tok)
+        i += 1
+    return s
+
+
+def _convert(fld: str, typ: type, value: str, name: str):
+    try:
+        if fld == "max_model_len":
+            return "auto" if value.strip().lower() in ("auto", "-1") else human_int(value)
+        if fld == "kv_cache_memory_bytes":
+            return parse_bytes(value)
+        if typ is float:
+            out = float(value)
+            if fld == "gpu_memory_utilization" and not 0 < out <= 1:
+                raise BadInput(f"{name} must be in (0, 1], got {value}")
+            return out
+        if typ is int:
+            out = human_int(value)
+            if out <= 0:
+                raise BadInput(f"{name} must be positive, got {value}")
+            return out
+        return value.strip().lower() if fld in ("dtype", "kv_cache_dtype", "quantization") else value
+    except BadInput:
+        raise
+    except (TypeError, ValueError):
+        raise BadInput(f"bad value for {name}: {value!r}") from None
+
+
+def parse_bytes(text: str) -> int:
+    """'8GiB', '8G' (vLLM's kv-cache-memory parser: binary suffixes), '8589934592'."""
+    s = str(text).strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?", s)
+    if not m:
+        raise BadInput(f"expected a byte size such as 8GiB, got {text!r}")
+    num, suffix = float(m.group(1)), m.group(2).lower()
+    return int(num * 1024 ** ("kmgt".index(suffix) + 1)) if suffix else int(num)
+
+
+# ------------------------------------------------------------------------------------------
+# Defaults that depend on version, hardware and usage (docs §5; vllm/engine/arg_utils.py
+# _set_default_args / get_batch_defaults).
+# ------------------------------------------------------------------------------------------
+
+
+def default_max_num_seqs(p: Profile, gpu_total_bytes: int, gpu_name: str = "") -> int:
+    v, gib = p.version, gpu_total_bytes / 2**30
+    if p.engine == "v0":
+        return 256
+    name = gpu_name.lower()
+    if v < (0, 8, 4):
+        return 1024
+    if v < (0, 8, 5):
+        return 1024 if ("h100" in name or "h200" in name) else 256
+    if v < (0, 9, 0):
+        return 1024 if gib >= 70 else 256
+    big = gib >= 70 and "a100" not in name and "gb10" not in name
+    if v >= (0, 30, 0) and gib >= 160:
+        big = True
+    return 1024 if big else 256
+
+
+def v0_chunked_prefill(p: Profile, max_model_len: int, spec, settings: EngineSettings) -> bool:
+    """V0 turns chunked prefill on by itself for L > 32K (0.5.3+; vllm/engine/arg_utils.py)."""
+    if settings.enable_chunked_prefill is not None:
+        return settings.enable_chunked_prefill
+    if p.version < (0, 5, 3) or max_model_len <= 32768:
+        return False
+    if spec.sliding_window is not None or spec.is_multimodal:
+        return False
+    if p.version >= (0, 8, 0) and spec.uses_mla:
+        return False
+    return True
+
+
+def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_model_len: int,
+                                   max_num_seqs: int, gpu_total_bytes: int, gpu_name: str,
+                                   chunked: bool, multimodal: bool) -> int:
+    v = p.version
+    if p.engine == "v0":
+        if not chunked:
+            tb = max(max_model_len, 2048)
+            if multimodal and v >= (0, 6, 0):
+                tb = max(tb, 5120 if v >= (0, 6, 3) else 4096)
+            return tb
+        if v < (0, 4, 2):
+            return 768
+        return 512 if v < (0, 6, 5) else 2048
+    name, gib = gpu_name.lower(), gpu_total_bytes / 2**30
+    if v < (0, 8, 5):
+        big = "h100" in name or "h200" in name
+    elif v < (0, 9, 0):
+        big = gib >= 70
+    else:
+        big = gib >= 70 and "a100" not in name
+    if v >= (0, 30, 0) and gib >= 160:
+        tb = 16384
+    elif settings.usage == "llm":
+        tb = 16384 if big else 8192
+    else:
+        tb = 8192 if big else 2048
+    if v >= (0, 9, 2):
+        tb = min(tb, max_num_seqs * max_model_len)
+    if multimodal:
+        tb = max(tb, 5120)
+    return tb
+
+
+def cuda_graph_sizes(p: Profile, max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
+    """Decode batch sizes vLLM captures (docs §5 'CUDA graph sizes')."""
+    if p.engine == "v0":
+        top = next((8 * k for k in range(1, 33) if 8 * k >= max_num_seqs), 256)
+        return [1, 2, 4] + list(range(8, top + 1, 8))
+    if p.version < (0, 11, 0):
+        return [s for s in [1, 2, 4] + list(range(8, 513, 8)) if s <= max_num_batched_tokens]
+    if p.version < (0, 14, 0):
+        top = min(2 * max_num_seqs, 512)
+        return [1, 2, 4] + list(range(8, top + 1, 8))
+    top = min(2 * max_num_seqs, 512, max_num_batched_tokens)
+    return [s for s in [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, top + 1, 16)) if s <= top]
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def requested_bytes(p: Profile, total_bytes: int, utilization: float) -> int:
+    """T × u as vLLM computes it (0.14+: math.ceil in vllm/v1/worker/utils.py request_memory)."""
+    x = total_bytes * utilization
+    return math.ceil(x) if p.requested_ceil else int(x)
