@@ -403,6 +403,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
              activation_bytes: int | None = None, non_torch_bytes: int | None = None,
              cuda_graph_bytes: int | None = None) -> Estimate:
     """Forward model for one rank. Overrides (weights/activation/…) come from a paste when read."""
+    inputs = dict(gpu_total_bytes=gpu_total_bytes, settings=settings, gpu_name=gpu_name,
+                  compute_capability=compute_capability, gpu_count=gpu_count, weights_bytes=weights_bytes,
+                  other_process_bytes=other_process_bytes, activation_bytes=activation_bytes,
+                  non_torch_bytes=non_torch_bytes, cuda_graph_bytes=cuda_graph_bytes)
     s = (settings or EngineSettings()).replace()
     assumptions: list[str] = list(spec.assumptions)
     profile = profile_for(s.vllm_version, s.engine)
@@ -498,7 +502,41 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         max_model_len=max_len, max_model_len_fit=fit_len, kv_needed_bytes=kv_needed, fits=fits,
         error_kind=error, assumptions=_dedupe(assumptions),
     )
+    est.inputs = inputs  # type: ignore[attr-defined]
     return est
+
+
+def rerun(est: Estimate, **changes) -> Estimate:
+    """The same estimate with some settings changed (advice re-checks every fix this way).
+
+    Figures measured in a paste (weights, activation, non-torch, graphs) are carried over and
+    moved by what the model says the change does: weights scale by the modelled ratio (tp,
+    quantization), the others shift by the modelled difference (batch sizes, V0's Tb = f(L)).
+    """
+    inputs = dict(est.inputs)  # type: ignore[attr-defined]
+    base = inputs.pop("settings") or EngineSettings()
+    new = base.replace(**changes)
+    if "tensor_parallel_size" in changes or "pipeline_parallel_size" in changes:
+        inputs["gpu_count"] = None
+    keys = ("weights_bytes", "activation_bytes", "non_torch_bytes", "cuda_graph_bytes")
+    measured = {k: inputs[k] for k in keys if inputs.get(k) is not None}
+    if measured:
+        bare = {**inputs, **{k: None for k in keys}}
+        old_model = estimate(est.spec, settings=base, **bare)
+        new_model = estimate(est.spec, settings=new, **bare)
+        attr = {"weights_bytes": "weights_bytes", "activation_bytes": "activation_bytes",
+                "non_torch_bytes": "non_torch_bytes", "cuda_graph_bytes": "cuda_graph_bytes"}
+        for k, v in measured.items():
+            o, n = getattr(old_model, attr[k]), getattr(new_model, attr[k])
+            if k == "weights_bytes":
+                inputs[k] = int(v * n / o) if o else n
+            else:
+                inputs[k] = max(0, v + n - o)
+    out = estimate(est.spec, settings=new, **inputs)
+    for a in ("params", "gpu"):
+        if hasattr(est, a):
+            setattr(out, a, getattr(est, a))
+    return out
 
 
 def _needed_pre_hybrid(layout: KVLayout, length: int, profile: Profile, s: EngineSettings) -> int:

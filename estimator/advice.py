@@ -1,0 +1,223 @@
+"""Candidate fixes, each re-checked with the memory model and ranked.
+
+Why re-check: a fix that is not run through the same arithmetic is a guess. Every suggestion
+here is the user's settings with some flags changed, evaluated by `memory.rerun`; only
+suggestions that fit are returned (a lever that helps but does not suffice alone is combined
+with the largest --max-model-len that fits under it). Wrong fixes for the error are not
+offered (raising utilization does not fix a weights-load OOM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.memory import GiB, Estimate, rerun
+from estimator.vllm import ceil_div
+
+FP8_KV = "fp8"
+
+
+@dataclass
+class Suggestion:
+    flags: str
+    changes: dict
+    estimate: Estimate
+    why: str
+    keeps_goal: bool          # keeps the user's max_model_len
+    caveat: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return self.estimate.fits
+
+    def command(self, model_id: str) -> str:
+        return f"vllm serve {model_id} {self.full_flags}".strip()
+
+    @property
+    def full_flags(self) -> str:
+        return self.flags
+
+    def to_json(self) -> dict:
+        e = self.estimate
+        return {
+            "flags": self.flags,
+            "command": self.command(e.spec.model_id or "MODEL"),
+            "kv_cache_tokens": e.kv_cache_tokens,
+            "max_concurrency": round(e.max_concurrency, 2),
+            "max_model_len": e.max_model_len,
+            "fits": e.fits,
+            "why": self.why + (f" ({self.caveat})" if self.caveat else ""),
+        }
+
+
+def friendly_len(n: int) -> int:
+    """A round context length ≤ n: the largest power of two, or a multiple of 1024 if much closer."""
+    if n < 1024:
+        return max(16, n // 16 * 16)
+    p2 = 1 << (n.bit_length() - 1)
+    k = n // 1024 * 1024
+    return p2 if p2 >= 0.85 * n else k
+
+
+def _flag(name: str, value) -> str:
+    return f"--{name} {value}"
+
+
+def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: str = "",
+              flags: list[str] | None = None) -> Suggestion | None:
+    """Evaluate `changes`; if it does not fit, add the largest max-model-len that fits under it."""
+    flags = list(flags or [])
+    e = rerun(est, **changes)
+    if e.error_kind == "no_cache_blocks":
+        return None
+    if not e.fits:
+        fit = e.max_model_len_fit
+        if fit <= 0:
+            return None
+        target = friendly_len(fit)
+        e = rerun(est, **changes, max_model_len=target)
+        if not e.fits:
+            target = fit
+            e = rerun(est, **changes, max_model_len=target)
+        if not e.fits:
+            return None
+        flags.append(_flag("max-model-len", target))
+        keeps_goal = False
+        changes = {**changes, "max_model_len": target}
+    return Suggestion(" ".join(flags), changes, e, why, keeps_goal, caveat)
+
+
+def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | None = None) -> list[Suggestion]:
+    """Ranked fixes for the situation `est` describes (error_kind from the paste when known)."""
+    kind = error_kind or est.error_kind
+    if kind is None and est.fits:
+        return []
+    out: list[Suggestion] = []
+    s = est.settings
+    if kind in ("cuda_oom_load",):
+        return _weights_fixes(est, gpu_count)
+    if kind in ("cuda_oom_profile",):
+        out += _activation_fixes(est)
+    if kind in ("cuda_oom_graph", "cuda_oom_runtime"):
+        out += _graph_fixes(est)
+    if kind in ("free_memory_startup",):
+        out += _free_memory_fixes(est)
+
+    # 1. The largest max_model_len that fits (keeps everything else).
+    fit = est.max_model_len_fit
+    if fit > 0 and not est.fits:
+        for target in dict.fromkeys([friendly_len(fit), fit]):
+            e = rerun(est, max_model_len=target)
+            if e.fits:
+                out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e,
+                                      f"the largest context that fits is {fit:,} tokens; {target:,} is a round value "
+                                      "under it" if target != fit else "the largest context that fits", False))
+                break
+    # 2. Higher utilization (bounded: 0.95, and free memory when other processes hold some).
+    u = s.gpu_memory_utilization or 0.9
+    cap = 0.95
+    if u < cap - 1e-9 and kind not in ("free_memory_startup",):
+        sug = _with_len(est, {"gpu_memory_utilization": cap}, f"gives the KV cache {(cap - u) * est.gpu_total_bytes / GiB:.2f} "
+                        "GiB more of the card", True, "leave headroom for CUDA graphs and other processes",
+                        [_flag("gpu-memory-utilization", cap)])
+        if sug:
+            out.append(sug)
+    # 3. fp8 KV cache.
+    gpu = getattr(est, "gpu", None)
+    fp8_ok = bool(gpu and gpu.fp8) or (est.profile.engine == "v0")
+    if (s.kv_cache_dtype or "auto") == "auto" and fp8_ok and est.layout.kv_bytes_per_token:
+        sug = _with_len(est, {"kv_cache_dtype": FP8_KV}, "halves the bytes per token of KV", True,
+                        "small accuracy cost; check your backend supports it", [_flag("kv-cache-dtype", FP8_KV)])
+        if sug:
+            out.append(sug)
+    # 4. More GPUs with tensor parallelism.
+    for tp in (2, 4, 8):
+        if tp <= s.tensor_parallel_size or est.spec.num_attention_heads % tp:
+            continue
+        sug = _with_len(est, {"tensor_parallel_size": tp},
+                        f"splits weights{'' if est.spec.uses_mla else ' and KV heads'} over {tp} GPUs", True,
+                        "needs that many GPUs" + (" (MLA KV is replicated on every rank)" if est.spec.uses_mla else ""),
+                        [_flag("tensor-parallel-size", tp)])
+        if sug:
+            out.append(sug)
+            break
+    # 5. A quantized (FP8) checkpoint or on-the-fly FP8 weights.
+    if not s.quantization and not est.spec.quantization:
+        sug = _with_len(est, {"quantization": "fp8"}, "FP8 weights take about half the memory of 16-bit ones", True,
+                        "or use an FP8/AWQ checkpoint of the same model", [_flag("quantization", "fp8")])
+        if sug:
+            out.append(sug)
+    seen, uniq = set(), []
+    for sug in out:  # already in rank order: error-specific fixes, then the levers above
+        if sug.flags not in seen and sug.fits:
+            seen.add(sug.flags)
+            uniq.append(sug)
+    return uniq
+
+
+def _activation_fixes(est: Estimate) -> list[Suggestion]:
+    s, out = est.settings, []
+    seqs = max(16, (s.max_num_seqs or 256) // 4)
+    out.append(_with_len(est, {"max_num_seqs": seqs}, "the profile run's sampler scales with max_num_seqs × vocab",
+                         True, flags=[_flag("max-num-seqs", seqs)]))
+    tb = max(2048, (s.max_num_batched_tokens or 8192) // 4)
+    if tb < (s.max_num_batched_tokens or 0):
+        out.append(_with_len(est, {"max_num_batched_tokens": tb, "enable_chunked_prefill": True},
+                             "the profile run's forward pass scales with max_num_batched_tokens", True,
+                             flags=[_flag("max-num-batched-tokens", tb)]))
+    return [x for x in out if x]
+
+
+def _graph_fixes(est: Estimate) -> list[Suggestion]:
+    out = [_with_len(est, {"enforce_eager": True}, "no CUDA graphs: their memory is outside vLLM's budget in "
+                     "most versions", True, "slower decoding", ["--enforce-eager"])]
+    u = max(0.5, round((est.settings.gpu_memory_utilization or 0.9) - 0.05, 2))
+    out.append(_with_len(est, {"gpu_memory_utilization": u}, "leaves more room outside the budget for CUDA graphs "
+                         "and the sampler", True, flags=[_flag("gpu-memory-utilization", u)]))
+    return [x for x in out if x]
+
+
+def _free_memory_fixes(est: Estimate) -> list[Suggestion]:
+    other = est.inputs.get("other_process_bytes") or 0  # type: ignore[attr-defined]
+    free = est.gpu_total_bytes - other
+    u = int(free / est.gpu_total_bytes * 100 - 1) / 100
+    if u <= 0.1:
+        return []
+    sug = _with_len(est, {"gpu_memory_utilization": u}, "vLLM checks that the requested share of the card is free "
+                    "at start; ask for less than what is free", True, flags=[_flag("gpu-memory-utilization", u)])
+    return [sug] if sug else []
+
+
+def _weights_fixes(est: Estimate, gpu_count: int | None) -> list[Suggestion]:
+    out: list[Suggestion] = []
+    s = est.settings
+    for tp in (2, 4, 8):
+        if tp > s.tensor_parallel_size and est.spec.num_attention_heads % tp == 0:
+            sug = _with_len(est, {"tensor_parallel_size": tp}, f"weights split over {tp} GPUs", True,
+                            flags=[_flag("tensor-parallel-size", tp)])
+            if sug:
+                out.append(sug)
+                break
+    if not s.quantization:
+        sug = _with_len(est, {"quantization": "fp8"}, "FP8 weights take about half the memory", True,
+                        flags=[_flag("quantization", "fp8")])
+        if sug:
+            out.append(sug)
+    return out
+
+
+def full_context_plan(est: Estimate) -> dict | None:
+    """What serving the whole requested context would take (KV needed; GPUs that would hold it)."""
+    if est.fits:
+        return None
+    need = est.kv_needed_bytes
+    plans = []
+    for tp in (2, 4, 8):
+        if est.spec.num_attention_heads % tp:
+            continue
+        e = rerun(est, tensor_parallel_size=tp)
+        if e.fits:
+            plans.append({"tensor_parallel_size": tp, "gpu": est.gpu_name, "kv_cache_tokens": e.kv_cache_tokens})
+            break
+    blocks = ceil_div(est.max_model_len, est.layout.block_size)
+    return {"kv_needed_bytes": need, "blocks": blocks, "plans": plans}

@@ -1,0 +1,85 @@
+"""High-level calls that glue model resolution, GPU lookup and the memory model together.
+
+Why here: the CLI, the web API and `diagnose` all need "model ref + GPU + flags → Estimate";
+keeping that in one place keeps the surfaces thin and the behaviour identical everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.errors import BadInput
+from estimator.memory import Estimate, estimate
+from estimator.spec import ModelSpec, spec_from_config
+from estimator.vllm import EngineSettings
+
+
+@dataclass
+class LoadedModel:
+    spec: ModelSpec
+    origin: str
+    safetensors_bytes_by_dtype: dict | None
+    assumptions: list[str]
+
+
+def load_model(ref: str, *, offline: bool | None = None, revision: str | None = None,
+               token: str | None = None, timeout: float = 10.0) -> LoadedModel:
+    """Resolve a model reference (repo id, local dir) into a ModelSpec (estimator.hub)."""
+    from estimator.hub import resolve_model
+
+    if not ref or not str(ref).strip():
+        raise BadInput("no model given: name a Hugging Face repo id or a local directory with config.json")
+    src = resolve_model(str(ref).strip(), revision=revision, offline=offline, token=token, timeout=timeout)
+    spec = spec_from_config(src.config, src.model_id, src.companions)
+    spec.assumptions[:0] = list(src.assumptions)
+    spec.safetensors_bytes_by_dtype = src.safetensors_bytes_by_dtype  # type: ignore[attr-defined]
+    return LoadedModel(spec, src.origin, src.safetensors_bytes_by_dtype, list(src.assumptions))
+
+
+def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, gpu_count: int | None = None,
+                 **overrides) -> Estimate:
+    """Estimate for `spec` on `gpu` (name/alias/size; default: assume an 80 GB H100 and say so)."""
+    from estimator.gpus import lookup_gpu
+    from estimator.params import count_params
+
+    assumed = []
+    if not gpu:
+        gpu = "H100 80GB"
+        assumed.append("no GPU given: assumed one NVIDIA H100 80GB")
+    g = lookup_gpu(gpu)
+    if g.assumed:
+        assumed.append(g.assumed)
+    est = estimate(spec, gpu_total_bytes=g.total_bytes, settings=settings, gpu_name=g.name,
+                   compute_capability=g.compute_capability, gpu_count=gpu_count, **overrides)
+    est.assumptions[:0] = assumed
+    est.params = count_params(spec).params_total  # type: ignore[attr-defined]
+    est.gpu = g  # type: ignore[attr-defined]
+    return est
+
+
+def settings_from_dict(d: dict) -> EngineSettings:
+    """Settings named as in design.md §4 `settings` (web API, corpus cases) → EngineSettings."""
+    from estimator.vllm import parse_flags
+
+    argv: list[str] = []
+    for key, value in d.items():
+        if value is None or key in ("engine",):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            if value:
+                argv.append(flag)
+            continue
+        argv += [flag, str(value)]
+    return parse_flags(argv, EngineSettings(engine=d.get("engine")))
+
+
+def estimate_json(*, model: str, gpu: str | None = None, settings: dict | None = None,
+                  gpu_count: int | None = None, offline: bool | None = None) -> dict:
+    """design.md §4 JSON for a model + GPU + settings (used by POST /api/estimate)."""
+    loaded = load_model(model, offline=offline)
+    est = run_estimate(loaded.spec, gpu, settings_from_dict(settings or {}), gpu_count=gpu_count)
+    from estimator.advice import suggest
+
+    est.suggestions = [s.to_json() for s in suggest(est)]
+    return est.to_json()
