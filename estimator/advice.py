@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from estimator.memory import GiB, Estimate, rerun
+from estimator.memory import Estimate, GiB, rerun
 from estimator.vllm import ceil_div
 
 FP8_KV = "fp8"

@@ -1,19 +1,23 @@
 """`diagnose(text)`: the one call every surface makes (Slack, Discourse, web, CLI).
 
-PROVISIONAL: this first version only recognises the capacity errors with one regex so that the
-bot surfaces can be built against the final interface; the real pipeline (paste reader →
-derivation → advice → render) replaces the body of `diagnose`, not its signature.
+Pipeline: paste → facts (estimator.paste) → model + GPU + settings → forward estimate anchored
+on what vLLM printed (estimator.memory) → memory state with provenance (estimator.derive) →
+re-checked fixes (estimator.advice) → reply (estimator.render).
+
+Anchoring: when the paste gives vLLM's own KV figure (a capacity, a block count, "Available KV
+cache memory"), the forward model's estimated parts are adjusted so that it reproduces that
+figure; every fix is then re-checked from the user's real state, not from a fresh guess.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import regex
+from estimator.errors import KvdoctorError, ModelUnavailable
+from estimator.memory import Estimate, GiB
+from estimator.render import redact, render_markdown, render_slack, render_text
 
-_CAPACITY = regex.compile(
-    r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
-)
+V0_ASSUMED = "0.7.3"  # newest release whose default engine was V0 (docs era table)
 
 
 @dataclass
@@ -28,53 +32,303 @@ class Diagnosis:
     suggestions: list[dict] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     specific: bool = False
+    notes: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    kv_formula: str = ""
+    full_context: str = ""
+    state: object | None = None
 
     def to_json(self) -> dict:
         return {
             "facts": self.facts,
             "derived": self.derived,
             "diagnosis": {
-                "error_kind": self.error_kind,
-                "summary": self.summary,
-                "suggestions": self.suggestions,
-                "missing": self.missing,
-                "specific": self.specific,
+                "error_kind": self.error_kind, "summary": self.summary, "suggestions": self.suggestions,
+                "missing": self.missing, "specific": self.specific, "notes": self.notes,
+                "checks": self.checks, "full_context": self.full_context,
             },
             "estimate": self.estimate,
-            "reply": self.summary,
+            "reply": render_markdown(self),
         }
 
 
-def diagnose(text: str, *, model: str | None = None, gpu: str | None = None,
-             vllm_version: str | None = None, offline: bool | None = None) -> Diagnosis | None:
-    """Read `text`; return None when it holds no vLLM memory problem (bots stay silent)."""
-    m = _CAPACITY.search(text or "")
-    if not m:
+def explain_json(diag: Diagnosis) -> dict:
+    return diag.to_json()
+
+
+def _settings_from_facts(facts, version: str | None, engine: str | None):
+    from estimator.vllm import EngineSettings
+
+    f = facts.get
+    s = EngineSettings(vllm_version=version, engine=engine)
+    for key in ("gpu_memory_utilization", "max_model_len", "dtype", "kv_cache_dtype", "quantization",
+                "max_num_seqs", "max_num_batched_tokens", "block_size"):
+        v = f(key)
+        if v is not None:
+            setattr(s, key, v)
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        if f(key):
+            setattr(s, key, int(f(key)))
+    if f("enforce_eager") is not None:
+        s.enforce_eager = bool(f("enforce_eager"))
+    if isinstance(s.dtype, str) and s.dtype.startswith("auto"):
+        s.dtype = "auto"
+    if isinstance(s.kv_cache_dtype, str) and s.kv_cache_dtype.startswith("auto"):
+        s.kv_cache_dtype = "auto"
+    return s
+
+
+def _gpu_ref(facts, gpu: str | None) -> str | None:
+    if gpu:
+        return gpu
+    if facts.get("gpu"):
+        return str(facts.get("gpu"))
+    if facts.get("total_gpu_memory_gib"):
+        return f"{facts.get('total_gpu_memory_gib')}GiB"
+    return None
+
+
+def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vllm_version: str | None = None,
+             offline: bool | None = None, explain: bool = False, hub_timeout: float = 10.0) -> Diagnosis | None:
+    """Read `text`; None when it holds no vLLM memory problem (bots stay silent).
+
+    With `explain=True` (the CLI) a Diagnosis is always returned, saying what was found.
+    """
+    from estimator.paste import read_paste
+
+    facts = read_paste(text or "")
+    kind = facts.error_kind
+    if kind is None and not explain:
         return None
-    need, cap = int(m.group(1)), int(m.group(2))
-    summary = (
-        f"vLLM's KV cache holds {cap:,} tokens but max_model_len is {need:,}. "
-        f"Start with `--max-model-len {cap}` or lower."
+    version = vllm_version or facts.get("vllm_version")
+    engine = None
+    if kind == "kv_capacity_v0" or facts.extra.get("engine") == "v0":
+        engine = "v0"
+    elif kind == "kv_capacity_v1" or facts.extra.get("engine") == "v1":
+        engine = "v1"
+    assumptions: list[str] = []
+    if not version:
+        hint = facts.extra.get("version_hint")
+        if engine == "v0":
+            version = V0_ASSUMED
+            assumptions.append(f"the message format is vLLM's V0 engine; version not stated, so V0 rules of {V0_ASSUMED}")
+        elif isinstance(hint, (list, tuple)) and hint and hint[-1]:
+            version = str(hint[-1])
+            assumptions.append(f"version not stated; the message format points to vLLM ≤ {version}")
+    missing: list[str] = []
+    model_ref = model or facts.get("model")
+    gpu_ref = _gpu_ref(facts, gpu)
+    est: Estimate | None = None
+    problem = None
+    if not model_ref:
+        missing.append("the model id (your `vllm serve …` command)")
+    if not gpu_ref:
+        missing.append("the GPU (`nvidia-smi` output)")
+    if model_ref:
+        try:
+            est = _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_timeout)
+        except ModelUnavailable as exc:
+            problem = str(exc)
+            missing.append("the model's config.json (the model could not be looked up)")
+        except KvdoctorError as exc:
+            problem = str(exc)
+    from estimator.derive import derive
+
+    state = derive(facts, est)
+    suggestions = []
+    full = ""
+    if est is not None:
+        from estimator.advice import full_context_plan, suggest
+
+        suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
+        est.suggestions = suggestions
+        plan = full_context_plan(est) if kind in ("kv_capacity_v0", "kv_capacity_v1") else None
+        if plan:
+            full = f"{est.max_model_len:,} tokens need {plan['kv_needed_bytes'] / GiB:,.2f} GiB of KV per GPU"
+            if plan["plans"]:
+                p = plan["plans"][0]
+                full += (f"; with {p['tensor_parallel_size']}× {p['gpu']} and `--tensor-parallel-size "
+                         f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens per request pool")
+            else:
+                full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
+    d = Diagnosis(
+        error_kind=kind, summary="", facts=facts.to_dict(), derived=state.to_json(),
+        estimate=est.to_json() if est else None, suggestions=suggestions, missing=missing,
+        specific=bool(est is not None or _has_numbers(facts)), checks=list(state.checks),
+        assumptions=assumptions + (est.assumptions if est else []), full_context=full, state=state,
     )
-    return Diagnosis(
-        error_kind="kv_capacity_v0",
-        summary=summary,
-        facts={"max_model_len": need, "error_max_tokens_in_kv": cap, "error_kind": "kv_capacity_v0"},
-        suggestions=[{"flags": f"--max-model-len {cap}", "command": None, "kv_cache_tokens": cap,
-                      "max_concurrency": None, "fits": True, "why": "fits the KV pool vLLM reported"}],
-        specific=True,
-    )
+    if est is not None:
+        from estimator.derive import _kv_formula
+
+        d.kv_formula = _kv_formula(est)
+    d.notes = _claims_notes(facts, est) + ([f"Could not use the model: {problem}"] if problem else [])
+    d.summary = _summary(d, facts, est)
+    return d
 
 
-def render_markdown(diag: Diagnosis, *, flavour: str = "cli") -> str:
-    """Markdown reply (flavour "discourse" may use [details] blocks)."""
-    return diag.summary
+def _has_numbers(facts) -> bool:
+    return any(facts.get(k) is not None for k in ("error_max_tokens_in_kv", "kv_tokens_capacity", "gpu_blocks",
+                                                   "kv_cache_gib", "kv_needed_gib"))
 
 
-def render_text(diag: Diagnosis) -> str:
-    return diag.summary
+def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_timeout) -> Estimate:
+    from estimator.api import load_model, run_estimate
+
+    loaded = load_model(str(model_ref), offline=offline, timeout=hub_timeout)
+    settings = _settings_from_facts(facts, version, engine)
+    f = facts.get
+
+    def b(key):
+        return None if f(key) is None else int(round(float(f(key)) * GiB))
+
+    overrides = {"weights_bytes": b("weights_gib"), "activation_bytes": b("activation_peak_gib"),
+                 "non_torch_bytes": b("non_torch_gib"), "cuda_graph_bytes": b("cuda_graph_gib")}
+    total = b("total_gpu_memory_gib")
+    est = run_estimate(loaded.spec, gpu_ref, settings, gpu_count=f("gpu_count"),
+                       **{k: v for k, v in overrides.items() if v is not None})
+    if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
+        est = _with_total(est, total)
+    est.modelled_weights_bytes = est.weights_bytes  # type: ignore[attr-defined]
+    # Anchor on vLLM's own KV figure: solve for the part the paste did not state.
+    pool = _kv_pool_from_facts(facts, est)
+    if pool is not None and not settings.kv_cache_memory_bytes:
+        gap = est.kv_cache_bytes - pool
+        for key in ("activation_bytes", "non_torch_bytes", "weights_bytes"):
+            if overrides[key] is None:
+                current = getattr(est, key)
+                new = max(0, current + gap)
+                inputs = dict(est.inputs)  # type: ignore[attr-defined]
+                inputs[key] = new
+                modelled = est.weights_bytes
+                est = _estimate_with(est, inputs)
+                est.modelled_weights_bytes = modelled  # type: ignore[attr-defined]
+                est.assumptions.append(
+                    f"{key.replace('_bytes', '').replace('_', '-')} set to {new / GiB:.2f} GiB so that the model "
+                    "reproduces the KV figure vLLM printed (the rest of the non-KV memory is read or modelled)")
+                break
+    return est
 
 
-def render_slack(diag: Diagnosis) -> dict:
-    """{"text": fallback, "blocks": Block Kit blocks} within Slack's limits."""
-    return {"text": diag.summary, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": diag.summary}}]}
+def _estimate_with(est: Estimate, inputs: dict) -> Estimate:
+    from estimator.memory import estimate
+
+    out = estimate(est.spec, **inputs)
+    for a in ("params", "gpu"):
+        if hasattr(est, a):
+            setattr(out, a, getattr(est, a))
+    return out
+
+
+def _with_total(est: Estimate, total: int) -> Estimate:
+    inputs = dict(est.inputs)  # type: ignore[attr-defined]
+    inputs["gpu_total_bytes"] = total
+    return _estimate_with(est, inputs)
+
+
+def _kv_pool_from_facts(facts, est: Estimate) -> int | None:
+    f = facts.get
+    if f("kv_cache_gib") is not None:
+        return int(float(f("kv_cache_gib")) * GiB)
+    if f("kv_available_gib") is not None:
+        return int(float(f("kv_available_gib")) * GiB)
+    bpb = est.layout.bytes_per_block
+    if not bpb:
+        return None
+    if f("gpu_blocks") is not None and f("gpu_blocks") >= 0:
+        return int(f("gpu_blocks")) * bpb
+    cap = f("error_max_tokens_in_kv")
+    if cap and est.layout.num_groups <= 1:
+        return (int(cap) // est.layout.block_size) * bpb
+    return None
+
+
+def _claims_notes(facts, est: Estimate | None) -> list[str]:
+    """Gently confirm or correct what the user says about sizes (weights, GB vs GiB)."""
+    notes: list[str] = []
+    claims = facts.extra.get("claims") or []
+    weights = getattr(est, "modelled_weights_bytes", None) if est else None
+    for c in claims:
+        gb = c.get("gb")
+        if gb is None or weights is None:
+            continue
+        real_gb = weights / 1e9
+        if abs(gb - real_gb) / real_gb <= 0.12:
+            notes.append(f"You're right about \"{c['text']}\": the weights take {weights / GiB:.2f} GiB "
+                         f"({real_gb:.1f} GB) per GPU.")
+        else:
+            notes.append(f"\"{c['text']}\" is not what vLLM loads: the weights take {weights / GiB:.2f} GiB "
+                         f"({real_gb:.1f} GB) per GPU — dtype auto keeps the checkpoint's "
+                         f"{est.spec.torch_dtype or '16-bit'} (2 bytes per parameter), it does not halve it.")
+    if est is not None and est.settings.tensor_parallel_size > 1:
+        notes.append("All figures are per GPU: with tensor parallelism each GPU holds its share of the weights and "
+                     "of the KV heads, and vLLM's token capacity is per GPU pool, not the sum over GPUs.")
+    return notes
+
+
+def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
+    f = facts.get
+    kind = d.error_kind
+    if kind is None:
+        return "I found no vLLM memory error in this text."
+    parts: list[str] = []
+    if kind in ("kv_capacity_v0", "kv_capacity_v1"):
+        cap = f("error_max_tokens_in_kv") or f("estimated_max_model_len") or (est.max_model_len_fit if est else None)
+        want = f("max_model_len") or (est.max_model_len if est else None)
+        if cap is not None and want is not None:
+            parts.append(f"vLLM's KV cache can hold **{cap:,} tokens**, but max_model_len is **{want:,}**, so "
+                         "one full-length request cannot fit and the engine refuses to start.")
+        if est is not None:
+            need = est.kv_needed_bytes
+            parts.append(f"At {est.layout.kv_bytes_per_token:,} bytes of KV per token, {want or est.max_model_len:,} "
+                         f"tokens need {need / GiB:,.2f} GiB of KV; the KV pool is "
+                         f"{_pool_text(d)}.")
+    elif kind == "no_cache_blocks":
+        parts.append("vLLM had **no memory left for the KV cache** after weights, activations and other overhead.")
+    elif kind == "free_memory_startup":
+        parts.append("vLLM checks at start that the requested share of the GPU is free; **another process holds "
+                     "part of the GPU**, so the request cannot be met.")
+    elif kind.startswith("cuda_oom"):
+        phase = {"cuda_oom_load": "while loading the weights", "cuda_oom_profile": "during the profile run",
+                 "cuda_oom_graph": "while capturing CUDA graphs", "cuda_oom_runtime": "while serving"}.get(kind, "")
+        parts.append(f"PyTorch ran **out of GPU memory {phase}**.")
+    elif kind == "startup_log_ok":
+        parts.append("This start-up log shows no error; here is how vLLM used the memory.")
+    elif kind == "mamba_blocks":
+        parts.append("This hybrid (Mamba/linear-attention) model needs one cache block per running sequence, "
+                     "and max_num_seqs is larger than the number of blocks.")
+    else:
+        parts.append(f"vLLM reported a memory-related problem ({kind}).")
+    if d.suggestions:
+        s = d.suggestions[0]
+        parts.append(f"Change to make: `{s['flags']}` ({_short_effect(s)}).")
+    elif d.missing:
+        parts.append("To say more I need " + " and ".join(d.missing) + ".")
+    return redact(" ".join(parts))
+
+
+def _pool_text(d: Diagnosis) -> str:
+    st = d.state
+    kv = st.figures.get("kv_pool") if st else None
+    if kv is None or kv.value is None:
+        return "unknown"
+    out = f"{kv.value / GiB:.2f} GiB ({kv.how})"
+    budget = st.figures.get("budget")
+    non_kv = st.figures.get("non_kv")
+    if budget is not None and non_kv is not None:
+        out += f" of a {budget.value / GiB:.2f} GiB budget, with {non_kv.value / GiB:.2f} GiB going to everything else"
+    return out
+
+
+def _short_effect(s: dict) -> str:
+    tok = s.get("kv_cache_tokens")
+    conc = s.get("max_concurrency")
+    txt = "fits"
+    if tok is not None:
+        txt += f", {tok:,} tokens of KV"
+    if conc is not None:
+        txt += f", {conc:.2f}× concurrency"
+    return txt
+
+
+__all__ = ["Diagnosis", "diagnose", "explain_json", "render_markdown", "render_slack", "render_text"]

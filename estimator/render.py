@@ -1,0 +1,183 @@
+"""The reply: markdown (CLI, Discourse), Slack Block Kit, plain text, and the estimate table.
+
+Why one renderer: every surface must say the same numbers the same way — short answer first,
+then where every GiB went (read / derived / estimated / assumed), the KV formula with the
+user's numbers, ready-to-paste fixes with their re-checked effect, and what to paste next.
+Units: GiB (2^30) as vLLM prints them; GB vs GiB said explicitly. Secrets are redacted.
+"""
+
+from __future__ import annotations
+
+import re
+
+import regex
+
+from estimator.memory import Estimate, GiB
+
+# Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
+_SECRETS = regex.compile(
+    r"(hf_[A-Za-z0-9]{8,}|xox[abposr]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}|sk-[A-Za-z0-9_-]{12,}"
+    r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{12,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{20,})"
+)
+SLACK_SECTION_LIMIT = 3000
+SLACK_MAX_BLOCKS = 50
+
+_LABEL = {"read": "read", "derived": "derived", "estimated": "estimated", "assumed": "assumed"}
+_ROWS = (
+    ("total", "GPU memory (torch)"),
+    ("budget", "vLLM budget (total × utilization)"),
+    ("weights", "Model weights"),
+    ("activation", "Activation peak (profile run)"),
+    ("non_torch", "Non-torch (cuBLAS, NCCL…)"),
+    ("cuda_graphs", "CUDA graphs"),
+    ("non_kv", "Everything but KV"),
+    ("kv_pool", "KV cache pool"),
+    ("kv_needed", "KV needed for max_model_len"),
+    ("other_processes", "Other processes on the GPU"),
+)
+
+
+def redact(text: str) -> str:
+    try:
+        return _SECRETS.sub("[redacted]", text or "", timeout=1.0)
+    except TimeoutError:
+        return "[reply withheld: could not check it for secrets]"
+
+
+def g(x: float | None, nd: int = 2) -> str:
+    return "—" if x is None else f"{x / GiB:,.{nd}f}"
+
+
+def breakdown_rows(diag) -> list[tuple[str, str, str, str]]:
+    """(label, GiB, provenance, how) for each figure the diagnosis has."""
+    st = diag.state
+    rows = []
+    if st is None:
+        return rows
+    for key, label in _ROWS:
+        f = st.figures.get(key)
+        if f is None or f.value is None:
+            continue
+        val = g(f.value)
+        if f.low is not None and f.high is not None and f.high - f.low > 0.005 * GiB:
+            val = f"{f.low / GiB:.2f}–{f.high / GiB:.2f}"
+        rows.append((label, val, _LABEL.get(f.provenance, f.provenance), f.how))
+    return rows
+
+
+def render_markdown(diag, *, flavour: str = "cli") -> str:
+    out = [redact(diag.summary), ""]
+    rows = breakdown_rows(diag)
+    body: list[str] = []
+    if rows:
+        body += ["**Where the memory went** (per GPU; GiB = 2^30 bytes, as vLLM prints it; 1 GiB = 1.074 GB)", "",
+                 "| | GiB | source | how |", "|---|---:|---|---|"]
+        body += [f"| {a} | {b} | {c} | {_md(d)} |" for a, b, c, d in rows]
+        body.append("")
+    if diag.kv_formula:
+        body += [f"**KV cache per token:** {diag.kv_formula}", ""]
+    for line in diag.notes:
+        body.append(f"- {redact(line)}")
+    if diag.notes:
+        body.append("")
+    if diag.suggestions:
+        body.append("**Fixes** (each re-checked with vLLM's arithmetic):")
+        body.append("")
+        for i, s in enumerate(diag.suggestions, 1):
+            body.append(f"{i}. `{s['flags']}` → {_effect(s)} — {s['why']}")
+            body.append(f"   ```\n   {s['command']}\n   ```")
+        body.append("")
+    if diag.full_context:
+        body += [f"**To serve the whole context:** {diag.full_context}", ""]
+    if diag.checks:
+        body += ["**Checks:** " + " ".join(diag.checks), ""]
+    if diag.missing:
+        body += ["**To be more precise, paste:** " + "; ".join(diag.missing) + ".", ""]
+    if diag.assumptions:
+        body += ["Assumptions: " + "; ".join(diag.assumptions[:8]) + "."]
+    text = "\n".join(body)
+    if flavour == "discourse" and rows:
+        text = "[details=\"Full breakdown\"]\n" + text + "\n[/details]"
+    return redact("\n".join(out) + "\n" + text).strip() + "\n"
+
+
+def _md(text: str) -> str:
+    return (text or "").replace("|", "\\|")
+
+
+def _effect(s: dict) -> str:
+    fits = "fits" if s.get("fits") else "does not fit"
+    conc = s.get("max_concurrency")
+    tok = s.get("kv_cache_tokens")
+    extra = f", KV cache {tok:,} tokens" if tok is not None else ""
+    if conc is not None:
+        extra += f", {conc:.2f}× concurrency at {s.get('max_model_len', 0):,} tokens"
+    return fits + extra
+
+
+def render_text(diag) -> str:
+    md = render_markdown(diag)
+    return re.sub(r"[*`]", "", md)
+
+
+def render_slack(diag) -> dict:
+    """Block Kit within Slack's limits (≤50 blocks, ≤3000 chars per section) + text fallback."""
+    blocks: list[dict] = []
+
+    def section(text: str) -> None:
+        text = redact(text)
+        while text:
+            chunk, text = text[:SLACK_SECTION_LIMIT], text[SLACK_SECTION_LIMIT:]
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": chunk}})
+
+    section(_slack(diag.summary))
+    rows = breakdown_rows(diag)
+    if rows:
+        width = max(len(r[0]) for r in rows)
+        table = "\n".join(f"{a:<{width}}  {b:>13}  {c}" for a, b, c, _ in rows)
+        section("*Where the memory went* (per GPU, GiB = 2^30 bytes)\n```" + table + "```")
+    if diag.kv_formula:
+        section("*KV per token:* " + diag.kv_formula)
+    for i, s in enumerate(diag.suggestions[:8], 1):
+        section(f"*{i}.* `{s['flags']}` → {_effect(s)}\n_{s['why']}_\n```{s['command']}```")
+    if diag.full_context:
+        section("*To serve the whole context:* " + diag.full_context)
+    if diag.missing:
+        section("*To be more precise, paste:* " + "; ".join(diag.missing))
+    if diag.assumptions:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": redact("Assumptions: " + "; ".join(diag.assumptions[:5]))[:2000]}]})
+    blocks = blocks[:SLACK_MAX_BLOCKS]
+    return {"text": redact(_slack(diag.summary))[:3000], "blocks": blocks}
+
+
+def _slack(md: str) -> str:
+    return re.sub(r"\*\*(.+?)\*\*", r"*\1*", md or "")
+
+
+def estimate_text(est: Estimate) -> str:
+    """The readable table `kvdoctor estimate` prints by default."""
+    s, m = est.settings, est
+    lines = [
+        f"{est.spec.model_id} on {est.gpu_count}× {est.gpu_name} — vLLM {s.vllm_version} ({est.profile.era})",
+        f"KV per token (per GPU): {est.layout.kv_bytes_per_token:,} B;  block size {est.layout.block_size}",
+        "",
+        f"{'per GPU':<34}{'GiB':>10}",
+        f"{'total memory (torch)':<34}{g(est.gpu_total_bytes):>10}",
+        f"{'budget (× ' + str(s.gpu_memory_utilization) + ')':<34}{g(m.budget_bytes):>10}",
+        f"{'weights':<34}{g(m.weights_bytes):>10}",
+        f"{'activation peak (estimate)':<34}{g(m.activation_bytes):>10}",
+        f"{'non-torch (estimate)':<34}{g(m.non_torch_bytes):>10}",
+        f"{'CUDA graphs':<34}{g(m.cuda_graph_bytes):>10}",
+        f"{'KV cache':<34}{g(m.kv_cache_bytes):>10}",
+        "",
+        f"GPU blocks: {est.gpu_blocks:,};  KV cache: {est.kv_cache_tokens:,} tokens;  "
+        f"max concurrency at {est.max_model_len:,}: {est.max_concurrency:.2f}×",
+        f"max_model_len {est.max_model_len:,}: {'fits' if est.fits else 'DOES NOT FIT'} "
+        f"(largest that fits: {est.max_model_len_fit:,}; needs {g(est.kv_needed_bytes)} GiB of KV)",
+    ]
+    if est.suggestions:
+        lines += ["", "Fixes:"] + [f"  {x['flags']:<48} → {_effect(x)}" for x in est.suggestions]
+    if est.assumptions:
+        lines += ["", "Assumptions:"] + [f"  - {a}" for a in est.assumptions]
+    return "\n".join(lines)
