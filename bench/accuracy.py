@@ -1,0 +1,161 @@
+"""Accuracy of the forward memory model against what vLLM printed in real threads.
+
+usage: python bench/accuracy.py CORPUS.jsonl [--verbose]
+
+For every case whose model config is available offline (bundled catalog / HF cache), run the
+estimator with the case's settings — not with its observed numbers — and compare with
+`observed`: KV pool GiB, token capacity, blocks, weights, activation peak, non-torch and the
+estimated max model length. Prints one row per case, then count / median / p90 absolute %
+error per quantity; the last line is the KV summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from estimator.api import load_model, run_estimate  # noqa: E402
+from estimator.errors import KvdoctorError  # noqa: E402
+from estimator.memory import GiB  # noqa: E402
+from estimator.vllm import EngineSettings  # noqa: E402
+
+_REPO = re.compile(r"\b([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)")
+_VER = re.compile(r"\d+\.\d+(?:\.\d+)?")
+QUANTITIES = ("kv_cache_gib", "kv_tokens", "gpu_blocks", "weights_gib", "activation_peak_gib", "non_torch_gib",
+              "overhead_gib", "estimated_max_model_len")
+
+
+def repo_id(text: str | None) -> str | None:
+    m = _REPO.search(text or "")
+    return m.group(1) if m else None
+
+
+def settings_for(case: dict) -> EngineSettings:
+    ver_text = str(case.get("vllm_version") or "")
+    m = _VER.search(ver_text)
+    version = m.group(0) if m else None
+    engine = case.get("era") if case.get("era") in ("v0", "v1") else None
+    if "V0" in ver_text:
+        engine = "v0"
+    if version is None and engine == "v0":
+        version = "0.7.3"
+    s = EngineSettings(vllm_version=version, engine=engine)
+    s.tensor_parallel_size = int(case.get("tensor_parallel_size") or 1)
+    s.pipeline_parallel_size = int(case.get("pipeline_parallel_size") or 1)
+    for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"):
+        if isinstance(case.get(key), (int, float)):
+            setattr(s, key, case[key])
+    if isinstance(case.get("max_model_len"), int):
+        s.max_model_len = case["max_model_len"]
+    for key in ("dtype", "kv_cache_dtype", "quantization"):
+        v = case.get(key)
+        if isinstance(v, str) and v.strip():
+            word = v.split()[0].strip("(),").lower()
+            if key == "quantization" and word not in ("fp8", "awq", "gptq", "bitsandbytes", "mxfp4", "nvfp4"):
+                continue
+            setattr(s, key, word)
+    s.enforce_eager = bool(case.get("enforce_eager"))
+    return s
+
+
+def observed_values(obs: dict) -> dict:
+    out = {k: obs.get(k) for k in ("kv_cache_gib", "gpu_blocks", "weights_gib", "activation_peak_gib",
+                                   "non_torch_gib", "estimated_max_model_len")}
+    out["kv_tokens"] = obs.get("kv_tokens_capacity") or obs.get("error_max_tokens_in_kv")
+    parts = [obs.get(k) for k in ("activation_peak_gib", "non_torch_gib")]
+    if all(p is not None for p in parts):
+        out["overhead_gib"] = sum(parts) + (obs.get("cuda_graph_gib") or 0)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def predicted_values(est) -> dict:
+    return {
+        "kv_cache_gib": est.kv_cache_bytes / GiB,
+        "kv_tokens": est.kv_cache_tokens if est.profile.engine == "v1" or est.fits else est.kv_cache_tokens,
+        "gpu_blocks": est.gpu_blocks,
+        "weights_gib": est.weights_bytes / GiB,
+        "activation_peak_gib": est.activation_bytes / GiB,
+        "non_torch_gib": est.non_torch_bytes / GiB,
+        "overhead_gib": (est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes) / GiB,
+        "estimated_max_model_len": est.max_model_len_fit,
+    }
+
+
+def pct(pred: float, obs: float) -> float | None:
+    if obs == 0:
+        return None
+    return abs(pred - obs) / abs(obs) * 100
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    path = Path(argv[0])
+    verbose = "--verbose" in argv
+    t0 = time.perf_counter()
+    errors: dict[str, list[float]] = {q: [] for q in QUANTITIES}
+    evaluated = skipped = 0
+    print(f"{'case':<58} {'quantity':<24} {'observed':>12} {'predicted':>12} {'err%':>7}")
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        obs = observed_values(case.get("observed") or {})
+        rid = repo_id(case.get("model"))
+        if not obs or not rid:
+            skipped += 1
+            continue
+        try:
+            loaded = load_model(rid, offline=True)
+        except KvdoctorError:
+            skipped += 1
+            continue
+        gpu = case.get("gpu") or ""
+        total = (case.get("observed") or {}).get("total_gpu_memory_gib")
+        gpu_arg = f"{total}GiB" if total else gpu
+        try:
+            est = run_estimate(loaded.spec, gpu_arg, settings_for(case))
+        except KvdoctorError as exc:
+            if verbose:
+                print(f"{case['id'][:58]:<58} skipped: {exc}")
+            skipped += 1
+            continue
+        evaluated += 1
+        pred = predicted_values(est)
+        for q, o in obs.items():
+            p = pred.get(q)
+            if p is None:
+                continue
+            e = pct(p, o)
+            if e is not None:
+                errors[q].append(e)
+            print(f"{case['id'][:58]:<58} {q:<24} {o:>12,.2f} {p:>12,.2f} {'' if e is None else f'{e:7.1f}'}")
+    print()
+    print(f"cases evaluated: {evaluated}, skipped (no observed numbers or model config offline): {skipped}")
+    print(f"{'quantity':<24} {'n':>4} {'median%':>9} {'p90%':>9}")
+    for q in QUANTITIES:
+        v = sorted(errors[q])
+        if not v:
+            continue
+        p90 = v[min(len(v) - 1, int(round(0.9 * (len(v) - 1))))]
+        print(f"{q:<24} {len(v):>4} {statistics.median(v):>9.1f} {p90:>9.1f}")
+    kv = sorted(errors["kv_cache_gib"] + errors["kv_tokens"] + errors["gpu_blocks"])
+    overhead = sorted(errors["overhead_gib"])
+    print(f"params: see bench/params.py; elapsed {time.perf_counter() - t0:.1f} s")
+    print(f"non-KV overhead: n={len(overhead)} median={statistics.median(overhead) if overhead else float('nan'):.1f}%")
+    print(f"KV summary: n={len(kv)} median={statistics.median(kv) if kv else float('nan'):.1f}% "
+          f"p90={kv[min(len(kv) - 1, int(round(0.9 * (len(kv) - 1))))] if kv else float('nan'):.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,124 @@
+"""The bundled offline catalog: config.json copies of well-known models, shipped as package data.
+
+Why: kvdoctor must answer with no network at all (air-gapped clusters, CI, a Hub outage), and the
+models people ask about most are a small set. The files in `estimator/catalog/` are copies of the
+configs in `../shared/data/models/`; `index.json` records for each repo id where the copy came
+from (`source_url`, `kind`: OFFICIAL / DUPLICATE / GITHUB COPY / PROXY, the research `notes`), the
+keys we DROPPED because they belong to a derivative (e.g. the MLX `quantization_config` block in a
+proxy copy) or to a runtime dump (generation defaults such as `max_length: 20`), and markers of
+incomplete copies (`truncated`, `trimmed`). A lookup says all of that in `assumptions`, because a
+user deserves to know the numbers rest on a copy rather than on the repo itself.
+
+Lookups are case-insensitive on the repo id (`qwen/qwen3-8b` finds `Qwen/Qwen3-8B`).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+_CATALOG_PKG = "estimator"
+_CATALOG_DIR = "catalog"
+
+
+def _read_json(name: str) -> Any:
+    path = resources.files(_CATALOG_PKG).joinpath(_CATALOG_DIR, name)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@cache
+def _index() -> dict[str, dict]:
+    """repo id -> index entry (loaded once per process)."""
+    return dict(_read_json("index.json")["models"])
+
+
+@cache
+def _by_lower() -> dict[str, str]:
+    return {repo_id.lower(): repo_id for repo_id in _index()}
+
+
+@cache
+def _load_files(repo_id: str) -> tuple[dict, dict[str, dict]]:
+    entry = _index()[repo_id]
+    config = _read_json(entry["config"])
+    companions = {name: _read_json(fname) for name, fname in entry.get("companions", {}).items()}
+    return config, companions
+
+
+def catalog_ids() -> list[str]:
+    """Repo ids in the bundled catalog, sorted."""
+    return sorted(_index())
+
+
+def canonical_id(repo_id: str) -> str | None:
+    """The catalog's spelling of `repo_id` (case-insensitive match), or None when absent."""
+    return _by_lower().get(repo_id.strip().lower())
+
+
+def entry(repo_id: str) -> dict | None:
+    """The provenance entry of `repo_id` (a copy), or None."""
+    cid = canonical_id(repo_id)
+    return copy.deepcopy(_index()[cid]) if cid else None
+
+
+def near_names(repo_id: str, n: int = 3) -> list[str]:
+    """Catalog ids close to `repo_id` (difflib), for "did you mean" in not-found messages.
+
+    Compares whole ids and, separately, the name after the slash, so a wrong organisation
+    (`meta/Llama-3.1-8B-Instruct`) still finds the right model.
+    """
+    ids = catalog_ids()
+    lowered = {i.lower(): i for i in ids}
+    want = repo_id.strip().lower()
+    hits = difflib.get_close_matches(want, list(lowered), n=n, cutoff=0.75)
+    name = want.rsplit("/", 1)[-1]
+    by_name: dict[str, list[str]] = {}
+    for i in ids:
+        by_name.setdefault(i.rsplit("/", 1)[-1].lower(), []).append(i)
+    for close in difflib.get_close_matches(name, list(by_name), n=n, cutoff=0.8):
+        hits.extend(x.lower() for x in by_name[close])
+    out: list[str] = []
+    for h in hits:
+        cid = lowered[h]
+        if cid not in out and cid.lower() != want:
+            out.append(cid)
+    return out[:n]
+
+
+def describe(repo_id: str) -> list[str]:
+    """Human sentences about the provenance of a catalog copy (for `assumptions`)."""
+    e = _index()[repo_id]
+    kind = e.get("kind", "?")
+    label = f"{kind} copy" if kind == "OFFICIAL" else kind  # "GITHUB COPY of", "PROXY of", ...
+    out = [f"config from the bundled offline catalog ({label} of {repo_id}; source: {e.get('source_url')})"]
+    if kind == "PROXY":
+        out.append(
+            "the catalog copy comes from a derivative repo; architecture fields match the original but "
+            "metadata keys may not"
+        )
+    if "DERIVED, NOT OFFICIAL" in (e.get("notes") or ""):
+        out.append("the catalog copy is DERIVED, not official: it was made from a sibling model's config "
+                   "(see the catalog index notes)")
+    dropped = e.get("dropped")
+    if dropped:
+        keys = ", ".join(sorted(dropped["keys"]))
+        out.append(f"dropped from the catalog copy: {keys} ({dropped['reason']})")
+    for path, text in (e.get("truncated") or {}).items():
+        where = path.rsplit(".", 1)[0] if "." in path else "the top level"
+        out.append(f"the catalog copy is TRUNCATED (in {where}): {text}")
+    if e.get("trimmed"):
+        out.append("the catalog copy is TRIMMED: only part of the official config was kept")
+    return out
+
+
+def lookup(repo_id: str) -> tuple[str, dict, dict[str, dict]] | None:
+    """(canonical id, config copy, companions copy) or None. Callers may mutate what they get."""
+    cid = canonical_id(repo_id)
+    if cid is None:
+        return None
+    config, companions = _load_files(cid)
+    return cid, copy.deepcopy(config), copy.deepcopy(companions)

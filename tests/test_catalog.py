@@ -1,0 +1,136 @@
+"""The bundled offline catalog (estimator/catalog/ + index.json): complete, faithful to the shared
+research copies except for the keys it says it dropped, and honest about provenance."""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from estimator import catalog
+from estimator.hub import catalog_ids, clear_cache, resolve_model
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "models"
+KINDS = {"OFFICIAL", "DUPLICATE", "GITHUB COPY", "PROXY"}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def _index() -> dict:
+    return json.loads(resources.files("estimator").joinpath("catalog", "index.json").read_text())["models"]
+
+
+def _drop(cfg: dict, path: str) -> None:
+    *parents, last = path.split(".")
+    for p in parents:
+        cfg = cfg[p]
+    del cfg[last]
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/models not present")
+def test_every_shared_config_is_bundled_minus_exactly_the_dropped_keys():
+    index = _index()
+    shared = sorted(SHARED.glob("*.config.json"))
+    assert len(shared) >= 60
+    for path in shared:
+        org, name = path.name[: -len(".config.json")].split("__", 1)
+        entry = index[f"{org}/{name}"]
+        original = json.loads(path.read_text())
+        expected = copy.deepcopy(original)
+        for key in (entry.get("dropped") or {}).get("keys", {}):
+            _drop(expected, key)
+        for key in entry.get("truncated") or {}:
+            _drop(expected, key)
+        _, bundled, _ = catalog.lookup(f"{org}/{name}")
+        assert bundled == expected, path.name
+        # the index keeps the dropped values, so nothing is lost
+        for key, value in (entry.get("dropped") or {}).get("keys", {}).items():
+            node = original
+            for p in key.split("."):
+                node = node[p]
+            assert node == value
+    companions = sorted(SHARED.glob("*.hf_quant_config.json"))
+    assert companions
+    for path in companions:
+        org, name = path.name[: -len(".hf_quant_config.json")].split("__", 1)
+        _, _, comps = catalog.lookup(f"{org}/{name}")
+        assert comps["hf_quant_config.json"] == json.loads(path.read_text())
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/models not present")
+def test_index_provenance_matches_params_jsonl():
+    rows = {}
+    for line in (SHARED / "params.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        rows[r["model"]] = r
+    for repo_id, entry in _index().items():
+        assert entry["kind"] in KINDS, repo_id
+        assert entry["source_url"] == rows[repo_id]["config_source_url"]
+        assert entry["notes"] == rows[repo_id]["notes"]
+        # a PROXY row in the research notes is a PROXY here
+        assert (entry["kind"] == "PROXY") == ("PROXY" in rows[repo_id]["notes"]), repo_id
+
+
+def test_derivative_keys_are_dropped_and_real_quantization_kept():
+    _, qwen15, _ = catalog.lookup("Qwen/Qwen2.5-1.5B-Instruct")
+    assert "quantization" not in qwen15 and "quantization_config" not in qwen15  # MLX 4-bit proxy
+    _, l405, _ = catalog.lookup("meta-llama/Llama-3.1-405B-Instruct")
+    assert "quip_params" not in l405  # QTIP proxy
+    _, small, _ = catalog.lookup("mistralai/Mistral-Small-24B-Instruct-2501")
+    assert "unsloth_fixed" not in small
+    _, coder, _ = catalog.lookup("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    assert "torch_dtype" not in coder  # float32 came from a derivative's re-save
+    _, v03, _ = catalog.lookup("mistralai/Mistral-7B-Instruct-v0.3")
+    assert "max_length" not in v03 and v03["max_position_embeddings"] == 32768  # to_dict() default gone
+    # real quantization configs stay
+    for fp8 in ("Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-30B-A3B-FP8", "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b"):
+        _, cfg, _ = catalog.lookup(fp8)
+        assert "quantization_config" in cfg, fp8
+    _, _, comps = catalog.lookup("nvidia/Llama-3.1-70B-Instruct-FP8")
+    assert comps["hf_quant_config.json"]["quantization"]["quant_algo"] == "FP8"
+
+
+def test_truncated_copy_is_flagged_in_index_and_assumptions():
+    entry = catalog.entry("mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    assert "vision_config._TRUNCATED" in entry["truncated"]
+    src = resolve_model("mistralai/Mistral-Small-3.1-24B-Instruct-2503", offline=True)
+    assert "_TRUNCATED" not in src.config["vision_config"]
+    assert any("TRUNCATED" in a for a in src.assumptions)
+    scout = resolve_model("meta-llama/Llama-4-Scout-17B-16E-Instruct", offline=True)
+    assert any("TRIMMED" in a for a in scout.assumptions)
+
+
+def test_catalog_lookup_is_case_insensitive_and_says_where_it_came_from():
+    src = resolve_model("QWEN/qwen2.5-14b-instruct-1m", offline=True)
+    assert src.model_id == "Qwen/Qwen2.5-14B-Instruct-1M" and src.origin == "catalog"
+    # the seed case of issue 2: 48 layers, 8 KV heads, head_dim 5120 / 40 = 128
+    assert (src.config["num_hidden_layers"], src.config["num_key_value_heads"]) == (48, 8)
+    assert src.config["hidden_size"] // src.config["num_attention_heads"] == 128
+    assert src.assumptions[0].startswith("config from the bundled offline catalog (OFFICIAL copy")
+    proxy = resolve_model("Qwen/Qwen2.5-1.5B-Instruct", offline=True)
+    assert any("dropped from the catalog copy: quantization, quantization_config" in a for a in proxy.assumptions)
+    assert src.safetensors_bytes_by_dtype is None  # the catalog holds configs, not weight headers
+
+
+def test_catalog_ids_and_near_names():
+    ids = catalog_ids()
+    assert ids == sorted(ids) and "meta-llama/Llama-3.1-8B-Instruct" in ids
+    assert catalog.near_names("meta-llama/Llama-3.1-8B-Instrct")[0] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert "meta-llama/Llama-3.1-8B-Instruct" in catalog.near_names("meta/Llama-3.1-8B-Instruct")
+    assert catalog.near_names("zzzz/qqqq") == []
+
+
+def test_catalog_copies_are_independent():
+    a = resolve_model("Qwen/Qwen3-8B", offline=True)
+    a.config["num_hidden_layers"] = 1
+    clear_cache()
+    assert resolve_model("Qwen/Qwen3-8B", offline=True).config["num_hidden_layers"] == 36
