@@ -6,9 +6,10 @@ keeping that in one place keeps the surfaces thin and the behaviour identical ev
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from estimator.errors import BadInput
+from estimator.errors import BadInput, ModelNotFound
 from estimator.memory import Estimate, estimate
 from estimator.spec import ModelSpec, spec_from_config
 from estimator.vllm import EngineSettings
@@ -29,11 +30,53 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
 
     if not ref or not str(ref).strip():
         raise BadInput("no model given: name a Hugging Face repo id or a local directory with config.json")
-    src = resolve_model(str(ref).strip(), revision=revision, offline=offline, token=token, timeout=timeout)
-    spec = spec_from_config(src.config, src.model_id, src.companions)
-    spec.assumptions[:0] = list(src.assumptions)
+    ref = str(ref).strip()
+    try:
+        src = resolve_model(ref, revision=revision, offline=offline, token=token, timeout=timeout)
+        base_note, name_quant = None, None
+    except ModelNotFound:
+        base = base_model_candidate(ref)
+        if base is None:
+            raise
+        src = resolve_model(base[0], offline=True)
+        name_quant = base[1]
+        base_note = (f"{ref} is not available here; used the config of its base model {src.model_id} "
+                     f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
+    spec = spec_from_config(src.config, src.model_id if base_note is None else ref, src.companions)
+    if name_quant and not spec.quantization:
+        spec.quantization = {"quant_method": name_quant, "_from_name": True}
+    spec.assumptions[:0] = list(src.assumptions) + ([base_note] if base_note else [])
     spec.safetensors_bytes_by_dtype = src.safetensors_bytes_by_dtype  # type: ignore[attr-defined]
     return LoadedModel(spec, src.origin, src.safetensors_bytes_by_dtype, list(src.assumptions))
+
+
+# Suffixes quantized exports add to their base model's name (…-FP8, …-AWQ, …-GPTQ-Int4,
+# …-unsloth-bnb-4bit, …-int4-AutoRound-awq-sym). The architecture (layers, heads, KV) is the base's.
+_QUANT_SUFFIX = re.compile(
+    r"(?i)[-_.](?:fp8(?:-dynamic|-block)?|w8a8|w8a16|w4a16|int4|int8|awq|gptq|bnb|nvfp4|mxfp4|autoround|"
+    r"4bit|8bit|unsloth|quantized|dynamic|gguf|q4_k_m|q8_0)(?:[-_.].*)?$"
+)
+
+
+def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
+    """The catalog model a quantized export is derived from, and the format its name says."""
+    from estimator.catalog import canonical_id, catalog_ids
+
+    name = ref.rstrip("/").split("/")[-1]
+    m = _QUANT_SUFFIX.search(name)
+    if not m:
+        return None
+    stem = name[: m.start()]
+    tail = m.group(0).lower()
+    quant = next((q for q in ("nvfp4", "mxfp4", "fp8", "awq", "gptq", "bnb", "gguf") if q in tail), None)
+    if quant is None and ("int4" in tail or "4bit" in tail or "w4a16" in tail):
+        quant = "awq" if "awq" in tail else "gptq"
+    quant = {"bnb": "bitsandbytes"}.get(quant, quant)
+    org = ref.split("/")[0] if "/" in ref else None
+    if org and canonical_id(f"{org}/{stem}"):
+        return canonical_id(f"{org}/{stem}"), quant
+    hits = [cid for cid in catalog_ids() if cid.split("/")[-1].lower() == stem.lower()]
+    return (hits[0], quant) if len(hits) == 1 else None
 
 
 def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, gpu_count: int | None = None,

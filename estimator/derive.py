@@ -114,7 +114,11 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         elif est is not None:
             val = {"weights": est.weights_bytes, "activation": est.activation_bytes,
                    "non_torch": est.non_torch_bytes, "cuda_graphs": est.cuda_graph_bytes}[name]
-            st.add(Figure(name, val, "estimated", _estimate_reason(name, est)))
+            if getattr(est, "anchored", None) == f"{name}_bytes" and "kv_pool" in st.figures:
+                st.add(Figure(name, val, "derived", "what is left of the non-KV memory after the other parts "
+                              "(so that the model reproduces vLLM's KV figure)"))
+            else:
+                st.add(Figure(name, val, "estimated", _estimate_reason(name, est)))
     if "non_kv" in st.figures:
         parts = ("weights", "activation", "non_torch", "cuda_graphs")
         known = sum(st.get(p) or 0 for p in parts)

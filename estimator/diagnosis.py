@@ -203,6 +203,7 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
                 modelled = est.weights_bytes
                 est = _estimate_with(est, inputs)
                 est.modelled_weights_bytes = modelled  # type: ignore[attr-defined]
+                est.anchored = key  # type: ignore[attr-defined]
                 est.assumptions.append(
                     f"{key.replace('_bytes', '').replace('_', '-')} set to {new / GiB:.2f} GiB so that the model "
                     "reproduces the KV figure vLLM printed (the rest of the non-KV memory is read or modelled)")
