@@ -303,6 +303,10 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": {"head_dim": 256, "sliding_window": 4096, "tie_word_embeddings": True},
     "gemma": {"head_dim": 256, "tie_word_embeddings": True},
     "llama4_text": {"no_rope_layer_interval": 4, "tie_word_embeddings": False},
+    # FalconConfig/RWConfig leave tie_word_embeddings to PretrainedConfig's default (True); vLLM falcon.py ties too.
+    "falcon": {"tie_word_embeddings": True},
+    "refinedwebmodel": {"tie_word_embeddings": True},
+    "refinedweb": {"tie_word_embeddings": True},
     "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
                             "num_attention_heads": 12, "image_size": 224, "patch_size": 16, "num_channels": 3},
 }
@@ -329,7 +333,7 @@ def text_config(config: dict) -> dict:
     mtype = text.get("model_type") or config.get("model_type") or ""
     if mtype == "gemma3" and "text_config" in config:
         mtype = "gemma3_text"
-    defaults = _TYPE_DEFAULTS.get(mtype, {})
+    defaults = _TYPE_DEFAULTS.get(mtype, {}) or _TYPE_DEFAULTS.get(str(mtype).lower(), {})
     for k, v in defaults.items():
         text.setdefault(k, v)
     text["_defaults_used"] = sorted(k for k in defaults if k not in (config.get("text_config") or config))

@@ -1,0 +1,226 @@
+"""GPU catalog: what torch.cuda.mem_get_info()[1] reports for a card, found from what users type.
+
+Why torch's figure: vLLM budgets `total_gpu_memory × gpu_memory_utilization` with the total that
+torch reports (vllm/v1/worker/gpu_worker.py, `torch.cuda.mem_get_info`), which is below the
+marketing size and below nvidia-smi's MiB. The catalog (`estimator/data/gpus.csv`, a copy of
+`../shared/data/gpus.csv`) keeps the observed torch totals; where only nvidia-smi's MiB or the
+marketed size is known, the torch-visible total is derived and the Gpu says so in `assumed`.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import regex
+
+from estimator.errors import UnknownGpu
+
+GIB = 2**30
+MIB = 2**20
+
+# nvidia-smi total − torch total, in MiB: the median over the 25 catalog rows that have both
+# figures (256–869 MiB; 480.5 median; the RTX 6000 Ada row is left out because its torch figure
+# is an ECC-on observation against an ECC-off smi figure). Driver/context reservation.
+SMI_RESERVED_MIB = 480
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    total_bytes: int
+    compute_capability: str | None
+    bf16: bool
+    fp8: bool
+    assumed: str | None = None  # a sentence when the size was nominal, derived or assumed
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GIB
+
+
+@dataclass(frozen=True)
+class _Row:
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    marketed_gb: float | None
+    smi_mib: int | None
+    torch_bytes: int | None
+    cc: str | None
+    bf16: bool
+    fp8: bool
+
+
+def _norm(s: str) -> str:
+    s = s.lower().replace("_", " ").replace("-", " ").replace("(", " ").replace(")", " ").replace(",", " ")
+    return " ".join(s.split())
+
+
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro", "amd", "radeon", "instinct", "intel", "gpu", "google"}
+
+
+def _strip_vendor(s: str) -> str:
+    return " ".join(w for w in s.split() if w not in _VENDOR_WORDS)
+
+
+def _num(v: str) -> float | None:
+    try:
+        return float(v) if v.strip() else None
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def _rows() -> tuple[_Row, ...]:
+    text = resources.files("estimator").joinpath("data/gpus.csv").read_text(encoding="utf-8")
+    out = []
+    for r in csv.DictReader(io.StringIO(text)):
+        tb = _num(r.get("torch_total_bytes", ""))
+        tg = _num(r.get("torch_total_gib", ""))
+        torch_bytes = int(tb) if tb else (round(tg * GIB) if tg else None)
+        smi = _num(r.get("nvidia_smi_total_mib", ""))
+        out.append(_Row(
+            name=r["canonical_name"].strip(),
+            aliases=tuple(a.strip() for a in r.get("aliases", "").split(";") if a.strip()),
+            vendor=r.get("vendor", "").strip(),
+            marketed_gb=_num(r.get("marketed_memory_gb", "")),
+            smi_mib=int(smi) if smi else None,
+            torch_bytes=torch_bytes,
+            cc=(r.get("compute_capability") or "").strip() or None,
+            bf16=r.get("bf16", "").strip().lower() == "yes",
+            fp8=r.get("fp8", "").strip().lower() == "yes",
+        ))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, _Row]:
+    idx: dict[str, _Row] = {}
+    for row in _rows():
+        for key in (row.name, *row.aliases):
+            for k in (_norm(key), _strip_vendor(_norm(key))):
+                if k:
+                    idx.setdefault(k, row)
+                    idx.setdefault(k.replace(" ", ""), row)
+    return idx
+
+
+def _to_gpu(row: _Row) -> Gpu:
+    """Torch-visible total: observed if the catalog has it, else derived from nvidia-smi or the marketed size."""
+    assumed = None
+    if row.torch_bytes:
+        total = row.torch_bytes
+    elif row.smi_mib:
+        total = (row.smi_mib - SMI_RESERVED_MIB) * MIB
+        assumed = (f"torch-visible memory of the {row.name} not observed; derived from nvidia-smi's "
+                   f"{row.smi_mib:,} MiB minus the usual ~{SMI_RESERVED_MIB} MiB reservation = {total / GIB:.2f} GiB")
+    elif row.marketed_gb:
+        total = int(row.marketed_gb * 1024 - SMI_RESERVED_MIB) * MIB
+        assumed = (f"only the marketed size of the {row.name} is known ({row.marketed_gb:g} GB); assumed "
+                   f"{row.marketed_gb:g} GiB minus ~{SMI_RESERVED_MIB} MiB reservation = {total / GIB:.2f} GiB")
+    else:
+        raise UnknownGpu(f"{row.name} has no fixed memory size (unified memory); give the size, e.g. --gpu 64GB")
+    return Gpu(row.name, total, row.cc, row.bf16, row.fp8, assumed)
+
+
+_SIZE = regex.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|g|mib|mb|m|tib|tb|t|b|bytes)?\s*$", regex.IGNORECASE)
+
+
+def _parse_size(text: str) -> Gpu | None:
+    try:
+        m = _SIZE.match(text, timeout=0.1)
+    except TimeoutError:
+        return None
+    if not m or not m.group(2):
+        return None
+    x, unit = float(m.group(1)), m.group(2).lower()
+    if x <= 0:
+        raise UnknownGpu(f"GPU memory size must be positive, got {text.strip()!r}")
+    if unit in ("gib", "tib"):
+        total = round(x * (GIB if unit == "gib" else 1024 * GIB))
+        return Gpu(f"{x:g} {unit.replace('ib', 'iB').upper().replace('IB', 'iB')} GPU", total, None, True, False, None)
+    if unit in ("b", "bytes"):
+        return Gpu(f"{int(x):,} B GPU", int(x), None, True, False, None)
+    if unit in ("mib", "mb", "m"):
+        return _from_smi_mib(int(x))
+    # GB / G / TB: a nominal (marketing / decimal) size.
+    gb = x * (1000 if unit in ("tb", "t") else 1)
+    return _from_nominal_gb(gb)
+
+
+def _from_smi_mib(mib: int) -> Gpu:
+    """A MiB figure is what nvidia-smi prints: map to the card that shows it, else subtract the reservation."""
+    cands = [r for r in _rows() if r.smi_mib == mib and r.torch_bytes]
+    totals = sorted({r.torch_bytes for r in cands})
+    if cands and totals[-1] - totals[0] <= 0.01 * totals[-1]:
+        r = min(cands, key=lambda r: r.torch_bytes or 0)
+        g = _to_gpu(r)
+        names = ", ".join(c.name for c in cands)
+        return Gpu(f"{mib:,} MiB GPU", g.total_bytes, g.compute_capability, g.bf16, g.fp8,
+                   f"{mib:,} MiB is what nvidia-smi shows for {names}; used its torch-visible total "
+                   f"{g.total_bytes / GIB:.2f} GiB")
+    total = (mib - SMI_RESERVED_MIB) * MIB
+    extra = f" (cards showing {mib:,} MiB: {', '.join(c.name for c in cands)})" if cands else ""
+    return Gpu(f"{mib:,} MiB GPU", total, None, True, False,
+               f"{mib:,} MiB read as nvidia-smi's total; torch sees about {SMI_RESERVED_MIB} MiB less = "
+               f"{total / GIB:.2f} GiB{extra}")
+
+
+def _from_nominal_gb(gb: float) -> Gpu:
+    """"24GB": the catalog card(s) marketed at that size when they agree within 1%, else decimal GB."""
+    cands = [r for r in _rows() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD")]
+    gpus = []
+    for r in cands:
+        try:
+            gpus.append(_to_gpu(r))
+        except UnknownGpu:
+            continue
+    if gpus:
+        lo, hi = min(g.total_bytes for g in gpus), max(g.total_bytes for g in gpus)
+        if hi - lo <= 0.01 * hi:
+            g = min(gpus, key=lambda g: g.total_bytes)
+            names = ", ".join(x.name for x in gpus)
+            return Gpu(f"{gb:g} GB GPU", g.total_bytes, g.compute_capability, g.bf16, g.fp8,
+                       f"{gb:g}GB is a nominal size; catalog cards of that size ({names}) show "
+                       + (f"{lo / GIB:.2f} GiB" if lo == hi else f"{lo / GIB:.2f}–{hi / GIB:.2f} GiB")
+                       + f" to torch; used {g.total_bytes / GIB:.2f} GiB")
+    total = int(gb * 1e9) - SMI_RESERVED_MIB * MIB
+    listed = "; ".join(f"{g.name} {g.total_bytes / GIB:.2f} GiB" for g in gpus)
+    note = (f"{gb:g}GB read as {gb:g} × 10^9 bytes minus the usual ~{SMI_RESERVED_MIB} MiB reservation = "
+            f"{total / GIB:.2f} GiB")
+    if listed:
+        note += f"; cards sold as {gb:g}GB differ ({listed}) — name the card for an exact figure"
+    return Gpu(f"{gb:g} GB GPU", total, None, True, False, note)
+
+
+def lookup_gpu(text: str) -> Gpu:
+    """A GPU from a name/alias ("RTX A6000", "a100-80gb", "4090") or a size ("47.54GiB", "24GB", "81559MiB")."""
+    if not isinstance(text, str) or not text.strip():
+        raise UnknownGpu("no GPU given; name one (e.g. \"RTX A6000\") or give its memory (e.g. 47.54GiB)")
+    if len(text) > 200:
+        raise UnknownGpu("GPU name too long; name the card (e.g. \"H100 SXM\") or give its memory (e.g. 80GB)")
+    size = _parse_size(text)
+    if size is not None:
+        return size
+    idx = _index()
+    key = _norm(text)
+    for k in (key, _strip_vendor(key), key.replace(" ", ""), _strip_vendor(key).replace(" ", "")):
+        if k in idx:
+            return _to_gpu(idx[k])
+    # "NVIDIA A100-SXM4-80GB, 81920 MiB" style lines: try the text before a comma.
+    if "," in text:
+        return lookup_gpu(text.split(",")[0])
+    close = difflib.get_close_matches(_strip_vendor(key), list(dict.fromkeys(
+        k for k in idx if " " in k or len(k) > 4)), n=3, cutoff=0.6)
+    names = list(dict.fromkeys(idx[c].name for c in close))
+    hint = f"; did you mean {', '.join(names)}?" if names else ""
+    raise UnknownGpu(f"unknown GPU {text.strip()[:60]!r}{hint} (or give its memory, e.g. 24GB or 47.54GiB)")
+
+
+def gpu_names() -> list[str]:
+    return [r.name for r in _rows()]

@@ -1,0 +1,907 @@
+"""Parameter counts and weight bytes from a ModelSpec, the way vLLM lays the weights out on GPUs.
+
+Why a tensor inventory instead of a formula: quantization formats leave some tensors alone
+(lm_head, embeddings, routers, ignore lists), tensor parallelism splits some and replicates
+others, pipeline parallelism puts embeddings on the first stage and lm_head on the last. So the
+model is first turned into a list of weight groups (`_W`: shape, kind, layer, HF-style name), and
+`count_params` / `weight_bytes` are sums over that list under different rules. Shapes follow the
+model files in `vllm/model_executor/models/` (llama.py, qwen2.py, qwen3*.py, deepseek_v2.py,
+gpt_oss.py, falcon.py, gemma*.py, qwen2_5_vl.py, qwen3_vl.py, siglip.py …); nothing here is keyed
+on a model name, only on config keys and model_type families.
+
+Conventions: counts are "logical" parameters as the model defines them (a tied embedding once,
+packed quantized tensors counted as the parameters they encode). Bytes are per GPU rank.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from estimator.spec import MambaState, ModelSpec, dtype_bytes
+
+# --------------------------------------------------------------------------------------------
+# Result type
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class WeightBreakdown:
+    params_total: int                 # logical parameter count (embeddings once if tied), incl. vision tower
+    params_by_part: dict[str, int]    # embed, attention, mlp, experts, ..., mtp (excluded from the total)
+    bytes_total: int                  # bytes on one GPU rank (whole model when tp=pp=1)
+    bytes_by_part: dict[str, int]
+    format: str                       # "bf16", "fp8", "fp8-block", "awq-int4", "mxfp4", "nvfp4", ...
+    assumptions: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------
+# Weight inventory
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _W:
+    part: str          # embed | attention | mlp | experts | shared_experts | router | norms | lm_head | vision | mtp
+    name: str          # HF-style module name, used to match quantization ignore lists
+    rows: int          # out_features (linear) / vocab (embedding) / length (1-D tensors)
+    cols: int = 1      # in_features (linear) / hidden (embedding) / 1 (1-D tensors)
+    copies: int = 1    # experts (one tensor per expert)
+    kind: str = "linear"  # linear | embed | lm_head | norm | bias | param | conv | router
+    layer: int | None = None  # decoder layer index (PP placement); None = outside the layer stack
+    tp: str = "split"  # split | replicate | vocab | kv (split by KV heads, replicated when kv < tp)
+    kv_heads: int = 0  # for tp == "kv": number of KV heads in `rows`
+
+    @property
+    def params(self) -> int:
+        return self.rows * self.cols * self.copies
+
+
+# model_type families (per-architecture facts, not per-model):
+# Qwen2-style attention has q/k/v biases without a config key (vllm/model_executor/models/qwen2.py).
+_QKV_BIAS_TYPES = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_audio")
+# Families whose attention has per-head q_norm/k_norm weights (qwen3.py, gemma3.py, olmo2.py …).
+_QK_NORM_TYPES = ("qwen3", "gemma3", "gemma4", "olmo2", "olmoe", "qwen3_5")
+# Non-gated MLPs (up + down only): GPT-2/NeoX/Falcon/Phi-1/2/StarCoder2/MPT/BLOOM/Nemotron lineage.
+_NON_GATED_TYPES = (
+    "falcon", "refinedweb", "refinedwebmodel", "gpt2", "gpt_bigcode", "gpt_neox", "gptj", "phi",
+    "starcoder2", "mpt", "bloom", "opt", "nemotron", "nemotron_h", "persimmon", "stablelm_epoch",
+)
+# Gemma families have two extra norms per layer (pre/post feed-forward) — gemma2.py, gemma3.py.
+_SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4", "olmo2")
+
+
+def _get(d: dict, *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if isinstance(d, dict) and d.get(k) is not None:
+            return d[k]
+    return default
+
+
+def _is(mtype: str, families: tuple[str, ...]) -> bool:
+    return any(mtype == f or mtype.startswith(f + "_") for f in families)
+
+
+def _gated(mtype: str, text: dict) -> bool:
+    if _is(mtype, _NON_GATED_TYPES):
+        return False
+    act = str(_get(text, "hidden_act", "hidden_activation", "activation_function", default="silu")).lower()
+    return act not in ("gelu_new", "relu2", "relu_squared") or mtype.startswith(("gemma", "qwen"))
+
+
+def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]:
+    """Attention projections of decoder layer i (standard, GQA/MQA, MLA, gated DeltaNet, lightning)."""
+    t, h, mt = spec.text, spec.hidden_size, spec.model_type
+    out: list[_W] = []
+    a = f"{pfx}.self_attn"
+    if spec.mla:
+        m = spec.mla
+        heads = spec.num_attention_heads
+        rope, nope = int(m["qk_rope_head_dim"]), int(m.get("qk_nope_head_dim") or 0)
+        v_dim = int(m.get("v_head_dim") or nope)
+        kvr, qr = int(m["kv_lora_rank"]), m.get("q_lora_rank")
+        # vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention: the *_a projections are
+        # ReplicatedLinear (not split by TP), the *_b projections column-parallel, o_proj row-parallel.
+        if qr:
+            out += [_W("attention", f"{a}.q_a_proj", int(qr), h, layer=i, tp="replicate"),
+                    _W("norms", f"{a}.q_a_layernorm", int(qr), kind="norm", layer=i, tp="replicate"),
+                    _W("attention", f"{a}.q_b_proj", heads * (nope + rope), int(qr), layer=i)]
+        else:
+            out.append(_W("attention", f"{a}.q_proj", heads * (nope + rope), h, layer=i))
+        out += [_W("attention", f"{a}.kv_a_proj_with_mqa", kvr + rope, h, layer=i, tp="replicate"),
+                _W("norms", f"{a}.kv_a_layernorm", kvr, kind="norm", layer=i, tp="replicate"),
+                _W("attention", f"{a}.kv_b_proj", heads * (nope + v_dim), kvr, layer=i),
+                _W("attention", f"{a}.o_proj", h, heads * v_dim, layer=i)]
+        ih, ihd = _get(t, "index_n_heads"), _get(t, "index_head_dim")
+        itypes = t.get("indexer_types")
+        has_indexer = ih and ihd and t.get("index_topk")
+        if has_indexer and isinstance(itypes, list) and i < len(itypes) and str(itypes[i]) != "full":
+            has_indexer = False  # layers that share another layer's indexer keep no weights
+        if has_indexer:
+            # DeepSeek-V3.2 sparse-attention indexer (vllm deepseek_v2.py Indexer): wq_b, wk, k_norm, weights_proj.
+            ih, ihd = int(ih), int(ihd)
+            out += [_W("attention", f"{a}.indexer.wq_b", ih * ihd, int(qr or h), layer=i, tp="replicate"),
+                    _W("attention", f"{a}.indexer.wk", ihd, h, layer=i, tp="replicate"),
+                    _W("norms", f"{a}.indexer.k_norm", 2 * ihd, kind="norm", layer=i, tp="replicate"),
+                    _W("router", f"{a}.indexer.weights_proj", ih, h, kind="router", layer=i, tp="replicate")]
+        return out
+
+    lk = spec.layers[i] if i < len(spec.layers) else None
+    if isinstance(lk, MambaState):
+        return _state_layer_weights(spec, lk, i, pfx)
+    if kind == "none":
+        return out
+
+    heads = spec.num_attention_heads
+    hd, kv = spec.head_dim, spec.num_kv_heads
+    k_eq_v = False
+    if kind == "full":
+        # Some families give full-attention layers their own KV heads / head size (gemma-4).
+        hd = int(_get(t, "global_head_dim", default=hd))
+        kv = int(_get(t, "num_global_key_value_heads", default=kv))
+        k_eq_v = bool(t.get("attention_k_eq_v"))
+    # qwen3_next.py / qwen3_5.py: a sigmoid output gate rides on q_proj (on unless attn_output_gate is false).
+    gate = t.get("attn_output_gate", True if mt.startswith(("qwen3_next", "qwen3_5")) else False)
+    q_out = heads * hd * (2 if gate else 1)
+    qkv_bias = bool(_get(t, "qkv_bias", "attention_bias", "bias", default=_is(mt, _QKV_BIAS_TYPES)))
+    if _is(mt, _QKV_BIAS_TYPES) and t.get("qkv_bias") is not False:
+        qkv_bias = True
+    o_bias = bool(_get(t, "attention_bias", "bias", default=False)) and not _is(mt, _QKV_BIAS_TYPES)
+    falcon_fused = mt.startswith(("falcon", "refinedweb"))
+    if falcon_fused:
+        # falcon.py: one fused query_key_value (+dense); old MQA configs have 1 KV head.
+        # QKVParallelLinear: the query rows split by TP, the KV rows replicated when kv < tp.
+        out.append(_W("attention", f"{a}.query_key_value", q_out, h, layer=i))
+        out.append(_W("attention", f"{a}.query_key_value", 2 * kv * hd, h, layer=i, tp="kv", kv_heads=kv))
+        if qkv_bias:
+            out.append(_W("attention", f"{a}.query_key_value.bias", q_out + 2 * kv * hd, kind="bias", layer=i))
+    else:
+        out.append(_W("attention", f"{a}.q_proj", q_out, h, layer=i))
+        out.append(_W("attention", f"{a}.k_proj", kv * hd, h, layer=i, tp="kv", kv_heads=kv))
+        if not k_eq_v:
+            out.append(_W("attention", f"{a}.v_proj", kv * hd, h, layer=i, tp="kv", kv_heads=kv))
+        if qkv_bias:
+            out.append(_W("attention", f"{a}.qkv_proj.bias", q_out + (1 if k_eq_v else 2) * kv * hd,
+                          kind="bias", layer=i))
+    out.append(_W("attention", f"{a}.o_proj", h, heads * hd, layer=i))
+    if o_bias:
+        out.append(_W("attention", f"{a}.o_proj.bias", h, kind="bias", layer=i, tp="replicate"))
+    if _is(mt, _QK_NORM_TYPES) or t.get("use_qk_norm") and t.get("qk_norm_type"):
+        per_layer = str(t.get("qk_norm_type", "")).lower() == "per_layer"  # minimax: norm over all heads
+        qn, kn = (heads * hd, kv * hd) if per_layer else (hd, hd)
+        out.append(_W("norms", f"{a}.q_norm", qn + kn, kind="norm", layer=i, tp="replicate"))
+    if mt.startswith("gpt_oss"):
+        out.append(_W("attention", f"{a}.sinks", heads, kind="param", layer=i))  # gpt_oss.py: one sink per head
+    return out
+
+
+def _state_layer_weights(spec: ModelSpec, lk: MambaState, i: int, pfx: str) -> list[_W]:
+    """Gated DeltaNet (qwen3_next.py), Mamba-1/2 (mamba*.py), lightning attention (minimax_text_01.py)."""
+    h = spec.hidden_size
+    a = f"{pfx}.linear_attn"
+    if lk.variant == "gdn":
+        kd, vd = lk.k_heads * lk.k_dim, lk.n_heads * lk.v_dim
+        conv = 2 * kd + vd
+        return [_W("attention", f"{a}.in_proj_qkvz", 2 * kd + 2 * vd, h, layer=i),
+                _W("attention", f"{a}.in_proj_ba", 2 * lk.n_heads, h, layer=i),
+                _W("attention", f"{a}.conv1d", conv, lk.conv_kernel, kind="conv", layer=i),
+                _W("attention", f"{a}.A_log_dt_bias", 2 * lk.n_heads, kind="param", layer=i),
+                _W("norms", f"{a}.norm", lk.v_dim, kind="norm", layer=i, tp="replicate"),
+                _W("attention", f"{a}.out_proj", h, vd, layer=i)]
+    if lk.variant == "linear":
+        inner = lk.n_heads * lk.head_dim
+        return [_W("attention", f"{a}.qkv_proj", 3 * inner, h, layer=i),
+                _W("attention", f"{a}.output_gate", inner, h, layer=i),
+                _W("norms", f"{a}.norm", inner, kind="norm", layer=i, tp="replicate"),
+                _W("attention", f"{a}.out_proj", h, inner, layer=i)]
+    m = f"{pfx}.mamba"
+    d = lk.d_inner
+    if lk.variant == "mamba2":
+        g = lk.n_groups * lk.d_state
+        conv = d + 2 * g
+        return [_W("attention", f"{m}.in_proj", 2 * d + 2 * g + lk.n_heads, h, layer=i),
+                _W("attention", f"{m}.conv1d", conv, lk.conv_kernel + 1, kind="conv", layer=i),
+                _W("attention", f"{m}.A_D_dt", 3 * lk.n_heads, kind="param", layer=i),
+                _W("norms", f"{m}.norm", d, kind="norm", layer=i, tp="replicate"),
+                _W("attention", f"{m}.out_proj", h, d, layer=i)]
+    dt_rank = int(_get(spec.text, "mamba_dt_rank", "time_step_rank", default=math.ceil(h / 16)))
+    return [_W("attention", f"{m}.in_proj", 2 * d, h, layer=i),
+            _W("attention", f"{m}.conv1d", d, lk.conv_kernel + 1, kind="conv", layer=i),
+            _W("attention", f"{m}.x_proj", dt_rank + 2 * lk.d_state, d, layer=i),
+            _W("attention", f"{m}.dt_proj", d, dt_rank + 1, layer=i),
+            _W("attention", f"{m}.A_log", d, lk.d_state + 1, kind="param", layer=i),
+            _W("attention", f"{m}.out_proj", h, d, layer=i)]
+
+
+def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
+    t, h, mt, moe = spec.text, spec.hidden_size, spec.model_type, spec.moe
+    gated = _gated(mt, t)
+    mats = 3 if gated else 2
+    mlp_bias = bool(_get(t, "mlp_bias", "use_bias", default=False))
+    out: list[_W] = []
+
+    def dense(inter: int, name: str, part: str = "mlp") -> list[_W]:
+        ws = [_W(part, f"{name}.{'gate_up_proj' if gated else 'up_proj'}", (mats - 1) * inter, h, layer=i),
+              _W(part, f"{name}.down_proj", h, inter, layer=i)]
+        if mlp_bias:
+            ws.append(_W(part, f"{name}.bias", (mats - 1) * inter + h, kind="bias", layer=i))
+        return ws
+
+    if moe is None or not _is_moe_layer(spec, i):
+        inter = spec.intermediate_size
+        if moe is not None:
+            inter = int(_get(t, "intermediate_size_mlp", default=inter))  # llama4 dense layers
+        return dense(inter, f"{pfx}.mlp")
+
+    e, ei = moe.num_experts, moe.expert_intermediate
+    m = f"{pfx}.mlp"
+    out.append(_W("experts", f"{m}.experts", mats * ei, h, copies=e, layer=i))
+    if mt.startswith("gpt_oss"):  # gpt_oss.py: experts carry biases (gate_up and down)
+        out.append(_W("experts", f"{m}.experts.bias", (mats - 1) * ei + h, copies=e, kind="bias", layer=i))
+    out.append(_W("router", f"{m}.gate", e, h, kind="router", layer=i, tp="replicate"))
+    if mt.startswith("gpt_oss") or t.get("router_bias"):
+        out.append(_W("router", f"{m}.gate.bias", e, kind="bias", layer=i, tp="replicate"))
+    if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias"):
+        # DeepSeek-V3 style e_score_correction_bias (deepseek_v2.py / minimax_m2.py).
+        out.append(_W("router", f"{m}.gate.e_score_correction_bias", e, kind="param", layer=i, tp="replicate"))
+    if mt.startswith("gemma4"):  # gemma-4 router: learned input scale + per-expert scale
+        out.append(_W("router", f"{m}.router.scales", h + e, kind="param", layer=i, tp="replicate"))
+    if moe.shared_intermediate:
+        out += dense(moe.shared_intermediate, f"{m}.shared_experts", "shared_experts")
+        if t.get("shared_expert_intermediate_size"):  # qwen2_moe/qwen3_next: sigmoid gate on the shared expert
+            out.append(_W("router", f"{m}.shared_expert_gate", 1, h, kind="router", layer=i, tp="replicate"))
+    elif mt.startswith("llama4"):  # llama4.py: every MoE layer also has a shared expert of intermediate_size
+        out += dense(spec.intermediate_size, f"{m}.shared_expert", "shared_experts")
+    if t.get("enable_moe_block"):  # gemma-4: a dense MLP runs beside the experts in every layer
+        out += dense(spec.intermediate_size, f"{pfx}.mlp_dense")
+    return out
+
+
+def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
+    """Mirror of the dense/MoE layer choice in spec._moe (first_k_dense_replace, step, mlp_only_layers)."""
+    t, moe, n = spec.text, spec.moe, spec.num_layers
+    if moe is None:
+        return False
+    types = t.get("mlp_layer_types")
+    if isinstance(types, list) and len(types) >= n:
+        return str(types[i]).lower() != "dense"
+    dense = int(_get(t, "first_k_dense_replace", default=0) or 0)
+    if i < dense:
+        return False
+    step = int(_get(t, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", default=1) or 1)
+    if step > 1 and (i + 1) % step:
+        return False
+    return i not in (t.get("mlp_only_layers") or [])
+
+
+def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
+    t, h, mt = spec.text, spec.hidden_size, spec.model_type
+    if mt.startswith(("falcon", "refinedweb")):
+        # falcon.py: LayerNorm with bias; parallel-attention layers share one norm unless the new
+        # decoder architecture (ln_attn + ln_mlp).
+        n = 2 if (t.get("new_decoder_architecture") or not t.get("parallel_attn", True)) else 1
+        return [_W("norms", f"{pfx}.layernorms", 2 * n * h, kind="norm", layer=i, tp="replicate")]
+    n = 4 if _is(mt, _SANDWICH_NORM_TYPES) else 2
+    if mt.startswith("gemma4") and t.get("enable_moe_block"):
+        n += 3  # extra pre/post norms around the MoE block
+    if mt.startswith("gemma4"):
+        n_scalar = 1  # per-layer output scalar
+    else:
+        n_scalar = 0
+    return [_W("norms", f"{pfx}.layernorms", n * h + n_scalar, kind="norm", layer=i, tp="replicate")]
+
+
+def _decoder_layer(spec: ModelSpec, i: int, kinds: list[str], pfx: str) -> list[_W]:
+    return _attention_weights(spec, i, kinds[i], pfx) + _mlp_weights(spec, i, pfx) + _norm_weights(spec, i, pfx)
+
+
+def _layer_kinds(spec: ModelSpec) -> list[str]:
+    out = []
+    for lk in spec.layers[: spec.num_layers]:
+        out.append("sliding" if lk.kind in ("sliding", "chunked") else ("none" if lk.kind == "none" else
+                                                                       "state" if lk.kind in ("mamba", "linear")
+                                                                       else "full"))
+    out += ["full"] * (spec.num_layers - len(out))
+    # Layers the spec marks "none" (nemotron-h MLP-only '-' layers) still have an MLP.
+    return out
+
+
+def _vocab_layer_norm(spec: ModelSpec) -> int:
+    """Final norm size: LayerNorm (weight+bias) for falcon-style models, RMSNorm weight otherwise."""
+    return 2 * spec.hidden_size if spec.model_type.startswith(("falcon", "refinedweb")) else spec.hidden_size
+
+
+def _mtp_weights(spec: ModelSpec, kinds: list[str]) -> tuple[list[_W], bool]:
+    """Multi-token-prediction modules stored in the checkpoint; vLLM loads them only for speculative decoding.
+
+    DeepSeek-style (`num_nextn_predict_layers`, deepseek_mtp.py): each module is one decoder layer
+    (MoE when the model is MoE) + enorm + hnorm + eh_proj (2h → h) + shared_head norm, and the
+    checkpoint stores its own embed_tokens and shared_head.head copies (the BF16 total of
+    DeepSeek-V3's checkpoint, 4 × vocab × hidden + norms/gates/eh_proj, shows those copies).
+    Qwen-style (`mtp_num_hidden_layers`, qwen3_next_mtp.py): fc (2h → h), two pre-fc norms, decoder
+    layer(s), a final norm; embeddings shared unless `mtp_use_dedicated_embeddings`.
+    """
+    t, h, V = spec.text, spec.hidden_size, spec.vocab_size
+    n_ds = int(_get(t, "num_nextn_predict_layers", default=0) or 0)
+    n_qw = int(_get(t, "mtp_num_hidden_layers", default=0) or 0)
+    out: list[_W] = []
+    if n_ds:
+        last = spec.num_layers - 1
+        for j in range(n_ds):
+            pfx = f"model.layers.{spec.num_layers + j}"
+            layer = _decoder_layer(spec, last, kinds, pfx)
+            out += [_W("mtp", w.name, w.rows, w.cols, w.copies, w.kind, None, w.tp, w.kv_heads) for w in layer]
+            out += [_W("mtp", f"{pfx}.eh_proj", h, 2 * h),
+                    _W("mtp", f"{pfx}.norms", 3 * h, kind="norm", tp="replicate"),
+                    _W("mtp", f"{pfx}.embed_tokens", V, h, kind="embed", tp="vocab"),
+                    _W("mtp", f"{pfx}.shared_head.head", V, h, kind="lm_head", tp="vocab")]
+        return out, True
+    if n_qw:
+        full = next((i for i, k in enumerate(kinds) if k == "full"), spec.num_layers - 1)
+        for j in range(n_qw):
+            pfx = f"mtp.layers.{j}"
+            layer = _decoder_layer(spec, full, kinds, pfx)
+            out += [_W("mtp", w.name, w.rows, w.cols, w.copies, w.kind, None, w.tp, w.kv_heads) for w in layer]
+        out += [_W("mtp", "mtp.fc", h, 2 * h), _W("mtp", "mtp.norms", 3 * h, kind="norm", tp="replicate")]
+        if t.get("mtp_use_dedicated_embeddings"):
+            out.append(_W("mtp", "mtp.embed_tokens", V, h, kind="embed", tp="vocab"))
+        return out, True
+    return out, False
+
+
+# ---- vision towers ---------------------------------------------------------------------------
+
+
+def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
+    """A ViT encoder + projector from vision_config keys (qwen2_5_vl.py, qwen3_vl.py, siglip.py, gemma3_mm.py).
+
+    Family rules: Qwen-VL towers have a Conv3d patch embed (temporal_patch_size) and a patch
+    merger (spatial_merge_size² × hidden → out_hidden_size); Qwen2.5-VL uses RMSNorm and a gated
+    MLP (silu), Qwen2-VL/Qwen3-VL/SigLIP LayerNorm and a 2-matrix MLP with biases. Gemma towers
+    project vision hidden → text hidden (+ a norm).
+    """
+    v = spec.vision or {}
+    notes: list[str] = []
+    if not v or v.get("_TRUNCATED") or spec.config.get("_TRUNCATED"):
+        if v:
+            notes.append("vision_config is truncated; vision tower parameters not counted")
+        return [], notes
+    vt = str(v.get("model_type") or spec.config.get("model_type") or "").lower()
+    top = str(spec.config.get("model_type") or "").lower()
+    depth = int(_get(v, "depth", "num_hidden_layers", "num_layers", default=0) or 0)
+    vh = int(_get(v, "hidden_size", "embed_dim", "width", default=0) or 0)
+    if not depth or not vh:
+        notes.append("vision_config lacks depth/hidden size; vision tower parameters not counted")
+        return [], notes
+    vi = int(_get(v, "intermediate_size", default=0) or int(float(v.get("mlp_ratio", 4)) * vh))
+    act = str(_get(v, "hidden_act", "hidden_activation", default="gelu")).lower()
+    qwen = top.startswith("qwen") or vt.startswith("qwen")
+    gemma = top.startswith("gemma") or vt.startswith("gemma")
+    gated = act in ("silu", "swiglu") or (gemma and not vt.startswith("siglip"))
+    rms = (qwen and act == "silu") or vt.startswith("gemma4")
+    bias = not vt.startswith("gemma4")  # siglip/qwen towers use biases; gemma-4's tower does not
+    norm = (1 if rms else 2) * vh
+    per_block = (4 * vh * vh + (4 * vh if bias else 0)
+                 + (3 if gated else 2) * vh * vi + (((2 if gated else 1) * vi + vh) if bias else 0)
+                 + 2 * norm)
+    if vt.startswith("gemma4"):
+        per_block += 2 * norm + 2 * int(_get(v, "head_dim", default=vh // max(1, int(_get(v, "num_attention_heads", default=1)))))
+    ws = [_W("vision", "vision_tower.blocks", per_block * depth, tp="split")]
+    ch = int(_get(v, "in_chans", "in_channels", "num_channels", default=3))
+    patch = int(_get(v, "patch_size", "spatial_patch_size", default=14))
+    tpatch = int(_get(v, "temporal_patch_size", default=1))
+    ws.append(_W("vision", "vision_tower.patch_embed", ch * tpatch * patch * patch * vh + (vh if (bias and not rms) else 0),
+                 kind="param", tp="replicate"))
+    npos = _get(v, "num_position_embeddings", "position_embedding_size")
+    if not npos and v.get("image_size") and not qwen:
+        npos = (int(v["image_size"]) // patch) ** 2
+    if npos:
+        mult = 2 if vt.startswith("gemma4") else 1  # gemma-4: separate x/y position tables
+        ws.append(_W("vision", "vision_tower.pos_embed", int(npos) * mult, vh, kind="param", tp="replicate"))
+    if vt.startswith("siglip") or (not qwen and not gemma):
+        ws.append(_W("vision", "vision_tower.post_layernorm", 2 * vh, kind="norm", tp="replicate"))
+    text_h = int(_get(v, "out_hidden_size", default=spec.hidden_size))
+    merge = int(_get(v, "spatial_merge_size", default=0) or 0)
+    if merge:
+        cat = vh * merge * merge
+        merger = norm + cat * cat + cat + cat * text_h + text_h
+        deep = len(v.get("deepstack_visual_indexes") or [])
+        # qwen3_vl.py: deepstack mergers normalise after the shuffle (LayerNorm over cat).
+        merger_total = merger + deep * (merger - norm + 2 * cat)
+        ws.append(_W("vision", "visual.merger", merger_total, tp="split"))
+    elif gemma:
+        ws.append(_W("vision", "multi_modal_projector", vh * text_h + vh, tp="split"))
+    else:
+        ws.append(_W("vision", "multi_modal_projector", vh * text_h + text_h * text_h + 2 * text_h, tp="split"))
+        notes.append("vision projector assumed llava-style (2 linear layers)")
+    return ws, notes
+
+
+# ---- whole model ------------------------------------------------------------------------------
+
+
+def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
+    """(weights vLLM loads, MTP weights stored but not loaded, notes)."""
+    h, V = spec.hidden_size, spec.vocab_size
+    t = spec.text
+    kinds = _layer_kinds(spec)
+    ws: list[_W] = [_W("embed", "model.embed_tokens", V, h, kind="embed", tp="vocab")]
+    hpl = int(_get(t, "hidden_size_per_layer_input", default=0) or 0)
+    if hpl:  # gemma-3n/4 per-layer input embeddings + projection
+        vpl = int(_get(t, "vocab_size_per_layer_input", default=V))
+        ws += [_W("embed", "model.embed_tokens_per_layer", vpl, spec.num_layers * hpl, kind="embed", tp="vocab"),
+               _W("mlp", "model.per_layer_model_projection", spec.num_layers * hpl, h)]
+    for i in range(spec.num_layers):
+        ws += _decoder_layer(spec, i, kinds, f"model.layers.{i}")
+    ws.append(_W("norms", "model.norm", _vocab_layer_norm(spec), kind="norm", tp="replicate"))
+    if not spec.tie_word_embeddings:
+        ws.append(_W("lm_head", "lm_head", V, h, kind="lm_head", tp="vocab"))
+    vis, notes = _vision_weights(spec)
+    ws += vis
+    mtp, _ = _mtp_weights(spec, kinds)
+    return ws, mtp, notes
+
+
+def count_params(spec: ModelSpec) -> WeightBreakdown:
+    """Logical parameter counts by part (unquantized: bytes at the config dtype, tp = pp = 1)."""
+    ws, mtp, notes = _inventory(spec)
+    by: dict[str, int] = {}
+    for w in ws:
+        by[w.part] = by.get(w.part, 0) + w.params
+    total = sum(by.values())
+    if mtp:
+        by["mtp"] = sum(w.params for w in mtp)
+    db = dtype_bytes(spec.torch_dtype, 2)
+    bytes_by = {k: v * db for k, v in by.items() if k != "mtp"}
+    assumptions = list(notes)
+    if mtp:
+        assumptions.append(f"multi-token-prediction weights ({by['mtp']:,} params) are stored in the checkpoint "
+                           "but not loaded by vLLM without speculative decoding; excluded from the total")
+    return WeightBreakdown(total, by, total * db, bytes_by, _dtype_name(spec.torch_dtype), assumptions)
+
+
+def stored_params(spec: ModelSpec) -> tuple[int, list[str]]:
+    """What a Hugging Face safetensors total counts for this config's checkpoint.
+
+    An HF total counts the tensors that are stored: the logical parameters, plus MTP modules kept
+    in the checkpoint, plus quantization scale tensors (FP8 block scales: one fp32 per
+    block_n × block_k tile of each quantized linear). Used to compare with Hub counts; vLLM's
+    memory comes from `weight_bytes`.
+    """
+    ws, mtp, _ = _inventory(spec)
+    total = sum(w.params for w in ws + mtp)
+    notes = []
+    if mtp:
+        notes.append("includes the MTP weights the checkpoint stores")
+    fmt = _resolve_format(spec, None, [])
+    if fmt.kind == "fp8" and fmt.block:
+        bn, bk = fmt.block
+        scales = sum(math.ceil(w.rows / bn) * math.ceil(w.cols / bk) * w.copies
+                     for w in ws + mtp if _quantized(fmt, w))
+        total += scales
+        notes.append(f"includes {scales:,} FP8 block-scale elements")
+    return total, notes
+
+
+# --------------------------------------------------------------------------------------------
+# Formats
+# --------------------------------------------------------------------------------------------
+
+# llama.cpp's average bits per weight for each GGUF type (llama.cpp `tools/quantize` README table,
+# LLaMA-class 7-8B models; K-quant "_M/_S" mixes vary a little by model).
+GGUF_BPW = {
+    "f32": 32.0, "f16": 16.0, "bf16": 16.0, "q8_0": 8.5, "q6_k": 6.5625, "q5_k_m": 5.69, "q5_k_s": 5.54,
+    "q5_1": 6.0, "q5_0": 5.5, "q4_k_m": 4.85, "q4_k_s": 4.58, "q4_1": 5.0, "q4_0": 4.5, "iq4_xs": 4.25,
+    "iq4_nl": 4.5, "q3_k_l": 4.27, "q3_k_m": 3.91, "q3_k_s": 3.5, "iq3_m": 3.66, "iq3_xxs": 3.06,
+    "q2_k": 2.63, "iq2_xs": 2.31, "iq2_xxs": 2.06, "iq1_s": 1.56,
+}
+
+
+@dataclass
+class _Fmt:
+    name: str
+    kind: str = "none"      # none | fp8 | int | nvfp4 | mxfp4 | bnb4 | bnb8 | gguf
+    bits: float = 16.0
+    group: int = 0          # int formats: elements per scale along the input dim (0 = per output channel)
+    zeros: bool = False     # int formats: packed zero points stored
+    block: tuple[int, int] | None = None   # fp8 block shape
+    channel: bool = False   # fp8 per-channel scales
+    double_quant: bool = True
+    experts_only: bool = False
+    ignore: tuple[str, ...] = ()
+
+
+def _dtype_name(d: str | None) -> str:
+    b = str(d or "bfloat16").lower().replace("torch.", "")
+    return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}.get(b, b)
+
+
+def _ignore_list(q: dict) -> tuple[str, ...]:
+    out: list[str] = []
+    for k in ("modules_to_not_convert", "ignore", "ignored_layers", "exclude_modules", "llm_int8_skip_modules",
+              "modules_in_block_to_quantize_exclude"):
+        v = q.get(k)
+        if isinstance(v, list):
+            out += [str(x) for x in v]
+    return tuple(out)
+
+
+def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str]) -> _Fmt:
+    """The weight format vLLM will use: --quantization, else the checkpoint's quantization_config."""
+    q = dict(spec.quantization or {})
+    method = str(quantization or q.get("quant_method") or "").lower().replace("_", "-")
+    if quantization and q.get("quant_method") and str(q["quant_method"]).lower().replace("_", "-") != method \
+            and not method.startswith(str(q["quant_method"]).lower()):
+        notes.append(f"--quantization {quantization} differs from the checkpoint's {q['quant_method']}; "
+                     "computed for the flag's format")
+        q = {}
+    ignore = _ignore_list(q)
+    if q and not q.get("quant_method") and not quantization:
+        notes.append("config carries a quantization block without quant_method (e.g. an MLX export); "
+                     "vLLM does not load it as quantized — weights counted unquantized")
+        return _Fmt("none")
+    if not method or method in ("none", "auto"):
+        return _Fmt("none")
+    if method.startswith("gguf"):
+        typ = method[5:].replace("-", "_") if len(method) > 5 else str(q.get("gguf_type", "q4_k_m")).lower()
+        bpw = GGUF_BPW.get(typ)
+        if bpw is None:
+            notes.append(f"unknown GGUF type {typ!r}; assumed Q4_K_M (4.85 bits/weight)")
+            typ, bpw = "q4_k_m", GGUF_BPW["q4_k_m"]
+        notes.append(f"GGUF {typ.upper()}: {bpw} bits/weight average over all 2-D tensors (llama.cpp table; "
+                     "exact per-tensor types vary)")
+        return _Fmt(f"gguf-{typ}", "gguf", bits=bpw)
+    if method in ("fp8", "fbgemm-fp8", "ptpc-fp8", "fp8-dynamic"):
+        block = q.get("weight_block_size")
+        if block:
+            return _Fmt("fp8-block", "fp8", 8, block=(int(block[0]), int(block[1])), ignore=ignore)
+        return _Fmt("fp8", "fp8", 8, channel=method != "fp8", ignore=ignore)
+    if method == "mxfp4":
+        return _Fmt("mxfp4", "mxfp4", 4, group=32, experts_only=True, ignore=ignore)
+    if method in ("awq", "awq-marlin", "gptq", "gptq-marlin", "gptq-marlin-24", "auto-round", "autoround"):
+        bits = int(_get(q, "bits", "w_bit", default=4))
+        group = int(_get(q, "group_size", "q_group_size", default=128))
+        fam = "awq" if method.startswith("awq") else "gptq"
+        return _Fmt(f"{fam}-int{bits}", "int", bits, group=group if group > 0 else 0, zeros=True, ignore=ignore)
+    if method in ("bitsandbytes", "bnb"):
+        if q.get("load_in_8bit"):
+            return _Fmt("bnb-8bit", "bnb8", 8, ignore=ignore)
+        return _Fmt("bnb-4bit", "bnb4", 4, double_quant=bool(q.get("bnb_4bit_use_double_quant", True)), ignore=ignore)
+    if method in ("compressed-tensors", "modelopt", "modelopt-fp4", "nvfp4", "modelopt-nvfp4"):
+        algo = str(q.get("quant_algo") or "").upper()
+        if method in ("nvfp4", "modelopt-fp4", "modelopt-nvfp4") or "FP4" in algo:
+            return _Fmt("nvfp4", "nvfp4", 4, group=int(q.get("group_size") or 16), ignore=ignore)
+        if algo.startswith("FP8") or (method.startswith("modelopt") and not q.get("config_groups")):
+            return _Fmt("fp8", "fp8", 8, channel="PER_CHANNEL" in algo, ignore=ignore)
+        w = {}
+        for g in (q.get("config_groups") or {}).values():
+            if isinstance(g, dict) and isinstance(g.get("weights"), dict):
+                w = g["weights"]
+                break
+        bits, typ = int(w.get("num_bits") or 8), str(w.get("type") or "float")
+        strat = str(w.get("strategy") or "tensor")
+        if typ == "float" and bits == 4:
+            return _Fmt("nvfp4", "nvfp4", 4, group=int(w.get("group_size") or 16), ignore=ignore)
+        if typ == "float":
+            bs = w.get("block_structure")
+            if strat == "block" and bs:
+                return _Fmt("fp8-block", "fp8", 8, block=(int(bs[0]), int(bs[1])), ignore=ignore)
+            return _Fmt("fp8", "fp8", 8, channel=strat == "channel", ignore=ignore)
+        group = int(w.get("group_size") or 0) if strat == "group" else 0
+        return _Fmt(f"int{bits}" + (f"-g{group}" if group else ""), "int", bits, group=group,
+                    zeros=not w.get("symmetric", True), ignore=ignore)
+    notes.append(f"quantization {method!r} is not modelled; weights counted at the base dtype")
+    return _Fmt("none")
+
+
+def _norm_name(name: str) -> str:
+    for a, b in (("model.language_model.", "model."), ("language_model.model.", "model."),
+                 ("model.text_model.", "model."), ("language_model.lm_head", "lm_head")):
+        name = name.replace(a, b)
+    return name
+
+
+def _ignored(fmt: _Fmt, name: str) -> bool:
+    n = _norm_name(name)
+    for p in fmt.ignore:
+        if p.startswith("re:"):
+            try:
+                if regex.search(p[3:], n, timeout=0.05):
+                    return True
+            except (regex.error, TimeoutError):
+                continue
+            continue
+        q = _norm_name(p)
+        if "*" in q or "?" in q:
+            if fnmatch.fnmatchcase(n, q) or fnmatch.fnmatchcase(n, q + ".*") or fnmatch.fnmatchcase(n, "*." + q):
+                return True
+        elif n == q or n.endswith("." + q) or n.startswith(q + ".") or ("." + q + ".") in n:
+            return True
+    return False
+
+
+def _quantized(fmt: _Fmt, w: _W) -> bool:
+    """Does `fmt` quantize this tensor? Linear layers only (GGUF: every 2-D tensor), minus ignore lists."""
+    if fmt.kind == "none":
+        return False
+    if fmt.kind == "gguf":
+        return w.kind in ("linear", "embed", "lm_head") and w.part != "vision"
+    if w.kind != "linear" or w.part == "vision":
+        return False
+    if fmt.experts_only and w.part not in ("experts",):
+        return False
+    return not _ignored(fmt, w.name)
+
+
+def _qbytes(fmt: _Fmt, rows: int, cols: int, copies: int) -> int:
+    """Bytes of one quantized linear (copies = experts), following each format's parameter layout."""
+    n = rows * cols
+    if fmt.kind == "fp8":
+        if fmt.block:  # fp8.py block quant: weight_scale_inv fp32 per block_n × block_k tile
+            scales = math.ceil(rows / fmt.block[0]) * math.ceil(cols / fmt.block[1]) * 4
+        elif fmt.channel:
+            scales = rows * 4
+        else:
+            scales = 8  # weight_scale + input_scale (fp32 scalars)
+        return (n + scales) * copies
+    if fmt.kind == "int":
+        g = fmt.group or cols
+        groups = math.ceil(cols / g) * rows
+        zeros = math.ceil(groups * fmt.bits / 8) if fmt.zeros else 0
+        return (math.ceil(n * fmt.bits / 8) + groups * 2 + zeros) * copies  # packed ints + fp16 scales (+ zeros)
+    if fmt.kind == "nvfp4":
+        return (n // 2 + math.ceil(n / (fmt.group or 16)) + 8) * copies  # e2m1 + fp8 scale per 16 + 2 fp32 globals
+    if fmt.kind == "mxfp4":
+        return (n // 2 + math.ceil(n / 32)) * copies  # e2m1 + e8m0 scale per 32
+    if fmt.kind == "bnb4":
+        blocks = math.ceil(n / 64)
+        absmax = blocks + math.ceil(blocks / 256) * 4 + 4 if fmt.double_quant else blocks * 4
+        return (math.ceil(n / 2) + absmax) * copies
+    if fmt.kind == "bnb8":
+        return (n + rows * 4) * copies  # int8 + fp32 row scale (SCB)
+    if fmt.kind == "gguf":
+        return math.ceil(n * fmt.bits / 8) * copies
+    raise ValueError(fmt.kind)
+
+
+# --------------------------------------------------------------------------------------------
+# dtype, TP, PP
+# --------------------------------------------------------------------------------------------
+
+
+def resolve_dtype(spec: ModelSpec, dtype: str | None, notes: list[str]) -> str:
+    """--dtype as vLLM resolves it (vllm/config/model.py _get_and_verify_dtype / _resolve_auto_dtype)."""
+    cfg = str(spec.torch_dtype or "").lower().replace("torch.", "")
+    d = str(dtype or "auto").lower()
+    if d == "auto":
+        if cfg in ("float32", "float", ""):
+            notes.append(f"config dtype {'float32' if cfg else 'missing (float32)'} → vLLM loads 16-bit: bf16 on "
+                         "compute capability ≥ 8.0 (0.9.1+), fp16 on older GPUs/versions; assumed bf16")
+            return "bfloat16"
+        return cfg
+    return {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "float": "float32", "fp32": "float32"}.get(d, d)
+
+
+def _pad(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def pp_partition(n_layers: int, pp: int) -> list[tuple[int, int]]:
+    """vllm/distributed/utils.py get_pp_indices (0.8+): n//pp each, remainder one each to stages -2, -3, …"""
+    pp = max(1, pp)
+    parts = [n_layers // pp] * pp
+    for i in range(2, n_layers % pp + 2):
+        parts[-i] += 1
+    out, start = [], 0
+    for p in parts:
+        out.append((start, start + p))
+        start += p
+    return out
+
+
+def _rank_share(w: _W, tp: int, vocab_rank_rows: int) -> tuple[int, int]:
+    """(rows, cols) of this tensor on one TP rank."""
+    if w.tp == "vocab":
+        return vocab_rank_rows, w.cols
+    if tp <= 1 or w.tp == "replicate":
+        return w.rows, w.cols
+    if w.tp == "kv" and w.kv_heads:
+        # QKVParallelLinear: KV heads split, replicated when kv < tp (max(1, kv // tp) heads per rank).
+        per_head = w.rows // w.kv_heads
+        return max(1, w.kv_heads // tp) * per_head, w.cols
+    if w.kind in ("norm", "param") and w.part != "vision":
+        return -(-w.rows // tp), w.cols
+    # Column- or row-parallel: one dimension divides by tp; the element count is the same either way.
+    if w.rows >= tp and w.rows % tp == 0:
+        return w.rows // tp, w.cols
+    return w.rows, -(-w.cols // tp)
+
+
+# --------------------------------------------------------------------------------------------
+# RoPE cos/sin caches (GPU buffers created at load)
+# --------------------------------------------------------------------------------------------
+
+
+def rope_cache_bytes(spec: ModelSpec, dtype_b: int) -> tuple[int, list[str]]:
+    """vllm/model_executor/layers/rotary_embedding.py: cos_sin_cache [positions, rotary_dim] in the model dtype.
+
+    get_rope() caches instances by (head_size, rotary_dim, max_position, base, scaling), so a
+    model has one cache per distinct rope setup (one for most models; local + global for
+    gemma-3/4). Positions: max_position_embeddings; linear/dynamic scaling multiply by the factor;
+    YaRN / deepseek_yarn use original_max_position_embeddings × factor; longrope keeps a short
+    and a long cache (original + max positions).
+    """
+    t = spec.text
+    notes: list[str] = []
+    maxpos = int(_get(t, "max_position_embeddings", default=0) or 0)
+    if not maxpos or t.get("position_embedding_type") in ("alibi",) or t.get("alibi"):
+        return 0, notes
+    setups: list[tuple[int, dict | None]] = []
+    rp = t.get("rope_parameters")
+    if isinstance(rp, dict) and set(rp) & {"full_attention", "sliding_attention"}:
+        kinds = {("full" if lk.kind == "full" else "sliding") for lk in spec.layers if lk.kind in ("full", "sliding")}
+        for k in sorted(kinds):
+            p = rp.get(f"{k}_attention") or {}
+            hd = int(_get(t, "global_head_dim", default=spec.head_dim)) if k == "full" else spec.head_dim
+            setups.append((int(hd * float(p.get("partial_rotary_factor") or 1.0)), p))
+    else:
+        scaling = spec.rope_scaling
+        setups.append((spec.rotary_dim, scaling))
+        if t.get("rope_local_base_freq") and any(lk.kind == "sliding" for lk in spec.layers):
+            setups.append((spec.rotary_dim, None))  # gemma-3 local layers: separate unscaled cache
+    total = 0
+    for rot, sc in setups:
+        positions = maxpos
+        rtype = str((sc or {}).get("rope_type") or (sc or {}).get("type") or "default").lower()
+        factor = float((sc or {}).get("factor") or 1.0)
+        orig = int((sc or {}).get("original_max_position_embeddings") or t.get("original_max_position_embeddings")
+                   or maxpos)
+        if rtype in ("linear", "dynamic"):
+            positions = int(maxpos * factor)
+        elif rtype in ("yarn", "deepseek_yarn"):
+            positions = int(orig * factor)
+        elif rtype in ("longrope", "su"):
+            positions = orig + maxpos
+        total += positions * rot * dtype_b
+    if t.get("dual_chunk_attention_config"):
+        notes.append("dual-chunk attention config present: vLLM 0.9+ may build a larger dual-chunk rotary cache; "
+                     "counted one standard cos/sin cache")
+    return total, notes
+
+
+def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_b: int) -> int:
+    """MLA backends dequantize kv_b_proj into 16-bit W_UK/W_UV copies after loading when it is quantized.
+
+    vllm/v1/attention/backends/mla/common.py process_weights_after_loading: for an unquantized
+    kv_b_proj the copies are views (no memory); for a quantized one they are new tensors.
+    """
+    if not spec.mla or fmt.kind == "none":
+        return 0
+    m = spec.mla
+    heads = spec.num_attention_heads // max(1, tp)
+    nope = int(m.get("qk_nope_head_dim") or 0)
+    v = int(m.get("v_head_dim") or nope)
+    return int(m["kv_lora_rank"]) * heads * (nope + v) * dtype_b * n_layers
+
+
+# --------------------------------------------------------------------------------------------
+# weight_bytes
+# --------------------------------------------------------------------------------------------
+
+
+def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str | None = None,
+                 tp: int = 1, pp: int = 1, pp_rank: int | None = None,
+                 safetensors_bytes_by_dtype: dict[str, int] | None = None) -> WeightBreakdown:
+    """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1)."""
+    tp, pp = max(1, int(tp)), max(1, int(pp))
+    notes: list[str] = []
+    base = resolve_dtype(spec, dtype, notes)
+    db = dtype_bytes(base, 2)
+    fmt = _resolve_format(spec, quantization, notes)
+    ws, mtp, vnotes = _inventory(spec)
+    notes += vnotes
+    counts = count_params(spec)
+
+    # PP: which stage, which layers.
+    parts = pp_partition(spec.num_layers, pp)
+    if pp_rank is None:
+        stages = range(pp)
+    else:
+        if not 0 <= pp_rank < pp:
+            raise ValueError(f"pp_rank {pp_rank} out of range for pp={pp}")
+        stages = [pp_rank]
+    vocab_rank = -(-_pad(spec.vocab_size, 64) // tp)  # vocab_parallel_embedding.py: pad to 64, split by tp
+
+    def stage_bytes(s: int) -> tuple[dict[str, int], int]:
+        lo, hi = parts[s]
+        first, last = s == 0, s == pp - 1
+        by: dict[str, int] = {}
+        for w in ws:
+            if w.layer is not None and not lo <= w.layer < hi:
+                continue
+            if w.layer is None:
+                if w.kind == "embed" and not (first or (last and spec.tie_word_embeddings)):
+                    continue  # tied models keep the embedding on the last stage too (llama.py)
+                if (w.kind == "lm_head" or w.name == "model.norm") and not last:
+                    continue
+                if w.part == "vision" and not first:
+                    continue
+            rows, cols = _rank_share(w, tp, vocab_rank)
+            if _quantized(fmt, w):
+                b = _qbytes(fmt, rows, cols, w.copies)
+            else:
+                b = rows * cols * w.copies * db
+            by[w.part] = by.get(w.part, 0) + b
+        return by, hi - lo
+
+    best: tuple[int, dict[str, int], int, int] | None = None
+    for s in stages:
+        by, nl = stage_bytes(s)
+        tot = sum(by.values())
+        if best is None or tot > best[0]:
+            best = (tot, by, s, nl)
+    assert best is not None
+    _, by, stage, n_stage_layers = best
+    if pp > 1:
+        lo, hi = parts[stage]
+        notes.append(f"PP={pp}: stage {stage} holds layers {lo}–{hi - 1}"
+                     + (" (the largest stage; vLLM sizes the KV cache by the tightest worker)" if pp_rank is None else ""))
+    checkpoint = sum(by.values())
+    by["computed_total"] = checkpoint
+
+    if safetensors_bytes_by_dtype:
+        hub = sum(int(v) for v in safetensors_bytes_by_dtype.values())
+        ckpt_fmt = _resolve_format(spec, None, [])
+        same = (ckpt_fmt.name == fmt.name) and (dtype in (None, "auto") or base == str(spec.torch_dtype).lower())
+        if same and hub > 0:
+            stored = _stored_bytes(spec, fmt, ws + mtp, db)
+            scaled = round(checkpoint * hub / stored) if stored else checkpoint
+            notes.append(f"checkpoint bytes from the Hub ({hub:,} B over {', '.join(sorted(safetensors_bytes_by_dtype))}) "
+                         f"used for the weights; computed {stored:,} B for the stored tensors"
+                         + (", scaled to this rank's share" if (tp > 1 or pp > 1 or mtp) else ""))
+            by["checkpoint"] = scaled
+            checkpoint = scaled
+        else:
+            notes.append("Hub checkpoint bytes not used: the requested dtype/quantization changes the stored format")
+
+    rope, rnotes = rope_cache_bytes(spec, db)
+    notes += rnotes
+    if rope:
+        by["rope_cache"] = rope
+    absorb = _mla_absorb_bytes(spec, fmt, tp, n_stage_layers, db)
+    if absorb:
+        by["mla_absorbed"] = absorb
+        notes.append("MLA: quantized kv_b_proj is dequantized into 16-bit W_UK/W_UV copies at load")
+    if fmt.kind == "mxfp4":
+        notes.append("MXFP4 experts counted unpadded; some vLLM MoE backends pad hidden/intermediate to "
+                     "multiples of 64–256, adding a few percent")
+    if fmt.kind != "none" and spec.vision:
+        notes.append("vision tower kept at the base dtype (quantizers usually skip it)")
+    if tp > 1:
+        notes.append(f"TP={tp}: linear layers split, KV projections replicated when KV heads < TP, norms and "
+                     f"routers replicated, vocab padded to {_pad(spec.vocab_size, 64):,} and split")
+    total = checkpoint + rope + absorb
+    name = fmt.name if fmt.kind != "none" else _dtype_name(base)
+    if fmt.kind != "none":
+        name = name if name != "fp8-block" else "fp8"
+    return WeightBreakdown(counts.params_total, counts.params_by_part, total, by, name, counts.assumptions + notes)
+
+
+def _stored_bytes(spec: ModelSpec, fmt: _Fmt, ws: list[_W], db: int) -> int:
+    """Bytes the checkpoint stores for these tensors (whole model, incl. MTP), in format `fmt`."""
+    out = 0
+    for w in ws:
+        out += _qbytes(fmt, w.rows, w.cols, w.copies) if _quantized(fmt, w) else w.params * db
+    return out
+
+
+def checkpoint_bytes(spec: ModelSpec, *, quantization: str | None = None) -> int:
+    """Bytes of the safetensors files this config describes (stored tensors incl. MTP, no GPU buffers)."""
+    notes: list[str] = []
+    fmt = _resolve_format(spec, quantization, notes)
+    ws, mtp, _ = _inventory(spec)
+    return _stored_bytes(spec, fmt, ws + mtp, dtype_bytes(spec.torch_dtype or "bfloat16", 2))

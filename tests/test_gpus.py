@@ -1,0 +1,105 @@
+"""GPU catalog lookups: names as users type them, sizes, and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator.errors import UnknownGpu
+from estimator.gpus import SMI_RESERVED_MIB, gpu_names, lookup_gpu
+
+GIB = 2**30
+MIB = 2**20
+
+
+@pytest.mark.parametrize("text", ["RTX A6000", "rtx a6000", "NVIDIA RTX A6000", "a6000", "A6000 48GB"])
+def test_a6000_aliases_give_torch_total(text):
+    g = lookup_gpu(text)
+    assert g.name == "NVIDIA RTX A6000"
+    assert g.total_bytes == round(47.54 * GIB)         # torch_total_gib 47.54 in the catalog
+    assert g.compute_capability == "8.6" and g.bf16 and not g.fp8
+    assert g.assumed is None
+
+
+@pytest.mark.parametrize("text,name,gib", [
+    ("a100-80gb", "NVIDIA A100-SXM4-80GB", 84987740160 / GIB),      # deviceQuery bytes in the catalog
+    ("4090", "NVIDIA GeForce RTX 4090", 23.64),
+    ("H100 SXM", "NVIDIA H100 SXM5 80GB (H100 80GB HBM3)", 85017755648 / GIB),
+    ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090", 23.69),
+    ("nvidia-h200", "NVIDIA H200", 139.80),
+    ("NVIDIA A100-SXM4-80GB, 81920 MiB", "NVIDIA A100-SXM4-80GB", 84987740160 / GIB),  # nvidia-smi CSV line
+])
+def test_aliases(text, name, gib):
+    g = lookup_gpu(text)
+    assert g.name == name
+    assert abs(g.total_bytes / GIB - gib) < 0.005
+
+
+def test_fp8_flag_follows_catalog():
+    assert lookup_gpu("H100 SXM").fp8 and lookup_gpu("4090").fp8
+    assert not lookup_gpu("A100 80GB").fp8
+
+
+def test_size_in_gib_is_taken_as_torch_total():
+    g = lookup_gpu("47.54GiB")
+    assert g.total_bytes == round(47.54 * GIB) and g.assumed is None
+    assert lookup_gpu("23.58 GiB").total_bytes == round(23.58 * GIB)
+
+
+def test_smi_mib_of_a_known_card_maps_to_it():
+    g = lookup_gpu("81559MiB")                    # H100 SXM's nvidia-smi total
+    assert g.total_bytes == 85017755648
+    assert "nvidia-smi" in g.assumed
+
+
+def test_smi_mib_unknown_card_subtracts_reservation():
+    g = lookup_gpu("30000MiB")
+    assert g.total_bytes == (30000 - SMI_RESERVED_MIB) * MIB       # 29520 MiB = 28.83 GiB
+    assert g.assumed and "30,000 MiB" in g.assumed
+
+
+def test_nominal_gb_ambiguous_is_decimal_minus_reservation():
+    g = lookup_gpu("24GB")
+    # 3090 (23.69 GiB) and A10 (21.99 GiB) are both "24GB" cards → decimal: 24e9 B − 480 MiB = 21.88 GiB.
+    assert g.total_bytes == 24 * 10**9 - 480 * MIB
+    assert round(g.total_bytes / GIB, 2) == 21.88
+    assert "RTX 3090" in g.assumed and "name the card" in g.assumed
+
+
+def test_nominal_gb_unambiguous_maps_to_card():
+    g = lookup_gpu("141GB")                           # only the H200 is sold as 141GB
+    assert g.total_bytes == round(139.80 * GIB)
+    assert "H200" in g.assumed
+
+
+def test_decimal_gb_size():
+    g = lookup_gpu("49.1 GB")
+    assert g.total_bytes == int(49.1e9) - 480 * MIB     # 45.26 GiB
+    assert "49.1" in g.assumed
+
+
+def test_card_without_torch_figure_is_derived_and_says_so():
+    g = lookup_gpu("A40")                               # catalog has nvidia-smi 46068 MiB only
+    assert g.total_bytes == (46068 - SMI_RESERVED_MIB) * MIB
+    assert "derived" in g.assumed
+
+
+@pytest.mark.parametrize("text", ["RTX 9999", "a6001", "", "   ", "24", "x" * 500])
+def test_unknown_raises_one_line(text):
+    with pytest.raises(UnknownGpu) as e:
+        lookup_gpu(text)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+def test_unknown_names_close_matches():
+    with pytest.raises(UnknownGpu, match="RTX A6000"):
+        lookup_gpu("a6001")
+
+
+def test_unified_memory_machine_asks_for_size():
+    with pytest.raises(UnknownGpu, match="give the size"):
+        lookup_gpu("apple silicon")
+
+
+def test_gpu_names_lists_catalog():
+    names = gpu_names()
+    assert "NVIDIA RTX A6000" in names and "NVIDIA H200" in names and len(names) >= 40

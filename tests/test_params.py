@@ -1,0 +1,355 @@
+"""Parameter counts and weight bytes: hand arithmetic, plus every exact count in ../shared/data/models."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from estimator.params import (
+    checkpoint_bytes,
+    count_params,
+    pp_partition,
+    rope_cache_bytes,
+    stored_params,
+    weight_bytes,
+)
+from estimator.spec import spec_from_config
+
+GIB = 2**30
+MODELS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "models"
+needs_shared = pytest.mark.skipif(not (MODELS / "params.jsonl").exists(),
+                                  reason="../shared/data/models is not beside this checkout")
+
+LLAMA_31_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "rms_norm_eps": 1e-5,
+}
+
+# Llama-3.1-8B by hand.
+EMBED = 128256 * 4096                        # 525,336,576 (embed_tokens; lm_head is the same size, untied)
+LAYER_LINEAR = (4096 * 4096                  # q_proj
+                + 2 * 4096 * (8 * 128)       # k_proj, v_proj (8 KV heads × 128)
+                + 4096 * 4096                # o_proj
+                + 3 * 4096 * 14336)          # gate, up, down = 218,103,808
+LAYER_NORMS = 2 * 4096                       # input + post-attention RMSNorm
+LLAMA_PARAMS = 2 * EMBED + 32 * (LAYER_LINEAR + LAYER_NORMS) + 4096   # + final norm
+ROPE_LLAMA = 131072 * 128 * 2                # cos/sin cache: positions × rotary_dim × bf16
+
+
+def spec(cfg: dict, **kw):
+    return spec_from_config(json.loads(json.dumps(cfg)), kw.pop("model_id", "test/model"), kw.pop("companions", None))
+
+
+def test_llama_31_8b_params_by_hand():
+    assert LLAMA_PARAMS == 8_030_261_248
+    wb = count_params(spec(LLAMA_31_8B))
+    assert wb.params_total == LLAMA_PARAMS
+    assert wb.params_by_part["embed"] == EMBED and wb.params_by_part["lm_head"] == EMBED
+    assert wb.params_by_part["attention"] == 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024)
+
+
+def test_llama_31_8b_bf16_bytes_include_rope_cache():
+    wb = weight_bytes(spec(LLAMA_31_8B))
+    assert wb.format == "bf16"
+    assert wb.bytes_by_part["rope_cache"] == ROPE_LLAMA == 33_554_432
+    assert wb.bytes_total == LLAMA_PARAMS * 2 + ROPE_LLAMA == 16_094_076_928
+
+
+def test_tp2_split():
+    # Per rank: linear layers halve (8 KV heads → 4 per rank), embed/lm_head are vocab-sharded
+    # (128256 is already a multiple of 64 → 64128 rows each), norms and the RoPE cache are replicated.
+    wb = weight_bytes(spec(LLAMA_31_8B), tp=2)
+    expect = (32 * LAYER_LINEAR // 2 * 2          # 6,979,321,856 B
+              + 2 * (128256 // 2) * 4096 * 2       # 1,050,673,152 B
+              + (32 * LAYER_NORMS + 4096) * 2      # 532,480 B
+              + ROPE_LLAMA)
+    assert wb.bytes_total == expect == 8_064_081_920
+
+
+def test_kv_projection_replicated_when_kv_heads_below_tp():
+    # tp=16 > 8 KV heads: each rank keeps one whole KV head (128 rows) for k and v, not half a head.
+    wb16 = weight_bytes(spec(LLAMA_31_8B), tp=16)
+    per_layer = (4096 * 4096 // 16 * 2            # q, o split 16 ways
+                 + 2 * 128 * 4096                   # k, v: 1 head each
+                 + 3 * 4096 * 14336 // 16)
+    expect = (32 * per_layer + 2 * (128256 // 16) * 4096 + 32 * LAYER_NORMS + 4096) * 2 + ROPE_LLAMA
+    assert wb16.bytes_total == expect
+
+
+def test_vocab_padding_to_64_then_split():
+    cfg = {**LLAMA_31_8B, "vocab_size": 32001, "num_hidden_layers": 1}
+    wb = weight_bytes(spec(cfg))
+    assert wb.bytes_by_part["embed"] == 32064 * 4096 * 2      # 32001 → 32064 (501 × 64)
+    assert wb.bytes_by_part["lm_head"] == 32064 * 4096 * 2
+    wb4 = weight_bytes(spec(cfg), tp=4)
+    assert wb4.bytes_by_part["embed"] == 32064 // 4 * 4096 * 2  # 8016 rows per rank
+    assert count_params(spec(cfg)).params_by_part["embed"] == 32001 * 4096  # logical count unpadded
+
+
+def test_rope_cache_for_a_million_positions():
+    cfg = {**LLAMA_31_8B, "model_type": "qwen2", "max_position_embeddings": 1_010_000, "rope_scaling": None}
+    b, _ = rope_cache_bytes(spec(cfg), 2)
+    assert b == 1_010_000 * 128 * 2 == 258_560_000
+    assert round(b / GIB, 3) == 0.241
+
+
+def test_rope_cache_yarn_uses_original_times_factor():
+    cfg = {**LLAMA_31_8B, "max_position_embeddings": 131072,
+           "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}}
+    assert rope_cache_bytes(spec(cfg), 2)[0] == 4096 * 32 * 128 * 2
+
+
+def test_awq_int4_group128_bytes():
+    cfg = {**LLAMA_31_8B, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128,
+                                                  "zero_point": True, "version": "gemm"}}
+    wb = weight_bytes(spec(cfg))
+    # Per linear of r × c: r·c/2 packed int4 + r·c/128 fp16 scales (2 B) + r·c/128 packed 4-bit zeros (0.5 B)
+    # = r·c × (0.5 + 2/128 + 0.5/128) = r·c × 133/256 bytes. All layer dims are multiples of 128.
+    linear = 32 * LAYER_LINEAR * 133 // 256                  # 3,625,976,... B
+    unquant = (2 * EMBED + 32 * LAYER_NORMS + 4096) * 2       # embed, lm_head, norms stay bf16
+    assert wb.format == "awq-int4"
+    assert wb.bytes_total == linear + unquant + ROPE_LLAMA
+    assert 0.519 < (linear / (32 * LAYER_LINEAR)) < 0.52      # ≈ 4.16 bits per weight
+
+
+def test_online_fp8_quantizes_linears_only():
+    wb = weight_bytes(spec(LLAMA_31_8B), quantization="fp8")
+    # 1 byte per linear weight; embed, lm_head, norms stay bf16. Per-tensor fp32 scales add a few
+    # bytes per linear (at most 7 linears × 2 scales × 4 B per layer).
+    no_scales = 32 * LAYER_LINEAR + (2 * EMBED + 32 * LAYER_NORMS + 4096) * 2 + ROPE_LLAMA
+    assert 0 < wb.bytes_total - no_scales <= 32 * 7 * 8
+
+
+def test_dtype_casting_and_float32_configs():
+    wb32 = weight_bytes(spec(LLAMA_31_8B), dtype="float32")
+    assert wb32.bytes_total == LLAMA_PARAMS * 4 + 131072 * 128 * 4
+    fp32_cfg = {**LLAMA_31_8B, "torch_dtype": "float32"}
+    wb = weight_bytes(spec(fp32_cfg))          # auto: fp32 config loads as 16-bit
+    assert wb.bytes_total == LLAMA_PARAMS * 2 + ROPE_LLAMA
+    assert any("float32" in a for a in wb.assumptions)
+
+
+def test_pp_partition_matches_get_pp_indices():
+    assert [hi - lo for lo, hi in pp_partition(61, 4)] == [15, 15, 16, 15]
+    assert [hi - lo for lo, hi in pp_partition(32, 2)] == [16, 16]
+    assert [hi - lo for lo, hi in pp_partition(30, 4)] == [7, 8, 8, 7]
+
+
+def test_pp2_stage_bytes():
+    s = spec(LLAMA_31_8B)
+    first = weight_bytes(s, pp=2, pp_rank=0)
+    last = weight_bytes(s, pp=2, pp_rank=1)
+    half_layers = 16 * (LAYER_LINEAR + LAYER_NORMS) * 2
+    assert first.bytes_total == half_layers + EMBED * 2 + ROPE_LLAMA
+    assert last.bytes_total == half_layers + (EMBED + 4096) * 2 + ROPE_LLAMA   # lm_head + final norm
+    assert weight_bytes(s, pp=2).bytes_total == max(first.bytes_total, last.bytes_total)
+
+
+def test_tied_embeddings_counted_once():
+    cfg = {**LLAMA_31_8B, "tie_word_embeddings": True}
+    assert count_params(spec(cfg)).params_total == LLAMA_PARAMS - EMBED
+
+
+def test_mxfp4_only_experts_are_packed():
+    cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
+           "intermediate_size": 2880, "num_hidden_layers": 2, "num_attention_heads": 64, "num_key_value_heads": 8,
+           "head_dim": 64, "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 1024,
+           "max_position_embeddings": 4096, "attention_bias": True, "tie_word_embeddings": False,
+           "quantization_config": {"quant_method": "mxfp4"}}
+    wb = weight_bytes(spec(cfg))
+    experts = 2 * 4 * 3 * 2880 * 2880                   # 2 layers × 4 experts × (gate+up+down)
+    assert wb.format == "mxfp4"
+    assert wb.bytes_by_part["experts"] == experts // 2 + experts // 32 + 2 * 4 * (2 * 2880 + 2880) * 2  # + bf16 biases
+    assert wb.bytes_by_part["attention"] == count_params(spec(cfg)).params_by_part["attention"] * 2  # bf16
+
+
+def test_unknown_quant_block_without_method_is_not_applied():
+    cfg = {**LLAMA_31_8B, "quantization_config": {"group_size": 64, "bits": 4}}   # an MLX export's block
+    wb = weight_bytes(spec(cfg))
+    assert wb.bytes_total == LLAMA_PARAMS * 2 + ROPE_LLAMA
+
+
+def test_hub_bytes_are_used_when_given():
+    wb = weight_bytes(spec(LLAMA_31_8B), safetensors_bytes_by_dtype={"BF16": 16_060_522_496 + 1000})
+    assert wb.bytes_by_part["computed_total"] == LLAMA_PARAMS * 2
+    assert wb.bytes_total == 16_060_522_496 + 1000 + ROPE_LLAMA
+    assert any("Hub" in a for a in wb.assumptions)
+
+
+# --------------------------------------------------------------------------------------------
+# Real configs (../shared/data/models)
+# --------------------------------------------------------------------------------------------
+
+def _rows() -> list[dict]:
+    if not (MODELS / "params.jsonl").exists():
+        return []
+    return [json.loads(line) for line in (MODELS / "params.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _load(row: dict):
+    cfg = json.loads((MODELS / row["config_file"]).read_text())
+    comp = {}
+    q = MODELS / row["config_file"].replace(".config.json", ".hf_quant_config.json")
+    if q.exists():
+        comp["hf_quant_config.json"] = json.loads(q.read_text())
+    return spec_from_config(cfg, row["model"], comp)
+
+
+def _counted_rows() -> list:
+    out = []
+    for r in _rows():
+        if not r.get("params_total") or not r.get("config_file") or not (MODELS / r["config_file"]).exists():
+            continue
+        marks = []
+        if r["model"] == "Qwen/Qwen3-Next-80B-A3B-Thinking":
+            # Data anomaly, not a rule: this row's total is 2.29e9 below its -Instruct sibling
+            # (81,324,862,720), which has the same architecture; this config plus the checkpoint's one
+            # MTP layer reproduces the sibling exactly (test_qwen3_next_instruct_sibling). No config
+            # field explains 79,039,037,440, so this stays a strict xfail until the source is checked.
+            marks.append(pytest.mark.xfail(strict=True, reason="Hub figure inconsistent with its sibling"))
+        out.append(pytest.param(r, id=r["model"], marks=marks))
+    return out
+
+
+@needs_shared
+@pytest.mark.parametrize("row", _counted_rows())
+def test_params_match_hub_counts(row):
+    """Within 0.5% of the exact Hub count, counting what the checkpoint stores.
+
+    Adjustments (general rules, none keyed on a model):
+    - the logical count (`count_params`) is what vLLM loads; an HF total counts stored tensors,
+      so `stored_params` adds MTP modules the checkpoint keeps (num_nextn_predict_layers /
+      mtp_num_hidden_layers) and FP8 block-scale tensors (one fp32 per 128×128 tile);
+    - a tied model's checkpoint may store the shared vocab × hidden matrix once or twice
+      (as embed_tokens and lm_head); the config cannot tell, so for tied models the stored total
+      may be the count plus one vocab × hidden copy;
+    - persisted buffers (e.g. 64 rotary inv_freq values per layer in old Llama-2 checkpoints) are
+      far below 0.5% and not modelled.
+    """
+    s = _load(row)
+    stored, _ = stored_params(s)
+    exact = row["params_total"]
+    candidates = [stored] + ([stored + s.vocab_size * s.hidden_size] if s.tie_word_embeddings else [])
+    err = min(abs(c - exact) / exact for c in candidates)
+    assert err < 0.005, f"{row['model']}: stored {candidates} vs Hub {exact:,}"
+
+
+@needs_shared
+def test_every_unquantized_exact_row_is_covered():
+    ids = [p.id for p in _counted_rows()]
+    for name in ("Qwen/Qwen2.5-14B-Instruct-1M", "Qwen/Qwen2.5-VL-7B-Instruct", "google/gemma-3-4b-it",
+                 "Qwen/Qwen3-VL-8B-Instruct", "google/gemma-4-26B-A4B", "mistralai/Mixtral-8x7B-Instruct-v0.1",
+                 "Qwen/Qwen3.6-27B", "tiiuae/falcon-7b"):
+        assert name in ids
+    assert len(ids) >= 50
+
+
+@needs_shared
+def test_qwen25_14b_1m_params_and_bytes():
+    row = next(r for r in _rows() if r["model"] == "Qwen/Qwen2.5-14B-Instruct-1M")
+    s = _load(row)
+    # embed + lm_head: 2 × 152064 × 5120; per layer: q 5120² + 5120 bias, k/v 2 × (5120 × 1024 + 1024),
+    # o 5120², MLP 3 × 5120 × 13824, 2 norms × 5120; 48 layers; final norm 5120.
+    by_hand = (2 * 152064 * 5120
+               + 48 * (5120 * 5120 + 5120 + 2 * (5120 * 1024 + 1024) + 5120 * 5120 + 3 * 5120 * 13824 + 2 * 5120)
+               + 5120)
+    assert by_hand == 14_770_033_664
+    wb = weight_bytes(s)
+    assert abs(wb.params_total - 14_770_033_664) / 14_770_033_664 < 0.005
+    # The worked example (§7): 27.511 GiB of bf16 weights + 0.241 GiB RoPE cache ≈ 27.75 GiB.
+    assert wb.bytes_total == by_hand * 2 + 1_010_000 * 128 * 2
+    assert round(wb.bytes_total / GIB, 2) == 27.75
+
+
+@needs_shared
+def test_qwen3_next_instruct_sibling():
+    row = next(r for r in _rows() if r["model"] == "Qwen/Qwen3-Next-80B-A3B-Thinking")
+    cfg = json.loads((MODELS / row["config_file"]).read_text())
+    cfg["mtp_num_hidden_layers"] = 1    # the published checkpoints keep one MTP layer (assumption stated)
+    stored, _ = stored_params(spec_from_config(cfg, "Qwen/Qwen3-Next-80B-A3B-Instruct"))
+    assert abs(stored - 81_324_862_720) / 81_324_862_720 < 0.005
+
+
+def _dtype_breakdown_bytes(row: dict) -> int | None:
+    """Bytes from a params.jsonl per-dtype element breakdown ("F8_E4M3 n + BF16 n + F32 n").
+
+    U8 in an MXFP4 checkpoint: the notes state the Hub counted the logical expert parameters, so
+    bytes = count × (0.5 + 1/32) (4-bit values + one e8m0 scale per 32).
+    """
+    size = {"F8_E4M3": 1, "BF16": 2, "F16": 2, "F32": 4, "I8": 1}
+    parts = re.findall(r"\b(F8_E4M3|BF16|F16|F32|U8|I8)\s+(\d{6,})", row.get("weights_dtype") or "")
+    if not parts:
+        return None
+    total = 0.0
+    for dt, n in parts:
+        total += int(n) * (0.5 + 1 / 32 if dt == "U8" else size[dt])
+    return int(total)
+
+
+@needs_shared
+@pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b", "openai/gpt-oss-120b"])
+def test_quantized_checkpoint_bytes_within_2pct(model):
+    row = next(r for r in _rows() if r["model"] == model)
+    expect = _dtype_breakdown_bytes(row)
+    assert expect
+    got = checkpoint_bytes(_load(row))
+    assert abs(got - expect) / expect < 0.02, (got, expect)
+
+
+@needs_shared
+def test_gpt_oss_20b_bytes_by_hand():
+    # 2 × 1,804,459,584 (BF16) + 19,110,297,600 × 17/32 (MXFP4 + scales) = 13,761,264,768
+    row = next(r for r in _rows() if r["model"] == "openai/gpt-oss-20b")
+    assert _dtype_breakdown_bytes(row) == 2 * 1_804_459_584 + 19_110_297_600 * 17 // 32 == 13_761_264_768
+
+
+@needs_shared
+def test_bf16_safetensors_bytes_where_known():
+    for row in _rows():
+        if row.get("safetensors_bytes") and row.get("config_file") and (MODELS / row["config_file"]).exists():
+            got = checkpoint_bytes(_load(row))
+            assert abs(got - row["safetensors_bytes"]) / row["safetensors_bytes"] < 0.02, row["model"]
+
+
+@needs_shared
+def test_modelopt_fp8_companion_quantizes_all_but_lm_head():
+    row = next(r for r in _rows() if r["model"] == "nvidia/Llama-3.1-70B-Instruct-FP8")
+    s = _load(row)
+    wb = weight_bytes(s)
+    assert wb.format == "fp8"
+    p = count_params(s).params_by_part
+    assert wb.bytes_by_part["lm_head"] == p["lm_head"] * 2     # excluded → bf16
+    assert wb.bytes_by_part["embed"] == p["embed"] * 2
+    assert p["attention"] <= wb.bytes_by_part["attention"] < p["attention"] * 1.001   # ~1 byte per weight
+
+
+@needs_shared
+def test_deepseek_v3_mtp_excluded_from_gpu_bytes():
+    row = next(r for r in _rows() if r["model"] == "deepseek-ai/DeepSeek-V3")
+    s = _load(row)
+    cp = count_params(s)
+    assert "mtp" in cp.params_by_part and cp.params_total + cp.params_by_part["mtp"] > cp.params_total
+    wb = weight_bytes(s, tp=8)
+    assert wb.format == "fp8"
+    # The whole FP8 checkpoint is ~688.6 GB; one of 8 ranks holds well under 1/7 of it.
+    assert 75e9 < wb.bytes_total < 688.6e9 / 7
+
+
+@needs_shared
+def test_qwen36_27b_fp8_measured_bytes():
+    # SOURCES.md: Qwen3.6-27B-FP8 = 30,866,866,928 bytes in 66 safetensors (measured). Its config is
+    # not in the folder; the BF16 config plus Qwen's usual FP8 block (128×128, lm_head and
+    # embeddings unconverted) is assumed here. The checkpoint also stores the MTP layer and the
+    # vision tower (bf16).
+    cfg = json.loads((MODELS / "Qwen__Qwen3.6-27B.config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128],
+                                  "modules_to_not_convert": ["lm_head", "embed_tokens"]}
+    got = checkpoint_bytes(spec_from_config(cfg, "Qwen/Qwen3.6-27B-FP8"))
+    assert abs(got - 30_866_866_928) / 30_866_866_928 < 0.02
