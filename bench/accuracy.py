@@ -66,6 +66,24 @@ def settings_for(case: dict) -> EngineSettings:
     return s
 
 
+def gpu_for(case: dict) -> str:
+    """The case's card: its name when we know it (per rank), the torch total it printed when that
+    agrees with the name (exact), else the printed total alone."""
+    from estimator.gpus import lookup_gpu
+
+    name = case.get("gpu") or ""
+    total = (case.get("observed") or {}).get("total_gpu_memory_gib")
+    try:
+        known = lookup_gpu(name)
+    except KvdoctorError:
+        known = None
+    if known and total and abs(known.total_bytes / GiB - total) / total < 0.1:
+        return f"{total}GiB"
+    if known:
+        return name
+    return f"{total}GiB" if total else name
+
+
 def observed_values(obs: dict) -> dict:
     out = {k: obs.get(k) for k in ("kv_cache_gib", "gpu_blocks", "weights_gib", "activation_peak_gib",
                                    "non_torch_gib", "estimated_max_model_len")}
@@ -119,9 +137,7 @@ def main(argv: list[str]) -> int:
         except KvdoctorError:
             skipped += 1
             continue
-        gpu = case.get("gpu") or ""
-        total = (case.get("observed") or {}).get("total_gpu_memory_gib")
-        gpu_arg = f"{total}GiB" if total else gpu
+        gpu_arg = gpu_for(case)
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings_for(case))
         except KvdoctorError as exc:

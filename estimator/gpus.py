@@ -10,6 +10,7 @@ marketed size is known, the torch-visible total is derived and the Gpu says so i
 from __future__ import annotations
 
 import csv
+import dataclasses
 import difflib
 import io
 from dataclasses import dataclass
@@ -214,12 +215,42 @@ def lookup_gpu(text: str) -> Gpu:
             return _to_gpu(idx[k])
     # "NVIDIA A100-SXM4-80GB, 81920 MiB" style lines: try the text before a comma.
     if "," in text:
-        return lookup_gpu(text.split(",")[0])
+        try:
+            return lookup_gpu(text.split(",")[0])
+        except UnknownGpu:
+            pass
+    found = _alias_in_text(key)
+    if found is not None:
+        return found
     close = difflib.get_close_matches(_strip_vendor(key), list(dict.fromkeys(
         k for k in idx if " " in k or len(k) > 4)), n=3, cutoff=0.6)
     names = list(dict.fromkeys(idx[c].name for c in close))
     hint = f"; did you mean {', '.join(names)}?" if names else ""
     raise UnknownGpu(f"unknown GPU {text.strip()[:60]!r}{hint} (or give its memory, e.g. 24GB or 47.54GiB)")
+
+
+_COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
+_REPORTED = regex.compile(r"(\d+(?:\.\d+)?)\s*gib\b")
+
+
+def _alias_in_text(key: str) -> Gpu | None:
+    """A known card named inside longer text ("2x NVIDIA RTX 3090 24GB", "H20 (95 GiB reported)").
+
+    The longest alias found as whole words wins (so "h100 nvl" beats "h100"); with none, a
+    "NN GiB" figure in the text is taken as the torch-reported size.
+    """
+    text = " " + _COUNT_PREFIX.sub("", key).replace("(", " ").replace(")", " ").replace(";", " ") + " "
+    best: tuple[int, _Row] | None = None
+    for alias, row in _index().items():
+        if len(alias) < 3 or alias.isdigit() and len(alias) < 4:
+            continue
+        if f" {alias} " in text and (best is None or len(alias) > best[0]):
+            best = (len(alias), row)
+    if best is not None:
+        gpu = _to_gpu(best[1])
+        return dataclasses.replace(gpu, assumed=gpu.assumed or f"read the GPU as {gpu.name} from the text")
+    m = _REPORTED.search(text, timeout=0.1)
+    return _parse_size(f"{m.group(1)}GiB") if m else None
 
 
 def gpu_names() -> list[str]:

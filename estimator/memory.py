@@ -53,10 +53,13 @@ CUDA_CONTEXT = int(0.45 * GiB)
 # (≈3h) in the model dtype, times a fragmentation factor 1.3 (docs §6: 1.2–1.5; vllm#10517 shows
 # the increment is ≈1.0× for the MLP term).
 FORWARD_FACTOR = 1.3
-# CUDA-graph memory estimate when budgeted (V1 0.20+): per captured size, a small fixed pool
-# share; docs §6 gives 0.1–1 GiB for dense models at default sizes. 4 MiB per graph fits that
-# range for 67 sizes (≈0.27 GiB) — an estimate, flagged in assumptions.
-GRAPH_BYTES_PER_SIZE = 4 * MiB
+# CUDA-graph memory when budgeted (V1 0.20+): vLLM captures each decode size in two modes
+# (FULL and PIECEWISE); each graph keeps per-layer kernel state in the shared pool. Fitted per
+# graph per decoder layer on the two dev cases that print it: vllm PR48601 (Qwen3.6-27B dense,
+# 64 layers, 2×51 graphs → 2.04 GiB ⇒ 0.31 MiB) and spark-vllm-docker#396 (MiniMax-M2.7 MoE,
+# 62 layers, util 0.80 "equivalent to 0.758" on a 119.7 GiB GB10 ⇒ ≈5.0 GiB ⇒ 0.79 MiB).
+GRAPH_BYTES_PER_LAYER_DENSE = int(0.31 * MiB)
+GRAPH_BYTES_PER_LAYER_MOE = int(0.79 * MiB)
 
 
 @dataclass
@@ -356,8 +359,10 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     if spec.moe and spec.moe.moe_layers:
         m = spec.moe
         # Routed tokens fan out top_k times through 2·I_expert (+ I_expert act) per token.
+        # fused_moe keeps [tokens × top_k × 2·I/tp], [… × I/tp] and [… × hidden] caches
+        # (vllm/model_executor/layers/fused_moe/fused_moe.py intermediate_cache1..3).
         mlp = max(3 * inter // tp if m.dense_layers else 0,
-                  m.experts_per_tok * 3 * m.expert_intermediate // tp + 3 * m.shared_intermediate // tp)
+                  m.experts_per_tok * (3 * m.expert_intermediate // tp + h) + 3 * m.shared_intermediate // tp)
     else:
         mlp = 3 * inter // tp
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
@@ -378,18 +383,24 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     return peak
 
 
-def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> int:
+def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, activation: int) -> int:
     n = NON_TORCH_SINGLE + (NON_TORCH_TP_EXTRA if s.tensor_parallel_size * s.pipeline_parallel_size > 1 else 0)
     if profile.context_in_non_torch:
         n += CUDA_CONTEXT + other_process_bytes
+    if profile.engine == "v0" and (0, 6, 5) <= profile.version < (0, 7, 0):
+        # 0.6.5–0.6.6: N = cuda_used − baseline − W − Δallocated, so the allocator's cached
+        # (reserved, freed) activation memory lands in N too (vllm/utils.py memory_profiling).
+        n += activation
     return n
 
 
-def cuda_graph_memory(profile: Profile, s: EngineSettings) -> int:
+def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings) -> int:
     if s.enforce_eager or not profile.cuda_graphs_budgeted:
         return 0
     sizes = cuda_graph_sizes(profile, s.max_num_seqs or 256, s.max_num_batched_tokens or 2048)
-    return GRAPH_BYTES_PER_SIZE * len(sizes)
+    layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size))
+    per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
+    return 2 * len(sizes) * layers * per_layer
 
 
 # ------------------------------------------------------------------------------------------
@@ -442,8 +453,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         weights_bytes = _weights(spec, s, model_dtype, assumptions)
     weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
     act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
-    nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes
-    graphs = cuda_graph_memory(profile, s) if cuda_graph_bytes is None else cuda_graph_bytes
+    nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
+    graphs = cuda_graph_memory(spec, profile, s) if cuda_graph_bytes is None else cuda_graph_bytes
     budget = requested_bytes(profile, gpu_total_bytes, s.gpu_memory_utilization)
     if s.kv_cache_memory_bytes:
         kv_pool = s.kv_cache_memory_bytes

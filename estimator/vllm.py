@@ -268,7 +268,7 @@ def default_max_num_seqs(p: Profile, gpu_total_bytes: int, gpu_name: str = "") -
         return 1024 if ("h100" in name or "h200" in name) else 256
     if v < (0, 9, 0):
         return 1024 if gib >= 70 else 256
-    big = gib >= 70 and "a100" not in name and "gb10" not in name
+    big = gib >= 70 and "a100" not in name and not (v >= (0, 33, 0) and "gb10" in name)
     if v >= (0, 30, 0) and gib >= 160:
         big = True
     return 1024 if big else 256
