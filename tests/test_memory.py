@@ -1,0 +1,844 @@
+"""The memory model's exact parts, checked by hand: budget, KV layout, blocks, capacity, search.
+
+The estimated parts (weights W, activation peak P, non-torch N, CUDA graphs G) are passed in
+explicitly wherever a test is about the exact arithmetic, so every expected number below follows
+from ../shared/docs/vllm-memory.md alone (§1 budget per era, §2 layout/grouping/pages/capacity,
+§2.5 the admission check and estimated max model length, §3 max_model_len, §5 defaults, §7 the
+worked example). The arithmetic is written in each test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from estimator import catalog
+from estimator.memory import estimate, rerun, resolve_max_model_len
+from estimator.spec import spec_from_config
+from estimator.vllm import EngineSettings, profile_for
+
+GiB = 2**30
+MiB = 2**20
+KiB = 2**10
+
+
+def load(repo_id: str):
+    cid, config, companions = catalog.lookup(repo_id)
+    return spec_from_config(config, cid, companions)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def run(spec, version, *, engine=None, T=64 * GiB, W=16 * GiB, P=1 * GiB, N=512 * MiB, G=0, **settings):
+    """Estimate with every estimated part given: only vLLM's exact arithmetic is left."""
+    s = EngineSettings(vllm_version=version, engine=engine, **settings)
+    return estimate(spec, gpu_total_bytes=T, settings=s, weights_bytes=W, activation_bytes=P,
+                    non_torch_bytes=N, cuda_graph_bytes=G)
+
+
+def run_pool(spec, version, pool, **settings):
+    """V1 estimate with the KV pool fixed by --kv-cache-memory-bytes (0.10.2+)."""
+    return run(spec, version, kv_cache_memory_bytes=pool, **settings)
+
+
+@pytest.fixture(scope="module")
+def llama8b():
+    return load("meta-llama/Llama-3.1-8B")
+
+
+@pytest.fixture(scope="module")
+def seed_spec():
+    return load("Qwen/Qwen2.5-14B-Instruct-1M")
+
+
+# Llama-3.1-8B: 131,072 B per token (32 × 8 × 128 × 2 × 2) → one block of 16 tokens = 2 MiB.
+LLAMA_BPB = 16 * 32 * 8 * 128 * 2 * 2
+assert LLAMA_BPB == 2 * MiB
+
+
+# ---------------------------------------------------------------------------------------------
+# Budget per era: KV = T × u − (W + P + N [+ G])
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "engine"),
+    [("0.6.3", None), ("0.6.4", None), ("0.6.5", None), ("0.7.3", None), ("0.10.1", "v0"),
+     ("0.8.5", None), ("0.9.1", None), ("0.19.0", None), ("0.26.0", None), ("0.27.0", None)],
+)
+def test_budget_and_kv_per_era(llama8b, version, engine):
+    e = run(llama8b, version, engine=engine, gpu_memory_utilization=0.5, max_model_len=8192)
+    # T × u = 64 GiB × 0.5 = 32 GiB (exact, so int and ceil agree)
+    assert e.budget_bytes == 32 * GiB
+    # KV = 32 GiB − (16 GiB + 1 GiB + 0.5 GiB) = 14.5 GiB
+    assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB) == int(14.5 * GiB)
+    # blocks = 14.5 GiB // 2 MiB = 7,424
+    assert e.gpu_blocks == int(14.5 * GiB) // (2 * MiB) == 7_424
+    assert e.layout.bytes_per_block == 2 * MiB
+
+
+@pytest.mark.parametrize("version", ["0.20.0", "0.27.0", "0.33.0"])
+def test_budget_subtracts_graphs_from_020(llama8b, version):
+    e = run(llama8b, version, G=256 * MiB, gpu_memory_utilization=0.5, max_model_len=8192)
+    # KV = 32 GiB − (16 + 1 + 0.5 + 0.25) GiB = 14.25 GiB → 14.25 × 512 = 7,296 blocks of 2 MiB
+    assert e.kv_cache_bytes == int(14.25 * GiB)
+    assert e.gpu_blocks == 7_296
+
+
+def test_budget_rounding_int_before_014_ceil_from_014(llama8b):
+    T = 10**10 + 1  # T × 0.9 = 9,000,000,000.9
+    kw = dict(T=T, W=0, P=0, N=0, gpu_memory_utilization=0.9, max_model_len=4096)
+    assert run(llama8b, "0.13.0", **kw).budget_bytes == 9_000_000_000
+    assert run(llama8b, "0.14.0", **kw).budget_bytes == 9_000_000_001
+    assert run(llama8b, "0.14.0", **kw).kv_cache_bytes == 9_000_000_001
+
+
+def test_default_utilization_090_then_092(llama8b):
+    T = 100 * GiB
+    # not given → 0.90 up to 0.19 (int before 0.14, ceil 0.14–0.19), 0.92 from 0.20 (ceil)
+    assert run(llama8b, "0.10.1", T=T, max_model_len=4096).budget_bytes == int(T * 0.90)
+    assert run(llama8b, "0.19.0", T=T, max_model_len=4096).budget_bytes == math.ceil(T * 0.90)
+    assert run(llama8b, "0.20.0", T=T, max_model_len=4096).budget_bytes == math.ceil(T * 0.92)
+    assert run(llama8b, "0.7.3", T=T, max_model_len=4096).budget_bytes == int(T * 0.90)
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA-graph accounting: off ≤0.19, on from 0.20, G = 0 with enforce_eager (§1.7)
+# ---------------------------------------------------------------------------------------------
+
+
+def _graphs(spec, version, engine=None, **settings):
+    s = EngineSettings(vllm_version=version, engine=engine, gpu_memory_utilization=0.5,
+                       max_model_len=8192, **settings)
+    return estimate(spec, gpu_total_bytes=64 * GiB, settings=s, weights_bytes=16 * GiB,
+                    activation_bytes=GiB, non_torch_bytes=512 * MiB)  # G left to the model
+
+
+@pytest.mark.parametrize(("version", "engine"), [("0.7.3", None), ("0.10.1", "v0"), ("0.17.0", None),
+                                                 ("0.18.0", None), ("0.19.0", None)])
+def test_cuda_graphs_not_budgeted_before_020(llama8b, version, engine):
+    e = _graphs(llama8b, version, engine)
+    assert e.cuda_graph_bytes == 0
+    assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB)
+
+
+def test_cuda_graphs_budgeted_from_020(llama8b):
+    e = _graphs(llama8b, "0.20.0")
+    assert e.cuda_graph_bytes > 0
+    assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB) - e.cuda_graph_bytes
+
+
+def test_enforce_eager_means_no_graph_memory(llama8b):
+    e = _graphs(llama8b, "0.33.0", enforce_eager=True)
+    assert e.cuda_graph_bytes == 0
+    assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB)
+
+
+# ---------------------------------------------------------------------------------------------
+# Other processes / CUDA context charged only in 0.6.4 (V0) and V1 0.7–0.9.0 (§1.3, §1.5)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "engine", "charged"),
+    [("0.6.3", None, False), ("0.6.4", None, True), ("0.6.5", None, False), ("0.10.1", "v0", False),
+     ("0.8.5", None, True), ("0.9.0", None, True), ("0.9.1", None, False), ("0.27.0", None, False)],
+)
+def test_other_process_memory_charged_per_era(llama8b, version, engine, charged):
+    def kv(other):
+        s = EngineSettings(vllm_version=version, engine=engine, gpu_memory_utilization=0.5,
+                           max_model_len=8192)
+        return estimate(llama8b, gpu_total_bytes=64 * GiB, settings=s, weights_bytes=16 * GiB,
+                        activation_bytes=GiB, cuda_graph_bytes=0, other_process_bytes=other).kv_cache_bytes
+
+    # 1 GiB used by another process: KV drops by exactly 1 GiB where non_torch = total − free − allocated
+    assert kv(0) - kv(GiB) == (GiB if charged else 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# --kv-cache-memory-bytes: KV pool = that, utilization ignored (§1.9)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("u", [0.5, 0.9])
+def test_kv_cache_memory_bytes_sets_pool(llama8b, u):
+    e = run_pool(llama8b, "0.33.0", 8 * GiB, gpu_memory_utilization=u, max_model_len=8192)
+    assert e.kv_cache_bytes == 8 * GiB
+    # 8 GiB // 2 MiB = 4,096 blocks; L = 8192 needs 512 → concurrency 8, N = int(8 × 8192)
+    assert e.gpu_blocks == 4_096
+    assert e.max_concurrency == 4096 / 512
+    assert e.kv_cache_tokens == int(4096 / 512 * 8192) == 65_536
+
+
+# ---------------------------------------------------------------------------------------------
+# V0 chunked prefill switch above 32K through the estimate (§5)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "L", "tb"),
+    [
+        ("0.7.3", 32768, 32768),   # L ≤ 32768 → off → Tb = max(L, 2048)
+        ("0.7.3", 32769, 2048),    # L > 32768 → on → 2048 (0.6.5+)
+        ("0.6.4", 32769, 512),     # 512 in 0.5.3–0.6.4
+        ("0.5.3", 32769, 512),
+        ("0.7.3", 1000, 2048),     # off → max(1000, 2048)
+    ],
+)
+def test_v0_tb_from_chunked_switch(llama8b, version, L, tb):
+    e = run(llama8b, version, engine="v0", max_model_len=L)
+    assert e.settings.max_num_batched_tokens == tb
+    assert e.settings.max_num_seqs == 256
+
+
+# ---------------------------------------------------------------------------------------------
+# V0 capacity and the V0 length check (§2.2)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_v0_capacity_and_error_kind(llama8b):
+    # KV 14.5 GiB → 7,424 blocks → capacity 16 × 7,424 = 118,784 < 131,072 (derived L)
+    e = run(llama8b, "0.7.3", gpu_memory_utilization=0.5)
+    assert e.max_model_len == 131_072
+    assert e.kv_cache_tokens == 16 * 7_424 == 118_784
+    assert e.fits is False and e.error_kind == "kv_capacity_v0"
+    assert e.max_concurrency == pytest.approx(118_784 / 131_072)
+    ok = run(llama8b, "0.7.3", gpu_memory_utilization=0.5, max_model_len=118_784)
+    assert ok.fits is True and ok.error_kind is None   # L ≤ capacity passes
+
+
+def test_v0_capacity_divided_by_pp_from_080(llama8b):
+    # PP=2: 16 layers per stage → 16 × 8 × 128 × 2 × 2 = 65,536 B/token → 1 MiB blocks
+    # KV 14.5 GiB → 14,848 blocks; 0.7.3: 16 × 14,848; 0.8.0 V0: 16 × (14,848 // 2)
+    e7 = run(llama8b, "0.7.3", engine="v0", pipeline_parallel_size=2, gpu_memory_utilization=0.5,
+             max_model_len=8192)
+    e8 = run(llama8b, "0.8.0", engine="v0", pipeline_parallel_size=2, gpu_memory_utilization=0.5,
+             max_model_len=8192)
+    assert e7.layout.bytes_per_block == e8.layout.bytes_per_block == MiB
+    assert e7.gpu_blocks == e8.gpu_blocks == 14_848
+    assert e7.kv_cache_tokens == 16 * 14_848
+    assert e8.kv_cache_tokens == 16 * (14_848 // 2)
+
+
+@pytest.mark.parametrize(("version", "engine"), [("0.7.3", None), ("0.9.1", None), ("0.33.0", None)])
+def test_no_cache_blocks(llama8b, version, engine):
+    # KV = 32 GiB − (32 GiB − 1 MiB) = 1 MiB < one 2 MiB block → 0 blocks
+    e = run(llama8b, version, engine=engine, gpu_memory_utilization=0.5, W=32 * GiB - MiB, P=0, N=0,
+            max_model_len=4096)
+    assert e.gpu_blocks == 0
+    assert e.error_kind == "no_cache_blocks" and e.fits is False
+    # negative KV (weights over the budget) is clamped to 0 blocks too
+    neg = run(llama8b, version, engine=engine, gpu_memory_utilization=0.5, W=40 * GiB, max_model_len=4096)
+    assert neg.gpu_blocks == 0 and neg.error_kind == "no_cache_blocks"
+
+
+# ---------------------------------------------------------------------------------------------
+# V1 reported capacity per era (§2.6)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_v1_capacity_single_group_per_era(llama8b):
+    pool = 1000 * LLAMA_BPB  # 1,000 blocks
+    # L = 1000 (not a multiple of 16): a request needs cdiv(1000, 16) = 63 blocks
+    e20 = run_pool(llama8b, "0.20.0", pool, max_model_len=1000)
+    e21 = run_pool(llama8b, "0.21.0", pool, max_model_len=1000)
+    assert e20.gpu_blocks == e21.gpu_blocks == 1000
+    # 0.9.1–0.20: (n // groups) × bs = 1000 × 16
+    assert e20.kv_cache_tokens == (1000 // 1) * 16 == 16_000
+    # 0.21+: int(c × L) with c = n / blocks_per_request = 1000 / 63
+    assert e21.kv_cache_tokens == int(1000 / 63 * 1000) == 15_873
+    assert e21.max_concurrency == pytest.approx(1000 / 63)
+
+
+def test_v1_080_capacity_is_blocks_times_bs(llama8b):
+    # 0.8.x: N = n × bs; KV 14.5 GiB → 7,424 blocks → 118,784 tokens, c = N / L
+    e = run(llama8b, "0.8.5", gpu_memory_utilization=0.5, max_model_len=1000)
+    assert e.kv_cache_tokens == 7_424 * 16
+    assert e.max_concurrency == pytest.approx(7_424 * 16 / 1000)
+
+
+# ---------------------------------------------------------------------------------------------
+# The 0.29 reserved block and the estimated maximum model length (§2.4, §2.5)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_estimated_max_len_single_group_and_reserved_block(llama8b):
+    pool = 1000 * LLAMA_BPB + 12_345  # 1,000 whole blocks + change
+    e28 = run_pool(llama8b, "0.28.0", pool)
+    e29 = run_pool(llama8b, "0.29.0", pool)
+    # L = 131,072 needs 8,192 blocks → does not fit in either
+    assert e28.error_kind == e29.error_kind == "kv_capacity_v1"
+    assert e28.kv_needed_bytes == cdiv(131_072, 16) * LLAMA_BPB
+    # W = bs × floor(avail / bytes_per_block) = 16 × 1000; 0.29+: bs × (floor(...) − 1) = 16 × 999
+    assert e28.max_model_len_fit == 16 * 1000 == 16_000
+    assert e29.max_model_len_fit == 16 * (1000 - 1) == 15_984
+
+
+def test_reserved_block_changes_the_admission_check(llama8b):
+    pool = 1000 * LLAMA_BPB
+    # L = 16,000 needs exactly cdiv(16000, 16) = 1,000 blocks = the whole pool
+    assert run_pool(llama8b, "0.28.0", pool, max_model_len=16_000).fits is True
+    e = run_pool(llama8b, "0.29.0", pool, max_model_len=16_000)  # check uses pool − 1 block
+    assert e.fits is False and e.error_kind == "kv_capacity_v1"
+
+
+# ---------------------------------------------------------------------------------------------
+# --max-model-len auto (0.14+): reduce to the largest L that fits (§3 step 8)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_auto_reduces_to_largest_fitting_length(llama8b):
+    pool = 1000 * LLAMA_BPB + 12_345
+    e14 = run_pool(llama8b, "0.14.0", pool, max_model_len="auto")
+    assert e14.max_model_len == 16 * 1000 and e14.fits is True and e14.error_kind is None
+    e33 = run_pool(llama8b, "0.33.0", pool, max_model_len="auto")
+    assert e33.max_model_len == 16 * 999 and e33.fits is True
+
+
+def test_auto_keeps_derived_length_when_it_fits(llama8b):
+    # 10,000 blocks ≥ 8,192 needed at the derived 131,072 (llama3 rope: no scaling)
+    e = run_pool(llama8b, "0.33.0", 10_000 * LLAMA_BPB, max_model_len="auto")
+    assert e.max_model_len == 131_072 and e.fits is True
+
+
+# ---------------------------------------------------------------------------------------------
+# max_model_len derivation (§3)
+# ---------------------------------------------------------------------------------------------
+
+
+def _llama_cfg(**extra):
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+            "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1000,
+            "torch_dtype": "bfloat16", **extra}
+
+
+def _mml(spec, version, user=None):
+    return resolve_max_model_len(spec, EngineSettings(vllm_version=version, max_model_len=user),
+                                 profile_for(version), [])
+
+
+def test_max_len_llama3_rope_not_scaled(llama8b):
+    # rope_type llama3 factor 8: no scaling → max_position_embeddings 131,072
+    assert _mml(llama8b, "0.33.0") == 131_072
+
+
+def test_max_len_seed_model(seed_spec):
+    assert _mml(seed_spec, "0.7.3") == 1_010_000
+
+
+@pytest.mark.parametrize("version", ["0.7.3", "0.29.0", "0.33.0"])
+def test_max_len_linear_factor_multiplies(version):
+    spec = spec_from_config(_llama_cfg(max_position_embeddings=4096,
+                                       rope_scaling={"type": "linear", "factor": 4.0}), "synthetic/linear")
+    assert _mml(spec, version) == 4096 * 4
+
+
+def test_max_len_dynamic_factor_multiplies():
+    spec = spec_from_config(_llama_cfg(max_position_embeddings=4096,
+                                       rope_scaling={"rope_type": "dynamic", "factor": 2.0}), "synthetic/dyn")
+    assert _mml(spec, "0.20.0") == 4096 * 2
+
+
+def test_max_len_yarn_scaled_up_to_029_not_from_030():
+    hit = catalog.lookup("Qwen/Qwen2.5-7B-Instruct")
+    cfg = dict(hit[1], rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    spec = spec_from_config(cfg, "synthetic/qwen25-yarn")
+    # ≤0.29: original 32,768 × 4 = 131,072; 0.30+: YaRN not scaled → max_position_embeddings 32,768
+    assert _mml(spec, "0.29.0") == 32768 * 4 == 131_072
+    assert _mml(spec, "0.30.0") == 32_768
+
+
+def test_max_len_deepseek_v3_yarn_consistent_both_sides_of_030():
+    spec = load("deepseek-ai/DeepSeek-V3")
+    # yarn factor 40 × original 4,096 = 163,840 (≤0.29) = max_position_embeddings (0.30+)
+    assert _mml(spec, "0.29.0") == 4096 * 40 == 163_840
+    assert _mml(spec, "0.30.0") == 163_840
+
+
+def test_max_len_gemma3_rope_factor_skipped():
+    # gemma-3 text_config has rope_scaling linear factor 8 but vLLM skips Gemma-3 (0.8.0+)
+    assert _mml(load("google/gemma-3-4b-it"), "0.33.0") == 131_072
+
+
+def test_max_len_model_max_length_overrides_from_083():
+    spec = spec_from_config(_llama_cfg(max_position_embeddings=8192, model_max_length=131072), "synthetic/mml")
+    assert _mml(spec, "0.8.2") == 8192        # smallest key
+    assert _mml(spec, "0.8.3") == 131_072     # 0.8.3+: model_max_length overrides the minimum
+
+
+def test_max_len_longrope_defaults_to_original_from_0112():
+    spec = spec_from_config(_llama_cfg(
+        max_position_embeddings=131072, original_max_position_embeddings=4096,
+        rope_scaling={"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}), "synthetic/longrope")
+    assert _mml(spec, "0.11.0") == 131_072    # longrope: no scaling
+    assert _mml(spec, "0.11.2") == 4_096      # 0.11.2+: default = original_max_position_embeddings
+
+
+def test_max_len_no_key_defaults_to_2048_and_user_value_wins(llama8b):
+    assert _mml(spec_from_config(_llama_cfg(), "synthetic/nokey"), "0.33.0") == 2048
+    assert _mml(llama8b, "0.33.0", user=4096) == 4096
+
+
+# ---------------------------------------------------------------------------------------------
+# KV layout: TP, fp8, PP stage (§2.1)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tp", "per_token"), [(8, 80 * 1 * 128 * 2 * 2), (16, 80 * 1 * 128 * 2 * 2)])
+def test_layout_llama70b_tp_replication(tp, per_token):
+    e = run_pool(load("meta-llama/Llama-3.1-70B"), "0.33.0", 8 * GiB, tensor_parallel_size=tp,
+                 max_model_len=8192)
+    # TP8: 8 KV heads / 8 = 1 per rank; TP16: max(1, 8 // 16) = 1 (replicated) → 40 KiB either way
+    assert e.layout.kv_bytes_per_token == per_token == 40 * KiB
+    assert e.layout.bytes_per_block == 16 * 40 * KiB
+
+
+def test_layout_qwen25_7b_tp4():
+    e = run_pool(load("Qwen/Qwen2.5-7B-Instruct"), "0.33.0", 8 * GiB, tensor_parallel_size=4,
+                 max_model_len=8192)
+    assert e.layout.kv_bytes_per_token == 28 * 1 * 128 * 2 * 2 == 14 * KiB
+
+
+def test_layout_mla_not_split_by_tp():
+    e = run_pool(load("deepseek-ai/DeepSeek-V3"), "0.33.0", 8 * GiB, tensor_parallel_size=8,
+                 max_model_len=8192)
+    assert e.layout.kv_bytes_per_token == 61 * 576 * 2 == 70_272
+
+
+def test_layout_fp8_kv_halves(llama8b):
+    e = run_pool(llama8b, "0.33.0", 8 * GiB, kv_cache_dtype="fp8", max_model_len=8192)
+    # 32 × 8 × 128 × 2 × 1 B = 65,536 B/token → 1 MiB blocks → 8 GiB / 1 MiB = 8,192 blocks
+    assert e.layout.kv_bytes_per_token == 65_536
+    assert e.layout.bytes_per_block == MiB
+    assert e.gpu_blocks == 8_192
+
+
+@pytest.mark.parametrize(("version", "engine"), [("0.7.3", None), ("0.8.0", "v0"), ("0.33.0", None)])
+def test_pp_61_layers_largest_stage_16(version, engine):
+    # 61 layers, pp=4: 15,15,15,16 (≤0.7.3) or 15,15,16,15 (0.8+): largest stage 16 MLA layers
+    e = run(load("deepseek-ai/DeepSeek-V3"), version, engine=engine, pipeline_parallel_size=4,
+            gpu_memory_utilization=0.5, max_model_len=8192)
+    assert e.layout.kv_bytes_per_token == 16 * 576 * 2 == 18_432
+
+
+@pytest.mark.parametrize(("version", "layers"), [("0.7.3", 4), ("0.8.0", 3)])
+def test_pp_remainder_placement(version, layers):
+    # 10 layers, pp=4: ≤0.7.3 → 2,2,2,4 (remainder to the last stage); 0.8.0+ → 2,3,3,2
+    spec = spec_from_config(_llama_cfg(num_hidden_layers=10, hidden_size=4096, num_attention_heads=32,
+                                       max_position_embeddings=8192), "synthetic/10-layers")
+    e = run(spec, version, engine="v0", pipeline_parallel_size=4, gpu_memory_utilization=0.5)
+    assert e.layout.kv_bytes_per_token == layers * 2 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize(("version", "attn_layers"), [("0.7.3", 2), ("0.8.0", 1)])
+def test_pp_61_layer_boundaries(version, attn_layers):
+    # Jamba-style 61 layers, attention only at layers 45 and 46, pp=4.
+    # ≤0.7.3 stages [0,15) [15,30) [30,45) [45,61): 45 and 46 share the last stage → 2 layers
+    # 0.8.0+ 15,15,16,15: [30,46) holds 45, [46,61) holds 46 → the largest stage has 1 layer
+    types = ["attention" if i in (45, 46) else "mamba" for i in range(61)]
+    spec = spec_from_config(_llama_cfg(num_hidden_layers=61, layers_block_type=types, model_type="jamba",
+                                       architectures=["JambaForCausalLM"], max_position_embeddings=8192),
+                            "synthetic/jamba-61")
+    e = run(spec, version, engine="v0", pipeline_parallel_size=4, gpu_memory_utilization=0.5)
+    # head_dim 1024 / 8 = 128, 8 KV heads
+    assert e.layout.kv_bytes_per_token == attn_layers * 2 * 8 * 128 * 2
+
+
+# ---------------------------------------------------------------------------------------------
+# V1 grouping and pages (§2.4, §2.4c)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpt_oss():
+    return load("openai/gpt-oss-20b")
+
+
+GPT_OSS_PAGE = 16 * 2 * 8 * 64 * 2     # 32 KiB per layer per block
+GPT_OSS_BPB = 12 * GPT_OSS_PAGE        # group_size 12 → 384 KiB
+
+
+def test_gpt_oss_groups_pages_and_blocks_per_request(gpt_oss):
+    e = run_pool(gpt_oss, "0.21.0", 10_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
+    assert GPT_OSS_PAGE == 32 * KiB and GPT_OSS_BPB == 384 * KiB
+    assert e.max_model_len == 131_072          # yarn 4096 × 32 (≤0.29)
+    assert e.layout.num_groups == 2
+    assert e.layout.bytes_per_block == 384 * KiB
+    assert e.gpu_blocks == 10_000
+    # per request at L = 131,072, Tb = 8,192: full cdiv(131072,16) = 8,192;
+    # sliding cdiv(min(128 − 1 + 8192, L), 16) + 1 = 520 + 1 = 521 → 8,713 blocks
+    need = cdiv(131_072, 16) + cdiv(min(128 - 1 + 8192, 131_072), 16) + 1
+    assert need == 8192 + 521 == 8_713
+    assert e.kv_needed_bytes == need * 384 * KiB == 3_426_091_008
+    # 0.21+: N = int(n / 8713 × 131072)
+    assert e.kv_cache_tokens == int(10_000 / 8_713 * 131_072)
+    assert e.max_concurrency == pytest.approx(10_000 / 8_713)
+
+
+def test_gpt_oss_capacity_091_to_020_divides_by_groups(gpt_oss):
+    e = run_pool(gpt_oss, "0.20.0", 10_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
+    # (n // groups) × bs = (10,000 // 2) × 16
+    assert e.kv_cache_tokens == (10_000 // 2) * 16 == 80_000
+
+
+def test_gpt_oss_estimated_max_len_with_sliding_group(gpt_oss):
+    # 5,000 blocks < 8,713: largest L with cdiv(L,16) + 521 ≤ 5,000 → cdiv(L,16) ≤ 4,479 → L = 71,664
+    e = run_pool(gpt_oss, "0.21.0", 5_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
+    assert e.error_kind == "kv_capacity_v1"
+    assert e.max_model_len_fit == 4_479 * 16 == 71_664
+    # 0.29+: one block reserved → cdiv(L,16) ≤ 4,478 → 71,648
+    e29 = run_pool(gpt_oss, "0.29.0", 5_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
+    assert e29.max_model_len_fit == 4_478 * 16 == 71_648
+
+
+@pytest.fixture(scope="module")
+def gemma2():
+    return load("google/gemma-2-9b-it")
+
+
+GEMMA2_PAGE = 16 * 2 * 8 * 256 * 2     # 128 KiB per layer per block
+
+
+def test_gemma2_v0_single_pool(gemma2):
+    e = run(gemma2, "0.7.3", gpu_memory_utilization=0.5, max_model_len=8192)
+    # V0: every attention layer at full length: 16 × 42 × 8,192 B
+    assert e.layout.bytes_per_block == 16 * 42 * 2 * 8 * 256 * 2 == 5_505_024
+
+
+def test_gemma2_v1_085_one_group_unified(gemma2):
+    e = run(gemma2, "0.8.5", gpu_memory_utilization=0.5, max_model_len=8192, max_num_batched_tokens=2048)
+    # 0.7–0.9.0: one group; available // page // num_layers → bytes per block = 42 pages
+    assert e.layout.bytes_per_block == 42 * GEMMA2_PAGE
+    # KV 14.5 GiB // 5,505,024 B
+    assert e.gpu_blocks == int(14.5 * GiB) // (42 * GEMMA2_PAGE)
+
+
+def test_gemma2_v1_091_two_groups(gemma2):
+    e = run(gemma2, "0.9.1", gpu_memory_utilization=0.5, max_model_len=8192, max_num_batched_tokens=2048)
+    # 21 sliding + 21 full, equal pages → group_size 21, 2 groups, block = 21 × 128 KiB
+    assert e.layout.num_groups == 2
+    assert e.layout.bytes_per_block == 21 * GEMMA2_PAGE == 2_752_512
+    # per request at L = 8192, Tb = 2048: full 512 + sliding cdiv(min(4095 + 2048, 8192), 16) + 1 = 385
+    need = cdiv(8192, 16) + cdiv(min(4096 - 1 + 2048, 8192), 16) + 1
+    assert need == 512 + 385
+    assert e.kv_needed_bytes == need * 21 * GEMMA2_PAGE == 2_469_003_264
+    assert e.kv_cache_tokens == (e.gpu_blocks // 2) * 16
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §2.4 '0.7.0–0.9.0 (single group)… 0.8.x: sliding layers become full for "
+    "allocation; the memory check is done *before* unification, with the sliding layers' smaller need' "
+    "(SlidingWindowSpec exists from 0.8.3, §2.3) and §2.5 'needed = Σ_layers max_memory_usage_bytes(L) "
+    "(0.7–0.13)'. gemma-2-9b on 0.8.5, L=8192, Tb=2048: expected 21×512×128KiB + 21×385×128KiB = "
+    "2,469,003,264 B; memory.py _needed_pre_hybrid gives cdiv(8192,16)×5,505,024 = 2,818,572,288 B"))
+def test_gemma2_v1_085_check_uses_sliding_need_before_unification(gemma2):
+    e = run(gemma2, "0.8.5", gpu_memory_utilization=0.5, max_model_len=8192, max_num_batched_tokens=2048)
+    full = 21 * cdiv(8192, 16) * GEMMA2_PAGE
+    sliding = 21 * (cdiv(min(4096 - 1 + 2048, 8192), 16) + 1) * GEMMA2_PAGE
+    assert e.kv_needed_bytes == full + sliding == 2_469_003_264
+
+
+@pytest.fixture(scope="module")
+def gemma3():
+    return load("google/gemma-3-4b-it")
+
+
+GEMMA3_PAGE = 16 * 2 * 4 * 256 * 2     # 64 KiB per layer per block
+
+
+def test_gemma3_groups_with_padding_019(gemma3):
+    e = run_pool(gemma3, "0.19.0", 8 * GiB, max_num_batched_tokens=2048)
+    # 5 full + 29 sliding → group_size 5; sliding split into cdiv(29, 5) = 6 groups (1 padding layer)
+    assert e.layout.num_groups == 1 + 6
+    assert e.layout.bytes_per_block == 5 * GEMMA3_PAGE == 327_680
+    assert e.max_model_len == 131_072
+    # per request at L = 131,072, Tb = 2,048: full 8,192; each sliding group
+    # cdiv(min(1024 − 1 + 2048, L), 16) + 1 = 192 + 1 = 193 → 8,192 + 6 × 193 = 9,350
+    need = cdiv(131_072, 16) + 6 * (cdiv(min(1024 - 1 + 2048, 131_072), 16) + 1)
+    assert need == 9_350
+    assert e.kv_needed_bytes == need * 5 * GEMMA3_PAGE == 3_063_808_000
+    assert e.gpu_blocks == 8 * GiB // (5 * GEMMA3_PAGE)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §2.5 'needed = Σ_layers max_memory_usage_bytes(L) (0.7–0.13)'. With padding "
+    "layers this differs from the group-aware sum: gemma-3-4b on 0.13, L=131072, Tb=2048: expected "
+    "5×8192×64KiB + 29×193×64KiB = 3,051,159,552 B; memory.py gives 9,350 blocks × 320 KiB = "
+    "3,063,808,000 B (counts the padding layer)"))
+def test_gemma3_013_needed_is_sum_over_layers(gemma3):
+    e = run_pool(gemma3, "0.13.0", 8 * GiB, max_num_batched_tokens=2048)
+    need = 5 * cdiv(131_072, 16) * GEMMA3_PAGE + 29 * (cdiv(1024 - 1 + 2048, 16) + 1) * GEMMA3_PAGE
+    assert e.kv_needed_bytes == need == 3_051_159_552
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §2.5 '0.14.0–0.18.x counted only the FIRST group in the multi-group case — "
+    "fixed 0.19.0'. gpt-oss-20b on 0.15, L=131072, Tb=8192: expected needed = 384 KiB × (blocks of the "
+    "first group: 521 sliding or 8,192 full), not all 8,713 blocks; memory.py gives 3,426,091,008 B"))
+def test_gpt_oss_014_to_018_check_counts_first_group_only(gpt_oss):
+    e = run_pool(gpt_oss, "0.15.0", 10_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
+    assert e.kv_needed_bytes in {521 * GPT_OSS_BPB, 8_192 * GPT_OSS_BPB}
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunked local attention (Llama 4) and the 0.10.1–0.13 hybrid-manager switch-off (§2.4-5)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scout():
+    return load("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+
+
+SCOUT_PAGE = 16 * 2 * 8 * 128 * 2      # 64 KiB per layer per block
+
+
+@pytest.mark.parametrize("version", ["0.10.0", "0.19.0"])
+def test_scout_chunked_groups(scout, version):
+    e = run_pool(scout, version, 16 * GiB, max_model_len=131_072, max_num_batched_tokens=8192)
+    # 36 chunked + 12 full → group_size 12: 3 chunked groups + 1 full = 4; block = 12 pages
+    assert e.layout.num_groups == 4
+    assert e.layout.bytes_per_block == 12 * SCOUT_PAGE == 768 * KiB
+    # per request at L = 131,072: full 8,192; chunked cdiv(min(8192 + 8192, L), 16) = 1,024 each
+    need = cdiv(131_072, 16) + 3 * cdiv(min(8192 + 8192, 131_072), 16)
+    assert need == 8_192 + 3 * 1_024 == 11_264
+    assert e.kv_needed_bytes == need * 12 * SCOUT_PAGE == 8_858_370_048
+
+
+def test_scout_hybrid_manager_off_0101_to_013(scout):
+    e = run_pool(scout, "0.12.0", 16 * GiB, max_model_len=131_072, max_num_batched_tokens=8192)
+    # chunked layers converted to full: one group of 48 layers, block = 48 × 64 KiB = 3 MiB
+    assert e.layout.num_groups == 1
+    assert e.layout.bytes_per_block == 48 * SCOUT_PAGE == 3 * MiB
+    assert e.kv_needed_bytes == cdiv(131_072, 16) * 3 * MiB
+
+
+# ---------------------------------------------------------------------------------------------
+# Mamba hybrid (Qwen3-Next): attention block size raised to fit the state page (§2.4-4, §2.4b)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def qwen3_next():
+    return load("Qwen/Qwen3-Next-80B-A3B-Thinking")
+
+
+GDN_STATE_TP1 = ((4 - 1) * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128) * 2   # 1,097,728 B
+
+
+def test_qwen3_next_layout_tp1(qwen3_next):
+    e = run_pool(qwen3_next, "0.10.2", 16 * GiB, max_model_len=262_144, max_num_batched_tokens=8192)
+    # attention page per token per layer: 2 × 2 KV heads × 256 × 2 B = 2,048 B
+    # block size = 16 × cdiv(1,097,728, 16 × 2,048) = 16 × 34 = 544
+    bs = 16 * cdiv(GDN_STATE_TP1, 16 * 2048)
+    assert bs == 544 and e.layout.block_size == 544
+    page = 544 * 2048
+    assert page == 1_114_112 >= GDN_STATE_TP1   # Mamba page padded up to the attention page
+    # 12 full + 36 GDN → group_size 12: 1 attention group + 3 Mamba groups; block = 12 pages
+    assert e.layout.num_groups == 4
+    assert e.layout.bytes_per_block == 12 * page == 13_369_344
+    assert e.layout.state_bytes_per_request == 36 * GDN_STATE_TP1
+    # per request at L = 262,144: cdiv(262144, 544) = 482 attention blocks + 1 per Mamba group
+    need = cdiv(262_144, 544) + 3
+    assert need == 485
+    assert e.kv_needed_bytes == need * 12 * page == 6_484_131_840
+    assert e.gpu_blocks == 16 * GiB // (12 * page)
+    # 0.9.1–0.20: (n // groups) × block size
+    assert e.kv_cache_tokens == (e.gpu_blocks // 4) * 544
+
+
+def test_qwen3_next_layout_tp4(qwen3_next):
+    e = run_pool(qwen3_next, "0.10.2", 16 * GiB, tensor_parallel_size=4, max_model_len=262_144,
+                 max_num_batched_tokens=8192)
+    # TP4: attention max(1, 2 // 4) = 1 head → 1 × 2 × 256 × 2 = 1,024 B per token per layer;
+    # GDN state (3 × 8,192/4 + 8 × 128 × 128) × 2 = 274,432 B → block = 16 × cdiv(274432, 16384) = 272
+    state = (3 * (2 * 16 * 128 + 32 * 128) // 4 + 8 * 128 * 128) * 2
+    assert state == 274_432
+    assert e.layout.block_size == 16 * cdiv(state, 16 * 1024) == 272
+    assert e.layout.bytes_per_block == 12 * 272 * 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# The worked example (§7): Qwen2.5-14B-Instruct-1M on one RTX A6000
+# ---------------------------------------------------------------------------------------------
+
+A6000_T = int(47.54 * GiB)                     # torch total, 47.54 GiB
+SEED_W = int(27.75 * GiB)                      # 27.511 GiB of bf16 params + 0.241 GiB RoPE cache
+SEED_P = int(1.45 * GiB)                       # sampler 256 × 152,064 × ~40 B
+SEED_N = int(0.073 * GiB)                      # single-GPU non-torch
+SEED_BLOCK = 16 * 48 * 2 * 8 * 128 * 2         # 3 MiB
+
+
+def _seed(spec, version, **settings):
+    s = EngineSettings(vllm_version=version, **settings)
+    return estimate(spec, gpu_total_bytes=A6000_T, settings=s, gpu_name="NVIDIA RTX A6000",
+                    compute_capability="8.6", weights_bytes=SEED_W, activation_bytes=SEED_P,
+                    non_torch_bytes=SEED_N, cuda_graph_bytes=0)
+
+
+def test_seed_worked_example_v0(seed_spec):
+    e = _seed(seed_spec, "0.7.3")
+    assert e.profile.engine == "v0"
+    assert SEED_BLOCK == 3 * MiB == e.layout.bytes_per_block
+    # L = 1,010,000 > 32K → chunked prefill on → Tb 2048, S 256
+    assert e.max_model_len == 1_010_000
+    assert e.settings.max_num_batched_tokens == 2048 and e.settings.max_num_seqs == 256
+    # budget = 47.54 GiB × 0.90 = 42.786 GiB
+    assert e.budget_bytes == int(A6000_T * 0.90)
+    assert e.budget_bytes / GiB == pytest.approx(42.786, abs=1e-3)
+    # non-KV = 27.75 + 1.45 + 0.073 = 29.273 GiB → KV ≈ 13.513 GiB ∈ [4612, 4613) × 3 MiB
+    kv = e.budget_bytes - (SEED_W + SEED_P + SEED_N)
+    assert e.kv_cache_bytes == kv
+    assert 4_612 * 3 * MiB <= kv < 4_613 * 3 * MiB
+    assert e.gpu_blocks == 4_612
+    # V0 capacity 16 × 4,612 = 73,792; 1,010,000 > 73,792 → the V0 length error
+    assert e.kv_cache_tokens == 16 * 4_612 == 73_792
+    assert e.error_kind == "kv_capacity_v0" and e.fits is False
+    assert round(e.max_concurrency, 2) == 0.07   # 73,792 / 1,010,000 = 0.073
+
+
+def test_seed_v0_passes_at_capacity(seed_spec):
+    assert _seed(seed_spec, "0.7.3", max_model_len=73_792).fits is True
+    assert _seed(seed_spec, "0.7.3", max_model_len=73_793).error_kind == "kv_capacity_v0"
+
+
+def test_seed_same_memory_on_v1(seed_spec):
+    e = _seed(seed_spec, "0.10.1", gpu_memory_utilization=0.90)
+    # needed = cdiv(1,010,000, 16) × 65,536 B × 48 = 198,574,080,000 B = 184.94 GiB
+    assert e.kv_needed_bytes == cdiv(1_010_000, 16) * 65_536 * 48 == 198_574_080_000
+    assert round(e.kv_needed_bytes / GiB, 2) == 184.94
+    assert e.gpu_blocks == 4_612
+    assert e.error_kind == "kv_capacity_v1"
+    # estimated maximum model length = 16 × floor(avail / 3 MiB) = 73,792
+    assert e.max_model_len_fit == 73_792
+    # 0.9.1–0.20: N = (n // 1) × 16
+    assert e.kv_cache_tokens == 73_792
+
+
+def test_seed_v1_029_reserves_one_block(seed_spec):
+    e = _seed(seed_spec, "0.29.0", gpu_memory_utilization=0.90)
+    # ceil from 0.14: budget one byte above int(); still 4,612 blocks
+    assert e.budget_bytes == math.ceil(A6000_T * 0.90)
+    assert e.gpu_blocks == 4_612
+    # 0.29+: 16 × (4,612 − 1) = 73,776
+    assert e.max_model_len_fit == 16 * 4_611 == 73_776
+    # 0.21+: N = int(4612 / 63125 × 1,010,000)
+    assert e.kv_cache_tokens == int(4_612 / cdiv(1_010_000, 16) * 1_010_000)
+
+
+def test_seed_rerun_higher_utilization(seed_spec):
+    e = rerun(_seed(seed_spec, "0.7.3"), gpu_memory_utilization=0.95)
+    # u = 0.95 adds 0.05 × 47.54 GiB ≈ 811 blocks: KV = int(T × 0.95) − 29.273 GiB → 5,423 blocks
+    kv = int(A6000_T * 0.95) - (SEED_W + SEED_P + SEED_N)
+    assert e.kv_cache_bytes == kv
+    assert e.gpu_blocks == kv // (3 * MiB) == 5_423
+    assert e.kv_cache_tokens == 16 * 5_423 == 86_768
+
+
+def test_seed_rerun_fp8_kv(seed_spec):
+    e = rerun(_seed(seed_spec, "0.7.3"), kv_cache_dtype="fp8")
+    # fp8 halves the block to 1.5 MiB: 13.513 GiB / 1.5 MiB → 9,224 blocks → 147,584 tokens
+    assert e.layout.bytes_per_block == 3 * MiB // 2
+    assert e.gpu_blocks == 9_224
+    assert e.kv_cache_tokens == 16 * 9_224 == 147_584
+
+
+def test_seed_rerun_short_length_turns_chunked_prefill_off(seed_spec):
+    # V0: L = 32,768 → chunked prefill off → Tb = max(L, 2048) = 32,768
+    e = rerun(_seed(seed_spec, "0.7.3"), max_model_len=32_768)
+    assert e.settings.max_num_batched_tokens == 32_768
+
+
+# ---------------------------------------------------------------------------------------------
+# KV dtype and model dtype (§2.1 dtype_bytes, §5 dtype=auto)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_kv_auto_follows_checkpoint_fp8_from_014():
+    spec = load("nvidia/Llama-3.1-70B-Instruct-FP8")   # hf_quant_config: kv_cache_quant_algo FP8
+    e13 = run_pool(spec, "0.13.0", 8 * GiB, max_model_len=8192)
+    e14 = run_pool(spec, "0.14.0", 8 * GiB, max_model_len=8192)
+    # ≤0.13: auto = model dtype → 80 × 8 × 128 × 2 × 2 B; 0.14+: checkpoint fp8 → × 1 B
+    assert e13.layout.kv_bytes_per_token == 80 * 8 * 128 * 2 * 2 == 327_680
+    assert e14.layout.kv_bytes_per_token == 80 * 8 * 128 * 2 * 1 == 163_840
+
+
+def test_fp32_config_runs_16_bit_so_kv_is_2_bytes():
+    spec = spec_from_config(_llama_cfg(torch_dtype="float32", max_position_embeddings=4096), "synthetic/fp32")
+    # dtype auto: fp32 config → fp16 (≤0.9.0) / bf16 (0.9.1+, cc ≥ 8.0): 2 layers × 2 × 8 × 128 × 2 B
+    for v in ("0.7.3", "0.9.0", "0.9.1", "0.33.0"):
+        assert run(spec, v, gpu_memory_utilization=0.5).layout.kv_bytes_per_token == 2 * 2 * 8 * 128 * 2, v
+    # explicit --dtype float32 → KV auto = 4 B
+    e = run(spec, "0.33.0", gpu_memory_utilization=0.5, dtype="float32")
+    assert e.layout.kv_bytes_per_token == 2 * 2 * 8 * 128 * 4
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §2.1 'DeepSeek-V3.2 \"fp8_ds_mla\": 656 bytes per token per layer (V1 0.11+ "
+    "hard-coded)' (§2.3: page = bs × 656). DeepSeek-V3.2 with --kv-cache-dtype fp8_ds_mla on 0.11: "
+    "expected 61 × 656 = 40,016 B/token; memory.py gives 61 × 576 × 1 = 35,136 (fp8_ds_mla read as a plain "
+    "1-byte dtype)"))
+def test_deepseek_v32_fp8_ds_mla_656_bytes():
+    e = run_pool(load("deepseek-ai/DeepSeek-V3.2"), "0.11.0", 8 * GiB, kv_cache_dtype="fp8_ds_mla",
+                 max_model_len=8192)
+    assert e.layout.kv_bytes_per_token == 61 * 656 == 40_016
+
+
+def test_deepseek_v3_mla_from_071():
+    e = run(load("deepseek-ai/DeepSeek-V3"), "0.7.1", gpu_memory_utilization=0.5, max_model_len=8192)
+    # V0 0.7.1+: MLA cache, one latent (no V): 61 × 576 × 2 B
+    assert e.layout.kv_bytes_per_token == 61 * 576 * 2
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §2.2 'cache_block_size = bs × L_attn × 2 × kv_heads_per_rank × head_size × dtype "
+    "(MLA 0.7.1+: no V → ×1)' and §2.1 'MLA models with MLA disabled: head_size = qk_nope_head_dim + "
+    "qk_rope_head_dim'. DeepSeek-V3 on V0 0.7.0 (before vLLM's MLA): expected 61 × 2 × 128 KV heads × "
+    "(128 + 64) × 2 B = 5,996,544 B/token; memory.py always uses the MLA latent (70,272)"))
+def test_deepseek_v3_before_071_has_no_mla_cache():
+    e = run(load("deepseek-ai/DeepSeek-V3"), "0.7.0", engine="v0", gpu_memory_utilization=0.5,
+            max_model_len=8192)
+    assert e.layout.kv_bytes_per_token == 61 * 2 * 128 * (128 + 64) * 2 == 5_996_544
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemma-2's sliding-window cap in 0.5.1–0.6.3 (§3 step 2)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_gemma2_max_len_from_064_is_max_position_embeddings(gemma2):
+    assert _mml(gemma2, "0.6.4") == 8192
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §3 step 2 '0.5.1–0.6.3: Gemma-2 forces this (… Disabling sliding window and capping "
+    "the max length to the sliding window size (4096))'. gemma-2-9b on 0.6.3: expected max_model_len "
+    "min(8192, 4096) = 4096; resolve_max_model_len gives 8192"))
+def test_gemma2_max_len_capped_to_window_051_to_063(gemma2):
+    assert _mml(gemma2, "0.6.3") == 4096
+
+
+# ---------------------------------------------------------------------------------------------
+# Defaults filled in by the estimate (§5)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu_name", "total", "usage", "seqs", "tb"),
+    [
+        ("NVIDIA H100 80GB HBM3", int(79.18 * GiB), "server", 1024, 8192),    # ≥70 GiB, not A100
+        ("NVIDIA H100 80GB HBM3", int(79.18 * GiB), "llm", 1024, 16384),
+        ("NVIDIA A100-SXM4-80GB", int(79.15 * GiB), "server", 256, 2048),     # A100 excluded
+        ("NVIDIA RTX A6000", int(47.54 * GiB), "server", 256, 2048),
+    ],
+)
+def test_estimate_fills_v1_batch_defaults(llama8b, gpu_name, total, usage, seqs, tb):
+    s = EngineSettings(vllm_version="0.29.0", usage=usage, max_model_len=8192)
+    e = estimate(llama8b, gpu_total_bytes=total, settings=s, gpu_name=gpu_name, weights_bytes=16 * GiB,
+                 activation_bytes=GiB, non_torch_bytes=512 * MiB, cuda_graph_bytes=0)
+    assert e.settings.max_num_seqs == seqs
+    assert e.settings.max_num_batched_tokens == tb   # ≤ S × L, never binding here
+    assert e.settings.gpu_memory_utilization == 0.92

@@ -1,0 +1,428 @@
+"""vLLM era profiles, defaults and flags, checked against ../shared/docs/vllm-memory.md.
+
+Eras: §0 table and §1.2–1.8; defaults: §5; CUDA-graph sizes: §5; budget rounding: §1.6
+(`math.ceil(T × u)` from 0.14). Each expected value quotes the doc rule it comes from.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from estimator import catalog
+from estimator.errors import BadInput
+from estimator.spec import spec_from_config
+from estimator.vllm import (
+    EngineSettings,
+    cuda_graph_sizes,
+    default_max_num_batched_tokens,
+    default_max_num_seqs,
+    human_int,
+    parse_bytes,
+    parse_flags,
+    parse_version,
+    profile_for,
+    requested_bytes,
+    v0_chunked_prefill,
+)
+
+GiB = 2**30
+
+# torch totals (../shared/data/gpus.csv): names as torch.cuda.get_device_name prints them
+A6000 = ("NVIDIA RTX A6000", int(47.54 * GiB))
+A100_80 = ("NVIDIA A100-SXM4-80GB", int(79.15 * GiB))
+H100 = ("NVIDIA H100 80GB HBM3", int(79.18 * GiB))
+H200 = ("NVIDIA H200", int(139.8 * GiB))
+B200 = ("NVIDIA B200", int(178.4 * GiB))
+GB10 = ("NVIDIA GB10", int(119.7 * GiB))
+
+
+def load(repo_id: str):
+    cid, config, companions = catalog.lookup(repo_id)
+    return spec_from_config(config, cid, companions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Versions and eras
+# ---------------------------------------------------------------------------------------------
+
+
+def test_parse_version_forms():
+    assert parse_version("0.8.5.dev169+gce17db808") == (0, 8, 5)
+    assert parse_version("v0.7.3") == (0, 7, 3)
+    assert parse_version("0.10") == (0, 10, 0)
+    # default = newest (0.33)
+    assert parse_version(None) == (0, 33, 0)
+    with pytest.raises(BadInput):
+        parse_version("latest")
+
+
+@pytest.mark.parametrize(
+    ("version", "engine", "want_engine", "rule"),
+    [
+        ("0.4.0", None, "v0", "v0_classic"),         # V0 classic 0.4.0–0.6.3 (§1.2)
+        ("0.6.3", None, "v0", "v0_classic"),
+        ("0.6.4", None, "v0", "v0_nontorch"),        # V0 0.6.4 only (§1.3)
+        ("0.6.5", None, "v0", "v0_profiling"),       # V0 memory_profiling 0.6.5–0.10.x (§1.4)
+        ("0.7.3", None, "v0", "v0_profiling"),       # V0 still the default engine up to 0.7.3
+        ("0.10.1", "v0", "v0", "v0_profiling"),      # V0 fallback until 0.10.x
+        ("0.7.0", "v1", "v1", "v1_peak"),            # V1 peak+non-torch 0.7.0–0.9.0 (§1.5)
+        ("0.8.0", None, "v1", "v1_peak"),            # V1 default from 0.8.0
+        ("0.9.0", None, "v1", "v1_peak"),
+        ("0.9.1", None, "v1", "v1_profiling"),       # V1 memory_profiling 0.9.1–0.26.x (§1.6)
+        ("0.26.0", None, "v1", "v1_profiling"),
+        ("0.27.0", None, "v1", "v1_total"),          # V1 total consumed 0.27–0.33 (§1.8)
+        ("0.33.0", None, "v1", "v1_total"),
+        ("0.11.0", "v0", "v1", "v1_profiling"),      # V0 removed in 0.11.0
+    ],
+)
+def test_era_budget_rule(version, engine, want_engine, rule):
+    p = profile_for(version, engine)
+    assert p.engine == want_engine
+    assert p.budget_rule == rule
+
+
+def test_default_version_is_newest():
+    p = profile_for(None)
+    assert p.version == (0, 33, 0) and p.budget_rule == "v1_total"
+
+
+@pytest.mark.parametrize(
+    ("version", "engine", "u"),
+    [
+        ("0.7.3", None, 0.90),     # V0: 0.90 always
+        ("0.10.1", "v0", 0.90),
+        ("0.19.0", None, 0.90),    # V1: 0.90 up to 0.19.x
+        ("0.20.0", None, 0.92),    # 0.92 from 0.20.0 (§5, §1.7)
+        ("0.33.0", None, 0.92),
+    ],
+)
+def test_default_gpu_memory_utilization(version, engine, u):
+    assert profile_for(version, engine).default_utilization == u
+
+
+@pytest.mark.parametrize(
+    ("version", "budgeted"),
+    [("0.10.1", False), ("0.17.0", False),
+     ("0.18.0", False), ("0.19.0", False),  # 0.18–0.19 measure but subtract only with env=1 (default 0)
+     ("0.20.0", True), ("0.33.0", True)],   # env default 1 from 0.20.0
+)
+def test_cuda_graph_accounting_per_version(version, budgeted):
+    assert profile_for(version).cuda_graphs_budgeted is budgeted
+
+
+def test_v0_never_budgets_cuda_graphs():
+    assert profile_for("0.10.1", "v0").cuda_graphs_budgeted is False
+
+
+@pytest.mark.parametrize(("version", "reserved"), [("0.28.0", False), ("0.29.0", True), ("0.33.0", True)])
+def test_reserved_null_block_from_029(version, reserved):
+    assert profile_for(version).reserved_block is reserved
+
+
+@pytest.mark.parametrize(
+    ("version", "engine", "rule"),
+    [
+        ("0.7.3", None, "v0"),
+        ("0.8.0", None, "v1_blocks"),          # N = n × bs (0.8.0–0.9.0)
+        ("0.9.0", None, "v1_blocks"),
+        ("0.9.1", None, "v1_groups"),          # N = (n // groups) × bs (0.9.1–0.20.x)
+        ("0.20.0", None, "v1_groups"),
+        ("0.21.0", None, "v1_concurrency"),    # N = int(c × L) (0.21+)
+        ("0.33.0", None, "v1_concurrency"),
+    ],
+)
+def test_capacity_rule(version, engine, rule):
+    assert profile_for(version, engine).capacity_rule == rule
+
+
+def test_context_and_other_processes_charged_only_in_064_and_v1_peak():
+    # §1.3 (0.6.4) and §1.5 (V1 0.7.0–0.9.0): non_torch = (total − free) − allocated: CUDA context
+    # and other processes included. Everywhere else the baseline is the start-up free memory.
+    assert profile_for("0.6.4").context_in_non_torch
+    assert profile_for("0.9.0").context_in_non_torch
+    for v, e in (("0.6.3", None), ("0.6.5", None), ("0.10.1", "v0"), ("0.9.1", None), ("0.27.0", None)):
+        assert not profile_for(v, e).context_in_non_torch, v
+
+
+# ---------------------------------------------------------------------------------------------
+# Budget = T × u (int before 0.14, math.ceil from 0.14)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_requested_bytes_int_before_014_ceil_from_014():
+    t = 10**10 + 1
+    # T × 0.9 = 9,000,000,000.9
+    assert requested_bytes(profile_for("0.13.0"), t, 0.9) == 9_000_000_000
+    assert requested_bytes(profile_for("0.14.0"), t, 0.9) == 9_000_000_001
+    assert requested_bytes(profile_for("0.33.0"), t, 0.9) == math.ceil(t * 0.9)
+
+
+def test_requested_bytes_exact_product_unchanged():
+    t = 64 * GiB
+    # 64 GiB × 0.5 = 32 GiB exactly: int and ceil agree
+    assert requested_bytes(profile_for("0.7.3"), t, 0.5) == 32 * GiB
+    assert requested_bytes(profile_for("0.33.0"), t, 0.5) == 32 * GiB
+
+
+# ---------------------------------------------------------------------------------------------
+# max_num_seqs defaults (§5)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "engine", "gpu", "expected"),
+    [
+        ("0.7.3", None, H100, 256),           # V0: 256
+        ("0.10.1", "v0", H100, 256),
+        ("0.7.0", "v1", A6000, 1024),         # V1 0.6.6–0.8.3: 1024 everywhere
+        ("0.8.3", None, A6000, 1024),
+        ("0.8.4", None, H100, 1024),          # 0.8.4: by device NAME (H100/H200)
+        ("0.8.4", None, H200, 1024),
+        ("0.8.4", None, A100_80, 256),        # 79 GiB but not named H100/H200
+        ("0.8.5", None, A100_80, 1024),       # 0.8.5: ≥70 GiB
+        ("0.8.5", None, A6000, 256),
+        ("0.9.0", None, A100_80, 256),        # 0.9.0+: ≥70 GiB and not A100
+        ("0.9.0", None, H100, 1024),
+        ("0.29.0", None, A6000, 256),
+        ("0.30.0", None, B200, 1024),
+        ("0.33.0", None, GB10, 256),          # 0.33: not GB10
+    ],
+)
+def test_default_max_num_seqs(version, engine, gpu, expected):
+    name, total = gpu
+    assert default_max_num_seqs(profile_for(version, engine), total, name) == expected
+
+
+def test_default_max_num_seqs_gb10_before_033_is_big():
+    name, total = GB10
+    # 0.32: 119.7 GiB ≥ 70 and name has no 'a100' → 1024 (the GB10 exclusion arrives in 0.33)
+    assert default_max_num_seqs(profile_for("0.32.0"), total, name) == 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# max_num_batched_tokens defaults (§5)
+# ---------------------------------------------------------------------------------------------
+
+
+def _tb(version, gpu, *, engine=None, usage="server", L=131072, S=256, chunked=True, mm=False):
+    name, total = gpu
+    s = EngineSettings(vllm_version=version, usage=usage)
+    return default_max_num_batched_tokens(profile_for(version, engine), s, L, S, total, name, chunked, mm)
+
+
+@pytest.mark.parametrize(
+    ("version", "gpu", "usage", "expected"),
+    [
+        # 0.7.0–0.8.4: 16384 (LLM) / 8192 (server) on H100/H200 by device name, else 8192 / 2048
+        ("0.8.0", H100, "server", 8192),
+        ("0.8.0", H100, "llm", 16384),
+        ("0.8.0", A6000, "server", 2048),
+        ("0.8.0", A6000, "llm", 8192),
+        ("0.8.4", A100_80, "server", 2048),   # name-based: an 80 GB A100 is not "big"
+        ("0.8.5", A100_80, "server", 8192),   # 0.8.5: ≥70 GiB
+        ("0.8.5", A100_80, "llm", 16384),
+        ("0.9.0", A100_80, "server", 2048),   # 0.9.0+: ≥70 GiB and not A100
+        ("0.9.0", H100, "server", 8192),
+        ("0.29.0", B200, "server", 8192),
+        ("0.30.0", B200, "server", 16384),    # 0.30+: ≥160 GiB → 16384 / 16384
+        ("0.30.0", B200, "llm", 16384),
+        ("0.30.0", H100, "server", 8192),
+    ],
+)
+def test_v1_default_max_num_batched_tokens(version, gpu, usage, expected):
+    assert _tb(version, gpu, usage=usage) == expected
+
+
+def test_v1_max_num_batched_tokens_clamped_to_seqs_times_len_from_092():
+    # 0.9.2+: Tb ≤ S × L. S = 4, L = 256 → min(2048, 4 × 256 = 1024) = 1024
+    assert _tb("0.9.2", A6000, L=256, S=4) == 4 * 256
+    # 0.9.1: no clamp → 2048
+    assert _tb("0.9.1", A6000, L=256, S=4) == 2048
+
+
+@pytest.mark.parametrize(
+    ("version", "L", "expected"),
+    [
+        ("0.7.3", 1000, 2048),     # chunked off: max(L, 2048)
+        ("0.7.3", 32768, 32768),
+        ("0.5.5", 20000, 20000),
+    ],
+)
+def test_v0_max_num_batched_tokens_chunked_off(version, L, expected):
+    assert _tb(version, A6000, L=L, chunked=False) == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [("0.4.1", 768), ("0.4.2", 512), ("0.5.3", 512), ("0.6.4", 512), ("0.6.5", 2048), ("0.10.1", 2048)],
+)
+def test_v0_max_num_batched_tokens_chunked_on(version, expected):
+    # §5: 768 (0.4.1), 512 (0.4.2–0.6.4), 2048 (0.6.5+)
+    assert _tb(version, A6000, engine="v0", L=65536, chunked=True) == expected
+
+
+@pytest.mark.parametrize(("version", "expected"), [("0.5.5", 2048), ("0.6.2", 4096), ("0.6.3", 5120)])
+def test_v0_multimodal_minimum_with_chunked_off(version, expected):
+    # §5: multimodal ≥ 4096 (0.6.0–0.6.2) / 5120 (0.6.3+); L = 2048 → max(2048, 2048) otherwise
+    assert _tb(version, A6000, L=2048, chunked=False, mm=True) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# V0 automatic chunked prefill above 32K (§5 "chunked prefill")
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "L", "on"),
+    [
+        ("0.7.3", 32768, False),   # L ≤ 32768 → off
+        ("0.7.3", 32769, True),    # L > 32768 → on (0.5.3+)
+        ("0.5.3", 32769, True),
+        ("0.5.2", 32769, False),   # before 0.5.3 never automatic
+    ],
+)
+def test_v0_chunked_prefill_switch(version, L, on):
+    spec = load("meta-llama/Llama-3.1-8B")
+    assert v0_chunked_prefill(profile_for(version, "v0"), L, spec, EngineSettings()) is on
+
+
+def test_v0_chunked_prefill_not_with_sliding_window():
+    spec = load("mistralai/Mistral-7B-v0.1")   # sliding window 4096 on every layer
+    assert v0_chunked_prefill(profile_for("0.7.3"), 65536, spec, EngineSettings()) is False
+
+
+def test_v0_chunked_prefill_not_multimodal_from_06():
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    assert spec.is_multimodal
+    assert v0_chunked_prefill(profile_for("0.6.5"), 65536, spec, EngineSettings()) is False
+
+
+def test_v0_chunked_prefill_not_mla_from_08():
+    spec = load("deepseek-ai/DeepSeek-V3")
+    # 0.8+: not MLA; 0.7.3: MLA does not matter
+    assert v0_chunked_prefill(profile_for("0.8.0", "v0"), 65536, spec, EngineSettings()) is False
+    assert v0_chunked_prefill(profile_for("0.7.3", "v0"), 65536, spec, EngineSettings()) is True
+
+
+def test_v0_chunked_prefill_explicit_flag_wins():
+    spec = load("meta-llama/Llama-3.1-8B")
+    s = EngineSettings(enable_chunked_prefill=False)
+    assert v0_chunked_prefill(profile_for("0.7.3"), 65536, spec, s) is False
+    s = EngineSettings(enable_chunked_prefill=True)
+    assert v0_chunked_prefill(profile_for("0.7.3"), 4096, spec, s) is True
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §5 lists 'not multimodal' as a condition of the V0 auto chunked prefill only "
+    "from 0.6.x ('0.6.x+: not multimodal, not pooling'); estimator/vllm.py v0_chunked_prefill turns it "
+    "off for multimodal models in 0.5.3–0.5.x too"))
+def test_v0_chunked_prefill_multimodal_in_05x_is_on():
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    assert v0_chunked_prefill(profile_for("0.5.5"), 65536, spec, EngineSettings()) is True
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §5: in 0.5.x the V0 auto chunked prefill also requires 'no prefix caching'; "
+    "estimator/vllm.py v0_chunked_prefill ignores enable_prefix_caching (returns True on 0.5.5, L=65536)"))
+def test_v0_chunked_prefill_05x_prefix_caching_keeps_it_off():
+    llama = load("meta-llama/Llama-3.1-8B")
+    s = EngineSettings(enable_prefix_caching=True)
+    assert v0_chunked_prefill(profile_for("0.5.5"), 65536, llama, s) is False
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: docs §5: in 0.5.x the V0 auto chunked prefill also requires 'no Mamba-type layers'; "
+    "estimator/vllm.py v0_chunked_prefill does not check spec.state_layers (returns True for a Jamba "
+    "config on 0.5.5, L=65536)"))
+def test_v0_chunked_prefill_05x_mamba_keeps_it_off():
+    jamba = spec_from_config({
+        "architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 1024,
+        "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1000,
+        "attn_layer_period": 8, "attn_layer_offset": 4, "max_position_embeddings": 262144,
+    }, "synthetic/jamba")
+    assert jamba.is_hybrid_state
+    assert v0_chunked_prefill(profile_for("0.5.5"), 65536, jamba, EngineSettings()) is False
+    # 0.6.x: the Mamba condition is gone (only 0.5.x lists it)
+    assert v0_chunked_prefill(profile_for("0.6.5"), 65536, jamba, EngineSettings()) is True
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA-graph capture sizes (§5)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cuda_graph_sizes_v0():
+    # V0: [1,2,4] + 8·k up to the smallest size ≥ S; S = 256 → 8..256 (32 sizes) → 35
+    sizes = cuda_graph_sizes(profile_for("0.7.3"), 256, 2048)
+    assert sizes == [1, 2, 4] + list(range(8, 257, 8)) and len(sizes) == 3 + 32
+    # S = 100 → up to 104
+    assert cuda_graph_sizes(profile_for("0.7.3"), 100, 2048)[-1] == 104
+
+
+def test_cuda_graph_sizes_v1_08_bounded_by_tb():
+    # 0.8.x: [1,2,4] + range(8, 513, 8) ≤ Tb; Tb = 2048 → 3 + 64 = 67 sizes; Tb = 100 → up to 96
+    assert len(cuda_graph_sizes(profile_for("0.8.5"), 256, 2048)) == 3 + 64
+    assert cuda_graph_sizes(profile_for("0.8.5"), 256, 100)[-1] == 96
+
+
+def test_cuda_graph_sizes_v1_011():
+    # 0.11: up to min(2·S, 512); S = 64 → 128: [1,2,4] + 8..128 (16) = 19
+    assert cuda_graph_sizes(profile_for("0.11.0"), 64, 8192) == [1, 2, 4] + list(range(8, 129, 8))
+
+
+def test_cuda_graph_sizes_v1_014():
+    # 0.14+: [1,2,4] + range(8,256,8) + range(256, max+1, 16), max = min(2·S, 512, Tb)
+    # S = 256, Tb = 8192 → max 512: 3 + 31 + 17 = 51 sizes
+    sizes = cuda_graph_sizes(profile_for("0.14.0"), 256, 8192)
+    assert sizes == [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 513, 16))
+    assert len(sizes) == 51
+
+
+# ---------------------------------------------------------------------------------------------
+# Flags
+# ---------------------------------------------------------------------------------------------
+
+
+def test_human_int_suffixes():
+    # vLLM human_readable_int: lower-case decimal, upper-case binary (§3 step 8)
+    assert human_int("1k") == 1000
+    assert human_int("1K") == 1024
+    assert human_int("25.6k") == 25600
+    assert human_int("32768") == 32768
+    with pytest.raises(BadInput):
+        human_int("12.5")
+
+
+def test_parse_flags_common_set():
+    s = parse_flags([
+        "--gpu-memory-utilization", "0.95", "--max-model-len=32k", "-tp", "2",
+        "--kv-cache-dtype", "FP8", "--enforce-eager", "--max_num_seqs", "64", "--trust-remote-code",
+    ])
+    assert s.gpu_memory_utilization == 0.95
+    assert s.max_model_len == 32000
+    assert s.tensor_parallel_size == 2
+    assert s.kv_cache_dtype == "fp8"
+    assert s.enforce_eager is True
+    assert s.max_num_seqs == 64
+    assert s.unknown_flags == ["--trust-remote-code"]
+
+
+@pytest.mark.parametrize("value", ["auto", "-1"])
+def test_parse_flags_max_model_len_auto(value):
+    assert parse_flags(["--max-model-len", value]).max_model_len == "auto"
+
+
+def test_parse_flags_kv_cache_memory_bytes():
+    # binary suffixes: 8GiB / 8G = 8 × 2^30
+    assert parse_flags(["--kv-cache-memory-bytes", "8GiB"]).kv_cache_memory_bytes == 8 * GiB
+    assert parse_flags(["--kv-cache-memory=8G"]).kv_cache_memory_bytes == 8 * GiB
+    assert parse_bytes("1073741824") == GiB
+
+
+@pytest.mark.parametrize("argv", [["--gpu-memory-utilization", "1.5"], ["--gpu-memory-utilization", "0"],
+                                  ["--max-model-len"], ["-tp", "zero"]])
+def test_parse_flags_bad_values(argv):
+    with pytest.raises(BadInput):
+        parse_flags(argv)
