@@ -12,10 +12,12 @@ each constant below names the evidence it was fitted on.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 from estimator.spec import (
+    MLA,
     ChunkedLocal,
     CrossAttention,
     FullAttention,
@@ -94,6 +96,8 @@ class KVLayout:
     kv_bytes_per_token: int       # per-token bytes summed over per-token layers (rank)
     state_bytes_per_request: int  # Mamba/linear state per request (rank)
     note: str = ""
+    layers: list = field(default_factory=list)   # this rank's layers as vLLM sizes them
+    state_page: int = 0                          # one Mamba page (padded to the attention page)
 
     @property
     def num_groups(self) -> int:
@@ -208,6 +212,12 @@ def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Pr
     mml = spec.text.get("model_max_length")
     if profile.version >= (0, 8, 3) and isinstance(mml, int) and mml > 0:
         derived = mml
+    if spec.model_type == "gemma2" and (0, 5, 1) <= profile.version <= (0, 6, 3) and spec.sliding_window:
+        # vllm/config.py 0.5.1–0.6.3: Gemma 2's sliding window was unsupported, so vLLM disabled it
+        # and capped the length to the window ("capping the max length to the sliding window size").
+        derived = min(derived, spec.sliding_window)
+        assumptions.append(f"vLLM {'.'.join(map(str, profile.version))} caps Gemma 2 at its "
+                           f"{spec.sliding_window}-token sliding window")
     rope = spec.rope_scaling or {}
     rtype = str(rope.get("rope_type") or rope.get("type") or "").lower()
     factor = rope.get("factor")
@@ -267,10 +277,36 @@ def _stage_layers(spec: ModelSpec, profile: Profile, pp: int) -> list[LayerKV]:
     return best[1]
 
 
+def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], kv_cache_dtype: str,
+                     assumptions: list[str]) -> list[LayerKV]:
+    """Layers as this vLLM version caches them.
+
+    MLA before 0.7.1 had no latent cache: K and V per head of qk_nope+qk_rope dims (docs §2.1).
+    V1 0.11+ stores DeepSeek-V3.2-style sparse MLA with an fp8 KV cache as "fp8_ds_mla", 656 B
+    per token per layer.
+    """
+    out: list[LayerKV] = []
+    ds_mla = kv_cache_dtype == "fp8_ds_mla" or (
+        kv_cache_dtype.startswith("fp8") and profile.engine == "v1" and profile.version >= (0, 11, 0))
+    for lk in layers:
+        if isinstance(lk, MLA):
+            if not profile.mla_cache:
+                mla = spec.mla or {}
+                hd = int(mla.get("qk_nope_head_dim") or 128) + int(mla.get("qk_rope_head_dim") or 64)
+                lk = FullAttention(kv_heads=spec.num_kv_heads, head_dim=hd)
+            elif ds_mla and (lk.indexer_bytes or kv_cache_dtype == "fp8_ds_mla"):
+                lk = dataclasses.replace(lk, fixed_bytes=656)
+        out.append(lk)
+    if spec.uses_mla and not profile.mla_cache:
+        assumptions.append("vLLM before 0.7.1 has no MLA cache: it stores K and V for every head")
+    return out
+
+
 def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_bytes: int,
               model_dtype_bytes: int, assumptions: list[str]) -> KVLayout:
     tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
-    layers = _stage_layers(spec, profile, pp)
+    layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp),
+                              (settings.kv_cache_dtype or "auto").lower(), assumptions)
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]
@@ -290,7 +326,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
             note = ""
         groups = [KVGroup("full", len(attn), bs * per_token // max(1, len(attn)), bs,
                           FullAttention(kv_heads=1, head_dim=1))] if attn else []
-        return KVLayout(groups, bs * per_token, bs, per_token, state_req if profile.engine != "v0" else 0, note)
+        return KVLayout(groups, bs * per_token, bs, per_token, state_req if profile.engine != "v0" else 0, note,
+                        layers=layers)
 
     # ---- V1 0.9.1+: hybrid KV cache manager (vllm/v1/core/kv_cache_utils.py) ----
     kinds: dict[str, list[LayerKV]] = {}
@@ -326,7 +363,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         page_sum = sum(lk.bytes_per_token(tp, kv_bytes) * bs for lk in members) or \
             sum(lk.state_bytes(tp, model_dtype_bytes) for lk in members)
         g = KVGroup(k, len(members), page_sum // max(1, len(members)), bs, members[0])
-        return KVLayout([g], page_sum, bs, per_token, state_req)
+        return KVLayout([g], page_sum, bs, per_token, state_req, layers=layers,
+                        state_page=page_sum // max(1, len(members)) if k == "mamba" else 0)
     groups: list[KVGroup] = []
     group_size = min(len(v) for v in kinds.values())
     page = max_ppt * bs if max_ppt else max(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
@@ -342,7 +380,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
     note = f"{len(groups)} KV groups of {group_size} layers"
     if padded:
         note += f" ({padded} padding layers)"
-    return KVLayout(groups, group_size * page, bs, per_token, state_req, note)
+    return KVLayout(groups, group_size * page, bs, per_token, state_req, note, layers=layers,
+                    state_page=page if states else 0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -444,6 +483,18 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"V0 turns chunked prefill on for max_model_len > 32K: max_num_batched_tokens "
                            f"{s.max_num_batched_tokens}")
 
+    if s.block_size is None and spec.uses_mla and profile.engine == "v1" and profile.mla_cache \
+            and profile.version >= (0, 8, 0) and compute_capability:
+        # V1 MLA backends force their block size (vllm/v1/attention/backends/mla/): FlashMLA on
+        # Hopper 64, CUTLASS MLA on Blackwell 128; Triton MLA elsewhere keeps 16.
+        cc = float(compute_capability)
+        if 9.0 <= cc < 10.0:
+            s.block_size = 64
+        elif cc >= 10.0:
+            s.block_size = 128
+    if s.kv_cache_memory_bytes and not profile.kv_memory_flag:
+        assumptions.append("--kv-cache-memory-bytes exists from vLLM 0.10.2; ignored for this version")
+        s.kv_cache_memory_bytes = None
     layout = kv_layout(spec, profile, s, kvb, mdb, assumptions)
     if s.block_size is None:
         s.block_size = layout.block_size
@@ -471,10 +522,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     def blocks_needed(length: int) -> int:
         return sum(g.blocks_per_request(length, tb, profile, mamba_extra) for g in layout.groups)
 
+    def needed(length: int) -> int:
+        return kv_needed_bytes(layout, profile, s, length, blocks_needed, kvb, mdb)
+
     check_pool = kv_pool - (bpb if profile.reserved_block else 0)
     need_blocks = blocks_needed(max_len) if layout.groups else 0
-    kv_needed = need_blocks * bpb if profile.hybrid_manager else \
-        _needed_pre_hybrid(layout, max_len, profile, s)
+    kv_needed = needed(max_len)
     if profile.engine == "v0":
         capacity = layout.block_size * (blocks // (s.pipeline_parallel_size if profile.version >= (0, 8, 0) else 1))
         concurrency = capacity / max_len if max_len else 0.0
@@ -490,9 +543,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                 if layout.groups else 0
         else:
             capacity = int(concurrency * max_len)
-        fit_len = _largest_fitting(lambda L: (blocks_needed(L) * bpb if profile.hybrid_manager
-                                              else _needed_pre_hybrid(layout, L, profile, s)),
-                                   check_pool, max_len if not auto_len else max_len)
+        fit_len = _largest_fitting(needed, check_pool, max_len)
         fits = kv_pool > 0 and kv_needed <= check_pool
     error = None
     if kv_pool <= 0 or blocks == 0:
@@ -550,9 +601,42 @@ def rerun(est: Estimate, **changes) -> Estimate:
     return out
 
 
-def _needed_pre_hybrid(layout: KVLayout, length: int, profile: Profile, s: EngineSettings) -> int:
-    """V0 / V1 ≤0.9.0: Σ_layers max_memory_usage — full length for every attention layer."""
-    return ceil_div(length, layout.block_size) * layout.bytes_per_block
+def kv_needed_bytes(layout: KVLayout, profile: Profile, s: EngineSettings, length: int, blocks_needed,
+                    kv_bytes: int, model_dtype_bytes: int) -> int:
+    """KV memory one request at `length` needs, as the version's admission check counts it.
+
+    V0: every attention layer at full length (cache_engine.get_cache_block_size). V1 0.7–0.13:
+    Σ over layers of `max_memory_usage_bytes` (vllm/v1/core/kv_cache_utils.py
+    check_enough_kv_cache_memory) — sliding layers at their window from 0.8.3, before any
+    unification or padding. 0.14–0.18: group-aware, but only the FIRST group was counted in the
+    multi-group case (fixed in 0.19); 0.19+: bytes_per_block × Σ_groups blocks.
+    """
+    rule = profile.needed_rule
+    bs, tp, tb = layout.block_size, s.tensor_parallel_size, s.max_num_batched_tokens or 2048
+    if rule == "v0":
+        return ceil_div(length, bs) * layout.bytes_per_block
+    if rule == "layers":
+        total = 0
+        for lk in layout.layers:
+            if isinstance(lk, MambaState):
+                total += layout.state_page or lk.state_bytes(tp, model_dtype_bytes)
+                continue
+            if isinstance(lk, CrossAttention):
+                continue
+            ppt = lk.bytes_per_token(tp, kv_bytes)
+            if not ppt:
+                continue
+            if isinstance(lk, SlidingWindow) and profile.sliding_spec:
+                n = ceil_div(min(lk.window - 1 + tb, length), bs) + 1
+            elif isinstance(lk, ChunkedLocal) and profile.chunked_local_spec:
+                n = ceil_div(min(lk.chunk + tb, length), bs)
+            else:
+                n = ceil_div(length, bs)
+            total += n * ppt * bs
+        return total
+    if rule == "first_group" and len(layout.groups) > 1:
+        return layout.bytes_per_block * layout.groups[0].blocks_per_request(length, tb, profile)
+    return layout.bytes_per_block * blocks_needed(length)
 
 
 def _largest_fitting(needed, available: int, upper: int) -> int:

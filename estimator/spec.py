@@ -122,8 +122,13 @@ class MLA(LayerKV):
     # DeepSeek-V3.2-style sparse attention keeps an extra fp8 indexer key per token per layer
     # (vllm/v1/attention/backends/mla/indexer.py: index_head_dim bytes + 4-byte fp32 scale).
     indexer_bytes: int = 0
+    # Fixed per-token size of a packed format (V1 0.11+ "fp8_ds_mla": 656 B — fp8 latent, fp32
+    # scales and a bf16 rope part; vllm/v1/kv_cache_interface.py MLAAttentionSpec).
+    fixed_bytes: int = 0
 
     def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
+        if self.fixed_bytes:
+            return self.fixed_bytes
         return (self.kv_lora_rank + self.rope_dim) * kv_dtype_bytes
 
     @property

@@ -55,6 +55,9 @@ class Profile:
     auto_max_model_len: bool         # --max-model-len auto / -1 (0.14+)
     sampler_bytes_per_elem: int      # dummy sampler bytes per (row × vocab) element; see memory.py
     logits_all_tokens: bool          # V1 0.7.0–0.7.2 computes logits for all Tb tokens
+    mla_cache: bool                  # MLA latent cache (0.7.1+); before, K and V per head
+    needed_rule: str                 # admission need: "v0" | "layers" (0.7–0.13) | "first_group" (0.14–0.18) | "groups"
+    kv_memory_flag: bool             # --kv-cache-memory-bytes exists (0.10.2+)
 
 
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
@@ -112,6 +115,10 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # vllm#13882). V1 0.8+ has no log_softmax in the dummy run: fitted 32 B (see memory.py).
         sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else 32),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
+        mla_cache=v >= (0, 7, 1),
+        needed_rule="v0" if engine == "v0" else (
+            "layers" if v < (0, 14, 0) else "first_group" if v < (0, 19, 0) else "groups"),
+        kv_memory_flag=v >= (0, 10, 2),
     )
 
 
@@ -280,7 +287,13 @@ def v0_chunked_prefill(p: Profile, max_model_len: int, spec, settings: EngineSet
         return settings.enable_chunked_prefill
     if p.version < (0, 5, 3) or max_model_len <= 32768:
         return False
-    if spec.sliding_window is not None or spec.is_multimodal:
+    if spec.sliding_window is not None:
+        return False
+    if p.version < (0, 6, 0):
+        # 0.5.x: also off with prefix caching or Mamba-type layers (not yet with multimodal).
+        if settings.enable_prefix_caching or spec.state_layers:
+            return False
+    elif spec.is_multimodal:
         return False
     if p.version >= (0, 8, 0) and spec.uses_mla:
         return False
@@ -306,7 +319,7 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
     elif v < (0, 9, 0):
         big = gib >= 70
     else:
-        big = gib >= 70 and "a100" not in name
+        big = gib >= 70 and "a100" not in name and not (v >= (0, 33, 0) and "gb10" in name)
     if v >= (0, 30, 0) and gib >= 160:
         tb = 16384
     elif settings.usage == "llm":

@@ -528,12 +528,6 @@ def test_gemma2_v1_091_two_groups(gemma2):
     assert e.kv_cache_tokens == (e.gpu_blocks // 2) * 16
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §2.4 '0.7.0–0.9.0 (single group)… 0.8.x: sliding layers become full for "
-    "allocation; the memory check is done *before* unification, with the sliding layers' smaller need' "
-    "(SlidingWindowSpec exists from 0.8.3, §2.3) and §2.5 'needed = Σ_layers max_memory_usage_bytes(L) "
-    "(0.7–0.13)'. gemma-2-9b on 0.8.5, L=8192, Tb=2048: expected 21×512×128KiB + 21×385×128KiB = "
-    "2,469,003,264 B; memory.py _needed_pre_hybrid gives cdiv(8192,16)×5,505,024 = 2,818,572,288 B"))
 def test_gemma2_v1_085_check_uses_sliding_need_before_unification(gemma2):
     e = run(gemma2, "0.8.5", gpu_memory_utilization=0.5, max_model_len=8192, max_num_batched_tokens=2048)
     full = 21 * cdiv(8192, 16) * GEMMA2_PAGE
@@ -563,21 +557,12 @@ def test_gemma3_groups_with_padding_019(gemma3):
     assert e.gpu_blocks == 8 * GiB // (5 * GEMMA3_PAGE)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §2.5 'needed = Σ_layers max_memory_usage_bytes(L) (0.7–0.13)'. With padding "
-    "layers this differs from the group-aware sum: gemma-3-4b on 0.13, L=131072, Tb=2048: expected "
-    "5×8192×64KiB + 29×193×64KiB = 3,051,159,552 B; memory.py gives 9,350 blocks × 320 KiB = "
-    "3,063,808,000 B (counts the padding layer)"))
 def test_gemma3_013_needed_is_sum_over_layers(gemma3):
     e = run_pool(gemma3, "0.13.0", 8 * GiB, max_num_batched_tokens=2048)
     need = 5 * cdiv(131_072, 16) * GEMMA3_PAGE + 29 * (cdiv(1024 - 1 + 2048, 16) + 1) * GEMMA3_PAGE
     assert e.kv_needed_bytes == need == 3_051_159_552
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §2.5 '0.14.0–0.18.x counted only the FIRST group in the multi-group case — "
-    "fixed 0.19.0'. gpt-oss-20b on 0.15, L=131072, Tb=8192: expected needed = 384 KiB × (blocks of the "
-    "first group: 521 sliding or 8,192 full), not all 8,713 blocks; memory.py gives 3,426,091,008 B"))
 def test_gpt_oss_014_to_018_check_counts_first_group_only(gpt_oss):
     e = run_pool(gpt_oss, "0.15.0", 10_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
     assert e.kv_needed_bytes in {521 * GPT_OSS_BPB, 8_192 * GPT_OSS_BPB}
@@ -776,11 +761,6 @@ def test_fp32_config_runs_16_bit_so_kv_is_2_bytes():
     assert e.layout.kv_bytes_per_token == 2 * 2 * 8 * 128 * 4
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §2.1 'DeepSeek-V3.2 \"fp8_ds_mla\": 656 bytes per token per layer (V1 0.11+ "
-    "hard-coded)' (§2.3: page = bs × 656). DeepSeek-V3.2 with --kv-cache-dtype fp8_ds_mla on 0.11: "
-    "expected 61 × 656 = 40,016 B/token; memory.py gives 61 × 576 × 1 = 35,136 (fp8_ds_mla read as a plain "
-    "1-byte dtype)"))
 def test_deepseek_v32_fp8_ds_mla_656_bytes():
     e = run_pool(load("deepseek-ai/DeepSeek-V3.2"), "0.11.0", 8 * GiB, kv_cache_dtype="fp8_ds_mla",
                  max_model_len=8192)
@@ -793,11 +773,6 @@ def test_deepseek_v3_mla_from_071():
     assert e.layout.kv_bytes_per_token == 61 * 576 * 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §2.2 'cache_block_size = bs × L_attn × 2 × kv_heads_per_rank × head_size × dtype "
-    "(MLA 0.7.1+: no V → ×1)' and §2.1 'MLA models with MLA disabled: head_size = qk_nope_head_dim + "
-    "qk_rope_head_dim'. DeepSeek-V3 on V0 0.7.0 (before vLLM's MLA): expected 61 × 2 × 128 KV heads × "
-    "(128 + 64) × 2 B = 5,996,544 B/token; memory.py always uses the MLA latent (70,272)"))
 def test_deepseek_v3_before_071_has_no_mla_cache():
     e = run(load("deepseek-ai/DeepSeek-V3"), "0.7.0", engine="v0", gpu_memory_utilization=0.5,
             max_model_len=8192)
@@ -813,10 +788,6 @@ def test_gemma2_max_len_from_064_is_max_position_embeddings(gemma2):
     assert _mml(gemma2, "0.6.4") == 8192
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §3 step 2 '0.5.1–0.6.3: Gemma-2 forces this (… Disabling sliding window and capping "
-    "the max length to the sliding window size (4096))'. gemma-2-9b on 0.6.3: expected max_model_len "
-    "min(8192, 4096) = 4096; resolve_max_model_len gives 8192"))
 def test_gemma2_max_len_capped_to_window_051_to_063(gemma2):
     assert _mml(gemma2, "0.6.3") == 4096
 

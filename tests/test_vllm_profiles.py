@@ -314,28 +314,17 @@ def test_v0_chunked_prefill_explicit_flag_wins():
     assert v0_chunked_prefill(profile_for("0.7.3"), 4096, spec, s) is True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §5 lists 'not multimodal' as a condition of the V0 auto chunked prefill only "
-    "from 0.6.x ('0.6.x+: not multimodal, not pooling'); estimator/vllm.py v0_chunked_prefill turns it "
-    "off for multimodal models in 0.5.3–0.5.x too"))
 def test_v0_chunked_prefill_multimodal_in_05x_is_on():
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
     assert v0_chunked_prefill(profile_for("0.5.5"), 65536, spec, EngineSettings()) is True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §5: in 0.5.x the V0 auto chunked prefill also requires 'no prefix caching'; "
-    "estimator/vllm.py v0_chunked_prefill ignores enable_prefix_caching (returns True on 0.5.5, L=65536)"))
 def test_v0_chunked_prefill_05x_prefix_caching_keeps_it_off():
     llama = load("meta-llama/Llama-3.1-8B")
     s = EngineSettings(enable_prefix_caching=True)
     assert v0_chunked_prefill(profile_for("0.5.5"), 65536, llama, s) is False
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: docs §5: in 0.5.x the V0 auto chunked prefill also requires 'no Mamba-type layers'; "
-    "estimator/vllm.py v0_chunked_prefill does not check spec.state_layers (returns True for a Jamba "
-    "config on 0.5.5, L=65536)"))
 def test_v0_chunked_prefill_05x_mamba_keeps_it_off():
     jamba = spec_from_config({
         "architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 1024,
