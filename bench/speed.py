@@ -298,10 +298,56 @@ def bench_api_explain() -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------------------------------------
+# discourse_poller: posts handled per second by the Discourse poller (bot/discourse.py) against
+# the fake forum on loopback, SQLite store, offline estimator
+# ------------------------------------------------------------------------------------------------
+def bench_discourse_poller() -> list[tuple[str, str]]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from fakediscourse import SEED_POST, FakeDiscourse
+    except ImportError as e:  # pragma: no cover
+        raise Skip(f"tests/fakediscourse.py not importable ({e})") from e
+    from bot.discourse import DiscourseOptions, run_poller
+    from bot.settings import Settings
+    from bot.store import Store
+
+    n_topics, per_topic, error_every = 100, 20, 20  # 2000 posts; every 20th topic opens with the seed error
+    rows: list[tuple[str, str]] = []
+    fake = FakeDiscourse().start()
+    try:
+        for t in range(n_topics):
+            first = fake.create_topic("alice", f"topic {t}", SEED_POST if t % error_every == 0 else f"question {t}")
+            for i in range(per_topic - 1):
+                fake.reply(first["topic_id"], "bob", f"chatter {t}.{i}: the server starts fine, thanks")
+        total = len(fake.posts)
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{tmp}/bench.sqlite"
+            settings = Settings(database_url=url, discourse_url=fake.url, discourse_api_key=fake.api_key,
+                                discourse_api_username=fake.api_username, offline=True)
+            options = DiscourseOptions(request_interval=0)  # the production default is 1 req/s
+            store = Store(url)
+            t0 = time.perf_counter()
+            handled = run_poller(settings, once=True, store=store, options=options)
+            elapsed = time.perf_counter() - t0
+            replies = len(fake.our_posts())
+            rows.append((f"first cycle: {total} posts, {replies} replies, {len(fake.requests)} HTTP requests",
+                         f"{handled / elapsed:,.0f} posts/s ({elapsed:.2f} s)"))
+            before = len(fake.requests)
+            idle = _timed(lambda: run_poller(settings, once=True, store=store, options=options), 20)
+            rows.append(("idle cycle (nothing new; 1 request)", _summary(idle[1:])
+                         + f"; requests {(len(fake.requests) - before) // 20} per cycle"))
+            store.dispose()
+    finally:
+        fake.stop()
+    return rows
+
+
 SECTIONS: dict[str, Callable[[], list[tuple[str, str]]]] = {
     "hub": bench_hub,
     "slack_ack": bench_slack_ack,
     "api_explain": bench_api_explain,
+    "discourse_poller": bench_discourse_poller,
 }
 
 

@@ -17,6 +17,7 @@ Tables (schema versioned in `schema_version`, migrations applied in order by `mi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -37,6 +38,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
     text,
     update,
@@ -120,6 +122,23 @@ class Reply:
     meta: dict
 
 
+# Arbitrary constant naming kvdoctor's schema lock among the database's advisory locks.
+_MIGRATION_LOCK_ID = 0x6B76646F63  # "kvdoc"
+_KEY_MAX = 255  # the key columns' String(255)
+
+
+def _key(key: object) -> str:
+    """The stored form of a key: as given when it fits the column, else a stable digest.
+
+    PostgreSQL rejects a value longer than VARCHAR(255) while SQLite stores it whole; hashing
+    long keys gives both databases the same behaviour (same key → same row, no error).
+    """
+    k = str(key)
+    if len(k) <= _KEY_MAX:
+        return k
+    return "sha256:" + hashlib.sha256(k.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def database_url(url: str | None = None) -> str:
     """The SQLAlchemy URL: explicit, else KVDOCTOR_DATABASE_URL, else a SQLite file."""
     return url or os.environ.get("KVDOCTOR_DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE_PATH}"
@@ -134,6 +153,13 @@ class Store:
         if self.url.startswith("sqlite"):
             # Several processes share one file: wait for locks instead of failing at once.
             kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        elif self.url.startswith("postgresql"):
+            # Fail fast when the server is unreachable (/readyz must answer, not hang), and
+            # recycle connections before a load balancer / PgBouncer idles them out.
+            kwargs["connect_args"] = {"connect_timeout": int(os.environ.get("KVDOCTOR_DB_CONNECT_TIMEOUT") or 5)}
+            kwargs["pool_recycle"] = 1800
+            kwargs["pool_size"] = int(os.environ.get("KVDOCTOR_DB_POOL_SIZE") or 5)
+            kwargs["max_overflow"] = int(os.environ.get("KVDOCTOR_DB_MAX_OVERFLOW") or 10)
         self.engine: Engine = create_engine(self.url, **kwargs)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -142,23 +168,37 @@ class Store:
 
     # -- schema -------------------------------------------------------------------------
     def migrate(self) -> int:
-        """Apply pending migrations; returns the schema version. Safe to race between replicas."""
+        """Apply pending migrations; returns the schema version. Safe to race between replicas.
+
+        Replicas starting together all call this. Each run holds a database-wide lock for the
+        whole upgrade (PostgreSQL: a transaction-scoped advisory lock, and its DDL is
+        transactional; SQLite: BEGIN IMMEDIATE, the file's write lock), so exactly one process
+        creates the tables and the others then see the new version and do nothing.
+        """
         with self.engine.begin() as conn:
+            self._lock_schema(conn)
             schema_version.create(conn, checkfirst=True)
-        current = self.version()
-        for number, step in enumerate(MIGRATIONS, start=1):
-            if number <= current:
-                continue
-            try:
-                with self.engine.begin() as conn:
-                    step(conn)
-                    conn.execute(insert(schema_version).values(version=number, applied_at=time.time()))
-            except IntegrityError:
-                pass  # another replica applied it first
+            current = int(conn.execute(select(func.coalesce(func.max(schema_version.c.version), 0))).scalar())
+            for number, step in enumerate(MIGRATIONS, start=1):
+                if number <= current:
+                    continue
+                step(conn)
+                conn.execute(insert(schema_version).values(version=number, applied_at=time.time()))
         return self.version()
 
+    def _lock_schema(self, conn) -> None:
+        dialect = self.engine.dialect.name
+        if dialect == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK_ID})
+        elif dialect == "sqlite":
+            # pysqlite opens transactions lazily; take the write lock now (waits busy_timeout).
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
     def version(self) -> int:
+        """The schema version applied; 0 for a database nobody has migrated yet."""
         with self.engine.connect() as conn:
+            if not inspect(conn).has_table(schema_version.name):
+                return 0
             return int(conn.execute(select(func.coalesce(func.max(schema_version.c.version), 0))).scalar())
 
     def ping(self) -> bool:
@@ -176,7 +216,7 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 conn.execute(
-                    insert(claims).values(namespace=namespace, key=str(key), owner=owner, created_at=time.time())
+                    insert(claims).values(namespace=namespace, key=_key(key), owner=owner, created_at=time.time())
                 )
             return True
         except IntegrityError:
@@ -185,21 +225,38 @@ class Store:
     def is_claimed(self, namespace: str, key: str) -> bool:
         with self.engine.connect() as conn:
             row = conn.execute(
-                select(claims.c.key).where(claims.c.namespace == namespace, claims.c.key == str(key))
+                select(claims.c.key).where(claims.c.namespace == namespace, claims.c.key == _key(key))
             ).first()
         return row is not None
 
     def release(self, namespace: str, key: str) -> None:
         """Give a claim back (processing failed before anything was posted; a retry may try again)."""
         with self.engine.begin() as conn:
-            conn.execute(claims.delete().where(claims.c.namespace == namespace, claims.c.key == str(key)))
+            conn.execute(claims.delete().where(claims.c.namespace == namespace, claims.c.key == _key(key)))
+
+    def reclaim(self, namespace: str, key: str, owner: str | None = None, *, older_than: float) -> bool:
+        """Take over a claim whose holder has not finished within `older_than` seconds (it crashed).
+
+        One conditional UPDATE, so it is a compare-and-swap: of several processes racing for the
+        same stale claim exactly one sees rowcount 1 (PostgreSQL re-checks the WHERE on the row
+        the winner wrote; SQLite serialises writers), and the claim is fresh again afterwards.
+        """
+        now = time.time()
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(claims)
+                .where(claims.c.namespace == namespace, claims.c.key == _key(key),
+                       claims.c.created_at < now - older_than)
+                .values(owner=owner, created_at=now)
+            )
+        return result.rowcount == 1
 
     # -- replies ------------------------------------------------------------------------
     def get_reply(self, namespace: str, key: str) -> Reply | None:
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(replies.c.reply_ref, replies.c.meta).where(
-                    replies.c.namespace == namespace, replies.c.key == str(key)
+                    replies.c.namespace == namespace, replies.c.key == _key(key)
                 )
             ).first()
         if row is None:
@@ -209,7 +266,7 @@ class Store:
     def save_reply(self, namespace: str, key: str, reply_ref: str | None, meta: dict | None = None) -> None:
         self._upsert(
             replies,
-            {"namespace": namespace, "key": str(key)},
+            {"namespace": namespace, "key": _key(key)},
             {"reply_ref": reply_ref, "meta": json.dumps(meta or {}), "updated_at": time.time()},
         )
 
@@ -224,15 +281,15 @@ class Store:
     def get_flag(self, namespace: str, key: str) -> str | None:
         with self.engine.connect() as conn:
             return conn.execute(
-                select(flags.c.value).where(flags.c.namespace == namespace, flags.c.key == str(key))
+                select(flags.c.value).where(flags.c.namespace == namespace, flags.c.key == _key(key))
             ).scalar()
 
     def set_flag(self, namespace: str, key: str, value: str | None) -> None:
         if value is None:
             with self.engine.begin() as conn:
-                conn.execute(flags.delete().where(flags.c.namespace == namespace, flags.c.key == str(key)))
+                conn.execute(flags.delete().where(flags.c.namespace == namespace, flags.c.key == _key(key)))
             return
-        self._upsert(flags, {"namespace": namespace, "key": str(key)}, {"value": str(value)})
+        self._upsert(flags, {"namespace": namespace, "key": _key(key)}, {"value": str(value)})
 
     # -- feedback -----------------------------------------------------------------------
     def record_feedback(self, source: str, ref: str, user: str | None, verdict: str) -> None:
