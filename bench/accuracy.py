@@ -45,6 +45,14 @@ def settings_for(case: dict) -> EngineSettings:
     engine = case.get("era") if case.get("era") in ("v0", "v1") else None
     if "V0" in ver_text:
         engine = "v0"
+    if version is None:
+        # As `diagnose` does: the newest version the paste's message formats allow.
+        from estimator.paste import read_paste
+
+        facts = read_paste(case.get("paste") or "")
+        hint = facts.extra.get("version_hint")
+        version = facts.get("vllm_version") or (hint[1] if isinstance(hint, (list, tuple)) and hint[1] else None)
+        engine = engine or facts.extra.get("engine")
     if version is None and engine == "v0":
         version = "0.7.3"
     s = EngineSettings(vllm_version=version, engine=engine)

@@ -231,6 +231,7 @@ def lookup_gpu(text: str) -> Gpu:
 
 _COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
 _REPORTED = regex.compile(r"(\d+(?:\.\d+)?)\s*gib\b")
+_NOMINAL = regex.compile(r"\b(\d{1,3})\s*gb\b")
 
 
 def _alias_in_text(key: str) -> Gpu | None:
@@ -250,7 +251,10 @@ def _alias_in_text(key: str) -> Gpu | None:
         gpu = _to_gpu(best[1])
         return dataclasses.replace(gpu, assumed=gpu.assumed or f"read the GPU as {gpu.name} from the text")
     m = _REPORTED.search(text, timeout=0.1)
-    return _parse_size(f"{m.group(1)}GiB") if m else None
+    if m:
+        return _parse_size(f"{m.group(1)}GiB")
+    m = _NOMINAL.search(text, timeout=0.1)  # "RTX 5070 Ti 16GB": an unknown card of a stated size
+    return _parse_size(f"{m.group(1)}GB") if m else None
 
 
 def gpu_names() -> list[str]:

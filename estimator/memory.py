@@ -43,12 +43,12 @@ GiB = 2**30
 MiB = 2**20
 
 # ---- fitted constants (estimates, not vLLM code) ------------------------------------------
-# Non-torch memory on one GPU (cuBLAS/cuDNN workspaces, attention-backend buffers): logs show
-# 0.03–0.4 GiB (docs §6; dev cases vllm13061 0.25 GiB, vllm15815 0.30 GiB at TP2). 0.2 GiB is
-# the single-GPU middle; TP>1 adds NCCL + custom all-reduce buffers (0.43 GiB at TP4 in
-# vllm16570, 0.25–0.30 GiB at TP2): +0.15 GiB for TP>1.
-NON_TORCH_SINGLE = int(0.20 * GiB)
-NON_TORCH_TP_EXTRA = int(0.15 * GiB)
+# Non-torch memory (cuBLAS/cuDNN workspaces, attention-backend buffers, NCCL and custom
+# all-reduce buffers under TP). Fitted on the dev cases that print it: single GPU 0.03–0.4 GiB
+# (docs §6; vllm#13882 0.03) → 0.15 GiB; with TP, 0.15 + 0.06 × tp GiB: TP2 0.27 (vllm15815 0.30,
+# vllm13061 0.25), TP4 0.39 (vllm16570 0.34–0.43, vllm PR48601 0.60).
+NON_TORCH_SINGLE = int(0.15 * GiB)
+NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
 # CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
 CUDA_CONTEXT = int(0.45 * GiB)
 # Forward activation of one token: MLP gate/up (2I) + activation (I) + residual/norm/qkv buffers
@@ -423,7 +423,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
 
 
 def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, activation: int) -> int:
-    n = NON_TORCH_SINGLE + (NON_TORCH_TP_EXTRA if s.tensor_parallel_size * s.pipeline_parallel_size > 1 else 0)
+    world = s.tensor_parallel_size * s.pipeline_parallel_size
+    n = NON_TORCH_SINGLE + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0)
     if profile.context_in_non_torch:
         n += CUDA_CONTEXT + other_process_bytes
     if profile.engine == "v0" and (0, 6, 5) <= profile.version < (0, 7, 0):

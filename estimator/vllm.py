@@ -112,8 +112,12 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         auto_max_model_len=v >= (0, 14, 0),
         # V0 runs the full sampler (fp32 upcast, sort, softmax, cumsum, log_softmax, multinomial):
         # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
-        # vllm#13882). V1 0.8+ has no log_softmax in the dummy run: fitted 32 B (see memory.py).
-        sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else 32),
+        # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1 0.8–0.19: torch-native top-k/top-p
+        # (fp32 logits, sort values + int64 indices, softmax, cumsum, scatter) ≈ 32 B (docs §6
+        # range 25–40). 0.20+: fitted 10 B on the dev cases that print it (recipes#893 GLM-5.3 on
+        # 0.28 ≈ 11 B; vllm PR48601 ≈ 6.5 B) — kernels that skip the sort; the release where this
+        # changed is not pinned down, 0.20 is an estimate.
+        sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else 32 if v < (0, 20, 0) else 10),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
         needed_rule="v0" if engine == "v0" else (

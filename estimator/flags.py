@@ -1,0 +1,732 @@
+"""vLLM settings from the ways people write them: argv, pasted command lines, `LLM(...)` kwargs,
+docker/compose/Kubernetes argument lists, the "non-default args: {...}" log dict, the engine
+config dump ("Initializing a V0 LLM engine (v0.7.1) with config: model='…', dtype=…"), YAML
+`key: value` configs and environment variables.
+
+Why one module: the paste reader (`estimator.paste`) and the CLI (`kvdoctor estimate -- vllm
+serve MODEL …`) must agree on what a flag means. Flag spellings follow vLLM's
+`vllm/engine/arg_utils.py` (`EngineArgs.add_cli_args`): `FlexibleArgumentParser` accepts
+underscores for dashes, `--flag=value` and `--flag value`, and argparse's unique-prefix
+abbreviations (`--tensor_parallel 2`).
+
+Everything here is a pure function of its input; regexes are compiled once and run with a
+timeout so hostile input cannot hang a caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+from estimator.paste_text import budget as _budget
+
+# Seconds one regex call may take before we give up on that scan (the caller keeps going).
+TIMEOUT = 0.25
+# Longest command line / kwargs block we read; longer runs are junk, not a command.
+MAX_COMMAND_CHARS = 8000
+
+# ---------------------------------------------------------------------------------------------
+# Flag vocabulary (vllm/engine/arg_utils.py; aliases from its add_argument calls).
+
+#: normalised flag name (no dashes prefix, dashes→underscores, lower case) → settings key
+FLAG_KEYS: dict[str, str] = {
+    "model": "model",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "tp": "tensor_parallel_size",
+    "tp_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "pp": "pipeline_parallel_size",
+    "data_parallel_size": "data_parallel_size",
+    "dp": "data_parallel_size",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "gmu": "gpu_memory_utilization",           # Aphrodite (vLLM fork) short alias
+    "max_model_len": "max_model_len",
+    "max_seq_len": "max_model_len",             # engine config dump spelling
+    "dtype": "dtype",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "quantization": "quantization",
+    "q": "quantization",
+    "enforce_eager": "enforce_eager",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "block_size": "block_size",
+    "cpu_offload_gb": "cpu_offload_gb",
+    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
+    "kv_cache_memory": "kv_cache_memory_bytes",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "chunked_prefill_enabled": "enable_chunked_prefill",
+    "enable_prefix_caching": "enable_prefix_caching",
+    "swap_space": "swap_space",
+    "max_seq_len_to_capture": "max_seq_len_to_capture",
+    "num_gpu_blocks_override": "num_gpu_blocks_override",
+    "trust_remote_code": "trust_remote_code",
+    "served_model_name": "served_model_name",
+    "load_format": "load_format",
+    "enable_expert_parallel": "enable_expert_parallel",
+    "distributed_executor_backend": "distributed_executor_backend",
+    "device": "device",
+    "tokenizer": "tokenizer",
+    "disable_custom_all_reduce": "disable_custom_all_reduce",
+    "speculative_config": "speculative_config",
+    "kv_transfer_config": "kv_transfer_config",
+    "compilation_config": "compilation_config",
+    "mm_processor_kwargs": "mm_processor_kwargs",
+    "limit_mm_per_prompt": "limit_mm_per_prompt",
+    "disable_hybrid_kv_cache_manager": "disable_hybrid_kv_cache_manager",
+    "calculate_kv_scales": "calculate_kv_scales",
+    "max_logprobs": "max_logprobs",
+    "seed": "seed",
+    "port": "port",
+    "host": "host",
+}
+
+#: Other real vLLM flags, only so that argparse-style prefix matching stays unambiguous.
+_OTHER_FLAGS = (
+    "max_num_partial_prefills", "max_long_partial_prefills", "max_loras", "max_lora_rank",
+    "max_cpu_loras", "max_parallel_loading_workers", "max_seq_len_to_capture", "max_num_seqs",
+    "tensor_parallel_size", "tokenizer_mode", "tokenizer_revision", "tool_call_parser",
+    "gpu_memory_utilization", "enable_lora", "enable_auto_tool_choice", "enable_reasoning",
+    "enable_sleep_mode", "enable_prompt_tokens_details", "data_parallel_size_local",
+    "data_parallel_address", "data_parallel_rpc_port", "data_parallel_backend",
+    "pipeline_parallel_size", "kv_cache_dtype", "kv_cache_memory_bytes", "kv_events_config",
+    "block_size", "disable_log_requests", "disable_log_stats", "served_model_name",
+    "trust_remote_code", "enforce_eager", "dtype", "download_dir", "device", "quantization",
+    "quantization_param_path", "chat_template", "reasoning_parser", "api_key", "uvicorn_log_level",
+    "max_model_len", "model", "model_impl", "mm_processor_kwargs", "cpu_offload_gb",
+    "swap_space", "seed", "spec_decoding_acceptance_method", "speculative_config",
+    "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
+    "hf_config_path", "hf_overrides", "load_format", "num_scheduler_steps",
+    "num_gpu_blocks_override", "max_num_batched_tokens",
+)
+_ALL_FLAGS: tuple[str, ...] = tuple(sorted(set(FLAG_KEYS) | set(_OTHER_FLAGS)))
+
+BOOL_KEYS = frozenset({
+    "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "trust_remote_code",
+    "enable_expert_parallel", "disable_custom_all_reduce", "disable_hybrid_kv_cache_manager",
+    "calculate_kv_scales",
+})
+INT_KEYS = frozenset({
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
+    "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_cache_memory_bytes",
+    "max_seq_len_to_capture", "num_gpu_blocks_override", "max_logprobs", "seed", "port",
+})
+FLOAT_KEYS = frozenset({"gpu_memory_utilization", "cpu_offload_gb", "swap_space"})
+
+#: Flags of vLLM that never take a value (store_true); a following True/False is still read.
+_STORE_TRUE_FLAGS = frozenset({
+    "enforce_eager", "trust_remote_code", "enable_chunked_prefill", "enable_prefix_caching",
+    "enable_expert_parallel", "disable_custom_all_reduce", "disable_log_requests",
+    "disable_log_stats", "enable_auto_tool_choice", "enable_reasoning", "enable_lora",
+    "disable_hybrid_kv_cache_manager", "enable_sleep_mode", "calculate_kv_scales",
+    "enable_prompt_tokens_details", "no_enable_prefix_caching", "no_enforce_eager",
+    "no_enable_chunked_prefill", "disable_frontend_multiprocessing", "skip_tokenizer_init",
+    "disable_sliding_window", "async_scheduling", "omni", "headless",
+})
+
+_DTYPES = {
+    "auto": "auto", "half": "float16", "float16": "float16", "fp16": "float16",
+    "torch.float16": "float16", "torch.half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "torch.bfloat16": "bfloat16", "float": "float32", "float32": "float32", "fp32": "float32",
+    "torch.float32": "float32",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting read from text: normalised key and value, the span of the value (offsets in
+    the text given to the scanner) and where it came from."""
+
+    key: str
+    value: object
+    span: tuple[int, int]
+    source: str          # "cmdline", "kwargs", "nondefault_args", "config_dump", "flag", "kv", "env"
+    raw: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Value normalisation
+
+
+def human_int(text: str) -> int | None:
+    """vLLM's `human_readable_int`: '32k' = 32000, '32K' = 32768? No: 'k' = 1000, 'K' = 1024
+    (vllm/engine/arg_utils.py human_readable_int); also '30_000', '1,010,000', '4096.0'."""
+    t = text.strip().strip("'\"`").replace("_", "").replace(",", "")
+    if not t:
+        return None
+    m = regex.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", t)
+    if not m:
+        m2 = regex.fullmatch(r"-?\d+", t)
+        return int(t) if m2 else None
+    num, suf = m.group(1), m.group(2)
+    mult = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}[suf]
+    value = float(num) * mult
+    if value != int(value) and not suf:
+        return None
+    return int(value)
+
+
+def _float(text: str) -> float | None:
+    t = text.strip().strip("'\"`").rstrip(",")
+    if regex.fullmatch(r"[+]?(?:\d+(?:\.\d*)?|\.\d+)", t):
+        return float(t)
+    return None
+
+
+def _bool(text: str) -> bool | None:
+    t = text.strip().strip("'\"`").lower()
+    if t in ("true", "1", "yes", "on"):
+        return True
+    if t in ("false", "0", "no", "off"):
+        return False
+    return None
+
+
+def normalise(key: str, raw: object) -> object | None:
+    """Value of `key` in its canonical type, or None when `raw` does not say a usable value
+    (None/'None'/'auto' for a numeric key, a variable name, …)."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        return raw if key in BOOL_KEYS else None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        if key in INT_KEYS:
+            return int(raw) if float(raw).is_integer() else None
+        if key in FLOAT_KEYS:
+            return float(raw)
+        return None
+    text = str(raw).strip()
+    if text.lower() in ("none", "null", ""):
+        return None
+    if key in BOOL_KEYS:
+        return _bool(text)
+    if key in INT_KEYS:
+        return human_int(text)
+    if key in FLOAT_KEYS:
+        return _float(text)
+    t = text.strip("'\"`")
+    if key == "dtype":
+        return _DTYPES.get(t.lower())
+    if key in ("kv_cache_dtype", "quantization"):
+        t = t.lower()
+        return t if regex.fullmatch(r"[a-z][\w.-]{0,30}", t) else None
+    if key == "model":
+        t = t.rstrip("/") if len(t) > 1 else t
+        return t or None
+    return t
+
+
+def flag_key(flag: str) -> str | None:
+    """Settings key of a flag spelling ('--max-model-len', '-tp', '--tensor_parallel'), or None.
+    Unique prefixes of a known flag are accepted, as argparse does (allow_abbrev)."""
+    name = flag.lstrip("-").replace("-", "_").lower()
+    if not name:
+        return None
+    if name in FLAG_KEYS:
+        return FLAG_KEYS[name]
+    if flag.startswith("--") and len(name) >= 4:
+        hits = [f for f in _ALL_FLAGS if f.startswith(name)]
+        if len(hits) == 1 and hits[0] in FLAG_KEYS:
+            return FLAG_KEYS[hits[0]]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# argv (the CLI's `kvdoctor estimate -- vllm serve MODEL …`)
+
+
+def parse_argv(argv: list[str]) -> dict[str, object]:
+    """Settings from an argv list as a shell would pass it. Unknown flags are ignored; the
+    model is `--model X` or the first positional after `serve`. Raises nothing."""
+    out: dict[str, object] = {}
+    for s in _parse_tokens([(t, (0, 0)) for t in argv], "cmdline"):
+        out.setdefault(s.key, s.value) if s.key == "model" else out.__setitem__(s.key, s.value)
+    return out
+
+
+def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> list[Setting]:
+    out: list[Setting] = []
+    i = 0
+    after_serve = False
+    positional_taken = False
+    n = len(tokens)
+    while i < n:
+        tok, span = tokens[i]
+        if tok in ("serve", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"):
+            after_serve = True
+            i += 1
+            continue
+        if tok.startswith("-") and len(tok) > 1 and not regex.match(r"-\d", tok):
+            flag, eq, val = tok.partition("=")
+            name = flag.lstrip("-").replace("-", "_").lower()
+            negated = name.startswith("no_") and flag_key("--" + name[3:]) in BOOL_KEYS
+            key = flag_key("--" + name[3:]) if negated else flag_key(flag)
+            takes_value = not (name in _STORE_TRUE_FLAGS or (key in BOOL_KEYS) or negated)
+            if eq:
+                vspan = (span[0] + len(flag) + 1, span[1]) if span != (0, 0) else span
+                if key:
+                    value = normalise(key, val)
+                    if negated and isinstance(value, bool):
+                        value = not value
+                    if value is not None:
+                        out.append(Setting(key, value, vspan, source, tok))
+                i += 1
+                continue
+            if takes_value:
+                if i + 1 < n and (not tokens[i + 1][0].startswith("-") or regex.match(r"-\d", tokens[i + 1][0])):
+                    val, vspan = tokens[i + 1]
+                    if key:
+                        value = normalise(key, val)
+                        if value is not None:
+                            out.append(Setting(key, value, vspan, source, f"{flag} {val}"))
+                    i += 2
+                    continue
+                i += 1
+                continue
+            # store_true flag, possibly followed by an explicit True/False (old vLLM took one)
+            value = True
+            vspan = span
+            if i + 1 < n and _bool(tokens[i + 1][0]) is not None and not tokens[i + 1][0].isdigit():
+                value = bool(_bool(tokens[i + 1][0]))
+                vspan = (span[0], tokens[i + 1][1][1]) if span != (0, 0) else span
+                i += 1
+            if negated:
+                value = not value
+            if key:
+                out.append(Setting(key, value, vspan, source, tok))
+            i += 1
+            continue
+        if after_serve and not positional_taken:
+            positional_taken = True       # only the first bare word after `serve` can be the model
+            model_like = regex.fullmatch(r"[\w.~/:\\-]+", tok) and regex.search(r"[/\\\-_\d]", tok)
+            value = normalise("model", tok) if model_like else None
+            if value:
+                out.append(Setting("model", value, span, source, tok))
+        i += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Scanning text
+
+_TOKEN = regex.compile(r"""(?:[^\s"'\\`]|\\[^\n]|"[^"\n]*"|'[^'\n]*')+""")
+
+# Start of a vLLM invocation; the command runs to the end of the (backslash-continued) line.
+_INVOCATION = regex.compile(
+    r"""(?x)
+    (?:\b[Vv][Ll][Ll][Mm]\s+serve\b
+     | \b(?:vllm|aphrodite)\.(?:entrypoints|endpoints)\.(?:openai\.)?api_server\b
+     | \bvllm/vllm-openai(?::[\w.+-]+)?
+     | \baphrodite\s+run\b)""")
+# Invocations of other servers whose flags must not be read as vLLM's.
+_FOREIGN = regex.compile(
+    r"""(?ix)
+    (?:\bsglang\.launch_server\b | \bllama[-_.]server\b | \btext-generation-launcher\b
+     | \blmdeploy\s+serve\b | \btrtllm-serve\b | \bollama\s+(?:run|serve)\b | \bllama\.cpp\b)""")
+
+_LOOSE_FLAG = regex.compile(
+    r"""(?x)
+    (?<![\w/.-])(--?[A-Za-z][\w-]*)            # the flag
+    (?:
+       \s*=\s*["']?(?P<v>[^\s"',\]\)}`]+)        # --flag=value
+     | (?:[ \t]+|["']\s*,\s*["']|["']?[ \t]*\n[ \t]*-[ \t]+["']?)(?P<w>(?!--)[^\s"',\]\)}`]+)   # --flag value / "--flag", "value" / yaml list
+    )?""")
+
+# A line that proposes a change rather than saying what was run ("--gpu-memory-utilization 0.85
+# fixes it", "try --max-model-len 8192"): its flags and numbers are not the user's settings.
+FIX_LINE = regex.compile(
+    r"(?i)\b(?:fix(?:es|ed)?|solv(?:es|ed)|suggest(?:s|ed|ion)?|recommend(?:s|ed)?|try(?:ing)?|instead|bump(?:ing)?"
+    r"|should|could|would|workaround|resolved?|lower(?:ing)?|rais(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|increas(?:e|ing))\b")
+
+
+def line_of(text: str, pos: int) -> str:
+    ls = text.rfind("\n", 0, pos) + 1
+    le = text.find("\n", pos)
+    return text[ls: len(text) if le < 0 else le]
+
+
+def is_suggestion(text: str, pos: int) -> bool:
+    """True when `pos` sits on a line proposing a change, or after a comment marker."""
+    ls = text.rfind("\n", 0, pos) + 1
+    head = text[ls:pos]
+    if "#" in head and not regex.match(r"[ ]*#+[ ]", head):
+        return True       # commented out: `# "--enforce-eager",`
+    if regex.match(r"[ ]*#[ ]*(?:\"|-)", head):
+        return True
+    line = line_of(text, pos)
+    cut = regex.search(r"[ ]#[ ]", line[len(head):])    # a trailing comment explains, it does not propose
+    if cut:
+        line = line[: len(head) + cut.start()]
+    return FIX_LINE.search(line) is not None
+
+
+_KWARGS_CALL = regex.compile(r"\b(?:LLM|AsyncEngineArgs|EngineArgs|AsyncLLM)\s*\(")
+_KWARG = regex.compile(
+    r"""(?x)(?<![\w.])([A-Za-z_]\w*)\s*=\s*
+    (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|True|False|None)(?=\s*[,)\n#])""")
+
+_NONDEFAULT = regex.compile(r"non-default args:\s*")
+_DICT_PAIR = regex.compile(
+    r"""(?x)['"]([A-Za-z_]\w*)['"]\s*:\s*
+    (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?|True|False|None|\{|\[)""")
+_EQ_PAIR = regex.compile(r"(?<![\w.])([A-Za-z_]\w*)=(?P<v>'[^'\n]*'|\"[^\"\n]*\"|[^\s,·|;]+)")
+
+_CONFIG_DUMP = regex.compile(
+    r"Initializing an?\s+(?:(?P<eng>V[01])\s+)?LLM engine\s*(?:\(v?(?P<ver>[\w.+-]+)\))?\s*with config:\s*")
+
+# `key=value` / `key: value` for the keys people write in prose, YAML configs, titles.
+_KV_KEYS = (
+    "gpu_memory_utilization|mem_util|gpu_mem_util|max_model_len|max_num_seqs|max_num_batched_tokens|tensor_parallel_size|"
+    "pipeline_parallel_size|data_parallel_size|kv_cache_dtype|enforce_eager|block_size|quantization|"
+    "cpu_offload_gb|max_seq_len|dtype")
+_KV_PAIR = regex.compile(
+    r"(?i)(?<![\w-])(?:(?P<k>" + _KV_KEYS + r"|" + _KV_KEYS.replace("_", "-") + r")"
+    r"(?:\s*=\s*|[ \t]*:[ \t]*)|(?P<k2>" + _KV_KEYS.replace("_", "-").replace("|dtype", "") + r")[ ]+(?=[\d.]))"
+    r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|\d{1,3}(?:,\d{3})+(?![\d])|[A-Za-z0-9_.+-]+)")
+
+_ENV = regex.compile(
+    r"(?<![\w-])(?P<k>VLLM_[A-Z0-9_]+|CUDA_VISIBLE_DEVICES|PYTORCH_CUDA_ALLOC_CONF|CUDA_DEVICE_ORDER)"
+    r"\s*[=:]\s*[\"']?(?P<v>[^\s\"'`]*)")
+
+
+def _safe_finditer(pattern, text: str, pos: int = 0, endpos: int | None = None, limit: int = 2000):
+    """finditer with a timeout and a cap on matches: junk input yields what was found so far."""
+    try:
+        it = pattern.finditer(text, pos, len(text) if endpos is None else endpos, timeout=_budget(TIMEOUT))
+        for k, m in enumerate(it):
+            if k >= limit:
+                return
+            yield m
+    except TimeoutError:
+        return
+
+
+_INVOCATION_WORDS = ("vllm", "aphrodite")
+_FOREIGN_WORDS = ("sglang", "llama", "text-generation", "lmdeploy", "trtllm", "ollama")
+_cache: dict[int, tuple[str, list]] = {}
+
+
+def command_spans(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, is_vllm) of each server invocation in `text`: to the end of the line,
+    following backslash continuations and indented `--flag` lines. A docker image name counts
+    as an invocation only on a `docker run` line or when flags follow it."""
+    hit = _cache.get(id(text))
+    if hit is not None and hit[0] is text:
+        return hit[1]
+    low = text.lower()
+    spans: list[tuple[int, int, bool]] = []
+    for pat, is_vllm, words in ((_INVOCATION, True, _INVOCATION_WORDS), (_FOREIGN, False, _FOREIGN_WORDS)):
+        if not any(w in low for w in words):
+            continue
+        for m in _safe_finditer(pat, text, limit=100):
+            if spans and m.start() < spans[-1][1]:
+                spans[-1] = (spans[-1][0], m.start(), spans[-1][2])     # the next command ends this one
+            if m.group(0).lower().startswith("vllm/vllm-openai"):
+                line = line_of(text, m.start())
+                if not regex.search(r"\b(?:docker|podman|nerdctl)\b", line) and not text.startswith(" --", m.end()):
+                    continue
+            end = _command_end(text, m.start())
+            spans.append((m.start(), end, is_vllm))
+    spans.sort()
+    _cache.clear()
+    _cache[id(text)] = (text, spans)
+    return spans
+
+
+def _command_end(text: str, start: int) -> int:
+    limit = min(len(text), start + MAX_COMMAND_CHARS)
+    pos = start
+    while pos < limit:
+        nl = text.find("\n", pos, limit)
+        if nl < 0:
+            return limit
+        line = text[pos:nl].rstrip()
+        nxt_end = text.find("\n", nl + 1, limit)
+        nxt = text[nl + 1: nxt_end if nxt_end >= 0 else limit]
+        if line.endswith("\\") or regex.match(r"[ \t]*--?[A-Za-z]", nxt):
+            pos = nl + 1
+            continue
+        return nl
+    return limit
+
+
+def tokens_with_spans(text: str, start: int, end: int) -> list[tuple[str, tuple[int, int]]]:
+    """Shell-like tokens of text[start:end] with their spans; quotes removed from values."""
+    out = []
+    for m in _safe_finditer(_TOKEN, text, start, end, limit=4000):
+        tok = m.group(0)
+        if tok == "\\":
+            continue
+        s, e = m.span()
+        glued = regex.match(r"([^-\s]+?)(--[A-Za-z][\w-]+(?:=.*)?)$", tok)
+        if glued and not tok.startswith("-") and flag_key(glued.group(2).split("=")[0]):
+            # "--port 8111--gpu-memory-utilization 0.95": a lost space, two tokens
+            cut = len(glued.group(1))
+            out.append((tok[:cut], (s, s + cut)))
+            tok, s = tok[cut:], s + cut
+        if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "\"'":
+            tok, s, e = tok[1:-1], s + 1, e - 1
+        elif "=" in tok and tok.endswith(("'", '"')) and tok.count(tok[-1]) == 2:
+            q = tok[-1]
+            i = tok.index(q)
+            tok = tok[:i] + tok[i + 1:-1]
+            e -= 1
+        out.append((tok, (s, e)))
+    return out
+
+
+def _within(pos: int, spans: list[tuple[int, int, bool]]) -> tuple[int, int, bool] | None:
+    for s, e, v in spans:
+        if s <= pos < e:
+            return (s, e, v)
+    return None
+
+
+def scan_commands(text: str) -> list[Setting]:
+    """Settings on vLLM command lines (`vllm serve …`, `python -m vllm.entrypoints…`, docker
+    image args) and loose `--flags` anywhere else (code blocks of bare args, YAML/JSON arg lists,
+    prose). Flags of other servers' command lines (SGLang, llama.cpp …) are skipped."""
+    out: list[Setting] = []
+    spans = command_spans(text)
+    for s, e, is_vllm in spans:
+        if is_vllm:
+            out.extend(_parse_tokens(tokens_with_spans(text, s, e), "cmdline"))
+    for m in _safe_finditer(_LOOSE_FLAG, text, limit=3000):
+        where = _within(m.start(), spans)
+        if where is not None:
+            continue       # read with its command line, or belongs to another server
+        if is_suggestion(text, m.start()):
+            continue
+        flag = m.group(1)
+        name = flag.lstrip("-").replace("-", "_").lower()
+        negated = name.startswith("no_") and flag_key("--" + name[3:]) in BOOL_KEYS
+        key = flag_key("--" + name[3:]) if negated else flag_key(flag)
+        if key is None or (flag.startswith("-") and not flag.startswith("--") and name not in FLAG_KEYS):
+            continue
+        if not flag.startswith("--") and name not in ("tp", "pp", "dp", "q", "gmu"):
+            continue
+        grp = "v" if m.group("v") is not None else ("w" if m.group("w") is not None else None)
+        if key in BOOL_KEYS:
+            value: object = True
+            span = m.span(1)
+            if grp is not None and _bool(m.group(grp)) is not None:
+                value = bool(_bool(m.group(grp)))
+                span = m.span(grp)
+            if negated:
+                value = not value
+            out.append(Setting(key, value, span, "flag", m.group(0)))
+            continue
+        if grp is None:
+            continue
+        value = normalise(key, m.group(grp))
+        if value is not None:
+            out.append(Setting(key, value, m.span(grp), "flag", m.group(0)))
+    return out
+
+
+def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
+    """Index just past the bracket closing the one opened before `start` (bounded, string-aware)."""
+    depth = 1
+    i = start
+    limit = min(len(text), start + MAX_COMMAND_CHARS)
+    quote = ""
+    while i < limit:
+        c = text[i]
+        if quote:
+            if c == quote or c == "\n":
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return limit
+
+
+def _depth_ok(text: str, start: int, pos: int) -> bool:
+    """True when `pos` sits at bracket depth 0 relative to `start` (kwargs of the call itself,
+    not of a nested dict such as compilation_config={...})."""
+    depth = 0
+    quote = ""
+    for c in text[start:pos]:
+        if quote:
+            if c == quote or c == "\n":
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+    return depth == 0
+
+
+def scan_kwargs(text: str) -> list[Setting]:
+    """`LLM(model="…", max_model_len=30_000, …)` and EngineArgs(...) keyword arguments."""
+    out: list[Setting] = []
+    for call in _safe_finditer(_KWARGS_CALL, text, limit=100):
+        start = call.end()
+        end = _balanced_end(text, start, "(", ")")
+        for m in _safe_finditer(_KWARG, text, start, end, limit=200):
+            if not _depth_ok(text, start, m.start()):
+                continue
+            key = FLAG_KEYS.get(m.group(1).lower())
+            if key is None:
+                continue
+            value = normalise(key, _literal(m.group("v")))
+            if value is not None:
+                out.append(Setting(key, value, _value_span(m, "v"), "kwargs", m.group(0)))
+    return out
+
+
+def _literal(raw: str) -> object:
+    if raw in ("True", "False"):
+        return raw == "True"
+    if raw == "None":
+        return None
+    if raw[:1] in "\"'":
+        return raw[1:-1]
+    try:
+        return int(raw.replace("_", ""))
+    except ValueError:
+        try:
+            return float(raw.replace("_", ""))
+        except ValueError:
+            return raw
+
+
+def _value_span(m, group: str) -> tuple[int, int]:
+    s, e = m.span(group)
+    raw = m.group(group)
+    if len(raw) >= 2 and raw[0] in "\"'" and raw[-1] == raw[0]:
+        return (s + 1, e - 1)
+    return (s, e)
+
+
+def scan_nondefault_args(text: str) -> tuple[list[Setting], list[dict[str, object]]]:
+    """The `non-default args: {...}` log line (vllm/entrypoints/utils.py, 0.9+), also in its
+    `key=value · key=value` rendering. Returns the settings and each raw dict (for `extra`)."""
+    out: list[Setting] = []
+    dicts: list[dict[str, object]] = []
+    for m in _safe_finditer(_NONDEFAULT, text, limit=50):
+        start = m.end()
+        raw: dict[str, object] = {}
+        if text.startswith("{", start):
+            end = _balanced_end(text, start + 1, "{", "}")
+            nl = text.find("\n", start)
+            if 0 <= nl < end and not text[start:end].rstrip().endswith("}"):
+                end = nl
+            for p in _safe_finditer(_DICT_PAIR, text, start + 1, end, limit=300):
+                if not _depth_ok(text, start + 1, p.start()):
+                    continue
+                name = p.group(1)
+                val = p.group("v")
+                if val in ("{", "["):
+                    raw[name] = "…"
+                    continue
+                lit = _literal(val)
+                raw[name] = lit
+                key = FLAG_KEYS.get(name.lower()) or ("model" if name == "model_tag" else None)
+                if key:
+                    value = normalise(key, lit)
+                    if value is not None:
+                        out.append(Setting(key, value, _value_span(p, "v"), "nondefault_args", p.group(0)))
+        else:
+            nl = text.find("\n", start)
+            end = nl if nl >= 0 else min(len(text), start + 2000)
+            for p in _safe_finditer(_EQ_PAIR, text, start, end, limit=300):
+                name, val = p.group(1), p.group("v")
+                raw[name] = val.strip("'\"")
+                key = FLAG_KEYS.get(name.lower())
+                if key:
+                    value = normalise(key, val)
+                    if value is not None:
+                        out.append(Setting(key, value, _value_span(p, "v"), "nondefault_args", p.group(0)))
+        dicts.append(raw)
+    return out, dicts
+
+
+_DUMP_KEYS = {
+    "model": "model", "dtype": "dtype", "max_seq_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size", "pipeline_parallel_size": "pipeline_parallel_size",
+    "quantization": "quantization", "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype",
+    "chunked_prefill_enabled": "enable_chunked_prefill", "enable_prefix_caching": "enable_prefix_caching",
+    "data_parallel_size": "data_parallel_size",
+}
+
+
+_DUMP_KEY = regex.compile(r"\b(?:tokenizer_mode|skip_tokenizer_init|load_format|chunked_prefill_enabled|enforce_eager|kv_cache_dtype)=")
+
+
+def scan_config_dump(text: str) -> tuple[list[Setting], list[tuple[str | None, str | None, tuple[int, int]]]]:
+    """The engine's own config line (`Initializing a V0 LLM engine (v0.7.1) with config: …`,
+    vllm/engine/llm_engine.py and vllm/v1/engine/core.py), whose values are what vLLM used.
+    Also matches `key=value` runs of such a dump when the header was cut off (`[...] dtype=…`).
+    Returns the settings and (engine, version, version span) of each header."""
+    out: list[Setting] = []
+    heads = []
+    seen_ranges: list[tuple[int, int]] = []
+    for m in _safe_finditer(_CONFIG_DUMP, text, limit=50):
+        heads.append((m.group("eng"), m.group("ver"), m.span("ver") if m.group("ver") else m.span()))
+        nl = text.find("\n", m.end())
+        end = nl if nl >= 0 else len(text)
+        seen_ranges.append((m.end(), end))
+    # headerless dumps: a line holding several `name=value, ` pairs of the dump's own keys
+    for m in _safe_finditer(_DUMP_KEY, text, limit=50):
+        ls = text.rfind("\n", 0, m.start()) + 1
+        le = text.find("\n", m.end())
+        le = len(text) if le < 0 else le
+        if not any(s <= m.start() < e for s, e in seen_ranges) and text.count("=", ls, le) >= 3:
+            seen_ranges.append((ls, le))
+    for s, e in seen_ranges:
+        for p in _safe_finditer(_EQ_PAIR, text, s, e, limit=400):
+            key = _DUMP_KEYS.get(p.group(1))
+            if not key:
+                continue
+            value = normalise(key, p.group("v").rstrip(","))
+            if value is not None:
+                out.append(Setting(key, value, _value_span(p, "v"), "config_dump", p.group(0)))
+    return out, heads
+
+
+def scan_key_values(text: str) -> list[Setting]:
+    """`gpu_memory_utilization=0.96`, `max_model_len: 8192` written in prose, titles or YAML."""
+    out: list[Setting] = []
+    for m in _safe_finditer(_KV_PAIR, text, limit=500):
+        k = m.group("k") or m.group("k2")
+        name = k.replace("-", "_").lower()
+        key = FLAG_KEYS.get(name) or ("gpu_memory_utilization" if "mem_util" in name else None)
+        if key is None or is_suggestion(text, m.start()):
+            continue
+        if not (k.islower() or k.isupper()):
+            continue          # Mixed-Case words are prose, not keys
+        # `--max-model-len …` is a flag (read by scan_commands), not a key=value pair
+        if text[max(0, m.start() - 2): m.start()] == "--":
+            continue
+        value = normalise(key, m.group("v").rstrip(".,;"))
+        if value is not None:
+            out.append(Setting(key, value, _value_span(m, "v"), "kv", m.group(0)))
+    return out
+
+
+def scan_env(text: str) -> list[Setting]:
+    """Environment variables that change memory behaviour (VLLM_USE_V1, CUDA_VISIBLE_DEVICES …)."""
+    out = []
+    for m in _safe_finditer(_ENV, text, limit=200):
+        out.append(Setting(m.group("k"), m.group("v"), m.span("v"), "env", m.group(0)))
+    return out
+
+
+def scan_text(text: str) -> list[Setting]:
+    """Every setting found in `text`, in no particular order; callers rank by `source`."""
+    out = scan_commands(text)
+    out += scan_kwargs(text)
+    out += scan_nondefault_args(text)[0]
+    out += scan_config_dump(text)[0]
+    out += scan_key_values(text)
+    out += scan_env(text)
+    return out

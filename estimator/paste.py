@@ -1,0 +1,770 @@
+"""Read a pasted vLLM error or log (plus the command line and prose around it) → `Facts`.
+
+Why: people paste what vLLM printed — a fragment, inside markdown or Slack, with their command
+and a sentence about their GPU — and every later stage (derive, advice, reply) needs those
+numbers exactly, each with the span it was read from, or needs to know there is no vLLM
+memory problem at all (`error_kind` None: the bots stay silent).
+
+Stages:
+1. `paste_text.prepare`: undo Slack/HTML/ANSI/markdown damage and strip log prefixes, keeping
+   offset maps to the original text and the GPU rank of each prefixed line.
+2. `paste_templates.TEMPLATES`: every memory message of ../shared/docs/vllm-memory.md §4.
+3. `flags`: settings from command lines, kwargs, config dumps, non-default args, env vars.
+4. `paste_prose`: model, GPU, GPU count, vLLM version, nvidia-smi, collect_env, claims.
+5. Resolution: per key, the paste's focal run (the invocation whose output holds the error),
+   then the highest-priority source, then rank 0; values that still disagree are not guessed
+   between (they go to `extra["alternatives"]`).
+6. `error_kind` (design.md §4) from the messages found, with the OOM phase from where it hit.
+
+Never raises: any input (bytes, junk, 1 MB) gives a `Facts`, quickly (regex timeouts, caps).
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass, field
+
+import regex
+
+from estimator import flags as _flags
+from estimator import paste_prose as _prose
+from estimator import paste_templates as _tpl
+from estimator.paste_text import PasteText, budget, decode, prepare, start_clock, stop_clock
+
+FACT_KEYS: tuple[str, ...] = (
+    "model", "gpu", "gpu_count", "vllm_version", "tensor_parallel_size", "pipeline_parallel_size",
+    "gpu_memory_utilization", "max_model_len", "dtype", "kv_cache_dtype", "quantization", "enforce_eager",
+    "max_num_seqs", "max_num_batched_tokens", "total_gpu_memory_gib", "weights_gib", "activation_peak_gib",
+    "non_torch_gib", "cuda_graph_gib", "kv_cache_gib", "gpu_blocks", "block_size", "kv_tokens_capacity",
+    "error_max_tokens_in_kv", "kv_needed_gib", "kv_available_gib", "max_concurrency",
+    "estimated_max_model_len", "free_memory_gib", "error_kind",
+)
+ERROR_KINDS: tuple[str, ...] = (
+    "kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup", "cuda_oom_load",
+    "cuda_oom_profile", "cuda_oom_graph", "cuda_oom_runtime", "tp_divisibility", "bf16_compute_capability",
+    "max_model_len_derived", "mamba_blocks", "startup_log_ok", "other",
+)
+_INT_KEYS = frozenset({
+    "gpu_count", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
+    "max_num_batched_tokens", "gpu_blocks", "block_size", "kv_tokens_capacity", "error_max_tokens_in_kv",
+    "estimated_max_model_len",
+})
+_FLOAT_KEYS = frozenset({
+    "gpu_memory_utilization", "total_gpu_memory_gib", "weights_gib", "activation_peak_gib", "non_torch_gib",
+    "cuda_graph_gib", "kv_cache_gib", "kv_needed_gib", "kv_available_gib", "max_concurrency", "free_memory_gib",
+})
+# Settings keys the flag scanner knows that are also fact keys.
+_SETTING_FACTS = frozenset(FACT_KEYS) - {"error_kind", "gpu", "gpu_count", "vllm_version"}
+_SOURCE_PRIORITY = {
+    "config_dump": _tpl.P_CONFIG, "nondefault_args": _tpl.P_NONDEFAULT, "cmdline": _tpl.P_CMDLINE,
+    "kwargs": _tpl.P_CMDLINE, "env": _tpl.P_ENV, "flag": _tpl.P_FLAG, "kv": _tpl.P_KV,
+}
+_BUDGET_S = 0.45     # skip the prose stage when a paste has used this much time already
+_DEADLINE_S = 0.6    # hard wall-clock budget of one paste (regex timeouts shrink to fit)
+_PROSE_HEAD = 150_000
+_PROSE_TAIL = 50_000
+
+
+@dataclass(frozen=True)
+class Fact:
+    value: object
+    span: tuple[int, int]       # offsets in the original text given to read_paste
+    source: str                 # template or rule that matched
+    guess: bool = False         # inferred, not printed (repo id from a path, quantization from a name …)
+
+
+@dataclass
+class Facts:
+    text: str
+    values: dict[str, Fact] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def get(self, key: str, default=None):
+        f = self.values.get(key)
+        return default if f is None else f.value
+
+    def to_dict(self) -> dict:
+        return {k: (self.values[k].value if k in self.values else None) for k in FACT_KEYS}
+
+    def spans(self) -> dict:
+        return {k: [f.span[0], f.span[1]] for k, f in self.values.items()}
+
+    @property
+    def error_kind(self) -> str | None:
+        return self.get("error_kind")
+
+
+@dataclass
+class _Occ:
+    key: str
+    value: object
+    start: int
+    end: int
+    source: str
+    priority: int
+    rank: tuple | None = None
+    guess: bool = False
+    norm: object = None
+
+
+def read_paste(text: str | bytes) -> Facts:
+    """Facts of a paste. Never raises; bytes are decoded leniently."""
+    try:
+        raw = decode(text)
+    except Exception:  # noqa: BLE001 - any undecodable object is "no text"
+        raw = ""
+    token = start_clock(_DEADLINE_S)
+    try:
+        return _read(raw)
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not become a traceback for the user
+        facts = Facts(raw)
+        facts.extra["reader_error"] = f"{type(exc).__name__}: {exc}"
+        return facts
+    finally:
+        stop_clock(token)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _read(raw: str) -> Facts:
+    t0 = time.monotonic()
+    pt = prepare(raw)
+    text = pt.logical
+    facts = Facts(raw)
+    extra = facts.extra
+    if pt.truncated:
+        extra["truncated"] = True
+    occs: list[_Occ] = []
+    kinds: list[tuple[int, str, str]] = []      # (pos, kind, source)
+    kind_ends: dict[int, int] = {}
+    hints: list[tuple[str, str | None]] = []
+    engines: list[tuple[int, str]] = []          # (strength, engine)
+    memory_logs: list[int] = []
+    xvals: dict[str, list[tuple[int, object]]] = {}
+
+    # 2. templates
+    low = text.lower()
+    for t in _tpl.TEMPLATES:
+        anchor = _tpl.ANCHORS.get(t.name)
+        if anchor and anchor not in low:
+            continue
+        for m in _finditer(t.pattern, text):
+            _template_match(t, m, pt, occs, xvals)
+            if t.kind:
+                kinds.append((m.start(), t.kind, t.name))
+                kind_ends[m.start()] = m.end()
+            if t.memory_log:
+                memory_logs.append(m.start())
+            if t.hint:
+                hints.append(t.hint)
+            if t.engine:
+                engines.append((2 if t.kind else 1, t.engine))
+            if t.name == "v1_capacity_error":
+                hints.append(_v1_error_hint(m, text))
+            if t.name in ("blocks_gpu_cpu", "blocks_gpu_only", "blocks_CUDA", "blocks_cuda", "blocks_other"):
+                if _to_int(m.group("gpu_blocks")) is not None and _to_int(m.group("gpu_blocks")) <= 0:
+                    kinds.append((m.start(), "no_cache_blocks", "blocks_le_zero"))
+    _log_prefix_hints(raw, hints)
+    _torch_oom(text, pt, occs, kinds, extra)
+
+    # 3. settings
+    cmd_spans = _flags.command_spans(text)
+    settings = _flags.scan_text(text)
+    seen_spans: dict[tuple[int, int], int] = {}
+    model_paths: list[str] = []
+    for s in settings:
+        prio = _SOURCE_PRIORITY.get(s.source, _tpl.P_KV)
+        if s.source == "env":
+            extra.setdefault("env", {})[s.key] = s.value
+            continue
+        if s.span in seen_spans and seen_spans[s.span] >= prio:
+            continue
+        seen_spans[s.span] = prio
+        if s.key == "model":
+            got = _prose.model_from_value(str(s.value))
+            model_paths.append(str(s.value))
+            if got is None:
+                extra.setdefault("model_path", str(s.value))
+                continue
+            repo, guessed = got
+            if guessed:
+                extra.setdefault("model_path", str(s.value))
+            occs.append(_Occ("model", repo, s.span[0], s.span[1], f"{s.source}_model",
+                             _tpl.P_GUESS + 5 if guessed else prio, pt.rank_at(s.span[0]), guessed))
+            continue
+        if s.key in _SETTING_FACTS:
+            occs.append(_Occ(s.key, s.value, s.span[0], s.span[1], s.source, prio, pt.rank_at(s.span[0])))
+        elif s.key in ("data_parallel_size", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_chunked_prefill",
+                       "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching"):
+            xvals.setdefault(s.key, []).append((s.span[0], s.value))
+    _, dumps = _flags.scan_config_dump(text)
+    for eng, ver, span in dumps:
+        if eng:
+            engines.append((3, eng.lower()))
+        if ver:
+            occs.append(_Occ("vllm_version", ver.lstrip("v"), span[0], span[1], "config_dump", _tpl.P_CONFIG))
+    nd_settings, nd_dicts = _flags.scan_nondefault_args(text)
+    if nd_dicts:
+        extra["non_default_args"] = nd_dicts[0] if len(nd_dicts) == 1 else nd_dicts
+    env = extra.get("env", {})
+    if isinstance(env, dict):
+        if str(env.get("VLLM_USE_V1", "")) in ("0", "1"):
+            engines.append((2, "v1" if env["VLLM_USE_V1"] == "1" else "v0"))
+        cvd = env.get("CUDA_VISIBLE_DEVICES")
+        if cvd and regex.fullmatch(r"\d+(?:,\d+)*", str(cvd)):
+            extra["cuda_visible_devices"] = [int(x) for x in str(cvd).split(",")]
+
+    # 4. prose, smi, collect_env — on the head and tail of a huge paste only (the prose around a
+    # log is at its ends; a 1 MB middle is log lines the templates already read)
+    if time.monotonic() - t0 < _BUDGET_S:
+        skip = [(s, e) for s, e, _v in cmd_spans]
+        if len(text) > _PROSE_HEAD + _PROSE_TAIL:
+            cut = len(text) - _PROSE_TAIL
+            text_p = text[:_PROSE_HEAD] + " " * (cut - _PROSE_HEAD) + text[cut:]
+        else:
+            text_p = text
+        for h in _prose.find_versions(text_p, []):
+            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, pt.rank_at(h.start)))
+        for h in _prose.find_models(text_p, skip):
+            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, None, h.guess))
+        for h in _prose.find_bare_models(text_p, skip):
+            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, None, h.guess))
+        for h in _prose.find_values(text_p, skip, _flags.is_suggestion):
+            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, pt.rank_at(h.start)))
+            if h.source == "prose_need_avail" and h.key == "kv_needed_gib":
+                kinds.append((h.start, "kv_capacity_v1", "prose_need_avail"))
+        for m in _finditer(_LOAD_MODEL, text_p, limit=20):
+            got = _prose.model_from_value(m.group("path"))
+            if got:
+                occs.append(_Occ("model", got[0], m.start("path"), m.end("path"), "load_model_log",
+                                 _tpl.P_GUESS + 5 if got[1] else _tpl.P_LOAD, None, got[1]))
+            model_paths.append(m.group("path"))
+        for h in _prose.find_gpus(text_p, []):
+            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, None, h.guess, h.norm))
+        _smi(text_p, occs, extra)
+        claims = _prose.find_claims(text_p, skip)
+        if claims:
+            extra["claims"] = [{k: v for k, v in c.items() if k not in ("start", "end")} | {"span": list(pt.span(c["start"], c["end"]))}
+                               for c in claims]
+
+    # before/after comparisons (PR descriptions): the "after" numbers are a proposal, not the user's state
+    for a, b in _after_sections(text):
+        for o in occs:
+            if a <= o.start < b:
+                o.priority -= 3
+                o.source += ":after_change"
+
+    # 5. runs and resolution
+    run_starts = sorted({s for s, _e, v in cmd_spans if v})
+    def run_of(pos: int) -> int:
+        return bisect.bisect_right(run_starts, pos)
+    kinds.sort()
+    focal = run_of(kinds[0][0]) if kinds else (run_of(min(memory_logs)) if memory_logs else None)
+    by_key: dict[str, list[_Occ]] = {}
+    for o in occs:
+        by_key.setdefault(o.key, []).append(o)
+    chosen: dict[str, _Occ] = {}
+    per_rank: dict[str, list] = {}
+    alternatives: dict[str, list] = {}
+    for key, lst in by_key.items():
+        best, ranks, alts = _resolve(key, lst, focal, run_of)
+        if best is not None:
+            chosen[key] = best
+        if ranks:
+            per_rank[key] = ranks
+        if alts:
+            alternatives[key] = alts
+    _infer_quantization(chosen, by_key, model_paths, text)
+    _derive_gpu_count(chosen, extra)
+    if per_rank:
+        extra["per_rank"] = per_rank
+    if alternatives:
+        extra["alternatives"] = alternatives
+    for name, vals in xvals.items():
+        in_focal = [v for p, v in vals if focal is None or run_of(p) == focal]
+        extra[name] = in_focal[0] if in_focal else vals[0][1]
+
+    # 6. error kind, engine, version range
+    kind = _error_kind(text, kinds, memory_logs, focal, run_of, run_starts, set(pt.line_starts))
+    for key, o in chosen.items():
+        facts.values[key] = Fact(o.value, pt.span(o.start, o.end), o.source, o.guess)
+    if kind is not None:
+        pos, src = kind[1], kind[2]
+        end = max(pos[1], kind_ends.get(pos[0], pos[1]))
+        facts.values["error_kind"] = Fact(kind[0], pt.span(pos[0], end), src)
+    engine = _engine(engines, chosen.get("vllm_version"))
+    if engine:
+        extra["engine"] = engine
+    hint = _intersect(hints)
+    if hint:
+        extra["version_hint"] = hint
+    return facts
+
+
+_LOAD_MODEL = regex.compile(r"Starting[ ]+to[ ]+load[ ]+model[ ]+(?P<path>[^\s]+?)\.{0,3}(?=\s|$)")
+
+
+_SECTION_LABEL = regex.compile(
+    r"(?im)^[ #*_>-]*(?:(?P<after>this[ ]+pr|the[ ]+pr|pr|patched|proposed|after(?:[ ]+(?:this|the)[ ]+(?:pr|patch|fix|change))?"
+    r"|with[ ]+(?:this|the)[ ]+(?:pr|patch|fix))|(?P<before>main|before|dev[ ]+branch|current|baseline|original|master|upstream))"
+    r"[ *_]*:?[ *_]*$")
+
+
+def _after_sections(text: str) -> list[tuple[int, int]]:
+    """Ranges under an "after"/"This PR:" label, up to the next "before"/"Main:" label."""
+    out = []
+    start = None
+    for m in _finditer(_SECTION_LABEL, text, limit=40):
+        if m.group("after") and start is None:
+            start = m.end()
+        elif m.group("before") and start is not None:
+            out.append((start, m.start()))
+            start = None
+    if start is not None:
+        out.append((start, len(text)))
+    return out
+
+
+def _finditer(pattern, text: str, limit: int = 500):
+    try:
+        for k, m in enumerate(pattern.finditer(text, timeout=budget(0.2))):
+            if k >= limit:
+                return
+            yield m
+    except TimeoutError:
+        return
+
+
+def _tpl_timeout() -> float:
+    return 0.2
+
+
+def _to_int(s: str | None) -> int | None:
+    if s is None:
+        return None
+    t = s.replace(",", "").replace("'", "").replace("_", "").strip()
+    try:
+        return int(t)
+    except ValueError:
+        return None
+
+
+def _to_float(s: str | None) -> float | None:
+    if s is None:
+        return None
+    try:
+        return float(s.replace(",", "").strip())
+    except ValueError:
+        return None
+
+
+def _template_match(t, m, pt: PasteText, occs: list[_Occ], xvals: dict) -> None:
+    for name, val in m.groupdict().items():
+        if val is None:
+            continue
+        if name.startswith("x_"):
+            v = _to_float(val) if regex.fullmatch(r"-?[\d.,]+", val.strip()) else val.strip()
+            xvals.setdefault(name[2:], []).append((m.start(), v))
+            continue
+        key = regex.sub(r"\d+$", "", name)
+        if key in _INT_KEYS:
+            value: object = _to_int(val)
+        elif key in _FLOAT_KEYS:
+            value = _to_float(val)
+        elif key == "gpu":
+            value = " ".join(val.split())
+        else:
+            value = val.strip()
+        if value is None:
+            continue
+        s, e = m.span(name)
+        norm = _prose.gpu_family(str(value)) if key == "gpu" else None
+        occs.append(_Occ(key, value, s, e, t.name, t.priority, pt.rank_at(s), norm=norm))
+        if t.name in ("v1_available_kv",):
+            # V1 hands exactly this much to the KV cache (gpu_worker.determine_available_memory)
+            occs.append(_Occ("kv_cache_gib", value, s, e, t.name, _tpl.P_PROSE + 5, pt.rank_at(s)))
+
+
+def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
+    after = text[m.end(): m.end() + 400]
+    if not m.group("x_models").startswith("models"):
+        return ("0.22.0", None)
+    if m.group("x_unit") == "GB":
+        return ("0.7.0", "0.8.3")
+    if m.group("estimated_max_model_len"):
+        if "docs.vllm.ai" in after[:300]:
+            return ("0.13.0", "0.22.0")
+        return ("0.9.1", "0.22.0")
+    return ("0.8.3", "0.22.0")
+
+
+_OLD_PREFIX = regex.compile(r"(?m)^(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d[ ]+[\w.-]+:\d+\]")
+_NEW_PREFIX = regex.compile(r"(?m)^(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[[\w./-]+:\d+\]")
+
+
+def _log_prefix_hints(raw: str, hints: list) -> None:
+    try:
+        if _OLD_PREFIX.search(raw[:400_000], timeout=budget(0.1)):
+            hints.append(("0.1.0", "0.8.0"))
+        elif _NEW_PREFIX.search(raw[:400_000], timeout=budget(0.1)):
+            hints.append(("0.8.0", None))
+    except TimeoutError:
+        pass
+
+
+def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: dict) -> None:
+    ooms = []
+    covered: list[tuple[int, int]] = []
+    for m in _finditer(_tpl.TORCH_OOM, text, limit=50):
+        covered.append(m.span())
+        info: dict[str, object] = {"tried_to_allocate_gib": _gib(m.group("tried"))}
+        total = m.group("total") or m.group("total_old")
+        free = m.group("free") or m.group("free_old")
+        idx = m.group("gpu_index") or m.group("gpu_index_old")
+        if idx is not None:
+            info["gpu_index"] = int(idx)
+        if total:
+            info["total_capacity_gib"] = _gib(total)
+            if total.endswith("GiB"):
+                s, e = m.span("total") if m.group("total") else m.span("total_old")
+                occs.append(_Occ("total_gpu_memory_gib", float(total.split()[0].replace("GiB", "")), s, e - 4
+                                 if total.endswith(" GiB") else e - 3, "torch_oom", _tpl.P_OOM, pt.rank_at(m.start())))
+        if free:
+            info["free_gib"] = _gib(free)
+        if m.group("allocated_old"):
+            info["allocated_by_pytorch_gib"] = _gib(m.group("allocated_old"))
+        tail_end = min(len(text), m.end() + 800)
+        procs = []
+        for p in _finditer(_tpl.TORCH_OOM_PROC, text[: tail_end], limit=20):
+            if p.start() < m.end() - 1:
+                continue
+            if p.group("pid"):
+                procs.append(_gib(p.group("used")))
+            else:
+                info["this_process_in_use_gib"] = _gib(p.group("self"))
+        if procs:
+            info["process_in_use_gib"] = procs
+        a = _tpl.TORCH_OOM_ALLOC.search(text, m.end(), tail_end, timeout=budget(0.1))
+        if a:
+            info["allocated_by_pytorch_gib"] = _gib(a.group("by_torch"))
+            info["reserved_unallocated_gib"] = _gib(a.group("reserved"))
+            if a.group("private"):
+                info["private_pools_gib"] = _gib(a.group("private"))
+        phase = "graph" if (info.get("private_pools_gib") or 0) > 0 else None
+        kinds.append((m.start(), "cuda_oom" + (":" + phase if phase else ""), "torch_oom"))
+        ooms.append(info)
+    for m in _finditer(_tpl.SAMPLER_OOM, text, limit=10):
+        covered.append(m.span())
+        kinds.append((m.start(), "cuda_oom:profile", "sampler_warmup_oom"))
+    for m in _finditer(_tpl.OTHER_CUDA_OOM, text, limit=50):
+        if any(s <= m.start() < e + 40 for s, e in covered):
+            continue
+        kinds.append((m.start(), "cuda_oom", "cuda_oom_text"))
+    if ooms:
+        extra["torch_oom"] = ooms[0] if len(ooms) == 1 else ooms
+        for k, v in ooms[0].items():          # flat too: extra["process_in_use_gib"], extra["free_gib"] …
+            extra.setdefault(k, v)
+
+
+def _gib(size: str | None) -> float | None:
+    if not size:
+        return None
+    v = _tpl.size_gib(size)
+    return None if v is None else round(v, 4)
+
+
+def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
+    info = _prose.find_smi(text)
+    if info.gpus:
+        names = []
+        for idx in sorted(info.gpus):
+            name, s, e = info.gpus[idx]
+            names.append(name)
+            occs.append(_Occ("gpu", name, s, e, "nvidia_smi", 28 if idx == min(info.gpus) else 27, None,
+                             norm=_prose.gpu_family(name)))
+        extra["gpus"] = names
+        extra["gpu_rows"] = len(info.gpus)
+    if info.memory:
+        extra["nvidia_smi_memory_mib"] = [{"gpu": i, "used": u, "total": t} for i, u, t, _s, _e in info.memory]
+        i, _u, total, s, e = info.memory[0]
+        occs.append(_Occ("total_gpu_memory_gib", round(total / 1024, 2), s, e, "nvidia_smi_total", _tpl.P_SMI))
+    if info.query_totals:
+        idx = min(info.query_totals)
+        extra["nvidia_smi_total_mib"] = dict(sorted(info.query_totals.items()))
+        if idx not in {m[0] for m in info.memory}:
+            pass
+    if info.processes:
+        extra["gpu_processes"] = info.processes
+
+
+def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of) -> tuple[_Occ | None, list, list]:
+    cands = lst
+    if focal is not None:
+        in_focal = [o for o in cands if run_of(o.start) == focal]
+        # the machine and the subject (GPU, model) named in prose belong to no single run
+        if in_focal and not (key in ("gpu", "model", "gpu_count")
+                             and all(o.source.startswith(("prose", "catalog", "hf_")) for o in in_focal)):
+            cands = in_focal
+    top = max(o.priority for o in cands)
+    top_occ = [o for o in cands if o.priority == top]
+    primary = [o for o in top_occ if o.rank is None]
+    ranked = [o for o in top_occ if o.rank is not None]
+    per_rank: list = []
+    if ranked:
+        seen_ranks: dict = {}
+        for o in sorted(ranked, key=lambda o: (o.rank[0] != "rank", o.rank[1] if o.rank[0] == "rank" else o.start)):
+            seen_ranks.setdefault(o.rank, o.value)
+        vals = ([primary[0].value] if primary else []) + list(seen_ranks.values())
+        if len(set(map(repr, vals))) > 1 or len(vals) > 1 and primary:
+            per_rank = vals
+    group = primary or sorted(ranked, key=lambda o: (o.rank[0] != "rank", o.rank[1] if o.rank[0] == "rank" else o.start))[:1]
+    if not group:
+        return None, per_rank, []
+    def norm(o: _Occ):
+        return o.norm if o.norm is not None else (round(o.value, 6) if isinstance(o.value, float) else o.value)
+    distinct = []
+    for o in group:
+        if norm(o) not in distinct:
+            distinct.append(norm(o))
+    if len(distinct) == 1:
+        if key == "gpu":
+            # the most specific spelling of the same GPU ("H100 NVL" over "H100")
+            return max(group, key=lambda o: (len(str(o.value)), -o.start)), per_rank, []
+        return group[0], per_rank, []
+    if key == "model" and top <= _tpl.P_PROSE + 10:
+        first = min(group, key=lambda o: o.start)     # the subject is named first
+        return first, per_rank, [o.value for o in group if norm(o) != norm(first)]
+    if key == "gpu":
+        # several GPUs named in prose: the first is the one the writer runs on far more often
+        first = min(group, key=lambda o: o.start)
+        same = [o for o in group if norm(o) == norm(first)]
+        return max(same, key=lambda o: (len(str(o.value)), -o.start)), per_rank, [o.value for o in group if norm(o) != norm(first)]
+    return None, per_rank, [o.value for o in group]
+
+
+def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text: str) -> None:
+    if "quantization" in chosen:
+        return
+    names = []
+    if "model" in chosen:
+        names.append((chosen["model"], str(chosen["model"].value)))
+    for p in model_paths:
+        names.append((None, p))
+    for o in by_key.get("model", []):
+        names.append((o, str(o.value)))
+    for occ, name in names:
+        q = _prose.quantization_in_name(name.rsplit("/", 1)[-1])
+        if q:
+            if occ is not None:
+                chosen["quantization"] = _Occ("quantization", q, occ.start, occ.end, "model_name", _tpl.P_GUESS, None, True)
+            else:
+                i = text.find(name)
+                s = i if i >= 0 else 0
+                chosen["quantization"] = _Occ("quantization", q, s, s + (len(name) if i >= 0 else 0), "model_name",
+                                              _tpl.P_GUESS, None, True)
+            return
+
+
+def _derive_gpu_count(chosen: dict, extra: dict) -> None:
+    """GPU count: said in prose ("2x 4090") wins; else at least the GPUs the parallel sizes need,
+    or the rows of nvidia-smi / collect_env."""
+    if "gpu_count" in chosen:
+        return
+    tp = chosen.get("tensor_parallel_size")
+    pp = chosen.get("pipeline_parallel_size")
+    need = (tp.value if tp else 1) * (pp.value if pp else 1) * int(extra.get("data_parallel_size") or 1)
+    rows = int(extra.get("gpu_rows") or 0)
+    if max(need, rows) <= 1 and not (tp or pp or rows):
+        return
+    n = max(need, rows)
+    src = tp or pp
+    if src is not None and need >= rows:
+        chosen["gpu_count"] = _Occ("gpu_count", n, src.start, src.end, "parallel_sizes", _tpl.P_GUESS, None, True)
+    elif rows and "gpu" in chosen:
+        g = chosen["gpu"]
+        chosen["gpu_count"] = _Occ("gpu_count", n, g.start, g.end, "gpu_rows", _tpl.P_GUESS, None, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# error kind
+
+_SPECIFIC = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup", "mamba_blocks",
+             "tp_divisibility", "bf16_compute_capability", "max_model_len_derived")
+_VLLM_CONTEXT = regex.compile(
+    r"(?i)\bvllm\b|\bv?llm[_.-]?engine\b|\[(?:gpu_worker|kv_cache_utils|worker|model_runner|core|llm_engine|api_server)\.py:\d+\]"
+    r"|--gpu[-_]memory[-_]utilization|gpu_memory_utilization|EngineCore|\bLLM\(|aphrodite")
+_OTHER_ERROR = regex.compile(
+    r"EngineCore[ ]+failed[ ]+to[ ]+start|Engine[ ]+core[ ]+initialization[ ]+failed|EngineCore[ ]+hit[ ]+an[ ]+exception"
+    r"|vLLM[ ]+cannot[ ]+currently[ ]+support|Trying[ ]+to[ ]+create[ ]+tensor[ ]+with[ ]+negative[ ]+dimension"
+    r"|WorkerProc[ ]+(?:failed|hit)|(?m:^[ ]*Killed[ ]*$)")
+_VLLM_TRACEBACK = regex.compile(
+    r"(?s)Traceback[ ]\(most[ ]recent[ ]call[ ]last\)(?=.{0,3000}?vllm[/\\.])(?=.{0,4000}?(?:kv_cache|determine_available_memory"
+    r"|determine_num_available_blocks|profile_run|initialize_cache|_initialize_kv_caches|init_device|get_kv_cache_config))")
+_PROSE_OOM = regex.compile(
+    r"(?i)\bOOM(?:s|'?ed|ing)?\b(?=[ ]+(?:errors?|at|when|during|while|on|under)\b)"
+    r"|\b(?:get|got|getting|hits?|hitting|throws?|thrown|see|seeing|gives?|encounter(?:ed)?|causes?d?|results?(?:ed)?[ ]+in)[ ]+"
+    r"(?:an?[ ]+|the[ ]+|same[ ]+)?(?:CUDA[ ]+)?(?:OOM|out[ ]+of[ ]+memory)\b|\bruns?[ ]+out[ ]+of[ ]+memory")
+
+_PHASES = (
+    ("load", regex.compile(r"(?i)load_model|load_weights|Loading[ ]+model[ ]+weights(?![ ]+took)|Starting[ ]+to[ ]+load[ ]+model"
+                           r"|Loading[ ]+safetensors|Loading[ ]+checkpoint[ ]+shards|model_loader|weight_loader|initialize_model"
+                           r"|while[ ]+loading|during[ ]+(?:model[ ]+|weight[ ]+)?loading")),
+    ("profile", regex.compile(r"(?i)Loading[ ]+model[ ]+weights[ ]+took|Model[ ]+loading[ ]+took|Loading[ ]+weights[ ]+took"
+                              r"|profile_run|determine_num_available_blocks|determine_available_memory|_dummy_run|dummy_sampler"
+                              r"|profile[ ]+run|Memory[ ]+profiling|\bprofiling\b(?![ ]+is[ ]+enabled)")),
+    ("graph", regex.compile(r"(?i)\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
+                            r"|initialize_cache|_initialize_kv_caches|initialize_from_config|capture_model|Capturing[ ]+(?:the[ ]+model"
+                            r"[ ]+for[ ]+)?CUDA[ ]+graphs?|cudagraph|CUDA[ ]+graph|Graph[ ]+capturing|capture_end"
+                            r"|compile_or_warm_up_model|warm[ _-]?up|warming[ ]+up")),
+    ("runtime", regex.compile(r"(?i)Application[ ]+startup[ ]+complete|Uvicorn[ ]+running|Avg[ ]+prompt[ ]+throughput"
+                              r"|Received[ ]+request|POST[ ]+/v1|under[ ]+load|at[ ]+runtime|during[ ]+(?:inference|generation)"
+                              r"|while[ ]+(?:serving|generating)|\d+(?:\.\d+)?k?[ ]*(?:-?token[ ]+)?prompts?\b|max_tokens"
+                              r"|Processed[ ]+prompts|\bgenerate\(")),
+)
+
+
+_LOGGISH = regex.compile(r"[ ]*(?:File[ ]+\"|Traceback|\w+(?:\.\w+)*(?:Error|Exception)\b|\w+[ ]+\d\d-\d\d[ ])")
+
+
+def _phase_in(text: str, start: int, end: int, log_lines: set | None = None) -> tuple[int, str] | None:
+    """Last phase marker in text[start:end]; with `log_lines`, only markers on lines vLLM or a
+    traceback printed (prose like "# disable cuda graphs" says nothing about where it failed)."""
+    best: tuple[int, str] | None = None
+    for name, pat in _PHASES:
+        try:
+            for m in pat.finditer(text, start, end, timeout=budget(0.1)):
+                if log_lines is not None:
+                    ls = text.rfind("\n", 0, m.start()) + 1
+                    if ls not in log_lines and not _LOGGISH.match(text, ls):
+                        continue
+                if best is None or m.start() >= best[0]:
+                    best = (m.start(), name)
+        except TimeoutError:
+            continue
+    return best
+
+
+def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lines: set) -> str | None:
+    """Phase of a CUDA OOM: the last phase marker before it (traceback frames are innermost
+    last), else one on its own line ("CUDA OOM … with an 88k prompt"). A torch OOM message with
+    no marker at all happened while loading (nothing else ran yet); a mention in prose without
+    a marker has no phase (→ "other")."""
+    ls = text.rfind("\n", 0, pos) + 1
+    le = text.find("\n", pos)
+    le = len(text) if le < 0 else le
+    line = _phase_in(text, ls, le)
+    before = _phase_in(text, max(run_start, pos - 30000), ls, log_lines)
+    if from_template or _is_error_line(text, pos):
+        if before:
+            return before[1]
+        if line:
+            return line[1]
+        try:
+            if _PHASES[3][1].search(text, run_start, min(len(text), pos + 20000), timeout=budget(0.1)):
+                return "runtime"
+        except TimeoutError:
+            pass
+        return "load" if from_template else None
+    return line[1] if line else None
+
+
+def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, run_starts: list[int], log_lines: set):
+    in_focal = [k for k in kinds if focal is None or run_of(k[0]) == focal]
+    for pos, kind, src in in_focal:
+        if kind in _SPECIFIC:
+            return kind, (pos, pos + 1), src
+    context = bool(memory_logs or log_lines) or _search(_VLLM_CONTEXT, text) is not None
+    for pos, kind, src in in_focal:
+        if kind.startswith("cuda_oom"):
+            explicit_phase = kind.split(":", 1)[1] if ":" in kind else None
+            r = run_of(pos)
+            run_start = run_starts[r - 1] if r > 0 else 0
+            phase = explicit_phase or _oom_phase(text, pos, run_start, src == "torch_oom", log_lines)
+            if phase is None:
+                if context:
+                    return "other", (pos, pos + 1), src
+                continue
+            return f"cuda_oom_{phase}", (pos, pos + 1), src
+    for pos, kind, src in in_focal:
+        if kind == "other":
+            return "other", (pos, pos + 1), src
+    if not context:
+        return None
+    m = _search(_OTHER_ERROR, text)
+    if m and (memory_logs or "Killed" not in m.group(0)):
+        return "other", m.span(), "vllm_error"
+    m = _search(_VLLM_TRACEBACK, text)
+    if m:
+        return "other", m.span(), "vllm_traceback"
+    m = None
+    for pm in _finditer(_PROSE_OOM, text, limit=20):
+        m = m or pm
+        ls = text.rfind("\n", 0, pm.start()) + 1
+        le = text.find("\n", pm.end())
+        line = _phase_in(text, ls, len(text) if le < 0 else le)
+        if line:
+            return f"cuda_oom_{line[1]}", pm.span(), "prose_oom"
+    if m and not memory_logs:
+        return "other", m.span(), "prose_oom"
+    if memory_logs:
+        p = min(memory_logs)
+        return "startup_log_ok", (p, p + 1), "memory_log"
+    if m:
+        return "other", m.span(), "prose_oom"
+    return None
+
+
+def _is_error_line(text: str, pos: int) -> bool:
+    ls = text.rfind("\n", 0, pos) + 1
+    return bool(regex.match(r"[ ]*(?:\w+\.)*\w*(?:Error|Exception)\b", text[ls:pos + 40]))
+
+
+def _search(pat, text: str):
+    try:
+        return pat.search(text, timeout=budget(0.15))
+    except TimeoutError:
+        return None
+
+
+def _engine(engines: list[tuple[int, str]], version: _Occ | None) -> str | None:
+    if engines:
+        best = max(s for s, _ in engines)
+        vals = {e for s, e in engines if s == best}
+        if len(vals) == 1:
+            return vals.pop()
+    if version is not None:
+        m = regex.match(r"(\d+)\.(\d+)", str(version.value))
+        if m and (int(m.group(1)), int(m.group(2))) >= (0, 11):
+            return "v1"
+    return None
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in regex.findall(r"\d+", v)[:3])
+
+
+# Releases whose wheels ../shared/docs/vllm-memory.md §0 read; used to turn an exclusive bound
+# ("absent from 0.11.0 on") into the last release that still prints the text (0.10.2).
+_RELEASES = tuple(
+    [f"0.4.{i}" for i in range(4)] + [f"0.5.{i}" for i in range(6)] + [f"0.6.{i}" for i in range(7)]
+    + [f"0.7.{i}" for i in range(4)] + [f"0.8.{i}" for i in range(6)] + ["0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1",
+                                                                          "0.10.2", "0.11.0", "0.11.2"]
+    + [f"0.{i}.0" for i in range(12, 34)])
+
+
+def _intersect(hints: list) -> tuple[str, str | None] | None:
+    """Intersection of half-open ranges [lo, hi) → (lo, last release below hi) — both inclusive;
+    hi None = still printed by the newest release read."""
+    if not hints:
+        return None
+    lo = max((h[0] for h in hints), key=_vkey)
+    his = [h[1] for h in hints if h[1]]
+    hi = min(his, key=_vkey) if his else None
+    if hi is not None and _vkey(hi) <= _vkey(lo):
+        return None
+    if hi is None:
+        return (lo, None)
+    below = [r for r in _RELEASES if _vkey(lo) <= _vkey(r) < _vkey(hi)]
+    return (lo, below[-1] if below else lo)

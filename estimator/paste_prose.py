@@ -1,0 +1,566 @@
+"""What people say around the log: the model (repo id, HF link, local path), the GPU (prose,
+nvidia-smi, collect_env), how many GPUs, the vLLM version, and claims worth correcting.
+
+Why rules and not a list of pastes: the same few shapes recur ("2x 4090", "on an RTX A6000
+(49.1 GB VRAM)", "vLLM 0.8.5", `/models/Qwen2.5-7B-Instruct-AWQ`). Known names come from data:
+the GPU catalog (`estimator/data/gpus.csv`, aliases column) and a small table of model families
+→ Hugging Face organisations. A guessed value is marked so a reply can say it was guessed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import regex
+
+from estimator.paste_text import budget, expired
+
+TIMEOUT = 0.25
+
+
+@dataclass(frozen=True)
+class Hit:
+    key: str
+    value: object
+    start: int           # logical-text offsets
+    end: int
+    source: str
+    priority: int
+    guess: bool = False
+    norm: str | None = None     # comparison key (e.g. GPU family) when values are spelled differently
+
+
+def _iter(pattern, text: str, pos: int = 0, endpos: int | None = None, limit: int = 500):
+    try:
+        for k, m in enumerate(pattern.finditer(text, pos, len(text) if endpos is None else endpos, timeout=budget(TIMEOUT))):
+            if k >= limit:
+                return
+            yield m
+    except TimeoutError:
+        return
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU catalog (package data, with the shared checkout as a development fallback)
+
+
+@lru_cache(maxsize=1)
+def gpu_aliases() -> tuple[tuple[str, str], ...]:
+    """(alias lower-case, canonical name) pairs from gpus.csv; empty when the file is missing."""
+    text = None
+    try:
+        text = (resources.files("estimator") / "data" / "gpus.csv").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, OSError, TypeError):
+        text = None
+    if text is None:
+        fallback = Path(__file__).resolve().parents[2] / "shared" / "data" / "gpus.csv"
+        try:
+            text = fallback.read_text(encoding="utf-8")
+        except OSError:
+            return ()
+    out = []
+    try:
+        for row in csv.DictReader(io.StringIO(text)):
+            canon = (row.get("canonical_name") or "").strip()
+            if not canon:
+                continue
+            for alias in (row.get("aliases") or "").split(";"):
+                alias = alias.strip().lower()
+                if _usable_alias(alias):
+                    out.append((alias, canon))
+    except csv.Error:
+        return ()
+    out.sort(key=lambda p: -len(p[0]))
+    return tuple(out)
+
+
+def _usable_alias(alias: str) -> bool:
+    """Aliases that name a GPU unambiguously in prose. Short or generic ones ('v4', 'mac',
+    'orin', 'xpu', '4090') are left to the explicit GPU pattern, which checks context."""
+    if len(alias) < 4 or alias.isdigit():
+        return False
+    if regex.fullmatch(r"(?:v\d\w*|m\d.*|mac\w*|apple.*|mps|xpu|hpu|pvc|lumi|frontier|aurora|orin|trillium|"
+                       r"g\d|p\d|g\d\w?|p\d\w?|a\d|ct\d\w*|v\d+-\d+|tpu.*|.*[ _-]v\d+|gpu_\w+)", alias):
+        return False
+    return any(c.isdigit() for c in alias) or " " in alias
+
+
+_SEP = str.maketrans({"-": " ", "_": " "})
+
+
+def _alias_hits(text: str, skip: list[tuple[int, int]], limit: int = 300) -> list[tuple[int, int, str, str]]:
+    """(start, end, alias as written, canonical) of catalog aliases in `text`. Plain substring
+    search per alias (fast in C; a 300-way regex alternation is not), '-'/'_' read as spaces."""
+    low = text.lower().translate(_SEP)
+    out: list[tuple[int, int, str, str]] = []
+    covered: list[tuple[int, int]] = []
+    for alias, canon in gpu_aliases():
+        if expired():
+            break
+        a = alias.translate(_SEP)
+        pos = low.find(a)
+        while pos >= 0 and len(out) < limit:
+            end = pos + len(a)
+            before = low[pos - 1] if pos else " "
+            after = low[end] if end < len(low) else " "
+            if not (before.isalnum() or before == ".") and not after.isalnum() \
+                    and not any(s <= pos < e for s, e in covered) and not _inside(pos, skip):
+                out.append((pos, end, text[pos:end], canon))
+                covered.append((pos, end))
+            pos = low.find(a, pos + 1)
+    return out
+
+
+def canonical_gpu(name: str) -> str | None:
+    """Catalog canonical name for a GPU string, by its longest alias inside it."""
+    low = " ".join(name.lower().replace("-", " ").split())
+    for alias, canon in gpu_aliases():
+        a = alias.replace("-", " ")
+        if regex.search(r"(?<![\w])" + regex.escape(a) + r"(?![\w])", low):
+            return canon
+    return None
+
+
+# The explicit GPU pattern (works without the catalog). Named families only: a bare
+# letter+digits token (A3B, T5) is far more often part of a model name than a GPU.
+_GPU = regex.compile(
+    r"""(?ix)
+    (?=[ABGHJKLMNPQRTVDabghjklmnpqrtvd0-9])
+    (?<![A-WYZa-wyz0-9./-])
+    (?P<name>
+      (?:NVIDIA[ ]+|AMD[ ]+)?(?:GeForce[ ]+|Quadro[ ]+|Tesla[ ]+|Instinct[ ]+|Radeon[ ]+)?
+      (?:
+        RTX[ ]?PRO[ ]?\d{4}(?:[ ]+Blackwell)?(?:[ ]+(?:Max-Q[ ]+)?(?:Workstation|Server)[ ]+Edition|[ ]+Max-Q)?
+      | RTX[ ]?\d{4}[ ]?Ada(?:[ ]+Generation)?
+      | RTX[ ]?A\d{4}
+      | (?:RTX|GTX)[ ]?\d{4}(?:[ ]?(?:Ti|SUPER|D)\b)*(?:[ ]?Laptop)?
+      | (?:GH200|GB200|GB300|B200|B300|B100|H100|H200|H800|H20|A800|A100|L40S|L40|A10G|A10|A30|A40|A16|A2|L4|T4|V100S?|P100|P40|K80|GB10
+         |A[2-6]000|A[45]500)
+        (?:[ -]?(?:SXM\d?|PCIE|PCIe|NVL|HBM3e?|MIG|\d{2,3}[ ]?G[Bi]?B?)(?![\w]))*
+      | Jetson[ ]+(?:AGX[ ]+)?Orin(?:[ ]+(?:NX|Nano))?(?:[ ]+\d+G[Bi]?B?)?
+      | DGX[ ]+Spark
+      | MI\d{3}X?
+      | \d{4}(?:[ ]?Ti\b)?(?=s?\b)(?![ ]*(?:tokens?|MiB|GiB|MB|GB|blocks?|secs?|seconds|ms|x\b|rows?|steps?|%))
+      )
+    )
+    (?=s?\b|[^\w]|_)
+    """)
+_CONSUMER_NUMBERS = frozenset({"1080", "2060", "2070", "2080", "3050", "3060", "3070", "3080", "3090",
+                               "4060", "4070", "4080", "4090", "5060", "5070", "5080", "5090", "7900"})
+# a GPU named with a memory size in parentheses right after: "RTX A6000 (49.1 GB VRAM)", "H20 (SM90, 95 GiB)"
+_GPU_SIZE_AFTER = regex.compile(r"\G[^\n()]{0,12}\([^()\n]{0,30}?(?P<n>\d+(?:\.\d+)?)[ ]?(?P<u>GiB|GB|G)\b[^()\n]{0,30}\)")
+_FAMILY = regex.compile(
+    r"(?i)(rtx[ ]?pro[ ]?\d{4}|rtx[ ]?\d{4}[ ]?ada|rtx[ ]?a\d{4}|(?:rtx|gtx)?[ ]?\d{4}(?:[ ]?ti)?|gh200|gb200|gb300|b200|b300|b100|"
+    r"h100|h200|h800|h20|a800|a100|l40s|l40|a10g|a10|a30|a40|a16|a2|l4|t4|v100|p100|p40|k80|gb10|jetson[ ]+(?:agx[ ]+)?orin(?:[ ]+(?:nx|nano))?|"
+    r"dgx[ ]+spark|mi\d{3}x?)")
+
+
+def gpu_family(name: str) -> str:
+    m = _FAMILY.search(name)
+    if not m:
+        return name.lower()
+    fam = regex.sub(r"[ ]", "", m.group(1).lower())
+    return regex.sub(r"^(?:rtx|gtx)(?=\d)", "", fam)
+
+
+_NUM_WORDS = {"one": 1, "single": 1, "a": 1, "an": 1, "two": 2, "dual": 2, "double": 2, "three": 3, "four": 4,
+              "quad": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "sixteen": 16}
+_COUNT_BEFORE = regex.compile(
+    r"(?ix)(?:(?<![\w.,])(?P<n>\d{1,2})[ ]*(?:[x*][ ]*|[ ]+)|"
+    r"\b(?P<w>one|single|two|dual|double|three|four|quad|five|six|seven|eight|sixteen)[ ]+|(?P<cn>\d{1,2})[ ]*[张块台]\S{0,10}?)"
+    r"(?:\d{1,3}[ ]?G[Bi]?B?[ ]+)?\Z")
+# "H20 8 nodes", "A100 x 2"
+_COUNT_AFTER = regex.compile(r"(?i)\G[ ]*(?:[x*][ ]*(?P<n>\d{1,2})\b|(?P<m>\d{1,2})[ ]+(?:nodes|GPUs|cards)\b)")
+# "2 GPUs", "a single 96 GB card", "two cards"
+_COUNT_NOUN = regex.compile(
+    r"(?i)(?<![\w.,=:])(?:(?P<n>\d{1,2})(?![ ]?(?:G|GB|GiB|MB|MiB|TB|k|K)\b)|(?P<w>one|single|two|dual|three|four|quad|eight))[ ]+"
+    r"(?:(?!(?:on|in|of|with|for|per|at|to|by|from|and|or|the)\b)[\w.]+[ ]+){0,2}?(?:GPUs?|cards?)\b")
+_GPU_LABEL = regex.compile(r"(?im)(?:^|[\-*•]\s*)(?:GPU(?:[ ]?type|[ ]?model|s)?|Hardware|HW|Device|Graphics card)[ ]*[:=][ ]*\Z")
+
+
+def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
+    """GPU names in prose with their family, plus counts said with them ("2x 4090")."""
+    out: list[Hit] = []
+    for m in _iter(_GPU, text, limit=400):
+        if _inside(m.start(), skip):
+            continue
+        name = " ".join(m.group("name").split())
+        if name.isdigit() or regex.fullmatch(r"\d{4}(?: ?Ti)?", name, regex.I):
+            core = name[:4]
+            before = text[max(0, m.start() - 12): m.start()]
+            if core not in _CONSUMER_NUMBERS or regex.search(r"[\d.,:/=$#-]\s*$|port\s*$", before, regex.I):
+                continue
+        prio = 20
+        before = text[max(0, m.start() - 60): m.start()]
+        if _GPU_LABEL.search(before):
+            prio = 25
+        fam = gpu_family(name)
+        out.append(Hit("gpu", name, m.start(), m.end(), "prose_gpu", prio, norm=fam))
+        cm = _COUNT_BEFORE.search(text[max(0, m.start() - 24): m.start()])
+        if cm:
+            n = int(cm.group("n") or cm.group("cn") or 0) or _NUM_WORDS.get((cm.group("w") or "").lower(), 0)
+            if cm.group("w") and cm.group("w").lower() in ("a", "an"):
+                n = 0
+            if 0 < n <= 64:
+                s = m.start() - len(cm.group(0))
+                out.append(Hit("gpu_count", n, s, m.end(), "prose_gpu_count", 30))
+        am = _COUNT_AFTER.match(text, m.end(), timeout=budget(TIMEOUT))
+        if am and not cm:
+            out.append(Hit("gpu_count", int(am.group("n") or am.group("m")), m.start(), am.end(), "prose_gpu_count", 30))
+        sm = _GPU_SIZE_AFTER.match(text, m.end(), timeout=budget(TIMEOUT))
+        if sm and sm.group("u") == "GiB":
+            out.append(Hit("total_gpu_memory_gib", float(sm.group("n")), sm.start("n"), sm.end("u"), "prose_gpu_size", 20))
+    for m in _iter(_COUNT_NOUN, text, limit=100):
+        if _inside(m.start(), skip):
+            continue
+        n = int(m.group("n")) if m.group("n") else _NUM_WORDS.get(m.group("w").lower(), 0)
+        if 0 < n <= 64 and not any(h.key == "gpu_count" and h.start <= m.start() < h.end for h in out):
+            out.append(Hit("gpu_count", n, m.start(), m.end(), "prose_gpu_count", 30))
+    for start, end, written, canon in _alias_hits(text, skip):
+        instance = bool(regex.search(r"[._]|^(?:g\d|p\d|a\d-|nd|nc|standard)", written.lower()))
+        out.append(Hit("gpu", canon if instance else written, start, end,
+                       "catalog_alias", 10 if instance else 19, guess=instance, norm=gpu_family(canon)))
+    return out
+
+
+# nvidia-smi table rows, `nvidia-smi --query-gpu` lines and collect_env / torch "GPU 0: NAME".
+_SMI_ROW = regex.compile(
+    r"\|[ ]+(?P<idx>\d{1,2})[ ]+(?P<name>(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Radeon)[^|\n]*?)[ ]+(?:On|Off)[ ]*\|")
+_SMI_MEM = regex.compile(r"(?P<used>\d{1,7})[ ]*MiB[ ]*/[ ]*(?P<total>\d{1,7})[ ]*MiB")
+_SMI_PROC = regex.compile(
+    r"\|[ ]+(?P<gpu>\d{1,2})[ ]+(?:N/A[ ]+N/A[ ]+)?(?P<pid>\d{1,9})[ ]+(?P<type>C\+G|C|G)[ ]+(?P<name>\S{1,200})[ ]+(?P<mem>\d{1,7})[ ]*MiB[ ]*\|")
+_QUERY_ROW = regex.compile(r"(?m)^[ ]*(?P<idx>\d{1,2})[ ]*[:,][ ]*(?P<name>(?:NVIDIA|Tesla|Quadro|AMD)[^\n,]*?)[ ]*,?[ ]*(?P<total>\d{3,7})[ ]*MiB")
+_ENV_GPU = regex.compile(r"(?m)^[ ]*GPU[ ]+(?P<idx>\d{1,2}):[ ]+(?P<name>(?:NVIDIA|Tesla|Quadro|AMD|Radeon)[^\n(]*?)[ ]*(?:\(UUID[^\n]*)?$")
+
+
+@dataclass
+class SmiInfo:
+    gpus: dict[int, tuple[str, int, int]]            # index → (name, name_start, name_end)
+    memory: list[tuple[int | None, int, int, int, int]]   # (index, used MiB, total MiB, start, end of total)
+    processes: list[dict]
+    query_totals: dict[int, int]
+
+
+def find_smi(text: str) -> SmiInfo:
+    info = SmiInfo({}, [], [], {})
+    last_idx = None
+    for m in _iter(_SMI_ROW, text, limit=64):
+        idx = int(m.group("idx"))
+        info.gpus.setdefault(idx, (" ".join(m.group("name").split()), m.start("name"), m.end("name")))
+        last_idx = idx
+        mm = _SMI_MEM.search(text, m.end(), min(len(text), m.end() + 400), timeout=budget(TIMEOUT))
+        if mm:
+            info.memory.append((idx, int(mm.group("used")), int(mm.group("total")), mm.start("total"), mm.end("total")))
+    if last_idx is None:
+        for mm in _iter(_SMI_MEM, text, limit=16):
+            if regex.search(r"\|\s*$", text[max(0, mm.start() - 6): mm.start()]):
+                info.memory.append((None, int(mm.group("used")), int(mm.group("total")), mm.start("total"), mm.end("total")))
+    for m in _iter(_SMI_PROC, text, limit=64):
+        info.processes.append({"gpu": int(m.group("gpu")), "pid": int(m.group("pid")), "type": m.group("type"),
+                               "name": m.group("name"), "mib": int(m.group("mem"))})
+    for pat in (_QUERY_ROW, _ENV_GPU):
+        for m in _iter(pat, text, limit=64):
+            idx = int(m.group("idx"))
+            if idx not in info.gpus:
+                info.gpus[idx] = (" ".join(m.group("name").split()), m.start("name"), m.end("name"))
+            if pat is _QUERY_ROW:
+                info.query_totals[idx] = int(m.group("total"))
+    return info
+
+
+# ---------------------------------------------------------------------------------------------
+# vLLM version
+
+_VER = r"v?(?P<v>\d+\.\d+\.\d+(?:\.?(?:post|dev|rc|a|b)\d+)*(?:\+[A-Za-z0-9]+(?:\.(?!cu\d|cp\d|rocm|cpu\b)[A-Za-z0-9]+)*)?" \
+       r"|\d+\.\d+(?:\.?(?:dev|rc)\d+)+(?:\+[A-Za-z0-9]+(?:\.(?!cu\d|cp\d)[A-Za-z0-9]+)*)?)(?![\d])"
+_VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
+    (regex.compile(r"(?i)\bvllm[ ]*==[ ]*" + _VER), 50, "pip"),
+    (regex.compile(r"(?i)\bvllm[ ]+--version[ ]*\n[ ]*" + _VER), 50, "vllm_version_cmd"),
+    (regex.compile(r"(?i)\bvLLM[ ]+Version[ ]*:[ ]*" + _VER), 50, "collect_env"),
+    (regex.compile(r"(?i)\bvllm-(?=\d)" + _VER + r"(?=[.+-](?:cu\d|cp\d|py\d)|-)"), 45, "wheel"),
+    (regex.compile(r"(?i)\bvllm(?:-openai)?:" + _VER), 40, "docker_tag"),
+    (regex.compile(r"(?i)\bvllm(?:[ ]*(?:[-_:,=]|version|engine|openai|docker|container|image|release|nightly|wheel|tag|"
+                   r"server|api|is|was|on|of|at|the|stock|from|build|main)[ ]*){0,5}[ ]*" + _VER), 30, "prose_version"),
+)
+
+
+def find_versions(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
+    out: list[Hit] = []
+    taken: set[int] = set()
+    for pat, prio, src in _VERSION_FORMS:
+        for m in _iter(pat, text, limit=50):
+            s = m.start("v")
+            if s in taken or _inside(m.start(), skip):
+                continue
+            taken.add(s)
+            out.append(Hit("vllm_version", m.group("v"), s, m.end("v"), src, prio))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Model ids
+
+#: model-name family prefix → Hugging Face organisation (official uploads)
+FAMILY_ORGS: tuple[tuple[str, str], ...] = (
+    (r"qwen|qwq", "Qwen"), (r"meta-llama|llama-?[234]|llama-guard", "meta-llama"),
+    (r"mistral|mixtral|ministral|codestral|magistral|devstral|pixtral", "mistralai"),
+    (r"deepseek", "deepseek-ai"), (r"gemma|codegemma|paligemma", "google"), (r"phi-?\d", "microsoft"),
+    (r"kimi", "moonshotai"), (r"glm", "zai-org"), (r"internvl", "OpenGVLab"), (r"minimax", "MiniMaxAI"),
+    (r"falcon", "tiiuae"), (r"yi-", "01-ai"), (r"granite", "ibm-granite"), (r"olmo", "allenai"),
+    (r"gpt-oss", "openai"), (r"nemotron", "nvidia"), (r"internlm", "internlm"), (r"baichuan", "baichuan-inc"),
+)
+#: uploaders whose name usually appears inside their repo names ("QwQ-32B-unsloth-bnb-4bit")
+UPLOADERS = ("unsloth", "TheBloke", "bartowski", "casperhansen", "neuralmagic", "RedHatAI", "ModelCloud")
+KNOWN_ORGS = frozenset(o.lower() for _, o in FAMILY_ORGS) | frozenset(u.lower() for u in UPLOADERS) | frozenset({
+    "thudm", "lmsys", "open-orca", "nousresearch", "huggingfaceh4", "huggingfacetb", "facebook", "eleutherai", "bigscience",
+    "mosaicml", "stabilityai", "tencent", "baai", "intfloat", "sentence-transformers", "bigcode", "codellama",
+    "teknium", "cognitivecomputations", "upstage", "databricks", "snowflake", "ai21labs", "cohereforai", "coherelabs",
+    "xai-org", "stepfun-ai", "rednote-hilab", "opea", "intel", "amd", "ibm", "apple", "llava-hf", "liuhaotian",
+    "mlx-community", "solidrust", "hugging-quants", "nm-testing", "qwenlm",
+})
+_NOT_ORGS = frozenset({"vllm", "vllm-project", "docker", "library", "pytorch", "nvcr.io", "github", "issues", "pull",
+                       "blob", "tree", "usr", "home", "root", "tmp", "data", "models", "model", "mnt", "opt", "var",
+                       "workspace", "path", "to", "src", "lib", "bin", "etc", "dustynv", "lmcache", "sglang", "wildguard"})
+_REPO = regex.compile(
+    r"(?<![\w./~-])(?P<org>[A-Za-z0-9][\w.-]{0,38}[A-Za-z0-9]|[A-Za-z0-9])/(?P<name>[A-Za-z0-9][\w.-]{0,95})(?![\w/-]|\.\w)")
+_HF_URL = regex.compile(r"(?i)huggingface\.co/(?!datasets/|spaces/|docs/|blog/)(?P<org>[\w.-]+)/(?P<name>[\w.-]+)")
+_HF_CACHE = regex.compile(r"models--(?P<org>[\w.-]+?)--(?P<name>[\w.-]+)")
+_SIZE_TOKEN = regex.compile(r"(?i)(?<![a-z])\d+(?:\.\d+)?[bm](?![a-z])|\d+x\d+b")
+_FILE_EXT = regex.compile(r"(?i)\.(?:py|json|jsonl|txt|md|yaml|yml|sh|log|csv|html|gguf|bin|pt|safetensors|whl|png|jpg)$")
+
+
+def model_from_value(value: str) -> tuple[str, bool] | None:
+    """A model given as `--model` / positional / `model=`: (repo id, guessed?) or None.
+    Repo ids pass through; local paths are read back to a repo id when the path holds the
+    organisation (…/Qwen/Qwen2.5-7B-Instruct, HF cache dirs) or the name starts with a known
+    family (guessed organisation)."""
+    v = value.strip().strip("'\"").rstrip("/")
+    if not v:
+        return None
+    m = _HF_CACHE.search(v)
+    if m:
+        return f"{m.group('org')}/{m.group('name').split('/')[0]}", False
+    m = _HF_URL.search(v)
+    if m:
+        return f"{m.group('org')}/{m.group('name')}", False
+    is_path = v.startswith(("/", "./", "../", "~", ".\\")) or regex.match(r"[A-Za-z]:\\", v) is not None or v.count("/") > 1
+    parts = [p for p in regex.split(r"[/\\]", v) if p not in ("", ".", "..", "~")]
+    if not parts:
+        return None
+    if not is_path and len(parts) == 2 and _looks_like_repo(parts[0], parts[1], strict=False):
+        return f"{parts[0]}/{parts[1]}", False
+    name = parts[-1]
+    if _FILE_EXT.search(name):
+        gguf = name.lower().endswith(".gguf")
+        name = _FILE_EXT.sub("", name)
+        if gguf:      # "Qwen2-7B-Instruct.Q4_K_M.gguf" names the base model
+            name = regex.sub(r"(?i)[.-](?:I?Q\d(?:_[\dKSML]+)*|F16|BF16|F32)$", "", name)
+        if not name:
+            return None
+    if len(parts) >= 2 and parts[-2].lower() in KNOWN_ORGS:
+        return f"{parts[-2]}/{name}", True
+    guess = guess_repo(name)
+    return (guess, True) if guess else None
+
+
+def guess_repo(name: str) -> str | None:
+    """'Qwen2.5-7B-Instruct-AWQ' → 'Qwen/Qwen2.5-7B-Instruct-AWQ' when the family says the org."""
+    name = name.strip()
+    m = regex.match(r"(?P<org>[A-Za-z][\w-]{1,30})_(?P<rest>[A-Za-z].*)", name)
+    if m and m.group("org").lower() in KNOWN_ORGS and _family_org(m.group("rest")):
+        return f"{m.group('org')}/{m.group('rest')}"
+    if "-" not in name or not any(c.isdigit() for c in name) or "_" in name.split("-")[0]:
+        return None
+    for up in UPLOADERS:
+        if regex.search(r"(?i)(?:^|-)" + up + r"(?:-|$)", name):
+            return f"{up}/{name}"
+    org = _family_org(name)
+    return f"{org}/{name}" if org else None
+
+
+def _family_org(name: str) -> str | None:
+    for pat, org in FAMILY_ORGS:
+        if regex.match(r"(?i)(?:" + pat + r")(?=[\d.-]|$|[a-z]*[-\d])", name):
+            return org
+    return None
+
+
+def _looks_like_repo(org: str, name: str, strict: bool = True) -> bool:
+    if org.lower() in _NOT_ORGS or _FILE_EXT.search(name) or name.lower() in ("main", "master"):
+        return False
+    if org.lower() in KNOWN_ORGS:
+        return True
+    if strict:
+        return bool(_SIZE_TOKEN.search(name)) and bool(regex.search(r"[A-Za-z]", org))
+    return True
+
+
+def find_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
+    out: list[Hit] = []
+    for m in _iter(_HF_URL, text, limit=50):
+        name = regex.sub(r"\.git$", "", m.group("name"))
+        out.append(Hit("model", f"{m.group('org')}/{name}", m.start("org"), m.end("name"), "hf_url", 30))
+    for m in _iter(_HF_CACHE, text, limit=50):
+        out.append(Hit("model", f"{m.group('org')}/{m.group('name')}", m.start("org"), m.end("name"), "hf_cache", 25))
+    for m in _iter(_REPO, text, limit=400):
+        if _inside(m.start(), skip):
+            continue
+        before = text[max(0, m.start() - 30): m.start()]
+        if regex.search(r"(?i)(?:https?://|www\.|\.com/|\.io/|\.org/|huggingface\.co/|github\.com/)[\w./-]*$", before):
+            continue
+        org, name = m.group("org"), m.group("name").rstrip(".")
+        quoted = text[m.start() - 1: m.start()] in ("'", '"') if m.start() else False
+        if _looks_like_repo(org, name, strict=True) or (quoted and _looks_like_repo(org, name, strict=False)):
+            prio = 22 if org.lower() in KNOWN_ORGS else 18
+            out.append(Hit("model", f"{org}/{name}", m.start(), m.start() + len(org) + 1 + len(name), "prose_model", prio))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# quantization named in a model id
+
+# In order of preference: a format/method beats a bit width ("…-int4-AutoRound-awq-sym" is AWQ).
+_QUANT_IN_NAME = (
+    (r"gguf|q[2-8]_k(?:_[sml])?|q8_0|q4_0", "gguf"), (r"awq", "awq"), (r"gptq", "gptq"), (r"nvfp4", "nvfp4"),
+    (r"mxfp4", "mxfp4"), (r"fp8", "fp8"), (r"bnb|bitsandbytes", "bitsandbytes"),
+    (r"autoround|auto-round", "auto_round"), (r"w8a8|int8", "int8"), (r"int4|w4a16", "int4"),
+)
+
+
+def quantization_in_name(name: str) -> str | None:
+    """Quantization a model id names ('…-AWQ', '…-FP8', '….Q4_K_M.gguf')."""
+    low = name.lower()
+    for pat, q in _QUANT_IN_NAME:
+        if regex.search(r"(?<![a-z0-9])(?:" + pat + r")(?![a-z0-9])", low):
+            return q
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Claims people make ("weights ~14GB"), kept so a reply can correct them
+
+_CLAIM = (
+    regex.compile(r"(?i)\b(?P<about>weights?|VRAM|KV[ -]?cache|memory|parameters)\b[^.\n!?]{0,80}?~?[ ]?(?P<n>\d+(?:\.\d+)?)"
+                  r"[ ]?(?P<u>GB|GiB|G)\b"),
+    regex.compile(r"(?i)~?(?P<n>\d+(?:\.\d+)?)[ ]?(?P<u>GB|GiB|G)\b[^.\n!?]{0,30}?\b(?P<about>weights?|VRAM|KV[ -]?cache|memory)\b"),
+)
+_HEDGE = regex.compile(r"(?i)\b(?:should|would|think|thought|expect|assum|understand|believe|about|approx|roughly|only)|~")
+
+
+def find_claims(text: str, skip: list[tuple[int, int]]) -> list[dict]:
+    out = []
+    seen: set[int] = set()
+    for pat in _CLAIM:
+        for m in _iter(pat, text, limit=30):
+            if _inside(m.start("n"), skip):
+                continue
+            s = max(text.rfind(c, max(0, m.start() - 200), m.start()) for c in ".\n!?") + 1
+            e = min((i for i in (text.find(c, m.end(), m.end() + 200) for c in ".\n!?") if i >= 0), default=m.end())
+            sent = text[s:e]
+            if s in seen or not _HEDGE.search(sent):
+                continue
+            seen.add(s)
+            out.append({"about": m.group("about").lower(), "gb": float(m.group("n")), "unit": m.group("u"),
+                        "text": " ".join(sent.split()), "start": s, "end": e})
+    return out
+
+
+def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
+    for s, e in spans:
+        if s <= pos < e:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers people restate in prose or summaries ("Weights 31.18 GiB", "KV cache 1,563,739 tokens",
+# "TP=2", "leaving 25.94 GiB of KV"). Only shapes that cannot mean anything else: a label and a
+# unit next to each other; vague ones ("~20 GB", "about 14GB") are left to `claims`.
+
+_N = r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)"
+_F = r"(?P<f>\d+(?:\.\d+)?)"
+_VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
+    ("tensor_parallel_size", regex.compile(r"(?<![\w-])TP[ ]?(?:=|:|[ ]?size[ ]?[=:]?)?[ ]?(?P<n>\d{1,2})\b"), "prose_tp"),
+    ("pipeline_parallel_size", regex.compile(r"(?<![\w-])PP[ ]?(?:=|:|[ ]?size[ ]?[=:]?)?[ ]?(?P<n>\d{1,2})\b"), "prose_pp"),
+    ("weights_gib", regex.compile(r"(?i)\b(?:model[ ]+)?weights?(?:/GPU|[ ]+per[ ]+(?:GPU|rank))?(?:[ ]+(?:take|takes|took|use|used"
+                                  r"|uses|=|:|of|is|are|at))?[ ]*[:=]?[ ]*" + _F + r"[ ]?GiB\b"), "prose_weights"),
+    ("kv_tokens_capacity", regex.compile(r"(?i)\bKV[ ]+cache(?:[ ]+size)?(?:[ ]+(?:is|of|=|:|holds))?[ ]*[:=]?[ ]*" + _N
+                                         + r"[ ]+tok(?:en)?s\b"), "prose_kv_tokens"),
+    ("kv_tokens_capacity", regex.compile(r"(?i)(?<![\d,.])" + _N + r"-token[ ]+KV[ ]+(?:pool|cache)\b"), "prose_kv_tokens"),
+    ("kv_cache_gib", regex.compile(r"(?i)(?<![\d.])" + _F + r"[ ]?GiB(?:[ ]+of)?[ \n]+(?:for[ \n]+)?(?:the[ ]+)?KV(?:[ ]+cache)?\b"
+                                   r"(?![ ]+(?:(?:is|cache[ ]+is)[ ]+)?needed)"), "prose_kv_gib"),
+    ("block_size", regex.compile(r"(?i)\bblock[ _-]?size[ ]+(?:of|is|=)[ ]+(?P<n>\d{1,4})\b"), "prose_block_size"),
+    ("gpu_memory_utilization", regex.compile(r"(?i)(?<![\d.])(?P<f>0?\.\d{1,4})[ ]+(?:gpu[ _-]?)?(?:mem(?:ory)?[ _-]?)?util(?:ization)?\b"),
+     "prose_util"),
+    ("estimated_max_model_len", regex.compile(r"(?i)\bestimat(?:es|ed|ing)[ ]+(?:the[ ]+)?max(?:imum)?(?:[ ]+model)?(?:[ ]+len(?:gth)?)?"
+                                              r"(?:[ ]+(?:is|of|at|as))?[ ]+" + _N + r"\b"), "prose_estimate"),
+    ("total_gpu_memory_gib", regex.compile(r"(?i)\btotal[ _]gpu[ _]memory[ ]*[:=(]?[ ]*" + _F + r"[ ]?GiB"), "prose_total"),
+    ("activation_peak_gib", regex.compile(r"(?i)\bpeak[ ]+activations?(?:[ ]+memory)?[ ]*[:=]?[ ]*" + _F + r"[ ]?GiB"), "prose_activation"),
+    ("max_concurrency", regex.compile(r"(?i)\bConcurrency[ ]*[:=]?[ ]*" + _F + r"[ ]?x\b"), "prose_concurrency"),
+    ("max_model_len", regex.compile(r"(?i)(?:\bat[ ]+|\bwith[ ]+)" + _N + r"[ ]+(?:tokens?[ ]+(?:of[ ]+)?)?context\b"
+                                    r"|\bContext(?:[ ]+(?:length|window))?[ ]*[:=]?[ ]*" + _N.replace("<n>", "<n2>") + r"[ ]+tok"
+                                    r"|(?<![\d,.])" + _N.replace("<n>", "<n3>") + r"-token[ ]+context\b"
+                                    r"|\bmax[_-]model[_-]len[ ]+(?:at|of|to|is)[ ]+~?" + _N.replace("<n>", "<n4>") + r"\b"),
+     "prose_context"),
+)
+
+
+# "need 8.33 GiB, only 8.29 GiB", "5.98 GiB KV needed vs 1.82 avail": the V1 admission check retold
+_NEED_AVAIL = regex.compile(
+    r"(?i)\bneed(?:s|ed)?[ ]+(?P<need>\d+(?:\.\d+)?)[ ]?GiB(?:[ ]+(?:of[ ]+)?KV(?:[ ]+cache)?)?[ ]*[,;]?[ ]+(?:but[ ]+|vs\.?[ ]+|while[ ]+)?"
+    r"(?:only[ ]+)?(?P<avail>\d+(?:\.\d+)?)[ ]?(?:GiB)?(?:[ ]+(?:avail(?:able)?|free|left))?"
+    r"|(?P<need2>\d+(?:\.\d+)?)[ ]?GiB[ ]+(?:of[ ]+)?KV(?:[ ]+cache)?[ ]+(?:is[ ]+)?needed[ ]*[,;]?[ ]+(?:but[ ]+|vs\.?[ ]+|while[ ]+)?"
+    r"(?:only[ ]+)?(?P<avail2>\d+(?:\.\d+)?)[ ]?(?:GiB[ ]+)?(?:avail(?:able)?|free|left)\b")
+# "FP8 weights", "the AWQ checkpoint": a quantization named as what the weights are
+_QUANT_PROSE = regex.compile(r"(?i)\b(?P<q>FP8|AWQ|GPTQ|NVFP4|MXFP4|GGUF|bitsandbytes|bnb)[ ]+(?:weights|checkpoint|quantized|quantization)\b")
+
+
+def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]:
+    out: list[Hit] = []
+    for m in _iter(_NEED_AVAIL, text, limit=20):
+        if _inside(m.start(), skip) or suggestion(text, m.start()):
+            continue
+        ng, ag = ("need", "avail") if m.group("need") else ("need2", "avail2")
+        need, avail = float(m.group(ng)), float(m.group(ag))
+        if need > avail:
+            out.append(Hit("kv_needed_gib", need, m.start(ng), m.end(ng), "prose_need_avail", 20))
+            out.append(Hit("kv_available_gib", avail, m.start(ag), m.end(ag), "prose_need_avail", 20))
+    for m in _iter(_QUANT_PROSE, text, limit=20):
+        if not _inside(m.start(), skip):
+            q = m.group("q").lower()
+            out.append(Hit("quantization", {"bnb": "bitsandbytes"}.get(q, q), m.start("q"), m.end("q"), "prose_quant", 12))
+    for key, pat, src in _VALUE_RULES:
+        for m in _iter(pat, text, limit=100):
+            grp = next((g for g in ("n", "n2", "n3", "n4", "f") if g in m.groupdict() and m.group(g)), None)
+            if grp is None or _inside(m.start(), skip) or suggestion(text, m.start()):
+                continue
+            raw = m.group(grp).replace(",", "")
+            value: object = float(raw) if grp == "f" else int(raw)
+            if key in ("tensor_parallel_size", "pipeline_parallel_size") and not 1 <= int(value) <= 64:
+                continue
+            out.append(Hit(key, value, m.start(grp), m.end(grp), src, 20))
+            if key == "kv_cache_gib" and regex.search(r"(?i)avail|leav|left|only", text[max(0, m.start() - 40): m.start()]):
+                out.append(Hit("kv_available_gib", value, m.start(grp), m.end(grp), src, 20))
+    return out
+
+
+# Model names written without their organisation ("The model used is Qwen3.6-27B-FP8").
+_BARE_MODEL = regex.compile(
+    r"(?<![\w/.-])(?P<name>(?:Qwen|QwQ|Llama|Meta-Llama|Mistral|Mixtral|Ministral|Codestral|Devstral|DeepSeek|gemma|Phi|Kimi|GLM|"
+    r"InternVL|MiniMax|Falcon|granite|gpt-oss|Nemotron)[\w.-]*?\d[\w.-]*?[\w])(?![\w/-]|\.\w)", regex.I)
+
+
+def find_bare_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
+    out = []
+    for m in _iter(_BARE_MODEL, text, limit=100):
+        if _inside(m.start(), skip) or "-" not in m.group("name"):
+            continue
+        repo = guess_repo(m.group("name"))
+        if repo:
+            out.append(Hit("model", repo, m.start("name"), m.end("name"), "prose_model_name", 8, guess=True))
+    return out

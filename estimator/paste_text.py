@@ -1,0 +1,289 @@
+"""Text as people paste it → one plain "logical" text the templates can read, with a map back to
+the original offsets.
+
+Why a separate stage: a vLLM line arrives wrapped in Slack entities (`&gt;`, `<url|text>`),
+Discourse cooked HTML, ANSI colour codes, markdown quotes, and each log line carries a prefix
+(`(Worker_TP1 pid=95) INFO 06-26 22:47:13 [gpu_worker.py:466] `) that both hides the message
+from a template and tells which GPU rank printed it. Cleaning first keeps every template simple;
+the offset maps keep every value's span pointing into what the user pasted.
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import regex
+
+TIMEOUT = 0.3
+# Wall-clock deadline of the paste being read (time.monotonic()); every regex call's timeout is
+# cut to what is left, so a hostile or huge paste returns on time with what was found so far.
+_DEADLINE: ContextVar[float] = ContextVar("kvdoctor_paste_deadline", default=0.0)
+
+
+def start_clock(seconds: float):
+    return _DEADLINE.set(time.monotonic() + seconds)
+
+
+def stop_clock(token) -> None:
+    _DEADLINE.reset(token)
+
+
+def budget(default: float = TIMEOUT) -> float:
+    """Timeout for the next regex call: `default`, or less when the paste's deadline is near."""
+    d = _DEADLINE.get()
+    if not d:
+        return default
+    return max(0.001, min(default, d - time.monotonic()))
+
+
+def expired() -> bool:
+    d = _DEADLINE.get()
+    return bool(d) and time.monotonic() >= d
+MAX_CHARS = 1_200_000      # read at most this much of a paste (the rest is never a log we need)
+MAX_LINE = 20_000          # a longer line is cut: no vLLM message is that long
+MAX_CLEANINGS = 40_000     # entity/tag/ANSI replacements; past that the rest is read as it is
+MAX_PREFIXED_LINES = 40_000
+
+_CLEAN = regex.compile(
+    r"""(?x)
+      (?P<ansi>\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]{0,200}\x07|(?<![\w\]])\[(?:\d{1,3};)*\d{1,3}m)
+    | (?P<entity>&(?:gt|lt|amp|quot|apos|nbsp|\#\d{1,6}|\#x[0-9a-fA-F]{1,5});)
+    | (?P<slack><(?:https?://|mailto:)[^|>\s]{1,500}\|(?P<slack_text>[^>\n]{0,500})>)
+    | (?P<slackurl><(?P<url>https?://[^|>\s]{1,500})>)
+    | (?P<blocktag></?(?:p|div|br|li|tr|pre|h[1-6]|blockquote|ul|ol|table|thead|tbody|details|summary|aside)\b[^<>\n]{0,500}>)
+    | (?P<tag></?(?:span|code|strong|em|b|i|a|td|th|img|kbd|sup|sub|mark|del|s)\b[^<>\n]{0,500}>)
+    | (?P<similar>\[\s*(?:\.\.\.|…)?\s*\d+\s+similar\s+messages?\s*(?:\.\.\.|…)?\s*\])
+    | (?P<crlf>\r\n?)
+    | (?P<zw>[\u200b\u200c\u200d\u2060\ufeff])
+    """,
+)
+# one-for-one replacements that keep offsets exact
+_SAME_LEN = str.maketrans({
+    "\u00a0": " ", "\u202f": " ", "\u2009": " ", "\u2007": " ", "\t": " ",
+    "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": " ", "\u00d7": "x",
+    "\uff08": "(", "\uff09": ")", "\uff1a": ":", "\uff0c": ",",
+})
+
+# Log-line prefixes, possibly several in a row: markdown/Slack quote bars, process tags
+# (`(VllmWorkerProcess pid=3280379)`, `(Worker_TP0 pid=26347)`, `(VllmWorker rank=1 pid=254)`),
+# torchrun's `[rank0]:`, the level+time+file of vLLM's logger (≤0.7.3 `file.py:N]`, 0.8+
+# `[file.py:N]`), uvicorn-style `INFO:     ` and container timestamps.
+_PREFIX = regex.compile(
+    r"""(?xm)^(?:
+        [ ]{0,8}(?:[>▎┃│][ ]?)+
+      | [ ]{0,8}\(?[ ]?(?:(?P<proc>[A-Za-z_][\w-]{0,40})[ ]+)?(?:rank=(?P<rank>\d{1,4})[ ]+)?pid=(?P<pid>\d{1,10})\)[ ]*
+      | [ ]{0,8}\[rank(?P<rank2>\d{1,4})\]:?[ ]*
+      | [ ]{0,8}(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+(?:\[[^\]\n]{1,80}\]|[\w.-]{1,60}:\d{1,6}\])[ ]?
+      | [ ]{0,8}(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[ ]+
+      | [ ]{0,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?[ ]+(?:(?:INFO|WARNING|ERROR|DEBUG)[ ]+)?
+    )+""")
+_PROC_RANK = regex.compile(r"(?:Worker_)?(?:PP(?P<pp>\d+)_)?TP(?P<tp>\d+)|Worker_PP(?P<pp2>\d+)")
+
+
+@dataclass
+class _Map:
+    """Piecewise map from a derived text back to its source text."""
+
+    starts: list[int] = field(default_factory=list)     # start of each piece in the derived text
+    src: list[int] = field(default_factory=list)        # start of each piece in the source text
+    src_len: list[int] = field(default_factory=list)    # source length of the piece
+    exact: list[bool] = field(default_factory=list)     # piece copied verbatim (offsets shift 1:1)
+
+    def add(self, start: int, src: int, src_len: int, exact: bool) -> None:
+        self.starts.append(start)
+        self.src.append(src)
+        self.src_len.append(src_len)
+        self.exact.append(exact)
+
+    def to_src(self, pos: int, end: bool = False) -> int:
+        if not self.starts:
+            return pos
+        i = bisect.bisect_right(self.starts, pos) - 1
+        if end and i > 0 and self.starts[i] == pos:
+            i -= 1           # an end offset belongs to the piece before the boundary
+        i = max(i, 0)
+        off = pos - self.starts[i]
+        if self.exact[i]:
+            return self.src[i] + min(off, self.src_len[i])
+        return self.src[i] + (self.src_len[i] if (end and off > 0) or off >= 1 else 0)
+
+
+@dataclass
+class LineInfo:
+    """A prefixed log line of the logical text: where its body starts and who printed it."""
+
+    start: int
+    rank: tuple | None         # None = driver / engine / unprefixed; ("tp", n) … see rank_key
+    proc: str
+
+
+@dataclass
+class PasteText:
+    original: str
+    clean: str
+    logical: str
+    clean_map: _Map
+    logical_map: _Map
+    lines: list[LineInfo]
+    line_starts: list[int]
+    truncated: bool
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """Logical offsets → offsets in the original text."""
+        cs = self.logical_map.to_src(start)
+        ce = self.logical_map.to_src(end, end=True)
+        return (self.clean_map.to_src(cs), self.clean_map.to_src(ce, end=True))
+
+    def rank_at(self, pos: int) -> tuple | None:
+        i = bisect.bisect_right(self.line_starts, pos) - 1
+        if i < 0:
+            return None
+        info = self.lines[i]
+        nl = self.logical.find("\n", info.start)
+        if nl == -1 or pos <= nl:
+            return info.rank
+        return None
+
+
+def rank_key(proc: str | None, rank: str | None, pid: str | None) -> tuple | None:
+    """Which GPU rank printed a line. None = the driver / engine core / a single worker (what a
+    user reads as "the" value); ("rank", n) for numbered ranks; ("pid", n) for V0 worker
+    processes, which are never the driver (rank 0 logs without a prefix)."""
+    if rank is not None:
+        return None if int(rank) == 0 else ("rank", int(rank))
+    if proc:
+        m = _PROC_RANK.search(proc)
+        if m and (m.group("tp") is not None or m.group("pp2") is not None):
+            tp = int(m.group("tp") or 0)
+            pp = int(m.group("pp") or m.group("pp2") or 0)
+            return None if tp == 0 and pp == 0 else ("rank", pp * 1000 + tp)
+        if proc.startswith(("VllmWorkerProcess", "RayWorkerWrapper", "RayWorker")):
+            return ("pid", int(pid or 0))
+    return None
+
+
+def decode(data: str | bytes | bytearray | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, (bytes, bytearray)):
+        raw = bytes(data)
+        if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+            try:
+                return raw.decode("utf-16")
+            except UnicodeDecodeError:
+                pass
+        return raw.decode("utf-8", errors="replace")
+    return str(data)
+
+
+def prepare(text: str) -> PasteText:
+    """Clean `text` and strip log prefixes; never raises."""
+    truncated = len(text) > MAX_CHARS
+    work = text[:MAX_CHARS]
+    clean, cmap = _clean(work)
+    logical, lmap, lines = _strip_prefixes(clean)
+    return PasteText(text, clean, logical, cmap, lmap, lines, [li.start for li in lines], truncated)
+
+
+def _clean(text: str) -> tuple[str, _Map]:
+    out: list[str] = []
+    cmap = _Map()
+    pos = 0            # in source
+    cpos = 0           # in output
+
+    def copy(upto: int) -> None:
+        nonlocal pos, cpos
+        if upto > pos:
+            chunk = text[pos:upto].translate(_SAME_LEN).replace("**", "  ")
+            cmap.add(cpos, pos, upto - pos, True)
+            out.append(chunk)
+            cpos += len(chunk)
+            pos = upto
+
+    def replace(start: int, end: int, new: str) -> None:
+        nonlocal pos, cpos
+        copy(start)
+        if new:
+            cmap.add(cpos, start, end - start, False)
+            out.append(new)
+            cpos += len(new)
+        pos = end
+
+    try:
+        for k, m in enumerate(_CLEAN.finditer(text, timeout=budget())):
+            if k >= MAX_CLEANINGS:
+                break
+            kind = m.lastgroup
+            if kind in ("slack_text", "url"):
+                kind = "slack" if m.group("slack") else "slackurl"
+            s, e = m.span()
+            if kind == "entity":
+                replace(s, e, html.unescape(m.group(0)).replace("\u00a0", " "))
+            elif kind == "slack":
+                ts, te = m.span("slack_text")
+                replace(s, ts, "")
+                copy(te)
+                replace(te, e, "")
+            elif kind == "slackurl":
+                us, ue = m.span("url")
+                replace(s, us, "")
+                copy(ue)
+                replace(ue, e, "")
+            elif kind == "blocktag":
+                replace(s, e, "\n")
+            elif kind == "crlf":
+                replace(s, e, "\n")
+            else:
+                replace(s, e, "")
+    except TimeoutError:
+        pass
+    copy(len(text))
+    return "".join(out), cmap
+
+
+def _strip_prefixes(clean: str) -> tuple[str, _Map, list[LineInfo]]:
+    out: list[str] = []
+    lmap = _Map()
+    lines: list[LineInfo] = []
+    pos = 0
+    lpos = 0
+    try:
+        matches = _PREFIX.finditer(clean, timeout=budget())
+        for k, m in enumerate(matches):
+            if k >= MAX_PREFIXED_LINES:
+                break
+            s, e = m.span()
+            if e == s:
+                continue
+            if s > pos:
+                chunk = clean[pos:s]
+                lmap.add(lpos, pos, s - pos, True)
+                out.append(chunk)
+                lpos += len(chunk)
+            proc = m.captures("proc")
+            ranks = m.captures("rank") + m.captures("rank2")
+            pids = m.captures("pid")
+            rk = rank_key(proc[-1] if proc else None, ranks[-1] if ranks else None, pids[-1] if pids else None)
+            lines.append(LineInfo(lpos, rk, proc[-1] if proc else ""))
+            pos = e
+    except TimeoutError:
+        pass
+    if pos < len(clean):
+        lmap.add(lpos, pos, len(clean) - pos, True)
+        out.append(clean[pos:])
+    logical = "".join(out)
+    if MAX_LINE and len(logical) > MAX_LINE:
+        logical = _cut_long_lines(logical)
+    return logical, lmap, lines
+
+
+def _cut_long_lines(text: str) -> str:
+    """Blank out everything past MAX_LINE characters on a line (same length: spans stay exact)."""
+    parts = text.split("\n")
+    if all(len(p) <= MAX_LINE for p in parts):
+        return text
+    return "\n".join(p if len(p) <= MAX_LINE else p[:MAX_LINE] + " " * (len(p) - MAX_LINE) for p in parts)
