@@ -523,8 +523,18 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     def blocks_needed(length: int) -> int:
         return sum(g.blocks_per_request(length, tb, profile, mamba_extra) for g in layout.groups)
 
+    check_layout = layout
+    if profile.pp_global_check and s.pipeline_parallel_size > 1:
+        # docs §1.11: 0.14.0–0.16.x checked once with the global (all stages') KV groups against the
+        # smallest worker's available memory, over-estimating the need under PP.
+        check_layout = kv_layout(spec, profile, s.replace(pipeline_parallel_size=1), kvb, mdb, [])
+        assumptions.append("vLLM 0.14–0.16 checks the KV need of all pipeline stages against one stage's memory")
+
+    def check_blocks(length: int) -> int:
+        return sum(g.blocks_per_request(length, tb, profile, mamba_extra) for g in check_layout.groups)
+
     def needed(length: int) -> int:
-        return kv_needed_bytes(layout, profile, s, length, blocks_needed, kvb, mdb)
+        return kv_needed_bytes(check_layout, profile, s, length, check_blocks, kvb, mdb)
 
     check_pool = kv_pool - (bpb if profile.reserved_block else 0)
     need_blocks = blocks_needed(max_len) if layout.groups else 0

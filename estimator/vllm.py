@@ -58,6 +58,7 @@ class Profile:
     mla_cache: bool                  # MLA latent cache (0.7.1+); before, K and V per head
     needed_rule: str                 # admission need: "v0" | "layers" (0.7–0.13) | "first_group" (0.14–0.18) | "groups"
     kv_memory_flag: bool             # --kv-cache-memory-bytes exists (0.10.2+)
+    pp_global_check: bool            # 0.14.0–0.16.x: admission check over ALL PP stages' layers
 
 
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
@@ -123,6 +124,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         needed_rule="v0" if engine == "v0" else (
             "layers" if v < (0, 14, 0) else "first_group" if v < (0, 19, 0) else "groups"),
         kv_memory_flag=v >= (0, 10, 2),
+        pp_global_check=engine == "v1" and (0, 14, 0) <= v < (0, 17, 0),
     )
 
 
