@@ -46,6 +46,14 @@ class Settings:
     offline: bool = False
     hub_timeout: float = 5.0
     workers: int = 4
+    # Server and web page (bot/server.py, bot/web.py)
+    host: str = "127.0.0.1"
+    port: int = 8080
+    web_enabled: bool = True
+    max_body_bytes: int = 1_048_576
+    rate_limit_per_minute: int = 30
+    forwarded_allow_ips: str = "127.0.0.1"
+    log_level: str = "INFO"
 
     @property
     def slack_enabled(self) -> bool:
@@ -79,6 +87,13 @@ class Settings:
             workers = int(e.get("KVDOCTOR_WORKERS") or 4)
         except ValueError as exc:
             raise SettingsError(f"KVDOCTOR_HUB_TIMEOUT / KVDOCTOR_WORKERS must be numbers ({exc})") from None
+
+        def integer(name: str, default: int) -> int:
+            raw = e.get(name)
+            try:
+                return int(raw) if raw not in (None, "") else default
+            except ValueError:
+                raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
         settings = cls(
             database_url=e.get("KVDOCTOR_DATABASE_URL") or None,
             slack_bot_token=e.get("SLACK_BOT_TOKEN") or None,
@@ -98,6 +113,13 @@ class Settings:
             offline=_bool(e.get("KVDOCTOR_OFFLINE")) or _bool(e.get("HF_HUB_OFFLINE")),
             hub_timeout=hub_timeout,
             workers=max(1, workers),
+            host=e.get("KVDOCTOR_HOST") or "127.0.0.1",
+            port=integer("KVDOCTOR_PORT", 8080),
+            web_enabled=_bool(e.get("KVDOCTOR_WEB"), default=True),
+            max_body_bytes=integer("KVDOCTOR_MAX_BODY_BYTES", 1_048_576),
+            rate_limit_per_minute=integer("KVDOCTOR_RATE_LIMIT", 30),
+            forwarded_allow_ips=e.get("KVDOCTOR_FORWARDED_ALLOW_IPS") or "127.0.0.1",
+            log_level=(e.get("KVDOCTOR_LOG_LEVEL") or "INFO").upper(),
         )
         settings.validate()
         return settings
@@ -112,3 +134,11 @@ class Settings:
             raise SettingsError("DISCOURSE_URL is set: DISCOURSE_API_KEY and DISCOURSE_API_USERNAME are required too.")
         if not self.slack_api_url.startswith(("http://", "https://")):
             raise SettingsError(f"SLACK_API_URL must be an http(s) URL, got {self.slack_api_url!r}")
+        if not 0 < self.port < 65536:
+            raise SettingsError(f"KVDOCTOR_PORT must be a TCP port (1-65535), got {self.port}")
+        if self.max_body_bytes < 1024:
+            raise SettingsError(f"KVDOCTOR_MAX_BODY_BYTES must be at least 1024, got {self.max_body_bytes}")
+        if self.rate_limit_per_minute < 0:
+            raise SettingsError(f"KVDOCTOR_RATE_LIMIT must be 0 (off) or a positive number per minute, got {self.rate_limit_per_minute}")
+        if self.log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise SettingsError(f"KVDOCTOR_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")

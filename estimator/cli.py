@@ -184,7 +184,7 @@ def cmd_serve(argv: list[str]) -> int:
     opts, _pos, _rest = _split(argv)
     from bot.server import serve
 
-    serve(host=opts.get("--host", "127.0.0.1"), port=_int_opt(opts, "--port") or 8000)
+    serve(host=opts.get("--host"), port=_int_opt(opts, "--port"))
     return 0
 
 

@@ -669,9 +669,16 @@ def _largest_fitting(needed, available: int, upper: int) -> int:
 def _weights(spec: ModelSpec, s: EngineSettings, model_dtype: str, assumptions: list[str]) -> int:
     from estimator import params  # late import: params depends on spec only
 
-    wb = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
-                             tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size,
-                             safetensors_bytes_by_dtype=getattr(spec, "safetensors_bytes_by_dtype", None))
+    # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
+    st = getattr(spec, "safetensors_bytes_by_dtype", None)
+    key = (model_dtype, s.quantization, s.tensor_parallel_size, s.pipeline_parallel_size,
+           tuple(sorted(st.items())) if st else None)
+    cache = spec.__dict__.setdefault("_weights_cache", {})
+    if key not in cache:
+        cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
+                                         tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size,
+                                         safetensors_bytes_by_dtype=st)
+    wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total
 
