@@ -1,0 +1,170 @@
+"""vLLM settings from argv, command lines, kwargs, docker/compose/k8s args, dicts, env vars."""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator.flags import flag_key, human_int, normalise, parse_argv, scan_text
+
+
+def settings(text: str) -> dict:
+    """key → value of the first setting of each key found (sources ranked by the caller normally)."""
+    out: dict = {}
+    for s in scan_text(text):
+        out.setdefault(s.key, s.value)
+    return out
+
+
+def test_parse_argv_serve():
+    argv = ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "32k", "-tp", "2",
+            "--gpu-memory-utilization=0.95", "--enforce-eager", "--kv-cache-dtype", "fp8", "--dtype", "half",
+            "--unknown-flag", "7", "--block-size", "32", "--max-num-seqs", "64", "--max-num-batched-tokens", "8192"]
+    assert parse_argv(argv) == {
+        "model": "Qwen/Qwen2.5-7B-Instruct", "max_model_len": 32000,      # vLLM: 'k' = 1000, 'K' = 1024
+        "tensor_parallel_size": 2, "gpu_memory_utilization": 0.95, "enforce_eager": True,
+        "kv_cache_dtype": "fp8", "dtype": "float16", "block_size": 32, "max_num_seqs": 64,
+        "max_num_batched_tokens": 8192,
+    }
+
+
+def test_parse_argv_api_server_and_underscores_and_abbreviation():
+    argv = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-8B",
+            "--tensor_parallel", "4", "--gpu_memory_utilization", "0.9", "-q", "awq", "--no-enable-prefix-caching",
+            "--pipeline-parallel-size", "2"]
+    assert parse_argv(argv) == {"model": "meta-llama/Llama-3.1-8B", "tensor_parallel_size": 4,
+                                "gpu_memory_utilization": 0.9, "quantization": "awq",
+                                "enable_prefix_caching": False, "pipeline_parallel_size": 2}
+
+
+@pytest.mark.parametrize("raw,value", [("32k", 32000), ("32K", 32768), ("1,010,000", 1010000), ("30_000", 30000),
+                                       ("25.6k", 25600), ("4096", 4096), ("abc", None), ("1.5", None)])
+def test_human_int(raw, value):
+    assert human_int(raw) == value
+
+
+def test_normalise():
+    assert normalise("dtype", "torch.bfloat16") == "bfloat16"
+    assert normalise("dtype", "bf16") == "bfloat16"
+    assert normalise("gpu_memory_utilization", ".97") == 0.97
+    assert normalise("max_model_len", "None") is None
+    assert normalise("enforce_eager", "False") is False
+    assert normalise("quantization", "AWQ") == "awq"
+
+
+def test_flag_key_prefixes():
+    assert flag_key("--max-model-len") == "max_model_len"
+    assert flag_key("--tensor_parallel") == "tensor_parallel_size"     # argparse unique prefix
+    assert flag_key("--max-num") is None                                 # ambiguous prefix
+    assert flag_key("-tp") == "tensor_parallel_size"
+
+
+def test_command_line_in_text_with_continuations():
+    text = """```bash
+vllm serve /model --port 8000 \\
+  --trust-remote-code \\
+  --enable-chunked-prefill False \\
+  --gpu-memory-utilization 0.9 \\
+  --tensor-parallel-size 2
+```"""
+    s = settings(text)
+    assert s["gpu_memory_utilization"] == 0.9 and s["tensor_parallel_size"] == 2
+    assert s["enable_chunked_prefill"] is False and s["trust_remote_code"] is True
+    assert s["model"] == "/model"
+    span = next(x.span for x in scan_text(text) if x.key == "gpu_memory_utilization")
+    assert text[span[0]:span[1]] == "0.9"
+
+
+def test_docker_run():
+    text = ("docker run --runtime nvidia --gpus all -p 10080:8000 --ipc=host vllm/vllm-openai:latest --trust-remote-code "
+            "--model TheBloke/Mixtral-8x7B-Instruct-v0.1-AWQ --dtype auto --gpu-memory-utilization 0.5 --max-model-len 4096 "
+            "--quantization awq")
+    s = settings(text)
+    assert (s["model"], s["dtype"], s["gpu_memory_utilization"], s["max_model_len"], s["quantization"]) == \
+        ("TheBloke/Mixtral-8x7B-Instruct-v0.1-AWQ", "auto", 0.5, 4096, "awq")
+
+
+def test_compose_and_kubernetes_arg_lists():
+    compose = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.9.2
+    command: ["--model", "Qwen/Qwen3-8B", "--max-model-len", "16384", "--gpu-memory-utilization", "0.85"]
+"""
+    s = settings(compose)
+    assert (s["max_model_len"], s["gpu_memory_utilization"]) == (16384, 0.85)
+    k8s = """        args:
+          - "--tensor-parallel-size"
+          - "4"
+          - --max-num-seqs=32
+          - "--enforce-eager"
+"""
+    s = settings(k8s)
+    assert (s["tensor_parallel_size"], s["max_num_seqs"], s["enforce_eager"]) == (4, 32, True)
+
+
+def test_helm_extra_args_with_comments():
+    text = """extraArgs: [
+  # "--enforce-eager", # disable cuda graphs. lowers token/s. reduce memory.
+  "--gpu-memory-utilization=0.99",
+  "--max-model-len=1000", # context length # reduce kv cache size.
+  "--kv-cache-dtype=fp8" #dynamic quantization of the KV cache
+ ]"""
+    s = settings(text)
+    assert (s["gpu_memory_utilization"], s["max_model_len"], s["kv_cache_dtype"]) == (0.99, 1000, "fp8")
+    assert "enforce_eager" not in s                                    # commented out
+
+
+def test_llm_kwargs():
+    text = """llm = LLM(
+    model="DeepSeek-V4-Flash",
+    tensor_parallel_size=2,
+    max_model_len=30_000,
+    gpu_memory_utilization=0.95,
+    kv_cache_dtype="fp8",
+    block_size=256,
+    compilation_config={"cudagraph_mode": "FULL_AND_PIECEWISE", "max_num_seqs": 7},
+)"""
+    s = {x.key: x.value for x in scan_text(text) if x.source == "kwargs"}
+    assert s == {"model": "DeepSeek-V4-Flash", "tensor_parallel_size": 2, "max_model_len": 30000,
+                 "gpu_memory_utilization": 0.95, "kv_cache_dtype": "fp8", "block_size": 256}
+
+
+def test_nondefault_args_both_renderings():
+    s = {x.key: x.value for x in scan_text("non-default args: {'model': 'Qwen/Qwen3-8B', 'max_model_len': 8192, "
+                                             "'enforce_eager': True}") if x.source == "nondefault_args"}
+    assert s == {"model": "Qwen/Qwen3-8B", "max_model_len": 8192, "enforce_eager": True}
+    s = {x.key: x.value for x in scan_text("non-default args: model=nvidia/Gemma-4-31B-IT-NVFP4 · max_num_batched_tokens=4096")
+         if x.source == "nondefault_args"}
+    assert s == {"model": "nvidia/Gemma-4-31B-IT-NVFP4", "max_num_batched_tokens": 4096}
+
+
+def test_env_vars():
+    s = {x.key: x.value for x in scan_text("VLLM_USE_V1=0 CUDA_VISIBLE_DEVICES=0,1 vllm serve m-7b") if x.source == "env"}
+    assert s == {"VLLM_USE_V1": "0", "CUDA_VISIBLE_DEVICES": "0,1"}
+
+
+def test_other_servers_flags_ignored():
+    text = "python3 -m sglang.launch_server --model /path/to/Qwen3-235B --tp 4 --mem-fraction-static 0.93"
+    assert "tensor_parallel_size" not in settings(text)
+
+
+def test_suggestions_are_not_settings():
+    assert settings("--gpu-memory-utilization 0.85 fixes it") == {}
+    assert settings("try --max-model-len 8192 instead") == {}
+    assert settings("I run with --max-model-len 8192") == {"max_model_len": 8192}
+
+
+def test_key_values_in_prose_and_yaml():
+    s = settings("GPU KV cache size is 25,200 tokens at max_model_len=131072, gpu_memory_utilization=0.96, BF16 KV")
+    assert s == {"max_model_len": 131072, "gpu_memory_utilization": 0.96}
+    s = settings("max_model_len: 8192\ngpu-memory-utilization 0.92\n")
+    assert s == {"max_model_len": 8192, "gpu_memory_utilization": 0.92}
+
+
+def test_glued_flags_split():
+    s = settings("vllm serve cyankiwi/Kimi-Linear-48B-A3B-Instruct-AWQ-4bit --port 8111--gpu-memory-utilization 0.95")
+    assert s["gpu_memory_utilization"] == 0.95
+
+
+def test_prose_serve_does_not_make_a_model():
+    s = settings("using vllm serve with the --dtype auto option. However")
+    assert s == {"dtype": "auto"}

@@ -1,0 +1,511 @@
+"""Paste reader: hand-checked facts from real and realistic pastes (templates of
+../shared/docs/vllm-memory.md §4), every error_kind of design.md §4, text damage, spans."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from estimator.paste import ERROR_KINDS, FACT_KEYS, Fact, Facts, read_paste
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SEED = SHARED / "corpus" / "seed-post.txt"
+
+
+def at(text: str, facts: Facts, key: str) -> str:
+    """The original text a fact was read from."""
+    s, e = facts.values[key].span
+    return text[s:e]
+
+
+# --- contract --------------------------------------------------------------------------------
+
+def test_fact_keys_are_design_contract():
+    design = SHARED / "docs" / "design.md"
+    if not design.exists():
+        pytest.skip("../shared/docs/design.md not present")
+    block = re.search(r"`facts` uses exactly these keys.*?:\s*(.*?)\.\s*\n", design.read_text(), re.S).group(1)
+    keys = tuple(k.strip(" `\n") for k in block.replace("\n", " ").split(","))
+    assert FACT_KEYS == keys
+    kinds_block = re.search(r"`error_kind` is one of:(.*?)or\s*`null`", design.read_text(), re.S).group(1)
+    kinds = tuple(k.strip(" `\n,") for k in kinds_block.replace("\n", " ").split(",") if k.strip(" `\n,"))
+    assert ERROR_KINDS == kinds
+
+
+def test_to_dict_has_every_key_and_nulls():
+    f = read_paste("")
+    d = f.to_dict()
+    assert tuple(d) == FACT_KEYS
+    assert all(v is None for v in d.values())
+    assert f.error_kind is None and f.spans() == {} and f.get("model", "x") == "x"
+
+
+# --- the seed post (acceptance) --------------------------------------------------------------
+
+def test_seed_post_acceptance():
+    if not SEED.exists():
+        pytest.skip("../shared/corpus/seed-post.txt not present")
+    text = SEED.read_text()
+    f = read_paste(text)
+    assert f.get("error_max_tokens_in_kv") == 73792
+    assert f.get("max_model_len") == 1010000
+    assert f.get("model") == "Qwen/Qwen2.5-14B-Instruct-1M"
+    assert "RTX A6000" in f.get("gpu")
+    assert f.get("dtype") == "auto"
+    assert f.error_kind == "kv_capacity_v0"
+    # spans point at the printed text
+    assert at(text, f, "error_max_tokens_in_kv") == "73792"
+    assert at(text, f, "max_model_len") == "1010000"
+    assert at(text, f, "model") == "Qwen/Qwen2.5-14B-Instruct-1M"
+    # V0 wording → engine v0; the V0 check existed 0.4.0 … 0.10.x (V0 removed in 0.11)
+    assert f.extra["engine"] == "v0"
+    assert f.extra["version_hint"] == ("0.4.0", "0.10.2")     # inclusive: the last V0 release read
+    # the user's claim "weights should take ~14GB" is kept for a correction
+    assert any(c["about"] == "weights" and c["gb"] == 14.0 for c in f.extra["claims"])
+    # the markdown-eaten backticks ("gpu_memory_utilizationor") do not become a setting
+    assert f.get("gpu_memory_utilization") is None
+
+
+# --- every error_kind ------------------------------------------------------------------------
+
+V0_CAPACITY = """INFO 02-11 07:40:45 model_runner.py:1115] Loading model weights took 13.9476 GB
+ERROR 02-11 07:40:49 engine.py:366] ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (81536). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."""
+
+V1_CAPACITY = """(EngineCore_DP0 pid=1094) ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache is needed, which is larger than the available KV cache memory (3.18 GiB). Based on the available memory, the estimated maximum model length is 34736. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."""
+
+NO_BLOCKS = """INFO 01-14 12:36:51 worker.py:240] the current vLLM instance can use total_gpu_memory (8.00GiB) x gpu_memory_utilization (0.70) = 5.60GiB
+INFO 01-14 12:36:51 worker.py:240] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is -1.05GiB.
+INFO 01-14 12:36:51 executor_base.py:110] # cuda blocks: 0, # CPU blocks: 4681
+INFO 01-14 12:36:51 executor_base.py:115] Maximum concurrency for 4096 tokens per request: 0.00x
+ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."""
+
+FREE_MEMORY = """(EngineCore_0 pid=1810465) ERROR 09-03 11:03:37 [core.py:712] ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory utilization (0.9, 125.75 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."""
+
+OOM_LOAD = """INFO 03-19 07:26:40 [model_runner.py:1110] Starting to load model meta-llama/Llama-3.1-70B-Instruct...
+[rank0]:   File "/usr/local/lib/python3.12/site-packages/vllm/model_executor/model_loader/loader.py", line 441, in load_model
+[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB. GPU 0 has a total capacity of 79.14 GiB of which 512.31 MiB is free. Including non-PyTorch memory, this process has 78.62 GiB memory in use. Of the allocated memory 78.11 GiB is allocated by PyTorch, and 9.21 MiB is reserved by PyTorch but unallocated."""
+
+OOM_PROFILE = """INFO 10-24 18:12:26 model_runner.py:1067] Loading model weights took 19.8557 GB
+INFO 10-24 18:12:26 enc_dec_model_runner.py:301] Starting profile run for multi-modal models.
+  File "/opt/vllm/vllm/worker/enc_dec_model_runner.py", line 301, in profile_run
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 37.50 GiB. GPU 0 has a total capacity of 93.10 GiB of which 30.02 GiB is free. Process 4242 has 63.07 GiB memory in use. Of the allocated memory 62.30 GiB is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch but unallocated."""
+
+OOM_GRAPH = """INFO 10-24 18:12:39 gpu_executor.py:122] # GPU blocks: 2252, # CPU blocks: 1638
+INFO 10-24 18:12:41 model_runner.py:1395] Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not static.
+  File "/opt/vllm/vllm/worker/model_runner.py", line 1420, in capture_model
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 23.69 GiB of which 3.56 MiB is free. Process 17 has 23.68 GiB memory in use."""
+
+OOM_RUNTIME = """INFO 06-26 22:47:13 [kv_cache_utils.py:1733] GPU KV cache size: 612,157 tokens
+INFO 06-26 22:48:01 [api_server.py:1024] Application startup complete.
+INFO 06-26 22:51:40 [loggers.py:116] Avg prompt throughput: 8812.4 tokens/s, Avg generation throughput: 12.0 tokens/s
+ERROR 06-26 22:51:41 [core.py:588] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 5.26 GiB. GPU 0 has a total capacity of 23.56 GiB of which 1.02 GiB is free. Process 95 has 22.53 GiB memory in use."""
+
+TP_DIV = """ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."""
+
+BF16 = """ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half."""
+
+DERIVED = """ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len (max_position_embeddings=32768 or model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"""
+
+MAMBA = """ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (939).
+Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot
+proceed. Please lower max_num_seqs to at most 939 or increase gpu_memory_utilization."""
+
+STARTUP_OK = """(Worker_TP0 pid=26347) INFO 11-06 10:51:48 [gpu_worker.py:349] Available KV cache memory: 2.30 GiB
+(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1229] GPU KV cache size: 75,840 tokens
+(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1234] Maximum concurrency for 120,000 tokens per request: 2.48x"""
+
+OTHER = """INFO 01-23 07:32:42 model_runner.py:1071] Loading model weights took 4.3752 GB
+INFO 01-23 07:34:26 gpu_executor.py:122] # GPU blocks: 11836, # CPU blocks: 4681
+Killed"""
+
+
+@pytest.mark.parametrize("text,kind", [
+    (V0_CAPACITY, "kv_capacity_v0"), (V1_CAPACITY, "kv_capacity_v1"), (NO_BLOCKS, "no_cache_blocks"),
+    (FREE_MEMORY, "free_memory_startup"), (OOM_LOAD, "cuda_oom_load"), (OOM_PROFILE, "cuda_oom_profile"),
+    (OOM_GRAPH, "cuda_oom_graph"), (OOM_RUNTIME, "cuda_oom_runtime"), (TP_DIV, "tp_divisibility"),
+    (BF16, "bf16_compute_capability"), (DERIVED, "max_model_len_derived"), (MAMBA, "mamba_blocks"),
+    (STARTUP_OK, "startup_log_ok"), (OTHER, "other"),
+])
+def test_every_error_kind(text, kind):
+    assert read_paste(text).error_kind == kind
+
+
+def test_error_kinds_cover_design():
+    # the parametrised table above names every kind of design.md §4
+    assert set(ERROR_KINDS) == {"kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup",
+                                "cuda_oom_load", "cuda_oom_profile", "cuda_oom_graph", "cuda_oom_runtime",
+                                "tp_divisibility", "bf16_compute_capability", "max_model_len_derived",
+                                "mamba_blocks", "startup_log_ok", "other"}
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "   \n\n",
+    "hey team, is anyone around for lunch? the new office coffee machine is great",
+    """Traceback (most recent call last):
+  File "/srv/app/views.py", line 42, in get
+    return self.cache[key]
+KeyError: 'user:17'""",
+    "We benchmarked SGLang and TensorRT-LLM last week; numbers in the sheet.",
+    "MemoryError: unable to allocate 3.2 GiB for an array with shape (20000, 20000) and data type float64",
+])
+def test_no_vllm_memory_problem_is_none(text):
+    assert read_paste(text).error_kind is None
+
+
+# --- numbers per template --------------------------------------------------------------------
+
+def test_v0_profiling_block_numbers():
+    f = read_paste(NO_BLOCKS)
+    assert f.get("total_gpu_memory_gib") == 8.00
+    assert f.get("gpu_memory_utilization") == 0.70
+    assert f.get("weights_gib") == 5.20
+    assert f.get("non_torch_gib") == 0.03
+    assert f.get("activation_peak_gib") == 1.42
+    assert f.get("kv_cache_gib") == -1.05        # 5.60 − 5.20 − 0.03 − 1.42 = −1.05: KV may be negative
+    assert f.get("gpu_blocks") == 0
+    assert f.get("max_model_len") == 4096
+    assert f.get("max_concurrency") == 0.00
+    assert f.extra["cpu_blocks"] == 4681.0
+    # '# cuda blocks' lower-case: 0.7.3 … 0.10.x; the `worker.py:240]` prefix (no brackets) is ≤0.7.3
+    # → together exactly 0.7.3
+    assert f.extra["version_hint"] == ("0.7.3", "0.7.3")
+
+
+def test_v1_capacity_numbers_and_hint():
+    f = read_paste(V1_CAPACITY)
+    assert (f.get("max_model_len"), f.get("kv_needed_gib"), f.get("kv_available_gib"),
+            f.get("estimated_max_model_len")) == (262144, 24.0, 3.18, 34736)
+    assert f.extra["engine"] == "v1"
+    # "models's" + estimate + docs link → 0.13.0 … 0.21.x
+    assert f.extra["version_hint"] == ("0.13.0", "0.21.0")
+
+
+def test_v1_capacity_wrapped_over_lines():
+    text = """ValueError: To serve at least one request with the model's max seq len (1048576),
+22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).
+Based on the available memory, the estimated maximum model length is 810208."""
+    f = read_paste(text)
+    assert (f.get("max_model_len"), f.get("kv_needed_gib"), f.get("kv_available_gib"),
+            f.get("estimated_max_model_len")) == (1048576, 22.5, 17.39, 810208)
+    assert f.extra["version_hint"] == ("0.22.0", None)   # "model's" (fixed typo) is 0.22+
+
+
+def test_v064_results_line():
+    text = ("INFO 11-20 10:00:00 worker.py:232] Memory profiling results: total_gpu_memory=23.58GiB "
+            "initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB memory_usage_post_profile=15.35Gib "
+            "non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90")
+    f = read_paste(text)
+    # 23.58 × 0.9 − 17.06 − 0.35 = 3.812 → printed 3.81
+    assert (f.get("total_gpu_memory_gib"), f.get("non_torch_gib"), f.get("kv_cache_gib"),
+            f.get("gpu_memory_utilization")) == (23.58, 0.35, 3.81, 0.90)
+    assert f.extra["peak_torch_memory_gib"] == 17.06 and f.extra["initial_memory_usage_gib"] == 15.34
+    assert f.extra["version_hint"] == ("0.6.4", "0.6.4")
+    assert f.error_kind == "startup_log_ok"
+
+
+def test_actual_usage_line():
+    text = ("(Worker_TP2 pid=3264437) INFO 07-14 09:50:23 [gpu_worker.py:855] Free memory on device (77.57/79.11 GiB) on "
+            "startup. Desired GPU memory utilization is (0.92, 72.78 GiB). Actual usage is 7.39 GiB for weight, 1.54 GiB "
+            "for peak activation, 0.6 GiB for non-torch memory, and 2.04 GiB for CUDAGraph memory. Replace "
+            "gpu_memory_utilization config with `--kv-cache-memory=65565989131` (61.06 GiB) to fit into requested memory, "
+            "or `--kv-cache-memory=70712017408` (65.86 GiB) to fully utilize gpu memory. Current kv cache memory in use is 63.25 GiB.")
+    f = read_paste(text)
+    assert f.get("free_memory_gib") == 77.57 and f.get("total_gpu_memory_gib") == 79.11
+    assert f.get("gpu_memory_utilization") == 0.92
+    assert (f.get("weights_gib"), f.get("activation_peak_gib"), f.get("non_torch_gib"), f.get("cuda_graph_gib")) == \
+        (7.39, 1.54, 0.6, 2.04)
+    assert f.get("kv_cache_gib") == 63.25
+    assert f.error_kind == "startup_log_ok"
+
+
+def test_weights_lines_all_versions():
+    assert read_paste("Loading model weights took 30.7098 GB").get("weights_gib") == 30.7098
+    assert read_paste("Model loading took 17.6110 GiB and 12.273077 seconds").get("weights_gib") == 17.611
+    f = read_paste("Model loading took 14.28 GiB memory and 31.2 seconds")
+    assert f.get("weights_gib") == 14.28 and f.extra["version_hint"] == ("0.11.2", None)
+
+
+def test_graph_and_chunked_lines():
+    f = read_paste("INFO [model_runner.py:729] Graph capturing finished in 15 secs, took 2.04 GiB\n"
+                   "INFO [scheduler.py:1] Chunked prefill is enabled with max_num_batched_tokens=2048.")
+    assert f.get("cuda_graph_gib") == 2.04
+    assert f.get("max_num_batched_tokens") == 2048
+
+
+def test_torch_oom_details():
+    f = read_paste(OOM_LOAD)
+    oom = f.extra["torch_oom"]
+    assert oom["tried_to_allocate_gib"] == round(896 / 1024, 4)        # 896.00 MiB = 0.875 GiB
+    assert oom["total_capacity_gib"] == 79.14
+    assert oom["free_gib"] == round(512.31 / 1024, 4)
+    assert oom["this_process_in_use_gib"] == 78.62
+    assert oom["allocated_by_pytorch_gib"] == 78.11
+    assert f.get("total_gpu_memory_gib") == 79.14
+    assert read_paste(OOM_PROFILE).extra["torch_oom"]["process_in_use_gib"] == [63.07]
+
+
+def test_torch_oom_private_pools_means_graphs_existed():
+    text = ("(VllmWorker rank=1 pid=2978) ERROR 03-19 07:27:53 [multiproc_executor.py:375] torch.OutOfMemoryError: CUDA out of "
+            "memory. Tried to allocate 1.74 GiB. GPU 1 has a total capacity of 23.57 GiB of which 605.88 MiB is free. Process "
+            "133288 has 22.97 GiB memory in use. Of the allocated memory 20.21 GiB is allocated by PyTorch, with 128.00 MiB "
+            "allocated in private pools (e.g., CUDA Graphs), and 185.98 MiB is reserved by PyTorch but unallocated.")
+    f = read_paste(text)
+    assert f.error_kind == "cuda_oom_graph"
+    assert f.extra["torch_oom"]["private_pools_gib"] == 0.125
+    assert f.get("total_gpu_memory_gib") == 23.57
+
+
+def test_old_torch_oom_format():
+    text = ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total capacity; 21.03 GiB "
+            "already allocated; 1.12 GiB free; 21.40 GiB reserved in total by PyTorch) vllm")
+    f = read_paste(text)
+    assert f.extra["torch_oom"]["total_capacity_gib"] == 23.69
+    assert f.error_kind == "cuda_oom_load"
+
+
+def test_tp_and_bf16_details():
+    f = read_paste(TP_DIV)
+    assert f.get("tensor_parallel_size") == 3 and f.extra["num_heads"] == 40.0
+    f = read_paste(BF16)
+    assert f.get("gpu") == "Tesla T4" and f.extra["compute_capability"] == 7.5
+
+
+def test_mamba_numbers():
+    f = read_paste(MAMBA)
+    assert f.get("max_num_seqs") == 1024 and f.get("gpu_blocks") == 939
+
+
+# --- per-rank values -------------------------------------------------------------------------
+
+def test_per_rank_v1_workers_kept():
+    text = """(Worker_TP1 pid=96) INFO 06-26 22:47:13 [gpu_worker.py:466] Available KV cache memory: 10.71 GiB
+(Worker_TP0 pid=95) INFO 06-26 22:47:13 [gpu_worker.py:466] Available KV cache memory: 10.85 GiB
+(EngineCore pid=85) INFO 06-26 22:47:13 [kv_cache_utils.py:1733] GPU KV cache size: 612,157 tokens"""
+    f = read_paste(text)
+    assert f.get("kv_available_gib") == 10.85           # rank 0 is "the" value
+    assert f.extra["per_rank"]["kv_available_gib"] == [10.85, 10.71]
+    assert f.get("kv_tokens_capacity") == 612157
+
+
+def test_per_rank_v0_driver_unprefixed():
+    text = """(VllmWorkerProcess pid=126555) INFO 04-15 00:05:58 [worker.py:267] model weights take 34.43GiB; non_torch_memory takes 0.34GiB; PyTorch activation peak memory takes 2.51GiB; the rest of the memory reserved for KV Cache is 0.13GiB.
+INFO 04-15 00:05:58 [worker.py:267] model weights take 34.43GiB; non_torch_memory takes 0.43GiB; PyTorch activation peak memory takes 2.51GiB; the rest of the memory reserved for KV Cache is 0.04GiB.
+(VllmWorkerProcess pid=126553) INFO 04-15 00:05:58 [worker.py:267] model weights take 34.43GiB; non_torch_memory takes 0.38GiB; PyTorch activation peak memory takes 2.51GiB; the rest of the memory reserved for KV Cache is 0.09GiB."""
+    f = read_paste(text)
+    assert f.get("kv_cache_gib") == 0.04 and f.get("non_torch_gib") == 0.43     # driver = rank 0
+    assert f.extra["per_rank"]["kv_cache_gib"] == [0.04, 0.13, 0.09]
+
+
+# --- text as people paste it -----------------------------------------------------------------
+
+def test_slack_entities_and_links():
+    text = ("&gt; ValueError: The model&#39;s max seq len (32768) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (7344). Try increasing\nrunning <https://huggingface.co/Qwen/Qwen3-8B|Qwen/Qwen3-8B> on an "
+            "<https://www.nvidia.com/l4|L4>")
+    f = read_paste(text)
+    assert f.get("error_max_tokens_in_kv") == 7344 and f.get("max_model_len") == 32768
+    assert f.get("model") == "Qwen/Qwen3-8B" and f.get("gpu") == "L4"
+    assert at(text, f, "error_max_tokens_in_kv") == "7344"
+
+
+def test_discourse_cooked_html():
+    text = ("<p>I get this:</p>\n<pre><code class=\"lang-auto\">INFO 04-07 09:54:39 [kv_cache_utils.py:578] GPU KV cache "
+            "size: 35,392 tokens\nINFO 04-07 09:54:39 [kv_cache_utils.py:581] Maximum concurrency for 4,096 tokens per "
+            "request: 8.64x\n</code></pre>\n<p>on a <strong>RTX 4090</strong></p>")
+    f = read_paste(text)
+    assert f.get("kv_tokens_capacity") == 35392 and f.get("max_model_len") == 4096 and f.get("max_concurrency") == 8.64
+    assert f.get("gpu") == "RTX 4090"
+    assert at(text, f, "kv_tokens_capacity") == "35,392"
+
+
+def test_ansi_codes_and_similar_messages():
+    text = ("\x1b[1;36m(Worker_TP0 pid=9)\x1b[0;0m INFO 05-01 10:00:00 [gpu_worker.py:276] Available KV cache memory: "
+            "\x1b[1m5.63 GiB\x1b[0m\n[... 3 similar messages ...]\n")
+    f = read_paste(text)
+    assert f.get("kv_available_gib") == 5.63
+    assert at(text, f, "kv_available_gib") == "5.63"
+
+
+def test_non_english_around_the_log():
+    text = ("我使用vllm启动模型，但是总是提示显存不足，我用的是2张24G显存的RTX 3090\n启动指令：\n"
+            "vllm serve Qwen2.5-32B-Instruct-INT8-W8A16 --tensor-parallel-size 2 --gpu-memory-utilization 0.9 "
+            "--max-model-len 4096 --enforce-eager\n报错内容：\nERROR 04-27 11:08:32 [core.py:340] ValueError: No available "
+            "memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
+    f = read_paste(text)
+    assert f.error_kind == "no_cache_blocks"
+    assert (f.get("tensor_parallel_size"), f.get("gpu_memory_utilization"), f.get("max_model_len"),
+            f.get("enforce_eager")) == (2, 0.9, 4096, True)
+    assert f.get("gpu") == "RTX 3090" and f.get("gpu_count") == 2       # "2张…RTX 3090": two cards
+    assert f.get("model") == "Qwen/Qwen2.5-32B-Instruct-INT8-W8A16" and f.values["model"].guess
+
+
+def test_bytes_and_bad_utf8():
+    f = read_paste(b"\xff\xfe\x00garbage \x80\x81 ValueError: No available memory for the cache blocks. vllm")
+    assert isinstance(f, Facts)
+    f = read_paste(b"# GPU blocks: 4612, # CPU blocks: 1365")
+    assert f.get("gpu_blocks") == 4612
+
+
+# --- settings, model, GPU, version in prose ------------------------------------------------
+
+def test_model_guessed_from_local_path():
+    f = read_paste("vllm serve /models/Qwen2.5-7B-Instruct-AWQ --max-model-len 8192")
+    assert f.get("model") == "Qwen/Qwen2.5-7B-Instruct-AWQ"
+    assert f.values["model"].guess is True
+    assert f.get("quantization") == "awq" and f.values["quantization"].guess is True
+    assert f.extra["model_path"] == "/models/Qwen2.5-7B-Instruct-AWQ"
+    # an unknown family is not guessed
+    f = read_paste("vllm serve /data/my-finetune-v3 --max-model-len 8192")
+    assert f.get("model") is None and f.extra["model_path"] == "/data/my-finetune-v3"
+
+
+def test_model_repo_in_command_is_not_a_guess():
+    f = read_paste("python -m vllm.entrypoints.openai.api_server --model TheBloke/CodeLlama-13B-Instruct-fp16 -tp 2")
+    assert f.get("model") == "TheBloke/CodeLlama-13B-Instruct-fp16" and not f.values["model"].guess
+    assert f.get("tensor_parallel_size") == 2
+
+
+@pytest.mark.parametrize("text,gpu,count", [
+    ("I run it on an NVIDIA RTX A6000 (49.1 GB VRAM) with vllm", "NVIDIA RTX A6000", None),
+    ("GPUs: 2x 4090 (2x24GB)", "4090", 2),
+    ("vllm on one H100 80GB card", "H100 80GB", 1),
+    ("launched on 4xH100 GPUs with vLLM", "H100", 4),
+    ("two NVIDIA A100 GPUs (80GB each)", "NVIDIA A100", 2),
+])
+def test_gpu_in_prose(text, gpu, count):
+    f = read_paste(text)
+    assert f.get("gpu") == gpu
+    assert f.get("gpu_count") == count
+
+
+def test_gpu_memory_said_in_gib_next_to_name():
+    f = read_paste("- GPU: 2x H20 (SM90, 95 GiB), TP=2")
+    assert (f.get("gpu"), f.get("gpu_count"), f.get("total_gpu_memory_gib"), f.get("tensor_parallel_size")) == \
+        ("H20", 2, 95.0, 2)
+    # "49.1 GB VRAM" is marketing GB, not what torch reports: not a total_gpu_memory_gib
+    assert read_paste("NVIDIA RTX A6000 (49.1 GB VRAM)").get("total_gpu_memory_gib") is None
+
+
+NVIDIA_SMI = """+-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+|=========================================+========================+======================|
+|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |
+| N/A   31C    P0             71W /  700W |   66004MiB /  81559MiB |      0%      Default |
++-----------------------------------------+------------------------+----------------------+
+|   1  NVIDIA H100 80GB HBM3          On  |   00000000:2A:00.0 Off |                    0 |
+| N/A   30C    P0             70W /  700W |       4MiB /  81559MiB |      0%      Default |
++-----------------------------------------+------------------------+----------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |
+|=========================================================================================|
+|    0   N/A  N/A     12345      C   python3                                     66000MiB |
++-----------------------------------------------------------------------------------------+"""
+
+
+def test_nvidia_smi_table():
+    f = read_paste(NVIDIA_SMI)
+    assert f.get("gpu") == "NVIDIA H100 80GB HBM3"
+    assert f.extra["gpus"] == ["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"]
+    assert f.get("total_gpu_memory_gib") == round(81559 / 1024, 2)      # 79.65: smi MiB, not torch's figure
+    assert f.extra["nvidia_smi_memory_mib"][0] == {"gpu": 0, "used": 66004, "total": 81559}
+    assert f.extra["gpu_processes"] == [{"gpu": 0, "pid": 12345, "type": "C", "name": "python3", "mib": 66000}]
+    assert f.error_kind is None                     # a table alone is no vLLM problem
+
+
+def test_collect_env():
+    text = """PyTorch version: 2.6.0+cu124
+Is CUDA available: True
+GPU models and configuration:
+GPU 0: NVIDIA A100-SXM4-80GB
+GPU 1: NVIDIA A100-SXM4-80GB
+Nvidia driver version: 550.54.15
+vLLM Version: 0.8.5.post1
+vLLM Build Flags:"""
+    f = read_paste(text)
+    assert f.get("vllm_version") == "0.8.5.post1"
+    assert f.get("gpu") == "NVIDIA A100-SXM4-80GB"
+    assert f.get("gpu_count") == 2 and f.values["gpu_count"].guess
+
+
+@pytest.mark.parametrize("text,version", [
+    ("INFO 03-19 07:26:22 [api_server.py:977] vLLM API server version 0.8.0", "0.8.0"),
+    ("$ pip install vllm==0.6.3.post1", "0.6.3.post1"),
+    ("docker run --gpus all vllm/vllm-openai:v0.9.2 --model x", "0.9.2"),
+    ("running vLLM 0.21.0 with CUDA 13.2", "0.21.0"),
+    ("vllm version: `v0.10.1.dev101+gbda9d0535`", "0.10.1.dev101+gbda9d0535"),
+    ("vllm-0.15.2rc1.dev93+g11a4c9d30.cu128-cp312-cp312-linux_x86_64.whl", "0.15.2rc1.dev93+g11a4c9d30"),
+    ("INFO 04-02 10:20:30 llm_engine.py:232] Initializing a V0 LLM engine (v0.7.1) with config: model='x', dtype=torch.bfloat16, max_seq_len=10000, tensor_parallel_size=2", "0.7.1"),
+    ("$ vllm --version\n0.9.1", "0.9.1"),
+])
+def test_vllm_version_forms(text, version):
+    assert read_paste(text).get("vllm_version") == version
+
+
+def test_version_not_taken_from_unrelated_numbers():
+    f = read_paste("CUDA graph memory profiling is enabled (default since v0.21.0). torch 2.6.0, CUDA 12.4.1")
+    assert f.get("vllm_version") is None
+
+
+def test_config_dump_settings():
+    text = ("INFO 04-02 10:20:30 llm_engine.py:232] Initializing a V0 LLM engine (v0.7.1) with config: "
+            "model='../models/qwen25_32b_instruct_HF/', speculative_config=None, dtype=torch.bfloat16, max_seq_len=10000, "
+            "tensor_parallel_size=2, pipeline_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto, "
+            "chunked_prefill_enabled=False")
+    f = read_paste(text)
+    assert (f.get("dtype"), f.get("max_model_len"), f.get("tensor_parallel_size"), f.get("pipeline_parallel_size"),
+            f.get("enforce_eager"), f.get("kv_cache_dtype"), f.get("quantization")) == \
+        ("bfloat16", 10000, 2, 1, False, "auto", None)
+    assert f.extra["engine"] == "v0" and f.extra["enable_chunked_prefill"] is False
+
+
+def test_nondefault_args_dict():
+    text = ("(APIServer pid=1) INFO 06-26 22:44:18 [utils.py:278] non-default args: {'model_tag': 'Qwen/Qwen3-8B', "
+            "'dtype': 'float16', 'max_model_len': 262144, 'quantization': 'auto_round', 'tensor_parallel_size': 2, "
+            "'kv_cache_dtype': 'fp8_e5m2', 'max_num_batched_tokens': 8192, 'max_num_seqs': 2, 'speculative_config': {'method': 'mtp'}}")
+    f = read_paste(text)
+    assert (f.get("model"), f.get("dtype"), f.get("max_model_len"), f.get("quantization"), f.get("tensor_parallel_size"),
+            f.get("kv_cache_dtype"), f.get("max_num_batched_tokens"), f.get("max_num_seqs")) == \
+        ("Qwen/Qwen3-8B", "float16", 262144, "auto_round", 2, "fp8_e5m2", 8192, 2)
+    assert f.extra["non_default_args"]["speculative_config"] == "…"
+
+
+def test_two_runs_focus_on_the_failing_one():
+    # two instances on one GPU: the failing second command's settings are the facts
+    text = """python3 -m vllm.entrypoints.openai.api_server --model /models/Qwen2.5-72B-Instruct-GPTQ-Int4 --gpu-memory-utilization 0.75
+python3 -m vllm.entrypoints.openai.api_server --model /models/Qwen2.5-14B-Instruct-GPTQ-Int4 --gpu-memory-utilization 0.20
+ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."""
+    f = read_paste(text)
+    assert f.get("gpu_memory_utilization") == 0.20
+    assert f.get("model") == "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4"
+
+
+def test_conflicting_values_are_not_guessed_between():
+    text = "- vLLM 0.2.3: `# GPU blocks: 1464, # CPU blocks: 1310`\n- vLLM 0.2.5: `# GPU blocks: 112, # CPU blocks: 1310`"
+    f = read_paste(text)
+    assert f.get("gpu_blocks") is None and f.extra["alternatives"]["gpu_blocks"] == [1464, 112]
+    assert f.get("vllm_version") is None
+
+
+def test_suggested_flags_are_not_settings():
+    text = ("ValueError: To serve at least one request with the model's max seq len (196608), (23.25 GiB KV cache is needed, "
+            "which is larger than the available KV cache memory (22.5 GiB).\n"
+            "--gpu-memory-utilization 0.85 fixes it.")
+    assert read_paste(text).get("gpu_memory_utilization") is None
+
+
+def test_fact_type():
+    f = read_paste(V0_CAPACITY)
+    fact = f.values["error_max_tokens_in_kv"]
+    assert isinstance(fact, Fact) and fact.source == "v0_capacity_error" and fact.guess is False
+    assert at(V0_CAPACITY, f, "error_max_tokens_in_kv") == "81536"
+    assert f.get("weights_gib") == 13.9476
+
+
+def test_version_hint_is_inclusive():
+    # '# GPU blocks: N, # CPU blocks: M' is V0 ≤0.6.6
+    assert read_paste("# GPU blocks: 4612, # CPU blocks: 1365").extra["version_hint"] == ("0.1.0", "0.6.6")

@@ -1,0 +1,136 @@
+"""Property tests: any text (arbitrary, mutated real pastes, 1 MB) → Facts, no exception, on time."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from estimator.paste import FACT_KEYS, Facts, read_paste
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "dev.jsonl"
+LIMIT_S = 1.0
+
+# real-looking material when the corpus is absent: the templates of docs/vllm-memory.md §4
+FALLBACK = [
+    "ValueError: The model's max seq len (1010000) is larger than the maximum number of tokens that can be stored in KV cache (73792).",
+    "(Worker_TP0 pid=9) INFO 05-01 10:00:00 [gpu_worker.py:276] Available KV cache memory: 5.63 GiB\n"
+    "(EngineCore_DP0 pid=8) INFO 05-01 10:00:00 [kv_cache_utils.py:1229] GPU KV cache size: 75,840 tokens",
+    "vllm serve Qwen/Qwen2.5-7B --max-model-len 32k -tp 2 --gpu-memory-utilization=0.95 --enforce-eager",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. GPU 1 has a total capacity of 93.02 GiB of which "
+    "1.18 GiB is free. Process 2752205 has 91.82 GiB memory in use.",
+]
+
+
+def _pastes() -> list[str]:
+    if CORPUS.exists():
+        return [json.loads(line)["paste"] for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return FALLBACK
+
+
+PASTES = _pastes()
+
+
+def _timed(text) -> tuple[Facts, float]:
+    t = time.perf_counter()
+    facts = read_paste(text)
+    return facts, time.perf_counter() - t
+
+
+def _check(facts: Facts, text) -> None:
+    assert isinstance(facts, Facts)
+    assert "reader_error" not in facts.extra, facts.extra.get("reader_error")
+    d = facts.to_dict()
+    assert tuple(d) == tuple(FACT_KEYS)
+    n = len(text)
+    for key, (s, e) in facts.spans().items():
+        assert 0 <= s <= e <= n, (key, s, e, n)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=3000))
+def test_arbitrary_text_never_raises(text):
+    facts, dt = _timed(text)
+    _check(facts, text)
+    assert dt < LIMIT_S
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=3000))
+def test_arbitrary_bytes_never_raise(data):
+    facts, dt = _timed(data)
+    assert isinstance(facts, Facts) and "reader_error" not in facts.extra
+    assert dt < LIMIT_S
+
+
+_PIECES = ["\n", " ", "(", ")", "`", "```", "&gt;", "<p>", "</p>", "\x1b[31m", "GiB", "MiB", "#", "--", "=", ",",
+           "[... 3 similar messages ...]", "(Worker_TP1 pid=3) ", "INFO 01-01 00:00:00 [x.py:1] ", "0", "9", ".", "▎ ",
+           "KV cache", "max seq len", "CUDA out of memory", "vllm serve", "LLM(", "non-default args: {", "'", '"']
+
+
+@st.composite
+def mutated_paste(draw):
+    text = draw(st.sampled_from(PASTES))
+    n = draw(st.integers(min_value=1, max_value=12))
+    for _ in range(n):
+        op = draw(st.sampled_from(["insert", "delete", "duplicate", "swap_case", "cut"]))
+        pos = draw(st.integers(min_value=0, max_value=max(0, len(text))))
+        if op == "insert":
+            text = text[:pos] + draw(st.sampled_from(_PIECES) | st.text(max_size=20)) + text[pos:]
+        elif op == "delete":
+            text = text[:pos] + text[pos + draw(st.integers(min_value=1, max_value=50)):]
+        elif op == "duplicate":
+            k = draw(st.integers(min_value=1, max_value=400))
+            text = text[:pos] + text[pos:pos + k] * draw(st.integers(min_value=2, max_value=20)) + text[pos:]
+        elif op == "swap_case":
+            text = text[:pos] + text[pos:pos + 200].swapcase() + text[pos + 200:]
+        else:
+            text = text[:pos]
+    return text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_paste())
+def test_mutated_real_pastes_never_raise(text):
+    facts, dt = _timed(text)
+    _check(facts, text)
+    assert dt < LIMIT_S
+
+
+def _one_mb_inputs() -> dict[str, str]:
+    rng = random.Random(7)
+    joined = "\n".join(PASTES)
+    return {
+        "printable_junk": "".join(rng.choice(string.printable) for _ in range(1_000_000)),
+        "real_pastes_repeated": (joined * (1_000_000 // len(joined) + 1))[:1_000_000],
+        "one_long_line": "a" * 1_000_000,
+        "only_newlines": "\n" * 1_000_000,
+        "commands": "vllm serve x --max-model-len 1 " * 33_000,
+        "html_entities": "<p>&gt; " * 125_000,
+        "block_lines": "# GPU blocks: 5, # CPU blocks: 6\n" * 30_000,
+        "open_brackets": "(" * 500_000 + "[" * 500_000,
+        "unicode": "显存不足 ▎ ×\u200b" * 100_000,
+    }
+
+
+@pytest.mark.parametrize("name", list(_one_mb_inputs()))
+def test_one_megabyte_paste_on_time(name):
+    text = _one_mb_inputs()[name]
+    assert len(text) >= 900_000
+    facts, dt = _timed(text)
+    _check(facts, text)
+    assert dt < LIMIT_S, f"{name}: {dt:.2f}s"
+
+
+def test_one_megabyte_with_the_error_at_the_end_still_reads_it():
+    text = "x" * 999_000 + "\nValueError: The model's max seq len (32768) is larger than the maximum number of tokens " \
+        "that can be stored in KV cache (7344)."
+    facts, dt = _timed(text)
+    assert dt < LIMIT_S
+    assert facts.get("error_max_tokens_in_kv") == 7344 and facts.error_kind == "kv_capacity_v0"
