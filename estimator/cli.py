@@ -204,7 +204,6 @@ def cmd_discourse(argv: list[str]) -> int:
     if not pos or pos[0] != "poll":
         raise BadInput("usage: kvdoctor discourse poll [--once]")
     from bot.discourse import run_poller
-
     from bot.settings import Settings
 
     run_poller(Settings.from_env(), once=bool(opts.get("--once")))

@@ -157,101 +157,71 @@ class EngineSettings:
         return dataclasses.replace(self, **changes)
 
 
-# Flag spelling → (field, type). vLLM's own names (vllm/engine/arg_utils.py).
-_FLAGS: dict[str, tuple[str, type]] = {
-    "--gpu-memory-utilization": ("gpu_memory_utilization", float),
-    "--max-model-len": ("max_model_len", str),
-    "--tensor-parallel-size": ("tensor_parallel_size", int),
-    "-tp": ("tensor_parallel_size", int),
-    "--pipeline-parallel-size": ("pipeline_parallel_size", int),
-    "-pp": ("pipeline_parallel_size", int),
-    "--data-parallel-size": ("data_parallel_size", int),
-    "-dp": ("data_parallel_size", int),
-    "--dtype": ("dtype", str),
-    "--kv-cache-dtype": ("kv_cache_dtype", str),
-    "--quantization": ("quantization", str),
-    "-q": ("quantization", str),
-    "--max-num-seqs": ("max_num_seqs", int),
-    "--max-num-batched-tokens": ("max_num_batched_tokens", int),
-    "--block-size": ("block_size", int),
-    "--cpu-offload-gb": ("cpu_offload_gb", float),
-    "--kv-cache-memory-bytes": ("kv_cache_memory_bytes", str),
-    "--kv-cache-memory": ("kv_cache_memory_bytes", str),
-    "--vllm-version": ("vllm_version", str),
+# EngineSettings fields a flag can set (flag spellings and value types live in estimator.flags,
+# shared with the paste reader; vllm/engine/arg_utils.py is the source of both).
+_FIELDS = {
+    "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size",
+    "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
+    "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
+    "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching",
 }
-_BOOL_FLAGS = {
-    "--enforce-eager": ("enforce_eager", True),
-    "--enable-chunked-prefill": ("enable_chunked_prefill", True),
-    "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
-    "--enable-prefix-caching": ("enable_prefix_caching", True),
-    "--no-enable-prefix-caching": ("enable_prefix_caching", False),
-}
-
-
-def human_int(text: str) -> int:
-    """vLLM's human_readable_int: '1k' = 1000, '1K' = 1024, '25.6k', '32768'."""
-    s = str(text).strip().replace("_", "").replace(",", "")
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)", s)
-    if not m:
-        raise BadInput(f"expected a number, got {text!r}")
-    num, suffix = float(m.group(1)), m.group(2)
-    if not suffix:
-        if not num.is_integer():
-            raise BadInput(f"expected an integer, got {text!r}")
-        return int(num)
-    power = "kmgt".index(suffix.lower()) + 1
-    base = 1024 if suffix.isupper() else 1000
-    return int(num * base**power)
 
 
 def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
-    """Apply `vllm serve`-style flags to settings. Unknown flags are kept and ignored."""
+    """Apply `vllm serve`-style flags to settings, strictly: a known flag with a bad value raises
+    BadInput (the CLI exits 2); unknown flags are kept in `unknown_flags` and ignored."""
+    from estimator.flags import BOOL_KEYS, flag_key, normalise
+
     s = settings or EngineSettings()
     i = 0
     while i < len(argv):
         tok = argv[i]
-        name, value = (tok.split("=", 1) + [None])[:2] if tok.startswith("-") and "=" in tok else (tok, None)
-        key = name.replace("_", "-") if name.startswith("--") else name
-        if key in _BOOL_FLAGS:
-            fld, val = _BOOL_FLAGS[key]
-            if value is not None:
-                val = value.lower() in ("1", "true", "yes")
-            setattr(s, fld, val)
-        elif key in _FLAGS:
-            fld, typ = _FLAGS[key]
-            if value is None:
-                if i + 1 >= len(argv):
-                    raise BadInput(f"flag {name} needs a value")
-                value = argv[i + 1]
-                i += 1
-            setattr(s, fld, _convert(fld, typ, value, name))
-        elif tok.startswith("-"):
-            s.unknown_flags.append(tok)
         i += 1
+        if not tok.startswith("-"):
+            continue
+        name, eq, inline = tok.partition("=")
+        if name == "--vllm-version":
+            s.vllm_version = inline if eq else (argv[i] if i < len(argv) else None)
+            i += 0 if eq else 1
+            if not s.vllm_version:
+                raise BadInput("--vllm-version needs a value")
+            continue
+        negated = name.startswith("--no-")
+        key = flag_key("--" + name[5:] if negated else name)
+        if key not in _FIELDS:
+            s.unknown_flags.append(tok)
+            continue
+        if key in BOOL_KEYS:
+            value: object = not negated
+            if eq:
+                value = normalise(key, inline)
+                if value is None:
+                    raise BadInput(f"{name} takes true/false, got {inline!r}")
+            setattr(s, key, value)
+            continue
+        if not eq:
+            if i >= len(argv):
+                raise BadInput(f"flag {name} needs a value")
+            inline = argv[i]
+            i += 1
+        setattr(s, key, _value(key, inline, name))
     return s
 
 
-def _convert(fld: str, typ: type, value: str, name: str):
-    try:
-        if fld == "max_model_len":
-            return "auto" if value.strip().lower() in ("auto", "-1") else human_int(value)
-        if fld == "kv_cache_memory_bytes":
-            return parse_bytes(value)
-        if typ is float:
-            out = float(value)
-            if fld == "gpu_memory_utilization" and not 0 < out <= 1:
-                raise BadInput(f"{name} must be in (0, 1], got {value}")
-            return out
-        if typ is int:
-            out = human_int(value)
-            if out <= 0:
-                raise BadInput(f"{name} must be positive, got {value}")
-            return out
-        return value.strip().lower() if fld in ("dtype", "kv_cache_dtype", "quantization") else value
-    except BadInput:
-        raise
-    except (TypeError, ValueError):
-        raise BadInput(f"bad value for {name}: {value!r}") from None
+def _value(key: str, raw: str, name: str) -> object:
+    from estimator.flags import normalise
+
+    text = raw.strip()
+    if key == "max_model_len" and text.lower() in ("auto", "-1"):
+        return "auto"
+    if key == "kv_cache_memory_bytes":
+        return parse_bytes(text)
+    value = normalise(key, text)
+    if value is None or (isinstance(value, (int, float)) and value <= 0):
+        raise BadInput(f"bad value for {name}: {raw!r}")
+    if key == "gpu_memory_utilization" and not 0 < float(value) <= 1:
+        raise BadInput(f"{name} must be in (0, 1], got {raw}")
+    return value
 
 
 def parse_bytes(text: str) -> int:

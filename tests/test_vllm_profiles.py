@@ -12,13 +12,13 @@ import pytest
 
 from estimator import catalog
 from estimator.errors import BadInput
+from estimator.flags import human_int
 from estimator.spec import spec_from_config
 from estimator.vllm import (
     EngineSettings,
     cuda_graph_sizes,
     default_max_num_batched_tokens,
     default_max_num_seqs,
-    human_int,
     parse_bytes,
     parse_flags,
     parse_version,
@@ -380,8 +380,9 @@ def test_human_int_suffixes():
     assert human_int("1K") == 1024
     assert human_int("25.6k") == 25600
     assert human_int("32768") == 32768
+    assert human_int("12.5") is None          # not an integer: the CLI refuses it
     with pytest.raises(BadInput):
-        human_int("12.5")
+        parse_flags(["--max-model-len", "12.5"])
 
 
 def test_parse_flags_common_set():
