@@ -221,3 +221,33 @@ def full_context_plan(est: Estimate) -> dict | None:
             break
     blocks = ceil_div(est.max_model_len, est.layout.block_size)
     return {"kv_needed_bytes": need, "blocks": blocks, "plans": plans}
+
+
+def facts_fixes(facts) -> list[dict]:
+    """Fixes that follow from vLLM's own printed numbers alone (no model config to re-check with).
+
+    They are labelled unchecked: the capacity vLLM printed bounds --max-model-len for V0 (and the
+    estimated maximum length for V1) only while the other settings stay as they were.
+    """
+    f = facts.get
+    kind = facts.error_kind
+    out: list[dict] = []
+    if kind in ("kv_capacity_v0", "kv_capacity_v1"):
+        cap = f("estimated_max_model_len") if kind == "kv_capacity_v1" else f("error_max_tokens_in_kv")
+        cap = cap or f("error_max_tokens_in_kv") or f("estimated_max_model_len")
+        if cap:
+            target = friendly_len(int(cap))
+            out.append({"flags": f"--max-model-len {target}", "checked": False,
+                        "why": f"vLLM itself said at most {int(cap):,} tokens fit with these settings"})
+    if kind == "free_memory_startup" and f("free_memory_gib") and f("total_gpu_memory_gib"):
+        free, total = float(f("free_memory_gib")), float(f("total_gpu_memory_gib"))
+        held = total - free
+        u = int((free / total) * 100 - 1) / 100
+        out.append({"flags": "", "checked": False,
+                    "why": f"another process holds {held:.2f} GiB of this GPU: stop it (nvidia-smi shows which) "
+                           "or move vLLM to a free GPU"})
+        if u >= 0.05:
+            out.append({"flags": f"--gpu-memory-utilization {u:.2f}", "checked": False,
+                        "why": f"ask for less than the {free:.2f} GiB that is free ({free:.2f}/{total:.2f} = "
+                               f"{free / total:.3f}); enough only if the model fits in it"})
+    return out

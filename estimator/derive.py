@@ -75,6 +75,12 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     budget = int(total * util) if total and util else None
     if budget:
         st.add(Figure("budget", budget, "derived", f"{total / GiB:.2f} GiB × {util:.2f}"))
+    elif est is None and all(f(k) is not None for k in ("weights_gib", "activation_peak_gib", "non_torch_gib")) \
+            and (f("kv_cache_gib") is not None or f("kv_available_gib") is not None):
+        parts = [f("weights_gib"), f("activation_peak_gib"), f("non_torch_gib"), f("cuda_graph_gib") or 0,
+                 f("kv_cache_gib") if f("kv_cache_gib") is not None else f("kv_available_gib")]
+        budget = _gib(sum(float(x) for x in parts))
+        st.add(Figure("budget", budget, "derived", "weights + activation + non-torch + graphs + KV, as printed"))
 
     # ---- KV per token and per block (architecture) ----
     bpb = bs = None
@@ -141,7 +147,10 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("other_processes", _gib(sum(float(x) for x in others)), "read",
                       "memory held by processes listed in the paste"))
     if f("free_memory_gib") is not None and total:
-        st.add(Figure("free_at_start", _gib(f("free_memory_gib")), "read", "free memory at start-up"))
+        free = _gib(f("free_memory_gib"))
+        st.add(Figure("free_at_start", free, "read", "free memory at start-up, as vLLM printed it"))
+        st.add(Figure("held_by_others", max(0, total - free), "derived",
+                      "total − free at start-up (other processes, plus this process's CUDA context)"))
 
     # ---- consistency checks ----
     if est is not None and cap and est.profile.engine == "v0":

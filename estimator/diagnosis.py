@@ -30,6 +30,7 @@ class Diagnosis:
     derived: dict = field(default_factory=dict)
     estimate: dict | None = None
     suggestions: list[dict] = field(default_factory=list)
+    unchecked: list[dict] = field(default_factory=list)   # from printed numbers only (no model to re-check)
     missing: list[str] = field(default_factory=list)
     specific: bool = False
     notes: list[str] = field(default_factory=list)
@@ -45,6 +46,7 @@ class Diagnosis:
             "derived": self.derived,
             "diagnosis": {
                 "error_kind": self.error_kind, "summary": self.summary, "suggestions": self.suggestions,
+                "unchecked_suggestions": self.unchecked,
                 "missing": self.missing, "specific": self.specific, "notes": self.notes,
                 "checks": self.checks, "full_context": self.full_context,
             },
@@ -162,9 +164,24 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.derive import _kv_formula
 
         d.kv_formula = _kv_formula(est)
-    d.notes = _claims_notes(facts, est) + ([f"Could not use the model: {problem}"] if problem else [])
+    if est is None:
+        from estimator.advice import facts_fixes
+
+        d.unchecked = facts_fixes(facts)
+        d.specific = d.specific or bool(d.unchecked)
+    d.notes = _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
     d.summary = _summary(d, facts, est)
     return d
+
+
+def _public(message: str) -> str:
+    """A hub message without this server's own file paths (replies go to other people)."""
+    try:
+        from estimator.hub import _cache_dir
+
+        return message.replace(str(_cache_dir(None)), "the local HF cache")
+    except Exception:  # the message is still useful without the substitution
+        return message
 
 
 def _has_numbers(facts) -> bool:
@@ -185,6 +202,12 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     overrides = {"weights_bytes": b("weights_gib"), "activation_bytes": b("activation_peak_gib"),
                  "non_torch_bytes": b("non_torch_gib"), "cuda_graph_bytes": b("cuda_graph_gib")}
     total = b("total_gpu_memory_gib")
+    free = b("free_memory_gib")
+    others = facts.extra.get("process_in_use_gib")
+    if free is not None and total:
+        overrides["other_process_bytes"] = max(0, total - free)
+    elif isinstance(others, list) and len(others) > 1:
+        overrides["other_process_bytes"] = int(sum(float(x) for x in others[1:]) * GiB)
     est = run_estimate(loaded.spec, gpu_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
@@ -195,7 +218,7 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     if pool is not None and not settings.kv_cache_memory_bytes:
         gap = est.kv_cache_bytes - pool
         for key in ("activation_bytes", "non_torch_bytes", "weights_bytes"):
-            if overrides[key] is None:
+            if overrides.get(key) is None:
                 current = getattr(est, key)
                 new = max(0, current + gap)
                 inputs = dict(est.inputs)  # type: ignore[attr-defined]
@@ -303,6 +326,11 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     if d.suggestions:
         s = d.suggestions[0]
         parts.append(f"Change to make: `{s['flags']}` ({_short_effect(s)}).")
+    elif d.unchecked:
+        u = d.unchecked[0]
+        parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}.")
+        if d.missing:
+            parts.append("To re-check it with vLLM's arithmetic I need " + " and ".join(d.missing) + ".")
     elif d.missing:
         parts.append("To say more I need " + " and ".join(d.missing) + ".")
     return redact(" ".join(parts))

@@ -557,7 +557,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         fit_len = _largest_fitting(needed, check_pool, max_len)
         fits = kv_pool > 0 and kv_needed <= check_pool
     error = None
-    if kv_pool <= 0 or blocks == 0:
+    startup_free = gpu_total_bytes - other_process_bytes
+    if profile.free_memory_check and other_process_bytes and startup_free < budget \
+            and not s.kv_cache_memory_bytes:
+        # vllm/v1/worker/gpu_worker.py init_device (0.9.1+): free memory at start must cover T × u.
+        error, fits = "free_memory_startup", False
+        assumptions.append(f"only {startup_free / GiB:.2f} GiB is free at start-up but vLLM asks for "
+                           f"{budget / GiB:.2f} GiB (utilization × total): it stops before loading")
+    elif kv_pool <= 0 or blocks == 0:
         error = "no_cache_blocks"
     elif not fits:
         error = "kv_capacity_v0" if profile.engine == "v0" else "kv_capacity_v1"

@@ -34,6 +34,8 @@ _ROWS = (
     ("kv_pool", "KV cache pool"),
     ("kv_needed", "KV needed for max_model_len"),
     ("other_processes", "Other processes on the GPU"),
+    ("free_at_start", "Free at start-up"),
+    ("held_by_others", "Held by other processes at start-up"),
 )
 
 
@@ -86,6 +88,12 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         for i, s in enumerate(diag.suggestions, 1):
             body.append(f"{i}. `{s['flags']}` → {_effect(s)} — {s['why']}")
             body.append(f"   ```\n   {s['command']}\n   ```")
+        body.append("")
+    if diag.unchecked:
+        body.append("**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):")
+        body.append("")
+        for u in diag.unchecked:
+            body.append(f"- {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}")
         body.append("")
     if diag.full_context:
         body += [f"**To serve the whole context:** {diag.full_context}", ""]
@@ -140,6 +148,8 @@ def render_slack(diag) -> dict:
         section("*KV per token:* " + diag.kv_formula)
     for i, s in enumerate(diag.suggestions[:8], 1):
         section(f"*{i}.* `{s['flags']}` → {_effect(s)}\n_{s['why']}_\n```{s['command']}```")
+    for u in diag.unchecked[:4]:
+        section("*Likely fix* (not re-checked): " + (f"`{u['flags']}` — " if u["flags"] else "") + u["why"])
     if diag.full_context:
         section("*To serve the whole context:* " + diag.full_context)
     if diag.missing:
