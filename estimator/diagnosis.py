@@ -274,8 +274,9 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
     weights = getattr(est, "modelled_weights_bytes", None) if est else None
     for c in claims:
         gb = c.get("gb")
-        if gb is None or weights is None:
+        if gb is None or weights is None or c.get("about") not in (None, "weights", "parameters", "model"):
             continue
+        c = {**c, "text": str(c.get("text", "")).strip().lstrip("•*-– ").strip()}
         real_gb = weights / 1e9
         if abs(gb - real_gb) / real_gb <= 0.12:
             notes.append(f"You're right about \"{c['text']}\": the weights take {weights / GiB:.2f} GiB "
@@ -284,6 +285,10 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
             notes.append(f"\"{c['text']}\" is not what vLLM loads: the weights take {weights / GiB:.2f} GiB "
                          f"({real_gb:.1f} GB) per GPU — dtype auto keeps the checkpoint's "
                          f"{est.spec.torch_dtype or '16-bit'} (2 bytes per parameter), it does not halve it.")
+    if est is not None and " GB" in (facts.text or "").replace("GB", " GB"):
+        total = est.gpu_total_bytes
+        notes.append(f"GB vs GiB: this {est.gpu_name} has {total / GiB:.2f} GiB as torch reports it "
+                     f"({total / 1e9:.1f} GB); vLLM's figures are GiB (2^30 bytes), even where a message says GB.")
     if est is not None and est.settings.tensor_parallel_size > 1:
         notes.append("All figures are per GPU: with tensor parallelism each GPU holds its share of the weights and "
                      "of the KV heads, and vLLM's token capacity is per GPU pool, not the sum over GPUs.")
