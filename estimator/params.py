@@ -536,9 +536,15 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
     method = str(quantization or q.get("quant_method") or "").lower().replace("_", "-")
     if quantization and q.get("quant_method") and str(q["quant_method"]).lower().replace("_", "-") != method \
             and not method.startswith(str(q["quant_method"]).lower()):
-        notes.append(f"--quantization {quantization} differs from the checkpoint's {q['quant_method']}; "
-                     "computed for the flag's format")
-        q = {}
+        if q.get("_from_name"):
+            q = {}  # the format was only guessed from the repo name: the flag is better evidence
+        else:
+            # A quantized checkpoint loads in its own format (vllm/config/model.py
+            # _verify_quantization: the flag may only pick a compatible kernel); keep its layout
+            # and ignore lists.
+            notes.append(f"--quantization {quantization}: the checkpoint is already {q['quant_method']}; "
+                         "its own format and exclusions are used")
+            method = str(q["quant_method"]).lower().replace("_", "-")
     ignore = _ignore_list(q)
     if q and not q.get("quant_method") and not quantization:
         notes.append("config carries a quantization block without quant_method (e.g. an MLX export); "
