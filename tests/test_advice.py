@@ -1,0 +1,173 @@
+"""Acceptance tests for estimator/advice.py (issue 5): candidate fixes, each re-checked with the
+memory model, ranked, bounded, and only the levers that act on the error at hand.
+
+Hand arithmetic for the seed (Qwen2.5-14B-Instruct-1M on an RTX A6000, docs/vllm-memory.md §7) is
+written next to each check.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator.advice import friendly_len, full_context_plan, suggest
+from estimator.api import load_model, run_estimate
+from estimator.memory import GiB, estimate, rerun
+from estimator.vllm import EngineSettings
+
+SEED_MODEL = "Qwen/Qwen2.5-14B-Instruct-1M"
+WEIGHT_LEVERS = ("tensor_parallel_size", "pipeline_parallel_size", "quantization", "cpu_offload_gb")
+
+
+@pytest.fixture(scope="module")
+def seed_spec():
+    return load_model(SEED_MODEL, offline=True).spec
+
+
+@pytest.fixture(scope="module")
+def llama8b():
+    return load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec
+
+
+@pytest.fixture(scope="module")
+def seed_est(seed_spec):
+    return run_estimate(seed_spec, "RTX A6000", EngineSettings(vllm_version="0.7.3"))
+
+
+@pytest.mark.parametrize("n,expected", [
+    (73_792, 65_536),    # 2^16 = 65,536 ≥ 0.85 × 73,792 = 62,723 → the power of two
+    (86_768, 86_016),    # 65,536 < 0.85 × 86,768 = 73,753 → 86,768 // 1024 × 1024 = 84 × 1024
+    (147_584, 131_072),  # 2^17 = 131,072 ≥ 0.85 × 147,584 = 125,446
+    (29_184, 28_672),    # 16,384 < 24,806 → 28 × 1024
+    (1_000, 992),        # under 1024: a multiple of 16 → 62 × 16
+    (65_536, 65_536),
+])
+def test_friendly_len(n, expected):
+    assert friendly_len(n) == expected
+    assert friendly_len(n) <= n
+
+
+def test_seed_suggestions_are_rechecked_and_ranked(seed_est):
+    assert seed_est.fits is False and seed_est.error_kind == "kv_capacity_v0"
+    fit = seed_est.max_model_len_fit
+    sugs = suggest(seed_est)
+    assert sugs
+    first = sugs[0]
+    assert first.changes == {"max_model_len": friendly_len(fit)}
+    assert first.flags == f"--max-model-len {friendly_len(fit)}"
+    for s in sugs:
+        assert s.fits
+        again = rerun(seed_est, **s.changes)
+        assert again.fits and again.kv_cache_tokens == s.estimate.kv_cache_tokens
+        # The flags say exactly the changes.
+        for key, value in s.changes.items():
+            assert f"--{key.replace('_', '-')} {value}" in s.flags
+        j = s.to_json()
+        assert {"flags", "command", "kv_cache_tokens", "max_concurrency", "fits", "why"} <= j.keys()
+        assert j["command"] == f"vllm serve {SEED_MODEL} {s.flags}"
+    assert len({s.flags for s in sugs}) == len(sugs)
+
+
+def test_seed_lever_effects(seed_est):
+    by = {next(iter(k for k in s.changes if k != "max_model_len"), "max_model_len"): s for s in suggest(seed_est)}
+    assert {"max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "tensor_parallel_size"} <= by.keys()
+    blocks = seed_est.gpu_blocks
+    # Utilization 0.90 → 0.95 adds 0.05 × 47.54 GiB = 2.377 GiB = 811 blocks of 3 MiB (V0: budget = total × u).
+    util = by["gpu_memory_utilization"]
+    assert util.changes["gpu_memory_utilization"] == 0.95
+    assert util.estimate.gpu_blocks == pytest.approx(blocks + 811, abs=1)
+    # fp8 KV: a block is 1.5 MiB, the same pool holds twice the blocks (±1 for the floor).
+    fp8 = by["kv_cache_dtype"]
+    assert fp8.estimate.layout.kv_bytes_per_token == 196_608 // 2
+    assert fp8.estimate.gpu_blocks == pytest.approx(2 * blocks, abs=1)
+    assert fp8.caveat
+    # TP=2: 98,304 B per token per GPU and half the weights on each GPU.
+    tp = by["tensor_parallel_size"]
+    assert tp.estimate.layout.kv_bytes_per_token == 98_304
+    assert tp.estimate.weights_bytes < 0.55 * seed_est.weights_bytes
+    assert tp.estimate.kv_cache_tokens > 2 * seed_est.kv_cache_tokens
+
+
+def test_utilization_is_bounded(seed_spec):
+    for u in (0.95, 0.97):
+        est = run_estimate(seed_spec, "RTX A6000", EngineSettings(vllm_version="0.7.3", gpu_memory_utilization=u))
+        for s in suggest(est):
+            assert s.changes.get("gpu_memory_utilization", 0) <= 0.95, s.flags
+            assert "gpu_memory_utilization" not in s.changes or s.changes["gpu_memory_utilization"] > u
+
+
+def test_no_fix_when_it_already_fits(seed_spec):
+    # 32,768 tokens × 196,608 B = 6 GiB of KV < 13.5 GiB available.
+    est = run_estimate(seed_spec, "RTX A6000", EngineSettings(vllm_version="0.7.3", max_model_len=32768))
+    assert est.fits
+    assert suggest(est) == []
+
+
+def test_full_context_plan(seed_est):
+    plan = full_context_plan(seed_est)
+    # 1,010,000 tokens → cdiv(1,010,000, 16) = 63,125 blocks × 3 MiB = 198,574,080,000 B (184.94 GiB).
+    assert plan["blocks"] == 63_125
+    assert plan["kv_needed_bytes"] == 63_125 * 3 * 2**20
+    assert plan["plans"], "some TP degree (≤ 8) of A6000s holds the whole context"
+    p = plan["plans"][0]
+    # TP=4 leaves 46.2 GiB of KV per GPU to find on a 47.54 GiB card: only TP=8 (23.1 GiB) can.
+    assert p["tensor_parallel_size"] == 8
+    assert p["kv_cache_tokens"] >= 1_010_000
+    assert rerun(seed_est, tensor_parallel_size=8).fits
+
+
+def test_weights_oom_gets_weight_levers_only(seed_spec):
+    """'raising utilization does not fix a weights-load OOM' — nor does a shorter context or fp8 KV."""
+    spec = load_model("meta-llama/Llama-3.1-70B-Instruct", offline=True).spec
+    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.10.1"))
+    sugs = suggest(est, error_kind="cuda_oom_load")
+    assert sugs
+    for s in sugs:
+        assert any(k in s.changes for k in WEIGHT_LEVERS), s.flags
+        assert "gpu_memory_utilization" not in s.changes and "kv_cache_dtype" not in s.changes
+        assert s.fits
+
+
+def test_profile_oom_lowers_the_batch(llama8b):
+    est = run_estimate(llama8b, "RTX 4090", EngineSettings(vllm_version="0.8.1", max_model_len=8192))
+    seqs = est.settings.max_num_seqs
+    sugs = suggest(est, error_kind="cuda_oom_profile")
+    lowered = [s for s in sugs if "max_num_seqs" in s.changes]
+    assert lowered, [s.flags for s in sugs]
+    assert lowered[0].changes["max_num_seqs"] < seqs
+    assert sugs[0] is lowered[0] or "max_num_batched_tokens" in sugs[0].changes  # the batch lever comes first
+    assert lowered[0].estimate.activation_bytes <= est.activation_bytes
+
+
+def test_graph_oom_offers_enforce_eager_first(llama8b):
+    est = run_estimate(llama8b, "H100", EngineSettings(vllm_version="0.33", max_model_len=8192))
+    sugs = suggest(est, error_kind="cuda_oom_graph")
+    assert sugs[0].changes == {"enforce_eager": True}
+    assert sugs[0].estimate.cuda_graph_bytes == 0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lead to fix: for cuda_oom_graph / cuda_oom_runtime, advice.suggest offers BOTH '--gpu-memory-utilization "
+    "0.87' (lower: more room outside the budget) and '--gpu-memory-utilization 0.95' (higher: less room) — "
+    "the generic 'higher utilization' lever (suggest step 2) is not excluded for OOMs outside vLLM's budget; "
+    "same in the dev corpus (vllm-pr48601…, club3090-487…)"))
+@pytest.mark.parametrize("kind", ["cuda_oom_graph", "cuda_oom_runtime"])
+def test_oom_outside_the_budget_never_raises_utilization(llama8b, kind):
+    est = run_estimate(llama8b, "H100", EngineSettings(vllm_version="0.33", max_model_len=8192,
+                                                      gpu_memory_utilization=0.92))
+    for s in suggest(est, error_kind=kind):
+        assert s.changes.get("gpu_memory_utilization", 0) <= 0.92, s.flags
+
+
+def test_free_memory_fix_fits_in_what_is_free(llama8b):
+    total = int(79.25 * GiB)
+    other = 12 * GiB  # another process holds 12 GiB: 67.25 GiB free
+    est = estimate(llama8b, gpu_total_bytes=total, settings=EngineSettings(vllm_version="0.9.2"),
+                   gpu_name="NVIDIA A100 80GB", compute_capability="8.0", other_process_bytes=other)
+    sugs = suggest(est, error_kind="free_memory_startup")
+    assert sugs and "gpu_memory_utilization" in sugs[0].changes
+    for s in sugs:
+        u = s.changes.get("gpu_memory_utilization")
+        if u is not None:
+            # 67.25 / 79.25 = 0.8486: any share asked for must fit in what is free.
+            assert u * total <= total - other
+            assert u < 0.9
