@@ -99,9 +99,14 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     if kind in ("cuda_oom_profile",):
         out += _activation_fixes(est)
     if kind in ("cuda_oom_graph", "cuda_oom_runtime"):
-        out += _graph_fixes(est)
+        # Outside vLLM's budget: the KV levers below do not apply.
+        return _dedupe_fitting(_graph_fixes(est))
     if kind in ("free_memory_startup",):
         out += _free_memory_fixes(est)
+    if kind == "mamba_blocks" or est.error_kind == "mamba_blocks":
+        out += _mamba_fixes(est)
+    if kind == "no_cache_blocks":
+        out += _activation_fixes(est)
 
     # 1. The largest max_model_len that fits (keeps everything else).
     fit = est.max_model_len_fit
@@ -114,9 +119,11 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                                       "under it" if target != fit else "the largest context that fits", False))
                 break
     # 2. Higher utilization (bounded: 0.95, and free memory when other processes hold some).
+    # Not for OOMs outside vLLM's budget (graphs, sampler warm-up, serving): there the margin
+    # (1 − u) is what ran out, so raising u is the wrong direction.
     u = s.gpu_memory_utilization or 0.9
     cap = 0.95
-    if u < cap - 1e-9 and kind not in ("free_memory_startup",):
+    if u < cap - 1e-9 and kind not in ("free_memory_startup", "cuda_oom_graph", "cuda_oom_runtime"):
         sug = _with_len(est, {"gpu_memory_utilization": cap}, f"gives the KV cache {(cap - u) * est.gpu_total_bytes / GiB:.2f} "
                         "GiB more of the card", True, "leave headroom for CUDA graphs and other processes",
                         [_flag("gpu-memory-utilization", cap)])
@@ -147,12 +154,27 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                         "or use an FP8/AWQ checkpoint of the same model", [_flag("quantization", "fp8")])
         if sug:
             out.append(sug)
+    return _dedupe_fitting(out)  # already in rank order: error-specific fixes, then the levers
+
+
+def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
     seen, uniq = set(), []
-    for sug in out:  # already in rank order: error-specific fixes, then the levers above
+    for sug in out:
         if sug.flags not in seen and sug.fits:
             seen.add(sug.flags)
             uniq.append(sug)
     return uniq
+
+
+def _mamba_fixes(est: Estimate) -> list[Suggestion]:
+    """Hybrid models need one state block per running sequence: max_num_seqs ≤ blocks."""
+    blocks = est.gpu_blocks
+    if blocks <= 0:
+        return []
+    seqs = 1 << (blocks.bit_length() - 1)
+    sug = _with_len(est, {"max_num_seqs": seqs}, f"each running sequence of a hybrid model holds one state block; "
+                    f"{blocks:,} blocks fit", True, flags=[_flag("max-num-seqs", seqs)])
+    return [sug] if sug else []
 
 
 def _activation_fixes(est: Estimate) -> list[Suggestion]:

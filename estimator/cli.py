@@ -23,7 +23,8 @@ USAGE = """usage:
   kvdoctor discourse poll [--once]
 common: --offline  --revision REV  --hf-token TOKEN"""
 
-_VALUE_OPTS = {"--gpu", "--gpu-count", "--model", "--format", "--revision", "--hf-token", "--host", "--port"}
+_VALUE_OPTS = {"--gpu", "--gpu-count", "--model", "--format", "--revision", "--hf-token", "--host", "--port",
+               "--vllm-version"}
 _BOOL_OPTS = {"--json", "--offline", "--socket-mode", "--once", "--help", "-h"}
 
 
@@ -111,7 +112,7 @@ def cmd_estimate(argv: list[str]) -> int:
         model = pos[0]
         if len(pos) > 1:
             raise BadInput(f"unexpected argument {pos[1]!r}")
-    settings = parse_flags(rest, EngineSettings())
+    settings = parse_flags(rest, EngineSettings(vllm_version=opts.get("--vllm-version")))
     gpu_count = _int_opt(opts, "--gpu-count")
     loaded = load_model(model, offline=_offline(opts), revision=opts.get("--revision"),
                         token=opts.get("--hf-token") or os.environ.get("HF_TOKEN"))
@@ -137,7 +138,7 @@ def cmd_explain(argv: list[str]) -> int:
     path = pos[0] if pos else "-"
     text = _read_input(path)
     diag = diagnose(text, model=opts.get("--model"), gpu=opts.get("--gpu"),
-                    vllm_version=None, offline=_offline(opts), explain=True)
+                    vllm_version=opts.get("--vllm-version"), offline=_offline(opts), explain=True)
     fmt = opts.get("--format", "md")
     if fmt not in ("md", "slack", "text"):
         raise BadInput(f"--format must be md, slack or text, not {fmt!r}")
@@ -166,9 +167,18 @@ def _read_input(path: str) -> str:
         raise BadInput("the paste is larger than 8 MiB; paste the error and the lines before it")
     if not data.strip():
         raise BadInput("the paste is empty")
-    if data.count(b"\x00") > len(data) // 100:
-        raise BadInput("this looks like a binary file, not a log")
+    if _looks_binary(data):
+        raise BadInput("this looks like a binary file, not a log: paste the text vLLM printed")
     return data.decode("utf-8", errors="replace")
+
+
+def _looks_binary(data: bytes) -> bool:
+    """Logs are text: a NUL byte, a compressed-file signature or many control bytes mean binary."""
+    head = data[:65536]
+    if b"\x00" in head or head[:2] == b"\x1f\x8b" or head[:4] in (b"PK\x03\x04", b"\x7fELF", b"\x89PNG"):
+        return True
+    control = sum(1 for b in head if b < 32 and b not in (9, 10, 13, 27))
+    return control > len(head) * 0.02
 
 
 def _int_opt(opts: dict, name: str) -> int | None:

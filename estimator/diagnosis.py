@@ -41,6 +41,10 @@ class Diagnosis:
     state: object | None = None
 
     def to_json(self) -> dict:
+        """The explain JSON; every string is passed through `redact` (it may be stored or posted)."""
+        return _redact_all(self._json())
+
+    def _json(self) -> dict:
         return {
             "facts": self.facts,
             "derived": self.derived,
@@ -53,6 +57,16 @@ class Diagnosis:
             "estimate": self.estimate,
             "reply": render_markdown(self),
         }
+
+
+def _redact_all(value):
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_all(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redact_all(v) for v in value]
+    return value
 
 
 def explain_json(diag: Diagnosis) -> dict:

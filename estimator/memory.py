@@ -178,12 +178,20 @@ class Estimate:
 # ------------------------------------------------------------------------------------------
 
 
+def cc_number(compute_capability: str | None) -> float | None:
+    """NVIDIA compute capability as a number ("8.6" → 8.6); None for other vendors ("gfx942")."""
+    try:
+        return float(compute_capability) if compute_capability else None
+    except (TypeError, ValueError):
+        return None
+
+
 def resolve_dtype(spec: ModelSpec, settings: EngineSettings, profile: Profile,
                   compute_capability: str | None, assumptions: list[str]) -> str:
     """--dtype auto → the checkpoint dtype with vLLM's fp32 / pre-Ampere rules (vllm/config/model.py)."""
     want = (settings.dtype or "auto").lower()
     cfg = str(spec.torch_dtype or "").lower().replace("torch.", "")
-    cc = float(compute_capability) if compute_capability else None
+    cc = cc_number(compute_capability)
     if want in ("half", "float16", "fp16"):
         return "float16"
     if want in ("bfloat16", "bf16"):
@@ -485,10 +493,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            f"{s.max_num_batched_tokens}")
 
     if s.block_size is None and spec.uses_mla and profile.engine == "v1" and profile.mla_cache \
-            and profile.version >= (0, 8, 0) and compute_capability:
+            and profile.version >= (0, 8, 0) and cc_number(compute_capability):
         # V1 MLA backends force their block size (vllm/v1/attention/backends/mla/): FlashMLA on
         # Hopper 64, CUTLASS MLA on Blackwell 128; Triton MLA elsewhere keeps 16.
-        cc = float(compute_capability)
+        cc = cc_number(compute_capability)
         if 9.0 <= cc < 10.0:
             s.block_size = 64
         elif cc >= 10.0:
@@ -566,6 +574,11 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            f"{budget / GiB:.2f} GiB (utilization × total): it stops before loading")
     elif kv_pool <= 0 or blocks == 0:
         error = "no_cache_blocks"
+    elif layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 0) \
+            and s.max_num_seqs > blocks:
+        # Hybrid (Mamba / linear-attention) models: every running sequence holds one state block,
+        # so vLLM refuses max_num_seqs above the number of blocks.
+        error, fits = "mamba_blocks", False
     elif not fits:
         error = "kv_capacity_v0" if profile.engine == "v0" else "kv_capacity_v1"
     if auto_len and profile.auto_max_model_len and not fits and fit_len > 0:

@@ -29,6 +29,7 @@ import regex
 
 from estimator import flags as _flags
 from estimator import paste_prose as _prose
+from estimator import paste_tables as _tables
 from estimator import paste_templates as _tpl
 from estimator.paste_text import PasteText, budget, decode, prepare, start_clock, stop_clock
 
@@ -232,7 +233,7 @@ def _read(raw: str) -> Facts:
         for h in _prose.find_bare_models(text_p, skip):
             occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, None, h.guess))
         for h in _prose.find_values(text_p, skip, _flags.is_suggestion):
-            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, pt.rank_at(h.start)))
+            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, pt.rank_at(h.start), h.guess))
             if h.source == "prose_need_avail" and h.key == "kv_needed_gib":
                 kinds.append((h.start, "kv_capacity_v1", "prose_need_avail"))
         for m in _finditer(_LOAD_MODEL, text_p, limit=20):
@@ -241,6 +242,7 @@ def _read(raw: str) -> Facts:
                 occs.append(_Occ("model", got[0], m.start("path"), m.end("path"), "load_model_log",
                                  _tpl.P_GUESS + 5 if got[1] else _tpl.P_LOAD, None, got[1]))
             model_paths.append(m.group("path"))
+        model_paths += _prose.config_file_models(text_p)
         for h in _prose.find_gpus(text_p, []):
             occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, None, h.guess, h.norm))
         _smi(text_p, occs, extra)
@@ -248,6 +250,14 @@ def _read(raw: str) -> Facts:
         if claims:
             extra["claims"] = [{k: v for k, v in c.items() if k not in ("start", "end")} | {"span": list(pt.span(c["start"], c["end"]))}
                                for c in claims]
+        # tables last: a table comparing runs is read at the run the rest of the paste points to
+        model_occs = [o for o in occs if o.key == "model"]
+        subject = _resolve("model", model_occs, None, lambda _p: 0)[0] if model_occs else None
+        anchors = [(o.key, o.value, o.start) for o in occs]
+        for h in _tables.find_table_values(text_p, str(subject.value) if subject else None, anchors,
+                                           [k[0] for k in kinds]):
+            if not _inside_any(h.start, skip):
+                occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, pt.rank_at(h.start)))
 
     # before/after comparisons (PR descriptions): the "after" numbers are a proposal, not the user's state
     for a, b in _after_sections(text):
@@ -276,6 +286,12 @@ def _read(raw: str) -> Facts:
             per_rank[key] = ranks
         if alts:
             alternatives[key] = alts
+    if "vllm_version" in chosen:
+        for key in [k for k in alternatives if k not in chosen]:
+            got = _pick_by_version(text, by_key[key], str(chosen["vllm_version"].value))
+            if got is not None:
+                chosen[key] = got
+                del alternatives[key]
     _infer_quantization(chosen, by_key, model_paths, text)
     _derive_gpu_count(chosen, extra)
     if per_rank:
@@ -287,14 +303,14 @@ def _read(raw: str) -> Facts:
         extra[name] = in_focal[0] if in_focal else vals[0][1]
 
     # 6. error kind, engine, version range
-    kind = _error_kind(text, kinds, memory_logs, focal, run_of, run_starts, set(pt.line_starts))
+    engine = _engine(engines, chosen.get("vllm_version"))
+    kind = _error_kind(text, kinds, memory_logs, focal, run_of, run_starts, set(pt.line_starts), engine)
     for key, o in chosen.items():
         facts.values[key] = Fact(o.value, pt.span(o.start, o.end), o.source, o.guess)
     if kind is not None:
         pos, src = kind[1], kind[2]
         end = max(pos[1], kind_ends.get(pos[0], pos[1]))
         facts.values["error_kind"] = Fact(kind[0], pt.span(pos[0], end), src)
-    engine = _engine(engines, chosen.get("vllm_version"))
     if engine:
         extra["engine"] = engine
     hint = _intersect(hints)
@@ -325,6 +341,10 @@ def _after_sections(text: str) -> list[tuple[int, int]]:
     if start is not None:
         out.append((start, len(text)))
     return out
+
+
+def _inside_any(pos: int, spans: list[tuple[int, int]]) -> bool:
+    return any(s <= pos < e for s, e in spans)
 
 
 def _finditer(pattern, text: str, limit: int = 500):
@@ -503,8 +523,9 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of) -> tuple[_Occ
     cands = lst
     if focal is not None:
         in_focal = [o for o in cands if run_of(o.start) == focal]
-        # the machine and the subject (GPU, model) named in prose belong to no single run
-        if in_focal and not (key in ("gpu", "model", "gpu_count")
+        # the machine, the install and the subject (GPU, vLLM version, model) named in prose
+        # belong to no single run
+        if in_focal and not (key in ("gpu", "model", "gpu_count", "vllm_version")
                              and all(o.source.startswith(("prose", "catalog", "hf_")) for o in in_focal)):
             cands = in_focal
     top = max(o.priority for o in cands)
@@ -544,8 +565,29 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of) -> tuple[_Occ
     return None, per_rank, [o.value for o in group]
 
 
+_LINE_VERSION = regex.compile(r"(?i)(?<![\w.])v?(\d+\.\d+(?:\.\d+)?)(?![\d]|\.\d)")
+
+
+def _pick_by_version(text: str, lst: list[_Occ], version: str) -> _Occ | None:
+    """Values that disagree because the paste compares versions line by line ("- vLLM 0.2.4:
+    `# GPU blocks: 1464`" / "- vLLM 0.2.5: `# GPU blocks: 112`"): the line labelled with the
+    version the paste is about. None unless exactly one top-priority value's line names it."""
+    top = max(o.priority for o in lst)
+    want = _vkey(version)
+    hits = []
+    for o in (o for o in lst if o.priority == top):
+        head = text[text.rfind("\n", 0, o.start) + 1: o.start]
+        versions = [_vkey(m.group(1)) for m in _finditer(_LINE_VERSION, head, limit=5)]
+        if versions and want in versions:
+            hits.append(o)
+    vals = {repr(o.value) for o in hits}
+    return hits[0] if len(vals) == 1 else None
+
+
 def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text: str) -> None:
-    if "quantization" in chosen:
+    """Quantization named in the model id (or a path / recipe file named after it) when nothing
+    stronger said it; a bare word in prose ("AWQ", below P_GUESS) yields to the model's name."""
+    if "quantization" in chosen and chosen["quantization"].priority >= _tpl.P_GUESS:
         return
     names = []
     if "model" in chosen:
@@ -602,6 +644,9 @@ _OTHER_ERROR = regex.compile(
 _VLLM_TRACEBACK = regex.compile(
     r"(?s)Traceback[ ]\(most[ ]recent[ ]call[ ]last\)(?=.{0,3000}?vllm[/\\.])(?=.{0,4000}?(?:kv_cache|determine_available_memory"
     r"|determine_num_available_blocks|profile_run|initialize_cache|_initialize_kv_caches|init_device|get_kv_cache_config))")
+_PROSE_KV_CHECK = regex.compile(
+    r"(?i)\b(?:OOM(?:s|'?ed|ing)?|fail(?:s|ed|ing)?|dies|died|crash(?:es|ed)?|errors?[ ]+out)[ ]+(?:at|during|in|on)[ ]+(?:the[ ]+)?"
+    r"KV[ -]?cache[ ]+(?:(?:capacity|size|length|admission)[ ]+)?check\b")
 _PROSE_OOM = regex.compile(
     r"(?i)\bOOM(?:s|'?ed|ing)?\b(?=[ ]+(?:errors?|at|when|during|while|on|under)\b)"
     r"|\b(?:get|got|getting|hits?|hitting|throws?|thrown|see|seeing|gives?|encounter(?:ed)?|causes?d?|results?(?:ed)?[ ]+in)[ ]+"
@@ -670,7 +715,8 @@ def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lin
     return line[1] if line else None
 
 
-def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, run_starts: list[int], log_lines: set):
+def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, run_starts: list[int], log_lines: set,
+                engine: str | None = None):
     in_focal = [k for k in kinds if focal is None or run_of(k[0]) == focal]
     for pos, kind, src in in_focal:
         if kind in _SPECIFIC:
@@ -692,6 +738,11 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
             return "other", (pos, pos + 1), src
     if not context:
         return None
+    m = _search(_PROSE_KV_CHECK, text)
+    if m and engine in ("v0", "v1"):
+        # "OOMs at the KV-cache check": the length-vs-KV-capacity check, told in words; which
+        # message it was follows the engine (V0 worker.py vs V1 kv_cache_utils.py)
+        return f"kv_capacity_{engine}", m.span(), "prose_kv_check"
     m = _search(_OTHER_ERROR, text)
     if m and (memory_logs or "Killed" not in m.group(0)):
         return "other", m.span(), "vllm_error"

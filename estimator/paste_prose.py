@@ -150,6 +150,10 @@ _GPU = regex.compile(
     )
     (?=s?\b|[^\w]|_)
     """)
+# "on 4A10", "8H100": a data-centre GPU name with a count glued on (the space or 'x' eaten)
+_GPU_GLUED = regex.compile(
+    r"(?<![\w.,/-])(?P<n>[1-8])(?P<name>(?:GH200|GB200|B200|B300|H100|H200|H800|H20|A800|A100|L40S|L40|A10G|A10|A30|A40|L4|T4|V100)"
+    r"(?:[ -]?(?:SXM\d?|PCIe|NVL|\d{2,3}[ ]?G[Bi]?B?)(?![\w]))*)(?![\w-])")
 _CONSUMER_NUMBERS = frozenset({"1080", "2060", "2070", "2080", "3050", "3060", "3070", "3080", "3090",
                                "4060", "4070", "4080", "4090", "5060", "5070", "5080", "5090", "7900"})
 # a GPU named with a memory size in parentheses right after: "RTX A6000 (49.1 GB VRAM)", "H20 (SM90, 95 GiB)"
@@ -215,6 +219,12 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
         sm = _GPU_SIZE_AFTER.match(text, m.end(), timeout=budget(TIMEOUT))
         if sm and sm.group("u") == "GiB":
             out.append(Hit("total_gpu_memory_gib", float(sm.group("n")), sm.start("n"), sm.end("u"), "prose_gpu_size", 20))
+    for m in _iter(_GPU_GLUED, text, limit=50):
+        if _inside(m.start(), skip):
+            continue
+        # the name only: a digit glued on is less sure to be a count than "4x A10"
+        name = m.group("name")
+        out.append(Hit("gpu", name, m.start("name"), m.end("name"), "prose_gpu", 20, norm=gpu_family(name)))
     for m in _iter(_COUNT_NOUN, text, limit=100):
         if _inside(m.start(), skip):
             continue
@@ -284,6 +294,9 @@ _VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
     (regex.compile(r"(?i)\bvLLM[ ]+Version[ ]*:[ ]*" + _VER), 50, "collect_env"),
     (regex.compile(r"(?i)\bvllm-(?=\d)" + _VER + r"(?=[.+-](?:cu\d|cp\d|py\d)|-)"), 45, "wheel"),
     (regex.compile(r"(?i)\bvllm(?:-openai)?:" + _VER), 40, "docker_tag"),
+    # a bug report is about the version where it fails ("Tested OK on 0.2.4. The test fails on 0.2.5")
+    (regex.compile(r"(?i)\b(?:fails|failed|failing|breaks|broke|crash(?:es|ed))[ ]+(?:again[ ]+)?(?:on|with|in|since)[ ]+"
+                   r"(?:vLLM[ ]+|(?=v?0\.\d))" + _VER), 35, "prose_version_failing"),
     (regex.compile(r"(?i)\bvllm(?:[ ]*(?:[-_:,=]|version|engine|openai|docker|container|image|release|nightly|wheel|tag|"
                    r"server|api|is|was|on|of|at|the|stock|from|build|main)[ ]*){0,5}[ ]*" + _VER), 30, "prose_version"),
 )
@@ -421,6 +434,21 @@ def find_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
     return out
 
 
+# A recipe / config file named after the model it serves ("recipes/minimax-m2.7-awq.yaml").
+_CONFIG_FILE = regex.compile(r"(?<![\w.-])(?:[\w.-]+/){0,6}(?P<stem>[A-Za-z][\w.-]{2,80}?)\.(?:ya?ml|json|toml)(?![\w.])")
+
+
+def config_file_models(text: str) -> list[str]:
+    """Stems of config files named after a known model family: they say the checkpoint's
+    quantization when nothing else does (used for that inference only, never as the model)."""
+    out = []
+    for m in _iter(_CONFIG_FILE, text, limit=50):
+        stem = m.group("stem")
+        if _family_org(stem) and any(c.isdigit() for c in stem) and "-" in stem:
+            out.append(stem)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # quantization named in a model id
 
@@ -502,6 +530,23 @@ _VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
     ("total_gpu_memory_gib", regex.compile(r"(?i)\btotal[ _]gpu[ _]memory[ ]*[:=(]?[ ]*" + _F + r"[ ]?GiB"), "prose_total"),
     ("activation_peak_gib", regex.compile(r"(?i)\bpeak[ ]+activations?(?:[ ]+memory)?[ ]*[:=]?[ ]*" + _F + r"[ ]?GiB"), "prose_activation"),
     ("max_concurrency", regex.compile(r"(?i)\bConcurrency[ ]*[:=]?[ ]*" + _F + r"[ ]?x\b"), "prose_concurrency"),
+    # "786,432 tokens / 3.0x": vLLM's "GPU KV cache size: N tokens" + "Maximum concurrency …: F x" retold
+    ("kv_tokens_capacity", regex.compile(r"(?i)(?<![\d,.])" + _N + r"[ ]+tok(?:en)?s[ ]*/[ ]*\d+(?:\.\d+)?[ ]?x\b"), "prose_kv_tokens"),
+    ("max_concurrency", regex.compile(r"(?i)(?<![\d,.])\d{1,3}(?:,\d{3})+[ ]+tok(?:en)?s[ ]*/[ ]*" + _F + r"[ ]?x\b"), "prose_concurrency"),
+    # "156.9x vs 20.43x max concurrency", "(1.24x concurrency)": the first figure is the run the sentence is about
+    # (decimals as vLLM prints them: "2x concurrency" is more often a relative gain)
+    ("max_concurrency", regex.compile(r"(?i)(?<![\d.])(?P<f>\d+\.\d+)[ ]?x(?:[ ]+(?:vs\.?|versus)[ ]+\d+(?:\.\d+)?[ ]?x)?[ ]+"
+                                      r"(?:max(?:imum)?[ ]+)?concurrency\b"), "prose_concurrency"),
+    # "KV 0.78 GiB / 31,129 tokens", "12 GiB/rank serves 786,432 tokens": a KV pool and what it holds
+    ("kv_tokens_capacity", regex.compile(r"(?i)\bKV(?:[ ]+cache|[ ]+pool)?[ ]*[:=]?[ ]*\d+(?:\.\d+)?[ ]?GiB[ ]*[/,][ ]*" + _N
+                                         + r"[ ]+tok(?:en)?s\b"
+                                         r"|(?<![\d.])\d+(?:\.\d+)?[ ]?GiB(?:[ ]*/[ ]*(?:rank|GPU)|[ ]+per[ ]+(?:rank|GPU))?[ ]+"
+                                         r"(?:serves|holds|stores|fits)[ ]+" + _N.replace("<n>", "<n2>") + r"[ ]+tok(?:en)?s\b"),
+     "prose_kv_tokens"),
+    ("kv_cache_gib", regex.compile(r"(?i)\bKV(?:[ ]+cache|[ ]+pool)?[ ]*[:=]?[ ]*" + _F + r"[ ]?GiB[ ]*[/,][ ]*\d{1,3}(?:,\d{3})*[ ]+tok(?:en)?s\b"),
+     "prose_kv_gib"),
+    # "168 blocks of ~193 available": the GPU's block count
+    ("gpu_blocks", regex.compile(r"(?i)\bblocks[ ]+of[ ]+~?" + _N + r"[ ]+(?:available|free|in[ ]+total|total)\b"), "prose_blocks"),
     ("max_model_len", regex.compile(r"(?i)(?:\bat[ ]+|\bwith[ ]+)" + _N + r"[ ]+(?:tokens?[ ]+(?:of[ ]+)?)?context\b"
                                     r"|\bContext(?:[ ]+(?:length|window))?[ ]*[:=]?[ ]*" + _N.replace("<n>", "<n2>") + r"[ ]+tok"
                                     r"|(?<![\d,.])" + _N.replace("<n>", "<n3>") + r"-token[ ]+context\b"
@@ -516,6 +561,19 @@ _NEED_AVAIL = regex.compile(
     r"(?:only[ ]+)?(?P<avail>\d+(?:\.\d+)?)[ ]?(?:GiB)?(?:[ ]+(?:avail(?:able)?|free|left))?"
     r"|(?P<need2>\d+(?:\.\d+)?)[ ]?GiB[ ]+(?:of[ ]+)?KV(?:[ ]+cache)?[ ]+(?:is[ ]+)?needed[ ]*[,;]?[ ]+(?:but[ ]+|vs\.?[ ]+|while[ ]+)?"
     r"(?:only[ ]+)?(?P<avail2>\d+(?:\.\d+)?)[ ]?(?:GiB[ ]+)?(?:avail(?:able)?|free|left)\b")
+# "2 x 4.99 = 9.98 GiB pool": a pool summed over GPUs; vLLM reports the per-GPU figure
+_POOL_SPLIT = regex.compile(
+    r"(?i)(?<![\w.])(?P<c>\d{1,2})[ ]*[x*][ ]*(?P<f>\d+\.\d+)(?:[ ]?GiB)?[ ]*=[ ]*(?P<t>\d+(?:\.\d+)?)[ ]?GiB[ ]+"
+    r"(?:of[ ]+)?(?:KV[ ]+)?(?:cache[ ]+)?pool\b")
+# vLLM ≥0.20's "The current --gpu-memory-utilization=0.8 is equivalent to --gpu-memory-utilization=0.758
+# without CUDA graph profiling" retold: "makes 0.80 effectively 0.758"
+_GMU_EQUIVALENT = regex.compile(
+    r"(?i)\bCUDA[ -]?graph[^\n]{0,80}?\b(?:makes|turns)[ ]+(?P<f>0?\.\d{1,4})[ ]+(?:effectively|equivalent[ ]+to)[ ]+0?\.\d{1,4}\b")
+# A weight-only method named on its own ("(AWQ + external MTP …)"), or any quantization right after
+# a parameter count ("Gemma 4 31B INT4"). FP8/INT8 alone may be a KV-cache dtype, so they need the count.
+_QUANT_WORD = regex.compile(
+    r"(?i)(?<![\w./-])(?P<q>AWQ|GPTQ)(?![\w/-]|\.\w)"
+    r"|(?<![\w.])\d{1,4}(?:\.\d+)?B(?:-A\d+(?:\.\d+)?B)?[ ]+(?P<q2>INT4|INT8|FP8|AWQ|GPTQ|NVFP4|MXFP4|W4A16|W8A8)(?![\w-])")
 # "FP8 weights", "the AWQ checkpoint": a quantization named as what the weights are
 _QUANT_PROSE = regex.compile(r"(?i)\b(?P<q>FP8|AWQ|GPTQ|NVFP4|MXFP4|GGUF|bitsandbytes|bnb)[ ]+(?:weights|checkpoint|quantized|quantization)\b")
 
@@ -530,6 +588,25 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
         if need > avail:
             out.append(Hit("kv_needed_gib", need, m.start(ng), m.end(ng), "prose_need_avail", 20))
             out.append(Hit("kv_available_gib", avail, m.start(ag), m.end(ag), "prose_need_avail", 20))
+            # V1 hands the KV cache exactly the available KV memory (gpu_worker.determine_available_memory)
+            out.append(Hit("kv_cache_gib", avail, m.start(ag), m.end(ag), "prose_need_avail", 18))
+    for m in _iter(_POOL_SPLIT, text, limit=20):
+        if _inside(m.start(), skip):
+            continue
+        count, per, total = int(m.group("c")), float(m.group("f")), float(m.group("t"))
+        # the arithmetic must hold to the printed precision, else it is not a per-GPU split
+        if 1 < count <= 64 and abs(count * per - total) <= 0.006 * count:
+            out.append(Hit("kv_cache_gib", per, m.start("f"), m.end("f"), "prose_pool_split", 20))
+    for m in _iter(_GMU_EQUIVALENT, text, limit=10):
+        if not _inside(m.start(), skip):
+            # a retold vLLM notice, not a proposal, even on a line that also suggests a fix
+            out.append(Hit("gpu_memory_utilization", float(m.group("f")), m.start("f"), m.end("f"), "prose_util_equivalent", 20))
+    for m in _iter(_QUANT_WORD, text, limit=20):
+        if not _inside(m.start(), skip):
+            q = (m.group("q") or m.group("q2")).lower()
+            g = "q" if m.group("q") else "q2"
+            out.append(Hit("quantization", {"bnb": "bitsandbytes", "w4a16": "int4", "w8a8": "int8"}.get(q, q),
+                           m.start(g), m.end(g), "prose_quant_word", 9, guess=True))
     for m in _iter(_QUANT_PROSE, text, limit=20):
         if not _inside(m.start(), skip):
             q = m.group("q").lower()

@@ -156,6 +156,11 @@ TEMPLATES: tuple[Template, ...] = (
     _t("max_concurrency",
        r"(?<!,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens[ \n]+per[ \n]+request:[ \n]*"
        r"(?P<max_concurrency>" + NUM + r")[ \n]*x", P_CAPACITY),
+    # Aphrodite (vLLM fork) worker.raise_if_cache_size_invalid logs block_size * num_gpu_blocks,
+    # the same capacity V0's length check compares against max_model_len
+    _t("aphrodite_max_seq_len",
+       r"Maximum[ \n]+sequence[ \n]+length[ \n]+allowed[ \n]+in[ \n]+the[ \n]+cache:[ \n]*(?P<kv_tokens_capacity>" + INT + r")",
+       P_CAPACITY, None, None, None),
     _t("num_gpu_blocks_override",
        r"Overriding[ \n]+num_gpu_blocks=(?P<x_computed_blocks>" + INT + r")[ \n]+with[ \n]+num_gpu_blocks_override=(?P<gpu_blocks>" + INT + r")",
        P_ERROR),
@@ -276,7 +281,7 @@ ANCHORS: dict[str, str] = {
     "v065_tab_util": "gpu_memory_utilization", "v065_tab_kv": "available_kv_cache_memory", "v1_profiling_debug": "profiling",
     "v1_available_kv": "available", "blocks_gpu_cpu": "blocks", "blocks_gpu_only": "blocks", "blocks_CUDA": "blocks",
     "blocks_cuda": "blocks", "blocks_other": "blocks", "kv_cache_size_merged": "concurrency", "kv_cache_size": "size",
-    "max_concurrency": "concurrency", "num_gpu_blocks_override": "overriding", "using_max_model_len": "using",
+    "max_concurrency": "concurrency", "num_gpu_blocks_override": "overriding", "aphrodite_max_seq_len": "allowed", "using_max_model_len": "using",
     "auto_fit": "auto-fit", "weights_v0": "weights", "weights_080": "loading", "weights_083": "loading",
     "weights_0112": "loading", "graph_took": "capturing", "graph_estimated": "estimated", "graph_pool": "pool",
     "graph_profiling_enabled": "equivalent", "graph_profiling": "profiling", "chunked_prefill_tb": "chunked",

@@ -145,11 +145,6 @@ def test_graph_oom_offers_enforce_eager_first(llama8b):
     assert sugs[0].estimate.cuda_graph_bytes == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: for cuda_oom_graph / cuda_oom_runtime, advice.suggest offers BOTH '--gpu-memory-utilization "
-    "0.87' (lower: more room outside the budget) and '--gpu-memory-utilization 0.95' (higher: less room) — "
-    "the generic 'higher utilization' lever (suggest step 2) is not excluded for OOMs outside vLLM's budget; "
-    "same in the dev corpus (vllm-pr48601…, club3090-487…)"))
 @pytest.mark.parametrize("kind", ["cuda_oom_graph", "cuda_oom_runtime"])
 def test_oom_outside_the_budget_never_raises_utilization(llama8b, kind):
     est = run_estimate(llama8b, "H100", EngineSettings(vllm_version="0.33", max_model_len=8192,

@@ -225,10 +225,6 @@ def test_bad_input_exits_2_with_one_line(offline_env, args):
     assert line.startswith("kvdoctor:")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: GPUs whose compute capability is an AMD gfx name crash: memory.resolve_dtype does "
-    "float('gfx942') → ValueError traceback, exit 1 (estimator/memory.py resolve_dtype; also the MLA "
-    "block-size branch of estimate()). '128GB' hits it too: it resolves to 'AMD Instinct MI250X (per GCD)'"))
 @pytest.mark.parametrize("gpu,torch_gib", [
     pytest.param("MI300X", 191.98, id="MI300X"),
     pytest.param("128GB", None, id="nominal-128GB"),
@@ -364,10 +360,7 @@ def test_explain_formats(offline_env):
     pytest.param(b"  \n\t \n", id="whitespace"),
     pytest.param(b"\x7fELF\x02\x01\x01" + b"\x00" * 4096, id="elf"),
     pytest.param(b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 64, id="png"),
-    pytest.param(gzip.compress(SEED.read_bytes() * 20, mtime=0), id="gzip-of-a-log", marks=pytest.mark.xfail(
-        strict=True, reason="lead to fix: a gzip file (high-entropy bytes, 5 NULs in 962 bytes, < the 1% NUL "
-        "threshold of cli._read_input) is taken as text: exit 0 with 'I found no vLLM memory error in this "
-        "text.' instead of exit 2 'this looks like a binary file'")),
+    pytest.param(gzip.compress(SEED.read_bytes() * 20, mtime=0), id="gzip-of-a-log"),
 ])
 def test_explain_empty_or_binary_input_exits_2(offline_env, tmp_path, data):
     assert_bad_input(kvdoctor(offline_env, "explain", "-", "--offline", stdin=data))
@@ -396,9 +389,6 @@ def test_explain_model_and_gpu_options(offline_env):
     assert d["derived"]["figures"]["kv_pool"]["value"] == 4_612 * 3 * MiB
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: `kvdoctor explain --vllm-version V` is ignored: cmd_explain passes vllm_version=None to "
-    "diagnose() (estimator/cli.py), so the seed is always explained with the assumed V0 0.7.3 rules"))
 def test_explain_vllm_version_option(offline_env):
     d = ok_json(kvdoctor(offline_env, "explain", str(SEED), "--offline", "--json", "--vllm-version", "0.10.1"))
     assert d["estimate"]["settings"]["vllm_version"].startswith("0.10.1")

@@ -169,10 +169,6 @@ def test_secrets_redacted_in_kvdoctor_explain(args, tmp_path):
         _assert_clean(out)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lead to fix: `kvdoctor explain --json` (Diagnosis.to_json) carries diagnosis.notes unredacted: the note "
-    "quoting the user's '~28GB' claim contains 'HF_TOKEN=hf_…' verbatim (render_markdown redacts it, "
-    "to_json's 'diagnosis' does not); the web API and bots that store to_json() get the token too"))
 def test_secrets_redacted_in_the_json_diagnosis(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
     proc = subprocess.run([sys.executable, "-m", "estimator.cli", "explain", "-", "--offline", "--json"], cwd=ROOT,
