@@ -46,15 +46,13 @@ def settings_for(case: dict) -> EngineSettings:
     if "V0" in ver_text:
         engine = "v0"
     if version is None:
-        # As `diagnose` does: the newest version the paste's message formats allow.
+        # As `diagnose` does: the version the paste's message formats point to.
+        from estimator.diagnosis import assumed_version
         from estimator.paste import read_paste
 
         facts = read_paste(case.get("paste") or "")
-        hint = facts.extra.get("version_hint")
-        version = facts.get("vllm_version") or (hint[1] if isinstance(hint, (list, tuple)) and hint[1] else None)
         engine = engine or facts.extra.get("engine")
-    if version is None and engine == "v0":
-        version = "0.7.3"
+        version = facts.get("vllm_version") or assumed_version(facts.extra.get("version_hint"), engine)[0]
     s = EngineSettings(vllm_version=version, engine=engine)
     s.tensor_parallel_size = int(case.get("tensor_parallel_size") or 1)
     s.pipeline_parallel_size = int(case.get("pipeline_parallel_size") or 1)

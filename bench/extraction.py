@@ -27,6 +27,12 @@ SETTING_FIELDS = ("model", "gpu", "gpu_count", "vllm_version", "tensor_parallel_
                   "enforce_eager", "max_num_seqs", "max_num_batched_tokens")
 
 # Hand labels for ../shared/corpus/dev.jsonl (what the paste shows; design.md §4 values).
+# Conventions: a vLLM failure whose message the excerpt cuts off (a traceback into
+# _initialize_kv_caches, "EngineCore failed to start", "Killed") is "other", not the kind the
+# case's notes infer; vLLM's memory log lines with no failure are "startup_log_ok"; write-ups,
+# recipes and summaries that quote no vLLM output and report no failure of the writer's are None.
+# A failure told in words is labelled when the words name the check ("OOMs at the KV-cache
+# check" on a V1 version → kv_capacity_v1).
 DEV_ERROR_KINDS: dict[str, str | None] = {
     "vllm15815-l40s-tp2-qwen25-32b": "startup_log_ok",
     "vllm10533-a100-two-instances-qwen25-14b-gptq": "no_cache_blocks",

@@ -43,8 +43,11 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
         base_note = (f"{ref} is not available here; used the config of its base model {src.model_id} "
                      f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
     spec = spec_from_config(src.config, src.model_id if base_note is None else ref, src.companions)
-    if name_quant and not spec.quantization:
+    if name_quant:
+        # The export's own format (from its name) replaces the base model's quantization_config.
         spec.quantization = {"quant_method": name_quant, "_from_name": True}
+        if name_quant == "int8":
+            spec.quantization = {"quant_method": "gptq", "bits": 8, "group_size": -1, "_from_name": True}
     spec.assumptions[:0] = list(src.assumptions) + ([base_note] if base_note else [])
     spec.safetensors_bytes_by_dtype = src.safetensors_bytes_by_dtype  # type: ignore[attr-defined]
     return LoadedModel(spec, src.origin, src.safetensors_bytes_by_dtype, list(src.assumptions))
@@ -71,6 +74,8 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     quant = next((q for q in ("nvfp4", "mxfp4", "fp8", "awq", "gptq", "bnb", "gguf") if q in tail), None)
     if quant is None and ("int4" in tail or "4bit" in tail or "w4a16" in tail):
         quant = "awq" if "awq" in tail else "gptq"
+    if quant is None and ("int8" in tail or "w8a16" in tail or "w8a8" in tail or "8bit" in tail):
+        quant = "int8"
     quant = {"bnb": "bitsandbytes"}.get(quant, quant)
     org = ref.split("/")[0] if "/" in ref else None
     if org and canonical_id(f"{org}/{stem}"):

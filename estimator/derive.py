@@ -95,8 +95,11 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     blocks = f("gpu_blocks")
     cap = f("error_max_tokens_in_kv") or (f("kv_tokens_capacity") if est and est.profile.engine == "v0" else None)
     if blocks is None and cap and bs and est is not None and est.layout.num_groups <= 1:
-        blocks = cap // bs
-        st.add(Figure("gpu_blocks", blocks, "derived", f"{cap:,} tokens ÷ {bs} tokens per block", unit="blocks"))
+        pp = est.settings.pipeline_parallel_size if est.profile.engine == "v0" and est.profile.version >= (0, 8, 0) else 1
+        blocks = cap // bs * pp
+        how = f"{cap:,} tokens ÷ {bs} tokens per block" + (f" × {pp} (V0 0.8+ prints blocks ÷ pipeline stages)"
+                                                             if pp > 1 else "")
+        st.add(Figure("gpu_blocks", blocks, "derived", how, unit="blocks"))
     elif blocks is not None:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
     kv_read = _gib(f("kv_cache_gib") or f("kv_available_gib"))
@@ -120,7 +123,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         elif est is not None:
             val = {"weights": est.weights_bytes, "activation": est.activation_bytes,
                    "non_torch": est.non_torch_bytes, "cuda_graphs": est.cuda_graph_bytes}[name]
-            if getattr(est, "anchored", None) == f"{name}_bytes" and "kv_pool" in st.figures:
+            if f"{name}_bytes" in (getattr(est, "anchored", None) or []) and "kv_pool" in st.figures:
                 st.add(Figure(name, val, "derived", "what is left of the non-KV memory after the other parts "
                               "(so that the model reproduces vLLM's KV figure)"))
             else:

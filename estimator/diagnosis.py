@@ -88,6 +88,9 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
             setattr(s, key, int(f(key)))
     if f("enforce_eager") is not None:
         s.enforce_eager = bool(f("enforce_eager"))
+    for key in ("enable_prefix_caching", "enable_chunked_prefill"):  # read as extras (not fact keys)
+        if isinstance(facts.extra.get(key), bool):
+            setattr(s, key, facts.extra[key])
     if isinstance(s.dtype, str) and s.dtype.startswith("auto"):
         s.dtype = "auto"
     if isinstance(s.kv_cache_dtype, str) and s.kv_cache_dtype.startswith("auto"):
@@ -99,7 +102,10 @@ def _gpu_ref(facts, gpu: str | None) -> str | None:
     if gpu:
         return gpu
     if facts.get("gpu"):
-        return str(facts.get("gpu"))
+        # Keep the words right after the name: "RTX 4090 with 48GB of VRAM" names a variant.
+        fact = facts.values["gpu"]
+        tail = (facts.text or "")[fact.span[1]: fact.span[1] + 32].split("\n")[0]
+        return str(fact.value) + (" " + tail if "GB" in tail else "")
     if facts.get("total_gpu_memory_gib"):
         return f"{facts.get('total_gpu_memory_gib')}GiB"
     return None
@@ -125,13 +131,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         engine = "v1"
     assumptions: list[str] = []
     if not version:
-        hint = facts.extra.get("version_hint")
-        if engine == "v0":
-            version = V0_ASSUMED
-            assumptions.append(f"the message format is vLLM's V0 engine; version not stated, so V0 rules of {V0_ASSUMED}")
-        elif isinstance(hint, (list, tuple)) and hint and hint[-1]:
-            version = str(hint[-1])
-            assumptions.append(f"version not stated; the message format points to vLLM ≤ {version}")
+        version, note = assumed_version(facts.extra.get("version_hint"), engine)
+        if version:
+            assumptions.append(note)
     missing: list[str] = []
     model_ref = model or facts.get("model")
     gpu_ref = _gpu_ref(facts, gpu)
@@ -188,6 +190,24 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     return d
 
 
+def assumed_version(hint, engine: str | None) -> tuple[str | None, str]:
+    """The version to model when the paste does not say: the newest its message formats allow,
+    except that a V0 engine is taken at 0.7.3, the last release where V0 was the default."""
+    from estimator.vllm import parse_version
+
+    lo, hi = (hint if isinstance(hint, (list, tuple)) and len(hint) == 2 else (None, None))
+    if engine == "v0":
+        if hi and parse_version(hi) <= parse_version(V0_ASSUMED):
+            return str(hi), f"version not stated; the message format points to vLLM {lo}–{hi}: modelled as {hi}"
+        if lo and parse_version(lo) > parse_version(V0_ASSUMED):
+            return str(lo), f"version not stated; the V0 message format points to vLLM ≥ {lo}: modelled as {lo}"
+        return V0_ASSUMED, (f"the message format is vLLM's V0 engine; version not stated, so V0 rules of "
+                            f"{V0_ASSUMED} (the last release where V0 was the default)")
+    if hi:
+        return str(hi), f"version not stated; the message format points to vLLM ≤ {hi}: modelled as {hi}"
+    return None, ""
+
+
 def _public(message: str) -> str:
     """A hub message without this server's own file paths (replies go to other people)."""
     try:
@@ -218,8 +238,12 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     total = b("total_gpu_memory_gib")
     free = b("free_memory_gib")
     others = facts.extra.get("process_in_use_gib")
+    initial = facts.extra.get("initial_memory_usage_gib")
     if free is not None and total:
         overrides["other_process_bytes"] = max(0, total - free)
+    elif initial is not None:
+        # 0.6.4's "initial_memory_usage": memory in use before this instance (other processes).
+        overrides["other_process_bytes"] = int(float(initial) * GiB)
     elif isinstance(others, list) and len(others) > 1:
         overrides["other_process_bytes"] = int(sum(float(x) for x in others[1:]) * GiB)
     est = run_estimate(loaded.spec, gpu_ref, settings, gpu_count=f("gpu_count"),
@@ -227,25 +251,50 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
     est.modelled_weights_bytes = est.weights_bytes  # type: ignore[attr-defined]
-    # Anchor on vLLM's own KV figure: solve for the part the paste did not state.
     pool = _kv_pool_from_facts(facts, est)
-    if pool is not None and not settings.kv_cache_memory_bytes:
-        gap = est.kv_cache_bytes - pool
-        for key in ("activation_bytes", "non_torch_bytes", "weights_bytes"):
-            if overrides.get(key) is None:
-                current = getattr(est, key)
-                new = max(0, current + gap)
-                inputs = dict(est.inputs)  # type: ignore[attr-defined]
-                inputs[key] = new
-                modelled = est.weights_bytes
-                est = _estimate_with(est, inputs)
-                est.modelled_weights_bytes = modelled  # type: ignore[attr-defined]
-                est.anchored = key  # type: ignore[attr-defined]
-                est.assumptions.append(
-                    f"{key.replace('_bytes', '').replace('_', '-')} set to {new / GiB:.2f} GiB so that the model "
-                    "reproduces the KV figure vLLM printed (the rest of the non-KV memory is read or modelled)")
-                break
+    if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
+        est = _anchor(est, pool, overrides)
     return est
+
+
+def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
+    """Make the model reproduce vLLM's printed KV pool by solving for the parts the paste did not state.
+
+    The gap goes to the activation peak first (the least certain estimate), then to the weights
+    (checkpoint details the config does not show), then to non-torch; a part never goes below 0.
+    Each part moved is named in `assumptions`; if the gap cannot be closed, a check says so.
+    """
+    gap = est.kv_cache_bytes - pool          # > 0: vLLM had less KV than modelled → more non-KV
+    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes
+    if abs(gap) > 0.5 * max(non_kv, 1):
+        # Half the non-KV memory unexplained: a different card, checkpoint or setting, not a detail.
+        est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) and the model's ({est.kv_cache_bytes / GiB:.2f} "
+                               "GiB) are too far apart to reconcile: check the GPU, model id and settings; the advice "
+                               "starts from the model's own state")
+        return est
+    inputs = dict(est.inputs)  # type: ignore[attr-defined]
+    modelled = est.weights_bytes
+    moved: list[str] = []
+    for key in ("activation_bytes", "weights_bytes", "non_torch_bytes"):
+        if not gap or read.get(key) is not None:
+            continue
+        current = getattr(est, key)
+        new = max(0, current + gap)
+        gap -= new - current
+        inputs[key] = new
+        moved.append(f"{key.replace('_bytes', '').replace('_', '-')} {current / GiB:.2f} → {new / GiB:.2f} GiB")
+    if not moved:
+        return est
+    out = _estimate_with(est, inputs)
+    out.modelled_weights_bytes = modelled  # type: ignore[attr-defined]
+    out.anchored = [m.split(" ")[0].replace("-", "_") + "_bytes" for m in moved]  # type: ignore[attr-defined]
+    if abs(out.kv_cache_bytes - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
+        out.assumptions.append("to reproduce the KV figure vLLM printed, the parts the paste does not state were "
+                               "solved for: " + "; ".join(moved))
+    else:
+        out.assumptions.append(f"the model cannot reproduce vLLM's KV figure ({pool / GiB:.2f} GiB) even after "
+                               f"moving {', '.join(moved)}: the advice below starts from the model's own state")
+    return out
 
 
 def _estimate_with(est: Estimate, inputs: dict) -> Estimate:
@@ -277,7 +326,9 @@ def _kv_pool_from_facts(facts, est: Estimate) -> int | None:
         return int(f("gpu_blocks")) * bpb
     cap = f("error_max_tokens_in_kv")
     if cap and est.layout.num_groups <= 1:
-        return (int(cap) // est.layout.block_size) * bpb
+        # V0 0.8+ prints bs × (blocks // pp) (vllm/worker/worker.py raise_if_cache_size_invalid).
+        pp = est.settings.pipeline_parallel_size if est.profile.version >= (0, 8, 0) else 1
+        return (int(cap) // est.layout.block_size) * pp * bpb
     return None
 
 

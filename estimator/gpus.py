@@ -231,7 +231,7 @@ def lookup_gpu(text: str) -> Gpu:
 
 _COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
 _REPORTED = regex.compile(r"(\d+(?:\.\d+)?)\s*gib\b")
-_NOMINAL = regex.compile(r"\b(\d{1,3})\s*gb\b")
+_NOMINAL = regex.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*gb\b")
 
 
 def _alias_in_text(key: str) -> Gpu | None:
@@ -248,7 +248,18 @@ def _alias_in_text(key: str) -> Gpu | None:
         if f" {alias} " in text and (best is None or len(alias) > best[0]):
             best = (len(alias), row)
     if best is not None:
-        gpu = _to_gpu(best[1])
+        row = best[1]
+        gpu = _to_gpu(row)
+        m = _NOMINAL.search(text, timeout=0.1)
+        stated = float(m.group(1)) if m else None
+        if stated and row.marketed_gb and abs(stated - row.marketed_gb) / row.marketed_gb > 0.25:
+            # A variant the catalog does not list (a 48 GB modded 4090, a 16 GB vs 8 GB card): the
+            # stated size wins; the name still gives compute capability and dtype support.
+            total = int(gpu.total_bytes * stated / row.marketed_gb)
+            return dataclasses.replace(
+                gpu, name=f"{row.name} ({stated:g} GB variant)", total_bytes=total,
+                assumed=f"{row.name} with {stated:g} GB as stated (the catalog's card has {row.marketed_gb:g} GB): "
+                        f"scaled its torch-visible memory to {total / GIB:.2f} GiB")
         return dataclasses.replace(gpu, assumed=gpu.assumed or f"read the GPU as {gpu.name} from the text")
     m = _REPORTED.search(text, timeout=0.1)
     if m:

@@ -153,11 +153,14 @@ class Estimate:
                 "dtype": s.dtype, "kv_cache_dtype": s.kv_cache_dtype, "quantization": s.quantization,
                 "max_num_seqs": s.max_num_seqs, "max_num_batched_tokens": s.max_num_batched_tokens,
                 "block_size": self.layout.block_size, "enforce_eager": s.enforce_eager,
+                "enable_prefix_caching": s.enable_prefix_caching, "enable_chunked_prefill": s.enable_chunked_prefill,
+                "data_parallel_size": s.data_parallel_size,
             },
             "memory": {
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
                 "activation_bytes": self.activation_bytes, "non_torch_bytes": self.non_torch_bytes,
                 "cuda_graph_bytes": self.cuda_graph_bytes, "kv_cache_bytes": self.kv_cache_bytes,
+                "other_process_bytes": (getattr(self, "inputs", None) or {}).get("other_process_bytes") or 0,
             },
             "gpu_blocks": self.gpu_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,
@@ -525,7 +528,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # ---- blocks and capacity ----
     bpb = layout.bytes_per_block
     blocks = max(0, kv_pool // bpb) if bpb else 0
-    mamba_extra = 1 if (s.enable_prefix_caching and layout.state_bytes_per_request and profile.version >= (0, 30, 0)) else 0
+    # Mamba prefix caching ("align" mode) keeps 2 state blocks per running sequence instead of 1
+    # (vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes). Dev cases qevos (0.21) and
+    # talos#1995 with --enable-prefix-caching match 2 blocks per Mamba group. Counted only when the
+    # flag is given: the default for hybrid models changed across versions.
+    mamba_extra = 1 if (s.enable_prefix_caching and layout.state_bytes_per_request
+                        and profile.version >= (0, 11, 0)) else 0
     tb = s.max_num_batched_tokens
 
     def blocks_needed(length: int) -> int:

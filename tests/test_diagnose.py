@@ -208,22 +208,15 @@ def test_text_without_a_memory_problem_is_silent():
 # ------------------------------------------------------------------------------------------------
 # Cases where the diagnosis's estimate does not reproduce the KV figure vLLM printed.
 ANCHOR_MISSES = {
-    "vllm14452-2x5090-qwq32b-bnb-pp2": (
-        "PP=2, V0 0.8.5: vLLM printed 58,384 tokens; the anchored estimate reports 29,184. V0 ≥0.8 "
-        "reports block_size × (blocks // pp), but diagnosis._kv_pool_from_facts (and derive) turn the "
-        "capacity into a pool as (cap // 16) blocks without multiplying by pp, so the pool is half of vLLM's"),
-    "vllm-44376-dsv4flash-2xgh200-30k": (
-        "DeepSeek-V4-Flash TP2 on GH200: vLLM printed 5.44 GiB available KV; the estimate has −51 GiB "
-        "(modelled weights exceed the budget; the anchor only moves activation, clamped at 0)"),
+    "gpustack-1800-qwen25vl-7b-3090-v0-default": (
+        "the paste names no GPU (the RTX 3090 is only in the thread), so an H100 is assumed and vLLM's 2,400-token "
+        "capacity cannot be reconciled; the reply says so and asks for the GPU. Also: the V0 multimodal profile "
+        "run (max-size dummy images through the vision encoder) is not modelled"),
     "club3090-487-qwen36-27b-int4-2x3090-runtime-oom": (
         "hybrid Qwen3.6-27B TP2: KV 10.85 GiB reproduced, but vLLM's 'GPU KV cache size: 612,157 tokens' "
         "vs the estimate's 694,451 (+13%)"),
     "vllm-pr48601-qwen36-27b-fp8-4xh100-v2runner": (
         "vLLM printed 63.25 GiB of KV; the anchored estimate has 61.21 GiB (−3.2%)"),
-    "qevos-qwen36-27b-fp8-4090-48gb-262k": (
-        "the paste's '48GB' modded RTX 4090 is taken as the 24 GB card (23.64 GiB): vLLM printed 8.29 GiB "
-        "available KV, the estimate −8.5 GiB; the anchor sets activation to 0.00 GiB and still claims it "
-        "'reproduces the KV figure vLLM printed'"),
 }
 
 
@@ -265,10 +258,11 @@ def test_corpus_estimate_reproduces_vllms_kv_figure(case_id):
 
 
 FAILURE_MISSES = {
-    "vllm10533-a100-two-instances-qwen25-14b-gptq": (
-        "vLLM said 'No available memory for the cache blocks' (another instance held initial_memory_usage="
-        "68.01GiB of 79.15); the estimate ignores that memory and says it fits with 20,960 tokens of KV, "
-        "so every fix is re-checked from a state where nothing is wrong"),
+    "vllm-44376-dsv4flash-2xgh200-30k": (
+        "DeepSeek-V4's compressed / sparse KV layout (compress_ratios, indexer, fp8_ds_mla variants) is not "
+        "modelled: the generic layout needs less KV per token than vLLM's, so the anchored state fits at 30,000"),
+    "gpustack-1800-qwen25vl-7b-3090-v0-default": (
+        "the paste names no GPU, so an H100 is assumed (see ANCHOR_MISSES): on that card the model fits"),
 }
 
 
@@ -319,11 +313,15 @@ def _state_from_diagnosis(d):
     spec = load_model(e["model"]["id"], offline=True).spec
     base = parse_flags(user_flags(d.facts), EngineSettings(vllm_version=e["settings"]["vllm_version"],
                                                            engine=e["settings"]["engine"]))
+    # Settings the paste states outside the fact keys, carried in the estimate's settings.
+    base.enable_prefix_caching = e["settings"].get("enable_prefix_caching")
+    base.enable_chunked_prefill = e["settings"].get("enable_chunked_prefill")
     m = e["memory"]
     state = estimate(spec, gpu_total_bytes=e["gpu"]["total_bytes"], settings=base, gpu_name=e["gpu"]["name"],
                      compute_capability=e["gpu"]["compute_capability"], gpu_count=e["gpu"]["count"],
                      weights_bytes=m["weights_bytes"], activation_bytes=m["activation_bytes"],
-                     non_torch_bytes=m["non_torch_bytes"], cuda_graph_bytes=m["cuda_graph_bytes"])
+                     non_torch_bytes=m["non_torch_bytes"], cuda_graph_bytes=m["cuda_graph_bytes"],
+                     other_process_bytes=m.get("other_process_bytes") or 0)
     return base, state
 
 
@@ -363,13 +361,7 @@ def _gpu_ref(e: dict) -> str:
 
 
 # (case, flags) → why `kvdoctor estimate` with the same flags disagrees with the suggestion.
-CLI_MISFITS = {
-    ("qevos-qwen36-27b-fp8-4090-48gb-262k", "--tensor-parallel-size 2"): (
-        "offered as fitting, but `kvdoctor estimate Qwen/Qwen3.6-27B-FP8 --gpu 'NVIDIA GeForce RTX 4090' "
-        "--vllm-version 0.21.0 --gpu-memory-utilization 0.85 --kv-cache-dtype fp8 --quantization fp8 "
-        "--max-num-seqs 4 --max-num-batched-tokens 16384 --tensor-parallel-size 2` says fits=false (KV 3.69 GiB "
-        "vs 4.09 GiB needed at 262,144; largest fit 236,768). It 'fits' only in the anchored state whose "
-        "activation was clamped to 0.00 GiB because the 48GB card was read as a 24 GB one"),
+CLI_MISFITS: dict[tuple[str, str], str] = {
 }
 
 
@@ -431,11 +423,7 @@ RECORDED_FIXES = [
                 skip="BatsResearch/bonito-v1 (a Mistral-7B fine-tune) is not in the offline catalog: no estimate"),
     RecordedFix("vllm14452-2x5090-qwq32b-bnb-pp2",
                 "Fix: user lowered --max-model-len (value not in excerpt) to start.",
-                "--max-model-len", "<", 60000,
-                xfail="no plain --max-model-len fix in the top two (got '--gpu-memory-utilization 0.95 "
-                      "--max-model-len 35616', '--kv-cache-dtype fp8 --max-model-len 58368'): the anchored "
-                      "capacity is 29,184 instead of vLLM's 58,384 (PP=2 anchoring, see the anchoring test), "
-                      "and at ≤32K V0 turns chunked prefill off (Tb = L), so no length under 29,184 fits"),
+                "--max-model-len", "<", 60000),
     RecordedFix("wildguard2-3090-wildguard-30448",
                 "the fix hard-codes max_model_len=30448 when torch.cuda.get_device_name(0)=='NVIDIA GeForce RTX 3090'",
                 "--max-model-len", "<", 32768,
@@ -461,12 +449,7 @@ RECORDED_FIXES = [
                 "--gpu-memory-utilization", ">", 0.80,
                 # The paste names neither: the case record says 'MiniMax-M2.7 AWQ' on 2× DGX Spark (GB10);
                 # 119.7 GiB is the GB10 total the project's own fit uses (estimator/memory.py, this case).
-                model="MiniMaxAI/MiniMax-M2.7-AWQ", gpu="119.7GiB",
-                xfail="no utilization-only fix in the top two (got '--gpu-memory-utilization 0.95 "
-                      "--max-model-len 11264', '--tensor-parallel-size 4'): the paste's 0.80 is not read "
-                      "(0.92 default used), and the weights are counted as the base config's FP8 (107.2 GiB per "
-                      "GPU at TP=2) although the name says AWQ, so the state cannot reproduce vLLM's 22.5 GiB of "
-                      "available KV (activation clamped to 0, KV −2.2 GiB)"),
+                model="MiniMaxAI/MiniMax-M2.7-AWQ", gpu="119.7GiB"),
     RecordedFix("kvcached-110-two-llama31-8b-a100-freemem",
                 "Without kvcached, the usual fix is giving each instance a utilization fraction that sums below 1.",
                 # free 67.24 of 79.25 GiB → utilization ≤ 67.24 / 79.25 = 0.848
