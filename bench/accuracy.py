@@ -69,6 +69,22 @@ def settings_for(case: dict) -> EngineSettings:
                 continue
             setattr(s, key, word)
     s.enforce_eager = bool(case.get("enforce_eager"))
+    # Flags recorded in free text ("--data-parallel-size 8 --enable-expert-parallel …").
+    from estimator.vllm import parse_flags
+
+    words = str(case.get("other_flags") or "").replace(",", " ").split()
+    i = 0
+    while i < len(words):
+        if words[i].startswith("-") and len(words[i]) > 1:
+            chunk = words[i:i + 2] if i + 1 < len(words) and not words[i + 1].startswith("-") else words[i:i + 1]
+            try:
+                parse_flags(chunk, s)
+            except KvdoctorError:
+                pass
+            i += len(chunk)
+        else:
+            i += 1
+    s.unknown_flags = []
     return s
 
 

@@ -699,12 +699,13 @@ def _weights(spec: ModelSpec, s: EngineSettings, model_dtype: str, assumptions: 
 
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
     st = getattr(spec, "safetensors_bytes_by_dtype", None)
-    key = (model_dtype, s.quantization, s.tensor_parallel_size, s.pipeline_parallel_size,
+    ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
+    key = (model_dtype, s.quantization, s.tensor_parallel_size, s.pipeline_parallel_size, ep,
            tuple(sorted(st.items())) if st else None)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
-                                         tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size,
+                                         tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size, ep=ep,
                                          safetensors_bytes_by_dtype=st)
     wb = cache[key]
     assumptions.extend(wb.assumptions)

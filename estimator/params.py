@@ -800,10 +800,14 @@ def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_
 
 
 def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str | None = None,
-                 tp: int = 1, pp: int = 1, pp_rank: int | None = None,
+                 tp: int = 1, pp: int = 1, pp_rank: int | None = None, ep: int = 1,
                  safetensors_bytes_by_dtype: dict[str, int] | None = None) -> WeightBreakdown:
-    """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1)."""
-    tp, pp = max(1, int(tp)), max(1, int(pp))
+    """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
+
+    `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
+    of them, instead of a 1/tp slice of every expert (vllm/model_executor/layers/fused_moe/layer.py).
+    """
+    tp, pp, ep = max(1, int(tp)), max(1, int(pp)), max(1, int(ep))
     notes: list[str] = []
     base = resolve_dtype(spec, dtype, notes)
     db = dtype_bytes(base, 2)
@@ -836,11 +840,15 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                     continue
                 if w.part == "vision" and not first:
                     continue
-            rows, cols = _rank_share(w, tp, vocab_rank)
-            if _quantized(fmt, w):
-                b = _qbytes(fmt, rows, cols, w.copies)
+            copies = w.copies
+            if ep > 1 and w.part == "experts":
+                rows, cols, copies = w.rows, w.cols, -(-w.copies // ep)
             else:
-                b = rows * cols * w.copies * db
+                rows, cols = _rank_share(w, tp, vocab_rank)
+            if _quantized(fmt, w):
+                b = _qbytes(fmt, rows, cols, copies)
+            else:
+                b = rows * cols * copies * db
             by[w.part] = by.get(w.part, 0) + b
         return by, hi - lo
 
@@ -887,6 +895,9 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                      "multiples of 64–256, adding a few percent")
     if fmt.kind != "none" and spec.vision:
         notes.append("vision tower kept at the base dtype (quantizers usually skip it)")
+    if ep > 1:
+        notes.append(f"expert parallelism over {ep} ranks: each holds {-(-(spec.moe.num_experts if spec.moe else 0) // ep)} "
+                     "whole experts")
     if tp > 1:
         notes.append(f"TP={tp}: linear layers split, KV projections replicated when KV heads < TP, norms and "
                      f"routers replicated, vocab padded to {_pad(spec.vocab_size, 64):,} and split")

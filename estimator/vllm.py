@@ -150,6 +150,7 @@ class EngineSettings:
     kv_cache_memory_bytes: int | None = None
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
+    enable_expert_parallel: bool = False
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -163,7 +164,7 @@ _FIELDS = {
     "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size",
     "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
-    "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching",
+    "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
 }
 
 
