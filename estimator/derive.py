@@ -144,11 +144,16 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     if f("kv_needed_gib") is not None:
         st.add(Figure("kv_needed_printed", _gib(f("kv_needed_gib")), "read", "KV needed, as vLLM printed it"))
 
-    # ---- other processes (OOM text / nvidia-smi / free-memory error) ----
-    others = facts.extra.get("other_process_gib") or facts.extra.get("process_in_use_gib")
-    if isinstance(others, list) and others:
-        st.add(Figure("other_processes", _gib(sum(float(x) for x in others)), "read",
-                      "memory held by processes listed in the paste"))
+    # ---- a PyTorch OOM: what it tried, what was free, what this process held ----
+    ooms = facts.extra.get("torch_oom")
+    if isinstance(ooms, list) and ooms and isinstance(ooms[0], dict):
+        oom = ooms[0]
+        where = f" on GPU {oom['gpu_index']}" if oom.get("gpu_index") is not None else ""
+        for key, name, how in (("tried_to_allocate_gib", "oom_request", f"the allocation that failed{where}"),
+                               ("free_gib", "oom_free", f"free when it failed{where}"),
+                               ("allocated_by_pytorch_gib", "oom_allocated", "allocated by PyTorch in that process")):
+            if oom.get(key) is not None:
+                st.add(Figure(name, _gib(oom[key]), "read", how + " (from the OOM message)"))
     if f("free_memory_gib") is not None and total:
         free = _gib(f("free_memory_gib"))
         st.add(Figure("free_at_start", free, "read", "free memory at start-up, as vLLM printed it"))

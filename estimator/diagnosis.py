@@ -102,10 +102,11 @@ def _gpu_ref(facts, gpu: str | None) -> str | None:
     if gpu:
         return gpu
     if facts.get("gpu"):
-        # Keep the words right after the name: "RTX 4090 with 48GB of VRAM" names a variant.
+        # Keep the words right after the name: "RTX 4090 with 48GB of VRAM" names a variant,
+        # "RTX 5070 Ti 16303MiB" (nvidia-smi) gives the size of a card the catalog lacks.
         fact = facts.values["gpu"]
         tail = (facts.text or "")[fact.span[1]: fact.span[1] + 32].split("\n")[0]
-        return str(fact.value) + (" " + tail if "GB" in tail else "")
+        return str(fact.value) + (" " + tail if any(u in tail for u in ("GB", "GiB", "MiB")) else "")
     if facts.get("total_gpu_memory_gib"):
         return f"{facts.get('total_gpu_memory_gib')}GiB"
     return None
@@ -237,15 +238,12 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
                  "non_torch_bytes": b("non_torch_gib"), "cuda_graph_bytes": b("cuda_graph_gib")}
     total = b("total_gpu_memory_gib")
     free = b("free_memory_gib")
-    others = facts.extra.get("process_in_use_gib")
     initial = facts.extra.get("initial_memory_usage_gib")
     if free is not None and total:
         overrides["other_process_bytes"] = max(0, total - free)
     elif initial is not None:
         # 0.6.4's "initial_memory_usage": memory in use before this instance (other processes).
         overrides["other_process_bytes"] = int(float(initial) * GiB)
-    elif isinstance(others, list) and len(others) > 1:
-        overrides["other_process_bytes"] = int(sum(float(x) for x in others[1:]) * GiB)
     est = run_estimate(loaded.spec, gpu_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:

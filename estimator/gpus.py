@@ -231,6 +231,7 @@ def lookup_gpu(text: str) -> Gpu:
 
 _COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
 _REPORTED = regex.compile(r"(\d+(?:\.\d+)?)\s*gib\b")
+_SMI = regex.compile(r"(?<![\d.])(\d{4,6})\s*mib\b")
 _NOMINAL = regex.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*gb\b")
 
 
@@ -264,6 +265,9 @@ def _alias_in_text(key: str) -> Gpu | None:
     m = _REPORTED.search(text, timeout=0.1)
     if m:
         return _parse_size(f"{m.group(1)}GiB")
+    m = _SMI.search(text, timeout=0.1)  # "RTX 5070 Ti 16303MiB": nvidia-smi's total for an unlisted card
+    if m:
+        return _from_smi_mib(int(m.group(1)))
     m = _NOMINAL.search(text, timeout=0.1)  # "RTX 5070 Ti 16GB": an unknown card of a stated size
     return _parse_size(f"{m.group(1)}GB") if m else None
 

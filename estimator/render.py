@@ -33,7 +33,9 @@ _ROWS = (
     ("non_kv", "Everything but KV"),
     ("kv_pool", "KV cache pool"),
     ("kv_needed", "KV needed for max_model_len"),
-    ("other_processes", "Other processes on the GPU"),
+    ("oom_request", "Allocation that failed (OOM)"),
+    ("oom_free", "Free when it failed"),
+    ("oom_allocated", "Allocated by PyTorch at the OOM"),
     ("free_at_start", "Free at start-up"),
     ("held_by_others", "Held by other processes at start-up"),
 )
