@@ -25,10 +25,11 @@ class Suggestion:
     why: str
     keeps_goal: bool          # keeps the user's max_model_len
     caveat: str = ""
+    ok: bool = True           # fits in every state it was checked in (see _check)
 
     @property
     def fits(self) -> bool:
-        return self.estimate.fits
+        return self.estimate.fits and self.ok
 
     def command(self, model_id: str) -> str:
         return f"vllm serve {model_id} {self.full_flags}".strip()
@@ -45,7 +46,7 @@ class Suggestion:
             "kv_cache_tokens": e.kv_cache_tokens,
             "max_concurrency": round(e.max_concurrency, 2),
             "max_model_len": e.max_model_len,
-            "fits": e.fits,
+            "fits": self.fits,
             "why": self.why + (f" ({self.caveat})" if self.caveat else ""),
         }
 
@@ -63,28 +64,42 @@ def _flag(name: str, value) -> str:
     return f"--{name} {value}"
 
 
+def _check(est: Estimate, **changes) -> tuple[Estimate, bool, int]:
+    """Re-run a change; (estimate, fits, largest max_model_len that fits).
+
+    When the diagnosis anchored the model on vLLM's printed KV figure, the fix must fit both in
+    that state and in the model's own state (what `kvdoctor estimate` with the same flags says):
+    a fix that only works on one of the two is not offered.
+    """
+    e = rerun(est, **changes)
+    fits, fit = e.fits, e.max_model_len_fit
+    plain = getattr(est, "plain", None)
+    if plain is not None:
+        p = rerun(plain, **changes)
+        fits, fit = fits and p.fits, min(fit, p.max_model_len_fit)
+    return e, fits, fit
+
+
 def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: str = "",
               flags: list[str] | None = None) -> Suggestion | None:
     """Evaluate `changes`; if it does not fit, add the largest max-model-len that fits under it."""
     flags = list(flags or [])
-    e = rerun(est, **changes)
+    e, ok, fit = _check(est, **changes)
     if e.error_kind == "no_cache_blocks":
         return None
-    if not e.fits:
-        fit = e.max_model_len_fit
+    if not ok:
         if fit <= 0:
             return None
-        target = friendly_len(fit)
-        e = rerun(est, **changes, max_model_len=target)
-        if not e.fits:
-            target = fit
-            e = rerun(est, **changes, max_model_len=target)
-        if not e.fits:
+        for target in dict.fromkeys([friendly_len(fit), fit]):
+            e, ok, _ = _check(est, **changes, max_model_len=target)
+            if ok:
+                break
+        if not ok:
             return None
         flags.append(_flag("max-model-len", target))
         keeps_goal = False
         changes = {**changes, "max_model_len": target}
-    return Suggestion(" ".join(flags), changes, e, why, keeps_goal, caveat)
+    return Suggestion(" ".join(flags), changes, e, why, keeps_goal, caveat, ok=ok)
 
 
 def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | None = None) -> list[Suggestion]:
@@ -109,14 +124,16 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         out += _activation_fixes(est)
 
     # 1. The largest max_model_len that fits (keeps everything else).
-    fit = est.max_model_len_fit
+    shown = fit = est.max_model_len_fit
+    if getattr(est, "plain", None) is not None:
+        fit = min(fit, est.plain.max_model_len_fit)  # also fit the model's own state (see _check)
     if fit > 0 and not est.fits:
         for target in dict.fromkeys([friendly_len(fit), fit]):
-            e = rerun(est, max_model_len=target)
-            if e.fits:
+            e, ok, _ = _check(est, max_model_len=target)
+            if ok:
                 out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e,
-                                      f"the largest context that fits is {fit:,} tokens; {target:,} is a round value "
-                                      "under it" if target != fit else "the largest context that fits", False))
+                                      f"the largest context that fits is {shown:,} tokens; {target:,} is a round "
+                                      "value under it" if target != shown else "the largest context that fits", False))
                 break
     # 2. Higher utilization (bounded: 0.95, and free memory when other processes hold some).
     # Not for OOMs outside vLLM's budget (graphs, sampler warm-up, serving): there the margin

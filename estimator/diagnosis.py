@@ -181,7 +181,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.derive import _kv_formula
 
         d.kv_formula = _kv_formula(est)
-    if est is None:
+    if est is None or not suggestions:
         from estimator.advice import facts_fixes
 
         d.unchecked = facts_fixes(facts)
@@ -251,7 +251,10 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     est.modelled_weights_bytes = est.weights_bytes  # type: ignore[attr-defined]
     pool = _kv_pool_from_facts(facts, est)
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
-        est = _anchor(est, pool, overrides)
+        anchored = _anchor(est, pool, overrides)
+        if anchored is not est:
+            anchored.plain = est  # type: ignore[attr-defined]  # advice checks fixes in both states
+        est = anchored
     return est
 
 

@@ -10,7 +10,8 @@ Stages:
    offset maps to the original text and the GPU rank of each prefixed line.
 2. `paste_templates.TEMPLATES`: every memory message of ../shared/docs/vllm-memory.md §4.
 3. `flags`: settings from command lines, kwargs, config dumps, non-default args, env vars.
-4. `paste_prose`: model, GPU, GPU count, vLLM version, nvidia-smi, collect_env, claims.
+4. `paste_prose`: model, GPU, GPU count, vLLM version, nvidia-smi, collect_env, claims;
+   `paste_tables`: markdown/pipe tables and "Label: value" rows (the compared run picked by rule).
 5. Resolution: per key, the paste's focal run (the invocation whose output holds the error),
    then the highest-priority source, then rank 0; values that still disagree are not guessed
    between (they go to `extra["alternatives"]`).

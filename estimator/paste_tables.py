@@ -33,6 +33,9 @@ PRIORITY = 22              # above prose restatements (20), below flags, logs an
 PRIORITY_SUMMARY = 21      # "Label: value" lines outside a table
 
 _SEP_CELL = regex.compile(r"[ ]*:?-{2,}:?[ ]*")
+_BOX_RULE = regex.compile(r"[ ]*\+[-=+]+\+?[ ]*$")        # nvidia-smi box rules
+_WORD = regex.compile(r"[\w.-]+")
+_LABEL_SEP = str.maketrans({"`": " ", "*": " ", "_": " ", "-": " ", "/": " "})
 _NUM_INT = r"(?P<n>\d{1,3}(?:,\d{3})+(?![\d])|\d+)(?![\d]|\.\d)"
 _NUM_F = r"(?P<n>\d+(?:\.\d+)?|\.\d+)"
 _APPROX = regex.compile(r"[~≈<>≤≥]|\babout\b|\bapprox", regex.I)
@@ -65,8 +68,8 @@ _LABELS: tuple[tuple[regex.Pattern, str, str], ...] = tuple((regex.compile(p), k
     (r"peak activations?(?: memory)?", "activation_peak_gib", "gib"),
     (r"precision|quantization|quant|variant|weights? (?:format|dtype|precision)", "quantization", "quant"),
 ))
-# Values of another kind under a label whose unit the cell decides ("KV cache | 7.71 GiB" vs
-# "KV cache | 150,992 tokens"): both label rules may match; the cell's unit picks one.
+# A label may match two rules ("KV cache | 7.71 GiB" vs "KV cache | 150,992 tokens"): the cell's
+# unit picks one (tokens need the word "tokens" in the cell or the label).
 
 _BEFORE = regex.compile(r"(?i)\A(?:before|current|currently|old|baseline|main|master|original|existing|today|was)\b")
 _AFTER = regex.compile(r"(?i)\A(?:after|new|proposed|pr|this pr|patched|with (?:this|the) (?:pr|patch|fix)|now|fixed|target)\b")
@@ -83,8 +86,7 @@ class _Row:
 
 def _norm_label(text: str) -> str:
     t = text.strip().strip("*_` ").lower()
-    t = regex.sub(r"[`*_]", " ", t)
-    t = regex.sub(r"[-/]", " ", t)
+    t = t.translate(_LABEL_SEP)
     return " ".join(t.split())
 
 
@@ -114,13 +116,13 @@ def _clean_cell(text: str) -> tuple[str, int]:
 def read_cell(text: str, kind: str) -> tuple[object, int, int] | None:
     """(value, start, end) of the value a cell states in `kind`'s unit, offsets inside `text`."""
     body, lead = _clean_cell(text)
-    if not body or _APPROX.match(body):
+    if not body or _APPROX.match(body, timeout=budget(TIMEOUT)):
         return None
     if kind == "quant":
         q = quantization_in_name(body.split("(")[0].strip().replace(" ", "-"))
         if q is None:
             return None
-        word = regex.match(r"[\w.-]+", body)
+        word = _WORD.match(body, timeout=budget(TIMEOUT))
         return q, lead, lead + (word.end() if word else len(body))
     pat = {"gib": _V_GIB, "tokens": _V_TOKENS, "int": _V_INT, "frac": _V_FRAC, "x": _V_X}[kind]
     m = pat.match(body, timeout=budget(TIMEOUT))
@@ -136,7 +138,7 @@ def _cell_hits(key: str, kind: str, cell: tuple[str, int, int], src: str, prio: 
     text, s, _e = cell
     if kind == "tokens" and not label_says_tokens:
         got = None
-        m = _V_TOKENS_STRICT.match(_clean_cell(text)[0])
+        m = _V_TOKENS_STRICT.match(_clean_cell(text)[0], timeout=budget(TIMEOUT))
         if m:
             got = read_cell(text, "tokens")
     else:
@@ -158,7 +160,7 @@ def _hits_for(label: str, cell: tuple[str, int, int], src: str, prio: int) -> li
     tokens_label = "token" in label.lower()
     out: list[Hit] = []
     for key, kind in keys:
-        out += [h for h in _cell_hits(key, kind, cell, src, prio, tokens_label) if h not in out]
+        out += _cell_hits(key, kind, cell, src, prio, tokens_label)
     # the inline "(1.24x concurrency)" is read once even when two label rules matched
     seen: set = set()
     uniq = []
@@ -204,7 +206,7 @@ def _split_row(text: str, ls: int, le: int) -> _Row | None:
     line = text[ls:le]
     if len(line) > 2000 or line.count("|") > 40:
         return None
-    if regex.match(r"[ ]*\+[-=+]+\+?[ ]*$", line):
+    if _BOX_RULE.match(line, timeout=budget(TIMEOUT)):
         return None                    # nvidia-smi box rules
     cells: list[tuple[str, int, int]] = []
     start = 0
@@ -228,7 +230,8 @@ def _split_row(text: str, ls: int, le: int) -> _Row | None:
 
 
 def _is_sep(row: _Row) -> bool:
-    return all(_SEP_CELL.fullmatch(c[0]) or not c[0].strip() for c in row.cells) and any("-" in c[0] for c in row.cells)
+    return all(_SEP_CELL.fullmatch(c[0], timeout=budget(TIMEOUT)) or not c[0].strip() for c in row.cells) \
+        and any("-" in c[0] for c in row.cells)
 
 
 def find_table_values(text: str, model: str | None, anchors: list[tuple[str, object, int]],
