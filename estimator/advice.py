@@ -9,6 +9,7 @@ offered (raising utilization does not fix a weights-load OOM).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from estimator.memory import Estimate, GiB, rerun
@@ -197,7 +198,14 @@ def _mamba_fixes(est: Estimate) -> list[Suggestion]:
 def _activation_fixes(est: Estimate) -> list[Suggestion]:
     s, out = est.settings, []
     seqs = max(16, (s.max_num_seqs or 256) // 4)
-    out.append(_with_len(est, {"max_num_seqs": seqs}, "the profile run's sampler scales with max_num_seqs × vocab",
+    e, ok, _ = _check(est, max_num_seqs=seqs)
+    if ok and e.max_concurrency > 0:
+        # More sequences than the KV cache can hold (with room for requests 4× shorter than
+        # max_model_len) only cost sampler memory: size max_num_seqs to the cache.
+        useful = 1 << max(4, math.ceil(math.log2(max(1.0, e.max_concurrency * 4))))
+        seqs = min(seqs, useful)
+    out.append(_with_len(est, {"max_num_seqs": seqs}, "the profile run's sampler scales with max_num_seqs × vocab; "
+                         f"{seqs} sequences are as many as this KV cache can serve at once",
                          True, flags=[_flag("max-num-seqs", seqs)]))
     tb = max(2048, (s.max_num_batched_tokens or 8192) // 4)
     if tb < (s.max_num_batched_tokens or 0):

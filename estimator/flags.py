@@ -336,7 +336,9 @@ _LOOSE_FLAG = regex.compile(
 # fixes it", "try --max-model-len 8192"): its flags and numbers are not the user's settings.
 FIX_LINE = regex.compile(
     r"(?i)\b(?:fix(?:es|ed)?|solv(?:es|ed)|suggest(?:s|ed|ion)?|recommend(?:s|ed)?|try(?:ing)?|instead|bump(?:ing)?"
-    r"|should|could|would|workaround|resolved?|lower(?:ing)?|rais(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|increas(?:e|ing))\b")
+    r"|should|could|would|workaround|resolved?|lower(?:ing)?|rais(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|increas(?:e|ing)"
+    # a report of what worked after the failure ("I set max_num_seqs = 4 … started normally now")
+    r"|worked|works[ ]now|started[ ]normally|starts[ ]normally|i[ ]set|i[ ]changed|after[ ]setting)\b")
 
 
 def line_of(text: str, pos: int) -> str:

@@ -600,6 +600,14 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
         group = int(w.get("group_size") or 0) if strat == "group" else 0
         return _Fmt(f"int{bits}" + (f"-g{group}" if group else ""), "int", bits, group=group,
                     zeros=not w.get("symmetric", True), ignore=ignore)
+    # Format words that are not vLLM method names but say the bits (read from a repo name or prose:
+    # "INT8-W8A16", "int4"): weight-only integer layouts as compressed-tensors loads them.
+    if method in ("int8", "w8a16", "w8a8", "int8-w8a16", "int8-w8a8"):
+        notes.append(f"{method}: 8-bit integer weights with per-channel scales assumed")
+        return _Fmt("int8", "int", 8, group=0, ignore=ignore)
+    if method in ("int4", "w4a16", "int4-w4a16"):
+        notes.append(f"{method}: 4-bit integer weights, group 128, assumed")
+        return _Fmt("int4-g128", "int", 4, group=128, ignore=ignore)
     notes.append(f"quantization {method!r} is not modelled; weights counted at the base dtype")
     return _Fmt("none")
 

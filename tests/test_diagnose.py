@@ -433,10 +433,7 @@ RECORDED_FIXES = [
                 "--tensor-parallel-size", ">", 1),
     RecordedFix("vllm-17238-qwen25-32b-w8a16-2x3090-maxnumseqs",
                 "Reducing max_num_seqs to 4/8 fixed it",
-                "--max-num-seqs", "<", 256,
-                xfail="only '--tensor-parallel-size 4' is offered: no_cache_blocks gets no --max-num-seqs fix "
-                      "(advice.suggest has sampler/activation fixes only for cuda_oom_profile); also the "
-                      "INT8-W8A16 weights are counted at bf16 (32.8 GB per GPU at TP=2: \"quantization 'int8' "
+                "--max-num-seqs", "<", 256quantization 'int8' "
                       "is not modelled\") and the reader takes the user's post-fix max_num_seqs=4 as the "
                       "failing run's setting"),
     RecordedFix("recipes-831-qwen38-27b-rtxpro6000-mamba-blocks",
