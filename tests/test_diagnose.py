@@ -433,9 +433,7 @@ RECORDED_FIXES = [
                 "--tensor-parallel-size", ">", 1),
     RecordedFix("vllm-17238-qwen25-32b-w8a16-2x3090-maxnumseqs",
                 "Reducing max_num_seqs to 4/8 fixed it",
-                "--max-num-seqs", "<", 256quantization 'int8' "
-                      "is not modelled\") and the reader takes the user's post-fix max_num_seqs=4 as the "
-                      "failing run's setting"),
+                "--max-num-seqs", "<", 256),
     RecordedFix("recipes-831-qwen38-27b-rtxpro6000-mamba-blocks",
                 "fix was lowering max_num_seqs in the recipe",
                 "--max-num-seqs", "<=", 939,
