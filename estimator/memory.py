@@ -417,6 +417,11 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         mlp = 3 * inter // tp
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
     forward = int(FORWARD_FACTOR * tb * (mlp + qkv + 3 * h) * model_dtype_bytes)
+    encoder, image_tokens = vision_encoder_peak(spec, profile, s, model_dtype_bytes, assumptions)
+    if profile.engine == "v0" and image_tokens:
+        # V0 profiles multimodal models with fewer, image-carrying dummy sequences:
+        # max_num_seqs → min(S, Tb // max_mm_tokens), at least 1 (vllm/worker/model_runner.py).
+        seqs = max(1, min(seqs, tb // image_tokens))
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     sampler = rows * vocab * profile.sampler_bytes_per_elem
@@ -424,13 +429,51 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < (0, 8, 0):
         sampler = rows * vocab * 4
-    if spec.is_multimodal:
-        assumptions.append("multimodal encoder dummy inputs are not modelled in the activation peak")
-    peak = max(forward, sampler)
+    peak = max(forward, sampler, encoder)
     if profile.engine == "v0" and spec.state_layers:
         # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
         peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
     return peak
+
+
+# Image processors' default largest image for dynamic-resolution ViTs (Qwen2-VL / Qwen2.5-VL /
+# Qwen3-VL `max_pixels` = 16384 merged tokens): the profile run uses the largest image allowed.
+MAX_DYNAMIC_IMAGE_TOKENS = 16384
+
+
+def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
+                        assumptions: list[str]) -> tuple[int, int]:
+    """(activation peak of the vision encoder in the profile run, LLM tokens per max-size image).
+
+    vLLM profiles a multimodal model with max-size dummy images (V0: one per dummy sequence; V1:
+    as many as the encoder budget max(Tb, tokens per image) holds, docs §1.10). One ViT layer on
+    all their patches is the peak: MLP (≈3·I) plus qkv/out/residual (≈6·H) per patch, with the
+    same fragmentation factor as the LLM forward. The encoder runs replicated on every TP rank.
+    Evidence is thin: the dev case gpustack#1800 (Qwen2.5-VL-7B, V0) needs about twice this, and
+    vllm PR48601 (Qwen3.6-27B, V2 model runner) printed half of it — an estimate, said as one.
+    """
+    v = spec.vision or {}
+    hv = int(v.get("hidden_size") or v.get("embed_dim") or 0)
+    if not spec.is_multimodal or not hv:
+        if spec.is_multimodal:
+            assumptions.append("the vision encoder's size is not in the config: its profile-run activation "
+                               "is not counted")
+        return 0, 0
+    iv = int(v.get("intermediate_size") or 4 * hv)
+    patch = int(v.get("patch_size") or 14)
+    merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size") or 1)
+    if v.get("image_size"):
+        patches = (int(v["image_size"]) // patch) ** 2
+        tokens = int(spec.config.get("mm_tokens_per_image") or max(1, patches // (merge * merge)))
+    else:
+        tokens = MAX_DYNAMIC_IMAGE_TOKENS
+        patches = tokens * merge * merge
+    tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
+    items = max(1, min(seqs, tb // tokens)) if profile.engine == "v0" else max(1, max(tb, tokens) // tokens)
+    peak = int(FORWARD_FACTOR * items * patches * (3 * iv + 6 * hv) * dtype_b)
+    assumptions.append(f"profile run includes {items} max-size dummy image(s) of {tokens:,} tokens "
+                       f"({patches:,} patches) through the vision encoder (estimate)")
+    return peak, tokens
 
 
 def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, activation: int) -> int:
