@@ -526,13 +526,10 @@ def scan_commands(text: str) -> list[Setting]:
     return out
 
 
-def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
-    """Index just past the bracket closing the one opened before `start` (bounded, string-aware)."""
-    depth = 1
-    i = start
-    limit = min(len(text), start + MAX_COMMAND_CHARS)
-    quote = ""
-    while i < limit:
+def _depths(text: str, start: int, stop: int):
+    """(index, bracket depth after that character) over text[start:stop], ignoring quoted brackets."""
+    depth, quote = 0, ""
+    for i in range(start, stop):
         c = text[i]
         if quote:
             if c == quote or c == "\n":
@@ -543,28 +540,25 @@ def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
             depth += 1
         elif c in ")]}":
             depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
+        yield i, depth
+
+
+def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
+    """Index just past the bracket closing the one opened before `start` (bounded, string-aware)."""
+    limit = min(len(text), start + MAX_COMMAND_CHARS)
+    for i, depth in _depths(text, start, limit):
+        if depth == -1:
+            return i + 1
     return limit
 
 
 def _depth_ok(text: str, start: int, pos: int) -> bool:
     """True when `pos` sits at bracket depth 0 relative to `start` (kwargs of the call itself,
     not of a nested dict such as compilation_config={...})."""
-    depth = 0
-    quote = ""
-    for c in text[start:pos]:
-        if quote:
-            if c == quote or c == "\n":
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-    return depth == 0
+    last = (start, 0)
+    for last in _depths(text, start, pos):
+        pass
+    return last[1] == 0
 
 
 def scan_kwargs(text: str) -> list[Setting]:
