@@ -15,6 +15,7 @@ timeout so hostile input cannot hang a caller.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import regex
@@ -555,10 +556,8 @@ def _balanced_end(text: str, start: int, opener: str, closer: str) -> int:
 def _depth_ok(text: str, start: int, pos: int) -> bool:
     """True when `pos` sits at bracket depth 0 relative to `start` (kwargs of the call itself,
     not of a nested dict such as compilation_config={...})."""
-    last = (start, 0)
-    for last in _depths(text, start, pos):
-        pass
-    return last[1] == 0
+    final = deque(_depths(text, start, pos), maxlen=1)
+    return not final or final[0][1] == 0
 
 
 def scan_kwargs(text: str) -> list[Setting]:
