@@ -108,6 +108,7 @@ def configure_logging(secrets: Iterable[str] = (), level: str | int = "INFO",
     setattr(handler, _HANDLER_MARK, True)
     root.addHandler(handler)
     root.setLevel(level if isinstance(level, int) else level.upper())
+    logging.getLogger("kvdoctor").setLevel(logging.NOTSET)  # the root level governs our loggers
     # uvicorn's loggers: no handlers of their own, so their lines go through ours.
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         lg = logging.getLogger(name)
