@@ -188,7 +188,13 @@ def main(argv: list[str]) -> int:
         print(f"{q:<24} {len(v):>4} {statistics.median(v):>9.1f} {p90:>9.1f}")
     kv = sorted(errors["kv_cache_gib"] + errors["kv_tokens"] + errors["gpu_blocks"])
     overhead = sorted(errors["overhead_gib"])
-    print(f"params: see bench/params.py; elapsed {time.perf_counter() - t0:.1f} s")
+    models = path.resolve().parent.parent / "data" / "models"
+    if (models / "params.jsonl").exists():
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from params import main as params_summary
+
+        print("params " + params_summary(models, quiet=True))
+    print(f"elapsed {time.perf_counter() - t0:.1f} s")
     print(f"non-KV overhead: n={len(overhead)} median={statistics.median(overhead) if overhead else float('nan'):.1f}%")
     print(f"KV summary: n={len(kv)} median={statistics.median(kv) if kv else float('nan'):.1f}% "
           f"p90={kv[min(len(kv) - 1, int(round(0.9 * (len(kv) - 1))))] if kv else float('nan'):.1f}%")

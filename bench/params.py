@@ -29,11 +29,13 @@ def known_bytes(row: dict) -> int | None:
     return int(sum(int(n) * SIZE[d] for d, n in parts)) if parts else None
 
 
-def main(models: Path) -> int:
+def main(models: Path, *, quiet: bool = False) -> str:
+    """Print the table (unless quiet); return the summary line."""
+    out = (lambda *_a, **_k: None) if quiet else print
     rows = [json.loads(x) for x in (models / "params.jsonl").read_text().splitlines() if x.strip()]
     hdr = f"{'model':44} {'computed':>17} {'stored':>17} {'exact':>17} {'err%':>7} {'ckpt GB':>9} {'known GB':>9} {'err%':>6}"
-    print(hdr)
-    print("-" * len(hdr))
+    out(hdr)
+    out("-" * len(hdr))
     n = ok = nb = okb = 0
     worst = (0.0, "")
     for r in rows:
@@ -66,13 +68,14 @@ def main(models: Path) -> int:
             berr = f"{be:+.2f}"
             nb += 1
             okb += abs(be) < 2
-        print(f"{r['model'][:44]:44} {logical:>17,} {stored:>17,} {(exact or 0):>17,} {err:>7} "
+        out(f"{r['model'][:44]:44} {logical:>17,} {stored:>17,} {(exact or 0):>17,} {err:>7} "
               f"{cb / 1e9:>9.2f} {(kb or 0) / 1e9:>9.2f} {berr:>6}")
-    print("-" * len(hdr))
-    print("² = tied model whose checkpoint stores the shared embedding twice (stored + vocab × hidden)")
-    print(f"SUMMARY: params within 0.5% for {ok}/{n} models with an exact Hub count "
-          f"(worst {worst[0]:+.3f}% {worst[1]}); checkpoint bytes within 2% for {okb}/{nb} with known bytes")
-    return 0
+    out("-" * len(hdr))
+    out("² = tied model whose checkpoint stores the shared embedding twice (stored + vocab × hidden)")
+    summary = (f"SUMMARY: params within 0.5% for {ok}/{n} models with an exact Hub count "
+               f"(worst {worst[0]:+.3f}% {worst[1]}); checkpoint bytes within 2% for {okb}/{nb} with known bytes")
+    out(summary)
+    return summary
 
 
 if __name__ == "__main__":
@@ -81,4 +84,5 @@ if __name__ == "__main__":
     if not (path / "params.jsonl").exists():
         print(f"no params.jsonl under {path}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(path))
+    main(path)
+    sys.exit(0)
