@@ -500,6 +500,9 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     # Full-attention layers may use their own heads/dims (gemma-4 global layers).
     g_kv = _positive_int(text.get("num_global_key_value_heads")) or kv_heads
     g_hd = _positive_int(text.get("global_head_dim")) or head_dim
+    # attention_k_eq_v (gemma-4 global layers): V is K, so the cache keeps one state per token.
+    # Checked against the dev cases: robotmunki (Gemma-4-31B, 5.97× at 262,144) matches one state
+    # and not two (≈3.7×); club3090#334 (26B-A4B, 5.98 GiB needed) is within 3% with one state.
     k_eq_v = 1 if text.get("attention_k_eq_v") else 2
     if k_eq_v == 1:
         assumptions.append("attention_k_eq_v: full-attention layers store one shared K=V state per token")
