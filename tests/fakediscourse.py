@@ -448,3 +448,15 @@ class _Handler(BaseHTTPRequestHandler):
     def finish(self) -> None:
         with contextlib.suppress(OSError):
             super().finish()
+
+
+# -- shared fixture (imported by the Discourse test modules) -----------------------------------
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def fake():
+    """A fake forum on a loopback port for one test."""
+    forum = FakeDiscourse().start()
+    yield forum
+    forum.stop()

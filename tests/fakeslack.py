@@ -391,3 +391,17 @@ class SlackSender:
 def slack_escape(text: str) -> str:
     """What Slack does to a pasted message's text before it reaches the Events API."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# -- shared fixtures (imported by the Slack test modules) --------------------------------------
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _no_slack_env(monkeypatch):
+    """Bolt reads SLACK_* from the environment implicitly; a developer's shell must not leak in."""
+    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET",
+                 "SLACK_APP_TOKEN", "SLACK_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+    # the estimator in the worker threads: no process start-up per test (one test covers processes)
+    monkeypatch.setenv("KVDOCTOR_SLACK_PROCESSES", "0")

@@ -29,18 +29,11 @@ from bot.settings import SettingsError
 from estimator import Diagnosis
 
 try:
-    from fakediscourse import SEED_POST, FakeDiscourse, cook
+    from fakediscourse import SEED_POST, FakeDiscourse, cook, fake  # noqa: F401
 except ImportError:  # tests/ imported as a package
-    from tests.fakediscourse import SEED_POST, FakeDiscourse, cook
+    from tests.fakediscourse import SEED_POST, FakeDiscourse, cook, fake  # noqa: F401
 
 FAST = DiscourseOptions(request_interval=0, backoff_base=0.01, backoff_cap=0.05, max_wait=5.0, timeout=10)
-
-
-@pytest.fixture
-def fake():
-    forum = FakeDiscourse().start()
-    yield forum
-    forum.stop()
 
 
 @pytest.fixture

@@ -38,9 +38,9 @@ from bot.settings import Settings
 from bot.store import Store
 
 try:
-    from fakediscourse import SEED_POST, SEED_TITLE, FakeDiscourse
+    from fakediscourse import SEED_POST, SEED_TITLE, FakeDiscourse, fake  # noqa: F401
 except ImportError:  # tests/ imported as a package
-    from tests.fakediscourse import SEED_POST, SEED_TITLE, FakeDiscourse
+    from tests.fakediscourse import SEED_POST, SEED_TITLE, FakeDiscourse, fake  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-webhook-secret"
@@ -60,13 +60,6 @@ NO_ERROR = "How do I turn on streaming output with `vllm serve`? The server star
 
 def has_capacity(text: str) -> bool:
     return "73,792" in text or "73792" in text
-
-
-@pytest.fixture
-def fake():
-    forum = FakeDiscourse().start()
-    yield forum
-    forum.stop()
 
 
 @pytest.fixture

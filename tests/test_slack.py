@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fakeslack import BOT_ID, BOT_USER_ID, AppServer, FakeSlack, SlackSender, slack_escape
+from fakeslack import BOT_ID, BOT_USER_ID, AppServer, FakeSlack, SlackSender, _no_slack_env, slack_escape  # noqa: F401
 
 from bot.server import create_app
 from bot.settings import Settings
@@ -26,16 +26,6 @@ SEED_PATHS = [REPO / "examples" / "seed-post.txt", REPO.parent / "shared" / "cor
 # the maximum number of tokens that can be stored in KV cache (73792)". The reply must quote that
 # capacity, 73,792 tokens, and a --max-model-len fix that fits it, i.e. a value <= 73792.
 SEED_CAPACITY = 73792
-
-
-@pytest.fixture(autouse=True)
-def _no_slack_env(monkeypatch):
-    """Bolt reads SLACK_* from the environment implicitly; a developer's shell must not leak in."""
-    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET",
-                 "SLACK_APP_TOKEN", "SLACK_API_URL"):
-        monkeypatch.delenv(name, raising=False)
-    # the estimator in the worker threads: no process start-up per test (one test covers processes)
-    monkeypatch.setenv("KVDOCTOR_SLACK_PROCESSES", "0")
 
 
 @dataclass

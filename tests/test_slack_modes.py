@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from fakeslack import AppServer, FakeSlack, SlackSender
+from fakeslack import AppServer, FakeSlack, SlackSender, _no_slack_env  # noqa: F401
 from slack_bolt import BoltRequest
 from test_slack import SECRET, assert_seed_answer, make_settings, mention, seed_text
 
@@ -14,15 +14,6 @@ from bot.server import create_app
 from bot.settings import SettingsError
 from bot.slack import SlackBot, find_bot, run_socket_mode, validate_slack_settings
 from bot.store import Store
-
-
-@pytest.fixture(autouse=True)
-def _no_slack_env(monkeypatch):
-    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET",
-                 "SLACK_APP_TOKEN", "SLACK_API_URL"):
-        monkeypatch.delenv(name, raising=False)
-    # the estimator in the worker threads: no process start-up per test (one test covers processes)
-    monkeypatch.setenv("KVDOCTOR_SLACK_PROCESSES", "0")
 
 
 @pytest.fixture
