@@ -641,19 +641,25 @@ def web_routes(settings: Settings, store: Store | None = None) -> list[BaseRoute
         log.error("web explain failed", exc_info=exc)
         return 500, error_html("Something went wrong on our side while explaining this paste; it was logged.")
 
-    async def api_explain(request: Request) -> Response:
+    async def _api_input(request: Request, parse) -> tuple[object, Response | None]:
+        """Rate limit, body size limit and validation, shared by the JSON API routes."""
         wait = limited(request)
         if wait is not None:
-            return _json({"error": "rate limited: too many requests from your address"}, 429,
-                         {"Retry-After": str(max(1, round(wait)))})
+            return None, _json({"error": "rate limited: too many requests from your address"}, 429,
+                               {"Retry-After": str(max(1, round(wait)))})
         try:
-            args = _explain_args(await _json_body(request, limit), limit)
+            return parse(await _json_body(request, limit)), None
         except TooLarge:
             metrics.record_error("too_large")
-            return _json({"error": f"request body over {limit:,} bytes"}, 413)
+            return None, _json({"error": f"request body over {limit:,} bytes"}, 413)
         except BadRequest as exc:
             metrics.record_error("bad_input")
-            return _json({"error": str(exc)}, 400)
+            return None, _json({"error": str(exc)}, 400)
+
+    async def api_explain(request: Request) -> Response:
+        args, refused = await _api_input(request, lambda body: _explain_args(body, limit))
+        if refused is not None:
+            return refused
         try:
             diag = await run_in_threadpool(_diagnose, args["text"], args["model"], args["gpu"],
                                            args["vllm_version"], offline, settings.hub_timeout)
@@ -666,19 +672,9 @@ def web_routes(settings: Settings, store: Store | None = None) -> list[BaseRoute
         return _json(diag.to_json())
 
     async def api_estimate(request: Request) -> Response:
-        wait = limited(request)
-        if wait is not None:
-            return _json({"error": "rate limited: too many requests from your address"}, 429,
-                         {"Retry-After": str(max(1, round(wait)))})
-        try:
-            data = await _json_body(request, limit)
-            kwargs = estimate_args(data)
-        except TooLarge:
-            metrics.record_error("too_large")
-            return _json({"error": f"request body over {limit:,} bytes"}, 413)
-        except BadRequest as exc:
-            metrics.record_error("bad_input")
-            return _json({"error": str(exc)}, 400)
+        kwargs, refused = await _api_input(request, estimate_args)
+        if refused is not None:
+            return refused
         try:
             import estimator
 
