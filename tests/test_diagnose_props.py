@@ -1,0 +1,54 @@
+"""Property tests: the whole pipeline (read → derive → advise → render) never raises on odd input.
+
+The paste reader has its own property tests; these check what comes after it, where odd numbers
+read from a paste (0 GPUs, a utilization of 7, a 10^11-token context, NaN) meet the arithmetic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from estimator import diagnose, render_markdown, render_slack, render_text
+
+SEED = (Path(__file__).resolve().parents[1] / "examples" / "seed-post.txt").read_text()
+
+ODD = st.sampled_from([
+    "0", "-1", "99999999999", "1e309", "nan", " GiB", "\x00", "--max-model-len 0 ", "-tp 0 ", "-tp 7 ",
+    "--gpu-memory-utilization 7 ", "--kv-cache-dtype fp8 ", "H100 ", "RTX 3090 ", "Qwen/Qwen3-8B ",
+    "deepseek-ai/DeepSeek-V3 ", "google/gemma-3-4b-it ", "vllm==0.4.0 ", "vllm 0.33.0 ",
+    "GPU KV cache size: 0 tokens", "# GPU blocks: -1", "Available KV cache memory: -3.5 GiB",
+    "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 0 bytes",
+])
+
+
+@st.composite
+def mutated_seed(draw) -> str:
+    text = SEED
+    for _ in range(draw(st.integers(0, 4))):
+        pos = draw(st.integers(0, len(text)))
+        if draw(st.booleans()):
+            text = text[:pos] + draw(ODD) + text[pos:]
+        else:
+            text = text[:pos] + text[pos + draw(st.integers(1, 60)):]
+    return text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_seed())
+def test_diagnose_and_render_never_raise(text):
+    d = diagnose(text, offline=True, explain=True)
+    assert d is not None
+    assert isinstance(render_markdown(d), str) and isinstance(render_text(d), str)
+    blocks = render_slack(d)
+    assert len(blocks["blocks"]) <= 50
+    d.to_json()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text(max_size=2000))
+def test_arbitrary_text_is_silent_or_diagnosed(text):
+    d = diagnose(text, offline=True)
+    assert d is None or d.error_kind is not None
