@@ -330,6 +330,20 @@ def _kv_pool_from_facts(facts, est: Estimate) -> int | None:
         # V0 0.8+ prints bs × (blocks // pp) (vllm/worker/worker.py raise_if_cache_size_invalid).
         pp = est.settings.pipeline_parallel_size if est.profile.version >= (0, 8, 0) else 1
         return (int(cap) // est.layout.block_size) * pp * bpb
+    tokens = f("kv_tokens_capacity")
+    if tokens and est.profile.engine == "v1" and est.layout.groups:
+        # Invert the version's "GPU KV cache size" formula (vllm/v1/core/kv_cache_utils.py, docs §2.6).
+        rule, groups = est.profile.capacity_rule, est.layout.groups
+        if rule == "v1_blocks":
+            blocks = int(tokens) // est.layout.block_size
+        elif rule == "v1_groups":
+            blocks = int(tokens) // min(g.block_size for g in groups) * len(groups)
+        else:
+            length = est.max_model_len
+            per_request = sum(g.blocks_per_request(length, est.settings.max_num_batched_tokens or 2048, est.profile)
+                              for g in groups)
+            blocks = -(-int(tokens) * per_request // length) if length else 0
+        return blocks * bpb if blocks > 0 else None
     return None
 
 
