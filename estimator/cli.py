@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from estimator.errors import BadInput, KvdoctorError
 
 USAGE = """usage:
-  kvdoctor estimate MODEL [--gpu GPU] [--gpu-count N] [--vllm-version V] [vLLM flags] [--json]
+  kvdoctor estimate MODEL [--gpu GPU] [--gpu-count N] [--vllm-version V] [--engine v0|v1] [vLLM flags] [--json]
   kvdoctor estimate -- vllm serve MODEL [flags...]
   kvdoctor explain [PATH|-] [--model MODEL] [--gpu GPU] [--vllm-version V] [--json] [--format md|slack|text]
   kvdoctor serve [--host H] [--port P]
@@ -24,7 +24,7 @@ USAGE = """usage:
 common: --offline  --revision REV  --hf-token TOKEN"""
 
 _VALUE_OPTS = {"--gpu", "--gpu-count", "--model", "--format", "--revision", "--hf-token", "--host", "--port",
-               "--vllm-version"}
+               "--vllm-version", "--engine"}
 _BOOL_OPTS = {"--json", "--offline", "--socket-mode", "--once", "--help", "-h"}
 
 
@@ -112,7 +112,10 @@ def cmd_estimate(argv: list[str]) -> int:
         model = pos[0]
         if len(pos) > 1:
             raise BadInput(f"unexpected argument {pos[1]!r}")
-    settings = parse_flags(rest, EngineSettings(vllm_version=opts.get("--vllm-version")))
+    engine = opts.get("--engine")
+    if engine not in (None, "v0", "v1"):
+        raise BadInput("--engine must be v0 or v1 (vLLM 0.8–0.10 still ran V0 with VLLM_USE_V1=0)")
+    settings = parse_flags(rest, EngineSettings(vllm_version=opts.get("--vllm-version"), engine=engine))
     gpu_count = _int_opt(opts, "--gpu-count")
     loaded = load_model(model, offline=_offline(opts), revision=opts.get("--revision"),
                         token=opts.get("--hf-token") or os.environ.get("HF_TOKEN"))
