@@ -142,9 +142,19 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     u = s.gpu_memory_utilization or 0.9
     cap = 0.95
     if u < cap - 1e-9 and kind not in ("free_memory_startup", "cuda_oom_graph", "cuda_oom_runtime"):
-        sug = _with_len(est, {"gpu_memory_utilization": cap}, f"gives the KV cache {(cap - u) * est.gpu_total_bytes / GiB:.2f} "
-                        "GiB more of the card", True, "leave headroom for CUDA graphs and other processes",
-                        [_flag("gpu-memory-utilization", cap)])
+        # The smallest utilization that fits, plus 0.01 of margin: every point above it is memory
+        # taken from CUDA graphs, the sampler warm-up and other processes for nothing.
+        target = cap
+        step = round(u + 0.01, 2)
+        while step <= cap + 1e-9:
+            if _check(est, gpu_memory_utilization=step)[1]:
+                target = min(cap, round(step + 0.01, 2))
+                break
+            step = round(step + 0.01, 2)
+        sug = _with_len(est, {"gpu_memory_utilization": target}, f"gives the KV cache "
+                        f"{(target - u) * est.gpu_total_bytes / GiB:.2f} GiB more of the card", True,
+                        "leave headroom for CUDA graphs and other processes",
+                        [_flag("gpu-memory-utilization", target)])
         if sug:
             out.append(sug)
     # 3. fp8 KV cache.

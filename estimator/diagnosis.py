@@ -384,9 +384,12 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     if kind in ("kv_capacity_v0", "kv_capacity_v1"):
         cap = f("error_max_tokens_in_kv") or f("estimated_max_model_len") or (est.max_model_len_fit if est else None)
         want = f("max_model_len") or (est.max_model_len if est else None)
-        if cap is not None and want is not None:
+        if cap is not None and want is not None and kind == "kv_capacity_v0":
             parts.append(f"vLLM's KV cache can hold **{cap:,} tokens**, but max_model_len is **{want:,}**, so "
                          "one full-length request cannot fit and the engine refuses to start.")
+        elif cap is not None and want is not None:
+            parts.append(f"vLLM estimates that the longest request its KV cache can hold is **{cap:,} tokens**, "
+                         f"but max_model_len is **{want:,}**, so the engine refuses to start.")
         if est is not None:
             need = est.kv_needed_bytes
             parts.append(f"At {est.layout.kv_bytes_per_token:,} bytes of KV per token, {want or est.max_model_len:,} "
