@@ -21,20 +21,12 @@ import sys
 from collections.abc import Iterable
 from typing import IO
 
-import regex
+from estimator.render import SECRET_SHAPES
 
 REDACTED = "[REDACTED]"
 
-# Token shapes (CONTRIBUTING: hf_…, xox…, sk-…, Bearer …); compiled once, matched with a timeout.
-_TOKEN_SHAPES = regex.compile(
-    r"""(?x)
-      \bhf_[A-Za-z0-9]{16,}
-    | \bxox[abposre]-[A-Za-z0-9-]{8,}
-    | \bxapp-[A-Za-z0-9-]{8,}
-    | \bsk-[A-Za-z0-9_-]{16,}
-    | (?i:\bbearer)\s+[A-Za-z0-9._~+/=-]{8,}
-    """
-)
+# Token shapes (hf_…, xox…, sk-…, Bearer …): the estimator's reply redaction pattern, one source.
+_TOKEN_SHAPES = SECRET_SHAPES
 _REGEX_TIMEOUT_S = 0.25
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.

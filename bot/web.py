@@ -31,7 +31,6 @@ import urllib.parse
 from collections import OrderedDict
 from typing import Any
 
-import regex
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -40,6 +39,8 @@ from starlette.routing import BaseRoute, Route
 from bot import metrics
 from bot.settings import Settings
 from bot.store import Store
+from estimator.render import inline_markdown as _inline
+from estimator.render import markdown_to_html
 
 log = logging.getLogger("kvdoctor.web")
 
@@ -140,85 +141,6 @@ def _markdown(diag) -> str:
 def _e(value: Any) -> str:
     """Escape anything for HTML text or a quoted attribute."""
     return html.escape("" if value is None else str(value), quote=True)
-
-
-_RE_TIMEOUT = 0.5
-_CODE = regex.compile(r"`([^`\n]+)`")
-_BOLD = regex.compile(r"\*\*([^*\n]+)\*\*")
-_LIST = regex.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*)$")
-_HEADING = regex.compile(r"^(#{1,6})\s+(.*)$")
-_TABLE_RULE = regex.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-
-
-def _inline(escaped: str) -> str:
-    """Inline markdown on already-escaped text: `code` and **bold** (no links, no raw HTML)."""
-    try:
-        escaped = _CODE.sub(r"<code>\1</code>", escaped, timeout=_RE_TIMEOUT)
-        return _BOLD.sub(r"<strong>\1</strong>", escaped, timeout=_RE_TIMEOUT)
-    except TimeoutError:
-        return escaped
-
-
-def markdown_to_html(md: str) -> str:
-    """A safe subset of markdown (paragraphs, lists, headings, fences, pipe tables, code, bold).
-
-    The text is escaped first and only our own tags are added, so nothing in it can become
-    markup; links are shown as text.
-    """
-    out: list[str] = []
-    para: list[str] = []
-    items: list[str] = []
-    rows: list[list[str]] = []
-    lines = (md or "").replace("\r\n", "\n").split("\n")
-
-    def flush() -> None:
-        if para:
-            out.append("<p>" + "<br>".join(_inline(_e(x)) for x in para) + "</p>")
-            para.clear()
-        if items:
-            out.append("<ul>" + "".join(f"<li>{_inline(_e(x))}</li>" for x in items) + "</ul>")
-            items.clear()
-        if rows:
-            head, *body = rows
-            cells = "".join(f"<th>{_inline(_e(c))}</th>" for c in head)
-            body_html = "".join("<tr>" + "".join(f"<td>{_inline(_e(c))}</td>" for c in r) + "</tr>" for r in body)
-            out.append(f'<table class="md"><thead><tr>{cells}</tr></thead><tbody>{body_html}</tbody></table>')
-            rows.clear()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.strip()
-        if stripped.startswith("```"):
-            flush()
-            block: list[str] = []
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith("```"):
-                block.append(lines[i])
-                i += 1
-            out.append(f"<pre><code>{_e(chr(10).join(block))}</code></pre>")
-        elif not stripped:
-            flush()
-        elif stripped.startswith("|"):
-            if para or items:
-                flush()
-            if not _TABLE_RULE.match(stripped, timeout=_RE_TIMEOUT):
-                rows.append([c.strip() for c in stripped.strip("|").split("|")])
-        elif m := _HEADING.match(stripped, timeout=_RE_TIMEOUT):
-            flush()
-            level = min(6, len(m.group(1)) + 2)
-            out.append(f"<h{level}>{_inline(_e(m.group(2)))}</h{level}>")
-        elif m := _LIST.match(line, timeout=_RE_TIMEOUT):
-            if para or rows:
-                flush()
-            items.append(m.group(1))
-        else:
-            if items or rows:
-                flush()
-            para.append(stripped)
-        i += 1
-    flush()
-    return "\n".join(out)
 
 
 def _fmt_value(value: Any) -> str:

@@ -8,6 +8,7 @@ Units: GiB (2^30) as vLLM prints them; GB vs GiB said explicitly. Secrets are re
 
 from __future__ import annotations
 
+import html
 import re
 
 import regex
@@ -15,9 +16,9 @@ import regex
 from estimator.memory import Estimate, GiB
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
-_SECRETS = regex.compile(
-    r"(hf_[A-Za-z0-9]{8,}|xox[abposr]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}|sk-[A-Za-z0-9_-]{12,}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{12,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{20,})"
+SECRET_SHAPES = regex.compile(
+    r"(hf_[A-Za-z0-9]{8,}|xox[abposre]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}|sk-[A-Za-z0-9_-]{12,}"
+    r"|(?<=(?i:bearer)\s)[A-Za-z0-9._~+/=-]{8,}|AKIA[0-9A-Z]{16}|ghp_[A-Za-z0-9]{20,})"
 )
 SLACK_SECTION_LIMIT = 3000
 SLACK_MAX_BLOCKS = 50
@@ -43,7 +44,7 @@ _ROWS = (
 
 def redact(text: str) -> str:
     try:
-        return _SECRETS.sub("[redacted]", text or "", timeout=1.0)
+        return SECRET_SHAPES.sub("[redacted]", text or "", timeout=1.0)
     except TimeoutError:
         return "[reply withheld: could not check it for secrets]"
 
@@ -193,3 +194,92 @@ def estimate_text(est: Estimate) -> str:
     if est.assumptions:
         lines += ["", "Assumptions:"] + [f"  - {a}" for a in est.assumptions]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# HTML (the web page shows the markdown reply; nothing in it may become markup)
+# ------------------------------------------------------------------------------------------
+
+
+def _esc(value) -> str:
+    """Escape anything for HTML text or a quoted attribute."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+_HTML_RE_TIMEOUT = 0.5
+_CODE = regex.compile(r"`([^`\n]+)`")
+_BOLD = regex.compile(r"\*\*([^*\n]+)\*\*")
+_LIST = regex.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*)$")
+_HEADING = regex.compile(r"^(#{1,6})\s+(.*)$")
+_TABLE_RULE = regex.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+
+
+def inline_markdown(escaped: str) -> str:
+    """Inline markdown on already-escaped text: `code` and **bold** (no links, no raw HTML)."""
+    try:
+        escaped = _CODE.sub(r"<code>\1</code>", escaped, timeout=_HTML_RE_TIMEOUT)
+        return _BOLD.sub(r"<strong>\1</strong>", escaped, timeout=_HTML_RE_TIMEOUT)
+    except TimeoutError:
+        return escaped
+
+
+def markdown_to_html(md: str) -> str:
+    """A safe subset of markdown (paragraphs, lists, headings, fences, pipe tables, code, bold).
+
+    The text is escaped first and only our own tags are added, so nothing in it can become
+    markup; links are shown as text.
+    """
+    out: list[str] = []
+    para: list[str] = []
+    items: list[str] = []
+    rows: list[list[str]] = []
+    lines = (md or "").replace("\r\n", "\n").split("\n")
+
+    def flush() -> None:
+        if para:
+            out.append("<p>" + "<br>".join(inline_markdown(_esc(x)) for x in para) + "</p>")
+            para.clear()
+        if items:
+            out.append("<ul>" + "".join(f"<li>{inline_markdown(_esc(x))}</li>" for x in items) + "</ul>")
+            items.clear()
+        if rows:
+            head, *body = rows
+            cells = "".join(f"<th>{inline_markdown(_esc(c))}</th>" for c in head)
+            body_html = "".join("<tr>" + "".join(f"<td>{inline_markdown(_esc(c))}</td>" for c in r) + "</tr>" for r in body)
+            out.append(f'<table class="md"><thead><tr>{cells}</tr></thead><tbody>{body_html}</tbody></table>')
+            rows.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            flush()
+            block: list[str] = []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith("```"):
+                block.append(lines[i])
+                i += 1
+            out.append(f"<pre><code>{_esc(chr(10).join(block))}</code></pre>")
+        elif not stripped:
+            flush()
+        elif stripped.startswith("|"):
+            if para or items:
+                flush()
+            if not _TABLE_RULE.match(stripped, timeout=_HTML_RE_TIMEOUT):
+                rows.append([c.strip() for c in stripped.strip("|").split("|")])
+        elif m := _HEADING.match(stripped, timeout=_HTML_RE_TIMEOUT):
+            flush()
+            level = min(6, len(m.group(1)) + 2)
+            out.append(f"<h{level}>{inline_markdown(_esc(m.group(2)))}</h{level}>")
+        elif m := _LIST.match(line, timeout=_HTML_RE_TIMEOUT):
+            if para or rows:
+                flush()
+            items.append(m.group(1))
+        else:
+            if items or rows:
+                flush()
+            para.append(stripped)
+        i += 1
+    flush()
+    return "\n".join(out)

@@ -11,7 +11,8 @@ import pytest
 from bot.server import create_app
 from bot.settings import Settings
 from bot.store import Store
-from bot.web import GIB, RateLimiter, budget_svg, estimate_args, markdown_to_html, memory_figures
+from bot.web import GIB, RateLimiter, budget_svg, estimate_args, memory_figures
+from estimator.render import markdown_to_html
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = (ROOT / "examples" / "seed-post.txt").read_text()
