@@ -63,10 +63,13 @@ def breakdown_rows(diag) -> list[tuple[str, str, str, str]]:
         f = st.figures.get(key)
         if f is None or f.value is None:
             continue
-        val = g(f.value)
+        val, how = g(f.value), f.how
         if f.low is not None and f.high is not None and f.high - f.low > 0.005 * GiB:
             val = f"{f.low / GiB:.2f}–{f.high / GiB:.2f}"
-        rows.append((label, val, _LABEL.get(f.provenance, f.provenance), f.how))
+        if key == "kv_pool" and f.value < 0:
+            # vLLM clamps to 0 blocks; the negative figure is how far the rest overran the budget.
+            val, how = "0.00", f"{how}: the rest of the memory overruns the budget by {-f.value / GiB:.2f} GiB"
+        rows.append((label, val, _LABEL.get(f.provenance, f.provenance), how))
     return rows
 
 
