@@ -57,11 +57,13 @@ CUDA_CONTEXT = int(0.45 * GiB)
 FORWARD_FACTOR = 1.3
 # CUDA-graph memory when budgeted (V1 0.20+): vLLM captures each decode size in two modes
 # (FULL and PIECEWISE); each graph keeps per-layer kernel state in the shared pool. Fitted per
-# graph per decoder layer on the two dev cases that print it: vllm PR48601 (Qwen3.6-27B dense,
-# 64 layers, 2×51 graphs → 2.04 GiB ⇒ 0.31 MiB) and spark-vllm-docker#396 (MiniMax-M2.7 MoE,
-# 62 layers, util 0.80 "equivalent to 0.758" on a 119.7 GiB GB10 ⇒ ≈5.0 GiB ⇒ 0.79 MiB).
+# graph per decoder layer on the dev cases that print it: vllm PR48601 (Qwen3.6-27B dense, 64
+# layers, 2×51 graphs → 2.04 GiB ⇒ 0.31 MiB). MoE layers hold more (routing, expert kernels):
+# spark-vllm-docker#396 (MiniMax-M2.7, 62 layers, util 0.80 "equivalent to 0.758" on a 119.7 GiB
+# GB10 ⇒ ≈5.0 GiB ⇒ 0.79 MiB) and vllm#54354 (a Qwen3-Next-style 48-layer MoE, "~2.3 GiB past
+# its budget" ⇒ ≈0.47 MiB): their midpoint, 0.6 MiB.
 GRAPH_BYTES_PER_LAYER_DENSE = int(0.31 * MiB)
-GRAPH_BYTES_PER_LAYER_MOE = int(0.79 * MiB)
+GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 
 
 @dataclass
