@@ -1,0 +1,130 @@
+"""Hand-checked tests for rules added after the first memory-model tests.
+
+Each test writes its arithmetic out; the inputs that are estimates in real use (weights,
+activation, non-torch, graphs) are given explicitly or a pool is fixed, so only vLLM's exact
+rules are under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator import catalog, diagnose
+from estimator.advice import suggest
+from estimator.gpus import lookup_gpu
+from estimator.memory import estimate
+from estimator.params import weight_bytes
+from estimator.spec import spec_from_config
+from estimator.vllm import EngineSettings, parse_flags
+
+GiB = 2**30
+MiB = 2**20
+
+
+def load(repo_id: str):
+    cid, config, companions = catalog.lookup(repo_id)
+    return spec_from_config(config, cid, companions)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def test_014_to_016_check_all_pp_stages_against_one_stage():
+    """docs §1.11: 0.14.0–0.16.x compare the KV need of ALL stages with one stage's memory."""
+    spec = load("Qwen/Qwen3-Coder-30B-A3B-Instruct")    # 48 layers × 4 KV heads × 128
+    per_token_all = 48 * 4 * 128 * 2 * 2                # 98,304 B
+    pool = 3 * GiB
+
+    def fit(version):
+        s = EngineSettings(vllm_version=version, pipeline_parallel_size=2, max_model_len=262144,
+                           kv_cache_memory_bytes=pool)
+        return estimate(spec, gpu_total_bytes=32 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                        non_torch_bytes=0, cuda_graph_bytes=0).max_model_len_fit
+
+    # 0.15: the whole model's need per token against 3 GiB: 16 × floor(3 GiB / (16 × 98,304)) tokens.
+    assert fit("0.15.0") == 16 * (pool // (16 * per_token_all))          # 32,768
+    # 0.17+: each stage's own 24 layers, half the bytes per token → twice the length.
+    assert fit("0.17.0") == 16 * (pool // (16 * per_token_all // 2))    # 65,536
+
+
+def test_expert_parallel_holds_whole_experts_per_rank():
+    """--enable-expert-parallel: ep = tp × dp ranks each hold num_experts/ep whole experts."""
+    spec = load("Qwen/Qwen3-30B-A3B")                   # 48 layers, 128 experts of 3 × 2048 × 768
+    tp8 = weight_bytes(spec, tp=8)
+    ep8 = weight_bytes(spec, tp=1, ep=8)
+    per_expert = 3 * 2048 * 768 * 2                     # bf16 gate/up/down of one expert
+    # Experts: TP splits every expert 8 ways, EP keeps 128/8 = 16 whole experts per rank: the same bytes.
+    assert tp8.bytes_by_part["experts"] == ep8.bytes_by_part["experts"] == 48 * 16 * per_expert
+    # …but with DP+EP (tp=1) attention and embeddings are whole on every rank, as at tp=1.
+    whole = weight_bytes(spec, tp=1)
+    assert ep8.bytes_by_part["attention"] == whole.bytes_by_part["attention"]
+    assert ep8.bytes_by_part["embed"] == whole.bytes_by_part["embed"]
+
+
+def test_estimate_uses_expert_parallel_flag():
+    spec = load("Qwen/Qwen3-30B-A3B")
+    base = dict(gpu_total_bytes=80 * GiB, activation_bytes=0, non_torch_bytes=0, cuda_graph_bytes=0)
+    plain = estimate(spec, settings=parse_flags(["--data-parallel-size", "8", "--vllm-version", "0.10.1"]), **base)
+    ep = estimate(spec, settings=parse_flags(["--data-parallel-size", "8", "--enable-expert-parallel",
+                                              "--vllm-version", "0.10.1"]), **base)
+    # 128 experts → 16 per rank: the expert share of the weights drops 8×.
+    experts_all = 48 * 128 * 3 * 2048 * 768 * 2
+    assert plain.weights_bytes - ep.weights_bytes == experts_all - experts_all // 8
+
+
+def test_mamba_prefix_caching_keeps_two_state_blocks_per_request():
+    """Hybrid models with prefix caching ('align'): 2 blocks per Mamba group per request."""
+    spec = load("Qwen/Qwen3.6-27B")                     # 16 full + 48 gated-DeltaNet layers
+    common = dict(vllm_version="0.21.0", max_model_len=262144, kv_cache_dtype="fp8",
+                  kv_cache_memory_bytes=8 * GiB)
+    kw = dict(gpu_total_bytes=48 * GiB, weights_bytes=0, activation_bytes=0, non_torch_bytes=0, cuda_graph_bytes=0)
+    off = estimate(spec, settings=EngineSettings(**common), **kw)
+    on = estimate(spec, settings=EngineSettings(enable_prefix_caching=True, **common), **kw)
+    # attention block size 1568 (16 × cdiv(3,207,168 B state, 16 × 2,048 B)), 4 groups of 16 layers.
+    assert off.layout.block_size == on.layout.block_size == 1568
+    full_blocks = cdiv(262144, 1568)                    # 168
+    bpb = 16 * 1568 * 2048                              # 16 layers × one 1,568-token fp8 page
+    assert off.kv_needed_bytes == bpb * (full_blocks + 3)        # one block per Mamba group
+    assert on.kv_needed_bytes == bpb * (full_blocks + 3 * 2)     # two with prefix caching
+    assert on.kv_needed_bytes / GiB == pytest.approx(8.33, abs=0.01)  # what vLLM printed (qevos)
+
+
+def test_v1_token_capacity_anchors_the_pool():
+    """A V1 start-up log with only 'GPU KV cache size: N tokens' still pins the KV pool (0.21+: N = int(c × L))."""
+    paste = (
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.9\n"
+        "INFO 09-01 10:00:00 [kv_cache_utils.py:1000] GPU KV cache size: 409,600 tokens\n"
+        "INFO 09-01 10:00:00 [kv_cache_utils.py:1001] Maximum concurrency for 32,768 tokens per request: 12.50x\n"
+        "RuntimeError: CUDA out of memory while serving\n"
+    )
+    d = diagnose(paste, gpu="H100", vllm_version="0.25.0", offline=True, explain=True)
+    # One full-attention group: blocks per request = 32768/16 = 2048; 12.5× → 25,600 blocks of 2 MiB.
+    assert d.estimate["gpu_blocks"] == 25_600
+    assert d.estimate["memory"]["kv_cache_bytes"] == 25_600 * 2 * MiB
+    assert d.estimate["kv_cache_tokens"] == 409_600
+
+
+def test_stated_gpu_variant_and_smi_size():
+    # A 48 GB RTX 4090 (modded): the catalog's 24 GB card scaled: 23.64 GiB × 48/24.
+    g = lookup_gpu("NVIDIA GeForce RTX 4090 with 48GB of VRAM")
+    assert g.total_bytes == int(lookup_gpu("RTX 4090").total_bytes * 48 / 24)
+    # A card the catalog lacks, with nvidia-smi's MiB: the size wins over the unknown name (the
+    # catalog maps 16,303 MiB to the torch total it observed for a card of that size).
+    assert lookup_gpu("NVIDIA GeForce RTX 5070 Ti 16303MiB").total_bytes == lookup_gpu("16303MiB").total_bytes
+    # The name wins when the stated size agrees (49.1 GB ≈ the A6000's 48 GB).
+    assert lookup_gpu("NVIDIA RTX A6000 (49.1 GB VRAM)").name == "NVIDIA RTX A6000"
+
+
+def test_utilization_fix_is_the_smallest_that_fits_plus_margin():
+    """V1 0.25, Llama-3.1-8B on an 80 GiB card, pool just short of one 131,072-token request."""
+    spec = load("meta-llama/Llama-3.1-8B")
+    T, W = 80 * GiB, 40 * GiB
+    # Budget 0.60 × 80 = 48 GiB; KV = 48 − 40 = 8 GiB < 16 GiB needed (131,072 × 131,072 B).
+    s = EngineSettings(vllm_version="0.25.0", gpu_memory_utilization=0.60, max_model_len=131072)
+    est = estimate(spec, gpu_total_bytes=T, settings=s, weights_bytes=W, activation_bytes=0,
+                   non_torch_bytes=0, cuda_graph_bytes=0)
+    assert not est.fits
+    util = [x for x in suggest(est) if x.flags.startswith("--gpu-memory-utilization")]
+    # Needs 16 GiB of KV: u ≥ 56/80 = 0.70 exactly; 0.70 fits → suggest 0.71 (one point of margin).
+    assert util and util[0].flags == "--gpu-memory-utilization 0.71"
