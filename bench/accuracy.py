@@ -30,7 +30,7 @@ from estimator.vllm import EngineSettings  # noqa: E402
 _REPO = re.compile(r"\b([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)")
 _VER = re.compile(r"\d+\.\d+(?:\.\d+)?")
 QUANTITIES = ("kv_cache_gib", "kv_tokens", "gpu_blocks", "weights_gib", "activation_peak_gib", "non_torch_gib",
-              "overhead_gib", "estimated_max_model_len")
+              "overhead_gib", "estimated_max_model_len", "kv_needed_gib")
 
 
 def repo_id(text: str | None) -> str | None:
@@ -108,7 +108,9 @@ def gpu_for(case: dict) -> str:
 
 def observed_values(obs: dict) -> dict:
     out = {k: obs.get(k) for k in ("kv_cache_gib", "gpu_blocks", "weights_gib", "activation_peak_gib",
-                                   "non_torch_gib", "estimated_max_model_len")}
+                                   "non_torch_gib", "estimated_max_model_len", "kv_needed_gib")}
+    if out["kv_cache_gib"] is None:
+        out["kv_cache_gib"] = obs.get("kv_available_gib")  # V1 prints the pool as "available KV cache memory"
     out["kv_tokens"] = obs.get("kv_tokens_capacity") or obs.get("error_max_tokens_in_kv")
     parts = [obs.get(k) for k in ("activation_peak_gib", "non_torch_gib")]
     if all(p is not None for p in parts):
@@ -126,6 +128,7 @@ def predicted_values(est) -> dict:
         "non_torch_gib": est.non_torch_bytes / GiB,
         "overhead_gib": (est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes) / GiB,
         "estimated_max_model_len": est.max_model_len_fit,
+        "kv_needed_gib": est.kv_needed_bytes / GiB,
     }
 
 
