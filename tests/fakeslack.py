@@ -405,3 +405,11 @@ def _no_slack_env(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     # the estimator in the worker threads: no process start-up per test (one test covers processes)
     monkeypatch.setenv("KVDOCTOR_SLACK_PROCESSES", "0")
+
+
+@pytest.fixture
+def fake():
+    """A fake Slack Web API on a loopback port for one test."""
+    server = FakeSlack().start()
+    yield server
+    server.stop()

@@ -8,26 +8,17 @@ rules are under test.
 from __future__ import annotations
 
 import pytest
+from test_memory import cdiv, load  # the same catalog loader and ceil-div as the first memory tests
 
-from estimator import catalog, diagnose
+from estimator import diagnose
 from estimator.advice import suggest
 from estimator.gpus import lookup_gpu
 from estimator.memory import estimate
 from estimator.params import weight_bytes
-from estimator.spec import spec_from_config
 from estimator.vllm import EngineSettings, parse_flags
 
 GiB = 2**30
 MiB = 2**20
-
-
-def load(repo_id: str):
-    cid, config, companions = catalog.lookup(repo_id)
-    return spec_from_config(config, cid, companions)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def test_014_to_016_check_all_pp_stages_against_one_stage():

@@ -9,7 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fakeslack import BOT_ID, BOT_USER_ID, AppServer, FakeSlack, SlackSender, _no_slack_env, slack_escape  # noqa: F401
+from fakeslack import (  # noqa: F401
+    BOT_ID,
+    BOT_USER_ID,
+    AppServer,
+    FakeSlack,
+    SlackSender,
+    _no_slack_env,
+    fake,
+    slack_escape,
+)
 
 from bot.server import create_app
 from bot.settings import Settings
@@ -46,13 +55,6 @@ def make_settings(fake: FakeSlack, db: str, **over) -> Settings:
                 slack_api_url=fake.api_url, slack_auto_reply_channels=(AUTO,), workers=2, offline=True)
     base.update(over)
     return Settings(**base)
-
-
-@pytest.fixture
-def fake():
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from fakeslack import AppServer, FakeSlack, SlackSender, _no_slack_env  # noqa: F401
+from fakeslack import AppServer, FakeSlack, SlackSender, _no_slack_env, fake  # noqa: F401
 from slack_bolt import BoltRequest
 from test_slack import SECRET, assert_seed_answer, make_settings, mention, seed_text
 
@@ -14,13 +14,6 @@ from bot.server import create_app
 from bot.settings import SettingsError
 from bot.slack import SlackBot, find_bot, run_socket_mode, validate_slack_settings
 from bot.store import Store
-
-
-@pytest.fixture
-def fake():
-    server = FakeSlack().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
