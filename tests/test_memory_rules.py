@@ -119,3 +119,25 @@ def test_utilization_fix_is_the_smallest_that_fits_plus_margin():
     util = [x for x in suggest(est) if x.flags.startswith("--gpu-memory-utilization")]
     # Needs 16 GiB of KV: u ≥ 56/80 = 0.70 exactly; 0.70 fits → suggest 0.71 (one point of margin).
     assert util and util[0].flags == "--gpu-memory-utilization 0.71"
+
+
+def test_facts_only_fixes_when_the_model_is_unknown():
+    """No config to re-check with: the fix comes from vLLM's own numbers and is labelled unchecked."""
+    paste = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can "
+             "be stored in KV cache (16816). Try increasing `gpu_memory_utilization` or decreasing "
+             "`max_model_len` when initializing the engine.")
+    d = diagnose(paste, model="some-org/not-in-the-catalog", offline=True)
+    assert d.suggestions == [] and d.estimate is None
+    # 16,816 tokens fit; the largest power of two under it (≥ 85% of it) is 16,384.
+    assert d.unchecked[0]["flags"] == "--max-model-len 16384" and d.unchecked[0]["checked"] is False
+    assert "config.json" in " ".join(d.missing)
+
+
+def test_free_memory_error_without_a_model_says_who_holds_the_gpu():
+    paste = ("ValueError: Free memory on device (7.34/139.72 GiB) on startup is less than desired GPU memory "
+             "utilization (0.9, 125.75 GiB). Decrease GPU memory utilization or reduce GPU memory used by "
+             "other processes.")
+    d = diagnose(paste, offline=True)
+    assert d.error_kind == "free_memory_startup"
+    # 139.72 − 7.34 = 132.38 GiB held elsewhere.
+    assert "132.38 GiB" in d.unchecked[0]["why"]
