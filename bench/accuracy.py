@@ -54,22 +54,9 @@ def settings_for(case: dict) -> EngineSettings:
         engine = engine or facts.extra.get("engine")
         version = facts.get("vllm_version") or assumed_version(facts.extra.get("version_hint"), engine)[0]
     s = EngineSettings(vllm_version=version, engine=engine)
-    s.tensor_parallel_size = int(case.get("tensor_parallel_size") or 1)
-    s.pipeline_parallel_size = int(case.get("pipeline_parallel_size") or 1)
-    for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"):
-        if isinstance(case.get(key), (int, float)):
-            setattr(s, key, case[key])
-    if isinstance(case.get("max_model_len"), int):
-        s.max_model_len = case["max_model_len"]
-    for key in ("dtype", "kv_cache_dtype", "quantization"):
-        v = case.get(key)
-        if isinstance(v, str) and v.strip():
-            word = v.split()[0].strip("(),").lower()
-            if key == "quantization" and word not in ("fp8", "awq", "gptq", "bitsandbytes", "mxfp4", "nvfp4"):
-                continue
-            setattr(s, key, word)
-    s.enforce_eager = bool(case.get("enforce_eager"))
-    # Flags recorded in free text ("--data-parallel-size 8 --enable-expert-parallel …").
+    # Flags recorded in free text ("--data-parallel-size 8 --enable-expert-parallel …") first: the
+    # case's own fields are the run that printed `observed` and win over notes such as "second run
+    # --gpu-memory-utilization 0.95".
     from estimator.vllm import parse_flags
 
     words = str(case.get("other_flags") or "").replace(",", " ").split()
@@ -84,6 +71,23 @@ def settings_for(case: dict) -> EngineSettings:
             i += len(chunk)
         else:
             i += 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        if isinstance(case.get(key), int):
+            setattr(s, key, case[key])
+    for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"):
+        if isinstance(case.get(key), (int, float)):
+            setattr(s, key, case[key])
+    if isinstance(case.get("max_model_len"), int):
+        s.max_model_len = case["max_model_len"]
+    for key in ("dtype", "kv_cache_dtype", "quantization"):
+        v = case.get(key)
+        if isinstance(v, str) and v.strip():
+            word = v.split()[0].strip("(),").lower()
+            if key == "quantization" and word not in ("fp8", "awq", "gptq", "bitsandbytes", "mxfp4", "nvfp4"):
+                continue
+            setattr(s, key, word)
+    if case.get("enforce_eager") is not None:
+        s.enforce_eager = bool(case["enforce_eager"])
     s.unknown_flags = []
     return s
 

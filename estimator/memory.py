@@ -407,23 +407,21 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S'))."""
     tp = s.tensor_parallel_size
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
-    h, inter = spec.hidden_size, spec.intermediate_size
-    if spec.moe and spec.moe.moe_layers:
-        m = spec.moe
-        # Routed tokens fan out top_k times through 2·I_expert (+ I_expert act) per token.
-        # fused_moe keeps [tokens × top_k × 2·I/tp], [… × I/tp] and [… × hidden] caches
-        # (vllm/model_executor/layers/fused_moe/fused_moe.py intermediate_cache1..3).
-        mlp = max(3 * inter // tp if m.dense_layers else 0,
-                  m.experts_per_tok * (3 * m.expert_intermediate // tp + h) + 3 * m.shared_intermediate // tp)
-    else:
-        mlp = 3 * inter // tp
-    qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
-    forward = int(FORWARD_FACTOR * tb * (mlp + qkv + 3 * h) * model_dtype_bytes)
-    encoder, image_tokens = vision_encoder_peak(spec, profile, s, model_dtype_bytes, assumptions)
-    if profile.engine == "v0" and image_tokens:
-        # V0 profiles multimodal models with fewer, image-carrying dummy sequences:
-        # max_num_seqs → min(S, Tb // max_mm_tokens), at least 1 (vllm/worker/model_runner.py).
-        seqs = max(1, min(seqs, tb // image_tokens))
+    encoder, mm_tokens = vision_encoder_peak(spec, profile, s, model_dtype_bytes, assumptions)
+    tokens = tb
+    if profile.engine == "v0" and mm_tokens:
+        # V0 profiles multimodal models with fewer, media-carrying dummy sequences:
+        # max_num_seqs → min(S, Tb // max_mm_tokens), at least 1 (vllm/worker/model_runner.py), and a
+        # dummy prompt is never cut to Tb // S: when the media tokens do not fit, V0 only warns
+        # ("The sequence length used for profiling … is too short to hold the multi-modal embeddings")
+        # and runs the whole prompt (vllm/multimodal/profiling.py get_decoder_dummy_data).
+        seqs = max(1, min(seqs, tb // mm_tokens))
+        tokens = seqs * max(tb // seqs, mm_tokens)
+        if tokens > tb:
+            assumptions.append(f"V0 profile run: {seqs} dummy prompt(s) of {mm_tokens:,} media tokens, "
+                               f"{tokens:,} tokens through the language model (more than "
+                               f"max_num_batched_tokens {tb:,})")
+    forward = _forward_bytes(spec, s, tokens, model_dtype_bytes)
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     sampler = rows * vocab * profile.sampler_bytes_per_elem
@@ -438,21 +436,59 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     return peak
 
 
+# vLLM's fused MoE kernel works through at most this many tokens at a time and sizes its
+# workspaces for one chunk (VLLM_FUSED_MOE_CHUNK_SIZE, default 32768; vllm/envs.py,
+# vllm/model_executor/layers/fused_moe/fused_moe.py fused_experts_impl).
+FUSED_MOE_CHUNK_TOKENS = 32768
+
+
+def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int) -> int:
+    """Peak of one decoder layer's forward over `tokens` dummy tokens (docs §6).
+
+    Dense: MLP gate/up + activation (3·I/tp) + qkv + residual/norm buffers (3·h) per token.
+    MoE: routed tokens fan out top_k times through 2·I_expert (+ I_expert act) per token; fused_moe
+    keeps [tokens × top_k × 2·I/tp], [… × I/tp] and [… × hidden] caches, sized for one chunk of
+    FUSED_MOE_CHUNK_TOKENS. With data parallelism every MoE layer first gathers the hidden
+    states of all DP ranks (naive / allgather-reducescatter all2all: `naive_multicast`, vllm
+    device_communicators/all2all.py), and the profile run gives every DP rank the same Tb, so the
+    experts see dp × Tb tokens and the gathered input and combined output buffers hold dp × Tb × h.
+    """
+    tp = s.tensor_parallel_size
+    h, inter = spec.hidden_size, spec.intermediate_size
+    qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
+    dense = FORWARD_FACTOR * tokens * (3 * inter // tp + qkv + 3 * h) * dtype_b
+    if not (spec.moe and spec.moe.moe_layers):
+        return int(dense)
+    m = spec.moe
+    dp = max(1, s.data_parallel_size or 1)
+    routed = tokens * dp
+    per_token = m.experts_per_tok * (3 * m.expert_intermediate // tp + h) + 3 * m.shared_intermediate // tp
+    moe = FORWARD_FACTOR * (min(routed, FUSED_MOE_CHUNK_TOKENS) * per_token + tokens * (qkv + 3 * h)) * dtype_b
+    if dp > 1:
+        moe += 2 * routed * h * dtype_b
+    return int(max(dense if m.dense_layers else 0, moe))
+
+
 # Image processors' default largest image for dynamic-resolution ViTs (Qwen2-VL / Qwen2.5-VL /
 # Qwen3-VL `max_pixels` = 16384 merged tokens): the profile run uses the largest image allowed.
 MAX_DYNAMIC_IMAGE_TOKENS = 16384
+# Config keys that fix the LLM tokens one image becomes (Gemma 3 / Gemma 4 / others).
+_TOKENS_PER_IMAGE_KEYS = ("mm_tokens_per_image", "vision_soft_tokens_per_image", "image_seq_length")
 
 
 def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
                         assumptions: list[str]) -> tuple[int, int]:
-    """(activation peak of the vision encoder in the profile run, LLM tokens per max-size image).
+    """(activation peak of the vision encoder in the profile run, LLM tokens of one dummy prompt's media).
 
-    vLLM profiles a multimodal model with max-size dummy images (V0: one per dummy sequence; V1:
-    as many as the encoder budget max(Tb, tokens per image) holds, docs §1.10). One ViT layer on
-    all their patches is the peak: MLP (≈3·I) plus qkv/out/residual (≈6·H) per patch, with the
-    same fragmentation factor as the LLM forward. The encoder runs replicated on every TP rank.
-    Evidence is thin: the dev case gpustack#1800 (Qwen2.5-VL-7B, V0) needs about twice this, and
-    vllm PR48601 (Qwen3.6-27B, V2 model runner) printed half of it — an estimate, said as one.
+    vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries one
+    item per modality at the default limit of one; V1: as many items of the largest modality as
+    the encoder budget max(Tb, tokens per item) holds, docs §1.10). Dynamic-resolution models that
+    take video (a `video_token_id` in the config) get a video of the image's maximum size too:
+    vLLM's own warning reports e.g. {'image': 16384, 'video': 16384} for Qwen2.5-VL. One ViT layer
+    on all the patches of one modality is the peak: MLP (≈3·I) plus qkv (3·H) split by TP — vLLM
+    builds these encoders from column/row-parallel linears — and residual/norm buffers (3·H)
+    replicated, with the same fragmentation factor as the LLM forward. An estimate, said as one:
+    fitted on nothing, checked on vllm PR48601 (Qwen3.6-27B, TP4: printed peak 1.54 GiB).
     """
     v = spec.vision or {}
     hv = int(v.get("hidden_size") or v.get("embed_dim") or 0)
@@ -461,21 +497,36 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
             assumptions.append("the vision encoder's size is not in the config: its profile-run activation "
                                "is not counted")
         return 0, 0
+    tp = max(1, s.tensor_parallel_size)
     iv = int(v.get("intermediate_size") or 4 * hv)
     patch = int(v.get("patch_size") or 14)
     merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size") or 1)
+    pool = int(v.get("pooling_kernel_size") or 1)
+    fixed = next((int(spec.config[k]) for k in _TOKENS_PER_IMAGE_KEYS if spec.config.get(k)), 0)
+    fixed = fixed or int(v.get("default_output_length") or 0)
+    video = False
     if v.get("image_size"):
         patches = (int(v["image_size"]) // patch) ** 2
-        tokens = int(spec.config.get("mm_tokens_per_image") or max(1, patches // (merge * merge)))
+        tokens = fixed or max(1, patches // (merge * merge))
+    elif fixed:
+        tokens = fixed
+        patches = tokens * max(merge * merge, pool * pool)
     else:
         tokens = MAX_DYNAMIC_IMAGE_TOKENS
         patches = tokens * merge * merge
+        video = bool(spec.config.get("video_token_id"))
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
-    items = max(1, min(seqs, tb // tokens)) if profile.engine == "v0" else max(1, max(tb, tokens) // tokens)
-    peak = int(FORWARD_FACTOR * items * patches * (3 * iv + 6 * hv) * dtype_b)
-    assumptions.append(f"profile run includes {items} max-size dummy image(s) of {tokens:,} tokens "
+    media = tokens * (2 if video else 1)
+    if profile.engine == "v0":
+        items = max(1, min(seqs, tb // media))
+    else:
+        items = max(1, max(tb, tokens) // tokens)
+    per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
+    peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
+    what = "image(s)" + (" and as many videos" if video and profile.engine == "v0" else "")
+    assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
-    return peak, tokens
+    return peak, media
 
 
 def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, activation: int) -> int:

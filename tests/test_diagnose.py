@@ -210,8 +210,8 @@ def test_text_without_a_memory_problem_is_silent():
 ANCHOR_MISSES = {
     "gpustack-1800-qwen25vl-7b-3090-v0-default": (
         "the paste names no GPU (the RTX 3090 is only in the thread), so an H100 is assumed and vLLM's 2,400-token "
-        "capacity cannot be reconciled; the reply says so and asks for the GPU. Also: the V0 multimodal profile "
-        "run (max-size dummy images through the vision encoder) is not modelled"),
+        "capacity cannot be reconciled; the reply says so and asks for the GPU. (Given the 3090, the V0 "
+        "multimodal profile run — a 32,768-token image+video dummy prompt — leaves ≈0 of the 0.13 GiB vLLM had)"),
     "club3090-487-qwen36-27b-int4-2x3090-runtime-oom": (
         "hybrid Qwen3.6-27B TP2: KV 10.85 GiB reproduced, but vLLM's 'GPU KV cache size: 612,157 tokens' "
         "vs the estimate's 694,451 (+13%)"),

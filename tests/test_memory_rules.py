@@ -141,3 +141,85 @@ def test_free_memory_error_without_a_model_says_who_holds_the_gpu():
     assert d.error_kind == "free_memory_startup"
     # 139.72 − 7.34 = 132.38 GiB held elsewhere.
     assert "132.38 GiB" in d.unchecked[0]["why"]
+
+
+# ---- profile-run activation: multimodal and data-parallel rules ---------------------------------
+
+
+def _act(spec, **settings):
+    from estimator.memory import activation_peak
+    from estimator.vllm import profile_for
+
+    s = EngineSettings(**settings)
+    notes: list[str] = []
+    return activation_peak(spec, profile_for(s.vllm_version, s.engine), s, 2, notes), notes
+
+
+def test_v0_multimodal_dummy_prompt_is_not_cut_to_the_batch():
+    """vllm/multimodal/profiling.py (V0): a dummy prompt longer than Tb // S only warns; the whole
+    prompt — one max-size image (16,384 tokens) and one video (16,384) — goes through the LLM."""
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")          # h 3584, I 18944, 28 heads, 4 KV, d 128
+    act, notes = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192,
+                      max_num_seqs=256)
+    # S' = max(1, min(256, 8192 // 32768)) = 1; tokens = 1 × max(8192, 32768) = 32,768.
+    per_token = 3 * 18944 + (28 + 2 * 4) * 128 + 3 * 3584   # 72,192 elements
+    assert act == int(1.3 * 32768 * per_token * 2)          # ≈ 5.73 GiB, vs ≈ 1.43 GiB for 8,192 tokens
+    assert any("32,768 tokens through the language model" in n for n in notes)
+    # gpustack#1800 (0.8.x V0, RTX 3090, 0.9 × 23.57 GiB): 2,400 tokens of KV (0.13 GiB) were left
+    # after 15.48 GiB of weights, i.e. ≈ 5.6 GiB of activation + non-torch: the right size.
+    assert 5.4 * GiB < act < 6.0 * GiB
+
+
+def test_vision_encoder_activation_is_split_by_tensor_parallelism():
+    """Qwen3-VL-style encoders use column/row-parallel linears: MLP and qkv split, residual not."""
+    spec = load("Qwen/Qwen3.6-27B")                     # vision h 1152, I 4304, patch 16, merge 2
+    from estimator.memory import vision_encoder_peak
+    from estimator.vllm import profile_for
+
+    def enc(tp):
+        s = EngineSettings(vllm_version="0.33", tensor_parallel_size=tp, max_num_batched_tokens=8192)
+        return vision_encoder_peak(spec, profile_for("0.33"), s, 2, [])
+
+    patches = 16384 * 2 * 2                             # one max-size image: 16,384 tokens × merge²
+    # Second value: a V0 dummy prompt's media tokens — image + video (video_token_id in the config).
+    assert enc(1) == (int(1.3 * patches * (3 * 4304 + 3 * 1152 + 3 * 1152) * 2), 2 * 16384)
+    assert enc(4)[0] == int(1.3 * patches * (3 * 4304 // 4 + 3 * 1152 // 4 + 3 * 1152) * 2)
+    # vllm PR48601 printed a 1.54 GiB peak for this model at TP4; TP1's estimate would be 3.1 GiB.
+    assert 1.0 * GiB < enc(4)[0] < 1.54 * GiB < enc(1)[0]
+
+
+def test_fixed_size_image_tokens_come_from_the_config():
+    """Gemma 4: 280 soft tokens per image (vision_soft_tokens_per_image), pooled 3×3 from patches."""
+    from estimator.memory import vision_encoder_peak
+    from estimator.vllm import profile_for
+
+    spec = load("nvidia/Gemma-4-31B-IT-NVFP4")          # vision h 1152, I 4304
+    s = EngineSettings(vllm_version="0.33", max_num_batched_tokens=4096)
+    notes: list[str] = []
+    peak, tokens = vision_encoder_peak(spec, profile_for("0.33"), s, 2, notes)
+    assert tokens == 280
+    items = 4096 // 280                                 # V1 encoder budget max(Tb, 280) → 14 images
+    assert peak == int(1.3 * items * 280 * 9 * (3 * 4304 + 6 * 1152) * 2)
+    assert "14 max-size dummy image(s) of 280 tokens (2,520 patches)" in notes[-1]
+
+
+def test_data_parallel_moe_gathers_every_ranks_tokens():
+    """With DP the MoE layers gather all DP ranks' hidden states (naive all2all `naive_multicast`);
+    fused_moe sizes its workspace for one 32,768-token chunk (VLLM_FUSED_MOE_CHUNK_SIZE)."""
+    spec = load("Qwen/Qwen3-Coder-480B-A35B-Instruct")  # h 6144, 96 q / 8 KV heads × 128, top-8 of I 2560
+    tb = 8192
+    act1, _ = _act(spec, vllm_version="0.10.1", max_num_batched_tokens=tb, max_num_seqs=1,
+                   data_parallel_size=1)
+    act8, _ = _act(spec, vllm_version="0.10.1", max_num_batched_tokens=tb, max_num_seqs=1,
+                   data_parallel_size=8, enable_expert_parallel=True)
+    per_token = 8 * (3 * 2560 + 6144)                   # 110,592 expert elements per routed token
+    attn = (96 + 2 * 8) * 128 + 3 * 6144                # 32,768 qkv + residual elements per token
+    assert act1 == int(1.3 * (tb * per_token + tb * attn) * 2)
+    # DP 8: 65,536 routed tokens, workspace for min(65,536, 32,768); gather + combine 2 × 65,536 × h.
+    assert act8 == int(1.3 * (32768 * per_token + tb * attn) * 2 + 2 * 8 * tb * 6144 * 2)
+    # recipes#12 (0.10.1, 8×H20-141G, DP8+EP, util 0.9): vLLM left 48.66 GiB of KV; the estimate
+    # now leaves ≈ 47 GiB (it left ≈ 57 GiB when the gathered tokens were not counted).
+    s = EngineSettings(vllm_version="0.10.1", data_parallel_size=8, enable_expert_parallel=True,
+                       gpu_memory_utilization=0.9, max_model_len=262144, quantization="fp8")
+    est = estimate(spec, gpu_total_bytes=int(139.8 * GiB), settings=s)
+    assert abs(est.kv_cache_bytes / GiB - 48.66) / 48.66 < 0.05
