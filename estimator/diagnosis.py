@@ -88,9 +88,17 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
             setattr(s, key, int(f(key)))
     if f("enforce_eager") is not None:
         s.enforce_eager = bool(f("enforce_eager"))
-    for key in ("enable_prefix_caching", "enable_chunked_prefill"):  # read as extras (not fact keys)
+    # Read as extras (not fact keys): engine arguments that change the memory arithmetic.
+    for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel"):
         if isinstance(facts.extra.get(key), bool):
             setattr(s, key, facts.extra[key])
+    dp = facts.extra.get("data_parallel_size")
+    if isinstance(dp, int) and dp > 1:
+        s.data_parallel_size = dp
+    for key in ("cpu_offload_gb", "kv_cache_memory_bytes"):
+        v = facts.extra.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            setattr(s, key, v)
     if isinstance(s.dtype, str) and s.dtype.startswith("auto"):
         s.dtype = "auto"
     if isinstance(s.kv_cache_dtype, str) and s.kv_cache_dtype.startswith("auto"):

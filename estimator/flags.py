@@ -338,6 +338,7 @@ _LOOSE_FLAG = regex.compile(
 FIX_LINE = regex.compile(
     r"(?i)\b(?:fix(?:es|ed)?|solv(?:es|ed)|suggest(?:s|ed|ion)?|recommend(?:s|ed)?|try(?:ing)?|instead|bump(?:ing)?"
     r"|should|could|would|workaround|resolved?|lower(?:ing)?|rais(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|increas(?:e|ing)"
+    r"|replac(?:e|ing)"  # vLLM's own "Replace gpu_memory_utilization config with `--kv-cache-memory=…`"
     # a report of what worked after the failure ("I set max_num_seqs = 4 … started normally now")
     r"|worked|works[ ]now|started[ ]normally|starts[ ]normally|i[ ]set|i[ ]changed|after[ ]setting)\b")
 

@@ -156,7 +156,7 @@ class Estimate:
                 "max_num_seqs": s.max_num_seqs, "max_num_batched_tokens": s.max_num_batched_tokens,
                 "block_size": self.layout.block_size, "enforce_eager": s.enforce_eager,
                 "enable_prefix_caching": s.enable_prefix_caching, "enable_chunked_prefill": s.enable_chunked_prefill,
-                "data_parallel_size": s.data_parallel_size,
+                "data_parallel_size": s.data_parallel_size, "enable_expert_parallel": s.enable_expert_parallel,
             },
             "memory": {
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,

@@ -58,6 +58,8 @@ _FLOAT_KEYS = frozenset({
 })
 # Settings keys the flag scanner knows that are also fact keys.
 _SETTING_FACTS = frozenset(FACT_KEYS) - {"error_kind", "gpu", "gpu_count", "vllm_version"}
+# Sources that belong to one invocation (its command line, its printed arguments).
+_RUN_SOURCES = frozenset({"cmdline", "kwargs", "nondefault_args", "config_dump", "flag"})
 _SOURCE_PRIORITY = {
     "config_dump": _tpl.P_CONFIG, "nondefault_args": _tpl.P_NONDEFAULT, "cmdline": _tpl.P_CMDLINE,
     "kwargs": _tpl.P_CMDLINE, "env": _tpl.P_ENV, "flag": _tpl.P_FLAG, "kv": _tpl.P_KV,
@@ -199,7 +201,8 @@ def _read(raw: str) -> Facts:
         if s.key in _SETTING_FACTS:
             occs.append(_Occ(s.key, s.value, s.span[0], s.span[1], s.source, prio, pt.rank_at(s.span[0])))
         elif s.key in ("data_parallel_size", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_chunked_prefill",
-                       "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching"):
+                       "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching",
+                       "enable_expert_parallel"):
             xvals.setdefault(s.key, []).append((s.span[0], s.value))
     _, dumps = _flags.scan_config_dump(text)
     for eng, ver, span in dumps:
@@ -529,6 +532,12 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of) -> tuple[_Occ
         if in_focal and not (key in ("gpu", "model", "gpu_count", "vllm_version")
                              and all(o.source.startswith(("prose", "catalog", "hf_")) for o in in_focal)):
             cands = in_focal
+        elif not in_focal and focal > 0 and key in _SETTING_FACTS:
+            # The failing run has its own command line and it does not set this flag: vLLM used its
+            # default, not the value another attempt in the same paste passed.
+            cands = [o for o in cands if run_of(o.start) == 0 or o.source not in _RUN_SOURCES]
+            if not cands:
+                return None, [], []
     top = max(o.priority for o in cands)
     top_occ = [o for o in cands if o.priority == top]
     primary = [o for o in top_occ if o.rank is None]

@@ -223,3 +223,19 @@ def test_data_parallel_moe_gathers_every_ranks_tokens():
                        gpu_memory_utilization=0.9, max_model_len=262144, quantization="fp8")
     est = estimate(spec, gpu_total_bytes=int(139.8 * GiB), settings=s)
     assert abs(est.kv_cache_bytes / GiB - 48.66) / 48.66 < 0.05
+
+
+def test_diagnosis_applies_data_and_expert_parallelism_from_the_command():
+    """`-dp=8 --enable-expert-parallel` change the per-GPU weights: without them the 480B model
+    would be charged whole to one GPU (≈449 GiB) and the paste's 48.66 GiB of KV could not be read."""
+    text = ("8×H20 141GB\n`vllm serve Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8 -dp=8 --enable-expert-parallel`\n"
+            "ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (48.66 GiB). Based on the available "
+            "memory, the estimated maximum model length is 205728. Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.")
+    d = diagnose(text, offline=True)
+    s = d.estimate["settings"]
+    assert s["data_parallel_size"] == 8 and s["enable_expert_parallel"] is True
+    # Per GPU: 160 routed experts / 8 = 20 each, attention and embeddings whole (TP 1): ≈ 67.6 GiB.
+    assert 60 * GiB < d.estimate["memory"]["weights_bytes"] < 75 * GiB
+    assert d.estimate["memory"]["kv_cache_bytes"] / GiB == pytest.approx(48.66, abs=0.01)

@@ -484,6 +484,35 @@ ValueError: No available memory for the cache blocks. Try increasing `gpu_memory
     assert f.get("model") == "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4"
 
 
+def test_a_flag_missing_from_the_failing_command_is_vllms_default():
+    # recipes#12: two attempts, each followed by its error; the first (no utilization flag, so 0.9)
+    # is the focal run. Its KV figure must not be paired with the second attempt's 0.95.
+    cmd = ("vllm serve /tmp/model/Qwen3-Coder-480B-A35B-Instruct-FP8 -dp=8  --enable-expert-parallel "
+           "--tool-call-parser qwen3_coder")
+    err = ("ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache "
+           "is needed, which is larger than the available KV cache memory ({kv} GiB). Based on the available "
+           "memory, the estimated maximum model length is {n}. Try increasing `gpu_memory_utilization` or "
+           "decreasing `max_model_len` when initializing the engine.")
+    text = (f"```\n# {cmd}\n\n{err.format(kv='48.66', n=205728)}\n```\n\n"
+            f"```\n# {cmd} --gpu-memory-utilization 0.95\n\n{err.format(kv='55.65', n=235296)}\n```")
+    f = read_paste(text)
+    assert f.get("kv_available_gib") == 48.66
+    assert f.get("gpu_memory_utilization") is None          # the first command's (vLLM's default)
+    assert f.extra["data_parallel_size"] == 8                # `-dp=8`: argparse's short form with `=`
+    assert f.extra["enable_expert_parallel"] is True
+
+
+def test_vllms_own_kv_cache_memory_proposal_is_not_a_setting():
+    # vllm PR48601's log proposes a value; the user did not pass it.
+    text = ("INFO [gpu_worker.py:855] Free memory on device (77.57/79.11 GiB) on startup. Desired GPU memory "
+            "utilization is (0.92, 72.78 GiB). Actual usage is 7.39 GiB for weight, 1.54 GiB for peak activation, "
+            "0.6 GiB for non-torch memory, and 2.04 GiB for CUDAGraph memory. Replace gpu_memory_utilization config "
+            "with `--kv-cache-memory=65565989131` (61.06 GiB) to fit into requested memory, or "
+            "`--kv-cache-memory=70712017408` (65.86 GiB) to fully utilize gpu memory. Current kv cache memory in "
+            "use is 63.25 GiB.")
+    assert "kv_cache_memory_bytes" not in read_paste(text).extra
+
+
 def test_conflicting_values_are_not_guessed_between():
     text = "- vLLM 0.2.3: `# GPU blocks: 1464, # CPU blocks: 1310`\n- vLLM 0.2.5: `# GPU blocks: 112, # CPU blocks: 1310`"
     f = read_paste(text)
