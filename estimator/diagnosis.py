@@ -95,6 +95,14 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     dp = facts.extra.get("data_parallel_size")
     if isinstance(dp, int) and dp > 1:
         s.data_parallel_size = dp
+    from estimator.vllm import apply_speculative
+
+    for key in ("speculative_model", "speculative_config"):
+        if facts.extra.get(key):
+            apply_speculative(s, facts.extra[key])
+    k = facts.extra.get("num_speculative_tokens")
+    if isinstance(k, int) and k > 0:
+        s.num_speculative_tokens = k
     for key in ("cpu_offload_gb", "kv_cache_memory_bytes"):
         v = facts.extra.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:

@@ -70,6 +70,8 @@ FLAG_KEYS: dict[str, str] = {
     "tokenizer": "tokenizer",
     "disable_custom_all_reduce": "disable_custom_all_reduce",
     "speculative_config": "speculative_config",
+    "num_speculative_tokens": "num_speculative_tokens",   # V0 (≤0.9) spelling
+    "speculative_model": "speculative_model",             # V0 (≤0.9) spelling
     "kv_transfer_config": "kv_transfer_config",
     "compilation_config": "compilation_config",
     "mm_processor_kwargs": "mm_processor_kwargs",
@@ -111,6 +113,7 @@ INT_KEYS = frozenset({
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
     "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_cache_memory_bytes",
     "max_seq_len_to_capture", "num_gpu_blocks_override", "max_logprobs", "seed", "port",
+    "num_speculative_tokens",
 })
 FLOAT_KEYS = frozenset({"gpu_memory_utilization", "cpu_offload_gb", "swap_space"})
 
@@ -215,6 +218,45 @@ def normalise(key: str, raw: object) -> object | None:
         t = t.rstrip("/") if len(t) > 1 else t
         return t or None
     return t
+
+
+_SPEC_METHOD = regex.compile(r"""(?i)['"]?method['"]?\s*[:=]\s*['"]?([\w.-]+)""")
+_SPEC_MODEL = regex.compile(r"""(?i)['"]?model['"]?\s*[:=]\s*['"]?(\[?[\w./-]+\]?)""")
+_SPEC_TOKENS = regex.compile(r"""(?i)['"]?num_spec(?:ulative)?_tokens['"]?\s*[:=]\s*(\d+)""")
+
+
+def read_speculative(value: object) -> tuple[str | None, int | None]:
+    """(method, num_speculative_tokens) of a speculative config as users and logs write it: a JSON
+    or Python dict (`--speculative-config '{"method": "mtp", "num_speculative_tokens": 3}'`), the
+    engine dump `SpeculativeConfig(method='mtp', …, num_spec_tokens=3)`, or a V0 draft model name.
+    A truncated dict ("{'method': 'mtp', 'num_specul…") still gives its method. A config with a
+    draft `model` and no method is vLLM's "draft_model"; `[ngram]` is the n-gram proposer."""
+    if isinstance(value, dict):
+        text = ", ".join(f"'{k}': {v!r}" for k, v in value.items())
+    else:
+        text = str(value or "")[:2000]
+    if not text.strip() or text.strip().lower() in ("none", "null", "{}"):
+        return None, None
+    m = _safe_search(_SPEC_METHOD, text)
+    method = m.group(1).lower() if m else None
+    if method in ("none", "null"):
+        method = None
+    if method is None:
+        mm = _safe_search(_SPEC_MODEL, text)
+        if mm:
+            method = "ngram" if "ngram" in mm.group(1).lower() else "draft_model"
+        elif "{" not in text and "(" not in text and ":" not in text:
+            word = text.strip().strip("'\"`").lower()   # a bare --speculative-model value
+            method = "ngram" if "ngram" in word else ("draft_model" if word else None)
+    t = _safe_search(_SPEC_TOKENS, text)
+    return method, (int(t.group(1)) if t else None)
+
+
+def _safe_search(pattern, text: str):
+    try:
+        return pattern.search(text, timeout=TIMEOUT)
+    except TimeoutError:
+        return None
 
 
 def flag_key(flag: str) -> str | None:
@@ -623,6 +665,14 @@ def scan_nondefault_args(text: str) -> tuple[list[Setting], list[dict[str, objec
                 val = p.group("v")
                 if val in ("{", "["):
                     raw[name] = "…"
+                    if FLAG_KEYS.get(name.lower()) == "speculative_config" and val == "{":
+                        # a nested dict, often cut off by the log line: its method / token count
+                        v0 = p.start("v")
+                        close = min(_balanced_end(text, v0 + 1, "{", "}"), end)
+                        raw[name] = text[v0:close]
+                        if read_speculative(raw[name])[0]:
+                            out.append(Setting("speculative_config", raw[name], (v0, close), "nondefault_args",
+                                               text[p.start():close]))
                     continue
                 lit = _literal(val)
                 raw[name] = lit
@@ -651,7 +701,7 @@ _DUMP_KEYS = {
     "tensor_parallel_size": "tensor_parallel_size", "pipeline_parallel_size": "pipeline_parallel_size",
     "quantization": "quantization", "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype",
     "chunked_prefill_enabled": "enable_chunked_prefill", "enable_prefix_caching": "enable_prefix_caching",
-    "data_parallel_size": "data_parallel_size",
+    "data_parallel_size": "data_parallel_size", "speculative_config": "speculative_config",
 }
 
 
@@ -682,6 +732,14 @@ def scan_config_dump(text: str) -> tuple[list[Setting], list[tuple[str | None, s
         for p in _safe_finditer(_EQ_PAIR, text, s, e, limit=400):
             key = _DUMP_KEYS.get(p.group(1))
             if not key:
+                continue
+            if key == "speculative_config":
+                # SpeculativeConfig(method='mtp', model=…, num_spec_tokens=3): the whole call
+                v0 = p.start("v")
+                close = _balanced_end(text, text.find("(", v0, e) + 1, "(", ")") if "(" in text[v0:e] else p.end("v")
+                raw = text[v0:min(close, e)]
+                if read_speculative(raw)[0]:
+                    out.append(Setting(key, raw, (v0, min(close, e)), "config_dump", raw))
                 continue
             value = normalise(key, p.group("v").rstrip(","))
             if value is not None:

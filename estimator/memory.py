@@ -157,6 +157,7 @@ class Estimate:
                 "block_size": self.layout.block_size, "enforce_eager": s.enforce_eager,
                 "enable_prefix_caching": s.enable_prefix_caching, "enable_chunked_prefill": s.enable_chunked_prefill,
                 "data_parallel_size": s.data_parallel_size, "enable_expert_parallel": s.enable_expert_parallel,
+                "speculative_method": s.speculative_method, "num_speculative_tokens": s.num_speculative_tokens,
             },
             "memory": {
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
@@ -290,6 +291,53 @@ def _stage_layers(spec: ModelSpec, profile: Profile, pp: int) -> list[LayerKV]:
     return best[1]
 
 
+def mtp_layers(spec: ModelSpec) -> int:
+    """Multi-token-prediction layers the checkpoint carries (DeepSeek `num_nextn_predict_layers`,
+    Qwen3-Next/3.5 `mtp_num_hidden_layers`)."""
+    t = spec.text or {}
+    return int(t.get("num_nextn_predict_layers") or t.get("mtp_num_hidden_layers") or 0)
+
+
+def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
+            assumptions: list[str]) -> tuple[list[LayerKV], int, bool]:
+    """(the draft model's KV layers, speculative tokens per step, MTP weights loaded).
+
+    MTP methods (`mtp`, `deepseek_mtp`, `qwen3_next_mtp`, … vllm/v1/spec_decode/eagle.py) run the
+    checkpoint's own MTP layers as the drafter: vLLM loads them (sharing embeddings and lm_head with
+    the target) and gives each MTP layer a KV cache of the model's attention kind, in the same pool
+    and the same KV groups as the target's layers (V0 likewise splits the blocks between target and
+    draft). `num_speculative_tokens` defaults to the number of MTP layers (vllm/config SpeculativeConfig).
+    Hybrid models keep 1 + k Mamba state blocks per request (MambaSpec.num_speculative_blocks).
+    n-gram / suffix proposers need no GPU memory; an external draft model or EAGLE head is not in
+    this config, so its weights and KV are said to be missing rather than guessed.
+    """
+    method = (s.speculative_method or "").lower()
+    if not method:
+        return [], 0, False
+    n_mtp = mtp_layers(spec)
+    k = s.num_speculative_tokens or 0
+    if method.endswith("mtp"):
+        if not n_mtp:
+            assumptions.append(f"speculative method {method!r} but the config has no MTP layers: no draft "
+                               "memory counted")
+            return [], k, False
+        if not k:
+            k = n_mtp
+            assumptions.append(f"num_speculative_tokens not given: vLLM's default for MTP, {k}")
+        attn = next((lk for lk in spec.layers if isinstance(lk, (FullAttention, MLA))
+                     and not isinstance(lk, (SlidingWindow, ChunkedLocal, CrossAttention))), None)
+        layers = [attn] * n_mtp if attn is not None else []
+        assumptions.append(f"MTP speculative decoding ({k} token(s) per step): {n_mtp} MTP layer(s) loaded "
+                           "with their own KV cache")
+        return layers, k, True
+    if method in ("ngram", "suffix", "ngram_gpu"):
+        assumptions.append(f"speculative method {method!r}: the proposer runs without GPU memory of its own")
+        return [], k, False
+    assumptions.append(f"speculative method {method!r}: the draft model's weights and KV cache are not in this "
+                       "model's config and are not counted — paste the draft model's id to include them")
+    return [], k, False
+
+
 def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], kv_cache_dtype: str,
                      assumptions: list[str]) -> list[LayerKV]:
     """Layers as this vLLM version caches them.
@@ -318,7 +366,9 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
 def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_bytes: int,
               model_dtype_bytes: int, assumptions: list[str]) -> KVLayout:
     tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
-    layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp),
+    # The drafter's layers live on the last PP stage; counted with the stage sized here.
+    draft, _k, _w = drafter(spec, settings, profile, [])
+    layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp) + draft,
                               (settings.kv_cache_dtype or "auto").lower(), assumptions)
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
@@ -545,7 +595,7 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings) -> i
     if s.enforce_eager or not profile.cuda_graphs_budgeted:
         return 0
     sizes = cuda_graph_sizes(profile, s.max_num_seqs or 256, s.max_num_batched_tokens or 2048)
-    layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size))
+    layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size)) + len(drafter(spec, s, profile, [])[0])
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
     return 2 * len(sizes) * layers * per_layer
 
@@ -630,6 +680,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # flag is given: the default for hybrid models changed across versions.
     mamba_extra = 1 if (s.enable_prefix_caching and layout.state_bytes_per_request
                         and profile.version >= (0, 11, 0)) else 0
+    draft_layers, spec_k, _mtp = drafter(spec, s, profile, assumptions)
+    if spec_k and layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 2):
+        mamba_extra += spec_k   # MambaSpec.num_speculative_blocks = num_speculative_tokens
     tb = s.max_num_batched_tokens
 
     def blocks_needed(length: int) -> int:
@@ -796,13 +849,14 @@ def _weights(spec: ModelSpec, s: EngineSettings, model_dtype: str, assumptions: 
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
     st = getattr(spec, "safetensors_bytes_by_dtype", None)
     ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
+    with_mtp = drafter(spec, s, profile_for(s.vllm_version, s.engine), [])[2]
     key = (model_dtype, s.quantization, s.tensor_parallel_size, s.pipeline_parallel_size, ep,
-           tuple(sorted(st.items())) if st else None)
+           tuple(sorted(st.items())) if st else None, with_mtp)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
                                          tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size, ep=ep,
-                                         safetensors_bytes_by_dtype=st)
+                                         safetensors_bytes_by_dtype=st, with_mtp=with_mtp)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

@@ -809,11 +809,15 @@ def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_
 
 def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str | None = None,
                  tp: int = 1, pp: int = 1, pp_rank: int | None = None, ep: int = 1,
-                 safetensors_bytes_by_dtype: dict[str, int] | None = None) -> WeightBreakdown:
+                 safetensors_bytes_by_dtype: dict[str, int] | None = None,
+                 with_mtp: bool = False) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
     of them, instead of a 1/tp slice of every expert (vllm/model_executor/layers/fused_moe/layer.py).
+    `with_mtp` (MTP speculative decoding): the MTP layers are loaded on the last stage; their
+    embedding and lm_head copies are not, the drafter shares the target's (vllm/v1/spec_decode/eagle.py
+    load_model).
     """
     tp, pp, ep = max(1, int(tp)), max(1, int(pp)), max(1, int(ep))
     notes: list[str] = []
@@ -838,8 +842,9 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
         lo, hi = parts[s]
         first, last = s == 0, s == pp - 1
         by: dict[str, int] = {}
-        for w in ws:
-            if w.layer is not None and not lo <= w.layer < hi:
+        drafts = [w for w in mtp if w.kind not in ("embed", "lm_head")] if (with_mtp and last) else []
+        for w in ws + drafts:
+            if w.part != "mtp" and w.layer is not None and not lo <= w.layer < hi:
                 continue
             if w.layer is None:
                 if w.kind == "embed" and not (first or (last and spec.tie_word_embeddings)):
@@ -849,7 +854,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                 if w.part == "vision" and not first:
                     continue
             copies = w.copies
-            if ep > 1 and w.part == "experts":
+            if ep > 1 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
                 rows, cols, copies = w.rows, w.cols, -(-w.copies // ep)
             else:
                 rows, cols = _rank_share(w, tp, vocab_rank)
@@ -913,7 +918,13 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     name = fmt.name if fmt.kind != "none" else _dtype_name(base)
     if fmt.kind != "none":
         name = name if name != "fp8-block" else "fp8"
-    return WeightBreakdown(counts.params_total, counts.params_by_part, total, by, name, counts.assumptions + notes)
+    base_notes = counts.assumptions
+    if with_mtp and mtp:
+        mtp_params = sum(w.params for w in mtp if w.kind not in ("embed", "lm_head"))
+        base_notes = [n for n in base_notes if not n.startswith("multi-token-prediction weights")]
+        notes.append(f"MTP speculative decoding: the {mtp_params:,} MTP-layer parameters are loaded (on the last "
+                     "pipeline stage); the drafter shares the target's embedding and lm_head")
+    return WeightBreakdown(counts.params_total, counts.params_by_part, total, by, name, base_notes + notes)
 
 
 def _stored_bytes(spec: ModelSpec, fmt: _Fmt, ws: list[_W], db: int) -> int:

@@ -151,6 +151,8 @@ class EngineSettings:
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
     enable_expert_parallel: bool = False
+    speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
+    num_speculative_tokens: int | None = None
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -165,6 +167,7 @@ _FIELDS = {
     "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
+    "speculative_config", "speculative_model", "num_speculative_tokens",
 }
 
 
@@ -205,8 +208,25 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
                 raise BadInput(f"flag {name} needs a value")
             inline = argv[i]
             i += 1
+        if key in ("speculative_config", "speculative_model"):
+            apply_speculative(s, inline)
+            if s.speculative_method is None:
+                raise BadInput(f"{name}: no speculative method or draft model in {inline!r}")
+            continue
         setattr(s, key, _value(key, inline, name))
     return s
+
+
+def apply_speculative(s: EngineSettings, value: object) -> None:
+    """Set the speculative method / token count from a --speculative-config (or V0
+    --speculative-model) value; a token count given separately is kept."""
+    from estimator.flags import read_speculative
+
+    method, k = read_speculative(value)
+    if method:
+        s.speculative_method = method
+    if k:
+        s.num_speculative_tokens = k
 
 
 def _value(key: str, raw: str, name: str) -> object:

@@ -213,8 +213,9 @@ ANCHOR_MISSES = {
         "capacity cannot be reconciled; the reply says so and asks for the GPU. (Given the 3090, the V0 "
         "multimodal profile run — a 32,768-token image+video dummy prompt — leaves ≈0 of the 0.13 GiB vLLM had)"),
     "club3090-487-qwen36-27b-int4-2x3090-runtime-oom": (
-        "hybrid Qwen3.6-27B TP2: KV 10.85 GiB reproduced, but vLLM's 'GPU KV cache size: 612,157 tokens' "
-        "vs the estimate's 694,451 (+13%)"),
+        "hybrid Qwen3.6-27B TP2 with MTP speculative decoding: KV 10.85 GiB reproduced, but vLLM's 'GPU KV cache "
+        "size: 612,157 tokens' vs the estimate's 630,922 (+3.1%): the paste cuts num_speculative_tokens off, so "
+        "vLLM's default (1) is assumed; 425 blocks / 182 per request would match exactly"),
     "vllm-pr48601-qwen36-27b-fp8-4xh100-v2runner": (
         "vLLM printed 63.25 GiB of KV; the anchored estimate has 61.21 GiB (−3.2%)"),
 }
@@ -316,6 +317,8 @@ def _state_from_diagnosis(d):
     # Settings the paste states outside the fact keys, carried in the estimate's settings.
     base.enable_prefix_caching = e["settings"].get("enable_prefix_caching")
     base.enable_chunked_prefill = e["settings"].get("enable_chunked_prefill")
+    base.speculative_method = e["settings"].get("speculative_method")
+    base.num_speculative_tokens = e["settings"].get("num_speculative_tokens")
     m = e["memory"]
     state = estimate(spec, gpu_total_bytes=e["gpu"]["total_bytes"], settings=base, gpu_name=e["gpu"]["name"],
                      compute_capability=e["gpu"]["compute_capability"], gpu_count=e["gpu"]["count"],

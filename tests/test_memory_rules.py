@@ -239,3 +239,72 @@ def test_diagnosis_applies_data_and_expert_parallelism_from_the_command():
     # Per GPU: 160 routed experts / 8 = 20 each, attention and embeddings whole (TP 1): ≈ 67.6 GiB.
     assert 60 * GiB < d.estimate["memory"]["weights_bytes"] < 75 * GiB
     assert d.estimate["memory"]["kv_cache_bytes"] / GiB == pytest.approx(48.66, abs=0.01)
+
+
+# ---- speculative decoding -----------------------------------------------------------------------
+
+
+def test_mtp_drafter_adds_its_layer_to_the_kv_pool_and_its_weights():
+    """DeepSeek-V3 + `--speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":1}'`:
+    the MTP layer (num_nextn_predict_layers = 1) gets an MLA cache of its own, 576 latent values/token."""
+    spec = load("deepseek-ai/DeepSeek-V3")             # 61 MLA layers, kv_lora_rank 512 + rope 64
+    base = EngineSettings(vllm_version="0.11.0", tensor_parallel_size=8, max_model_len=32768)
+    mtp = parse_flags(["--speculative-config", '{"method": "deepseek_mtp", "num_speculative_tokens": 1}'],
+                      base.replace())
+    assert (mtp.speculative_method, mtp.num_speculative_tokens) == ("deepseek_mtp", 1)
+    total = 150 * GiB
+    e0 = estimate(spec, gpu_total_bytes=total, settings=base)
+    e1 = estimate(spec, gpu_total_bytes=total, settings=mtp)
+    assert e0.layout.kv_bytes_per_token == 61 * 576 * 2           # MLA is not split by TP
+    assert e1.layout.kv_bytes_per_token == 62 * 576 * 2
+    assert any("1 MTP layer(s) loaded" in a for a in e1.assumptions)
+    assert e1.weights_bytes > e0.weights_bytes
+
+
+def test_mtp_weights_are_the_counted_mtp_parameters_without_embedding_copies():
+    from estimator.params import count_params
+
+    spec = load("Qwen/Qwen3.6-27B")                     # bf16, one MTP layer, embeddings shared
+    mtp_params = count_params(spec).params_by_part["mtp"]
+    assert mtp_params == 424_699_392
+    w0 = weight_bytes(spec).bytes_total
+    w1 = weight_bytes(spec, with_mtp=True)
+    assert w1.bytes_total - w0 == mtp_params * 2
+    assert any("MTP-layer parameters are loaded" in n for n in w1.assumptions)
+
+
+def test_hybrid_models_keep_one_state_block_per_speculative_token():
+    """MambaSpec.max_memory_usage_bytes: (2 + k) pages per Mamba group with prefix caching ("align"),
+    (1 + k) without; the MTP attention layer joins the attention group (17 layers per group)."""
+    spec = load("Qwen/Qwen3.6-27B")                     # 48 GDN + 16 full-attention layers
+    pool = int(10.85 * GiB)
+
+    def est(k, prefix):
+        s = EngineSettings(vllm_version="0.27", tensor_parallel_size=2, kv_cache_dtype="fp8_e5m2",
+                           dtype="float16", max_model_len=262144, max_num_seqs=2, max_num_batched_tokens=8192,
+                           kv_cache_memory_bytes=pool, enable_prefix_caching=prefix,
+                           speculative_method="mtp" if k else None, num_speculative_tokens=k or None)
+        return estimate(spec, gpu_total_bytes=int(23.57 * GiB), settings=s)
+
+    e0, e3, e3n = est(0, True), est(3, True), est(3, False)
+    bs = e0.layout.block_size                           # 1568: the attention block grown to the state page
+    attn_blocks = cdiv(262144, bs)
+    assert [g.layers for g in e0.layout.groups] == [16, 16, 16, 16]
+    assert [g.layers for g in e3.layout.groups] == [17, 17, 17, 17]   # 3 padding layers on the GDN side
+    assert e0.max_concurrency == pytest.approx(e0.gpu_blocks / (attn_blocks + 3 * 2))
+    assert e3.max_concurrency == pytest.approx(e3.gpu_blocks / (attn_blocks + 3 * (2 + 3)))
+    assert e3n.max_concurrency == pytest.approx(e3n.gpu_blocks / (attn_blocks + 3 * (1 + 3)))
+    assert e3.gpu_blocks == pool // (17 * e3.layout.groups[0].page_bytes)
+
+
+def test_ngram_needs_no_memory_and_a_foreign_drafter_is_said_to_be_missing():
+    spec = load("meta-llama/Llama-3.1-8B-Instruct")
+    base = EngineSettings(vllm_version="0.11.0", max_model_len=8192)
+    e0 = estimate(spec, gpu_total_bytes=80 * GiB, settings=base)
+    ng = estimate(spec, gpu_total_bytes=80 * GiB, settings=parse_flags(
+        ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 5}'], base.replace()))
+    assert (ng.kv_cache_bytes, ng.weights_bytes) == (e0.kv_cache_bytes, e0.weights_bytes)
+    ea = estimate(spec, gpu_total_bytes=80 * GiB, settings=parse_flags(
+        ["--speculative-config", '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}'],
+        base.replace()))
+    assert any("'eagle3'" in a and "not counted" in a for a in ea.assumptions)

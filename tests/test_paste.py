@@ -471,7 +471,9 @@ def test_nondefault_args_dict():
     assert (f.get("model"), f.get("dtype"), f.get("max_model_len"), f.get("quantization"), f.get("tensor_parallel_size"),
             f.get("kv_cache_dtype"), f.get("max_num_batched_tokens"), f.get("max_num_seqs")) == \
         ("Qwen/Qwen3-8B", "float16", 262144, "auto_round", 2, "fp8_e5m2", 8192, 2)
-    assert f.extra["non_default_args"]["speculative_config"] == "…"
+    # The nested dict is kept as its text; the speculative method is read from it.
+    assert f.extra["non_default_args"]["speculative_config"] == "{'method': 'mtp'}"
+    assert f.extra["speculative_config"] == "{'method': 'mtp'}"
 
 
 def test_two_runs_focus_on_the_failing_one():
@@ -511,6 +513,23 @@ def test_vllms_own_kv_cache_memory_proposal_is_not_a_setting():
             "`--kv-cache-memory=70712017408` (65.86 GiB) to fully utilize gpu memory. Current kv cache memory in "
             "use is 63.25 GiB.")
     assert "kv_cache_memory_bytes" not in read_paste(text).extra
+
+
+@pytest.mark.parametrize("text, method, k", [
+    ("""vllm serve Qwen/Qwen3.6-27B --speculative-config '{"method": "mtp", "num_speculative_tokens": 2}'""", "mtp", 2),
+    ("INFO 09-01 llm_engine.py:232] Initializing a V1 LLM engine (v0.11.0) with config: model='deepseek-ai/DeepSeek-V3', "
+     "speculative_config=SpeculativeConfig(method='deepseek_mtp', model='deepseek-ai/DeepSeek-V3', num_spec_tokens=1), "
+     "tokenizer_mode=auto, enforce_eager=False, kv_cache_dtype=auto", "deepseek_mtp", 1),
+    ("python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-70B --speculative-model [ngram] "
+     "--num-speculative-tokens 5", "ngram", 5),
+])
+def test_speculative_decoding_settings(text, method, k):
+    from estimator.flags import read_speculative
+
+    f = read_paste(text)
+    got = read_speculative(f.extra.get("speculative_config") or f.extra.get("speculative_model"))
+    assert got[0] == method
+    assert (got[1] or f.extra.get("num_speculative_tokens")) == k
 
 
 def test_conflicting_values_are_not_guessed_between():
