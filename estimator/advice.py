@@ -124,6 +124,9 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     if kind == "no_cache_blocks":
         out += _activation_fixes(est)
 
+    if kind in ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "cuda_oom_profile") or not est.fits:
+        out += _multimodal_fixes(est)
+
     # 1. The largest max_model_len that fits (keeps everything else).
     shown = fit = est.max_model_len_fit
     if getattr(est, "plain", None) is not None:
@@ -223,6 +226,35 @@ def _activation_fixes(est: Estimate) -> list[Suggestion]:
                              "the profile run's forward pass scales with max_num_batched_tokens", True,
                              flags=[_flag("max-num-batched-tokens", tb)]))
     return [x for x in out if x]
+
+
+def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
+    """Multimodal models are profiled with max-size dummy images (and videos): when that reservation
+    is what crowds out the KV cache, reserve for fewer items (vLLM's --limit-mm-per-prompt)."""
+    from estimator.memory import vision_encoder_peak
+
+    spec, s = est.spec, est.settings
+    if not spec.is_multimodal or not vision_encoder_peak(spec, est.profile, s, 2, [])[1]:
+        return []
+    limits = dict(s.limit_mm_per_prompt or {})
+    video = bool(spec.config.get("video_token_id"))
+    out: list[Suggestion] = []
+    if video and limits.get("video", 1) > 0:
+        new = {**limits, "image": limits.get("image", 1), "video": 0}
+        out.append(_with_len(est, {"limit_mm_per_prompt": new}, "the profile run reserves memory for a max-size "
+                             "video as well as an image; with no videos, nothing is reserved for them", True,
+                             "requests with videos are then refused",
+                             [f"--limit-mm-per-prompt '{_mm_json(new)}'"]))
+    if any(v > 0 for v in {**{"image": 1}, **limits}.values()):
+        new = {"image": 0, **({"video": 0} if video else {})}
+        out.append(_with_len(est, {"limit_mm_per_prompt": new}, "text-only serving: no dummy images in the profile "
+                             "run", True, "only if you send no images",
+                             [f"--limit-mm-per-prompt '{_mm_json(new)}'"]))
+    return [x for x in out if x]
+
+
+def _mm_json(limits: dict) -> str:
+    return "{" + ", ".join(f'"{k}": {int(v)}' for k, v in limits.items()) + "}"
 
 
 def _graph_fixes(est: Estimate) -> list[Suggestion]:

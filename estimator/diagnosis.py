@@ -103,6 +103,10 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     k = facts.extra.get("num_speculative_tokens")
     if isinstance(k, int) and k > 0:
         s.num_speculative_tokens = k
+    if facts.extra.get("limit_mm_per_prompt"):
+        from estimator.flags import read_mm_limits
+
+        s.limit_mm_per_prompt = read_mm_limits(facts.extra["limit_mm_per_prompt"]) or None
     for key in ("cpu_offload_gb", "kv_cache_memory_bytes"):
         v = facts.extra.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:

@@ -252,6 +252,26 @@ def read_speculative(value: object) -> tuple[str | None, int | None]:
     return method, (int(t.group(1)) if t else None)
 
 
+_MM_LIMIT = regex.compile(r"""(?i)['"]?(image|video|audio)['"]?\s*[:=]\s*(\d+)""")
+
+
+def read_mm_limits(value: object) -> dict[str, int]:
+    """--limit-mm-per-prompt as users write it: JSON '{"image": 1, "video": 0}' (0.10+) or the
+    older 'image=1,video=0'. Only the modalities it names; vLLM's default for the others is 1
+    (0 for none-capable modalities)."""
+    if isinstance(value, dict):
+        return {str(k).lower(): int(v) for k, v in value.items()
+                if str(k).lower() in ("image", "video", "audio") and isinstance(v, int)}
+    out: dict[str, int] = {}
+    text = str(value or "")[:500]
+    try:
+        for m in _MM_LIMIT.finditer(text, timeout=TIMEOUT):
+            out[m.group(1).lower()] = int(m.group(2))
+    except TimeoutError:
+        pass
+    return out
+
+
 def _safe_search(pattern, text: str):
     try:
         return pattern.search(text, timeout=TIMEOUT)
@@ -645,6 +665,13 @@ def _value_span(m, group: str) -> tuple[int, int]:
     return (s, e)
 
 
+# Engine arguments whose value is a dict; kept as text, read by these (a truthy result = usable).
+_NESTED_READERS = {
+    "speculative_config": lambda t: read_speculative(t)[0],
+    "limit_mm_per_prompt": lambda t: read_mm_limits(t),
+}
+
+
 def scan_nondefault_args(text: str) -> tuple[list[Setting], list[dict[str, object]]]:
     """The `non-default args: {...}` log line (vllm/entrypoints/utils.py, 0.9+), also in its
     `key=value · key=value` rendering. Returns the settings and each raw dict (for `extra`)."""
@@ -665,14 +692,14 @@ def scan_nondefault_args(text: str) -> tuple[list[Setting], list[dict[str, objec
                 val = p.group("v")
                 if val in ("{", "["):
                     raw[name] = "…"
-                    if FLAG_KEYS.get(name.lower()) == "speculative_config" and val == "{":
-                        # a nested dict, often cut off by the log line: its method / token count
+                    key = FLAG_KEYS.get(name.lower())
+                    if key in _NESTED_READERS and val == "{":
+                        # a nested dict, often cut off by the log line: what it still says
                         v0 = p.start("v")
                         close = min(_balanced_end(text, v0 + 1, "{", "}"), end)
                         raw[name] = text[v0:close]
-                        if read_speculative(raw[name])[0]:
-                            out.append(Setting("speculative_config", raw[name], (v0, close), "nondefault_args",
-                                               text[p.start():close]))
+                        if _NESTED_READERS[key](raw[name]):
+                            out.append(Setting(key, raw[name], (v0, close), "nondefault_args", text[p.start():close]))
                     continue
                 lit = _literal(val)
                 raw[name] = lit

@@ -530,9 +530,10 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
                         assumptions: list[str]) -> tuple[int, int]:
     """(activation peak of the vision encoder in the profile run, LLM tokens of one dummy prompt's media).
 
-    vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries one
-    item per modality at the default limit of one; V1: as many items of the largest modality as
-    the encoder budget max(Tb, tokens per item) holds, docs §1.10). Dynamic-resolution models that
+    vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries
+    `--limit-mm-per-prompt` items per modality, one by default; V1: as many items of the largest
+    modality as the encoder budget max(Tb, tokens per item) holds, docs §1.10; none when every
+    limit is 0). Dynamic-resolution models that
     take video (a `video_token_id` in the config) get a video of the image's maximum size too:
     vLLM's own warning reports e.g. {'image': 16384, 'video': 16384} for Qwen2.5-VL. One ViT layer
     on all the patches of one modality is the peak: MLP (≈3·I) plus qkv (3·H) split by TP — vLLM
@@ -566,14 +567,25 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         patches = tokens * merge * merge
         video = bool(spec.config.get("video_token_id"))
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
-    media = tokens * (2 if video else 1)
+    # --limit-mm-per-prompt: items of each modality per prompt (vLLM's default: 1 of each).
+    limits = s.limit_mm_per_prompt or {}
+    n_img = max(0, int(limits.get("image", 1)))
+    n_vid = max(0, int(limits.get("video", 1))) if video else 0
+    if n_img + n_vid == 0:
+        assumptions.append("--limit-mm-per-prompt allows no images or videos: no multimodal dummy inputs in "
+                           "the profile run")
+        return 0, 0
+    media = tokens * (n_img + n_vid)
+    per_prompt = max(n_img, n_vid)
     if profile.engine == "v0":
-        items = max(1, min(seqs, tb // media))
+        items = max(1, min(seqs, tb // media)) * per_prompt
     else:
-        items = max(1, max(tb, tokens) // tokens)
+        items = max(1, min(max(tb, tokens) // tokens, seqs * per_prompt))
     per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
     peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
-    what = "image(s)" + (" and as many videos" if video and profile.engine == "v0" else "")
+    what = "image(s)" + (" and as many videos" if n_vid and n_img and profile.engine == "v0" else "")
+    if not n_img:
+        what = "video(s)"
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
     return peak, media

@@ -153,6 +153,7 @@ class EngineSettings:
     enable_expert_parallel: bool = False
     speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
     num_speculative_tokens: int | None = None
+    limit_mm_per_prompt: dict | None = None       # {"image": 1, "video": 0}; None = 1 per modality
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -167,7 +168,7 @@ _FIELDS = {
     "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
-    "speculative_config", "speculative_model", "num_speculative_tokens",
+    "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
 }
 
 
@@ -208,6 +209,14 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
                 raise BadInput(f"flag {name} needs a value")
             inline = argv[i]
             i += 1
+        if key == "limit_mm_per_prompt":
+            from estimator.flags import read_mm_limits
+
+            limits = read_mm_limits(inline)
+            if not limits:
+                raise BadInput(f"{name}: expected e.g. '{{\"image\": 1, \"video\": 0}}', got {inline!r}")
+            s.limit_mm_per_prompt = limits
+            continue
         if key in ("speculative_config", "speculative_model"):
             apply_speculative(s, inline)
             if s.speculative_method is None:

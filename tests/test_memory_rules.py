@@ -308,3 +308,35 @@ def test_ngram_needs_no_memory_and_a_foreign_drafter_is_said_to_be_missing():
         ["--speculative-config", '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}'],
         base.replace()))
     assert any("'eagle3'" in a and "not counted" in a for a in ea.assumptions)
+
+
+def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
+    """--limit-mm-per-prompt '{"image": 1, "video": 0}': the V0 dummy prompt holds one 16,384-token
+    image only; '{"image": 0, "video": 0}': no media, the profile run is the text model's."""
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    per_token = 3 * 18944 + (28 + 2 * 4) * 128 + 3 * 3584   # 72,192 elements, as above
+    img, _ = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
+                  limit_mm_per_prompt={"image": 1, "video": 0})
+    assert img == int(1.3 * 16384 * per_token * 2)           # S' = 1, max(8192, 16,384) tokens
+    text, notes = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
+                       limit_mm_per_prompt={"image": 0, "video": 0})
+    forward = int(1.3 * 8192 * per_token * 2)
+    sampler = 256 * 152064 * 40                              # V0 sampler on 256 dummy prompts
+    assert text == max(forward, sampler)
+    assert any("no images or videos" in n for n in notes)
+
+
+def test_multimodal_fix_is_offered_first_and_rechecked():
+    """gpustack#1800 state (V0, RTX 3090, 8,192 tokens): dropping the dummy video fits."""
+    from estimator.advice import suggest
+
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    gpu = lookup_gpu("RTX 3090")
+    s = EngineSettings(vllm_version="0.8.4", engine="v0", max_model_len=8192)
+    est = estimate(spec, gpu_total_bytes=gpu.total_bytes, settings=s, gpu_name=gpu.name)
+    assert not est.fits
+    fixes = suggest(est)
+    assert fixes[0].flags == """--limit-mm-per-prompt '{"image": 1, "video": 0}'"""
+    again = estimate(spec, gpu_total_bytes=gpu.total_bytes, gpu_name=gpu.name,
+                     settings=parse_flags(["--limit-mm-per-prompt", '{"image": 1, "video": 0}'], s.replace()))
+    assert again.fits and again.kv_cache_tokens == fixes[0].estimate.kv_cache_tokens
