@@ -59,7 +59,11 @@ def settings_for(case: dict) -> EngineSettings:
     # --gpu-memory-utilization 0.95".
     from estimator.vllm import parse_flags
 
-    words = str(case.get("other_flags") or "").replace(",", " ").split()
+    other = str(case.get("other_flags") or "")
+    part = re.search(r"VLLM_PP_LAYER_PARTITION=(\d+(?:,\d+)+)", other)
+    if part:
+        parse_flags([part.group(0)], s)
+    words = other.replace(",", " ").split()
     i = 0
     while i < len(words):
         if words[i].startswith("-") and len(words[i]) > 1:
@@ -99,6 +103,10 @@ def gpu_for(case: dict) -> str:
 
     name = case.get("gpu") or ""
     total = (case.get("observed") or {}).get("total_gpu_memory_gib")
+    if "+" in name:
+        # Mixed cards, one per pipeline stage ("RTX 5070 Ti 16GB + RTX 5090 D 32GB (heterogeneous)"):
+        # each is looked up on its own; a printed total would be their sum, not a card.
+        return re.sub(r"\([^)]*\)", "", name).strip()
     try:
         known = lookup_gpu(name)
     except KvdoctorError:

@@ -94,6 +94,17 @@ def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, 
     if not gpu:
         gpu = "H100 80GB"
         assumed.append("no GPU given: assumed one NVIDIA H100 80GB")
+    cards = [c.strip() for c in gpu.split("+")] if "+" in gpu else []
+    if len(cards) > 1 and "stage_gpus" not in overrides:
+        # Mixed cards in rank order, one per rank or one per pipeline stage ("RTX 5070 Ti + RTX 5090"):
+        # each stage is sized on its own card (the smallest of its TP ranks).
+        found = [lookup_gpu(c) for c in cards]
+        tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
+        per = tp if len(found) == tp * pp else 1 if len(found) == pp else 0   # one per rank, or per stage
+        if per and pp > 1:
+            overrides["stage_gpus"] = [min(((c.name, c.total_bytes) for c in found[i * per:(i + 1) * per]),
+                                           key=lambda c: c[1]) for i in range(pp)]
+        gpu = min(cards, key=lambda c: lookup_gpu(c).total_bytes)
     g = lookup_gpu(gpu)
     if g.assumed:
         assumed.append(g.assumed)

@@ -12,6 +12,8 @@ import shlex
 import sys
 from collections.abc import Sequence
 
+import regex
+
 from estimator.errors import BadInput, KvdoctorError
 
 USAGE = """usage:
@@ -50,6 +52,8 @@ def _split(argv: list[str]) -> tuple[dict, list[str], list[str]]:
                 raise BadInput(f"{name} needs a value")
         elif tok in _BOOL_OPTS:
             opts[tok] = True
+        elif tok.startswith("VLLM_") and "=" in tok:
+            rest.append(tok)            # an environment variable vLLM reads (VLLM_PP_LAYER_PARTITION=16,32)
         elif tok.startswith("-"):
             rest.append(tok)
             # a vLLM flag's value travels with it
@@ -67,6 +71,9 @@ def _split(argv: list[str]) -> tuple[dict, list[str], list[str]]:
 def _command_line(tokens: list[str]) -> tuple[str, list[str]]:
     """`vllm serve MODEL flags` / `python -m vllm.entrypoints.openai.api_server --model M …` → (model, flags)."""
     toks = list(tokens)
+    env: list[str] = []
+    while toks and regex.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", toks[0]):
+        env.append(toks.pop(0))         # `VAR=value vllm serve …`: kept for the flags parser
     while toks and (toks[0] in ("python", "python3", "-m") or toks[0].endswith("vllm") or
                     toks[0].startswith("vllm.entrypoints")):
         toks.pop(0)
@@ -90,7 +97,7 @@ def _command_line(tokens: list[str]) -> tuple[str, list[str]]:
         i += 1
     if not model:
         raise BadInput("the command line names no model (expected `vllm serve MODEL …`)")
-    return model, flags
+    return model, env + flags
 
 
 def _offline(opts: dict) -> bool | None:

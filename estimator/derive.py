@@ -186,7 +186,7 @@ def _modelled_weights(est: Estimate) -> int:
 
 def _kv_formula(est: Estimate) -> str:
     spec, s = est.spec, est.settings
-    layers = [lk for lk in spec.layers if lk.bytes_per_token(1, 2)]
+    layers = [lk for lk in (est.layout.layers or spec.layers) if lk.bytes_per_token(1, 2)]  # this rank's (PP stage)
     if not layers:
         return "no per-token KV layers"
     first = layers[0]

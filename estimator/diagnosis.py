@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import regex
+
 from estimator.errors import KvdoctorError, ModelUnavailable
 from estimator.memory import Estimate, GiB
 from estimator.render import redact, render_markdown, render_slack, render_text
@@ -103,6 +105,9 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     k = facts.extra.get("num_speculative_tokens")
     if isinstance(k, int) and k > 0:
         s.num_speculative_tokens = k
+    part = (facts.extra.get("env") or {}).get("VLLM_PP_LAYER_PARTITION")
+    if part and regex.fullmatch(r"\s*\d+(?:\s*,\s*\d+)+\s*", str(part)):
+        s.pp_layer_partition = [int(x) for x in str(part).split(",")]
     if facts.extra.get("limit_mm_per_prompt"):
         from estimator.flags import read_mm_limits
 
@@ -130,6 +135,36 @@ def _gpu_ref(facts, gpu: str | None) -> str | None:
     if facts.get("total_gpu_memory_gib"):
         return f"{facts.get('total_gpu_memory_gib')}GiB"
     return None
+
+
+def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
+    """(name, torch total) of each pipeline stage's GPU when the paste lists cards of different
+    sizes (nvidia-smi rows, CUDA_VISIBLE_DEVICES order; a stage with TP > 1 is as small as its
+    smallest card). None when they are all alike or the list does not cover every rank."""
+    from estimator.gpus import lookup_gpu
+
+    pp, tp = settings.pipeline_parallel_size, settings.tensor_parallel_size
+    if pp <= 1:
+        return None
+    devices: dict[int, list] = {i: [n, None] for i, n in enumerate(facts.extra.get("gpus") or [])}
+    for i, mib in (facts.extra.get("nvidia_smi_total_mib") or {}).items():
+        devices.setdefault(int(i), [None, None])[1] = int(mib)
+    for row in facts.extra.get("nvidia_smi_memory_mib") or []:
+        devices.setdefault(int(row["gpu"]), [None, None])[1] = int(row["total"])
+    order = facts.extra.get("cuda_visible_devices") or sorted(devices)
+    ranks = [devices.get(i) for i in order][: pp * tp]
+    if len(ranks) < pp * tp or any(d is None for d in ranks):
+        return None
+    cards: list[tuple[str, int]] = []
+    for name, mib in ranks:
+        try:
+            g = lookup_gpu(f"{mib}MiB" if mib else str(name))
+        except KvdoctorError:
+            return None
+        cards.append((str(name or g.name), g.total_bytes))
+    if len({t for _n, t in cards}) <= 1:
+        return None
+    return [min(cards[i * tp:(i + 1) * tp], key=lambda c: c[1]) for i in range(pp)]
 
 
 def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vllm_version: str | None = None,
@@ -264,6 +299,9 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     elif initial is not None:
         # 0.6.4's "initial_memory_usage": memory in use before this instance (other processes).
         overrides["other_process_bytes"] = int(float(initial) * GiB)
+    stage_gpus = _stage_gpus(facts, settings)
+    if stage_gpus:
+        overrides["stage_gpus"] = stage_gpus
     est = run_estimate(loaded.spec, gpu_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:

@@ -147,7 +147,10 @@ class Estimate:
                 "attention": self.spec.attention_summary(),
             },
             "gpu": {"name": self.gpu_name, "total_bytes": self.gpu_total_bytes, "count": self.gpu_count,
-                    "compute_capability": self.compute_capability},
+                    "compute_capability": self.compute_capability,
+                    # mixed cards: each pipeline stage's (name, torch total); the figures above are the tightest's
+                    "stages": [{"name": n, "total_bytes": t} for n, t in
+                               ((getattr(self, "inputs", None) or {}).get("stage_gpus") or [])] or None},
             "settings": {
                 "vllm_version": s.vllm_version, "engine": self.profile.engine,
                 "gpu_memory_utilization": s.gpu_memory_utilization, "max_model_len": self.max_model_len,
@@ -158,6 +161,7 @@ class Estimate:
                 "enable_prefix_caching": s.enable_prefix_caching, "enable_chunked_prefill": s.enable_chunked_prefill,
                 "data_parallel_size": s.data_parallel_size, "enable_expert_parallel": s.enable_expert_parallel,
                 "speculative_method": s.speculative_method, "num_speculative_tokens": s.num_speculative_tokens,
+                "pp_layer_partition": s.pp_layer_partition,
             },
             "memory": {
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
@@ -266,11 +270,10 @@ def kv_dtype_bytes_for(settings: EngineSettings, model_dtype: str, spec: ModelSp
     return dtype_bytes(kv, 1)
 
 
-def _stage_layers(spec: ModelSpec, profile: Profile, pp: int) -> list[LayerKV]:
-    """Layers of the largest PP stage (vllm/distributed/utils.py get_pp_indices)."""
-    n = len(spec.layers) if spec.model_type != "falcon_h1" else spec.num_layers
-    if pp <= 1:
-        return list(spec.layers)
+def _stage_sizes(spec: ModelSpec, profile: Profile, pp: int, partition: list[int] | None) -> list[int]:
+    """Layers per PP stage (vllm/distributed/utils.py get_pp_indices; VLLM_PP_LAYER_PARTITION)."""
+    if partition and len(partition) == pp and sum(partition) == spec.num_layers:
+        return list(partition)
     base, rem = divmod(spec.num_layers, pp)
     sizes = [base] * pp
     if profile.version < (0, 8, 0):
@@ -278,12 +281,24 @@ def _stage_layers(spec: ModelSpec, profile: Profile, pp: int) -> list[LayerKV]:
     else:
         for i in range(rem):
             sizes[-2 - i if pp > 1 else 0] += 1
-    # Pick the stage with the most per-token KV bytes (vLLM takes the min blocks over workers).
+    return sizes
+
+
+def _stage_layers(spec: ModelSpec, profile: Profile, pp: int, stage: int | None = None,
+                  partition: list[int] | None = None) -> list[LayerKV]:
+    """Layers of PP stage `stage`, or of the stage with the most KV bytes per token when None
+    (with one GPU type and vLLM's own partition, that stage has the fewest blocks)."""
+    n = len(spec.layers) if spec.model_type != "falcon_h1" else spec.num_layers
+    if pp <= 1:
+        return list(spec.layers)
+    sizes = _stage_sizes(spec, profile, pp, partition)
     best, start = None, 0
-    for size in sizes:
+    for i, size in enumerate(sizes):
         layers = list(spec.layers[start:start + size])
         if n != len(spec.layers):  # parallel hybrid: append this stage's state layers
             layers += list(spec.layers[spec.num_layers + start: spec.num_layers + start + size])
+        if stage == i:
+            return layers
         cost = sum(lk.bytes_per_token(1, 2) for lk in layers)
         if best is None or cost > best[0]:
             best = (cost, layers)
@@ -312,7 +327,7 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
     this config, so its weights and KV are said to be missing rather than guessed.
     """
     method = (s.speculative_method or "").lower()
-    if not method:
+    if not method or (s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1):
         return [], 0, False
     n_mtp = mtp_layers(spec)
     k = s.num_speculative_tokens or 0
@@ -368,7 +383,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
     tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
     # The drafter's layers live on the last PP stage; counted with the stage sized here.
     draft, _k, _w = drafter(spec, settings, profile, [])
-    layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp) + draft,
+    layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp, settings.pp_stage,
+                                                           settings.pp_layer_partition) + draft,
                               (settings.kv_cache_dtype or "auto").lower(), assumptions)
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
@@ -475,6 +491,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     sampler = rows * vocab * profile.sampler_bytes_per_elem
+    if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1:
+        sampler = 0     # logits and the sampler run on the last pipeline stage only
     if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < (0, 8, 0):
@@ -607,7 +625,12 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings) -> i
     if s.enforce_eager or not profile.cuda_graphs_budgeted:
         return 0
     sizes = cuda_graph_sizes(profile, s.max_num_seqs or 256, s.max_num_batched_tokens or 2048)
-    layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size)) + len(drafter(spec, s, profile, [])[0])
+    pp = max(1, s.pipeline_parallel_size)
+    if s.pp_stage is not None and pp > 1:
+        stage_layers = _stage_sizes(spec, profile, pp, s.pp_layer_partition)[s.pp_stage]
+    else:
+        stage_layers = spec.num_layers // pp
+    layers = max(1, stage_layers) + len(drafter(spec, s, profile, [])[0])
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
     return 2 * len(sizes) * layers * per_layer
 
@@ -621,13 +644,20 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
              gpu_name: str = "", compute_capability: str | None = None, gpu_count: int | None = None,
              weights_bytes: int | None = None, other_process_bytes: int = 0,
              activation_bytes: int | None = None, non_torch_bytes: int | None = None,
-             cuda_graph_bytes: int | None = None) -> Estimate:
-    """Forward model for one rank. Overrides (weights/activation/…) come from a paste when read."""
+             cuda_graph_bytes: int | None = None, stage_gpus: list[tuple[str, int]] | None = None) -> Estimate:
+    """Forward model for one rank. Overrides (weights/activation/…) come from a paste when read.
+
+    `stage_gpus`: (name, torch total) of each pipeline stage's GPU when they differ (mixed cards).
+    """
     inputs = dict(gpu_total_bytes=gpu_total_bytes, settings=settings, gpu_name=gpu_name,
                   compute_capability=compute_capability, gpu_count=gpu_count, weights_bytes=weights_bytes,
                   other_process_bytes=other_process_bytes, activation_bytes=activation_bytes,
-                  non_torch_bytes=non_torch_bytes, cuda_graph_bytes=cuda_graph_bytes)
-    s = (settings or EngineSettings()).replace()
+                  non_torch_bytes=non_torch_bytes, cuda_graph_bytes=cuda_graph_bytes, stage_gpus=stage_gpus)
+    base = settings or EngineSettings()
+    if base.pp_stage is None and base.pipeline_parallel_size > 1 and (
+            base.pp_layer_partition or (stage_gpus and len({t for _n, t in stage_gpus}) > 1)):
+        return _tightest_stage(spec, inputs)
+    s = base.replace()
     assumptions: list[str] = list(spec.assumptions)
     profile = profile_for(s.vllm_version, s.engine)
     s.engine = profile.engine
@@ -768,6 +798,41 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     return est
 
 
+def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
+    """Size every pipeline stage on its own GPU and return the one with the fewest blocks.
+
+    vLLM profiles each worker separately (its own layers, its own card; logits and the sampler
+    on the last stage only) and gives every stage the minimum block count (docs §1.11;
+    vllm/v1/core/kv_cache_utils.py, V0 executor: min over workers). Used when the stages differ
+    by more than vLLM's default split: a VLLM_PP_LAYER_PARTITION, or GPUs of different sizes.
+    """
+    s = inputs["settings"]
+    pp = s.pipeline_parallel_size
+    gpus = inputs.get("stage_gpus") or []
+    profile = profile_for(s.vllm_version, s.engine)
+    sizes = _stage_sizes(spec, profile, pp, s.pp_layer_partition)
+    best: Estimate | None = None
+    per_stage = []
+    start = 0
+    for i in range(pp):
+        name, total = gpus[i] if i < len(gpus) else (inputs["gpu_name"], inputs["gpu_total_bytes"])
+        stage_inputs = {**inputs, "settings": s.replace(pp_stage=i), "gpu_total_bytes": total, "gpu_name": name,
+                        "stage_gpus": None}
+        e = estimate(spec, **stage_inputs)
+        per_stage.append(f"stage {i} ({name}, layers {start}–{start + sizes[i] - 1}): "
+                         f"{e.kv_cache_bytes / GiB:.2f} GiB of KV, {e.gpu_blocks:,} blocks")
+        start += sizes[i]
+        if best is None or (e.gpu_blocks, e.kv_cache_bytes) < (best.gpu_blocks, best.kv_cache_bytes):
+            best = e
+    assert best is not None
+    stage = best.settings.pp_stage
+    best.assumptions.append(f"pipeline stages sized one by one; vLLM gives every stage the block count of the "
+                            f"tightest, stage {stage}: " + "; ".join(per_stage))
+    best.settings.pp_stage = None
+    best.inputs = inputs  # type: ignore[attr-defined]
+    return best
+
+
 def rerun(est: Estimate, **changes) -> Estimate:
     """The same estimate with some settings changed (advice re-checks every fix this way).
 
@@ -862,13 +927,16 @@ def _weights(spec: ModelSpec, s: EngineSettings, model_dtype: str, assumptions: 
     st = getattr(spec, "safetensors_bytes_by_dtype", None)
     ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
     with_mtp = drafter(spec, s, profile_for(s.vllm_version, s.engine), [])[2]
+    part = tuple(s.pp_layer_partition) if s.pp_layer_partition else None
     key = (model_dtype, s.quantization, s.tensor_parallel_size, s.pipeline_parallel_size, ep,
-           tuple(sorted(st.items())) if st else None, with_mtp)
+           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
                                          tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size, ep=ep,
-                                         safetensors_bytes_by_dtype=st, with_mtp=with_mtp)
+                                         safetensors_bytes_by_dtype=st, with_mtp=with_mtp,
+                                         pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
+                                         layer_partition=list(part) if part else None)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

@@ -704,12 +704,16 @@ def _pad(x: int, to: int) -> int:
     return -(-x // to) * to
 
 
-def pp_partition(n_layers: int, pp: int) -> list[tuple[int, int]]:
-    """vllm/distributed/utils.py get_pp_indices (0.8+): n//pp each, remainder one each to stages -2, -3, …"""
+def pp_partition(n_layers: int, pp: int, layer_partition: list[int] | None = None) -> list[tuple[int, int]]:
+    """vllm/distributed/utils.py get_pp_indices (0.8+): n//pp each, remainder one each to stages -2, -3, …;
+    VLLM_PP_LAYER_PARTITION ("16,32") when it has one count per stage summing to the layers."""
     pp = max(1, pp)
-    parts = [n_layers // pp] * pp
-    for i in range(2, n_layers % pp + 2):
-        parts[-i] += 1
+    if layer_partition and len(layer_partition) == pp and sum(layer_partition) == n_layers:
+        parts = list(layer_partition)
+    else:
+        parts = [n_layers // pp] * pp
+        for i in range(2, n_layers % pp + 2):
+            parts[-i] += 1
     out, start = [], 0
     for p in parts:
         out.append((start, start + p))
@@ -810,7 +814,7 @@ def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_
 def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str | None = None,
                  tp: int = 1, pp: int = 1, pp_rank: int | None = None, ep: int = 1,
                  safetensors_bytes_by_dtype: dict[str, int] | None = None,
-                 with_mtp: bool = False) -> WeightBreakdown:
+                 with_mtp: bool = False, layer_partition: list[int] | None = None) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -829,7 +833,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     counts = count_params(spec)
 
     # PP: which stage, which layers.
-    parts = pp_partition(spec.num_layers, pp)
+    parts = pp_partition(spec.num_layers, pp, layer_partition)
     if pp_rank is None:
         stages = range(pp)
     else:

@@ -78,7 +78,10 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
     rows = breakdown_rows(diag)
     body: list[str] = []
     if rows:
-        body += ["**Where the memory went** (per GPU; GiB = 2^30 bytes, as vLLM prints it; 1 GiB = 1.074 GB)", "",
+        stages = ((diag.estimate or {}).get("gpu") or {}).get("stages")
+        scope = (f"on the tightest pipeline stage, {diag.estimate['gpu']['name']}, whose block count every "
+                 "stage gets" if stages else "per GPU")
+        body += [f"**Where the memory went** ({scope}; GiB = 2^30 bytes, as vLLM prints it; 1 GiB = 1.074 GB)", "",
                  "| | GiB | source | how |", "|---|---:|---|---|"]
         body += [f"| {a} | {b} | {c} | {_md(d)} |" for a, b, c, d in rows]
         body.append("")
@@ -174,11 +177,17 @@ def _slack(md: str) -> str:
 def estimate_text(est: Estimate) -> str:
     """The readable table `kvdoctor estimate` prints by default."""
     s, m = est.settings, est
+    stages = (getattr(est, "inputs", None) or {}).get("stage_gpus")
+    where = f"{est.gpu_count}× {est.gpu_name}"
+    per = "per GPU"
+    if stages:
+        where = " + ".join(n for n, _t in stages) + " (pipeline stages)"
+        per = f"{est.gpu_name} stage (tightest)"
     lines = [
-        f"{est.spec.model_id} on {est.gpu_count}× {est.gpu_name} — vLLM {s.vllm_version} ({est.profile.era})",
-        f"KV per token (per GPU): {est.layout.kv_bytes_per_token:,} B;  block size {est.layout.block_size}",
+        f"{est.spec.model_id} on {where} — vLLM {s.vllm_version} ({est.profile.era})",
+        f"KV per token ({per}): {est.layout.kv_bytes_per_token:,} B;  block size {est.layout.block_size}",
         "",
-        f"{'per GPU':<34}{'GiB':>10}",
+        f"{per:<34}{'GiB':>10}",
         f"{'total memory (torch)':<34}{g(est.gpu_total_bytes):>10}",
         f"{'budget (× ' + str(s.gpu_memory_utilization) + ')':<34}{g(m.budget_bytes):>10}",
         f"{'weights':<34}{g(m.weights_bytes):>10}",

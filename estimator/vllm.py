@@ -154,6 +154,8 @@ class EngineSettings:
     speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
     num_speculative_tokens: int | None = None
     limit_mm_per_prompt: dict | None = None       # {"image": 1, "video": 0}; None = 1 per modality
+    pp_layer_partition: list[int] | None = None   # VLLM_PP_LAYER_PARTITION ("16,32"): layers per stage
+    pp_stage: int | None = None                   # internal: the one PP stage being sized
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -182,6 +184,13 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
     while i < len(argv):
         tok = argv[i]
         i += 1
+        if tok.startswith("VLLM_PP_LAYER_PARTITION="):
+            # the environment variable, written before the command (`VAR=… vllm serve …`)
+            raw = tok.partition("=")[2].strip("'\"")
+            if not re.fullmatch(r"\d+(?:,\d+)+", raw):
+                raise BadInput(f"VLLM_PP_LAYER_PARTITION takes layer counts such as 16,32, got {raw!r}")
+            s.pp_layer_partition = [int(x) for x in raw.split(",")]
+            continue
         if not tok.startswith("-"):
             continue
         name, eq, inline = tok.partition("=")

@@ -319,12 +319,14 @@ def _state_from_diagnosis(d):
     base.enable_chunked_prefill = e["settings"].get("enable_chunked_prefill")
     base.speculative_method = e["settings"].get("speculative_method")
     base.num_speculative_tokens = e["settings"].get("num_speculative_tokens")
+    base.pp_layer_partition = e["settings"].get("pp_layer_partition")
+    stages = [(g["name"], g["total_bytes"]) for g in e["gpu"].get("stages") or []] or None
     m = e["memory"]
     state = estimate(spec, gpu_total_bytes=e["gpu"]["total_bytes"], settings=base, gpu_name=e["gpu"]["name"],
                      compute_capability=e["gpu"]["compute_capability"], gpu_count=e["gpu"]["count"],
                      weights_bytes=m["weights_bytes"], activation_bytes=m["activation_bytes"],
                      non_torch_bytes=m["non_torch_bytes"], cuda_graph_bytes=m["cuda_graph_bytes"],
-                     other_process_bytes=m.get("other_process_bytes") or 0)
+                     other_process_bytes=m.get("other_process_bytes") or 0, stage_gpus=stages)
     return base, state
 
 
@@ -354,13 +356,36 @@ def test_every_suggestion_fits_when_rerun_from_the_diagnosed_state(case_id):
 
 
 def _gpu_ref(e: dict) -> str:
-    """The GPU by name when the name gives the same total, else its exact size."""
+    """The GPU by name when the name gives the same total, else its exact size; mixed pipeline-stage
+    cards joined with ' + ' (one per rank)."""
+    stages = e["gpu"].get("stages")
+    if stages:
+        tp = e["settings"]["tensor_parallel_size"]
+        return " + ".join(f"{g['total_bytes'] / GiB:.6f}GiB" for g in stages for _ in range(tp))
     try:
         if lookup_gpu(e["gpu"]["name"]).total_bytes == e["gpu"]["total_bytes"]:
             return e["gpu"]["name"]
     except Exception:
         pass
     return f"{e['gpu']['total_bytes'] / GiB:.6f}GiB"
+
+
+def _estimate_settings_flags(e: dict) -> list[str]:
+    """Settings the diagnosis read outside the fact keys, as `kvdoctor estimate` takes them."""
+    st, out = e["settings"], []
+    if st.get("pp_layer_partition"):
+        out.append("VLLM_PP_LAYER_PARTITION=" + ",".join(map(str, st["pp_layer_partition"])))
+    if st.get("speculative_method"):
+        k = st.get("num_speculative_tokens")
+        out += ["--speculative-config", json.dumps({"method": st["speculative_method"],
+                                                    **({"num_speculative_tokens": k} if k else {})})]
+    if (st.get("data_parallel_size") or 1) > 1:
+        out += ["--data-parallel-size", str(st["data_parallel_size"])]
+    if st.get("enable_expert_parallel"):
+        out.append("--enable-expert-parallel")
+    if st.get("enable_prefix_caching"):
+        out.append("--enable-prefix-caching")
+    return out
 
 
 # (case, flags) → why `kvdoctor estimate` with the same flags disagrees with the suggestion.
@@ -392,7 +417,7 @@ def test_every_suggestion_fits_through_kvdoctor_estimate(case_id, flags, tmp_pat
     cmd = [sys.executable, "-m", "estimator.cli", "estimate", e["model"]["id"], "--gpu", _gpu_ref(e),
            "--gpu-count", str(e["gpu"]["count"]), "--vllm-version", version, "--engine", e["settings"]["engine"],
            "--json",
-           *user_flags(d.facts), *shlex.split(flags)]
+           *user_flags(d.facts), *_estimate_settings_flags(e), *shlex.split(flags)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)

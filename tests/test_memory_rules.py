@@ -340,3 +340,51 @@ def test_multimodal_fix_is_offered_first_and_rechecked():
     again = estimate(spec, gpu_total_bytes=gpu.total_bytes, gpu_name=gpu.name,
                      settings=parse_flags(["--limit-mm-per-prompt", '{"image": 1, "video": 0}'], s.replace()))
     assert again.fits and again.kv_cache_tokens == fixes[0].estimate.kv_cache_tokens
+
+
+# ---- pipeline stages of different sizes -------------------------------------------------------
+
+
+def test_layer_partition_sizes_each_stage_and_keeps_the_fewest_blocks():
+    """VLLM_PP_LAYER_PARTITION=16,32 on two equal cards: stage 1 holds twice the layers, so its
+    blocks (each covering 32 layers) are the fewest; vLLM gives every stage that count."""
+    spec = load("Qwen/Qwen3-Coder-30B-A3B-Instruct")    # 48 layers × 4 KV heads × 128, bf16
+    s = parse_flags(["VLLM_PP_LAYER_PARTITION=16,32", "-pp", "2"],
+                    EngineSettings(vllm_version="0.17.0", max_model_len=32768))
+    assert s.pp_layer_partition == [16, 32]
+    total = 40 * GiB
+    e = estimate(spec, gpu_total_bytes=total, settings=s, weights_bytes=0, activation_bytes=0,
+                 non_torch_bytes=0, cuda_graph_bytes=0)
+    budget = int(total * 0.9)
+    page = 16 * 4 * 128 * 2 * 2                          # one 16-token block of one layer
+    assert e.layout.kv_bytes_per_token == 32 * 4 * 128 * 2 * 2
+    assert e.gpu_blocks == min(budget // (16 * page), budget // (32 * page)) == budget // (32 * page)
+    assert any("stage 1 (" in a and "layers 16–47" in a for a in e.assumptions)
+
+
+def test_mixed_cards_put_the_tightest_stage_on_the_small_card():
+    """vllm#34076's layout: 16 layers on a 15.47 GiB card, 32 on a 31.37 GiB one. Each stage is
+    profiled on its own card; the sampler runs only on the last stage."""
+    spec = load("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    s = EngineSettings(vllm_version="0.15.2", pipeline_parallel_size=2, pp_layer_partition=[16, 32],
+                       max_model_len=262144, quantization="fp8", max_num_seqs=256, max_num_batched_tokens=2048)
+    small, big = int(15.47 * GiB), int(31.37 * GiB)
+    e = estimate(spec, gpu_total_bytes=small, settings=s, stage_gpus=[("small", small), ("big", big)])
+    assert e.gpu_name == "small" and e.gpu_total_bytes == small
+    assert e.layout.kv_bytes_per_token == 16 * 4 * 128 * 2 * 2
+    # Stage 0 runs no sampler: its activation is the forward alone, below the last stage's.
+    last = estimate(spec, gpu_total_bytes=big, settings=s.replace(pp_stage=1))
+    sampler = 256 * 151936 * 32                          # V1 0.8–0.19: 256 rows × vocab × 32 B
+    assert e.activation_bytes < sampler <= last.activation_bytes
+    assert e.gpu_blocks < last.gpu_blocks
+    # vLLM printed 3.18 GiB for this stage; the estimate is within 10% (its activation is a fit).
+    assert abs(e.kv_cache_bytes / GiB - 3.18) / 3.18 < 0.10
+    # Re-running a change keeps the mixed cards.
+    assert rerun_keeps_stages(e)
+
+
+def rerun_keeps_stages(e) -> bool:
+    from estimator.memory import rerun
+
+    r = rerun(e, gpu_memory_utilization=0.95)
+    return r.gpu_name == "small" and r.kv_cache_bytes > e.kv_cache_bytes
