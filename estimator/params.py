@@ -513,6 +513,7 @@ class _Fmt:
     double_quant: bool = True
     experts_only: bool = False
     ignore: tuple[str, ...] = ()
+    experts_fp4: bool = False   # routed experts stored as FP4 (e2m1 + e8m0 scale per 32) inside an FP8 checkpoint
 
 
 def _dtype_name(d: str | None) -> str:
@@ -563,9 +564,15 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
         return _Fmt(f"gguf-{typ}", "gguf", bits=bpw)
     if method in ("fp8", "fbgemm-fp8", "ptpc-fp8", "fp8-dynamic"):
         block = q.get("weight_block_size")
+        # DeepSeek-V4 checkpoints: `expert_dtype: fp4` — FP8 blocks everywhere but the routed
+        # experts, which are FP4 with a ue8m0 scale per 32 values (config.json; vllm deepseek_v4).
+        fp4 = str(spec.text.get("expert_dtype") or spec.config.get("expert_dtype") or "").lower() == "fp4"
+        if fp4:
+            notes.append("routed experts stored as FP4 (expert_dtype fp4): 4.25 bits per weight; the rest FP8")
         if block:
-            return _Fmt("fp8-block", "fp8", 8, block=(int(block[0]), int(block[1])), ignore=ignore)
-        return _Fmt("fp8", "fp8", 8, channel=method != "fp8", ignore=ignore)
+            return _Fmt("fp8-block", "fp8", 8, block=(int(block[0]), int(block[1])), ignore=ignore,
+                        experts_fp4=fp4)
+        return _Fmt("fp8", "fp8", 8, channel=method != "fp8", ignore=ignore, experts_fp4=fp4)
     if method == "mxfp4":
         return _Fmt("mxfp4", "mxfp4", 4, group=32, experts_only=True, ignore=ignore)
     if method in ("awq", "awq-marlin", "gptq", "gptq-marlin", "gptq-marlin-24", "auto-round", "autoround"):
@@ -649,6 +656,14 @@ def _quantized(fmt: _Fmt, w: _W) -> bool:
     if fmt.experts_only and w.part not in ("experts",):
         return False
     return not _ignored(fmt, w.name)
+
+
+def _wbytes(fmt: _Fmt, w: _W, rows: int, cols: int, copies: int) -> int:
+    """Bytes of a quantized tensor: the format's layout, or FP4 for the routed experts of a
+    checkpoint that stores them so (fmt.experts_fp4)."""
+    if fmt.experts_fp4 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
+        return _qbytes(_Fmt("fp4-experts", "mxfp4", 4, group=32), rows, cols, copies)
+    return _qbytes(fmt, rows, cols, copies)
 
 
 def _qbytes(fmt: _Fmt, rows: int, cols: int, copies: int) -> int:
@@ -863,7 +878,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
             else:
                 rows, cols = _rank_share(w, tp, vocab_rank)
             if _quantized(fmt, w):
-                b = _qbytes(fmt, rows, cols, copies)
+                b = _wbytes(fmt, w, rows, cols, copies)
             else:
                 b = rows * cols * copies * db
             by[w.part] = by.get(w.part, 0) + b
@@ -935,7 +950,7 @@ def _stored_bytes(spec: ModelSpec, fmt: _Fmt, ws: list[_W], db: int) -> int:
     """Bytes the checkpoint stores for these tensors (whole model, incl. MTP), in format `fmt`."""
     out = 0
     for w in ws:
-        out += _qbytes(fmt, w.rows, w.cols, w.copies) if _quantized(fmt, w) else w.params * db
+        out += _wbytes(fmt, w, w.rows, w.cols, w.copies) if _quantized(fmt, w) else w.params * db
     return out
 
 

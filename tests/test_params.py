@@ -353,3 +353,17 @@ def test_qwen36_27b_fp8_measured_bytes():
                                   "modules_to_not_convert": ["lm_head", "embed_tokens"]}
     got = checkpoint_bytes(spec_from_config(cfg, "Qwen/Qwen3.6-27B-FP8"))
     assert abs(got - 30_866_866_928) / 30_866_866_928 < 0.02
+
+
+def test_deepseek_v4_experts_are_fp4_inside_an_fp8_checkpoint():
+    """config `expert_dtype: fp4`: routed experts are e2m1 + one ue8m0 scale per 32 values; the
+    rest keeps the checkpoint's FP8 blocks. EP 2: each rank holds 128 of the 256 experts."""
+    from estimator.catalog import lookup
+    from estimator.spec import spec_from_config
+
+    cid, config, _files = lookup("deepseek-ai/DeepSeek-V4-Flash")
+    spec = spec_from_config(config, cid)
+    w = weight_bytes(spec, tp=2, ep=2)
+    n = 4096 * 2048                                    # one expert matrix: hidden × moe_intermediate
+    assert w.bytes_by_part["experts"] == 43 * 128 * 3 * (n // 2 + n // 32)
+    assert any("expert_dtype fp4" in a for a in w.assumptions)
