@@ -277,6 +277,7 @@ def _read(raw: str) -> Facts:
         return bisect.bisect_right(run_starts, pos)
     kinds.sort()
     focal = run_of(kinds[0][0]) if kinds else (run_of(min(memory_logs)) if memory_logs else None)
+    failed_runs = {run_of(k[0]) for k in kinds}
     by_key: dict[str, list[_Occ]] = {}
     for o in occs:
         by_key.setdefault(o.key, []).append(o)
@@ -284,7 +285,7 @@ def _read(raw: str) -> Facts:
     per_rank: dict[str, list] = {}
     alternatives: dict[str, list] = {}
     for key, lst in by_key.items():
-        best, ranks, alts = _resolve(key, lst, focal, run_of)
+        best, ranks, alts = _resolve(key, lst, focal, run_of, failed_runs)
         if best is not None:
             chosen[key] = best
         if ranks:
@@ -524,7 +525,8 @@ def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
         extra["gpu_processes"] = info.processes
 
 
-def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of) -> tuple[_Occ | None, list, list]:
+def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,
+             failed_runs: set[int] | frozenset = frozenset()) -> tuple[_Occ | None, list, list]:
     cands = lst
     if focal is not None:
         in_focal = [o for o in cands if run_of(o.start) == focal]
@@ -535,8 +537,9 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of) -> tuple[_Occ
             cands = in_focal
         elif not in_focal and focal > 0 and key in _SETTING_FACTS:
             # The failing run has its own command line and it does not set this flag: vLLM used its
-            # default, not the value another attempt in the same paste passed.
-            cands = [o for o in cands if run_of(o.start) == 0 or o.source not in _RUN_SOURCES]
+            # default, not the value another attempt that failed on its own passed. (A command
+            # echoed without its own error — a log line, a retelling — is not such an attempt.)
+            cands = [o for o in cands if run_of(o.start) not in failed_runs or o.source not in _RUN_SOURCES]
             if not cands:
                 return None, [], []
     top = max(o.priority for o in cands)

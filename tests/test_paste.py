@@ -504,6 +504,19 @@ def test_a_flag_missing_from_the_failing_command_is_vllms_default():
     assert f.extra["enable_expert_parallel"] is True
 
 
+def test_a_command_echoed_without_flags_does_not_hide_the_real_ones():
+    # The log echoes `vllm serve MODEL` after the docker command: that is not a second attempt
+    # (no error of its own before it), so the docker command's flag still applies.
+    text = ("docker run --gpus all vllm/vllm-openai:latest --model Qwen/Qwen2.5-7B-Instruct "
+            "--gpu-memory-utilization 0.8\n"
+            "(APIServer pid=1) INFO 01-01 [utils.py:1] vllm serve Qwen/Qwen2.5-7B-Instruct\n"
+            "ValueError: To serve at least one request with the models's max seq len (32768), (1.75 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (1.2 GiB). Based on the available memory, "
+            "the estimated maximum model length is 22000. Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.")
+    assert read_paste(text).get("gpu_memory_utilization") == 0.8
+
+
 def test_vllms_own_kv_cache_memory_proposal_is_not_a_setting():
     # vllm PR48601's log proposes a value; the user did not pass it.
     text = ("INFO [gpu_worker.py:855] Free memory on device (77.57/79.11 GiB) on startup. Desired GPU memory "
