@@ -115,9 +115,11 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
         # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1 0.8–0.19: torch-native top-k/top-p
         # (fp32 logits, sort values + int64 indices, softmax, cumsum, scatter) ≈ 32 B (docs §6
-        # range 25–40). 0.20+: fitted 10 B on the dev cases that print it (recipes#893 GLM-5.3 on
-        # 0.28 ≈ 11 B; vllm PR48601 ≈ 6.5 B) — kernels that skip the sort; the release where this
-        # changed is not pinned down, 0.20 is an estimate.
+        # range 25–40). 0.20+: 10 B, fitted on the one dev case that prints its peak with the
+        # sampler in it (recipes#893 GLM-5.3 on 0.28 ≈ 11 B) — kernels that skip the sort; thin
+        # evidence, and the release where this changed is not pinned down (0.20 is an estimate).
+        # vllm PR48601 is no evidence: its V2 model runner did not profile the sampler at all
+        # (the PR adds that), so its 1.54 GiB peak is the forward pass and vision encoder.
         sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else 32 if v < (0, 20, 0) else 10),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
