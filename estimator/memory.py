@@ -551,9 +551,9 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries
     `--limit-mm-per-prompt` items per modality, one by default; V1: as many items of the largest
     modality as the encoder budget max(Tb, tokens per item) holds, docs §1.10; none when every
-    limit is 0). Dynamic-resolution models that
-    take video (a `video_token_id` in the config) get a video of the image's maximum size too:
-    vLLM's own warning reports e.g. {'image': 16384, 'video': 16384} for Qwen2.5-VL. One ViT layer
+    limit is 0). Dynamic-resolution models that take video (a `video_token_id` in the config) get
+    a video of the image's maximum size too: vLLM's own warning reports e.g. {'image': 16384,
+    'video': 16384} for Qwen2.5-VL. One ViT layer
     on all the patches of one modality is the peak: MLP (≈3·I) plus qkv (3·H) split by TP — vLLM
     builds these encoders from column/row-parallel linears — and residual/norm buffers (3·H)
     replicated, with the same fragmentation factor as the LLM forward. An estimate, said as one:
@@ -722,7 +722,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # flag is given: the default for hybrid models changed across versions.
     mamba_extra = 1 if (s.enable_prefix_caching and layout.state_bytes_per_request
                         and profile.version >= (0, 11, 0)) else 0
-    draft_layers, spec_k, _mtp = drafter(spec, s, profile, assumptions)
+    _draft, spec_k, _mtp = drafter(spec, s, profile, assumptions)
     if spec_k and layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 2):
         mamba_extra += spec_k   # MambaSpec.num_speculative_blocks = num_speculative_tokens
     tb = s.max_num_batched_tokens
