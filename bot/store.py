@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -329,7 +330,22 @@ class Store:
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    """WAL (readers do not block the writer) and a 30 s busy timeout.
+
+    Why the loop: switching a fresh file to WAL needs its exclusive lock, and SQLite answers
+    "database is locked" at once — without the busy handler — when another process is doing the
+    same; several workers starting together on a new database hit that. The mode is stored in
+    the file, so once one process has switched it the others only read it back.
+    """
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=30000")
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
     cursor.close()
