@@ -825,6 +825,11 @@ def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
         if best is None or (e.gpu_blocks, e.kv_cache_bytes) < (best.gpu_blocks, best.kv_cache_bytes):
             best = e
     assert best is not None
+    part = s.pp_layer_partition
+    if part and (len(part) != pp or sum(part) != spec.num_layers):
+        best.assumptions.append(f"VLLM_PP_LAYER_PARTITION={','.join(map(str, part))} does not give {pp} stages summing "
+                                f"to the model's {spec.num_layers} layers: vLLM refuses to start with it; sized "
+                                "with vLLM's own split instead")
     stage = best.settings.pp_stage
     best.assumptions.append(f"pipeline stages sized one by one; vLLM gives every stage the block count of the "
                             f"tightest, stage {stage}: " + "; ".join(per_stage))

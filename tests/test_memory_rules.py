@@ -388,3 +388,11 @@ def rerun_keeps_stages(e) -> bool:
 
     r = rerun(e, gpu_memory_utilization=0.95)
     return r.gpu_name == "small" and r.kv_cache_bytes > e.kv_cache_bytes
+
+
+def test_a_partition_that_does_not_fit_the_model_is_said_to_be_refused():
+    spec = load("Qwen/Qwen3-8B")                        # 36 layers
+    s = parse_flags(["VLLM_PP_LAYER_PARTITION=10,30", "-pp", "2"], EngineSettings(vllm_version="0.17.0"))
+    e = estimate(spec, gpu_total_bytes=24 * GiB, settings=s)
+    assert any("does not give 2 stages summing to the model's 36 layers" in a for a in e.assumptions)
+    assert e.layout.kv_bytes_per_token == 18 * 8 * 128 * 2 * 2     # vLLM's own split: 18 + 18
