@@ -382,10 +382,15 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
               model_dtype_bytes: int, assumptions: list[str]) -> KVLayout:
     tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
     # The drafter's layers live on the last PP stage; counted with the stage sized here.
-    draft, _k, _w = drafter(spec, settings, profile, [])
+    draft, spec_k, _w = drafter(spec, settings, profile, [])
     layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp, settings.pp_stage,
                                                            settings.pp_layer_partition) + draft,
                               (settings.kv_cache_dtype or "auto").lower(), assumptions)
+    if spec_k:
+        # Gated DeltaNet keeps the last k speculative tokens' inputs in its conv state:
+        # (conv_kernel − 1 + num_spec) rows (mamba_utils.py gated_delta_net_state_shape).
+        layers = [dataclasses.replace(lk, conv_kernel=lk.conv_kernel + spec_k)
+                  if isinstance(lk, MambaState) and lk.variant == "gdn" else lk for lk in layers]
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]

@@ -214,8 +214,9 @@ ANCHOR_MISSES = {
         "multimodal profile run — a 32,768-token image+video dummy prompt — leaves ≈0 of the 0.13 GiB vLLM had)"),
     "club3090-487-qwen36-27b-int4-2x3090-runtime-oom": (
         "hybrid Qwen3.6-27B TP2 with MTP speculative decoding: KV 10.85 GiB reproduced, but vLLM's 'GPU KV cache "
-        "size: 612,157 tokens' vs the estimate's 630,922 (+3.1%): the paste cuts num_speculative_tokens off, so "
-        "vLLM's default (1) is assumed; 425 blocks / 182 per request would match exactly"),
+        "size: 612,157 tokens' vs the estimate's 632,141 (+3.3%): the paste cuts num_speculative_tokens off, so "
+        "vLLM's default (1) is assumed; with 3 the estimate gives 612,158 (418 blocks / 179 per request), while "
+        "612,157 is exactly int(425 / 182 × 262,144)"),
     "vllm-pr48601-qwen36-27b-fp8-4xh100-v2runner": (
         "vLLM printed 63.25 GiB of KV; the anchored estimate has 61.21 GiB (−3.2%)"),
 }

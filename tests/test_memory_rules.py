@@ -287,13 +287,15 @@ def test_hybrid_models_keep_one_state_block_per_speculative_token():
         return estimate(spec, gpu_total_bytes=int(23.57 * GiB), settings=s)
 
     e0, e3, e3n = est(0, True), est(3, True), est(3, False)
-    bs = e0.layout.block_size                           # 1568: the attention block grown to the state page
-    attn_blocks = cdiv(262144, bs)
+    # GDN state per TP2 rank: conv (4 − 1 + k) rows × 5,120 channels × 2 B; recurrent 24 × 128 × 128 × 4 B.
+    # The attention block grows until its page (2 KV heads × 256 × 2 × 1 B = 1,024 B/token) holds it.
+    assert e0.layout.block_size == 16 * cdiv(3 * 5120 * 2 + 24 * 128 * 128 * 4, 16 * 1024) == 1568
+    assert e3.layout.block_size == 16 * cdiv(6 * 5120 * 2 + 24 * 128 * 128 * 4, 16 * 1024) == 1600
     assert [g.layers for g in e0.layout.groups] == [16, 16, 16, 16]
     assert [g.layers for g in e3.layout.groups] == [17, 17, 17, 17]   # 3 padding layers on the GDN side
-    assert e0.max_concurrency == pytest.approx(e0.gpu_blocks / (attn_blocks + 3 * 2))
-    assert e3.max_concurrency == pytest.approx(e3.gpu_blocks / (attn_blocks + 3 * (2 + 3)))
-    assert e3n.max_concurrency == pytest.approx(e3n.gpu_blocks / (attn_blocks + 3 * (1 + 3)))
+    assert e0.max_concurrency == pytest.approx(e0.gpu_blocks / (cdiv(262144, 1568) + 3 * 2))
+    assert e3.max_concurrency == pytest.approx(e3.gpu_blocks / (cdiv(262144, 1600) + 3 * (2 + 3)))
+    assert e3n.max_concurrency == pytest.approx(e3n.gpu_blocks / (cdiv(262144, 1600) + 3 * (1 + 3)))
     assert e3.gpu_blocks == pool // (17 * e3.layout.groups[0].page_bytes)
 
 
