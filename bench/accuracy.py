@@ -63,6 +63,12 @@ def settings_for(case: dict) -> EngineSettings:
     part = re.search(r"VLLM_PP_LAYER_PARTITION=(\d+(?:,\d+)+)", other)
     if part:
         parse_flags([part.group(0)], s)
+    if re.search(r"(?i)\bMTP\b", other) and re.search(r"(?i)specul", other) and not s.speculative_method:
+        # "MTP speculative decoding", "external MTP drafter n=4 (speculative decoding)"
+        s.speculative_method = "draft_model" if re.search(r"(?i)external", other) else "mtp"
+        k = re.search(r"(?i)(?:\bn\s*=\s*|num_speculative_tokens\W+)(\d+)", other)
+        if k:
+            s.num_speculative_tokens = int(k.group(1))
     words = other.replace(",", " ").split()
     i = 0
     while i < len(words):
