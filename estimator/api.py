@@ -84,6 +84,17 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     return (hits[0], quant) if len(hits) == 1 else None
 
 
+def stage_cards(cards: list[tuple[str, int]], settings: EngineSettings) -> list[tuple[str, int]] | None:
+    """(name, torch total) per pipeline stage from cards listed in rank order — one per rank (a
+    stage with TP > 1 is as small as its smallest card) or one per stage; None when that does not
+    fit the layout or there is one stage."""
+    tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
+    per = tp if len(cards) == tp * pp else 1 if len(cards) == pp else 0
+    if not per or pp <= 1:
+        return None
+    return [min(cards[i * per:(i + 1) * per], key=lambda c: c[1]) for i in range(pp)]
+
+
 def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, gpu_count: int | None = None,
                  **overrides) -> Estimate:
     """Estimate for `spec` on `gpu` (name/alias/size; default: assume an 80 GB H100 and say so)."""
@@ -99,11 +110,9 @@ def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, 
         # Mixed cards in rank order, one per rank or one per pipeline stage ("RTX 5070 Ti + RTX 5090"):
         # each stage is sized on its own card (the smallest of its TP ranks).
         found = [lookup_gpu(c) for c in cards]
-        tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
-        per = tp if len(found) == tp * pp else 1 if len(found) == pp else 0   # one per rank, or per stage
-        if per and pp > 1:
-            overrides["stage_gpus"] = [min(((c.name, c.total_bytes) for c in found[i * per:(i + 1) * per]),
-                                           key=lambda c: c[1]) for i in range(pp)]
+        stages = stage_cards([(c.name, c.total_bytes) for c in found], settings)
+        if stages:
+            overrides["stage_gpus"] = stages
         gpu = min(cards, key=lambda c: lookup_gpu(c).total_bytes)
     g = lookup_gpu(gpu)
     if g.assumed:

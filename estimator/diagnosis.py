@@ -141,6 +141,7 @@ def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
     """(name, torch total) of each pipeline stage's GPU when the paste lists cards of different
     sizes (nvidia-smi rows, CUDA_VISIBLE_DEVICES order; a stage with TP > 1 is as small as its
     smallest card). None when they are all alike or the list does not cover every rank."""
+    from estimator.api import stage_cards
     from estimator.gpus import lookup_gpu
 
     pp, tp = settings.pipeline_parallel_size, settings.tensor_parallel_size
@@ -164,7 +165,7 @@ def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
         cards.append((str(name or g.name), g.total_bytes))
     if len({t for _n, t in cards}) <= 1:
         return None
-    return [min(cards[i * tp:(i + 1) * tp], key=lambda c: c[1]) for i in range(pp)]
+    return stage_cards(cards, settings)
 
 
 def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vllm_version: str | None = None,

@@ -237,18 +237,18 @@ def read_speculative(value: object) -> tuple[str | None, int | None]:
         text = str(value or "")[:2000]
     if not text.strip() or text.strip().lower() in ("none", "null", "{}"):
         return None, None
-    m = _safe_search(_SPEC_METHOD, text)
+    m = _first(_SPEC_METHOD, text)
     method = m.group(1).lower() if m else None
     if method in ("none", "null"):
         method = None
     if method is None:
-        mm = _safe_search(_SPEC_MODEL, text)
+        mm = _first(_SPEC_MODEL, text)
         if mm:
             method = "ngram" if "ngram" in mm.group(1).lower() else "draft_model"
         elif "{" not in text and "(" not in text and ":" not in text:
             word = text.strip().strip("'\"`").lower()   # a bare --speculative-model value
             method = "ngram" if "ngram" in word else ("draft_model" if word else None)
-    t = _safe_search(_SPEC_TOKENS, text)
+    t = _first(_SPEC_TOKENS, text)
     return method, (int(t.group(1)) if t else None)
 
 
@@ -262,21 +262,12 @@ def read_mm_limits(value: object) -> dict[str, int]:
     if isinstance(value, dict):
         return {str(k).lower(): int(v) for k, v in value.items()
                 if str(k).lower() in ("image", "video", "audio") and isinstance(v, int)}
-    out: dict[str, int] = {}
-    text = str(value or "")[:500]
-    try:
-        for m in _MM_LIMIT.finditer(text, timeout=TIMEOUT):
-            out[m.group(1).lower()] = int(m.group(2))
-    except TimeoutError:
-        pass
-    return out
+    return {m.group(1).lower(): int(m.group(2)) for m in _safe_finditer(_MM_LIMIT, str(value or "")[:500])}
 
 
-def _safe_search(pattern, text: str):
-    try:
-        return pattern.search(text, timeout=TIMEOUT)
-    except TimeoutError:
-        return None
+def _first(pattern, text: str):
+    """The first match, under the same timeout as every scan here (None on junk)."""
+    return next(_safe_finditer(pattern, text, limit=1), None)
 
 
 def flag_key(flag: str) -> str | None:

@@ -706,7 +706,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
 
     # ---- weights, activation, non-torch, graphs ----
     if weights_bytes is None:
-        weights_bytes = _weights(spec, s, model_dtype, assumptions)
+        weights_bytes = _weights(spec, s, profile, model_dtype, assumptions)
     weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
     act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
@@ -930,13 +930,13 @@ def _largest_fitting(needed, available: int, upper: int) -> int:
     return lo
 
 
-def _weights(spec: ModelSpec, s: EngineSettings, model_dtype: str, assumptions: list[str]) -> int:
+def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str]) -> int:
     from estimator import params  # late import: params depends on spec only
 
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
     st = getattr(spec, "safetensors_bytes_by_dtype", None)
     ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
-    with_mtp = drafter(spec, s, profile_for(s.vllm_version, s.engine), [])[2]
+    with_mtp = drafter(spec, s, profile, [])[2]
     part = tuple(s.pp_layer_partition) if s.pp_layer_partition else None
     key = (model_dtype, s.quantization, s.tensor_parallel_size, s.pipeline_parallel_size, ep,
            tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part)
