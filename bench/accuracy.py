@@ -52,7 +52,8 @@ def settings_for(case: dict) -> EngineSettings:
 
         facts = read_paste(case.get("paste") or "")
         engine = engine or facts.extra.get("engine")
-        version = facts.get("vllm_version") or assumed_version(facts.extra.get("version_hint"), engine)[0]
+        version = facts.get("vllm_version") or assumed_version(facts.extra.get("version_hint"), engine,
+                                                                case.get("date"))[0]
     s = EngineSettings(vllm_version=version, engine=engine)
     # Flags recorded in free text ("--data-parallel-size 8 --enable-expert-parallel …") first: the
     # case's own fields are the run that printed `observed` and win over notes such as "second run
@@ -60,16 +61,18 @@ def settings_for(case: dict) -> EngineSettings:
     from estimator.vllm import parse_flags
 
     other = str(case.get("other_flags") or "")
-    part = re.search(r"VLLM_PP_LAYER_PARTITION=(\d+(?:,\d+)+)", other)
-    if part:
-        parse_flags([part.group(0)], s)
+    for env in re.findall(r"\bVLLM_[A-Z0-9_]+=[\w.,]+", other):   # VLLM_PP_LAYER_PARTITION=16,32 …
+        try:
+            parse_flags([env.rstrip(",.")], s)
+        except KvdoctorError:
+            pass
     if re.search(r"(?i)\bMTP\b", other) and re.search(r"(?i)specul", other) and not s.speculative_method:
         # "MTP speculative decoding", "external MTP drafter n=4 (speculative decoding)"
         s.speculative_method = "draft_model" if re.search(r"(?i)external", other) else "mtp"
         k = re.search(r"(?i)(?:\bn\s*=\s*|num_speculative_tokens\W+)(\d+)", other)
         if k:
             s.num_speculative_tokens = int(k.group(1))
-    words = other.replace(",", " ").split()
+    words = re.sub(r"[,;]", " ", other).split()
     i = 0
     while i < len(words):
         if words[i].startswith("-") and len(words[i]) > 1:
@@ -124,7 +127,7 @@ def gpu_for(case: dict) -> str:
     return f"{total}GiB" if total else name
 
 
-def observed_values(obs: dict) -> dict:
+def observed_values(obs: dict, utilization: float | None = None) -> dict:
     out = {k: obs.get(k) for k in ("kv_cache_gib", "gpu_blocks", "weights_gib", "activation_peak_gib",
                                    "non_torch_gib", "estimated_max_model_len", "kv_needed_gib")}
     if out["kv_cache_gib"] is None:
@@ -132,7 +135,15 @@ def observed_values(obs: dict) -> dict:
     out["kv_tokens"] = obs.get("kv_tokens_capacity") or obs.get("error_max_tokens_in_kv")
     parts = [obs.get(k) for k in ("activation_peak_gib", "non_torch_gib")]
     if all(p is not None for p in parts):
-        out["overhead_gib"] = sum(parts) + (obs.get("cuda_graph_gib") or 0)
+        graphs = obs.get("cuda_graph_gib") or 0
+        # The printed graph memory is part of the overhead only where vLLM subtracted it before sizing
+        # the KV cache; the printed figures themselves say which (requested − W − P − N [− G] = KV).
+        known = [obs.get("total_gpu_memory_gib"), utilization, obs.get("weights_gib"), out.get("kv_cache_gib")]
+        if graphs and all(isinstance(k, (int, float)) for k in known):
+            rest = known[0] * known[1] - known[2] - sum(parts) - known[3]
+            if abs(rest) < abs(rest - graphs):
+                graphs = 0
+        out["overhead_gib"] = sum(parts) + graphs
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -170,7 +181,7 @@ def main(argv: list[str]) -> int:
         if not line.strip():
             continue
         case = json.loads(line)
-        obs = observed_values(case.get("observed") or {})
+        obs = observed_values(case.get("observed") or {}, case.get("gpu_memory_utilization"))
         rid = repo_id(case.get("model"))
         if not obs or not rid:
             skipped += 1

@@ -692,7 +692,10 @@ class DiscourseBot:
         text = text[:self.options.max_text_chars]
         try:
             with metrics.estimator_timer("discourse"):
-                diag = diagnose(text, offline=self.settings.offline or None)
+                # the post's own date: an old thread found by a backfill is not answered with rules
+                # of a vLLM released after it was written
+                diag = diagnose(text, offline=self.settings.offline or None,
+                                posted=str(post.get("created_at") or "")[:10] or None)
         except ModelUnavailable as exc:  # the hub is down or slow: worth another try later
             return Outcome(ERROR, pid, tid, detail=f"estimator: {exc}")
         except BadInput:

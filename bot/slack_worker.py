@@ -323,6 +323,10 @@ class SlackReplier:
         self._procs_lock = threading.Lock()
         self.owner = owner or f"{uuid.uuid4().hex[:12]}"
         self._diag_kwargs = self._diagnose_kwargs(diagnose_fn)
+        try:
+            self._takes_posted = "posted" in inspect.signature(diagnose_fn).parameters
+        except (TypeError, ValueError):
+            self._takes_posted = False
         api_host = urlparse(settings.slack_api_url).hostname
         self._file_hosts = {"files.slack.com", api_host} - {None}
 
@@ -352,6 +356,15 @@ class SlackReplier:
                 kwargs[name] = self.settings.hf_token
                 break
         return kwargs
+
+    def posted(self, ts: str | None) -> dict:
+        """{"posted": "YYYY-MM-DD"} from a Slack message ts (epoch seconds): an old message answered
+        today (a shortcut, an edit) is not assumed to run a vLLM released after it was written."""
+        try:
+            day = time.strftime("%Y-%m-%d", time.gmtime(float(ts or "")))
+        except (ValueError, OverflowError, OSError):
+            return {}
+        return {"posted": day} if self._takes_posted else {}
 
     def diagnose(self, text: str, **extra: Any) -> tuple[Explained | None, str | None]:
         """(Explained | None, user-facing error sentence | None). Never raises."""
@@ -457,7 +470,7 @@ class SlackReplier:
         if not text.strip():
             diag, error = None, None
         else:
-            diag, error = self.diagnose(text)
+            diag, error = self.diagnose(text, **self.posted(src.ts))
         if diag is None or getattr(diag, "error_kind", None) in QUIET_KINDS:
             if not explicit:
                 return  # auto-reply channels: silence unless a memory error is recognised
@@ -523,7 +536,7 @@ class SlackReplier:
         text = self.source_text(src, client, bot_user_id)
         if reply.meta.get("text_sha") == _text_hash(text):
             return
-        diag, error = self.diagnose(text) if text.strip() else (None, None)
+        diag, error = self.diagnose(text, **self.posted(src.ts)) if text.strip() else (None, None)
         if diag is None or (getattr(diag, "error_kind", None) in QUIET_KINDS and src.mode == "auto"):
             fitted, full = self.plain(error or "After the edit I no longer see a vLLM memory error in this message."), ""
         else:

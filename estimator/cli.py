@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -19,14 +20,14 @@ from estimator.errors import BadInput, KvdoctorError
 USAGE = """usage:
   kvdoctor estimate MODEL [--gpu GPU] [--gpu-count N] [--vllm-version V] [--engine v0|v1] [vLLM flags] [--json]
   kvdoctor estimate -- vllm serve MODEL [flags...]
-  kvdoctor explain [PATH|-] [--model MODEL] [--gpu GPU] [--vllm-version V] [--json] [--format md|slack|text]
+  kvdoctor explain [PATH|-] [--model MODEL] [--gpu GPU] [--vllm-version V] [--posted DATE] [--json] [--format md|slack|text]
   kvdoctor serve [--host H] [--port P]
   kvdoctor slack --socket-mode
   kvdoctor discourse poll [--once]
 common: --offline  --revision REV  --hf-token TOKEN"""
 
 _VALUE_OPTS = {"--gpu", "--gpu-count", "--model", "--format", "--revision", "--hf-token", "--host", "--port",
-               "--vllm-version", "--engine"}
+               "--vllm-version", "--engine", "--posted"}
 _BOOL_OPTS = {"--json", "--offline", "--socket-mode", "--once", "--help", "-h"}
 
 
@@ -147,8 +148,12 @@ def cmd_explain(argv: list[str]) -> int:
     opts, pos, _rest = _split(argv)
     path = pos[0] if pos else "-"
     text = _read_input(path)
+    posted = opts.get("--posted")
+    if posted is not None and not re.match(r"\d{4}-\d{2}(-\d{2})?$", str(posted)):
+        raise BadInput(f"--posted takes the paste's date as YYYY-MM-DD or YYYY-MM, not {posted!r}")
     diag = diagnose(text, model=opts.get("--model"), gpu=opts.get("--gpu"),
-                    vllm_version=opts.get("--vllm-version"), offline=_offline(opts), explain=True)
+                    vllm_version=opts.get("--vllm-version"), offline=_offline(opts), explain=True,
+                    posted=posted)
     fmt = opts.get("--format", "md")
     if fmt not in ("md", "slack", "text"):
         raise BadInput(f"--format must be md, slack or text, not {fmt!r}")

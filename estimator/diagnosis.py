@@ -105,6 +105,8 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     k = facts.extra.get("num_speculative_tokens")
     if isinstance(k, int) and k > 0:
         s.num_speculative_tokens = k
+    if str((facts.extra.get("env") or {}).get("VLLM_USE_V2_MODEL_RUNNER", "")).strip().lower() in ("1", "true"):
+        s.model_runner_v2 = True
     part = (facts.extra.get("env") or {}).get("VLLM_PP_LAYER_PARTITION")
     if part and regex.fullmatch(r"\s*\d+(?:\s*,\s*\d+)+\s*", str(part)):
         s.pp_layer_partition = [int(x) for x in str(part).split(",")]
@@ -169,10 +171,13 @@ def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
 
 
 def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vllm_version: str | None = None,
-             offline: bool | None = None, explain: bool = False, hub_timeout: float = 10.0) -> Diagnosis | None:
+             offline: bool | None = None, explain: bool = False, hub_timeout: float = 10.0,
+             posted: str | None = None) -> Diagnosis | None:
     """Read `text`; None when it holds no vLLM memory problem (bots stay silent).
 
     With `explain=True` (the CLI) a Diagnosis is always returned, saying what was found.
+    `posted`: the day the paste was written (a forum post's or Slack message's date, ISO); when
+    the paste does not name its vLLM version, no release newer than that day is assumed.
     """
     from estimator.paste import read_paste
 
@@ -188,7 +193,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         engine = "v1"
     assumptions: list[str] = []
     if not version:
-        version, note = assumed_version(facts.extra.get("version_hint"), engine)
+        version, note = assumed_version(facts.extra.get("version_hint"), engine, posted)
         if version:
             assumptions.append(note)
     missing: list[str] = []
@@ -247,21 +252,33 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     return d
 
 
-def assumed_version(hint, engine: str | None) -> tuple[str | None, str]:
+def assumed_version(hint, engine: str | None, posted: str | None = None) -> tuple[str | None, str]:
     """The version to model when the paste does not say: the newest its message formats allow,
-    except that a V0 engine is taken at 0.7.3, the last release where V0 was the default."""
-    from estimator.vllm import parse_version
+    except that a V0 engine is taken at 0.7.3, the last release where V0 was the default.
+
+    `posted` (the thread's date) caps it at the newest release of that day: a post from July 2025
+    did not run 0.27. When the message formats are newer than that release, the author ran a build
+    of main, modelled as the oldest release with those formats."""
+    from estimator.vllm import parse_version, release_at
 
     lo, hi = (hint if isinstance(hint, (list, tuple)) and len(hint) == 2 else (None, None))
+    then = release_at(posted)
+    dated = ""
+    if then and (hi is None or parse_version(then) < parse_version(hi)):
+        if lo and parse_version(lo) > parse_version(then):
+            return str(lo), (f"version not stated; the message format points to vLLM ≥ {lo}, newer than the "
+                             f"last release before the post ({then}): modelled as {lo}")
+        hi, dated = then, f" and the post's date ({str(posted)[:10]}) point"
     if engine == "v0":
         if hi and parse_version(hi) <= parse_version(V0_ASSUMED):
-            return str(hi), f"version not stated; the message format points to vLLM {lo}–{hi}: modelled as {hi}"
+            return str(hi), (f"version not stated; the message format{dated or ' points'} to vLLM {lo or '?'}–{hi}: "
+                             f"modelled as {hi}")
         if lo and parse_version(lo) > parse_version(V0_ASSUMED):
             return str(lo), f"version not stated; the V0 message format points to vLLM ≥ {lo}: modelled as {lo}"
         return V0_ASSUMED, (f"the message format is vLLM's V0 engine; version not stated, so V0 rules of "
                             f"{V0_ASSUMED} (the last release where V0 was the default)")
     if hi:
-        return str(hi), f"version not stated; the message format points to vLLM ≤ {hi}: modelled as {hi}"
+        return str(hi), f"version not stated; the message format{dated or ' points'} to vLLM ≤ {hi}: modelled as {hi}"
     return None, ""
 
 

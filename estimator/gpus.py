@@ -116,6 +116,13 @@ def _to_gpu(row: _Row) -> Gpu:
     assumed = None
     if row.torch_bytes:
         total = row.torch_bytes
+    elif row.smi_mib and (twin := next((r for r in _rows() if r.smi_mib == row.smi_mib and r.torch_bytes
+                                        and (r.vendor, r.cc) == (row.vendor, row.cc)), None)):
+        # the same nvidia-smi total as a card of the same architecture whose torch total was
+        # observed: the same board memory and driver reservation (H100 PCIe / SXM, RTX 5070 Ti / 5080)
+        total = twin.torch_bytes
+        assumed = (f"torch-visible memory of the {row.name} not observed; nvidia-smi shows {row.smi_mib:,} MiB, "
+                   f"as for the {twin.name}, whose torch total is {total / GIB:.2f} GiB")
     elif row.smi_mib:
         total = (row.smi_mib - SMI_RESERVED_MIB) * MIB
         assumed = (f"torch-visible memory of the {row.name} not observed; derived from nvidia-smi's "

@@ -161,7 +161,7 @@ class Estimate:
                 "enable_prefix_caching": s.enable_prefix_caching, "enable_chunked_prefill": s.enable_chunked_prefill,
                 "data_parallel_size": s.data_parallel_size, "enable_expert_parallel": s.enable_expert_parallel,
                 "speculative_method": s.speculative_method, "num_speculative_tokens": s.num_speculative_tokens,
-                "pp_layer_partition": s.pp_layer_partition,
+                "pp_layer_partition": s.pp_layer_partition, "model_runner_v2": s.model_runner_v2,
             },
             "memory": {
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
@@ -627,7 +627,13 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, act
 
 
 def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings) -> int:
-    if s.enforce_eager or not profile.cuda_graphs_budgeted:
+    """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7).
+
+    The V2 model runner (VLLM_USE_V2_MODEL_RUNNER=1, vllm/v1/worker/gpu/model_runner.py) answers
+    `profile_cudagraph_memory()` with 0 ("It is TBD whether we keep this API"), so nothing is
+    subtracted there and the graphs are captured on top of the KV cache: vllm PR48601's log (main,
+    2026-07) prints 2.04 GiB of graphs yet "kv cache memory in use" = requested − W − P − N."""
+    if s.enforce_eager or not profile.cuda_graphs_budgeted or s.model_runner_v2:
         return 0
     sizes = cuda_graph_sizes(profile, s.max_num_seqs or 256, s.max_num_batched_tokens or 2048)
     pp = max(1, s.pipeline_parallel_size)
@@ -711,6 +717,11 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
     graphs = cuda_graph_memory(spec, profile, s) if cuda_graph_bytes is None else cuda_graph_bytes
+    if s.model_runner_v2:
+        graphs = 0      # a printed graph figure is the capture after the KV cache, not a budget item
+    if s.model_runner_v2 and profile.cuda_graphs_budgeted and not s.enforce_eager:
+        assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
+                           "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")
     budget = requested_bytes(profile, gpu_total_bytes, s.gpu_memory_utilization)
     if s.kv_cache_memory_bytes:
         kv_pool = s.kv_cache_memory_bytes

@@ -20,6 +20,119 @@ NEWEST = "0.33.0"
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
+# Every vLLM release on PyPI with the day its first file was uploaded (https://pypi.org/pypi/vllm/json,
+# `upload_time`). Why: a thread's date bounds the version its author can have run — a post from July
+# 2025 did not run 0.27 — and most pastes never say the version.
+RELEASES: tuple[tuple[str, str], ...] = (
+    ("0.0.1", "2023-06-19"),
+    ("0.1.0", "2023-06-20"),
+    ("0.1.1", "2023-06-22"),
+    ("0.1.2", "2023-07-05"),
+    ("0.1.3", "2023-08-02"),
+    ("0.1.4", "2023-08-25"),
+    ("0.1.5", "2023-09-08"),
+    ("0.1.6", "2023-09-08"),
+    ("0.1.7", "2023-09-11"),
+    ("0.2.0", "2023-09-28"),
+    ("0.2.1", "2023-10-16"),
+    ("0.2.2", "2023-11-19"),
+    ("0.2.3", "2023-12-03"),
+    ("0.2.4", "2023-12-11"),
+    ("0.2.5", "2023-12-14"),
+    ("0.2.6", "2023-12-17"),
+    ("0.2.7", "2024-01-04"),
+    ("0.3.0", "2024-01-31"),
+    ("0.3.1", "2024-02-17"),
+    ("0.3.2", "2024-02-21"),
+    ("0.3.3", "2024-03-01"),
+    ("0.4.0", "2024-03-31"),
+    ("0.4.1", "2024-04-24"),
+    ("0.4.2", "2024-05-05"),
+    ("0.4.3", "2024-06-01"),
+    ("0.5.0", "2024-06-11"),
+    ("0.5.1", "2024-07-06"),
+    ("0.5.2", "2024-07-15"),
+    ("0.5.3", "2024-07-23"),
+    ("0.5.4", "2024-08-05"),
+    ("0.5.5", "2024-08-23"),
+    ("0.6.0", "2024-09-05"),
+    ("0.6.1", "2024-09-11"),
+    ("0.6.2", "2024-09-25"),
+    ("0.6.3", "2024-10-14"),
+    ("0.6.4", "2024-11-15"),
+    ("0.6.5", "2024-12-18"),
+    ("0.6.6", "2024-12-27"),
+    ("0.7.0", "2025-01-27"),
+    ("0.7.1", "2025-02-01"),
+    ("0.7.2", "2025-02-06"),
+    ("0.7.3", "2025-02-20"),
+    ("0.8.0", "2025-03-18"),
+    ("0.8.1", "2025-03-19"),
+    ("0.8.2", "2025-03-25"),
+    ("0.8.3", "2025-04-06"),
+    ("0.8.4", "2025-04-15"),
+    ("0.8.5", "2025-04-28"),
+    ("0.9.0", "2025-05-28"),
+    ("0.9.0.1", "2025-05-30"),
+    ("0.9.1", "2025-06-10"),
+    ("0.9.2", "2025-07-08"),
+    ("0.10.0", "2025-07-25"),
+    ("0.10.1", "2025-08-19"),
+    ("0.10.1.1", "2025-08-20"),
+    ("0.10.2", "2025-09-13"),
+    ("0.11.0", "2025-10-04"),
+    ("0.11.1", "2025-11-19"),
+    ("0.11.2", "2025-11-20"),
+    ("0.12.0", "2025-12-03"),
+    ("0.13.0", "2025-12-19"),
+    ("0.14.0", "2026-01-20"),
+    ("0.14.1", "2026-01-24"),
+    ("0.15.0", "2026-01-29"),
+    ("0.15.1", "2026-02-05"),
+    ("0.16.0", "2026-02-26"),
+    ("0.17.0", "2026-03-07"),
+    ("0.17.1", "2026-03-11"),
+    ("0.18.0", "2026-03-20"),
+    ("0.18.1", "2026-03-31"),
+    ("0.19.0", "2026-04-03"),
+    ("0.19.1", "2026-04-18"),
+    ("0.20.0", "2026-04-27"),
+    ("0.20.1", "2026-05-03"),
+    ("0.20.2", "2026-05-10"),
+    ("0.21.0", "2026-05-15"),
+    ("0.22.0", "2026-05-29"),
+    ("0.22.1", "2026-06-05"),
+    ("0.23.0", "2026-06-13"),
+    ("0.24.0", "2026-06-30"),
+    ("0.25.0", "2026-07-11"),
+    ("0.25.1", "2026-07-14"),
+    ("0.26.0", "2026-07-25"),
+    ("0.27.0", "2026-08-10"),
+    ("0.27.1", "2026-08-11"),
+    ("0.28.0", "2026-08-26"),
+    ("0.29.0", "2026-09-09"),
+    ("0.30.0", "2026-09-22"),
+    ("0.31.0", "2026-10-05"),
+    ("0.32.0", "2026-10-18"),
+    ("0.33.0", "2026-11-02")
+)
+
+
+def release_at(day: str | None) -> str | None:
+    """The newest release published on or before `day` ('2025-07-22', or an ISO timestamp)."""
+    if not day:
+        return None
+    m = re.match(r"\s*(\d{4})-(\d{2})(?:-(\d{2}))?", str(day))
+    if not m:
+        return None
+    key = f"{m.group(1)}-{m.group(2)}-{m.group(3) or '31'}"
+    newest = None
+    for version, published in RELEASES:
+        if published <= key:
+            newest = version
+    return newest
+
+
 def parse_version(text: str | None) -> tuple[int, int, int]:
     """'0.8.5.dev169+gce17db808' → (0, 8, 5). Dev builds of main ('0.1.dev2…') count as newest."""
     if not text:
@@ -158,6 +271,7 @@ class EngineSettings:
     limit_mm_per_prompt: dict | None = None       # {"image": 1, "video": 0}; None = 1 per modality
     pp_layer_partition: list[int] | None = None   # VLLM_PP_LAYER_PARTITION ("16,32"): layers per stage
     pp_stage: int | None = None                   # internal: the one PP stage being sized
+    model_runner_v2: bool = False                 # VLLM_USE_V2_MODEL_RUNNER=1 (vllm/v1/worker/gpu/)
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -192,6 +306,9 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             if not re.fullmatch(r"\d+(?:,\d+)+", raw):
                 raise BadInput(f"VLLM_PP_LAYER_PARTITION takes layer counts such as 16,32, got {raw!r}")
             s.pp_layer_partition = [int(x) for x in raw.split(",")]
+            continue
+        if tok.startswith("VLLM_USE_V2_MODEL_RUNNER="):
+            s.model_runner_v2 = tok.partition("=")[2].strip("'\"").lower() in ("1", "true")
             continue
         if not tok.startswith("-"):
             continue

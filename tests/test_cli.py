@@ -392,3 +392,22 @@ def test_explain_model_and_gpu_options(offline_env):
 def test_explain_vllm_version_option(offline_env):
     d = ok_json(kvdoctor(offline_env, "explain", str(SEED), "--offline", "--json", "--vllm-version", "0.10.1"))
     assert d["estimate"]["settings"]["vllm_version"].startswith("0.10.1")
+
+
+V1_PASTE = (b"I run `vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072` on one RTX 4090 and it fails:\n"
+            b"ValueError: To serve at least one request with the models's max seq len (131072), (7.0 GiB KV cache is "
+            b"needed, which is larger than the available KV cache memory (3.98 GiB). Based on the available memory, "
+            b"the estimated maximum model length is 74528. Try increasing `gpu_memory_utilization` or decreasing "
+            b"`max_model_len` when initializing the engine.\n")
+
+
+def test_explain_posted_date_caps_the_assumed_version(offline_env):
+    """--posted: a paste written on 2025-07-22 ran at most vLLM 0.9.2 (PyPI: 0.9.2 on 2025-07-08,
+    0.10.0 on 2025-07-25), whatever newer release shares its message format."""
+    undated = ok_json(kvdoctor(offline_env, "explain", "-", "--offline", "--json", stdin=V1_PASTE))
+    dated = ok_json(kvdoctor(offline_env, "explain", "-", "--offline", "--json", "--posted", "2025-07-22",
+                             stdin=V1_PASTE))
+    assert dated["estimate"]["settings"]["vllm_version"] == "0.9.2"
+    assert undated["estimate"]["settings"]["vllm_version"] != "0.9.2"
+    assert "2025-07-22" in json.dumps(dated["reply"])     # the reply says why 0.9.2
+    assert_bad_input(kvdoctor(offline_env, "explain", "-", "--offline", "--posted", "last week", stdin=V1_PASTE))

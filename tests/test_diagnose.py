@@ -217,8 +217,6 @@ ANCHOR_MISSES = {
         "size: 612,157 tokens' vs the estimate's 632,141 (+3.3%): the paste cuts num_speculative_tokens off, so "
         "vLLM's default (1) is assumed; with 3 the estimate gives 612,158 (418 blocks / 179 per request), while "
         "612,157 is exactly int(425 / 182 × 262,144)"),
-    "vllm-pr48601-qwen36-27b-fp8-4xh100-v2runner": (
-        "vLLM printed 63.25 GiB of KV; the anchored estimate has 61.21 GiB (−3.2%)"),
 }
 
 
@@ -321,6 +319,7 @@ def _state_from_diagnosis(d):
     base.speculative_method = e["settings"].get("speculative_method")
     base.num_speculative_tokens = e["settings"].get("num_speculative_tokens")
     base.pp_layer_partition = e["settings"].get("pp_layer_partition")
+    base.model_runner_v2 = e["settings"].get("model_runner_v2", False)
     stages = [(g["name"], g["total_bytes"]) for g in e["gpu"].get("stages") or []] or None
     m = e["memory"]
     state = estimate(spec, gpu_total_bytes=e["gpu"]["total_bytes"], settings=base, gpu_name=e["gpu"]["name"],

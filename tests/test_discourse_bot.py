@@ -7,6 +7,7 @@ fake forum on 127.0.0.1, and webhooks are real POSTs to the app served by uvicor
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import subprocess
@@ -117,6 +118,24 @@ def test_webhook_with_valid_signature_replies(fake, webhook):
     assert bot.wait_idle()
     ours = fake.our_posts(first["topic_id"])
     assert len(ours) == 1 and has_capacity(ours[0]["raw"]) and "--max-model-len" in ours[0]["raw"]
+
+
+V1_PASTE = ("I run `vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072` on one RTX 4090 and it fails:\n\n"
+            "ValueError: To serve at least one request with the models's max seq len (131072), (7.0 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (3.98 GiB). Based on the available "
+            "memory, the estimated maximum model length is 74528. Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.\n")
+
+
+def test_reply_to_an_old_post_models_a_vllm_of_its_day(fake, store, store_url):
+    """The post's created_at bounds the version: written 2025-07-22, it ran at most vLLM 0.9.2
+    (PyPI: 0.9.2 on 2025-07-08, 0.10.0 on 2025-07-25), though newer releases print the same lines.
+    (Old threads are answered only when the operator raises DISCOURSE_MAX_POST_AGE_HOURS.)"""
+    old = fake.create_topic("alice", "KV cache too small", V1_PASTE,
+                            created_at=datetime.datetime(2025, 7, 22, 12, tzinfo=datetime.UTC).timestamp())
+    assert poll(fake, store, store_url, options=replace(FAST, max_post_age=3 * 365 * 86400.0))
+    ours = fake.our_posts(old["topic_id"])
+    assert len(ours) == 1 and "modelled as 0.9.2" in ours[0]["raw"]
 
 
 def test_webhook_bad_or_missing_signature_gets_401_and_posts_nothing(fake, webhook):

@@ -83,6 +83,16 @@ def test_card_without_torch_figure_is_derived_and_says_so():
     assert "derived" in g.assumed
 
 
+def test_card_without_torch_figure_takes_its_same_architecture_twins_observed_total():
+    # H100 PCIe and H100 SXM both show 81,559 MiB in nvidia-smi (compute capability 9.0); torch's
+    # total was observed on the SXM (85,017,755,648 B), so the PCIe card gets it, not 81,559 − 480 MiB.
+    g = lookup_gpu("H100 PCIe")
+    assert g.total_bytes == 85_017_755_648 != (81559 - SMI_RESERVED_MIB) * MIB
+    assert "H100 SXM5" in g.assumed and "not observed" in g.assumed
+    # The A40 shares 46,068 MiB with the L40S, but not its architecture (8.6 vs 8.9): derived.
+    assert lookup_gpu("A40").total_bytes != lookup_gpu("L40S").total_bytes
+
+
 @pytest.mark.parametrize("text", ["RTX 9999", "a6001", "", "   ", "24", "x" * 500])
 def test_unknown_raises_one_line(text):
     with pytest.raises(UnknownGpu) as e:

@@ -16,7 +16,7 @@ import pytest
 from estimator import catalog
 from estimator.memory import estimate, rerun, resolve_max_model_len
 from estimator.spec import spec_from_config
-from estimator.vllm import EngineSettings, profile_for
+from estimator.vllm import EngineSettings, parse_flags, profile_for
 
 GiB = 2**30
 MiB = 2**20
@@ -129,6 +129,23 @@ def test_cuda_graphs_budgeted_from_020(llama8b):
     e = _graphs(llama8b, "0.20.0")
     assert e.cuda_graph_bytes > 0
     assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB) - e.cuda_graph_bytes
+
+
+@pytest.mark.parametrize("version", ["0.20.0", "0.25.1", "0.33.0"])
+def test_v2_model_runner_subtracts_no_graph_estimate(llama8b, version):
+    # VLLM_USE_V2_MODEL_RUNNER=1: its profile_cudagraph_memory() returns 0, so the KV pool is
+    # requested − W − P − N even when a graph figure is printed (vllm PR48601: G = 2.04 GiB printed,
+    # "kv cache memory in use" = 72.78 − 7.39 − 1.54 − 0.6 = 63.25 GiB).
+    s = parse_flags(["VLLM_USE_V2_MODEL_RUNNER=1"], EngineSettings(vllm_version=version))
+    assert s.model_runner_v2
+    e = _graphs(llama8b, version, model_runner_v2=True)
+    assert e.cuda_graph_bytes == 0
+    assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB)
+    assert any("V2 model runner" in a for a in e.assumptions)
+    printed = run(llama8b, version, G=2 * GiB, gpu_memory_utilization=0.5, max_model_len=8192,
+                  model_runner_v2=True)
+    assert printed.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB)
+    assert not parse_flags(["VLLM_USE_V2_MODEL_RUNNER=0"], EngineSettings()).model_runner_v2
 
 
 def test_enforce_eager_means_no_graph_memory(llama8b):

@@ -100,8 +100,14 @@ def test_stated_gpu_variant_and_smi_size():
     # A 48 GB RTX 4090 (modded): the catalog's 24 GB card scaled: 23.64 GiB × 48/24.
     g = lookup_gpu("NVIDIA GeForce RTX 4090 with 48GB of VRAM")
     assert g.total_bytes == int(lookup_gpu("RTX 4090").total_bytes * 48 / 24)
-    # A card the catalog lacks, with nvidia-smi's MiB: the size wins over the unknown name (the
-    # catalog maps 16,303 MiB to the torch total it observed for a card of that size).
+    # nvidia-smi's MiB: the catalog maps 16,303 MiB to the torch total it observed for a card of
+    # that size (the RTX 5080's 15.47 GiB) ...
+    assert lookup_gpu("16303MiB").total_bytes == lookup_gpu("RTX 5080").total_bytes == round(15.47 * 2**30)
+    # ... and the RTX 5070 Ti, whose torch total nobody has printed but whose nvidia-smi total is the
+    # same 16,303 MiB (vllm#34076), gets that observed figure, not smi − 480 MiB (15.45 GiB).
+    ti = lookup_gpu("NVIDIA GeForce RTX 5070 Ti")
+    assert ti.name == "NVIDIA GeForce RTX 5070 Ti" and ti.total_bytes == lookup_gpu("RTX 5080").total_bytes
+    assert "RTX 5080" in ti.assumed
     assert lookup_gpu("NVIDIA GeForce RTX 5070 Ti 16303MiB").total_bytes == lookup_gpu("16303MiB").total_bytes
     # The name wins when the stated size agrees (49.1 GB ≈ the A6000's 48 GB).
     assert lookup_gpu("NVIDIA RTX A6000 (49.1 GB VRAM)").name == "NVIDIA RTX A6000"

@@ -191,6 +191,18 @@ def test_bare_mention_in_thread_explains_the_parent(env):
     assert_seed_answer(post)
 
 
+def test_a_message_from_july_2025_is_answered_with_a_vllm_of_its_day(env):
+    """The message's ts (2025-07-22 12:00 UTC) bounds the version: at most vLLM 0.9.2 (PyPI:
+    0.10.0 came on 2025-07-25), though newer releases print the same error lines."""
+    paste = ("`vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072` on one RTX 4090:\n"
+             "ValueError: To serve at least one request with the models's max seq len (131072), (7.0 GiB KV cache "
+             "is needed, which is larger than the available KV cache memory (3.98 GiB). Based on the available "
+             "memory, the estimated maximum model length is 74528.")
+    env.slack.event(mention(paste, ts="1753185600.000100"))
+    post = env.fake.wait_for("chat.postMessage")[0]
+    assert "modelled as 0.9.2" in visible_text(post)
+
+
 def test_mention_without_an_error_gets_a_hint(env):
     env.slack.event(mention("how much memory does a 7B model need?", ts="1712000003.000100"))
     post = env.fake.wait_for("chat.postMessage")[0]

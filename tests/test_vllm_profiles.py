@@ -23,6 +23,7 @@ from estimator.vllm import (
     parse_flags,
     parse_version,
     profile_for,
+    release_at,
     requested_bytes,
     v0_chunked_prefill,
 )
@@ -416,3 +417,38 @@ def test_parse_flags_kv_cache_memory_bytes():
 def test_parse_flags_bad_values(argv):
     with pytest.raises(BadInput):
         parse_flags(argv)
+
+
+# -- the thread's date bounds the version (PyPI upload days: 0.9.2 2025-07-08, 0.10.0 2025-07-25,
+# 0.5.5 2024-08-23, 0.22.0 2026-05-29, 0.7.2 2025-02-06, 0.7.3 2025-02-20; first release 2023-06-19)
+
+@pytest.mark.parametrize("day, want", [
+    ("2025-07-22", "0.9.2"), ("2025-07-24", "0.9.2"), ("2025-07-25", "0.10.0"),
+    ("2025-07-25T09:30:00.000Z", "0.10.0"),       # a Discourse created_at
+    ("2024-08", "0.5.5"),                         # a month: any day of it
+    ("2026-11-30", "0.33.0"),
+    ("2023-01-01", None), ("", None), (None, None), ("yesterday", None),
+])
+def test_release_at(day, want):
+    assert release_at(day) == want
+
+
+def test_assumed_version_is_capped_by_the_post_date():
+    from estimator.diagnosis import assumed_version
+
+    # A V1 message format valid 0.9.1–0.27.0 (vllm#21348's lines), posted 2025-07-22: 0.9.2, not 0.27.
+    assert assumed_version(("0.9.1", "0.27.0"), "v1")[0] == "0.27.0"
+    version, note = assumed_version(("0.9.1", "0.27.0"), "v1", "2025-07-22")
+    assert version == "0.9.2" and "2025-07-22" in note
+    # Formats newer than the last release before the post: a build of main, modelled as the
+    # oldest release with those formats.
+    version, note = assumed_version(("0.10.2", None), "v1", "2025-07-22")
+    assert version == "0.10.2" and "0.9.2" in note
+    # No upper bound from the formats: the date gives one.
+    assert assumed_version(("0.22.0", None), "v1", "2026-06-03")[0] == "0.22.0"
+    assert assumed_version(("0.9.1", None), "v1", "2025-09-03")[0] == "0.10.1.1"
+    # V0: the post date caps the 0.7.3 default too (2025-02-11 is before 0.7.3's 2025-02-20).
+    assert assumed_version(("0.4.0", "0.7.3"), "v0")[0] == "0.7.3"
+    assert assumed_version(("0.4.0", "0.7.3"), "v0", "2025-02-11")[0] == "0.7.2"
+    # A date after the formats' newest release changes nothing.
+    assert assumed_version(("0.9.1", "0.27.0"), "v1", "2026-11-30")[0] == "0.27.0"
