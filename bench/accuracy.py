@@ -72,6 +72,14 @@ def settings_for(case: dict) -> EngineSettings:
         k = re.search(r"(?i)(?:\bn\s*=\s*|num_speculative_tokens\W+)(\d+)", other)
         if k:
             s.num_speculative_tokens = int(k.group(1))
+    # LLM(...) keyword arguments recorded as such ("enable_expert_parallel=True, block_size=256").
+    for key, value in re.findall(r"\b([a-z][a-z0-9_]+)=(True|False|\d+(?:\.\d+)?)\b", other):
+        flag = "--" + key.replace("_", "-")
+        chunk = [flag] if value == "True" else [] if value == "False" else [flag, value]
+        try:
+            parse_flags(chunk, s)
+        except KvdoctorError:
+            pass
     words = re.sub(r"[,;]", " ", other).split()
     i = 0
     while i < len(words):
