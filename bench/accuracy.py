@@ -41,7 +41,8 @@ def repo_id(text: str | None) -> str | None:
 def settings_for(case: dict) -> EngineSettings:
     ver_text = str(case.get("vllm_version") or "")
     m = _VER.search(ver_text)
-    version = m.group(0) if m else None
+    # the whole token, so that a build of main ("0.1.dev19754+g3a0914114") reads as one, not as 0.1
+    version = ver_text[m.start():].split()[0] if m else None
     engine = case.get("era") if case.get("era") in ("v0", "v1") else None
     if "V0" in ver_text:
         engine = "v0"
