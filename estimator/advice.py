@@ -10,6 +10,8 @@ offered (raising utilization does not fix a weights-load OOM).
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from dataclasses import dataclass
 
 from estimator.memory import Estimate, GiB, rerun
@@ -50,6 +52,41 @@ class Suggestion:
             "fits": self.fits,
             "why": self.why + (f" ({self.caveat})" if self.caveat else ""),
         }
+
+
+_SECRET_FLAG = re.compile(r"(?i)^--?[\w-]*(?:key|token|secret|password)[\w-]*$")
+
+
+def command_with(base: list[str], flags: str) -> str:
+    """The user's own command with a fix applied: every flag the fix sets (in any spelling vLLM
+    accepts: -tp, --tensor_parallel_size, --max-model-len=…) replaced by the fix's value, the
+    rest kept as written — so a copied fix keeps the user's TP, model path and other flags.
+    Values of key/token/secret flags are not echoed."""
+    from estimator.flags import BOOL_KEYS, flag_key
+
+    fix = shlex.split(flags)
+    changed = {flag_key(t.split("=", 1)[0]) for t in fix if t.startswith("-")} - {None}
+    if changed & {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"}:
+        # more or fewer GPUs: the old device list would contradict the fix
+        base = [t for t in base if not t.startswith("CUDA_VISIBLE_DEVICES=")]
+    out: list[str] = []
+    i = 0
+    while i < len(base):
+        tok = base[i]
+        name, eq, _value = tok.partition("=")
+        key = flag_key(name) if tok.startswith("-") else None
+        takes_value = tok.startswith("-") and not eq and key not in BOOL_KEYS and i + 1 < len(base) \
+            and not base[i + 1].startswith("-")
+        if key in changed:
+            i += 2 if takes_value else 1
+            continue
+        if tok.startswith("-") and _SECRET_FLAG.match(name):
+            out += [f"{name}=[redacted]"] if eq else [tok] + (["[redacted]"] if takes_value else [])
+            i += 2 if takes_value else 1
+            continue
+        out.append(tok)
+        i += 1
+    return shlex.join(out + fix)
 
 
 def friendly_len(n: int) -> int:

@@ -110,6 +110,7 @@ def cmd_estimate(argv: list[str]) -> int:
     from estimator.vllm import EngineSettings, parse_flags
 
     opts, pos, rest = _split(argv)
+    rest_all = list(rest)
     if "--" in rest:
         k = rest.index("--")
         model, flags = _command_line(rest[k + 1:])
@@ -133,6 +134,12 @@ def cmd_estimate(argv: list[str]) -> int:
     from estimator.advice import suggest
 
     est.suggestions = [s.to_json() for s in suggest(est, gpu_count=gpu_count)]
+    given = rest_all[rest_all.index("--") + 1:] if "--" in rest_all else []
+    if given and (given[0] in ("vllm", "python", "python3") or "=" in given[0]):
+        from estimator.advice import command_with
+
+        for s in est.suggestions:     # the command as given, with each fix applied
+            s["command"] = command_with(given, s["flags"])
     if opts.get("--json"):
         print(json.dumps(est.to_json(), indent=2))
     else:

@@ -222,6 +222,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.advice import full_context_plan, suggest
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
+        _in_users_command(suggestions, facts)
         est.suggestions = suggestions
         plan = full_context_plan(est) if kind in ("kv_capacity_v0", "kv_capacity_v1") else None
         if plan:
@@ -280,6 +281,19 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     if hi:
         return str(hi), f"version not stated; the message format{dated or ' points'} to vLLM ≤ {hi}: modelled as {hi}"
     return None, ""
+
+
+def _in_users_command(suggestions: list[dict], facts) -> None:
+    """Show each fix as the user's own command with the fix applied (their TP, model path and
+    other flags kept), when the paste holds a `vllm serve` command."""
+    from estimator.advice import command_with
+    from estimator.flags import user_command
+
+    anchors = [f.span[0] for f in facts.values.values() if str(f.source).startswith("cmdline") and f.span]
+    base = user_command(facts.text, min(anchors) if anchors else None)
+    if base:
+        for s in suggestions:
+            s["command"] = command_with(base, s["flags"])
 
 
 def _public(message: str) -> str:

@@ -532,6 +532,59 @@ def tokens_with_spans(text: str, start: int, end: int) -> list[tuple[str, tuple[
     return out
 
 
+_ENV_PREFIX = regex.compile(r"(?:^|[\s\\])((?:[A-Z_][A-Z0-9_]*=[^\s\\]*[ \t]+(?:\\\n[ \t]*)?)+)$")
+
+
+def user_command(text: str, near: int | None = None) -> list[str] | None:
+    """The tokens of the `vllm serve` / `python -m vllm.entrypoints…` command the paste ran — the
+    one holding position `near` (a setting the diagnosis read), else the last one — with the
+    `VAR=value` environment words written before it. None for a docker image, an `LLM(...)` call
+    or no command: a fix is then shown as its flags alone."""
+    spans = [(s, e) for s, e, is_vllm in command_spans(text) if is_vllm]
+    if not spans:
+        return None
+    start, end = next(((s, e) for s, e in spans if near is not None and s <= near < e), spans[-1])
+    tokens = [t for t, _span in tokens_with_spans(text, start, end)]
+    if not tokens:
+        return None
+    if tokens[0].lower() == "vllm" and len(tokens) > 1 and tokens[1].lower() == "serve":
+        head: list[str] = []
+        rest, positional = tokens[2:], 1          # vllm serve MODEL
+    elif tokens[0].startswith("vllm.entrypoints"):
+        head = ["python", "-m"]
+        rest, positional = tokens[1:], 0
+    else:
+        return None
+    if not _reads_as_a_command(rest, positional):
+        return None          # "vllm serve with the --dtype auto option. However, …": prose
+    env = []
+    try:
+        before = _ENV_PREFIX.search(text[max(0, start - 400):start], timeout=_budget(TIMEOUT))
+    except TimeoutError:
+        before = None
+    if before:
+        env = [w for w in before.group(1).split() if "=" in w]
+    return env + head + tokens
+
+
+def _reads_as_a_command(tokens: list[str], positional: int) -> bool:
+    """Every word is a flag, a flag's value or one of the `positional` arguments (the model),
+    and the model looks like a repo id or a path."""
+    i, seen = 0, 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("-") and len(tok) > 1:
+            takes_value = "=" not in tok and flag_key(tok) not in BOOL_KEYS and i + 1 < len(tokens) \
+                and not tokens[i + 1].startswith("-")
+            i += 2 if takes_value else 1
+            continue
+        seen += 1
+        if seen > positional or not regex.fullmatch(r"[\w.~:@+-]*[/\\.:][\w./\\~:@+-]*|[\w.-]+/[\w.-]+", tok):
+            return False
+        i += 1
+    return seen == positional or any(t.split("=", 1)[0] == "--model" for t in tokens)
+
+
 def _within(pos: int, spans: list[tuple[int, int, bool]]) -> tuple[int, int, bool] | None:
     for s, e, v in spans:
         if s <= pos < e:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from estimator.advice import friendly_len, full_context_plan, suggest
+from estimator.advice import command_with, friendly_len, full_context_plan, suggest
 from estimator.api import load_model, run_estimate
+from estimator.flags import user_command
 from estimator.memory import GiB, estimate, rerun
 from estimator.vllm import EngineSettings
 
@@ -166,3 +167,62 @@ def test_free_memory_fix_fits_in_what_is_free(llama8b):
             # 67.25 / 79.25 = 0.8486: any share asked for must fit in what is free.
             assert u * total <= total - other
             assert u < 0.9
+
+
+
+# -- a fix is shown as the user's own command with the fix applied --------------------------------
+
+def test_fix_replaces_the_flag_in_any_spelling_and_keeps_the_rest():
+    base = ["vllm", "serve", "/models/q", "-tp", "4", "--max_model_len=131072", "--enforce-eager",
+            "--kv-transfer-config", '{"kv_connector":"X"}']
+    assert command_with(base, "--max-model-len 65536") == (
+        "vllm serve /models/q -tp 4 --enforce-eager --kv-transfer-config '{\"kv_connector\":\"X\"}' "
+        "--max-model-len 65536")
+    # -tp 4 is the same setting as --tensor-parallel-size: replaced, not doubled
+    assert command_with(base, "--tensor-parallel-size 8").count("4") == 0
+    # a boolean flag takes no value: the word after it is kept
+    assert command_with(["vllm", "serve", "m/x", "--enforce-eager", "--dtype", "half"], "--enforce-eager") \
+        == "vllm serve m/x --dtype half --enforce-eager"
+
+
+def test_fix_drops_the_device_list_when_it_changes_the_gpu_count_and_hides_keys():
+    base = ["CUDA_VISIBLE_DEVICES=0,1", "vllm", "serve", "m/x", "--tensor-parallel-size", "2",
+            "--api-key", "hunter2", "--hf-token=abc"]
+    assert command_with(base, "--tensor-parallel-size 4") == \
+        "vllm serve m/x --api-key '[redacted]' '--hf-token=[redacted]' --tensor-parallel-size 4"
+    assert command_with(base, "--max-model-len 4096").startswith("CUDA_VISIBLE_DEVICES=0,1 vllm serve m/x")
+
+
+def test_user_command_reads_the_run_with_its_environment_and_refuses_prose():
+    text = ("I launch it like this:\n```\nCUDA_VISIBLE_DEVICES=0,1 \\\nvllm serve Qwen/Qwen3-32B \\\n"
+            "  --tensor-parallel-size 2 \\\n  --max-model-len 40960\n```\n")
+    assert user_command(text) == ["CUDA_VISIBLE_DEVICES=0,1", "vllm", "serve", "Qwen/Qwen3-32B",
+                                  "--tensor-parallel-size", "2", "--max-model-len", "40960"]
+    assert user_command("python -m vllm.entrypoints.openai.api_server --model m/x --dtype half") == \
+        ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m/x", "--dtype", "half"]
+    # prose that happens to say "vllm serve": not a command to rebuild
+    assert user_command("I run vllm serve with the --dtype auto option. However, it fails") is None
+    # a docker image: the flags alone are shown
+    assert user_command("docker run --gpus all vllm/vllm-openai:latest --model m/x -tp 2") is None
+
+
+def test_reply_fixes_are_the_pasted_command_with_the_change():
+    from estimator.diagnosis import diagnose
+
+    paste = ("```\nCUDA_VISIBLE_DEVICES=0,1 vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2 "
+             "--max-model-len 131072 --trust-remote-code --port 8001\n```\n"
+             "ValueError: To serve at least one request with the models's max seq len (131072), (3.5 GiB KV cache "
+             "is needed, which is larger than the available KV cache memory (1.2 GiB). Based on the available "
+             "memory, the estimated maximum model length is 44832. Try increasing `gpu_memory_utilization` or "
+             "decreasing `max_model_len` when initializing the engine.\nGPU: 2x RTX 3060 12GB\n")
+    d = diagnose(paste, offline=True)
+    assert d is not None and d.suggestions
+    for s in d.suggestions:
+        cmd = s["command"]
+        assert cmd.startswith(("CUDA_VISIBLE_DEVICES=0,1 vllm serve Qwen/Qwen2.5-7B-Instruct",
+                               "vllm serve Qwen/Qwen2.5-7B-Instruct")), cmd
+        assert "--trust-remote-code" in cmd and "--port 8001" in cmd and cmd.endswith(s["flags"])
+        if "--max-model-len" in s["flags"]:
+            assert "131072" not in cmd
+        if "--tensor-parallel-size" not in s["flags"]:
+            assert "--tensor-parallel-size 2" in cmd

@@ -411,3 +411,12 @@ def test_explain_posted_date_caps_the_assumed_version(offline_env):
     assert undated["estimate"]["settings"]["vllm_version"] != "0.9.2"
     assert "2025-07-22" in json.dumps(dated["reply"])     # the reply says why 0.9.2
     assert_bad_input(kvdoctor(offline_env, "explain", "-", "--offline", "--posted", "last week", stdin=V1_PASTE))
+
+
+def test_estimate_of_a_command_line_shows_fixes_as_that_command(offline_env):
+    d = ok_json(kvdoctor(offline_env, "estimate", "--offline", "--gpu", "RTX 3060", "--json", "--",
+                         "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "131072", "--port", "8001"))
+    assert d["suggestions"]
+    for s in d["suggestions"]:
+        assert s["command"].startswith("vllm serve Qwen/Qwen2.5-7B-Instruct --port 8001 "), s["command"]
+        assert s["command"].endswith(s["flags"]) and "131072" not in s["command"]
