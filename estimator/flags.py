@@ -579,7 +579,12 @@ def _reads_as_a_command(tokens: list[str], positional: int) -> bool:
             i += 2 if takes_value else 1
             continue
         seen += 1
-        if seen > positional or not regex.fullmatch(r"[\w.~:@+-]*[/\\.:][\w./\\~:@+-]*|[\w.-]+/[\w.-]+", tok):
+        try:
+            model_like = regex.fullmatch(r"[\w.~:@+-]*[/\\.:][\w./\\~:@+-]*|[\w.-]+/[\w.-]+", tok,
+                                         timeout=_budget(TIMEOUT))
+        except TimeoutError:
+            model_like = None
+        if seen > positional or not model_like:
             return False
         i += 1
     return seen == positional or any(t.split("=", 1)[0] == "--model" for t in tokens)
