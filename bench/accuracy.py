@@ -43,6 +43,10 @@ def settings_for(case: dict) -> EngineSettings:
     m = _VER.search(ver_text)
     # the whole token, so that a build of main ("0.1.dev19754+g3a0914114") reads as one, not as 0.1
     version = ver_text[m.start():].split()[0] if m else None
+    from estimator.vllm import is_main_build, release_after
+
+    if version and is_main_build(version) and release_after(case.get("date")):
+        version = release_after(case.get("date"))   # as `diagnose` models a build of main
     engine = case.get("era") if case.get("era") in ("v0", "v1") else None
     if "V0" in ver_text:
         engine = "v0"

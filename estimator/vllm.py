@@ -118,6 +118,22 @@ RELEASES: tuple[tuple[str, str], ...] = (
 )
 
 
+def is_main_build(text: str | None) -> bool:
+    """'0.1.dev19754+g3a0914114': a build of main without a release tag (setuptools-scm's fallback)."""
+    return bool(text) and re.match(r"\s*0\.1\.dev\d", str(text)) is not None
+
+
+def release_after(day: str | None) -> str | None:
+    """The first release published after `day`: the one that shipped main as it was on that day
+    (None when no release came later: main then is newer than every profile, i.e. NEWEST)."""
+    then = release_at(day)
+    if not then:
+        return None
+    names = [v for v, _published in RELEASES]
+    i = names.index(then)
+    return names[i + 1] if i + 1 < len(names) else None
+
+
 def release_at(day: str | None) -> str | None:
     """The newest release published on or before `day` ('2025-07-22', or an ISO timestamp)."""
     if not day:

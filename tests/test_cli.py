@@ -420,3 +420,11 @@ def test_estimate_of_a_command_line_shows_fixes_as_that_command(offline_env):
     for s in d["suggestions"]:
         assert s["command"].startswith("vllm serve Qwen/Qwen2.5-7B-Instruct --port 8001 "), s["command"]
         assert s["command"].endswith(s["flags"]) and "131072" not in s["command"]
+
+
+def test_explain_posted_date_places_a_build_of_main(offline_env):
+    """vLLM 0.1.devN is a build of main; posted 2026-08-20 it is what became 0.28.0 (2026-08-26)."""
+    paste = b"INFO 08-20 10:00:00 [api_server.py:1] vLLM API server version 0.1.dev19754+g3a0914114\n" + V1_PASTE
+    d = ok_json(kvdoctor(offline_env, "explain", "-", "--offline", "--json", "--posted", "2026-08-20", stdin=paste))
+    assert d["estimate"]["settings"]["vllm_version"] == "0.28.0"
+    assert "build of main" in json.dumps(d["reply"])

@@ -19,10 +19,12 @@ from estimator.vllm import (
     cuda_graph_sizes,
     default_max_num_batched_tokens,
     default_max_num_seqs,
+    is_main_build,
     parse_bytes,
     parse_flags,
     parse_version,
     profile_for,
+    release_after,
     release_at,
     requested_bytes,
     v0_chunked_prefill,
@@ -452,3 +454,12 @@ def test_assumed_version_is_capped_by_the_post_date():
     assert assumed_version(("0.4.0", "0.7.3"), "v0", "2025-02-11")[0] == "0.7.2"
     # A date after the formats' newest release changes nothing.
     assert assumed_version(("0.9.1", "0.27.0"), "v1", "2026-11-30")[0] == "0.27.0"
+
+
+def test_a_build_of_main_is_the_release_that_followed_its_date():
+    # 0.1.dev19754+g3a0914114 (vLLM's version for an untagged build), posted 2026-08-20: main then
+    # became 0.28.0 (PyPI 2026-08-26; 0.27.1 was 2026-08-11). After the newest release: None (= newest).
+    assert is_main_build("0.1.dev19754+g3a0914114") and not is_main_build("0.15.2rc1.dev93+g11a4c9d30")
+    assert release_after("2026-08-20") == "0.28.0"
+    assert release_after("2026-08-26") == "0.29.0"
+    assert release_after("2026-11-30") is None and release_after(None) is None
