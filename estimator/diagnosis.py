@@ -194,11 +194,12 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     assumptions: list[str] = []
     from estimator.vllm import is_main_build, release_after
 
-    if version and is_main_build(version) and release_after(posted):
+    became = release_after(posted) if version and is_main_build(version) else None
+    if became:
         # a build of main has no version of its own; its date says which release it became
         assumptions.append(f"vLLM {version} is a build of main; posted {str(posted)[:10]}, it is modelled as "
-                           f"the next release, {release_after(posted)}")
-        version = release_after(posted)
+                           f"the next release, {became}")
+        version = became
     if not version:
         version, note = assumed_version(facts.extra.get("version_hint"), engine, posted)
         if version:
