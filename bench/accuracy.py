@@ -140,6 +140,21 @@ def gpu_for(case: dict) -> str:
     return f"{total}GiB" if total else name
 
 
+def _model_of(case: dict):
+    """The case's model offline: the repo its `model` field names, else the one its paste names
+    (as `diagnose` reads it) — a field may describe a local copy ("… AutoRound INT4 (local
+    checkpoint ~/.cache/huggingface/…)") where the paste has the repo id."""
+    from estimator.paste import read_paste
+
+    for rid in (repo_id(case.get("model")), read_paste(case.get("paste") or "").get("model")):
+        if rid:
+            try:
+                return load_model(str(rid), offline=True)
+            except KvdoctorError:
+                continue
+    return None
+
+
 def observed_values(obs: dict, utilization: float | None = None) -> dict:
     out = {k: obs.get(k) for k in ("kv_cache_gib", "gpu_blocks", "weights_gib", "activation_peak_gib",
                                    "non_torch_gib", "estimated_max_model_len", "kv_needed_gib")}
@@ -195,13 +210,8 @@ def main(argv: list[str]) -> int:
             continue
         case = json.loads(line)
         obs = observed_values(case.get("observed") or {}, case.get("gpu_memory_utilization"))
-        rid = repo_id(case.get("model"))
-        if not obs or not rid:
-            skipped += 1
-            continue
-        try:
-            loaded = load_model(rid, offline=True)
-        except KvdoctorError:
+        loaded = _model_of(case) if obs else None
+        if loaded is None:
             skipped += 1
             continue
         gpu_arg = gpu_for(case)
