@@ -62,10 +62,10 @@ def command_with(base: list[str], flags: str) -> str:
     accepts: -tp, --tensor_parallel_size, --max-model-len=…) replaced by the fix's value, the
     rest kept as written — so a copied fix keeps the user's TP, model path and other flags.
     Values of key/token/secret flags are not echoed."""
-    from estimator.flags import BOOL_KEYS, flag_key
+    from estimator.flags import flag_key, flag_takes_value, is_flag_word
 
     fix = shlex.split(flags)
-    changed = {flag_key(t.split("=", 1)[0]) for t in fix if t.startswith("-")} - {None}
+    changed = {flag_key(t.split("=", 1)[0]) for t in fix if is_flag_word(t)} - {None}
     if changed & {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"}:
         # more or fewer GPUs: the old device list would contradict the fix
         base = [t for t in base if not t.startswith("CUDA_VISIBLE_DEVICES=")]
@@ -74,13 +74,14 @@ def command_with(base: list[str], flags: str) -> str:
     while i < len(base):
         tok = base[i]
         name, eq, _value = tok.partition("=")
-        key = flag_key(name) if tok.startswith("-") else None
-        takes_value = tok.startswith("-") and not eq and key not in BOOL_KEYS and i + 1 < len(base) \
-            and not base[i + 1].startswith("-")
+        flag = is_flag_word(tok)
+        key = flag_key(name) if flag else None
+        takes_value = flag and not eq and flag_takes_value(name) and i + 1 < len(base) \
+            and not is_flag_word(base[i + 1])
         if key in changed:
             i += 2 if takes_value else 1
             continue
-        if tok.startswith("-") and _SECRET_FLAG.match(name):
+        if flag and _SECRET_FLAG.match(name):
             out += [f"{name}=[redacted]"] if eq else [tok] + (["[redacted]"] if takes_value else [])
             i += 2 if takes_value else 1
             continue

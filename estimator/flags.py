@@ -298,6 +298,19 @@ def parse_argv(argv: list[str]) -> dict[str, object]:
     return out
 
 
+def is_flag_word(tok: str) -> bool:
+    """'--max-model-len', '-tp' — not a negative number given as a value ('-1')."""
+    return tok.startswith("-") and len(tok) > 1 and not regex.match(r"-\d", tok)
+
+
+def flag_takes_value(flag: str) -> bool:
+    """Whether a flag word (without '=value') consumes the next word: not for store_true flags,
+    boolean settings or their --no- forms."""
+    name = flag.split("=", 1)[0].lstrip("-").replace("-", "_").lower()
+    negated = name.startswith("no_") and flag_key("--" + name[3:]) in BOOL_KEYS
+    return not (name in _STORE_TRUE_FLAGS or flag_key(flag.split("=", 1)[0]) in BOOL_KEYS or negated)
+
+
 def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> list[Setting]:
     out: list[Setting] = []
     i = 0
@@ -310,12 +323,12 @@ def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> lis
             after_serve = True
             i += 1
             continue
-        if tok.startswith("-") and len(tok) > 1 and not regex.match(r"-\d", tok):
+        if is_flag_word(tok):
             flag, eq, val = tok.partition("=")
             name = flag.lstrip("-").replace("-", "_").lower()
             negated = name.startswith("no_") and flag_key("--" + name[3:]) in BOOL_KEYS
             key = flag_key("--" + name[3:]) if negated else flag_key(flag)
-            takes_value = not (name in _STORE_TRUE_FLAGS or (key in BOOL_KEYS) or negated)
+            takes_value = flag_takes_value(flag)
             if eq:
                 vspan = (span[0] + len(flag) + 1, span[1]) if span != (0, 0) else span
                 if key:
@@ -327,7 +340,7 @@ def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> lis
                 i += 1
                 continue
             if takes_value:
-                if i + 1 < n and (not tokens[i + 1][0].startswith("-") or regex.match(r"-\d", tokens[i + 1][0])):
+                if i + 1 < n and not is_flag_word(tokens[i + 1][0]):
                     val, vspan = tokens[i + 1]
                     if key:
                         value = normalise(key, val)
@@ -573,9 +586,9 @@ def _reads_as_a_command(tokens: list[str], positional: int) -> bool:
     i, seen = 0, 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok.startswith("-") and len(tok) > 1:
-            takes_value = "=" not in tok and flag_key(tok) not in BOOL_KEYS and i + 1 < len(tokens) \
-                and not tokens[i + 1].startswith("-")
+        if is_flag_word(tok):
+            takes_value = "=" not in tok and flag_takes_value(tok) and i + 1 < len(tokens) \
+                and not is_flag_word(tokens[i + 1])
             i += 2 if takes_value else 1
             continue
         seen += 1

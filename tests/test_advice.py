@@ -180,6 +180,9 @@ def test_fix_replaces_the_flag_in_any_spelling_and_keeps_the_rest():
         "--max-model-len 65536")
     # -tp 4 is the same setting as --tensor-parallel-size: replaced, not doubled
     assert command_with(base, "--tensor-parallel-size 8").count("4") == 0
+    # a negative value is a value, not a flag: "--max-model-len -1" goes as a whole
+    assert command_with(["vllm", "serve", "m/x", "--max-model-len", "-1", "--trust-remote-code", "--port", "8000"],
+                        "--max-model-len 65536") == "vllm serve m/x --trust-remote-code --port 8000 --max-model-len 65536"
     # a boolean flag takes no value: the word after it is kept
     assert command_with(["vllm", "serve", "m/x", "--enforce-eager", "--dtype", "half"], "--enforce-eager") \
         == "vllm serve m/x --dtype half --enforce-eager"
