@@ -43,22 +43,18 @@ def settings_for(case: dict) -> EngineSettings:
     m = _VER.search(ver_text)
     # the whole token, so that a build of main ("0.1.dev19754+g3a0914114") reads as one, not as 0.1
     version = ver_text[m.start():].split()[0] if m else None
-    from estimator.vllm import is_main_build, release_after
-
-    if version and is_main_build(version) and release_after(case.get("date")):
-        version = release_after(case.get("date"))   # as `diagnose` models a build of main
     engine = case.get("era") if case.get("era") in ("v0", "v1") else None
     if "V0" in ver_text:
         engine = "v0"
-    if version is None:
-        # As `diagnose` does: the version the paste's message formats point to.
-        from estimator.diagnosis import assumed_version
-        from estimator.paste import read_paste
+    # As `diagnose` does: the stated version, else the one the paste's message formats point to,
+    # both placed by the case's date.
+    from estimator.diagnosis import modelled_version
+    from estimator.paste import read_paste
 
-        facts = read_paste(case.get("paste") or "")
-        engine = engine or facts.extra.get("engine")
-        version = facts.get("vllm_version") or assumed_version(facts.extra.get("version_hint"), engine,
-                                                                case.get("date"))[0]
+    facts = read_paste(case.get("paste") or "")
+    engine = engine or facts.extra.get("engine")
+    version = modelled_version(version or facts.get("vllm_version"), facts.extra.get("version_hint"),
+                               engine, case.get("date"))[0]
     s = EngineSettings(vllm_version=version, engine=engine)
     # Flags recorded in free text ("--data-parallel-size 8 --enable-expert-parallel …") first: the
     # case's own fields are the run that printed `observed` and win over notes such as "second run

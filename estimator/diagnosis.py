@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import regex
-
-from estimator.errors import KvdoctorError, ModelUnavailable
+from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.memory import Estimate, GiB
 from estimator.render import redact, render_markdown, render_slack, render_text
 
@@ -105,11 +103,14 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     k = facts.extra.get("num_speculative_tokens")
     if isinstance(k, int) and k > 0:
         s.num_speculative_tokens = k
-    if str((facts.extra.get("env") or {}).get("VLLM_USE_V2_MODEL_RUNNER", "")).strip().lower() in ("1", "true"):
-        s.model_runner_v2 = True
-    part = (facts.extra.get("env") or {}).get("VLLM_PP_LAYER_PARTITION")
-    if part and regex.fullmatch(r"\s*\d+(?:\s*,\s*\d+)+\s*", str(part)):
-        s.pp_layer_partition = [int(x) for x in str(part).split(",")]
+    from estimator.vllm import ENV_SETTINGS, parse_flags
+
+    for name, value in (facts.extra.get("env") or {}).items():
+        if name in ENV_SETTINGS:        # VLLM_PP_LAYER_PARTITION, VLLM_USE_V2_MODEL_RUNNER: read as the CLI reads them
+            try:
+                parse_flags([f"{name}={str(value).replace(' ', '')}"], s)
+            except BadInput:
+                pass
     if facts.extra.get("limit_mm_per_prompt"):
         from estimator.flags import read_mm_limits
 
@@ -192,18 +193,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     elif kind == "kv_capacity_v1" or facts.extra.get("engine") == "v1":
         engine = "v1"
     assumptions: list[str] = []
-    from estimator.vllm import is_main_build, release_after
-
-    became = release_after(posted) if version and is_main_build(version) else None
-    if became:
-        # a build of main has no version of its own; its date says which release it became
-        assumptions.append(f"vLLM {version} is a build of main; posted {str(posted)[:10]}, it is modelled as "
-                           f"the next release, {became}")
-        version = became
-    if not version:
-        version, note = assumed_version(facts.extra.get("version_hint"), engine, posted)
-        if version:
-            assumptions.append(note)
+    version, note = modelled_version(version, facts.extra.get("version_hint"), engine, posted)
+    if note:
+        assumptions.append(note)
     missing: list[str] = []
     model_ref = model or facts.get("model")
     gpu_ref = _gpu_ref(facts, gpu)
@@ -259,6 +251,21 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     d.notes = _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
     d.summary = _summary(d, facts, est)
     return d
+
+
+def modelled_version(stated: str | None, hint, engine: str | None,
+                     posted: str | None = None) -> tuple[str | None, str]:
+    """(version to model, why) from the version the paste states, its message formats (`hint`)
+    and its date. A build of main has no version of its own: its date says which release it became."""
+    from estimator.vllm import is_main_build, release_after
+
+    became = release_after(posted) if stated and is_main_build(stated) else None
+    if became:
+        return became, (f"vLLM {stated} is a build of main; posted {str(posted)[:10]}, it is modelled as "
+                        f"the next release, {became}")
+    if stated:
+        return stated, ""
+    return assumed_version(hint, engine, posted)
 
 
 def assumed_version(hint, engine: str | None, posted: str | None = None) -> tuple[str | None, str]:

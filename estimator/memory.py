@@ -727,9 +727,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
     act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
-    graphs = cuda_graph_memory(spec, profile, s) if cuda_graph_bytes is None else cuda_graph_bytes
-    if s.model_runner_v2:
-        graphs = 0      # a printed graph figure is the capture after the KV cache, not a budget item
+    # under the V2 runner a printed graph figure is the capture after the KV cache, not a budget item
+    graphs = cuda_graph_memory(spec, profile, s) if cuda_graph_bytes is None or s.model_runner_v2 \
+        else cuda_graph_bytes
     if s.model_runner_v2 and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")

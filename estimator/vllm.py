@@ -306,6 +306,10 @@ _FIELDS = {
 }
 
 
+# Environment variables vLLM reads that change memory; parse_flags takes them as `NAME=value` words.
+ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
+
+
 def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
     """Apply `vllm serve`-style flags to settings, strictly: a known flag with a bad value raises
     BadInput (the CLI exits 2); unknown flags are kept in `unknown_flags` and ignored."""
