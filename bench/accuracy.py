@@ -192,10 +192,13 @@ def pct(pred: float, obs: float) -> float | None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
-        return 2
+        return 0 if argv else 2
     path = Path(argv[0])
+    if not path.is_file():
+        print(f"accuracy: no corpus file at {path}", file=sys.stderr)
+        return 2
     verbose = "--verbose" in argv
     t0 = time.perf_counter()
     errors: dict[str, list[float]] = {q: [] for q in QUANTITIES}

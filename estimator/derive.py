@@ -63,6 +63,9 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     total = _gib(f("total_gpu_memory_gib"))
     if total:
         st.add(Figure("total", total, "read", f"total_gpu_memory {f('total_gpu_memory_gib')} GiB in the paste"))
+    elif est is not None and getattr(est, "card_implied", None):
+        total = est.gpu_total_bytes
+        st.add(Figure("total", total, "derived", est.card_implied))  # type: ignore[attr-defined]
     elif est is not None:
         total = est.gpu_total_bytes
         st.add(Figure("total", total, "assumed", f"{est.gpu_name} as torch reports it"))
@@ -95,20 +98,23 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     blocks = f("gpu_blocks")
     cap = f("error_max_tokens_in_kv") or (f("kv_tokens_capacity") if est and est.profile.engine == "v0" else None)
     if blocks is None and cap and bs and est is not None and est.layout.num_groups <= 1:
-        pp = est.settings.pipeline_parallel_size if est.profile.engine == "v0" and est.profile.version >= (0, 8, 0) else 1
+        pp = _v0_stage_factor(est)
         blocks = cap // bs * pp
         how = f"{cap:,} tokens ÷ {bs} tokens per block" + (f" × {pp} (V0 0.8+ prints blocks ÷ pipeline stages)"
                                                              if pp > 1 else "")
         st.add(Figure("gpu_blocks", blocks, "derived", how, unit="blocks"))
     elif blocks is not None:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
+    solved = kv_pool_from_facts(facts, est) if est is not None else None
     kv_read = _gib(f("kv_cache_gib") or f("kv_available_gib"))
     if kv_read is not None:
         st.add(Figure("kv_pool", kv_read, "read", "KV cache memory printed by vLLM"))
-    elif blocks is not None and bpb:
+    elif blocks is not None and blocks >= 0 and bpb:
         low, high = blocks * bpb, (blocks + 1) * bpb
         st.add(Figure("kv_pool", low, "derived", f"{blocks:,} blocks × {bpb / 2**20:.2f} MiB per block",
                       low=low, high=high))
+    elif solved is not None:
+        st.add(Figure("kv_pool", solved[0], "derived", solved[1]))
     elif est is not None:
         st.add(Figure("kv_pool", est.kv_cache_bytes, "estimated", "forward model (no KV figure in the paste)"))
 
@@ -128,19 +134,34 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                               "(so that the model reproduces vLLM's KV figure)"))
             else:
                 st.add(Figure(name, val, "estimated", _estimate_reason(name, est)))
-    if "non_kv" in st.figures:
-        parts = ("weights", "activation", "non_torch", "cuda_graphs")
+    if est is not None and f("cuda_graph_gib") is not None and not est.cuda_graph_bytes:
+        # printed, but this vLLM (the V2 model runner, or a version before graph profiling) captures
+        # the graphs after sizing the KV cache: they are not part of the budget split
+        st.figures["cuda_graphs"].how += " (captured after the KV cache was sized: not set aside from the budget)"
+    if "non_kv" in st.figures and (est is not None or f("weights_gib") is not None):
+        parts = ("weights", "activation", "non_torch") + (("cuda_graphs",) if est is None or est.cuda_graph_bytes else ())
         known = sum(st.get(p) or 0 for p in parts)
         gap = st.get("non_kv") - known
-        if abs(gap) > 0.5 * GiB:
+        if gap > 0.5 * GiB:
             st.checks.append(
                 f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory that the model does not explain "
                 "(other processes on the GPU, a different vLLM version, or a different checkpoint/dtype)")
+        elif gap < -0.5 * GiB:
+            # vLLM had more KV than the budget leaves: the budget (card or utilization) is not the one assumed.
+            assumed = [k for k in ("total", "utilization") if st.figures[k].provenance != "read"] \
+                if "total" in st.figures and "utilization" in st.figures else []
+            st.checks.append(
+                f"vLLM's KV pool ({kv / GiB:.2f} GiB) is {-gap / GiB:.2f} GiB more than the budget ({budget / GiB:.2f} GiB) "
+                "leaves after the other parts"
+                + (f"; the {' and the '.join('GPU size' if k == 'total' else 'gpu_memory_utilization' for k in assumed)}"
+                   " were assumed, so the card is probably larger, or the utilization higher, than assumed"
+                   if assumed else "")
+                + ". Paste the `nvidia-smi` output and vLLM's start-up memory lines (\"Memory profiling takes …\", "
+                "\"Available KV cache memory …\") to pin it down")
 
     # ---- needed vs available ----
     if est is not None:
-        st.add(Figure("kv_needed", est.kv_needed_bytes, "derived",
-                      f"{est.max_model_len:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"))
+        st.add(Figure("kv_needed", est.kv_needed_bytes, "derived", _needed_how(est, bs)))
     if f("kv_needed_gib") is not None:
         st.add(Figure("kv_needed_printed", _gib(f("kv_needed_gib")), "read", "KV needed, as vLLM printed it"))
 
@@ -179,26 +200,130 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     return st
 
 
+def _needed_how(est: Estimate, bs: int | None) -> str:
+    """How one max_model_len request's KV was counted: all tokens × bytes per token, except that
+    V1's sliding-window and chunked-local groups only keep their window (plus one batch of new tokens,
+    vllm/v1/kv_cache_interface.py max_memory_usage_bytes) and Mamba groups one state."""
+    length = est.max_model_len
+    kinds = {g.kind for g in est.layout.groups}
+    if not kinds & {"sliding", "chunked", "mamba"}:
+        return f"{length:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"
+    tb = est.settings.max_num_batched_tokens or 2048
+    parts = []
+    for g in est.layout.groups:
+        if g.kind in ("sliding", "chunked"):
+            span = getattr(g.spec, "window", None) or getattr(g.spec, "chunk", None) or length
+            where = "sliding-window" if g.kind == "sliding" else "chunked-local"
+            parts.append(f"at most {min(span - 1 + tb, length):,} tokens in the {where} layers")
+        elif g.kind == "mamba":
+            parts.append("one state in the linear-attention/Mamba layers")
+        else:
+            parts.append(f"all {length:,} tokens in the full-attention layers")
+    return f"one {length:,}-token request keeps " + "; ".join(dict.fromkeys(parts)) + " (in whole blocks)"
+
+
+def _v0_stage_factor(est: Estimate) -> int:
+    """V0 0.8+ prints bs × (blocks // pp) (vllm/worker/worker.py raise_if_cache_size_invalid)."""
+    s = est.settings
+    return s.pipeline_parallel_size if est.profile.engine == "v0" and est.profile.version >= (0, 8, 0) else 1
+
+
+def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
+    """vLLM's KV pool on one rank from what the paste printed: (bytes, how), or None.
+
+    A printed GiB figure is the pool; a block count times the layout's bytes per block; a token
+    capacity is inverted through the version's formula for it (docs §2.6: V0 blocks × block size;
+    V1 "GPU KV cache size" as blocks × block size, ÷ KV groups, or concurrency × max_model_len).
+    """
+    f = facts.get
+    for key in ("kv_cache_gib", "kv_available_gib"):
+        if f(key) is not None:
+            return int(float(f(key)) * GiB), "KV cache memory printed by vLLM"
+    bpb = est.layout.bytes_per_block
+    if not bpb:
+        return None
+    mib = f"{bpb / 2**20:.2f} MiB per block"
+    if f("gpu_blocks") is not None and f("gpu_blocks") >= 0:
+        return int(f("gpu_blocks")) * bpb, f"{int(f('gpu_blocks')):,} blocks × {mib}"
+    bs = est.layout.block_size
+    cap = f("error_max_tokens_in_kv") or (f("kv_tokens_capacity") if est.profile.engine == "v0" else None)
+    if cap and est.layout.num_groups <= 1:
+        pp = _v0_stage_factor(est)
+        blocks = int(cap) // bs * pp
+        return blocks * bpb, f"{int(cap):,} tokens ÷ {bs} per block" + (f" × {pp} stages" if pp > 1 else "") + f" × {mib}"
+    tokens = f("kv_tokens_capacity")
+    if not (tokens and est.profile.engine == "v1" and est.layout.groups):
+        return None
+    rule, groups = est.profile.capacity_rule, est.layout.groups
+    if rule == "v1_blocks":
+        blocks = int(tokens) // bs
+        how = f"{int(tokens):,} tokens ÷ {bs} per block × {mib}"
+    elif rule == "v1_groups":
+        smallest = min(g.block_size for g in groups)
+        blocks = int(tokens) // smallest * len(groups)
+        how = f"{int(tokens):,} tokens ÷ {smallest} per block × {len(groups)} KV groups × {mib}"
+    else:
+        length = est.max_model_len
+        per_request = sum(g.blocks_per_request(length, est.settings.max_num_batched_tokens or 2048, est.profile)
+                          for g in groups)
+        blocks = -(-int(tokens) * per_request // length) if length else 0
+        how = (f"{int(tokens):,} tokens = concurrency × {length:,}; one {length:,}-token request takes {per_request:,} "
+               f"blocks, so {blocks:,} blocks × {mib}")
+    return (blocks * bpb, how) if blocks > 0 else None
+
+
 def _modelled_weights(est: Estimate) -> int:
     modelled = getattr(est, "modelled_weights_bytes", None)
     return modelled or est.weights_bytes
 
 
+_KIND_WORDS = {"full": "full-attention", "sliding": "sliding-window", "chunked": "chunked-local", "mla": "MLA"}
+
+
 def _kv_formula(est: Estimate) -> str:
+    """The per-token KV cost of this rank, term by term, as the layout sums it.
+
+    Models mix layer kinds (Gemma's sliding + global layers with other head counts, K=V layers,
+    MLA latents, linear-attention state), so one "layers × heads × head_dim" product would be
+    wrong for them; each distinct layer shape gets its own term, and the dtype bytes are what the
+    total implies (an fp8 KV cache, a checkpoint's own KV quantization).
+    """
     spec, s = est.spec, est.settings
-    layers = [lk for lk in (est.layout.layers or spec.layers) if lk.bytes_per_token(1, 2)]  # this rank's (PP stage)
+    tp = s.tensor_parallel_size
+    layers = [lk for lk in (est.layout.layers or spec.layers) if lk.bytes_per_token(tp, 2)]  # this rank's (PP stage)
+    total = est.layout.kv_bytes_per_token
+    states = " (plus a fixed state per request in the linear-attention/Mamba layers)" if est.layout.state_bytes_per_request else ""
     if not layers:
-        return "no per-token KV layers"
-    first = layers[0]
-    kvb = est.layout.kv_bytes_per_token // max(1, sum(1 for _ in layers)) if layers else 0
-    if spec.uses_mla:
-        return (f"{len(layers)} MLA layers × ({spec.mla['kv_lora_rank']} + {spec.mla['qk_rope_head_dim']}) × "
-                f"dtype bytes = {est.layout.kv_bytes_per_token:,} B per token (not split by TP)")
-    heads = getattr(first, "heads_per_rank", lambda tp: 1)(s.tensor_parallel_size)
-    hd = getattr(first, "head_dim", 0)
-    dt = kvb // max(1, 2 * heads * hd) if heads and hd else "?"
-    return (f"2 (K,V) × {len(layers)} layers × {heads} KV heads per GPU × {hd} head_dim × {dt} B "
-            f"= {est.layout.kv_bytes_per_token:,} B per token")
+        return "no layer keeps per-token KV" + states
+    if spec.uses_mla or any(getattr(lk, "fixed_bytes", 0) or getattr(lk, "indexer_bytes", 0) for lk in layers):
+        mla = spec.mla or {}
+        return (f"{len(layers)} MLA layers × ({mla.get('kv_lora_rank', '?')} + {mla.get('qk_rope_head_dim', '?')}) × "
+                f"dtype bytes = {total:,} B per token (not split by TP)")
+    terms: dict[tuple, int] = {}
+    for lk in layers:
+        window = getattr(lk, "window", None) or getattr(lk, "chunk", None)
+        key = (lk.kind, lk.heads_per_rank(tp), lk.head_dim, lk.head_dim_v, lk.kv_states, window)  # type: ignore[attr-defined]
+        terms[key] = terms.get(key, 0) + 1
+    unit = sum(lk.bytes_per_token(tp, 1) for lk in layers)
+    dt = total / unit if unit else 0
+    dts = f"{dt:g} B" + (" (fp8)" if dt == 1 else " (bf16/fp16)" if dt == 2 else " (fp32)" if dt == 4 else "")
+    parts = []
+    for (kind, heads, hd, hd_v, kv_states, window), n in terms.items():
+        if kv_states == 1:
+            dims = f"{hd} head_dim × 1 (K=V shared)"
+        elif hd_v is not None and hd_v != hd:
+            dims = f"({hd} + {hd_v}) K+V head_dims"
+        else:
+            dims = f"{hd} head_dim × 2 (K,V)"
+        what = "layers" if len(terms) == 1 and kind == "full" else (f"{_KIND_WORDS.get(kind, kind)} layers"
+                                                                    + (f" (window {window:,})" if window else ""))
+        parts.append(f"{n} {what} × {heads} KV head{'s' if heads != 1 else ''} per GPU × {dims}")
+    body = " + ".join(parts)
+    if len(parts) > 1:
+        body = f"[{body}]"
+    windowed = any(k[5] for k in terms)
+    return (f"{body} × {dts} = {total:,} B per token{states}"
+            + ("; windowed (sliding/chunked) layers keep only their window of tokens" if windowed else ""))
 
 
 def _estimate_reason(name: str, est: Estimate) -> str:

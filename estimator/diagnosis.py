@@ -354,13 +354,46 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
     est.modelled_weights_bytes = est.weights_bytes  # type: ignore[attr-defined]
-    pool = _kv_pool_from_facts(facts, est)
+    from estimator.derive import kv_pool_from_facts
+
+    solved = kv_pool_from_facts(facts, est)
+    pool = solved[0] if solved else None
+    if pool is not None and gpu_ref is None and not total and not settings.kv_cache_memory_bytes:
+        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides)
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)
         if anchored is not est:
             anchored.plain = est  # type: ignore[attr-defined]  # advice checks fixes in both states
         est = anchored
     return est
+
+
+def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict) -> Estimate:
+    """No card in the paste, and vLLM's KV figure is far from what the default card would give:
+    the figure itself says how big the card was (budget = non-KV + KV pool = utilization × total),
+    so the reply works on a card of that size rather than on a default the user does not have."""
+    from estimator.api import run_estimate
+    from estimator.gpus import cards_near
+
+    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
+    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1):
+        return est
+    util = est.settings.gpu_memory_utilization or 0.9
+    implied = int((non_kv + pool) / util)
+    if implied <= 0:
+        return est
+    names = [g.name for g in cards_near(implied)][:3]
+    out = run_estimate(spec, f"{implied / GiB:.2f}GiB", settings, gpu_count=gpu_count,
+                       **{k: v for k, v in overrides.items() if v is not None})
+    out.card_implied = (  # type: ignore[attr-defined]
+        f"implied by vLLM's KV figure (no GPU in the paste): ({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) "
+        f"÷ {util:g}" + (f"; e.g. {', '.join(names)}" if names else ""))
+    out.assumptions.append(
+        f"no GPU in the paste: vLLM's KV figure ({pool / GiB:.2f} GiB) with the model's other parts "
+        f"({non_kv / GiB:.2f} GiB) and gpu_memory_utilization {util:g} implies about {implied / GiB:.2f} GiB of GPU "
+        "memory (torch)" + (f" (cards of that size: {', '.join(names)})" if names else "")
+        + "; the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
+    return out
 
 
 def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
@@ -371,6 +404,8 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     Each part moved is named in `assumptions`; if the gap cannot be closed, a check says so.
     """
     gap = est.kv_cache_bytes - pool          # > 0: vLLM had less KV than modelled → more non-KV
+    if abs(gap) < max(est.layout.bytes_per_block, 1):
+        return est                           # already reproduced, to the block
     non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes
     if abs(gap) > 0.5 * max(non_kv, 1):
         # Half the non-KV memory unexplained: a different card, checkpoint or setting, not a detail.
@@ -397,19 +432,24 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     if abs(out.kv_cache_bytes - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
         out.assumptions.append("to reproduce the KV figure vLLM printed, the parts the paste does not state were "
                                "solved for: " + "; ".join(moved))
-    else:
-        out.assumptions.append(f"the model cannot reproduce vLLM's KV figure ({pool / GiB:.2f} GiB) even after "
-                               f"moving {', '.join(moved)}: the advice below starts from the model's own state")
-    return out
+        return out
+    # Not even zero activation and non-torch memory leave room for vLLM's pool: the budget itself
+    # (the card's size or gpu_memory_utilization) is not what was assumed. Keep the model's own
+    # state (a table of zeros would explain nothing); `derive` says which number to check.
+    est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) could not be reproduced by solving for the parts "
+                           "the paste does not state; the table shows the model's own estimates")
+    return est
 
 
 def _estimate_with(est: Estimate, inputs: dict) -> Estimate:
     from estimator.memory import estimate
 
     out = estimate(est.spec, **inputs)
-    for a in ("params", "gpu"):
+    for a in ("params", "gpu", "card_implied"):
         if hasattr(est, a):
             setattr(out, a, getattr(est, a))
+    # what the diagnosis added to the first run (a derived card size) still holds for the re-run
+    out.assumptions += [a for a in est.assumptions if a not in out.assumptions]
     return out
 
 
@@ -417,39 +457,6 @@ def _with_total(est: Estimate, total: int) -> Estimate:
     inputs = dict(est.inputs)  # type: ignore[attr-defined]
     inputs["gpu_total_bytes"] = total
     return _estimate_with(est, inputs)
-
-
-def _kv_pool_from_facts(facts, est: Estimate) -> int | None:
-    f = facts.get
-    if f("kv_cache_gib") is not None:
-        return int(float(f("kv_cache_gib")) * GiB)
-    if f("kv_available_gib") is not None:
-        return int(float(f("kv_available_gib")) * GiB)
-    bpb = est.layout.bytes_per_block
-    if not bpb:
-        return None
-    if f("gpu_blocks") is not None and f("gpu_blocks") >= 0:
-        return int(f("gpu_blocks")) * bpb
-    cap = f("error_max_tokens_in_kv")
-    if cap and est.layout.num_groups <= 1:
-        # V0 0.8+ prints bs × (blocks // pp) (vllm/worker/worker.py raise_if_cache_size_invalid).
-        pp = est.settings.pipeline_parallel_size if est.profile.version >= (0, 8, 0) else 1
-        return (int(cap) // est.layout.block_size) * pp * bpb
-    tokens = f("kv_tokens_capacity")
-    if tokens and est.profile.engine == "v1" and est.layout.groups:
-        # Invert the version's "GPU KV cache size" formula (vllm/v1/core/kv_cache_utils.py, docs §2.6).
-        rule, groups = est.profile.capacity_rule, est.layout.groups
-        if rule == "v1_blocks":
-            blocks = int(tokens) // est.layout.block_size
-        elif rule == "v1_groups":
-            blocks = int(tokens) // min(g.block_size for g in groups) * len(groups)
-        else:
-            length = est.max_model_len
-            per_request = sum(g.blocks_per_request(length, est.settings.max_num_batched_tokens or 2048, est.profile)
-                              for g in groups)
-            blocks = -(-int(tokens) * per_request // length) if length else 0
-        return blocks * bpb if blocks > 0 else None
-    return None
 
 
 def _claims_notes(facts, est: Estimate | None) -> list[str]:

@@ -281,3 +281,21 @@ def _alias_in_text(key: str) -> Gpu | None:
 
 def gpu_names() -> list[str]:
     return [r.name for r in _rows()]
+
+
+def cards_near(total_bytes: int, tolerance: float = 0.04) -> list[Gpu]:
+    """Catalog cards whose torch-visible memory is within `tolerance` of `total_bytes`, closest
+    first. Why: when a paste has vLLM's figures but not the card, those figures imply the card's
+    size, and a user is better served by "a 24 GB card such as the RTX 3090" than by a default."""
+    out: list[tuple[float, Gpu]] = []
+    for r in _rows():
+        if r.vendor not in ("NVIDIA", "AMD"):
+            continue
+        try:
+            g = _to_gpu(r)
+        except UnknownGpu:
+            continue
+        off = abs(g.total_bytes - total_bytes) / max(1, total_bytes)
+        if off <= tolerance:
+            out.append((off, g))
+    return [g for _o, g in sorted(out, key=lambda t: (not t[1].name.startswith("NVIDIA"), t[0]))]

@@ -260,11 +260,15 @@ def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Pr
 # ------------------------------------------------------------------------------------------
 
 
-def kv_dtype_bytes_for(settings: EngineSettings, model_dtype: str, spec: ModelSpec, profile: Profile) -> int:
+def kv_dtype_bytes_for(settings: EngineSettings, model_dtype: str, spec: ModelSpec, profile: Profile,
+                       assumptions: list[str] | None = None) -> int:
     kv = (settings.kv_cache_dtype or "auto").lower()
     if kv == "auto":
         q = spec.quantization or {}
         if profile.version >= (0, 14, 0) and (q.get("kv_cache_quant_algo") or q.get("kv_cache_scheme")):
+            if assumptions is not None:
+                assumptions.append("KV cache in fp8 (1 byte per value): the checkpoint's quantization config "
+                                   "quantizes the KV cache, and --kv-cache-dtype auto follows it from vLLM 0.14")
             return 1
         return dtype_bytes(model_dtype)
     return dtype_bytes(kv, 1)
@@ -691,7 +695,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     model_dtype = resolve_dtype(spec, s, profile, compute_capability, assumptions)
     s.dtype = s.dtype or "auto"
     mdb = dtype_bytes(model_dtype)
-    kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile)
+    kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile, assumptions)
     s.kv_cache_dtype = s.kv_cache_dtype or "auto"
     auto_len = s.max_model_len == "auto"
     max_len = resolve_max_model_len(spec, s, profile, assumptions)

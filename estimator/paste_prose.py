@@ -520,7 +520,7 @@ _VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
     ("kv_tokens_capacity", regex.compile(r"(?i)\bKV[ ]+cache(?:[ ]+size)?(?:[ ]+(?:is|of|=|:|holds))?[ ]*[:=]?[ ]*" + _N
                                          + r"[ ]+tok(?:en)?s\b"), "prose_kv_tokens"),
     ("kv_tokens_capacity", regex.compile(r"(?i)(?<![\d,.])" + _N + r"-token[ ]+KV[ ]+(?:pool|cache)\b"), "prose_kv_tokens"),
-    ("kv_cache_gib", regex.compile(r"(?i)(?<![\d.])" + _F + r"[ ]?GiB(?:[ ]+of)?[ \n]+(?:for[ \n]+)?(?:the[ ]+)?KV(?:[ ]+cache)?\b"
+    ("kv_cache_gib", regex.compile(r"(?i)(?<![\d.])" + _F + r"[ ]?GiB(?:[ ]+of[ \n]+|[ ]*\n[ ]*of[ ]+|[ ]+for[ \n]+|[ ]*\n[ ]*for[ ]+|[ ]+)(?:the[ ]+)?KV(?:[ ]+cache)?\b"
                                    r"(?![ ]+(?:(?:is|cache[ ]+is)[ ]+)?needed)"), "prose_kv_gib"),
     ("block_size", regex.compile(r"(?i)\bblock[ _-]?size[ ]+(?:of|is|=)[ ]+(?P<n>\d{1,4})\b"), "prose_block_size"),
     ("gpu_memory_utilization", regex.compile(r"(?i)(?<![\d.])(?P<f>0?\.\d{1,4})[ ]+(?:gpu[ _-]?)?(?:mem(?:ory)?[ _-]?)?util(?:ization)?\b"),
@@ -611,10 +611,15 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
         if not _inside(m.start(), skip):
             q = m.group("q").lower()
             out.append(Hit("quantization", {"bnb": "bitsandbytes"}.get(q, q), m.start("q"), m.end("q"), "prose_quant", 12))
+    # One number is one fact: "Weights 31.18 GiB" is not also a KV pool because the next row of a
+    # summary starts with "KV cache". The first rule that claims a number keeps it.
+    claimed: dict[tuple[int, int], str] = {}
     for key, pat, src in _VALUE_RULES:
         for m in _iter(pat, text, limit=100):
             grp = next((g for g in ("n", "n2", "n3", "n4", "f") if g in m.groupdict() and m.group(g)), None)
             if grp is None or _inside(m.start(), skip) or suggestion(text, m.start()):
+                continue
+            if claimed.setdefault(m.span(grp), key) != key:
                 continue
             raw = m.group(grp).replace(",", "")
             value: object = float(raw) if grp == "f" else int(raw)

@@ -208,10 +208,6 @@ def test_text_without_a_memory_problem_is_silent():
 # ------------------------------------------------------------------------------------------------
 # Cases where the diagnosis's estimate does not reproduce the KV figure vLLM printed.
 ANCHOR_MISSES = {
-    "gpustack-1800-qwen25vl-7b-3090-v0-default": (
-        "the paste names no GPU (the RTX 3090 is only in the thread), so an H100 is assumed and vLLM's 2,400-token "
-        "capacity cannot be reconciled; the reply says so and asks for the GPU. (Given the 3090, the V0 "
-        "multimodal profile run — a 32,768-token image+video dummy prompt — leaves ≈0 of the 0.13 GiB vLLM had)"),
     "club3090-487-qwen36-27b-int4-2x3090-runtime-oom": (
         "hybrid Qwen3.6-27B TP2 with MTP speculative decoding: KV 10.85 GiB reproduced, but vLLM's 'GPU KV cache "
         "size: 612,157 tokens' vs the estimate's 632,141 (+3.3%): the paste cuts num_speculative_tokens off, so "
@@ -261,8 +257,6 @@ FAILURE_MISSES = {
     "vllm-44376-dsv4flash-2xgh200-30k": (
         "DeepSeek-V4's compressed / sparse KV layout (compress_ratios, indexer, fp8_ds_mla variants) is not "
         "modelled: the generic layout needs less KV per token than vLLM's, so the anchored state fits at 30,000"),
-    "gpustack-1800-qwen25vl-7b-3090-v0-default": (
-        "the paste names no GPU, so an H100 is assumed (see ANCHOR_MISSES): on that card the model fits"),
 }
 
 

@@ -1,0 +1,138 @@
+"""Reverse derivation as the reply shows it: which figure is read, derived or assumed, and how.
+
+Every expected number here is worked out by hand in the test from the model's config (bundled
+catalog) and vLLM's formulas, not copied from the code's output.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from estimator.diagnosis import diagnose
+from estimator.paste import read_paste
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+GiB = 2**30
+
+# A summary page retelling a vLLM start-up (labels and values on their own lines), as blogs and
+# dashboards print it. Gemma-4-31B-IT-NVFP4: 50 sliding-window layers (window 1,024; 16 KV heads ×
+# 256) and 10 global layers (4 KV heads × 512, K = V shared); its ModelOpt config quantizes the KV
+# cache to fp8 (1 byte).
+SUMMARY = """Model Gemma-4-31B-IT-NVFP4
+Weights 31.18 GiB
+KV cache 1,563,739 tokens
+Context 262,144 tok
+KEY [APIServer] non-default args: model=nvidia/Gemma-4-31B-IT-NVFP4 · max_num_batched_tokens=4096
+vLLM 0.21.0 on an H100
+"""
+
+
+def test_a_number_is_one_fact():
+    """'Weights 31.18 GiB' followed by a 'KV cache …' row is the weights, not also a KV pool."""
+    f = read_paste(SUMMARY)
+    assert f.get("weights_gib") == 31.18
+    assert f.get("kv_cache_gib") is None and f.get("kv_available_gib") is None
+    assert f.get("kv_tokens_capacity") == 1563739
+    # a sentence wrapped inside "… GiB of / KV" still reads as the KV pool
+    assert read_paste("which leaves 25.94 GiB of\nKV cache on each rank").get("kv_cache_gib") == 25.94
+    assert read_paste("which leaves 25.94 GiB\nof KV cache on each rank").get("kv_cache_gib") == 25.94
+
+
+@pytest.fixture(scope="module")
+def summary():
+    d = diagnose(SUMMARY, offline=True, explain=True)
+    assert d is not None and d.estimate is not None
+    return d
+
+
+def test_kv_formula_has_one_term_per_layer_shape(summary):
+    # sliding: 50 × 16 × 256 × 2 (K,V) × 1 B = 409,600; global: 10 × 4 × 512 × 1 (K=V) × 1 B = 20,480
+    assert 50 * 16 * 256 * 2 + 10 * 4 * 512 == 430_080
+    f = summary.kv_formula
+    assert "50 sliding-window layers (window 1,024) × 16 KV heads per GPU × 256 head_dim × 2 (K,V)" in f
+    assert "10 full-attention layers × 4 KV heads per GPU × 512 head_dim × 1 (K=V shared)" in f
+    assert "× 1 B (fp8) = 430,080 B per token" in f
+    assert any("KV cache in fp8" in a for a in summary.assumptions)
+
+
+def test_kv_pool_back_solved_from_the_token_capacity(summary):
+    """0.21+ prints int(concurrency × max_model_len); concurrency = blocks ÷ blocks per request."""
+    # Pages are unified to the sliding layers' 16 tokens × 16 heads × 256 × 2 × 1 B = 131,072 B; the
+    # global layers (2,048 B per token) get 64-token blocks. One 262,144-token request: the global
+    # group 262,144 / 64 = 4,096 blocks; each of 5 sliding groups cdiv(1,023 + 4,096, 16) + 1 = 321.
+    per_request = 4096 + 5 * 321
+    blocks = -(-1563739 * per_request // 262144)
+    assert (per_request, blocks) == (5701, 34008)
+    pool = blocks * 10 * 131072            # a block id spans the 10 layers of a group
+    fig = summary.derived["figures"]["kv_pool"]
+    assert fig["provenance"] == "derived" and fig["value"] == pool
+    assert "34,008 blocks" in fig["how"]
+    need = summary.derived["figures"]["kv_needed"]
+    assert "at most 5,119 tokens in the sliding-window layers" in need["how"]   # 1,024 − 1 + 4,096
+    assert "all 262,144 tokens in the full-attention layers" in need["how"]
+
+
+def test_a_pool_larger_than_the_budget_keeps_the_models_parts_and_says_what_to_check(summary):
+    """41.5 GiB of KV plus 31.18 GiB of weights exceed 0.9 × an H100 SXM's 79.18 GiB (71.26 GiB):
+    the card or the utilization differ from the assumed ones. The table keeps the model's own
+    estimates (never a row of zeros) and the reply asks for nvidia-smi and the memory lines."""
+    figs = summary.derived["figures"]
+    assert figs["total"]["provenance"] == "assumed" and figs["utilization"]["provenance"] == "assumed"
+    assert figs["activation"]["value"] > 0.5 * GiB and figs["activation"]["provenance"] == "estimated"
+    assert figs["non_torch"]["value"] > 0
+    check = " ".join(summary.checks)
+    assert "more than the budget" in check and "nvidia-smi" in check
+    assert "GPU size and the gpu_memory_utilization were assumed" in check
+
+
+NO_GPU = """ERROR 04-17 15:10:09 [engine.py:448] ValueError: The model's max seq len (32768) is larger than the
+maximum number of tokens that can be stored in KV cache (2400). Try increasing `gpu_memory_utilization` or
+decreasing `max_model_len` when initializing the engine.
+$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768
+"""
+
+
+def test_no_card_in_the_paste_the_kv_figure_implies_its_size():
+    """Llama-3.1-8B (15 GiB of bf16 weights) with 2,400 tokens of KV left cannot be an 80 GB card:
+    the figures put the card at (non-KV + KV) / 0.9, a 24 GB class card, and the fixes are
+    checked on that size instead of on a default H100."""
+    d = diagnose(NO_GPU, offline=True, explain=True)
+    assert d is not None and d.estimate is not None
+    fig = d.derived["figures"]["total"]
+    assert fig["provenance"] == "derived" and "no GPU in the paste" in fig["how"]
+    # 2,400 tokens = 150 blocks × 16 × 131,072 B per token (32 layers × 8 × 128 × 2 × 2 B) = 0.29 GiB
+    pool = 150 * 16 * 32 * 8 * 128 * 2 * 2
+    mem = d.estimate["memory"]
+    non_kv = mem["weights_bytes"] + mem["activation_bytes"] + mem["non_torch_bytes"] + mem["cuda_graph_bytes"]
+    assert fig["value"] == pytest.approx((non_kv + pool) / 0.9, rel=0.01)
+    assert 20 * GiB < fig["value"] < 28 * GiB
+    # cards of about that size are named (all 24 GB class: A10G/L4 22 GiB … RTX 3090/4090 23.6 GiB)
+    assert any(name in fig["how"] for name in ("A10G", "L4", "A10", "RTX 3090", "RTX 4090", "A5000"))
+    assert abs(d.estimate["kv_cache_tokens"] - 2400) <= 16     # the state reproduces vLLM's figure
+
+
+def test_graphs_captured_after_the_kv_cache_are_not_part_of_the_split():
+    """The V2 model runner prints its CUDA-graph memory but never set it aside (vllm PR48601's log:
+    72.78 − 7.39 − 1.54 − 0.60 = 63.25, the KV pool): no budget overrun is reported."""
+    text = ("VLLM_USE_V2_MODEL_RUNNER=1 vllm serve Qwen/Qwen3.6-27B-FP8 -tp 4\n"
+            "(Worker_TP2 pid=1) INFO 07-14 09:50:23 [gpu_worker.py:855] Free memory on device (77.57/79.11 GiB) on "
+            "startup. Desired GPU memory utilization is (0.92, 72.78 GiB). Actual usage is 7.39 GiB for weight, "
+            "1.54 GiB for peak activation, 0.6 GiB for non-torch memory, and 2.04 GiB for CUDAGraph memory. Replace "
+            "gpu_memory_utilization config with `--kv-cache-memory=65565989131` (61.06 GiB) to fit into requested "
+            "memory, or `--kv-cache-memory=70712017408` (65.86 GiB) to fully utilize gpu memory. Current kv cache "
+            "memory in use is 63.25 GiB.\n")
+    assert round(72.78 - 7.39 - 1.54 - 0.60, 2) == 63.25
+    d = diagnose(text, offline=True, explain=True)
+    assert d is not None and d.estimate is not None
+    assert not any("more than the budget" in c or "does not explain" in c for c in d.checks), d.checks
+    assert "not set aside" in d.derived["figures"]["cuda_graphs"]["how"]
+
+
+def test_without_a_model_no_unexplained_memory_is_claimed():
+    """No config, no weights read: nothing is 'unexplained', the reply asks for the model."""
+    d = diagnose("INFO Available KV cache memory: 7.71 GiB\nINFO total_gpu_memory 95.0 GiB\n"
+                 "vllm serve some-org/not-a-real-model-xyz", offline=True, explain=True)
+    assert d is not None
+    assert not any("does not explain" in c for c in d.checks)
