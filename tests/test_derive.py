@@ -6,14 +6,11 @@ catalog) and vLLM's formulas, not copied from the code's output.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from estimator.diagnosis import diagnose
 from estimator.paste import read_paste
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 GiB = 2**30
 
 # A summary page retelling a vLLM start-up (labels and values on their own lines), as blogs and
