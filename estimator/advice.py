@@ -35,7 +35,10 @@ class Suggestion:
         return self.estimate.fits and self.ok
 
     def command(self, model_id: str) -> str:
-        return f"vllm serve {model_id} {self.full_flags}".strip()
+        words = self.full_flags.split()
+        env = [w for w in words if _ENV_WORD.match(w)]
+        rest = " ".join(w for w in words if not _ENV_WORD.match(w))
+        return " ".join(env + [f"vllm serve {model_id} {rest}".strip()])
 
     @property
     def full_flags(self) -> str:
@@ -55,6 +58,8 @@ class Suggestion:
 
 
 _SECRET_FLAG = re.compile(r"(?i)^--?[\w-]*(?:key|token|secret|password)[\w-]*$")
+# An environment setting written before the command (VLLM_PP_LAYER_PARTITION=12,36).
+_ENV_WORD = re.compile(r"^[A-Z][A-Z0-9_]*=\S*$")
 
 
 def command_with(base: list[str], flags: str) -> str:
@@ -65,10 +70,16 @@ def command_with(base: list[str], flags: str) -> str:
     from estimator.flags import flag_key, flag_takes_value, is_flag_word
 
     fix = shlex.split(flags)
+    env = [t for t in fix if _ENV_WORD.match(t)]
+    fix = [t for t in fix if not _ENV_WORD.match(t)]
     changed = {flag_key(t.split("=", 1)[0]) for t in fix if is_flag_word(t)} - {None}
+    dropped = {t.split("=", 1)[0] for t in env}
     if changed & {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"}:
         # more or fewer GPUs: the old device list would contradict the fix
-        base = [t for t in base if not t.startswith("CUDA_VISIBLE_DEVICES=")]
+        dropped.add("CUDA_VISIBLE_DEVICES")
+    if "pipeline_parallel_size" in changed:
+        dropped.add("VLLM_PP_LAYER_PARTITION")   # one entry per stage: stale once the stages change
+    base = [t for t in base if not (_ENV_WORD.match(t) and t.split("=", 1)[0] in dropped)]
     out: list[str] = []
     i = 0
     while i < len(base):
@@ -87,7 +98,7 @@ def command_with(base: list[str], flags: str) -> str:
             continue
         out.append(tok)
         i += 1
-    return shlex.join(out + fix)
+    return shlex.join(env + out + fix)
 
 
 def friendly_len(n: int) -> int:
@@ -177,6 +188,10 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                                       f"the largest context that fits is {shown:,} tokens; {target:,} is a round "
                                       "value under it" if target != shown else "the largest context that fits", False))
                 break
+    # 1b. Pipeline stages that hold unequal shares of memory: move layers to the roomier stage.
+    sug = _rebalance_stages(est)
+    if sug:
+        out.append(sug)
     # 2. Higher utilization (bounded: 0.95, and free memory when other processes hold some).
     # Not for OOMs outside vLLM's budget (graphs, sampler warm-up, serving): there the margin
     # (1 − u) is what ran out, so raising u is the wrong direction.
@@ -207,11 +222,13 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         if sug:
             out.append(sug)
     # 4. More GPUs with tensor parallelism.
+    pp = max(1, s.pipeline_parallel_size)
     for tp in (2, 4, 8):
         if tp <= s.tensor_parallel_size or est.spec.num_attention_heads % tp:
             continue
+        gpus = f"{tp} GPUs" if pp == 1 else f"{tp} GPUs per pipeline stage ({tp * pp} GPUs in all)"
         sug = _with_len(est, {"tensor_parallel_size": tp},
-                        f"splits weights{'' if est.spec.uses_mla else ' and KV heads'} over {tp} GPUs", True,
+                        f"splits weights{'' if est.spec.uses_mla else ' and KV heads'} over {gpus}", True,
                         "needs that many GPUs" + (" (MLA KV is replicated on every rank)" if est.spec.uses_mla else ""),
                         [_flag("tensor-parallel-size", tp)])
         if sug:
@@ -224,6 +241,43 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         if sug:
             out.append(sug)
     return _dedupe_fitting(out)  # already in rank order: error-specific fixes, then the levers
+
+
+def _rebalance_stages(est: Estimate) -> Suggestion | None:
+    """With pipeline parallelism every stage gets the block count of the tightest one
+    (vllm/v1/core/kv_cache_utils.py get_kv_cache_configs), so a stage on a smaller card, or one
+    holding the embedding or lm_head, sets the capacity of all. VLLM_PP_LAYER_PARTITION
+    (vllm/distributed/utils.py get_pp_indices) moves layers off it: search, one layer at a time,
+    from the tightest stage to the roomiest, while the capacity grows."""
+    s = est.settings
+    pp = s.pipeline_parallel_size
+    n = est.spec.num_layers
+    if pp <= 1 or n < 2 * pp:
+        return None
+    from estimator.params import pp_partition
+
+    current = [hi - lo for lo, hi in pp_partition(n, pp, s.pp_layer_partition)]
+
+    def score(parts: list[int]) -> tuple[bool, int, int]:
+        e, ok, fit = _check(est, pp_layer_partition=parts)
+        return ok, fit, e.kv_cache_tokens
+
+    best, best_score = current, score(current)
+    for _ in range(n):
+        # one layer from one stage to another: the move that raises the capacity most
+        trials = [[x - (k == a) + (k == b) for k, x in enumerate(best)]
+                  for a in range(pp) for b in range(pp) if a != b and best[a] > 1]
+        scored = max(((score(t), t) for t in trials), default=None)
+        if scored is None or scored[0] <= best_score:
+            break
+        best_score, best = scored
+    if best == current:
+        return None
+    flag = "VLLM_PP_LAYER_PARTITION=" + ",".join(map(str, best))
+    return _with_len(est, {"pp_layer_partition": best},
+                     f"moves layers to the stage with room to spare ({', '.join(map(str, current))} → "
+                     f"{', '.join(map(str, best))} layers per stage): every stage gets the tightest stage's "
+                     "block count", True, "an environment variable, set before `vllm serve`", [flag])
 
 
 def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:

@@ -206,6 +206,9 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
     vllm/v1/kv_cache_interface.py max_memory_usage_bytes) and Mamba groups one state."""
     length = est.max_model_len
     kinds = {g.kind for g in est.layout.groups}
+    if est.profile.pp_global_check and est.settings.pipeline_parallel_size > 1:
+        return (f"{length:,} tokens over all {est.spec.num_layers} layers of every pipeline stage: vLLM "
+                f"{est.settings.vllm_version} checks the whole model's need against one stage's memory")
     if not kinds & {"sliding", "chunked", "mamba"}:
         return f"{length:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"
     tb = est.settings.max_num_batched_tokens or 2048
@@ -220,6 +223,18 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
         else:
             parts.append(f"all {length:,} tokens in the full-attention layers")
     return f"one {length:,}-token request keeps " + "; ".join(dict.fromkeys(parts)) + " (in whole blocks)"
+
+
+def need_sentence(est: Estimate, length: int) -> str:
+    """One sentence: what `length` tokens of context cost in KV, in the way this model counts it."""
+    need = est.kv_needed_bytes / GiB
+    if est.profile.pp_global_check and est.settings.pipeline_parallel_size > 1:
+        return (f"{length:,} tokens need {need:,.2f} GiB of KV over all {est.spec.num_layers} layers (vLLM "
+                f"{est.settings.vllm_version} checks the whole model's need against one pipeline stage's memory)")
+    if {g.kind for g in est.layout.groups} & {"sliding", "chunked", "mamba"}:
+        return (f"one {length:,}-token request needs {need:,.2f} GiB of KV (its windowed or linear-attention "
+                "layers keep only a window or a state, not every token)")
+    return f"at {est.layout.kv_bytes_per_token:,} bytes of KV per token, {length:,} tokens need {need:,.2f} GiB of KV"
 
 
 def _v0_stage_factor(est: Estimate) -> int:

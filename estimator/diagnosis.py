@@ -503,10 +503,10 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
             parts.append(f"vLLM estimates that the longest request its KV cache can hold is **{cap:,} tokens**, "
                          f"but max_model_len is **{want:,}**, so the engine refuses to start.")
         if est is not None:
-            need = est.kv_needed_bytes
-            parts.append(f"At {est.layout.kv_bytes_per_token:,} bytes of KV per token, {want or est.max_model_len:,} "
-                         f"tokens need {need / GiB:,.2f} GiB of KV; the KV pool is "
-                         f"{_pool_text(d)}.")
+            from estimator.derive import need_sentence
+
+            sentence = need_sentence(est, want or est.max_model_len)
+            parts.append(f"{sentence[0].upper()}{sentence[1:]}; the KV pool is {_pool_text(d)}.")
     elif kind == "no_cache_blocks":
         parts.append("vLLM had **no memory left for the KV cache** after weights, activations and other overhead.")
     elif kind == "free_memory_startup":

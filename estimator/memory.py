@@ -670,15 +670,21 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
              gpu_name: str = "", compute_capability: str | None = None, gpu_count: int | None = None,
              weights_bytes: int | None = None, other_process_bytes: int = 0,
              activation_bytes: int | None = None, non_torch_bytes: int | None = None,
-             cuda_graph_bytes: int | None = None, stage_gpus: list[tuple[str, int]] | None = None) -> Estimate:
+             cuda_graph_bytes: int | None = None, stage_gpus: list[tuple[str, int]] | None = None,
+             adjust: dict[str, tuple[str, float]] | None = None) -> Estimate:
     """Forward model for one rank. Overrides (weights/activation/…) come from a paste when read.
 
     `stage_gpus`: (name, torch total) of each pipeline stage's GPU when they differ (mixed cards).
+    `adjust`: how measured figures differ from the model's, applied to the modelled parts of every
+    rank or stage ({"weights_bytes": ("ratio", r), "activation_bytes": ("offset", d), …}); `rerun`
+    sets it, so a fix is checked from the user's measured state even when it moves layers between
+    pipeline stages of different cards.
     """
     inputs = dict(gpu_total_bytes=gpu_total_bytes, settings=settings, gpu_name=gpu_name,
                   compute_capability=compute_capability, gpu_count=gpu_count, weights_bytes=weights_bytes,
                   other_process_bytes=other_process_bytes, activation_bytes=activation_bytes,
-                  non_torch_bytes=non_torch_bytes, cuda_graph_bytes=cuda_graph_bytes, stage_gpus=stage_gpus)
+                  non_torch_bytes=non_torch_bytes, cuda_graph_bytes=cuda_graph_bytes, stage_gpus=stage_gpus,
+                  adjust=adjust)
     base = settings or EngineSettings()
     if base.pp_stage is None and base.pipeline_parallel_size > 1 and (
             base.pp_layer_partition or (stage_gpus and len({t for _n, t in stage_gpus}) > 1)):
@@ -734,6 +740,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # under the V2 runner a printed graph figure is the capture after the KV cache, not a budget item
     graphs = cuda_graph_memory(spec, profile, s) if cuda_graph_bytes is None or s.model_runner_v2 \
         else cuda_graph_bytes
+    if adjust:
+        parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
+        for key, (how, amount) in adjust.items():
+            if key in parts and not (key == "cuda_graph_bytes" and s.model_runner_v2):
+                parts[key] = int(parts[key] * amount) if how == "ratio" else max(0, parts[key] + int(amount))
+        weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
+                                          parts["cuda_graph_bytes"])
     if s.model_runner_v2 and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")
@@ -884,17 +897,17 @@ def rerun(est: Estimate, **changes) -> Estimate:
     keys = ("weights_bytes", "activation_bytes", "non_torch_bytes", "cuda_graph_bytes")
     measured = {k: inputs[k] for k in keys if inputs.get(k) is not None}
     if measured:
-        bare = {**inputs, **{k: None for k in keys}}
+        # Measured parts become their difference from the model (a ratio for the weights, an offset
+        # for the rest), applied to the changed model on every rank/stage: the model says what the
+        # change does, the measurement what the model missed.
+        bare = {**inputs, **{k: None for k in keys}, "adjust": None}
         old_model = estimate(est.spec, settings=base, **bare)
-        new_model = estimate(est.spec, settings=new, **bare)
-        attr = {"weights_bytes": "weights_bytes", "activation_bytes": "activation_bytes",
-                "non_torch_bytes": "non_torch_bytes", "cuda_graph_bytes": "cuda_graph_bytes"}
+        adjust = dict(inputs.get("adjust") or {})
         for k, v in measured.items():
-            o, n = getattr(old_model, attr[k]), getattr(new_model, attr[k])
-            if k == "weights_bytes":
-                inputs[k] = int(v * n / o) if o else n
-            else:
-                inputs[k] = max(0, v + n - o)
+            o = getattr(old_model, k)
+            adjust[k] = ("ratio", v / o if o else 1.0) if k == "weights_bytes" else ("offset", v - o)
+            inputs[k] = None
+        inputs["adjust"] = adjust
     out = estimate(est.spec, settings=new, **inputs)
     for a in ("params", "gpu"):
         if hasattr(est, a):

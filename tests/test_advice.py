@@ -229,3 +229,63 @@ def test_reply_fixes_are_the_pasted_command_with_the_change():
             assert "131072" not in cmd
         if "--tensor-parallel-size" not in s["flags"]:
             assert "--tensor-parallel-size 2" in cmd
+
+
+# ------------------------------------------------------------------------------------------------
+# Pipeline stages on cards of different sizes (vllm#34076: RTX 5070 Ti 16 GB + RTX 5090 D 32 GB)
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def mixed_pp():
+    from estimator.gpus import lookup_gpu
+
+    spec = load_model("Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", offline=True).spec
+    cards = [(g.name, g.total_bytes) for g in (lookup_gpu("RTX 5070 Ti"), lookup_gpu("RTX 5090"))]
+    s = EngineSettings(vllm_version="0.15.1", engine="v1", pipeline_parallel_size=2, gpu_memory_utilization=0.9,
+                       pp_layer_partition=[16, 32])
+    return estimate(spec, gpu_total_bytes=cards[0][1], gpu_name=cards[0][0], settings=s, stage_gpus=cards)
+
+
+def test_pipeline_rebalance_moves_layers_off_the_tight_stage(mixed_pp):
+    """Every stage gets the tightest stage's block count, and 0.14–0.16 check the whole model's KV
+    need against the smallest stage's memory: layers moved from the 16 GB card to the 32 GB card
+    raise the capacity. The fix is the partition where one more move in either direction no
+    longer helps, written as the environment variable before `vllm serve`."""
+    e0 = mixed_pp
+    assert not e0.fits
+    sug = next(s for s in suggest(e0) if "pp_layer_partition" in s.changes)
+    parts = sug.changes["pp_layer_partition"]
+    assert sum(parts) == 48 and parts[0] < 16
+    assert sug.flags.startswith(f"VLLM_PP_LAYER_PARTITION={parts[0]},{parts[1]}")
+    assert sug.command("Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8").startswith(
+        f"VLLM_PP_LAYER_PARTITION={parts[0]},{parts[1]} vllm serve Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8")
+
+    def fit(p):
+        return rerun(e0, pp_layer_partition=p, max_model_len=262144).max_model_len_fit
+
+    assert fit(parts) > fit([16, 32])
+    assert fit([parts[0] - 1, parts[1] + 1]) <= fit(parts) >= fit([parts[0] + 1, parts[1] - 1])
+
+
+def test_measured_parts_follow_each_stage_when_layers_move(mixed_pp):
+    """A measured activation (here 0.3 GiB above the model) is an offset on every stage's own
+    model: moving a layer off stage 0 frees that layer's weights there, so stage 0 gains KV."""
+    anchored = rerun(mixed_pp)
+    anchored.inputs["activation_bytes"] = anchored.activation_bytes + int(0.3 * GiB)   # as a paste would
+    before = rerun(anchored)
+    after = rerun(anchored, pp_layer_partition=[15, 33])
+    # with the partition unchanged the measured state is reproduced …
+    assert before.activation_bytes == anchored.activation_bytes + int(0.3 * GiB)
+    # … and stage 0 holds one layer less: more room, more tokens (it stays the tighter stage or
+    # hands that role to the 32 GB card, whose pool is larger)
+    assert after.max_model_len_fit > before.max_model_len_fit
+
+
+def test_command_with_environment_words():
+    base = ["VLLM_PP_LAYER_PARTITION=16,32", "CUDA_VISIBLE_DEVICES=0,1", "vllm", "serve", "m/x",
+            "--pipeline-parallel-size", "2"]
+    assert command_with(base, "VLLM_PP_LAYER_PARTITION=15,33 --max-model-len 65536") == (
+        "VLLM_PP_LAYER_PARTITION=15,33 CUDA_VISIBLE_DEVICES=0,1 vllm serve m/x --pipeline-parallel-size 2 "
+        "--max-model-len 65536")
+    # another stage count: the partition (one entry per stage) and the device list go
+    assert command_with(base, "--pipeline-parallel-size 1 --tensor-parallel-size 2") == (
+        "vllm serve m/x --pipeline-parallel-size 1 --tensor-parallel-size 2")
