@@ -42,7 +42,10 @@ class Suggestion:
 
     @property
     def full_flags(self) -> str:
-        return self.flags
+        """The fix's flags after the settings of the user's run it was checked with (GPU split,
+        quantization, KV dtype, context length …): a bare `vllm serve MODEL --fix` would run
+        another configuration than the one the predicted effect is for."""
+        return " ".join(context_flags(self.estimate, set(self.changes)) + [self.flags]).strip()
 
     def to_json(self) -> dict:
         e = self.estimate
@@ -55,6 +58,31 @@ class Suggestion:
             "fits": self.fits,
             "why": self.why + (f" ({self.caveat})" if self.caveat else ""),
         }
+
+
+# Settings of the user's run that a fix's command must repeat, as `vllm serve` spells them. Not
+# the quantization: it is often read from the model's name, and vLLM takes it from the checkpoint.
+_CONTEXT_FLAGS = (("tensor_parallel_size", "--tensor-parallel-size"), ("pipeline_parallel_size", "--pipeline-parallel-size"),
+                  ("data_parallel_size", "--data-parallel-size"), ("kv_cache_dtype", "--kv-cache-dtype"),
+                  ("cpu_offload_gb", "--cpu-offload-gb"), ("max_model_len", "--max-model-len"))
+
+
+def context_flags(est: Estimate, changed: set[str]) -> list[str]:
+    """Flags (and the layer-partition variable) for what the user's run set and the fix leaves alone."""
+    given = (getattr(est, "inputs", None) or {}).get("settings")
+    if given is None:
+        return []
+    out: list[str] = []
+    if given.pp_layer_partition and "pp_layer_partition" not in changed and "pipeline_parallel_size" not in changed:
+        out.append("VLLM_PP_LAYER_PARTITION=" + ",".join(map(str, given.pp_layer_partition)))
+    for key, flag in _CONTEXT_FLAGS:
+        value = getattr(given, key, None)
+        if key in changed or value in (None, "", "auto", 0, 0.0) or (key.endswith("_size") and value == 1):
+            continue
+        out.append(f"{flag} {value}")
+    if given.enable_expert_parallel and "enable_expert_parallel" not in changed:
+        out.append("--enable-expert-parallel")
+    return out
 
 
 _SECRET_FLAG = re.compile(r"(?i)^--?[\w-]*(?:key|token|secret|password)[\w-]*$")
@@ -263,6 +291,7 @@ def _rebalance_stages(est: Estimate) -> Suggestion | None:
         return ok, fit, e.kv_cache_tokens
 
     best, best_score = current, score(current)
+    start = best_score
     for _ in range(n):
         # one layer from one stage to another: the move that raises the capacity most
         trials = [[x - (k == a) + (k == b) for k, x in enumerate(best)]
@@ -271,8 +300,8 @@ def _rebalance_stages(est: Estimate) -> Suggestion | None:
         if scored is None or scored[0] <= best_score:
             break
         best_score, best = scored
-    if best == current:
-        return None
+    if best == current or (not (best_score[0] and not start[0]) and best_score[1] < 1.05 * start[1]):
+        return None     # no gain, or a few percent: not worth a fix of its own
     flag = "VLLM_PP_LAYER_PARTITION=" + ",".join(map(str, best))
     return _with_len(est, {"pp_layer_partition": best},
                      f"moves layers to the stage with room to spare ({', '.join(map(str, current))} → "

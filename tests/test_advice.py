@@ -289,3 +289,13 @@ def test_command_with_environment_words():
     # another stage count: the partition (one entry per stage) and the device list go
     assert command_with(base, "--pipeline-parallel-size 1 --tensor-parallel-size 2") == (
         "vllm serve m/x --pipeline-parallel-size 1 --tensor-parallel-size 2")
+
+
+def test_a_fix_without_the_users_command_repeats_the_run_it_was_checked_for(mixed_pp):
+    """No `vllm serve` line in the paste: the command still carries the run's pipeline split, its
+    layer partition and context length, or a copied TP fix would run on 2 GPUs instead of 4."""
+    sug = next(s for s in suggest(mixed_pp) if s.changes.get("tensor_parallel_size") == 2)
+    cmd = sug.to_json()["command"]
+    assert cmd.startswith("VLLM_PP_LAYER_PARTITION=16,32 vllm serve ")
+    assert "--pipeline-parallel-size 2" in cmd and "--tensor-parallel-size 2" in cmd
+    assert "4 GPUs in all" in sug.why
