@@ -11,6 +11,7 @@ figure; every fix is then re-checked from the user's real state, not from a fres
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
@@ -39,6 +40,8 @@ class Diagnosis:
     kv_formula: str = ""
     full_context: str = ""
     state: object | None = None
+    # the model's state cannot reproduce vLLM's printed KV figure: vLLM's own numbers lead the advice
+    disagrees: bool = False
 
     def to_json(self) -> dict:
         """The explain JSON; every string is passed through `redact` (it may be stored or posted)."""
@@ -243,7 +246,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.derive import _kv_formula
 
         d.kv_formula = _kv_formula(est)
-    if est is None or not suggestions:
+    d.disagrees = bool(getattr(est, "anchor_failed", False))
+    if est is None or not suggestions or d.disagrees:
         from estimator.advice import facts_fixes
 
         d.unchecked = facts_fixes(facts)
@@ -360,6 +364,9 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     pool = solved[0] if solved else None
     if pool is not None and gpu_ref is None and not total and not settings.kv_cache_memory_bytes:
         est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides)
+    elif pool is not None and gpu_ref and not total and not stage_gpus and not settings.kv_cache_memory_bytes \
+            and not re.search(r"(?i)\d\s*(?:GB|GiB|MiB)\b", gpu_ref):
+        est = _variant_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides)
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)
         if anchored is not est:
@@ -396,6 +403,37 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
     return out
 
 
+def _variant_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict) -> Estimate:
+    """The paste names a card without its size ("H20", "A100", "V100"): families come in several
+    memory sizes, and when vLLM's KV figure is far from what the catalog's default size gives, the
+    figure says which one ran (budget = non-KV + KV pool = utilization × total). Only a variant of
+    the same family within 6% of that size is taken; otherwise the named card stays and `derive`
+    reports the disagreement."""
+    from estimator.api import run_estimate
+    from estimator.gpus import family_variants
+
+    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
+    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1):
+        return est
+    util = est.settings.gpu_memory_utilization or 0.9
+    implied = (non_kv + pool) / util
+    near = sorted((abs(g.total_bytes - implied) / implied, g) for g in family_variants(est.gpu_name)
+                  if g.total_bytes != est.gpu_total_bytes)
+    if not near or near[0][0] > 0.06:
+        return est
+    card = near[0][1]
+    out = run_estimate(spec, card.name, settings, gpu_count=gpu_count,
+                       **{k: v for k, v in overrides.items() if v is not None})
+    out.card_implied = (  # type: ignore[attr-defined]
+        f"{card.name}: the paste names the {est.gpu_name.replace('NVIDIA ', '')} family without its size, and vLLM's KV "
+        f"figure implies ({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {implied / GiB:.2f} GiB")
+    out.assumptions.append(
+        f"the paste names an {est.gpu_name} without its size; the {est.gpu_total_bytes / GiB:.2f} GiB version cannot "
+        f"hold vLLM's KV figure ({pool / GiB:.2f} GiB), which implies about {implied / GiB:.2f} GiB: modelled as the "
+        f"{card.name} ({card.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
+    return out
+
+
 def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     """Make the model reproduce vLLM's printed KV pool by solving for the parts the paste did not state.
 
@@ -412,6 +450,7 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
         est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) and the model's ({est.kv_cache_bytes / GiB:.2f} "
                                "GiB) are too far apart to reconcile: check the GPU, model id and settings; the advice "
                                "starts from the model's own state")
+        est.anchor_failed = True  # type: ignore[attr-defined]
         return est
     inputs = dict(est.inputs)  # type: ignore[attr-defined]
     modelled = est.weights_bytes
@@ -438,6 +477,7 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     # state (a table of zeros would explain nothing); `derive` says which number to check.
     est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) could not be reproduced by solving for the parts "
                            "the paste does not state; the table shows the model's own estimates")
+    est.anchor_failed = True  # type: ignore[attr-defined]
     return est
 
 
@@ -523,9 +563,13 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
                      "and max_num_seqs is larger than the number of blocks.")
     else:
         parts.append(f"vLLM reported a memory-related problem ({kind}).")
-    if d.suggestions:
+    if d.suggestions and not (d.disagrees and d.unchecked):
         s = d.suggestions[0]
         parts.append(f"Change to make: `{s['flags']}` ({_short_effect(s)}).")
+    elif d.unchecked and d.disagrees:
+        u = d.unchecked[0]
+        parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}. The model's "
+                     "figures disagree with vLLM's (see Checks), so the fixes it re-checked are less certain.")
     elif d.unchecked:
         u = d.unchecked[0]
         parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}.")

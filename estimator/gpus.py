@@ -261,13 +261,17 @@ def _alias_in_text(key: str) -> Gpu | None:
         m = _NOMINAL.search(text, timeout=0.1)
         stated = float(m.group(1)) if m else None
         if stated and row.marketed_gb and abs(stated - row.marketed_gb) / row.marketed_gb > 0.25:
-            # A variant the catalog does not list (a 48 GB modded 4090, a 16 GB vs 8 GB card): the
-            # stated size wins; the name still gives compute capability and dtype support.
-            total = int(gpu.total_bytes * stated / row.marketed_gb)
+            # A variant the catalog does not list (a 48 GB modded 4090, the 141 GB H20): the stated
+            # size wins; the name still gives compute capability and dtype support. Memory comes in
+            # binary sizes (a "24 GB" card carries 24 GiB of chips) and the driver's reservation
+            # does not grow with it, so the difference is added in GiB: 4090 23.64 + 24 = 47.64 GiB
+            # (a modded 48 GB card shows 49,140 MiB = 47.99 GiB in nvidia-smi, qevos).
+            total = int(gpu.total_bytes + (stated - row.marketed_gb) * GIB)
             return dataclasses.replace(
                 gpu, name=f"{row.name} ({stated:g} GB variant)", total_bytes=total,
                 assumed=f"{row.name} with {stated:g} GB as stated (the catalog's card has {row.marketed_gb:g} GB): "
-                        f"scaled its torch-visible memory to {total / GIB:.2f} GiB")
+                        f"its torch-visible memory {gpu.total_bytes / GIB:.2f} GiB + {stated - row.marketed_gb:g} GiB "
+                        f"= {total / GIB:.2f} GiB")
         return dataclasses.replace(gpu, assumed=gpu.assumed or f"read the GPU as {gpu.name} from the text")
     m = _REPORTED.search(text, timeout=0.1)
     if m:
@@ -299,3 +303,28 @@ def cards_near(total_bytes: int, tolerance: float = 0.04) -> list[Gpu]:
         if off <= tolerance:
             out.append((off, g))
     return [g for _o, g in sorted(out, key=lambda t: (not t[1].name.startswith("NVIDIA"), t[0]))]
+
+
+_FAMILY_NOISE = {"nvidia", "amd", "geforce", "radeon", "rtx", "tesla", "quadro", "instinct"}
+
+
+def family(name: str) -> str:
+    """The model token of a card's name ("NVIDIA A100-SXM4-40GB" → "a100", "NVIDIA H20" → "h20"):
+    cards of one family differ in memory size and form factor, not in architecture."""
+    for word in regex.split(r"[\s\-_/()]+", name.lower()):
+        if word and word not in _FAMILY_NOISE:
+            return word
+    return ""
+
+
+def family_variants(name: str) -> list[Gpu]:
+    """Every catalog card of the same family as `name` (all sizes and form factors)."""
+    fam = family(name)
+    out = []
+    for r in _rows():
+        if fam and family(r.name) == fam:
+            try:
+                out.append(_to_gpu(r))
+            except UnknownGpu:
+                continue
+    return out

@@ -91,19 +91,27 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         body.append(f"- {redact(line)}")
     if diag.notes:
         body.append("")
+    unchecked: list[str] = []
+    if diag.unchecked:
+        unchecked.append("**From vLLM's own numbers** (the model's state disagrees with them, see Checks):"
+                         if getattr(diag, "disagrees", False) else
+                         "**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):")
+        unchecked.append("")
+        for u in diag.unchecked:
+            unchecked.append(f"- {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}")
+        unchecked.append("")
+    if getattr(diag, "disagrees", False):
+        body += unchecked
     if diag.suggestions:
-        body.append("**Fixes** (each re-checked with vLLM's arithmetic):")
+        body.append("**Fixes** (each re-checked with vLLM's arithmetic"
+                    + (" on the model's own state):" if getattr(diag, "disagrees", False) else "):"))
         body.append("")
         for i, s in enumerate(diag.suggestions, 1):
             body.append(f"{i}. `{s['flags']}` → {_effect(s)} — {s['why']}")
             body.append(f"   ```\n   {s['command']}\n   ```")
         body.append("")
-    if diag.unchecked:
-        body.append("**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):")
-        body.append("")
-        for u in diag.unchecked:
-            body.append(f"- {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}")
-        body.append("")
+    if not getattr(diag, "disagrees", False):
+        body += unchecked
     if diag.full_context:
         body += [f"**To serve the whole context:** {diag.full_context}", ""]
     if diag.checks:

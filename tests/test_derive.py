@@ -10,6 +10,7 @@ import pytest
 
 from estimator.diagnosis import diagnose
 from estimator.paste import read_paste
+from estimator.render import render_markdown
 
 GiB = 2**30
 
@@ -133,3 +134,42 @@ def test_without_a_model_no_unexplained_memory_is_claimed():
                  "vllm serve some-org/not-a-real-model-xyz", offline=True, explain=True)
     assert d is not None
     assert not any("does not explain" in c for c in d.checks)
+
+
+def test_when_the_model_cannot_reproduce_vllm_its_own_numbers_lead():
+    """48.66 GiB of KV next to a 480B FP8 model's weights cannot fit an L40S (44 GiB, and no
+    larger L40S exists): the state disagrees with vLLM's figures, so the reply leads with what
+    vLLM itself computed (its estimated maximum length, rounded down: 205,728 → 200 × 1,024 =
+    204,800) and labels the model's re-checked fixes as resting on its own state."""
+    text = ("ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (48.66 GiB). Based on the available "
+            "memory, the estimated maximum model length is 205728. Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.\n"
+            "$ vllm serve Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8 -dp 8 --enable-expert-parallel\n"
+            "GPU: 8x L40S\n")
+    d = diagnose(text, offline=True)
+    assert d is not None and d.estimate is not None and d.disagrees
+    assert "`--max-model-len 204800`" in d.summary and "disagree" in d.summary
+    md = render_markdown(d)
+    assert md.index("From vLLM's own numbers") < md.index("**Fixes**")
+    assert "on the model's own state" in md
+
+
+def test_a_card_named_without_its_size_is_the_variant_vllms_figures_imply():
+    """"H20" is sold with 96 GB and 141 GB. With 48.66 GiB of KV left next to a 480B FP8 model's
+    weights (DP8 + EP), only the 141 GB card fits vLLM's figures: (non-KV + KV) / 0.9 lands within
+    a few percent of its 140.53 GiB, so that variant is modelled, and said."""
+    text = ("ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (48.66 GiB). Based on the available "
+            "memory, the estimated maximum model length is 205728. Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.\n"
+            "$ vllm serve Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8 -dp 8 --enable-expert-parallel\n"
+            "GPU: 8x H20\n")
+    d = diagnose(text, offline=True)
+    assert d is not None and d.estimate is not None and not d.disagrees
+    assert d.estimate["gpu"]["name"] == "NVIDIA H20 141GB"
+    fig = d.derived["figures"]["total"]
+    assert fig["provenance"] == "derived" and "without its size" in fig["how"]
+    assert d.estimate["memory"]["kv_cache_bytes"] / GiB == pytest.approx(48.66, abs=0.01)
+    # the same paste on a card whose only size cannot hold it: the named card stays
+    assert diagnose(text.replace("H20", "L40S"), offline=True).estimate["gpu"]["name"] == "NVIDIA L40S"

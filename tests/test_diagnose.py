@@ -314,6 +314,8 @@ def _state_from_diagnosis(d):
     base.num_speculative_tokens = e["settings"].get("num_speculative_tokens")
     base.pp_layer_partition = e["settings"].get("pp_layer_partition")
     base.model_runner_v2 = e["settings"].get("model_runner_v2", False)
+    base.data_parallel_size = e["settings"].get("data_parallel_size") or 1
+    base.enable_expert_parallel = bool(e["settings"].get("enable_expert_parallel"))
     stages = [(g["name"], g["total_bytes"]) for g in e["gpu"].get("stages") or []] or None
     m = e["memory"]
     state = estimate(spec, gpu_total_bytes=e["gpu"]["total_bytes"], settings=base, gpu_name=e["gpu"]["name"],

@@ -113,3 +113,24 @@ def test_unified_memory_machine_asks_for_size():
 def test_gpu_names_lists_catalog():
     names = gpu_names()
     assert "NVIDIA RTX A6000" in names and "NVIDIA H200" in names and len(names) >= 40
+
+
+@pytest.mark.parametrize("text,expected_gib", [
+    ("RTX 4090 48GB", 23.64 + 24),           # catalog 4090: 23.64 GiB to torch; 24 GiB more chips
+    ("Tesla V100 48GB", 15.78 + 32),          # no 48 GB V100: the first V100 row (16 GB) + 32 GiB
+])
+def test_a_stated_variant_adds_the_extra_memory(text, expected_gib):
+    g = lookup_gpu(text)
+    assert g.total_bytes / 2**30 == pytest.approx(expected_gib, abs=0.01)
+    assert "variant" in g.name
+
+
+def test_h20_is_known():
+    """vllm#51041 and recipes#12 run on H20s; nvidia-smi shows 97,871 MiB (as the GH200 96GB)."""
+    g = lookup_gpu("8x H20")
+    assert g.name == "NVIDIA H20" and g.compute_capability == "9.0" and g.fp8
+    assert g.total_bytes / 2**30 == pytest.approx(94.50, abs=0.01)
+    # the HBM3e version is its own (spec-only) row: 141 × 1024 MiB − 480 MiB reservation
+    big = lookup_gpu("H20 141GB")
+    assert big.name == "NVIDIA H20 141GB"
+    assert big.total_bytes == (141 * 1024 - 480) * 2**20

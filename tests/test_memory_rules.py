@@ -97,9 +97,10 @@ def test_v1_token_capacity_anchors_the_pool():
 
 
 def test_stated_gpu_variant_and_smi_size():
-    # A 48 GB RTX 4090 (modded): the catalog's 24 GB card scaled: 23.64 GiB × 48/24.
+    # A 48 GB RTX 4090 (modded): the catalog's 24 GB card plus 24 GiB of memory chips (the driver's
+    # reservation does not double): 23.64 + 24 = 47.64 GiB.
     g = lookup_gpu("NVIDIA GeForce RTX 4090 with 48GB of VRAM")
-    assert g.total_bytes == int(lookup_gpu("RTX 4090").total_bytes * 48 / 24)
+    assert g.total_bytes == int(lookup_gpu("RTX 4090").total_bytes + 24 * 2**30)
     # nvidia-smi's MiB: the catalog maps 16,303 MiB to the torch total it observed for a card of
     # that size (the RTX 5080's 15.47 GiB) ...
     assert lookup_gpu("16303MiB").total_bytes == lookup_gpu("RTX 5080").total_bytes == round(15.47 * 2**30)
