@@ -542,6 +542,9 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         elif cap is not None and want is not None:
             parts.append(f"vLLM estimates that the longest request its KV cache can hold is **{cap:,} tokens**, "
                          f"but max_model_len is **{want:,}**, so the engine refuses to start.")
+        elif cap is not None:
+            parts.append(f"vLLM estimates that the longest request its KV cache can hold is **{cap:,} tokens**, "
+                         "shorter than the max_model_len it was given, so the engine refuses to start.")
         if est is not None:
             from estimator.derive import need_sentence
 
