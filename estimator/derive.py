@@ -312,8 +312,13 @@ def _kv_formula(est: Estimate) -> str:
         return "no layer keeps per-token KV" + states
     if spec.uses_mla or any(getattr(lk, "fixed_bytes", 0) or getattr(lk, "indexer_bytes", 0) for lk in layers):
         mla = spec.mla or {}
-        return (f"{len(layers)} MLA layers × ({mla.get('kv_lora_rank', '?')} + {mla.get('qk_rope_head_dim', '?')}) × "
-                f"dtype bytes = {total:,} B per token (not split by TP)")
+        idx = [lk for lk in layers if getattr(lk, "indexer_bytes", 0)]
+        packed = [lk for lk in layers if getattr(lk, "fixed_bytes", 0)]
+        latent = (f"{len(layers)} MLA layers × {packed[0].fixed_bytes} B (fp8_ds_mla: fp8 latent, scales, bf16 rope)"
+                  if packed else f"{len(layers)} MLA layers × ({mla.get('kv_lora_rank', '?')} + "
+                  f"{mla.get('qk_rope_head_dim', '?')}) × dtype bytes")
+        indexer = f" + {len(idx)} indexer key caches × {idx[0].indexer_bytes} B" if idx else ""
+        return f"{latent}{indexer} = {total:,} B per token (not split by TP)"
     terms: dict[tuple, int] = {}
     for lk in layers:
         window = getattr(lk, "window", None) or getattr(lk, "chunk", None)

@@ -368,13 +368,16 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
     out: list[LayerKV] = []
     ds_mla = kv_cache_dtype == "fp8_ds_mla" or (
         kv_cache_dtype.startswith("fp8") and profile.engine == "v1" and profile.version >= (0, 11, 0))
+    # the packed format is chosen for the whole (sparse-attention) model, also for its layers
+    # that share another layer's indexer
+    sparse = any(getattr(lk, "indexer_bytes", 0) for lk in spec.layers)
     for lk in layers:
         if isinstance(lk, MLA):
             if not profile.mla_cache:
                 mla = spec.mla or {}
                 hd = int(mla.get("qk_nope_head_dim") or 128) + int(mla.get("qk_rope_head_dim") or 64)
                 lk = FullAttention(kv_heads=spec.num_kv_heads, head_dim=hd)
-            elif ds_mla and (lk.indexer_bytes or kv_cache_dtype == "fp8_ds_mla"):
+            elif ds_mla and (sparse or kv_cache_dtype == "fp8_ds_mla"):
                 lk = dataclasses.replace(lk, fixed_bytes=656)
         out.append(lk)
     if spec.uses_mla and not profile.mla_cache:

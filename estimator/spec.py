@@ -119,17 +119,18 @@ class MLA(LayerKV):
     kind: str = "mla"
     kv_lora_rank: int = 512
     rope_dim: int = 64
-    # DeepSeek-V3.2-style sparse attention keeps an extra fp8 indexer key per token per layer
-    # (vllm/v1/attention/backends/mla/indexer.py: index_head_dim bytes + 4-byte fp32 scale).
+    # DeepSeek-V3.2-style sparse attention keeps an extra fp8 indexer key per token per layer in a
+    # cache of its own (vllm/model_executor/models/deepseek_v2.py DeepseekV32IndexerCache:
+    # MLAAttentionSpec, head_size index_head_dim + index_head_dim // 128 × 4 = 132, uint8), whatever
+    # the KV cache dtype.
     indexer_bytes: int = 0
     # Fixed per-token size of a packed format (V1 0.11+ "fp8_ds_mla": 656 B — fp8 latent, fp32
     # scales and a bf16 rope part; vllm/v1/kv_cache_interface.py MLAAttentionSpec).
     fixed_bytes: int = 0
 
     def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
-        if self.fixed_bytes:
-            return self.fixed_bytes
-        return (self.kv_lora_rank + self.rope_dim) * kv_dtype_bytes
+        latent = self.fixed_bytes or (self.kv_lora_rank + self.rope_dim) * kv_dtype_bytes
+        return latent + self.indexer_bytes
 
     @property
     def head_dim(self) -> int:
@@ -496,6 +497,11 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     indexer = 0
     if mla and text.get("index_head_dim") and text.get("index_topk"):
         indexer = int(text["index_head_dim"]) + 4
+    # IndexShare (GLM-5 "indexer_types"): only "full" layers run an indexer and cache its keys;
+    # "shared" layers reuse the previous one's top-k. vllm PR recipes#893's offload byte counts
+    # (≈431 KB per token over 8 ranks for GLM-5.3) match 78 × 656 + 21 × 132 B, not 78 × (656 + 132).
+    owners = text.get("indexer_types")
+    owns_indexer = [t == "full" for t in owners] if isinstance(owners, list) and len(owners) == n else [True] * n
 
     # Full-attention layers may use their own heads/dims (gemma-4 global layers).
     g_kv = _positive_int(text.get("num_global_key_value_heads")) or kv_heads
@@ -521,7 +527,7 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
             layers.append(LayerKV())
         elif mla:
             layers.append(MLA(kv_lora_rank=int(mla["kv_lora_rank"]), rope_dim=int(mla["qk_rope_head_dim"]),
-                              indexer_bytes=indexer))
+                              indexer_bytes=indexer if owns_indexer[i] else 0))
         elif kind == "sliding":
             layers.append(SlidingWindow(kv_heads=kv_heads, head_dim=head_dim, window=window))
         elif kind == "chunked":

@@ -797,7 +797,19 @@ def test_fp32_config_runs_16_bit_so_kv_is_2_bytes():
 def test_deepseek_v32_fp8_ds_mla_656_bytes():
     e = run_pool(load("deepseek-ai/DeepSeek-V3.2"), "0.11.0", 8 * GiB, kv_cache_dtype="fp8_ds_mla",
                  max_model_len=8192)
-    assert e.layout.kv_bytes_per_token == 61 * 656 == 40_016
+    # 656 B of packed latent per layer, plus the indexer's own key cache: 128 fp8 values + one
+    # fp32 scale = 132 B per layer (DeepseekV32IndexerCache, uint8, whatever the KV dtype)
+    assert e.layout.kv_bytes_per_token == 61 * 656 + 61 * 132 == 48_068
+
+
+def test_glm5_index_share_caches_keys_only_in_full_indexer_layers():
+    """GLM-5's indexer_types: 21 of 78 layers run an indexer ("full"), the rest reuse its top-k
+    ("shared") and keep no key cache. recipes#893's offload counter on 8 ranks (59,763,793,920 B
+    for 138,615 tokens ≈ 431,150 B per token) matches 8 × (78 × 656 + 21 × 132) = 431,520 B
+    (0.1%), not 8 × 78 × (656 + 132) = 491,712 B."""
+    e = run_pool(load("zai-org/GLM-5.3"), "0.28.0", 8 * GiB, kv_cache_dtype="fp8", max_model_len=8192)
+    assert e.layout.kv_bytes_per_token == 78 * 656 + 21 * 132 == 53_940
+    assert abs(8 * 53_940 - 59_763_793_920 / 138_615) / (59_763_793_920 / 138_615) < 0.002
 
 
 def test_deepseek_v3_mla_from_071():
