@@ -498,7 +498,7 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     if mla and text.get("index_head_dim") and text.get("index_topk"):
         indexer = int(text["index_head_dim"]) + 4
     # IndexShare (GLM-5 "indexer_types"): only "full" layers run an indexer and cache its keys;
-    # "shared" layers reuse the previous one's top-k. vllm PR recipes#893's offload byte counts
+    # "shared" layers reuse the previous one's top-k. vllm-project/recipes#893's offload byte counts
     # (≈431 KB per token over 8 ranks for GLM-5.3) match 78 × 656 + 21 × 132 B, not 78 × (656 + 132).
     owners = text.get("indexer_types")
     owns_indexer = [t == "full" for t in owners] if isinstance(owners, list) and len(owners) == n else [True] * n
