@@ -114,6 +114,21 @@ def settings_for(case: dict) -> EngineSettings:
     return s
 
 
+_SMI_NOTE = re.compile(r"total_gpu_memory_gib\b[^.;]*?\b(\d{1,3}(?:,\d{3})+|\d{4,6})\s?MiB")
+
+
+def smi_total_mib(case: dict) -> int | None:
+    """nvidia-smi's MiB total when the case's notes say its `total_gpu_memory_gib` came from it
+    ("total_gpu_memory_gib derived from 49,140 MiB", "… is nvidia-smi's 24564MiB converted") and
+    the figures agree; None for a total vLLM printed."""
+    total = (case.get("observed") or {}).get("total_gpu_memory_gib")
+    m = _SMI_NOTE.search(str(case.get("notes") or ""))
+    if not (total and m):
+        return None
+    mib = int(m.group(1).replace(",", ""))
+    return mib if abs(mib / 1024 - float(total)) < 0.02 else None
+
+
 def gpu_for(case: dict) -> str:
     """The case's card: its name when we know it (per rank), the torch total it printed when that
     agrees with the name (exact), else the printed total alone."""
@@ -121,6 +136,11 @@ def gpu_for(case: dict) -> str:
 
     name = case.get("gpu") or ""
     total = (case.get("observed") or {}).get("total_gpu_memory_gib")
+    smi = smi_total_mib(case)
+    if smi:
+        # The corpus took this total from nvidia-smi (its notes say so): vLLM budgets from torch's
+        # total, which the driver's reservation keeps lower; the lookup knows what torch sees.
+        return f"{smi}MiB"
     if "+" in name:
         # Mixed cards, one per pipeline stage ("RTX 5070 Ti 16GB + RTX 5090 D 32GB (heterogeneous)"):
         # each is looked up on its own; a printed total would be their sum, not a card.

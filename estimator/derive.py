@@ -60,9 +60,10 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     read = lambda key: facts.values[key].source if key in facts.values else ""  # noqa: E731
 
     # ---- the card and the budget ----
-    total = _gib(f("total_gpu_memory_gib"))
-    if total:
-        st.add(Figure("total", total, "read", f"total_gpu_memory {f('total_gpu_memory_gib')} GiB in the paste"))
+    read_total = torch_total_from_facts(facts)
+    total = read_total[0] if read_total else None
+    if read_total:
+        st.add(Figure("total", total, read_total[1], read_total[2]))
     elif est is not None and getattr(est, "card_implied", None):
         total = est.gpu_total_bytes
         st.add(Figure("total", total, "derived", est.card_implied))  # type: ignore[attr-defined]
@@ -198,6 +199,29 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.per_rank = per_rank
     _ = read
     return st
+
+
+def torch_total_from_facts(facts) -> tuple[int, str, str] | None:
+    """The GPU's memory as torch reports it (what vLLM budgets from), from the paste: (bytes,
+    provenance, how). vLLM's own total is read as is; nvidia-smi's MiB total is not torch's — the
+    driver keeps a reservation — so it goes through the catalog (a card showing that total to
+    nvidia-smi, whose torch total was observed) or the usual reservation (`gpus.lookup_gpu`)."""
+    fact = facts.values.get("total_gpu_memory_gib")
+    if fact is None or not fact.value:
+        return None
+    rows = facts.extra.get("nvidia_smi_memory_mib") or []
+    if fact.source == "nvidia_smi_total" and rows:
+        from estimator.errors import KvdoctorError
+        from estimator.gpus import lookup_gpu
+
+        mib = int(rows[0]["total"])
+        try:
+            g = lookup_gpu(f"{mib}MiB")
+        except KvdoctorError:
+            g = None
+        if g is not None:
+            return g.total_bytes, "derived", f"nvidia-smi's {mib:,} MiB as torch sees it: {g.assumed}"
+    return int(round(float(fact.value) * GiB)), "read", f"total_gpu_memory {fact.value} GiB in the paste"
 
 
 def _needed_how(est: Estimate, bs: int | None) -> str:

@@ -139,6 +139,9 @@ def _gpu_ref(facts, gpu: str | None) -> str | None:
         tail = (facts.text or "")[fact.span[1]: fact.span[1] + 32].split("\n")[0]
         return str(fact.value) + (" " + tail if any(u in tail for u in ("GB", "GiB", "MiB")) else "")
     if facts.get("total_gpu_memory_gib"):
+        rows = facts.extra.get("nvidia_smi_memory_mib") or []
+        if facts.values["total_gpu_memory_gib"].source == "nvidia_smi_total" and rows:
+            return f"{int(rows[0]['total'])}MiB"   # nvidia-smi's figure: the lookup knows what torch sees
         return f"{facts.get('total_gpu_memory_gib')}GiB"
     return None
 
@@ -342,7 +345,10 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
 
     overrides = {"weights_bytes": b("weights_gib"), "activation_bytes": b("activation_peak_gib"),
                  "non_torch_bytes": b("non_torch_gib"), "cuda_graph_bytes": b("cuda_graph_gib")}
-    total = b("total_gpu_memory_gib")
+    from estimator.derive import torch_total_from_facts
+
+    read_total = torch_total_from_facts(facts)
+    total = read_total[0] if read_total else None
     free = b("free_memory_gib")
     initial = facts.extra.get("initial_memory_usage_gib")
     if free is not None and total:

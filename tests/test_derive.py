@@ -173,3 +173,24 @@ def test_a_card_named_without_its_size_is_the_variant_vllms_figures_imply():
     assert d.estimate["memory"]["kv_cache_bytes"] / GiB == pytest.approx(48.66, abs=0.01)
     # the same paste on a card whose only size cannot hold it: the named card stays
     assert diagnose(text.replace("H20", "L40S"), offline=True).estimate["gpu"]["name"] == "NVIDIA L40S"
+
+
+SMI = """|   0  NVIDIA GeForce RTX 4060 Ti     Off |   00000000:01:00.0 Off |                  N/A |
+|  0%   33C    P8              9W /  160W |    3578MiB /   8188MiB |      0%      Default |
+python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-0.5B-Instruct --gpu_memory_utilization 0.4
+ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.
+"""
+
+
+@pytest.mark.parametrize("total_mib,expected_gib", [
+    (8188, (8188 - 480) / 1024),     # no catalog card shows 8,188 MiB: the usual ~480 MiB reservation
+    (24564, 23.64),                  # the RTX 4090's nvidia-smi total; torch's 23.64 GiB was observed
+])
+def test_nvidia_smi_total_is_not_torchs(total_mib, expected_gib):
+    """vLLM budgets from torch's total; nvidia-smi's MiB total includes the driver's reservation.
+    Before, 8,188 MiB was used as an 8.00 GiB torch total (0.19 GiB more budget at 0.4)."""
+    d = diagnose(SMI.replace("8188MiB", f"{total_mib}MiB"), offline=True, explain=True)
+    fig = d.derived["figures"]["total"]
+    assert fig["provenance"] == "derived" and "nvidia-smi" in fig["how"]
+    assert fig["value"] / GiB == pytest.approx(expected_gib, abs=0.01)
+    assert d.estimate["gpu"]["total_bytes"] == fig["value"]

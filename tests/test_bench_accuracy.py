@@ -1,0 +1,45 @@
+"""bench/accuracy.py reads a corpus case the way vLLM saw it (the harness itself, not timings)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def accuracy():
+    before = os.environ.get("HF_HUB_OFFLINE")
+    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "bench" / "accuracy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # the bench runs offline; the tests after this one talk to the fake hub
+    if before is None:
+        os.environ.pop("HF_HUB_OFFLINE", None)
+    else:
+        os.environ["HF_HUB_OFFLINE"] = before
+    return mod
+
+
+def test_a_corpus_total_taken_from_nvidia_smi_is_converted(accuracy):
+    """qevos's 47.99 GiB is nvidia-smi's 49,140 MiB (its notes say so); torch sees that less the
+    driver's reservation: the cards showing 49,140 MiB disagree on it (RTX A6000, RTX 6000 Ada), so
+    the usual 480 MiB: (49,140 − 480) / 1,024 = 47.52 GiB, not 47.99."""
+    case = {"gpu": "NVIDIA GeForce RTX 4090 48GB (modded; 49,140 MiB)",
+            "observed": {"total_gpu_memory_gib": 47.99},
+            "notes": "Failed at 262,144 by 0.04 GiB. total_gpu_memory_gib derived from 49,140 MiB."}
+    assert accuracy.smi_total_mib(case) == 49140
+    assert accuracy.gpu_for(case) == "49140MiB"
+    from estimator.gpus import lookup_gpu
+
+    assert lookup_gpu("49140MiB").total_bytes == (49140 - 480) * 2**20
+    # a total vLLM printed itself is used as it is
+    printed = {"gpu": "NVIDIA L40S 48GB", "observed": {"total_gpu_memory_gib": 44.42}, "notes": "TP2 run."}
+    assert accuracy.smi_total_mib(printed) is None
+    # notes naming another MiB figure than the total do not convert it
+    other = dict(case, notes="total_gpu_memory_gib is the sum of 16303 MiB and 32607 MiB.")
+    assert accuracy.smi_total_mib(other) is None
