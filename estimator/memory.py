@@ -881,6 +881,7 @@ def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
     best.assumptions.append(f"pipeline stages sized one by one; vLLM gives every stage the block count of the "
                             f"tightest, stage {stage}: " + "; ".join(per_stage))
     best.settings.pp_stage = None
+    best.tightest_stage = stage  # type: ignore[attr-defined]
     best.inputs = inputs  # type: ignore[attr-defined]
     return best
 
