@@ -299,3 +299,20 @@ def test_a_fix_without_the_users_command_repeats_the_run_it_was_checked_for(mixe
     assert cmd.startswith("VLLM_PP_LAYER_PARTITION=16,32 vllm serve ")
     assert "--pipeline-parallel-size 2" in cmd and "--tensor-parallel-size 2" in cmd
     assert "4 GPUs in all" in sug.why
+
+
+def test_rebalance_over_four_unequal_stages():
+    """Qwen2.5-32B (64 layers) over 3090 + 3090 + 4090 (24 GB) + A6000 (48 GB), PP4: vLLM's even
+    split (16 each) leaves the 24 GB stages the bottleneck, 131,072 tokens do not fit. The search
+    gives the A6000 the most layers, and the fix keeps the goal."""
+    from estimator.gpus import lookup_gpu
+
+    spec = load_model("Qwen/Qwen2.5-32B-Instruct", offline=True).spec
+    cards = [(g.name, g.total_bytes) for g in map(lookup_gpu, ("RTX 3090", "RTX 3090", "RTX 4090", "RTX A6000"))]
+    e0 = estimate(spec, gpu_total_bytes=cards[0][1], gpu_name=cards[0][0], stage_gpus=cards,
+                  settings=EngineSettings(vllm_version="0.33.0", pipeline_parallel_size=4, max_model_len=131072))
+    assert not e0.fits
+    sug = next(s for s in suggest(e0) if "pp_layer_partition" in s.changes)
+    parts = sug.changes["pp_layer_partition"]
+    assert sum(parts) == 64 and parts[3] == max(parts) and parts[3] > 16
+    assert sug.keeps_goal and sug.fits and sug.estimate.max_model_len == 131072
