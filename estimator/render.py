@@ -163,10 +163,15 @@ def render_slack(diag) -> dict:
         section("*Where the memory went* (per GPU, GiB = 2^30 bytes)\n```" + table + "```")
     if diag.kv_formula:
         section("*KV per token:* " + diag.kv_formula)
+    disagrees = getattr(diag, "disagrees", False)
+    unchecked = [("*From vLLM's own numbers:* " if disagrees else "*Likely fix* (not re-checked): ")
+                 + (f"`{u['flags']}` — " if u["flags"] else "") + u["why"] for u in diag.unchecked[:4]]
+    for text in unchecked if disagrees else []:
+        section(text)
     for i, s in enumerate(diag.suggestions[:8], 1):
         section(f"*{i}.* `{s['flags']}` → {_effect(s)}\n_{s['why']}_\n```{s['command']}```")
-    for u in diag.unchecked[:4]:
-        section("*Likely fix* (not re-checked): " + (f"`{u['flags']}` — " if u["flags"] else "") + u["why"])
+    for text in [] if disagrees else unchecked:
+        section(text)
     if diag.full_context:
         section("*To serve the whole context:* " + diag.full_context)
     if diag.missing:

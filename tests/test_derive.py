@@ -194,3 +194,18 @@ def test_nvidia_smi_total_is_not_torchs(total_mib, expected_gib):
     assert fig["provenance"] == "derived" and "nvidia-smi" in fig["how"]
     assert fig["value"] / GiB == pytest.approx(expected_gib, abs=0.01)
     assert d.estimate["gpu"]["total_bytes"] == fig["value"]
+
+
+def test_slack_leads_with_vllms_numbers_when_the_state_disagrees():
+    from estimator.render import render_slack
+
+    text = ("ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (48.66 GiB). Based on the available "
+            "memory, the estimated maximum model length is 205728. Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.\n"
+            "$ vllm serve Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8 -dp 8 --enable-expert-parallel\nGPU: 8x L40S\n")
+    d = diagnose(text, offline=True)
+    blocks = [b["text"]["text"] for b in render_slack(d)["blocks"] if b.get("type") == "section"]
+    first_fix = next(i for i, t in enumerate(blocks) if t.startswith("*1.*"))
+    own = next(i for i, t in enumerate(blocks) if t.startswith("*From vLLM's own numbers:*"))
+    assert own < first_fix and "--max-model-len 204800" in blocks[own]
