@@ -381,6 +381,18 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     return est
 
 
+def _implied_total(est: Estimate, pool: int) -> tuple[int, float, int] | None:
+    """(non-KV bytes, utilization, implied torch total) when vLLM's KV pool is too far from the
+    model's for a detail to explain (half the non-KV memory): vLLM's budget = non-KV + KV pool =
+    utilization × total, so the pool says how big the card was. None when they roughly agree."""
+    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
+    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1):
+        return None
+    util = est.settings.gpu_memory_utilization or 0.9
+    implied = int((non_kv + pool) / util)
+    return (non_kv, util, implied) if implied > 0 else None
+
+
 def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict) -> Estimate:
     """No card in the paste, and vLLM's KV figure is far from what the default card would give:
     the figure itself says how big the card was (budget = non-KV + KV pool = utilization × total),
@@ -388,13 +400,10 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
     from estimator.api import run_estimate
     from estimator.gpus import cards_near
 
-    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
-    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1):
+    found = _implied_total(est, pool)
+    if found is None:
         return est
-    util = est.settings.gpu_memory_utilization or 0.9
-    implied = int((non_kv + pool) / util)
-    if implied <= 0:
-        return est
+    non_kv, util, implied = found
     names = [g.name for g in cards_near(implied)][:3]
     out = run_estimate(spec, f"{implied / GiB:.2f}GiB", settings, gpu_count=gpu_count,
                        **{k: v for k, v in overrides.items() if v is not None})
@@ -418,11 +427,10 @@ def _variant_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, over
     from estimator.api import run_estimate
     from estimator.gpus import family_variants
 
-    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
-    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1):
+    found = _implied_total(est, pool)
+    if found is None:
         return est
-    util = est.settings.gpu_memory_utilization or 0.9
-    implied = (non_kv + pool) / util
+    non_kv, util, implied = found
     near = sorted((abs(g.total_bytes - implied) / implied, g) for g in family_variants(est.gpu_name)
                   if g.total_bytes != est.gpu_total_bytes)
     if not near or near[0][0] > 0.06:
