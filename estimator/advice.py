@@ -9,6 +9,7 @@ offered (raising utilization does not fix a weights-load OOM).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -35,9 +36,11 @@ class Suggestion:
         return self.estimate.fits and self.ok
 
     def command(self, model_id: str) -> str:
+        from estimator.flags import is_env_word
+
         words = self.full_flags.split()
-        env = [w for w in words if _ENV_WORD.match(w)]
-        rest = " ".join(w for w in words if not _ENV_WORD.match(w))
+        env = [w for w in words if is_env_word(w)]
+        rest = " ".join(w for w in words if not is_env_word(w))
         return " ".join(env + [f"vllm serve {model_id} {rest}".strip()])
 
     @property
@@ -62,9 +65,8 @@ class Suggestion:
 
 # Settings of the user's run that a fix's command must repeat, as `vllm serve` spells them. Not
 # the quantization: it is often read from the model's name, and vLLM takes it from the checkpoint.
-_CONTEXT_FLAGS = (("tensor_parallel_size", "--tensor-parallel-size"), ("pipeline_parallel_size", "--pipeline-parallel-size"),
-                  ("data_parallel_size", "--data-parallel-size"), ("kv_cache_dtype", "--kv-cache-dtype"),
-                  ("cpu_offload_gb", "--cpu-offload-gb"), ("max_model_len", "--max-model-len"))
+_CONTEXT_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "kv_cache_dtype",
+                 "cpu_offload_gb", "max_model_len")
 
 
 def context_flags(est: Estimate, changed: set[str]) -> list[str]:
@@ -75,19 +77,17 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     out: list[str] = []
     if given.pp_layer_partition and "pp_layer_partition" not in changed and "pipeline_parallel_size" not in changed:
         out.append("VLLM_PP_LAYER_PARTITION=" + ",".join(map(str, given.pp_layer_partition)))
-    for key, flag in _CONTEXT_FLAGS:
+    for key in _CONTEXT_KEYS:
         value = getattr(given, key, None)
         if key in changed or value in (None, "", "auto", 0, 0.0) or (key.endswith("_size") and value == 1):
             continue
-        out.append(f"{flag} {value}")
+        out.append(_flag(key.replace("_", "-"), value))
     if given.enable_expert_parallel and "enable_expert_parallel" not in changed:
         out.append("--enable-expert-parallel")
     return out
 
 
 _SECRET_FLAG = re.compile(r"(?i)^--?[\w-]*(?:key|token|secret|password)[\w-]*$")
-# An environment setting written before the command (VLLM_PP_LAYER_PARTITION=12,36).
-_ENV_WORD = re.compile(r"^[A-Z][A-Z0-9_]*=\S*$")
 
 
 def command_with(base: list[str], flags: str) -> str:
@@ -95,11 +95,11 @@ def command_with(base: list[str], flags: str) -> str:
     accepts: -tp, --tensor_parallel_size, --max-model-len=…) replaced by the fix's value, the
     rest kept as written — so a copied fix keeps the user's TP, model path and other flags.
     Values of key/token/secret flags are not echoed."""
-    from estimator.flags import flag_key, flag_takes_value, is_flag_word
+    from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 
     fix = shlex.split(flags)
-    env = [t for t in fix if _ENV_WORD.match(t)]
-    fix = [t for t in fix if not _ENV_WORD.match(t)]
+    env = [t for t in fix if is_env_word(t)]
+    fix = [t for t in fix if not is_env_word(t)]
     changed = {flag_key(t.split("=", 1)[0]) for t in fix if is_flag_word(t)} - {None}
     dropped = {t.split("=", 1)[0] for t in env}
     if changed & {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"}:
@@ -107,7 +107,7 @@ def command_with(base: list[str], flags: str) -> str:
         dropped.add("CUDA_VISIBLE_DEVICES")
     if "pipeline_parallel_size" in changed:
         dropped.add("VLLM_PP_LAYER_PARTITION")   # one entry per stage: stale once the stages change
-    base = [t for t in base if not (_ENV_WORD.match(t) and t.split("=", 1)[0] in dropped)]
+    base = [t for t in base if not (is_env_word(t) and t.split("=", 1)[0] in dropped)]
     out: list[str] = []
     i = 0
     while i < len(base):
@@ -282,9 +282,9 @@ def _rebalance_stages(est: Estimate) -> Suggestion | None:
     n = est.spec.num_layers
     if pp <= 1 or n < 2 * pp:
         return None
-    from estimator.params import pp_partition
+    from estimator.memory import _stage_sizes
 
-    current = [hi - lo for lo, hi in pp_partition(n, pp, s.pp_layer_partition)]
+    current = _stage_sizes(est.spec, est.profile, pp, s.pp_layer_partition)
 
     def score(parts: list[int]) -> tuple[tuple[bool, int, int, int], int]:
         # the tightest stage's KV room last: it still grows (from below zero) while nothing fits,
@@ -381,7 +381,7 @@ def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
 
 
 def _mm_json(limits: dict) -> str:
-    return "{" + ", ".join(f'"{k}": {int(v)}' for k, v in limits.items()) + "}"
+    return json.dumps({k: int(v) for k, v in limits.items()})
 
 
 def _graph_fixes(est: Estimate) -> list[Suggestion]:

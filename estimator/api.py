@@ -113,7 +113,7 @@ def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, 
         stages = stage_cards([(c.name, c.total_bytes) for c in found], settings)
         if stages:
             overrides["stage_gpus"] = stages
-        gpu = min(cards, key=lambda c: lookup_gpu(c).total_bytes)
+        gpu = min(zip(cards, found, strict=True), key=lambda cg: cg[1].total_bytes)[0]
     g = lookup_gpu(gpu)
     if g.assumed:
         assumed.append(g.assumed)

@@ -13,9 +13,8 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-import regex
-
 from estimator.errors import BadInput, KvdoctorError
+from estimator.flags import is_env_word
 
 USAGE = """usage:
   kvdoctor estimate MODEL [--gpu GPU] [--gpu-count N] [--vllm-version V] [--engine v0|v1] [vLLM flags] [--json]
@@ -73,7 +72,7 @@ def _command_line(tokens: list[str]) -> tuple[str, list[str]]:
     """`vllm serve MODEL flags` / `python -m vllm.entrypoints.openai.api_server --model M …` → (model, flags)."""
     toks = list(tokens)
     env: list[str] = []
-    while toks and regex.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", toks[0]):
+    while toks and is_env_word(toks[0]):
         env.append(toks.pop(0))         # `VAR=value vllm serve …`: kept for the flags parser
     while toks and (toks[0] in ("python", "python3", "-m") or toks[0].endswith("vllm") or
                     toks[0].startswith("vllm.entrypoints")):

@@ -99,10 +99,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     blocks = f("gpu_blocks")
     cap = f("error_max_tokens_in_kv") or (f("kv_tokens_capacity") if est and est.profile.engine == "v0" else None)
     if blocks is None and cap and bs and est is not None and est.layout.num_groups <= 1:
-        pp = _v0_stage_factor(est)
-        blocks = cap // bs * pp
-        how = f"{cap:,} tokens ÷ {bs} tokens per block" + (f" × {pp} (V0 0.8+ prints blocks ÷ pipeline stages)"
-                                                             if pp > 1 else "")
+        blocks, how = _blocks_from_capacity(est, int(cap), bs)
         st.add(Figure("gpu_blocks", blocks, "derived", how, unit="blocks"))
     elif blocks is not None:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
@@ -224,16 +221,27 @@ def torch_total_from_facts(facts) -> tuple[int, str, str] | None:
     return int(round(float(fact.value) * GiB)), "read", f"total_gpu_memory {fact.value} GiB in the paste"
 
 
+def _need_counting(est: Estimate) -> str:
+    """How this version counts one request's KV need: "all stages" (0.14–0.16 under PP check the
+    whole model against one stage), "windowed" (sliding/chunked/Mamba groups keep a window or a
+    state) or "per token"."""
+    if est.profile.pp_global_check and est.settings.pipeline_parallel_size > 1:
+        return "all stages"
+    if {g.kind for g in est.layout.groups} & {"sliding", "chunked", "mamba"}:
+        return "windowed"
+    return "per token"
+
+
 def _needed_how(est: Estimate, bs: int | None) -> str:
     """How one max_model_len request's KV was counted: all tokens × bytes per token, except that
     V1's sliding-window and chunked-local groups only keep their window (plus one batch of new tokens,
     vllm/v1/kv_cache_interface.py max_memory_usage_bytes) and Mamba groups one state."""
     length = est.max_model_len
-    kinds = {g.kind for g in est.layout.groups}
-    if est.profile.pp_global_check and est.settings.pipeline_parallel_size > 1:
+    counting = _need_counting(est)
+    if counting == "all stages":
         return (f"{length:,} tokens over all {est.spec.num_layers} layers of every pipeline stage: vLLM "
                 f"{est.settings.vllm_version} checks the whole model's need against one stage's memory")
-    if not kinds & {"sliding", "chunked", "mamba"}:
+    if counting == "per token":
         return f"{length:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"
     tb = est.settings.max_num_batched_tokens or 2048
     parts = []
@@ -252,19 +260,23 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
 def need_sentence(est: Estimate, length: int) -> str:
     """One sentence: what `length` tokens of context cost in KV, in the way this model counts it."""
     need = est.kv_needed_bytes / GiB
-    if est.profile.pp_global_check and est.settings.pipeline_parallel_size > 1:
+    counting = _need_counting(est)
+    if counting == "all stages":
         return (f"{length:,} tokens need {need:,.2f} GiB of KV over all {est.spec.num_layers} layers (vLLM "
                 f"{est.settings.vllm_version} checks the whole model's need against one pipeline stage's memory)")
-    if {g.kind for g in est.layout.groups} & {"sliding", "chunked", "mamba"}:
+    if counting == "windowed":
         return (f"one {length:,}-token request needs {need:,.2f} GiB of KV (its windowed or linear-attention "
                 "layers keep only a window or a state, not every token)")
     return f"at {est.layout.kv_bytes_per_token:,} bytes of KV per token, {length:,} tokens need {need:,.2f} GiB of KV"
 
 
-def _v0_stage_factor(est: Estimate) -> int:
-    """V0 0.8+ prints bs × (blocks // pp) (vllm/worker/worker.py raise_if_cache_size_invalid)."""
-    s = est.settings
-    return s.pipeline_parallel_size if est.profile.engine == "v0" and est.profile.version >= (0, 8, 0) else 1
+def _blocks_from_capacity(est: Estimate, cap: int, bs: int) -> tuple[int, str]:
+    """Blocks behind a one-group token capacity: blocks × block size, except that V0 0.8+ prints
+    bs × (blocks // pp) (vllm/worker/worker.py raise_if_cache_size_invalid)."""
+    pp = est.settings.pipeline_parallel_size if est.profile.engine == "v0" and est.profile.version >= (0, 8, 0) else 1
+    how = f"{cap:,} tokens ÷ {bs} tokens per block" + (f" × {pp} (V0 0.8+ prints blocks ÷ pipeline stages)"
+                                                        if pp > 1 else "")
+    return cap // bs * pp, how
 
 
 def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
@@ -287,9 +299,8 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     bs = est.layout.block_size
     cap = f("error_max_tokens_in_kv") or (f("kv_tokens_capacity") if est.profile.engine == "v0" else None)
     if cap and est.layout.num_groups <= 1:
-        pp = _v0_stage_factor(est)
-        blocks = int(cap) // bs * pp
-        return blocks * bpb, f"{int(cap):,} tokens ÷ {bs} per block" + (f" × {pp} stages" if pp > 1 else "") + f" × {mib}"
+        blocks, how = _blocks_from_capacity(est, int(cap), bs)
+        return blocks * bpb, f"{how} × {mib}"
     tokens = f("kv_tokens_capacity")
     if not (tokens and est.profile.engine == "v1" and est.layout.groups):
         return None

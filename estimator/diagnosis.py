@@ -18,6 +18,9 @@ from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.memory import Estimate, GiB
 from estimator.render import redact, render_markdown, render_slack, render_text
 
+# "RTX 4090 48GB", "16303MiB": a GPU reference that states its size
+_SIZE_IN_TEXT = re.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
+
 V0_ASSUMED = "0.7.3"  # newest release whose default engine was V0 (docs era table)
 
 
@@ -137,7 +140,7 @@ def _gpu_ref(facts, gpu: str | None) -> str | None:
         # "RTX 5070 Ti 16303MiB" (nvidia-smi) gives the size of a card the catalog lacks.
         fact = facts.values["gpu"]
         tail = (facts.text or "")[fact.span[1]: fact.span[1] + 32].split("\n")[0]
-        return str(fact.value) + (" " + tail if any(u in tail for u in ("GB", "GiB", "MiB")) else "")
+        return str(fact.value) + (" " + tail if _SIZE_IN_TEXT.search(tail) else "")
     if facts.get("total_gpu_memory_gib"):
         rows = facts.extra.get("nvidia_smi_memory_mib") or []
         if facts.values["total_gpu_memory_gib"].source == "nvidia_smi_total" and rows:
@@ -368,11 +371,10 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
 
     solved = kv_pool_from_facts(facts, est)
     pool = solved[0] if solved else None
-    if pool is not None and gpu_ref is None and not total and not settings.kv_cache_memory_bytes:
-        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides)
-    elif pool is not None and gpu_ref and not total and not stage_gpus and not settings.kv_cache_memory_bytes \
-            and not re.search(r"(?i)\d\s*(?:GB|GiB|MiB)\b", gpu_ref):
-        est = _variant_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides)
+    # the card's size left open (no card, or a name without its size): vLLM's figure implies it
+    if pool is not None and not total and not stage_gpus and not settings.kv_cache_memory_bytes \
+            and not (gpu_ref and _SIZE_IN_TEXT.search(gpu_ref)):
+        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides, named=bool(gpu_ref))
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)
         if anchored is not est:
@@ -381,70 +383,45 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     return est
 
 
-def _implied_total(est: Estimate, pool: int) -> tuple[int, float, int] | None:
-    """(non-KV bytes, utilization, implied torch total) when vLLM's KV pool is too far from the
-    model's for a detail to explain (half the non-KV memory): vLLM's budget = non-KV + KV pool =
-    utilization × total, so the pool says how big the card was. None when they roughly agree."""
-    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
-    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1):
-        return None
+def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool) -> Estimate:
+    """The card size vLLM's KV figure implies, when the paste leaves it open.
+
+    vLLM's budget = non-KV + KV pool = utilization × total, so when the pool is too far from the
+    model's for a detail to explain (half the non-KV memory), it says how big the card was. With
+    no card in the paste (`named` False) the reply works on a card of that size rather than on a
+    default the user does not have; with a card named without its size ("H20", "A100", "V100"),
+    a variant of the same family within 6% of it is taken, else the named card stays and
+    `derive` reports the disagreement."""
+    from estimator.api import run_estimate
+    from estimator.gpus import cards_near, family_variants
+
+    non_kv = est.non_kv_bytes
     util = est.settings.gpu_memory_utilization or 0.9
     implied = int((non_kv + pool) / util)
-    return (non_kv, util, implied) if implied > 0 else None
-
-
-def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict) -> Estimate:
-    """No card in the paste, and vLLM's KV figure is far from what the default card would give:
-    the figure itself says how big the card was (budget = non-KV + KV pool = utilization × total),
-    so the reply works on a card of that size rather than on a default the user does not have."""
-    from estimator.api import run_estimate
-    from estimator.gpus import cards_near
-
-    found = _implied_total(est, pool)
-    if found is None:
+    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1) or implied <= 0:
         return est
-    non_kv, util, implied = found
-    names = [g.name for g in cards_near(implied)][:3]
-    out = run_estimate(spec, f"{implied / GiB:.2f}GiB", settings, gpu_count=gpu_count,
+    arithmetic = f"({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {implied / GiB:.2f} GiB"
+    if named:
+        near = sorted((abs(g.total_bytes - implied) / implied, g) for g in family_variants(est.gpu_name)
+                      if g.total_bytes != est.gpu_total_bytes)
+        if not near or near[0][0] > 0.06:
+            return est
+        card = near[0][1]
+        gpu_ref = card.name
+        how = f"{card.name}: the paste names the {est.gpu_name.replace('NVIDIA ', '')} family without its size"
+        note = (f"the paste names an {est.gpu_name} without its size; the {est.gpu_total_bytes / GiB:.2f} GiB version "
+                f"cannot hold vLLM's KV figure, which implies {arithmetic}: modelled as the {card.name} "
+                f"({card.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
+    else:
+        names = [g.name for g in cards_near(implied)][:3]
+        gpu_ref = f"{implied / GiB:.2f}GiB"
+        how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
+        note = (f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {arithmetic} of GPU "
+                "memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
+    out = run_estimate(spec, gpu_ref, settings, gpu_count=gpu_count,
                        **{k: v for k, v in overrides.items() if v is not None})
-    out.card_implied = (  # type: ignore[attr-defined]
-        f"implied by vLLM's KV figure (no GPU in the paste): ({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) "
-        f"÷ {util:g}" + (f"; e.g. {', '.join(names)}" if names else ""))
-    out.assumptions.append(
-        f"no GPU in the paste: vLLM's KV figure ({pool / GiB:.2f} GiB) with the model's other parts "
-        f"({non_kv / GiB:.2f} GiB) and gpu_memory_utilization {util:g} implies about {implied / GiB:.2f} GiB of GPU "
-        "memory (torch)" + (f" (cards of that size: {', '.join(names)})" if names else "")
-        + "; the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
-    return out
-
-
-def _variant_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict) -> Estimate:
-    """The paste names a card without its size ("H20", "A100", "V100"): families come in several
-    memory sizes, and when vLLM's KV figure is far from what the catalog's default size gives, the
-    figure says which one ran (budget = non-KV + KV pool = utilization × total). Only a variant of
-    the same family within 6% of that size is taken; otherwise the named card stays and `derive`
-    reports the disagreement."""
-    from estimator.api import run_estimate
-    from estimator.gpus import family_variants
-
-    found = _implied_total(est, pool)
-    if found is None:
-        return est
-    non_kv, util, implied = found
-    near = sorted((abs(g.total_bytes - implied) / implied, g) for g in family_variants(est.gpu_name)
-                  if g.total_bytes != est.gpu_total_bytes)
-    if not near or near[0][0] > 0.06:
-        return est
-    card = near[0][1]
-    out = run_estimate(spec, card.name, settings, gpu_count=gpu_count,
-                       **{k: v for k, v in overrides.items() if v is not None})
-    out.card_implied = (  # type: ignore[attr-defined]
-        f"{card.name}: the paste names the {est.gpu_name.replace('NVIDIA ', '')} family without its size, and vLLM's KV "
-        f"figure implies ({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {implied / GiB:.2f} GiB")
-    out.assumptions.append(
-        f"the paste names an {est.gpu_name} without its size; the {est.gpu_total_bytes / GiB:.2f} GiB version cannot "
-        f"hold vLLM's KV figure ({pool / GiB:.2f} GiB), which implies about {implied / GiB:.2f} GiB: modelled as the "
-        f"{card.name} ({card.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
+    out.card_implied = f"{how}; implied by vLLM's KV figure: {arithmetic}"  # type: ignore[attr-defined]
+    out.assumptions.append(note)
     return out
 
 
@@ -458,7 +435,7 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     gap = est.kv_cache_bytes - pool          # > 0: vLLM had less KV than modelled → more non-KV
     if abs(gap) < max(est.layout.bytes_per_block, 1):
         return est                           # already reproduced, to the block
-    non_kv = est.weights_bytes + est.activation_bytes + est.non_torch_bytes
+    non_kv = est.non_kv_bytes
     if abs(gap) > 0.5 * max(non_kv, 1):
         # Half the non-KV memory unexplained: a different card, checkpoint or setting, not a detail.
         est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) and the model's ({est.kv_cache_bytes / GiB:.2f} "

@@ -545,7 +545,14 @@ def tokens_with_spans(text: str, start: int, end: int) -> list[tuple[str, tuple[
     return out
 
 
-_ENV_PREFIX = regex.compile(r"(?:^|[\s\\])((?:[A-Z_][A-Z0-9_]*=[^\s\\]*[ \t]+(?:\\\n[ \t]*)?)+)$")
+_ENV_NAME = r"[A-Z_][A-Z0-9_]*="
+_ENV_PREFIX = regex.compile(r"(?:^|[\s\\])((?:" + _ENV_NAME + r"[^\s\\]*[ \t]+(?:\\\n[ \t]*)?)+)$")
+_ENV_WORD = regex.compile(_ENV_NAME + r"\S*")
+
+
+def is_env_word(tok: str) -> bool:
+    """`VLLM_PP_LAYER_PARTITION=16,32`: an environment setting written before a command."""
+    return _ENV_WORD.fullmatch(tok) is not None
 
 
 def user_command(text: str, near: int | None = None) -> list[str] | None:

@@ -139,6 +139,19 @@ def _to_gpu(row: _Row) -> Gpu:
 _SIZE = regex.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|g|mib|mb|m|tib|tb|t|b|bytes)?\s*$", regex.IGNORECASE)
 
 
+@lru_cache(maxsize=1)
+def _catalog() -> tuple[tuple[_Row, Gpu], ...]:
+    """Every catalog row with a fixed memory size, as a Gpu (converted once: searches by size or
+    family go through all of them)."""
+    out = []
+    for r in _rows():
+        try:
+            out.append((r, _to_gpu(r)))
+        except UnknownGpu:
+            continue
+    return tuple(out)
+
+
 def _parse_size(text: str) -> Gpu | None:
     try:
         m = _SIZE.match(text, timeout=0.1)
@@ -181,13 +194,7 @@ def _from_smi_mib(mib: int) -> Gpu:
 
 def _from_nominal_gb(gb: float) -> Gpu:
     """"24GB": the catalog card(s) marketed at that size when they agree within 1%, else decimal GB."""
-    cands = [r for r in _rows() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD")]
-    gpus = []
-    for r in cands:
-        try:
-            gpus.append(_to_gpu(r))
-        except UnknownGpu:
-            continue
+    gpus = [g for r, g in _catalog() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD")]
     if gpus:
         lo, hi = min(g.total_bytes for g in gpus), max(g.total_bytes for g in gpus)
         if hi - lo <= 0.01 * hi:
@@ -292,15 +299,9 @@ def cards_near(total_bytes: int, tolerance: float = 0.04) -> list[Gpu]:
     first. Why: when a paste has vLLM's figures but not the card, those figures imply the card's
     size, and a user is better served by "a 24 GB card such as the RTX 3090" than by a default."""
     out: list[tuple[float, Gpu]] = []
-    for r in _rows():
-        if r.vendor not in ("NVIDIA", "AMD"):
-            continue
-        try:
-            g = _to_gpu(r)
-        except UnknownGpu:
-            continue
+    for r, g in _catalog():
         off = abs(g.total_bytes - total_bytes) / max(1, total_bytes)
-        if off <= tolerance:
+        if r.vendor in ("NVIDIA", "AMD") and off <= tolerance:
             out.append((off, g))
     return [g for _o, g in sorted(out, key=lambda t: (not t[1].name.startswith("NVIDIA"), t[0]))]
 
@@ -320,11 +321,4 @@ def family(name: str) -> str:
 def family_variants(name: str) -> list[Gpu]:
     """Every catalog card of the same family as `name` (all sizes and form factors)."""
     fam = family(name)
-    out = []
-    for r in _rows():
-        if fam and family(r.name) == fam:
-            try:
-                out.append(_to_gpu(r))
-            except UnknownGpu:
-                continue
-    return out
+    return [g for r, g in _catalog() if fam and family(r.name) == fam]

@@ -275,17 +275,10 @@ def kv_dtype_bytes_for(settings: EngineSettings, model_dtype: str, spec: ModelSp
 
 
 def _stage_sizes(spec: ModelSpec, profile: Profile, pp: int, partition: list[int] | None) -> list[int]:
-    """Layers per PP stage (vllm/distributed/utils.py get_pp_indices; VLLM_PP_LAYER_PARTITION)."""
-    if partition and len(partition) == pp and sum(partition) == spec.num_layers:
-        return list(partition)
-    base, rem = divmod(spec.num_layers, pp)
-    sizes = [base] * pp
-    if profile.version < (0, 8, 0):
-        sizes[-1] += rem
-    else:
-        for i in range(rem):
-            sizes[-2 - i if pp > 1 else 0] += 1
-    return sizes
+    """Layers per PP stage, as this version splits them (params.pp_partition, one rule for weights and KV)."""
+    from estimator.params import pp_partition
+
+    return [hi - lo for lo, hi in pp_partition(spec.num_layers, pp, partition, profile.version < (0, 8, 0))]
 
 
 def _stage_layers(spec: ModelSpec, profile: Profile, pp: int, stage: int | None = None,
@@ -386,10 +379,11 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
 
 
 def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_bytes: int,
-              model_dtype_bytes: int, assumptions: list[str]) -> KVLayout:
+              model_dtype_bytes: int, assumptions: list[str],
+              draft_info: tuple[list[LayerKV], int, bool] | None = None) -> KVLayout:
     tp, pp = settings.tensor_parallel_size, settings.pipeline_parallel_size
     # The drafter's layers live on the last PP stage; counted with the stage sized here.
-    draft, spec_k, _w = drafter(spec, settings, profile, [])
+    draft, spec_k, _w = draft_info or drafter(spec, settings, profile, [])
     layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp, settings.pp_stage,
                                                            settings.pp_layer_partition) + draft,
                               (settings.kv_cache_dtype or "auto").lower(), assumptions)
@@ -644,7 +638,8 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, act
     return n
 
 
-def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings) -> int:
+def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
+                      draft_layers: list[LayerKV] | None = None) -> int:
     """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7).
 
     The V2 model runner (VLLM_USE_V2_MODEL_RUNNER=1, vllm/v1/worker/gpu/model_runner.py) answers
@@ -659,7 +654,8 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings) -> i
         stage_layers = _stage_sizes(spec, profile, pp, s.pp_layer_partition)[s.pp_stage]
     else:
         stage_layers = spec.num_layers // pp
-    layers = max(1, stage_layers) + len(drafter(spec, s, profile, [])[0])
+    draft = drafter(spec, s, profile, [])[0] if draft_layers is None else draft_layers
+    layers = max(1, stage_layers) + len(draft)
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
     return 2 * len(sizes) * layers * per_layer
 
@@ -730,18 +726,20 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if s.kv_cache_memory_bytes and not profile.kv_memory_flag:
         assumptions.append("--kv-cache-memory-bytes exists from vLLM 0.10.2; ignored for this version")
         s.kv_cache_memory_bytes = None
-    layout = kv_layout(spec, profile, s, kvb, mdb, assumptions)
+    # the drafter once per estimate: its layers (KV, graphs), its token count (Mamba blocks), its weights
+    draft_info = drafter(spec, s, profile, assumptions)
+    layout = kv_layout(spec, profile, s, kvb, mdb, assumptions, draft_info)
     if s.block_size is None:
         s.block_size = layout.block_size
 
     # ---- weights, activation, non-torch, graphs ----
     if weights_bytes is None:
-        weights_bytes = _weights(spec, s, profile, model_dtype, assumptions)
+        weights_bytes = _weights(spec, s, profile, model_dtype, assumptions, with_mtp=draft_info[2])
     weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
     act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
     # under the V2 runner a printed graph figure is the capture after the KV cache, not a budget item
-    graphs = cuda_graph_memory(spec, profile, s) if cuda_graph_bytes is None or s.model_runner_v2 \
+    graphs = cuda_graph_memory(spec, profile, s, draft_info[0]) if cuda_graph_bytes is None or s.model_runner_v2 \
         else cuda_graph_bytes
     if adjust:
         parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
@@ -769,7 +767,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # flag is given: the default for hybrid models changed across versions.
     mamba_extra = 1 if (s.enable_prefix_caching and layout.state_bytes_per_request
                         and profile.version >= (0, 11, 0)) else 0
-    _draft, spec_k, _mtp = drafter(spec, s, profile, assumptions)
+    spec_k = draft_info[1]
     if spec_k and layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 2):
         mamba_extra += spec_k   # MambaSpec.num_speculative_blocks = num_speculative_tokens
     tb = s.max_num_batched_tokens
@@ -973,15 +971,16 @@ def _largest_fitting(needed, available: int, upper: int) -> int:
     return lo
 
 
-def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str]) -> int:
+def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str],
+             with_mtp: bool) -> int:
     from estimator import params  # late import: params depends on spec only
 
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
     st = getattr(spec, "safetensors_bytes_by_dtype", None)
     ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
-    with_mtp = drafter(spec, s, profile, [])[2]
-    part = tuple(s.pp_layer_partition) if s.pp_layer_partition else None
-    key = (model_dtype, s.quantization, s.tensor_parallel_size, s.pipeline_parallel_size, ep,
+    pp = s.pipeline_parallel_size
+    part = tuple(_stage_sizes(spec, profile, pp, s.pp_layer_partition)) if pp > 1 else None
+    key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep,
            tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:

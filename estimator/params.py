@@ -719,16 +719,21 @@ def _pad(x: int, to: int) -> int:
     return -(-x // to) * to
 
 
-def pp_partition(n_layers: int, pp: int, layer_partition: list[int] | None = None) -> list[tuple[int, int]]:
-    """vllm/distributed/utils.py get_pp_indices (0.8+): n//pp each, remainder one each to stages -2, -3, …;
-    VLLM_PP_LAYER_PARTITION ("16,32") when it has one count per stage summing to the layers."""
+def pp_partition(n_layers: int, pp: int, layer_partition: list[int] | None = None,
+                 remainder_last: bool = False) -> list[tuple[int, int]]:
+    """vllm/distributed/utils.py get_pp_indices: n//pp each, the remainder one each to stages
+    -2, -3, … (0.8+) or all to the last stage (`remainder_last`, before 0.8); VLLM_PP_LAYER_PARTITION
+    ("16,32") when it has one count per stage summing to the layers."""
     pp = max(1, pp)
     if layer_partition and len(layer_partition) == pp and sum(layer_partition) == n_layers:
         parts = list(layer_partition)
     else:
         parts = [n_layers // pp] * pp
-        for i in range(2, n_layers % pp + 2):
-            parts[-i] += 1
+        if remainder_last:
+            parts[-1] += n_layers % pp
+        else:
+            for i in range(2, n_layers % pp + 2):
+                parts[-i] += 1
     out, start = [], 0
     for p in parts:
         out.append((start, start + p))
