@@ -499,7 +499,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     sampler = rows * vocab * profile.sampler_bytes_per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1:
         sampler = 0     # logits and the sampler run on the last pipeline stage only
-    if s.model_runner_v2 and profile.version < V2_RUNNER_PROFILES_SAMPLER:
+    if s.model_runner_v2 and not profile.v2_runner_profiles_sampler:
         # The V2 model runner's profile run left the sampler out until vllm PR48601 added it
         # (its OOM: the top-k/top-p sampler warm-up after the KV cache had taken the budget).
         sampler = 0
@@ -514,11 +514,6 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
         peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
     return peak
-
-
-# First release whose V2 model runner profiles the sampler: vllm PR48601 (merged on main in July
-# 2026, after 0.25.1 of 2026-07-14); 0.26.0 (2026-07-25) is the first release that can carry it.
-V2_RUNNER_PROFILES_SAMPLER = (0, 26, 0)
 
 
 # vLLM's fused MoE kernel works through at most this many tokens at a time and sizes its

@@ -188,6 +188,9 @@ class Profile:
     needed_rule: str                 # admission need: "v0" | "layers" (0.7–0.13) | "first_group" (0.14–0.18) | "groups"
     kv_memory_flag: bool             # --kv-cache-memory-bytes exists (0.10.2+)
     pp_global_check: bool            # 0.14.0–0.16.x: admission check over ALL PP stages' layers
+    # the V2 model runner's profile run includes the sampler: vllm PR48601 (main, July 2026, after
+    # 0.25.1 of 2026-07-14); 0.26.0 (2026-07-25) is the first release that can carry it
+    v2_runner_profiles_sampler: bool
 
 
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
@@ -256,6 +259,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
             "layers" if v < (0, 14, 0) else "first_group" if v < (0, 19, 0) else "groups"),
         kv_memory_flag=v >= (0, 10, 2),
         pp_global_check=engine == "v1" and (0, 14, 0) <= v < (0, 17, 0),
+        v2_runner_profiles_sampler=v >= (0, 26, 0),
     )
 
 
