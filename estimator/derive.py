@@ -333,7 +333,7 @@ _KIND_WORDS = {"full": "full-attention", "sliding": "sliding-window", "chunked":
 def _kv_formula(est: Estimate) -> str:
     """The per-token KV cost of this rank, term by term, as the layout sums it.
 
-    Models mix layer kinds (Gemma's sliding + global layers with other head counts, K=V layers,
+    Models mix layer kinds (Gemma's sliding + global layers with other head counts,
     MLA latents, linear-attention state), so one "layers × heads × head_dim" product would be
     wrong for them; each distinct layer shape gets its own term, and the dtype bytes are what the
     total implies (an fp8 KV cache, a checkpoint's own KV quantization).
@@ -357,16 +357,14 @@ def _kv_formula(est: Estimate) -> str:
     terms: dict[tuple, int] = {}
     for lk in layers:
         window = getattr(lk, "window", None) or getattr(lk, "chunk", None)
-        key = (lk.kind, lk.heads_per_rank(tp), lk.head_dim, lk.head_dim_v, lk.kv_states, window)  # type: ignore[attr-defined]
+        key = (lk.kind, lk.heads_per_rank(tp), lk.head_dim, lk.head_dim_v, window)  # type: ignore[attr-defined]
         terms[key] = terms.get(key, 0) + 1
     unit = sum(lk.bytes_per_token(tp, 1) for lk in layers)
     dt = total / unit if unit else 0
     dts = f"{dt:g} B" + (" (fp8)" if dt == 1 else " (bf16/fp16)" if dt == 2 else " (fp32)" if dt == 4 else "")
     parts = []
-    for (kind, heads, hd, hd_v, kv_states, window), n in terms.items():
-        if kv_states == 1:
-            dims = f"{hd} head_dim × 1 (K=V shared)"
-        elif hd_v is not None and hd_v != hd:
+    for (kind, heads, hd, hd_v, window), n in terms.items():
+        if hd_v is not None and hd_v != hd:
             dims = f"({hd} + {hd_v}) K+V head_dims"
         else:
             dims = f"{hd} head_dim × 2 (K,V)"
@@ -376,7 +374,7 @@ def _kv_formula(est: Estimate) -> str:
     body = " + ".join(parts)
     if len(parts) > 1:
         body = f"[{body}]"
-    windowed = any(k[5] for k in terms)
+    windowed = any(k[4] for k in terms)
     return (f"{body} × {dts} = {total:,} B per token{states}"
             + ("; windowed (sliding/chunked) layers keep only their window of tokens" if windowed else ""))
 

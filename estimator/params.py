@@ -55,6 +55,7 @@ class _W:
     layer: int | None = None  # decoder layer index (PP placement); None = outside the layer stack
     tp: str = "split"  # split | replicate | vocab | kv (split by KV heads, replicated when kv < tp)
     kv_heads: int = 0  # for tp == "kv": number of KV heads in `rows`
+    stored: bool = True  # False: vLLM allocates it on the GPU but the checkpoint has no such tensor
 
     @property
     def params(self) -> int:
@@ -162,8 +163,9 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     else:
         out.append(_W("attention", f"{a}.q_proj", q_out, h, layer=i))
         out.append(_W("attention", f"{a}.k_proj", kv * hd, h, layer=i, tp="kv", kv_heads=kv))
-        if not k_eq_v:
-            out.append(_W("attention", f"{a}.v_proj", kv * hd, h, layer=i, tp="kv", kv_heads=kv))
+        # attention_k_eq_v (gemma-4 global layers): the checkpoint has no v_proj, but vLLM's
+        # QKVParallelLinear still allocates the V rows and loads K into them (gemma4.py).
+        out.append(_W("attention", f"{a}.v_proj", kv * hd, h, layer=i, tp="kv", kv_heads=kv, stored=not k_eq_v))
         if qkv_bias:
             out.append(_W("attention", f"{a}.qkv_proj.bias", q_out + (1 if k_eq_v else 2) * kv * hd,
                           kind="bias", layer=i))
@@ -446,9 +448,14 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     return ws, mtp, notes
 
 
+def _stored_only(ws: list[_W]) -> list[_W]:
+    return [w for w in ws if w.stored]
+
+
 def count_params(spec: ModelSpec) -> WeightBreakdown:
     """Logical parameter counts by part (unquantized: bytes at the config dtype, tp = pp = 1)."""
     ws, mtp, notes = _inventory(spec)
+    ws, mtp = _stored_only(ws), _stored_only(mtp)
     by: dict[str, int] = {}
     for w in ws:
         by[w.part] = by.get(w.part, 0) + w.params
@@ -473,6 +480,7 @@ def stored_params(spec: ModelSpec) -> tuple[int, list[str]]:
     memory comes from `weight_bytes`.
     """
     ws, mtp, _ = _inventory(spec)
+    ws, mtp = _stored_only(ws), _stored_only(mtp)
     total = sum(w.params for w in ws + mtp)
     notes = []
     if mtp:
@@ -954,7 +962,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
 def _stored_bytes(spec: ModelSpec, fmt: _Fmt, ws: list[_W], db: int) -> int:
     """Bytes the checkpoint stores for these tensors (whole model, incl. MTP), in format `fmt`."""
     out = 0
-    for w in ws:
+    for w in _stored_only(ws):
         out += _wbytes(fmt, w, w.rows, w.cols, w.copies) if _quantized(fmt, w) else w.params * db
     return out
 

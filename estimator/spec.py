@@ -62,7 +62,6 @@ class FullAttention(LayerKV):
     kv_heads: int = 1
     head_dim: int = 128
     head_dim_v: int | None = None
-    kv_states: int = 2  # K and V; 1 when K == V is shared (attention_k_eq_v)
 
     def heads_per_rank(self, tp: int) -> int:
         # vllm/config/model.py get_num_kv_heads: max(1, total // tp) — replicated when kv < tp.
@@ -70,8 +69,7 @@ class FullAttention(LayerKV):
 
     def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
         hd_v = self.head_dim if self.head_dim_v is None else self.head_dim_v
-        per_head = self.head_dim + hd_v if self.kv_states == 2 else self.head_dim
-        return self.heads_per_rank(tp) * per_head * kv_dtype_bytes
+        return self.heads_per_rank(tp) * (self.head_dim + hd_v) * kv_dtype_bytes
 
     @property
     def describe(self) -> dict:
@@ -506,12 +504,11 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     # Full-attention layers may use their own heads/dims (gemma-4 global layers).
     g_kv = _positive_int(text.get("num_global_key_value_heads")) or kv_heads
     g_hd = _positive_int(text.get("global_head_dim")) or head_dim
-    # attention_k_eq_v (gemma-4 global layers): V is K, so the cache keeps one state per token.
-    # Checked against the dev cases: robotmunki (Gemma-4-31B, 5.97× at 262,144) matches one state
-    # and not two (≈3.7×); club3090#334 (26B-A4B, 5.98 GiB needed) is within 3% with one state.
-    k_eq_v = 1 if text.get("attention_k_eq_v") else 2
-    if k_eq_v == 1:
-        assumptions.append("attention_k_eq_v: full-attention layers store one shared K=V state per token")
+    # attention_k_eq_v (gemma-4 global layers) shares K as V in the model, not in vLLM's cache:
+    # Gemma4Attention builds a standard Attention with K and V slots and loads K into both
+    # (vllm/model_executor/models/gemma4.py), so the cache keeps two states per token. Dev case
+    # club3090#334 (26B-A4B, bf16: 5.98 GiB needed at 262,144) and vllm#43308 (31B: 0.21 reports
+    # ≈9.5× 0.20's tokens for the same pool) agree with two states, not one.
     window = _positive_int(text.get("sliding_window")) or 4096
     chunk = _positive_int(text.get("attention_chunk_size")) or 8192
     cross = set(text.get("cross_attention_layers") or [])
@@ -533,7 +530,7 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
         elif kind == "chunked":
             layers.append(ChunkedLocal(kv_heads=kv_heads, head_dim=head_dim, chunk=chunk))
         else:
-            layers.append(FullAttention(kv_heads=g_kv, head_dim=g_hd, kv_states=k_eq_v))
+            layers.append(FullAttention(kv_heads=g_kv, head_dim=g_hd))
     if mtype == "falcon_h1" or text.get("parallel_hybrid"):
         # Falcon-H1: every layer has attention AND a Mamba-2 mixer in parallel.
         ms = _mamba_state(text, "mamba", mtype, hidden)

@@ -46,34 +46,37 @@ def summary():
 
 
 def test_kv_formula_has_one_term_per_layer_shape(summary):
-    # sliding: 50 × 16 × 256 × 2 (K,V) × 1 B = 409,600; global: 10 × 4 × 512 × 1 (K=V) × 1 B = 20,480
-    assert 50 * 16 * 256 * 2 + 10 * 4 * 512 == 430_080
+    # sliding: 50 × 16 × 256 × 2 (K,V) × 1 B = 409,600; global: 10 × 4 × 512 × 2 × 1 B = 40,960 — the
+    # global layers' K=V sharing is the model's, vLLM's cache still has K and V slots (gemma4.py)
+    assert 50 * 16 * 256 * 2 + 10 * 4 * 512 * 2 == 450_560
     f = summary.kv_formula
     assert "50 sliding-window layers (window 1,024) × 16 KV heads per GPU × 256 head_dim × 2 (K,V)" in f
-    assert "10 full-attention layers × 4 KV heads per GPU × 512 head_dim × 1 (K=V shared)" in f
-    assert "× 1 B (fp8) = 430,080 B per token" in f
+    assert "10 full-attention layers × 4 KV heads per GPU × 512 head_dim × 2 (K,V)" in f
+    assert "× 1 B (fp8) = 450,560 B per token" in f
     assert any("KV cache in fp8" in a for a in summary.assumptions)
 
 
 def test_kv_pool_back_solved_from_the_token_capacity(summary):
     """0.21+ prints int(concurrency × max_model_len); concurrency = blocks ÷ blocks per request."""
     # Pages are unified to the sliding layers' 16 tokens × 16 heads × 256 × 2 × 1 B = 131,072 B; the
-    # global layers (2,048 B per token) get 64-token blocks. One 262,144-token request: the global
-    # group 262,144 / 64 = 4,096 blocks; each of 5 sliding groups cdiv(1,023 + 4,096, 16) + 1 = 321.
-    per_request = 4096 + 5 * 321
+    # global layers (4 × 512 × 2 × 1 B = 4,096 B per token) get 32-token blocks. One 262,144-token
+    # request: the global group 262,144 / 32 = 8,192 blocks; each of 5 sliding groups
+    # cdiv(1,023 + 4,096, 16) + 1 = 321.
+    per_request = 8192 + 5 * 321
     blocks = -(-1563739 * per_request // 262144)
-    assert (per_request, blocks) == (5701, 34008)
+    assert (per_request, blocks) == (9797, 58441)
+    assert int(blocks / per_request * 262144) == 1563739 > int((blocks - 1) / per_request * 262144)
     pool = blocks * 10 * 131072            # a block id spans the 10 layers of a group
     fig = summary.derived["figures"]["kv_pool"]
     assert fig["provenance"] == "derived" and fig["value"] == pool
-    assert "34,008 blocks" in fig["how"]
+    assert "58,441 blocks" in fig["how"]
     need = summary.derived["figures"]["kv_needed"]
     assert "at most 5,119 tokens in the sliding-window layers" in need["how"]   # 1,024 − 1 + 4,096
     assert "all 262,144 tokens in the full-attention layers" in need["how"]
 
 
 def test_a_pool_larger_than_the_budget_keeps_the_models_parts_and_says_what_to_check(summary):
-    """41.5 GiB of KV plus 31.18 GiB of weights exceed 0.9 × an H100 SXM's 79.18 GiB (71.26 GiB):
+    """71.3 GiB of KV plus 31.18 GiB of weights exceed 0.92 × an H100 SXM's 79.18 GiB (72.84 GiB):
     the card or the utilization differ from the assumed ones. The table keeps the model's own
     estimates (never a row of zeros) and the reply asks for nvidia-smi and the memory lines."""
     figs = summary.derived["figures"]

@@ -405,3 +405,33 @@ def test_a_partition_that_does_not_fit_the_model_is_said_to_be_refused():
     e = estimate(spec, gpu_total_bytes=24 * GiB, settings=s)
     assert any("does not give 2 stages summing to the model's 36 layers" in a for a in e.assumptions)
     assert e.layout.kv_bytes_per_token == 18 * 8 * 128 * 2 * 2     # vLLM's own split: 18 + 18
+
+
+def test_gemma4_k_eq_v_layers_keep_k_and_v_in_the_cache():
+    """vllm#43308 (Gemma-4-31B AWQ, bf16 KV, A100 80GB, same ≈50 GB pool): 0.20 printed ~55k tokens,
+    0.21 ~525k (≈9.5×). vLLM's Gemma4Attention is a standard Attention whose V slot holds K
+    (gemma4.py), so the global layers cost 4 heads × 512 × 2 (K,V) × 2 B = 8,192 B per token."""
+    spec = load("nvidia/Gemma-4-31B-IT-NVFP4")           # 50 sliding (16 × 256) + 10 global (4 × 512) layers
+    pool = 50 * GiB
+
+    def est(version):
+        s = EngineSettings(vllm_version=version, kv_cache_dtype="bfloat16", max_model_len=262144,
+                           max_num_batched_tokens=2048, kv_cache_memory_bytes=pool)
+        return estimate(spec, gpu_total_bytes=int(79.15 * GiB), settings=s, weights_bytes=0, activation_bytes=0,
+                        non_torch_bytes=0, cuda_graph_bytes=0)
+
+    e20, e21 = est("0.20.0"), est("0.21.0")
+    # 6 groups of 10 layers; one page = 16 tokens × 16 heads × 256 × 2 × 2 B = 262,144 B per sliding
+    # layer; the global layers (8,192 B per token) get 32-token blocks of the same page size.
+    assert e21.layout.kv_bytes_per_token == 50 * 16 * 256 * 2 * 2 + 10 * 4 * 512 * 2 * 2 == 901_120
+    blocks = pool // (10 * 262_144)
+    assert e20.gpu_blocks == e21.gpu_blocks == blocks == 20_480
+    assert e20.kv_cache_tokens == blocks // 6 * 16 == 54_608                    # "~55k"
+    # 0.21: int(concurrency × max_model_len); one request = 262,144 / 32 global blocks + 5 sliding
+    # groups × (cdiv(1,023 + 2,048, 16) + 1).
+    per_request = 262_144 // 32 + 5 * (cdiv(1023 + 2048, 16) + 1)
+    assert per_request == 9_157
+    assert e21.kv_cache_tokens == int(blocks / per_request * 262_144) == 586_295
+    # ≈10.7× against the reported ≈9.5×; one K=V state (64-token global blocks) would give
+    # 20,480 / (4,096 + 965) × 262,144 ≈ 1.06M tokens, ≈19×.
+    assert 8 < e21.kv_cache_tokens / e20.kv_cache_tokens < 12

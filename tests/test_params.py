@@ -367,3 +367,21 @@ def test_deepseek_v4_experts_are_fp4_inside_an_fp8_checkpoint():
     n = 4096 * 2048                                    # one expert matrix: hidden × moe_intermediate
     assert w.bytes_by_part["experts"] == 43 * 128 * 3 * (n // 2 + n // 32)
     assert any("expert_dtype fp4" in a for a in w.assumptions)
+
+
+def test_k_eq_v_layers_store_no_v_proj_but_vllm_allocates_its_rows():
+    """gemma-4 global layers (attention_k_eq_v) have no v_proj in the checkpoint; vLLM's
+    QKVParallelLinear still allocates the V rows and loads K into them (gemma4.py). The parameter
+    count leaves them out, the GPU memory does not: 10 layers × 4 KV heads × 512 × 5,376 hidden."""
+    from estimator.catalog import lookup
+
+    cid, config, companions = lookup("nvidia/Gemma-4-31B-IT-NVFP4")
+    plain = json.loads(json.dumps(config))
+    plain["text_config"]["attention_k_eq_v"] = False          # the same model with a stored v_proj
+    k_eq_v, stored = spec_from_config(config, cid, companions), spec_from_config(plain, cid, companions)
+    v_rows = 10 * 4 * 512 * 5376
+    assert count_params(stored).params_total - count_params(k_eq_v).params_total == v_rows == 110_100_480
+    assert stored_params(stored)[0] - stored_params(k_eq_v)[0] == v_rows
+    # self_attn is excluded from NVFP4 (hf_quant_config exclude_modules): the V rows are bf16.
+    assert checkpoint_bytes(stored) - checkpoint_bytes(k_eq_v) == 2 * v_rows
+    assert weight_bytes(stored).bytes_total == weight_bytes(k_eq_v).bytes_total
