@@ -71,7 +71,7 @@ _CONTEXT_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_paralle
 
 def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     """Flags (and the layer-partition variable) for what the user's run set and the fix leaves alone."""
-    given = (getattr(est, "inputs", None) or {}).get("settings")
+    given = est.inputs.get("settings")
     if given is None:
         return []
     out: list[str] = []
@@ -151,7 +151,7 @@ def _check(est: Estimate, **changes) -> tuple[Estimate, bool, int]:
     """
     e = rerun(est, **changes)
     fits, fit = e.fits, e.max_model_len_fit
-    plain = getattr(est, "plain", None)
+    plain = est.reconciliation.plain
     if plain is not None:
         p = rerun(plain, **changes)
         fits, fit = fits and p.fits, min(fit, p.max_model_len_fit)
@@ -206,8 +206,8 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
 
     # 1. The largest max_model_len that fits (keeps everything else).
     shown = fit = est.max_model_len_fit
-    if getattr(est, "plain", None) is not None:
-        fit = min(fit, est.plain.max_model_len_fit)  # also fit the model's own state (see _check)
+    if est.reconciliation.plain is not None:
+        fit = min(fit, est.reconciliation.plain.max_model_len_fit)  # also fit the model's own state (see _check)
     if fit > 0 and not est.fits:
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, max_model_len=target)
@@ -242,7 +242,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         if sug:
             out.append(sug)
     # 3. fp8 KV cache.
-    gpu = getattr(est, "gpu", None)
+    gpu = est.gpu
     fp8_ok = bool(gpu and gpu.fp8) or (est.profile.engine == "v0")
     if (s.kv_cache_dtype or "auto") == "auto" and fp8_ok and est.layout.kv_bytes_per_token:
         sug = _with_len(est, {"kv_cache_dtype": FP8_KV}, "halves the bytes per token of KV", True,
@@ -290,7 +290,7 @@ def _rebalance_stages(est: Estimate) -> Suggestion | None:
         # the tightest stage's KV room last: it still grows (from below zero) while nothing fits,
         # so the search does not stall when the first moves only shrink an overrun
         e, ok, fit = _check(est, pp_layer_partition=parts)
-        return (ok, fit, e.kv_cache_tokens, e.kv_cache_bytes), getattr(e, "tightest_stage", 0) or 0
+        return (ok, fit, e.kv_cache_tokens, e.kv_cache_bytes), e.tightest_stage
 
     best = current
     best_score, tight = score(current)
@@ -394,7 +394,7 @@ def _graph_fixes(est: Estimate) -> list[Suggestion]:
 
 
 def _free_memory_fixes(est: Estimate) -> list[Suggestion]:
-    other = est.inputs.get("other_process_bytes") or 0  # type: ignore[attr-defined]
+    other = est.inputs.get("other_process_bytes") or 0
     free = est.gpu_total_bytes - other
     u = int(free / est.gpu_total_bytes * 100 - 1) / 100
     if u <= 0.1:

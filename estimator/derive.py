@@ -64,9 +64,9 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     total = read_total[0] if read_total else None
     if read_total:
         st.add(Figure("total", total, read_total[1], read_total[2]))
-    elif est is not None and getattr(est, "card_implied", None):
+    elif est is not None and est.reconciliation.card_implied:
         total = est.gpu_total_bytes
-        st.add(Figure("total", total, "derived", est.card_implied))  # type: ignore[attr-defined]
+        st.add(Figure("total", total, "derived", est.reconciliation.card_implied))
     elif est is not None:
         total = est.gpu_total_bytes
         st.add(Figure("total", total, "assumed", f"{est.gpu_name} as torch reports it"))
@@ -127,7 +127,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         elif est is not None:
             val = {"weights": est.weights_bytes, "activation": est.activation_bytes,
                    "non_torch": est.non_torch_bytes, "cuda_graphs": est.cuda_graph_bytes}[name]
-            if f"{name}_bytes" in (getattr(est, "anchored", None) or []) and "kv_pool" in st.figures:
+            if f"{name}_bytes" in est.reconciliation.solved and "kv_pool" in st.figures:
                 st.add(Figure(name, val, "derived", "what is left of the non-KV memory after the other parts "
                               "(so that the model reproduces vLLM's KV figure)"))
             else:
@@ -323,8 +323,7 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
 
 
 def _modelled_weights(est: Estimate) -> int:
-    modelled = getattr(est, "modelled_weights_bytes", None)
-    return modelled or est.weights_bytes
+    return est.reconciliation.modelled_weights_bytes or est.weights_bytes
 
 
 _KIND_WORDS = {"full": "full-attention", "sliding": "sliding-window", "chunked": "chunked-local", "mla": "MLA"}

@@ -252,7 +252,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.derive import _kv_formula
 
         d.kv_formula = _kv_formula(est)
-    d.disagrees = bool(getattr(est, "anchor_failed", False))
+    d.disagrees = bool(est and est.reconciliation.failed)
     if est is None or not suggestions or d.disagrees:
         from estimator.advice import facts_fixes
 
@@ -366,7 +366,7 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
-    est.modelled_weights_bytes = est.weights_bytes  # type: ignore[attr-defined]
+    est.reconciliation.modelled_weights_bytes = est.weights_bytes
     from estimator.derive import kv_pool_from_facts
 
     solved = kv_pool_from_facts(facts, est)
@@ -378,7 +378,7 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)
         if anchored is not est:
-            anchored.plain = est  # type: ignore[attr-defined]  # advice checks fixes in both states
+            anchored.reconciliation.plain = est  # advice checks fixes in both states
         est = anchored
     return est
 
@@ -420,7 +420,7 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
                 "memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
     out = run_estimate(spec, gpu_ref, settings, gpu_count=gpu_count,
                        **{k: v for k, v in overrides.items() if v is not None})
-    out.card_implied = f"{how}; implied by vLLM's KV figure: {arithmetic}"  # type: ignore[attr-defined]
+    out.reconciliation.card_implied = f"{how}; implied by vLLM's KV figure: {arithmetic}"
     out.assumptions.append(note)
     return out
 
@@ -441,9 +441,9 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
         est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) and the model's ({est.kv_cache_bytes / GiB:.2f} "
                                "GiB) are too far apart to reconcile: check the GPU, model id and settings; the advice "
                                "starts from the model's own state")
-        est.anchor_failed = True  # type: ignore[attr-defined]
+        est.reconciliation.failed = True
         return est
-    inputs = dict(est.inputs)  # type: ignore[attr-defined]
+    inputs = dict(est.inputs)
     modelled = est.weights_bytes
     moved: list[str] = []
     for key in ("activation_bytes", "weights_bytes", "non_torch_bytes"):
@@ -457,8 +457,8 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     if not moved:
         return est
     out = _estimate_with(est, inputs)
-    out.modelled_weights_bytes = modelled  # type: ignore[attr-defined]
-    out.anchored = [m.split(" ")[0].replace("-", "_") + "_bytes" for m in moved]  # type: ignore[attr-defined]
+    out.reconciliation.modelled_weights_bytes = modelled
+    out.reconciliation.solved = [m.split(" ")[0].replace("-", "_") + "_bytes" for m in moved]
     if abs(out.kv_cache_bytes - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
         out.assumptions.append("to reproduce the KV figure vLLM printed, the parts the paste does not state were "
                                "solved for: " + "; ".join(moved))
@@ -468,7 +468,7 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     # state (a table of zeros would explain nothing); `derive` says which number to check.
     est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) could not be reproduced by solving for the parts "
                            "the paste does not state; the table shows the model's own estimates")
-    est.anchor_failed = True  # type: ignore[attr-defined]
+    est.reconciliation.failed = True
     return est
 
 
@@ -476,16 +476,15 @@ def _estimate_with(est: Estimate, inputs: dict) -> Estimate:
     from estimator.memory import estimate
 
     out = estimate(est.spec, **inputs)
-    for a in ("params", "gpu", "card_implied"):
-        if hasattr(est, a):
-            setattr(out, a, getattr(est, a))
+    out.params, out.gpu = est.params, est.gpu
+    out.reconciliation.card_implied = est.reconciliation.card_implied
     # what the diagnosis added to the first run (a derived card size) still holds for the re-run
     out.assumptions += [a for a in est.assumptions if a not in out.assumptions]
     return out
 
 
 def _with_total(est: Estimate, total: int) -> Estimate:
-    inputs = dict(est.inputs)  # type: ignore[attr-defined]
+    inputs = dict(est.inputs)
     inputs["gpu_total_bytes"] = total
     return _estimate_with(est, inputs)
 
@@ -494,7 +493,7 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
     """Gently confirm or correct what the user says about sizes (weights, GB vs GiB)."""
     notes: list[str] = []
     claims = facts.extra.get("claims") or []
-    weights = getattr(est, "modelled_weights_bytes", None) if est else None
+    weights = est.reconciliation.modelled_weights_bytes if est else None
     for c in claims:
         gb = c.get("gb")
         if gb is None or weights is None or c.get("about") not in (None, "weights", "parameters", "model"):

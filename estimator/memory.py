@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from estimator.spec import (
     MLA,
@@ -38,6 +39,9 @@ from estimator.vllm import (
     requested_bytes,
     v0_chunked_prefill,
 )
+
+if TYPE_CHECKING:
+    from estimator.gpus import Gpu
 
 GiB = 2**30
 MiB = 2**20
@@ -107,6 +111,20 @@ class KVLayout:
 
 
 @dataclass
+class Reconciliation:
+    """How a diagnosis matched the forward model to the figures vLLM printed (estimator.diagnosis).
+
+    Kept beside the Estimate it produced: the advice re-checks fixes in the model's own state
+    too, and the reply labels the parts that were solved for rather than estimated."""
+
+    plain: Estimate | None = None               # the model's own state, before any part was solved for
+    solved: list[str] = field(default_factory=list)   # parts moved to reproduce vLLM's KV pool ("activation_bytes", …)
+    failed: bool = False                        # no state reproduces vLLM's figures
+    card_implied: str | None = None             # the card size vLLM's KV figure implies, and how
+    modelled_weights_bytes: int | None = None   # the weights as modelled, before any solving
+
+
+@dataclass
 class Estimate:
     spec: ModelSpec
     profile: Profile
@@ -132,6 +150,12 @@ class Estimate:
     error_kind: str | None
     assumptions: list[str] = field(default_factory=list)
     suggestions: list[dict] = field(default_factory=list)
+    # Not results of the arithmetic: what it was run with, and what the callers learnt about it.
+    inputs: dict = field(default_factory=dict, repr=False, compare=False)   # estimate()'s arguments (rerun)
+    tightest_stage: int = 0                     # mixed PP stages: the one whose block count all get
+    params: int | None = None                   # parameter count (api.run_estimate)
+    gpu: Gpu | None = field(default=None, repr=False, compare=False)   # the catalog card (api.run_estimate)
+    reconciliation: Reconciliation = field(default_factory=Reconciliation, repr=False, compare=False)
 
     @property
     def non_kv_bytes(self) -> int:
@@ -142,7 +166,7 @@ class Estimate:
         return {
             "model": {
                 "id": self.spec.model_id, "architecture": self.spec.architecture,
-                "params": getattr(self, "params", None), "weight_bytes": self.weights_bytes,
+                "params": self.params, "weight_bytes": self.weights_bytes,
                 "kv_bytes_per_token": self.layout.kv_bytes_per_token,
                 "attention": self.spec.attention_summary(),
             },
@@ -150,7 +174,7 @@ class Estimate:
                     "compute_capability": self.compute_capability,
                     # mixed cards: each pipeline stage's (name, torch total); the figures above are the tightest's
                     "stages": [{"name": n, "total_bytes": t} for n, t in
-                               ((getattr(self, "inputs", None) or {}).get("stage_gpus") or [])] or None},
+                               (self.inputs.get("stage_gpus") or [])] or None},
             "settings": {
                 "vllm_version": s.vllm_version, "engine": self.profile.engine,
                 "gpu_memory_utilization": s.gpu_memory_utilization, "max_model_len": self.max_model_len,
@@ -167,7 +191,7 @@ class Estimate:
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
                 "activation_bytes": self.activation_bytes, "non_torch_bytes": self.non_torch_bytes,
                 "cuda_graph_bytes": self.cuda_graph_bytes, "kv_cache_bytes": self.kv_cache_bytes,
-                "other_process_bytes": (getattr(self, "inputs", None) or {}).get("other_process_bytes") or 0,
+                "other_process_bytes": self.inputs.get("other_process_bytes") or 0,
             },
             "gpu_blocks": self.gpu_blocks,
             "kv_cache_tokens": self.kv_cache_tokens,
@@ -834,7 +858,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         max_model_len=max_len, max_model_len_fit=fit_len, kv_needed_bytes=kv_needed, fits=fits,
         error_kind=error, assumptions=_dedupe(assumptions),
     )
-    est.inputs = inputs  # type: ignore[attr-defined]
+    est.inputs = inputs
     return est
 
 
@@ -874,8 +898,8 @@ def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
     best.assumptions.append(f"pipeline stages sized one by one; vLLM gives every stage the block count of the "
                             f"tightest, stage {stage}: " + "; ".join(per_stage))
     best.settings.pp_stage = None
-    best.tightest_stage = stage  # type: ignore[attr-defined]
-    best.inputs = inputs  # type: ignore[attr-defined]
+    best.tightest_stage = stage
+    best.inputs = inputs
     return best
 
 
@@ -886,7 +910,7 @@ def rerun(est: Estimate, **changes) -> Estimate:
     moved by what the model says the change does: weights scale by the modelled ratio (tp,
     quantization), the others shift by the modelled difference (batch sizes, V0's Tb = f(L)).
     """
-    inputs = dict(est.inputs)  # type: ignore[attr-defined]
+    inputs = dict(est.inputs)
     base = inputs.pop("settings") or EngineSettings()
     new = base.replace(**changes)
     if "tensor_parallel_size" in changes or "pipeline_parallel_size" in changes:
@@ -906,9 +930,7 @@ def rerun(est: Estimate, **changes) -> Estimate:
             inputs[k] = None
         inputs["adjust"] = adjust
     out = estimate(est.spec, settings=new, **inputs)
-    for a in ("params", "gpu"):
-        if hasattr(est, a):
-            setattr(out, a, getattr(est, a))
+    out.params, out.gpu = est.params, est.gpu
     return out
 
 

@@ -190,7 +190,7 @@ def _slack(md: str) -> str:
 def estimate_text(est: Estimate) -> str:
     """The readable table `kvdoctor estimate` prints by default."""
     s, m = est.settings, est
-    stages = (getattr(est, "inputs", None) or {}).get("stage_gpus")
+    stages = est.inputs.get("stage_gpus")
     where = f"{est.gpu_count}× {est.gpu_name}"
     per = "per GPU"
     if stages:
