@@ -35,6 +35,7 @@ class Figure:
 class MemoryState:
     figures: dict[str, Figure] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)      # disagreements between paste and model
+    notes: list[str] = field(default_factory=list)       # what the figures answer (why they differ)
     per_rank: dict = field(default_factory=dict)
 
     def add(self, fig: Figure) -> None:
@@ -105,7 +106,17 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
     solved = kv_pool_from_facts(facts, est) if est is not None else None
     kv_read = _gib(f("kv_cache_gib") or f("kv_available_gib"))
-    if kv_read is not None:
+    other = other_worker_pool(facts, est)
+    if other is not None:
+        st.add(Figure("kv_pool", other.pool, "derived", other.how))
+        st.notes.append(
+            f"The {other.printed / GiB:.2f} GiB in the memory line you quote is one worker's; vLLM gives every GPU "
+            f"the smallest worker's block count. With tensor parallelism V0's driver (rank 0) also gathers the "
+            f"full logits and runs the sampler over {est.settings.max_num_seqs:,} dummy sequences × "
+            f"{est.spec.vocab_size:,} vocabulary entries (≈{other.extra / GiB:.2f} GiB modelled), so it has "
+            f"{other.blocks:,} blocks = {other.pool / GiB:.2f} GiB of KV, {(other.printed - other.pool) / GiB:.2f} GiB "
+            "less than the line shows — that is the capacity in the error.")
+    elif kv_read is not None:
         st.add(Figure("kv_pool", kv_read, "read", "KV cache memory printed by vLLM"))
     elif blocks is not None and blocks >= 0 and bpb:
         low, high = blocks * bpb, (blocks + 1) * bpb
@@ -122,7 +133,13 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("non_kv", budget - kv, "derived", "budget − KV pool"))
     for key, name in (("weights_gib", "weights"), ("activation_peak_gib", "activation"),
                       ("non_torch_gib", "non_torch"), ("cuda_graph_gib", "cuda_graphs")):
-        if f(key) is not None:
+        if other is not None and name == "activation" and f(key) is not None:
+            solved_here = "activation_bytes" in est.reconciliation.solved
+            st.add(Figure(name, est.activation_bytes, "derived" if solved_here else "estimated",
+                          "rank 0's, with the sampler" + (" (budget − the other parts − its KV)" if solved_here
+                                                          else " (estimate)")
+                          + f"; the {f(key)} GiB printed is another worker's, which does not sample"))
+        elif f(key) is not None:
             st.add(Figure(name, _gib(f(key)), "read", f"{key.replace('_gib', '')} {f(key)} GiB in the paste"))
         elif est is not None:
             val = {"weights": est.weights_bytes, "activation": est.activation_bytes,
@@ -180,7 +197,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                       "total − free at start-up (other processes, plus this process's CUDA context)"))
 
     # ---- consistency checks ----
-    if est is not None and cap and est.profile.engine == "v0":
+    if est is not None and cap and est.profile.engine == "v0" and other is None:
         if blocks and kv_read is not None and bpb:
             implied = kv_read / blocks
             if abs(implied - bpb) / bpb > 0.05:
@@ -279,14 +296,68 @@ def _blocks_from_capacity(est: Estimate, cap: int, bs: int) -> tuple[int, str]:
     return cap // bs * pp, how
 
 
+@dataclass
+class OtherWorker:
+    """The printed KV pool is a V0 TP worker's that does not sample; vLLM sized every GPU by the driver's."""
+
+    pool: int            # the driver's pool: the printed block count / capacity × bytes per block
+    printed: int         # the pool in the memory line the paste holds
+    blocks: int          # the driver's blocks (every worker gets these)
+    extra: int           # the modelled logits + sampler memory only the driver holds
+    how: str
+
+
+def other_worker_pool(facts, est: Estimate | None) -> OtherWorker | None:
+    """A printed KV pool larger than the block count (or capacity) vLLM printed, by about the sampler.
+
+    V0 with tensor parallelism: every worker profiles and logs its own memory line, but only the
+    driver (rank 0) gathers the logits and samples, so the driver's pool is smaller by about the
+    sampler's memory, and the executor gives every worker the smallest block count
+    (memory.v0_driver_extra_bytes). A line copied from another worker ("(VllmWorkerProcess …)")
+    then shows more KV than the engine has: the capacity and the block count are the driver's.
+    """
+    from estimator.memory import v0_driver_extra_bytes
+
+    f = facts.get
+    printed = f("kv_cache_gib")
+    if est is None or printed is None or not est.layout.bytes_per_block:
+        return None
+    extra = v0_driver_extra_bytes(est)
+    if not extra:
+        return None
+    bpb, bs = est.layout.bytes_per_block, est.layout.block_size
+    cap = f("error_max_tokens_in_kv") or f("kv_tokens_capacity")
+    if f("gpu_blocks") is not None and f("gpu_blocks") > 0:
+        blocks, what = int(f("gpu_blocks")), f"{int(f('gpu_blocks')):,} GPU blocks"
+    elif cap:
+        blocks, how = _blocks_from_capacity(est, int(cap), bs)
+        what = f"{how} = {blocks:,} blocks"
+    else:
+        return None
+    printed_bytes = int(float(printed) * GiB)
+    deficit = printed_bytes - blocks * bpb
+    # the printed GiB has two decimals (±0.005 GiB) and a pool holds whole blocks
+    if deficit <= 0.005 * GiB + bpb or deficit > 1.5 * extra + bpb:
+        return None
+    pool = blocks * bpb
+    how = (f"{what} × {bpb / 2**20:.2f} MiB per block on rank 0, the V0 driver, whose block count every GPU "
+           f"gets; the {float(printed):.2f} GiB printed is another worker's")
+    return OtherWorker(pool, printed_bytes, blocks, extra, how)
+
+
 def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     """vLLM's KV pool on one rank from what the paste printed: (bytes, how), or None.
 
     A printed GiB figure is the pool; a block count times the layout's bytes per block; a token
     capacity is inverted through the version's formula for it (docs §2.6: V0 blocks × block size;
     V1 "GPU KV cache size" as blocks × block size, ÷ KV groups, or concurrency × max_model_len).
+    A V0 TP worker's memory line that shows more than the driver's blocks is not the pool vLLM
+    sized the engine with (`other_worker_pool`).
     """
     f = facts.get
+    other = other_worker_pool(facts, est)
+    if other is not None:
+        return other.pool, other.how
     for key in ("kv_cache_gib", "kv_available_gib"):
         if f(key) is not None:
             return int(float(f(key)) * GiB), "KV cache memory printed by vLLM"

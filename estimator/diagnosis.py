@@ -258,7 +258,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
         d.unchecked = facts_fixes(facts)
         d.specific = d.specific or bool(d.unchecked)
-    d.notes = _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
+    d.notes = state.notes + _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
     d.summary = _summary(d, facts, est)
     return d
 
@@ -366,8 +366,13 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
+    from estimator.derive import kv_pool_from_facts, other_worker_pool
+
+    if overrides["activation_bytes"] is not None and other_worker_pool(facts, est) is not None:
+        # the activation peak printed is a non-sampling worker's; the driver's is solved for below
+        overrides["activation_bytes"] = None
+        est = _estimate_with(est, {**est.inputs, "activation_bytes": None})
     est.reconciliation.modelled_weights_bytes = est.weights_bytes
-    from estimator.derive import kv_pool_from_facts
 
     solved = kv_pool_from_facts(facts, est)
     pool = solved[0] if solved else None

@@ -499,8 +499,10 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
 
 
 def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_dtype_bytes: int,
-                    assumptions: list[str]) -> int:
-    """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S'))."""
+                    assumptions: list[str], samples: bool = True) -> int:
+    """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S')).
+
+    `samples` False: a rank that runs no sampler (a V0 worker other than the driver)."""
     tp = s.tensor_parallel_size
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
     encoder, mm_tokens = vision_encoder_peak(spec, profile, s, model_dtype_bytes, assumptions)
@@ -521,7 +523,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     sampler = rows * vocab * profile.sampler_bytes_per_elem
-    if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1:
+    if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only
     if s.model_runner_v2 and not profile.v2_runner_profiles_sampler:
         # The V2 model runner's profile run left the sampler out until vllm PR48601 added it
@@ -538,6 +540,21 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
         peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
     return peak
+
+
+def v0_driver_extra_bytes(est: Estimate) -> int:
+    """What V0's driver worker (TP rank 0) adds to its profile peak over the other TP ranks.
+
+    V0 gathers the logits to rank 0 only (LogitsProcessor._gather_logits, tensor_model_parallel_gather)
+    and only the driver samples (vllm/worker/model_runner.py: non-driver workers return before
+    sampling), so the driver profiles the sampler too and has the fewest KV blocks; the executor
+    gives every worker the minimum (determine_num_available_blocks). 0 where ranks are alike."""
+    s, profile = est.settings, est.profile
+    if profile.engine != "v0" or s.tensor_parallel_size <= 1:
+        return 0
+    db = dtype_bytes(resolve_dtype(est.spec, s, profile, est.compute_capability, []), 2)
+    return (activation_peak(est.spec, profile, s, db, [])
+            - activation_peak(est.spec, profile, s, db, [], samples=False))
 
 
 # vLLM's fused MoE kernel works through at most this many tokens at a time and sizes its

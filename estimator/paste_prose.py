@@ -477,6 +477,9 @@ _CLAIM = (
                   r"[ ]?(?P<u>GB|GiB|G)\b"),
     regex.compile(r"(?i)~?(?P<n>\d+(?:\.\d+)?)[ ]?(?P<u>GB|GiB|G)\b[^.\n!?]{0,30}?\b(?P<about>weights?|VRAM|KV[ -]?cache|memory)\b"),
 )
+# A sentence ends at ".", "!" or "?" before a space or the end, or at a line break — not at the
+# decimal point of "0.25GiB".
+_SENTENCE_END = regex.compile(r"[.!?](?=\s|$)|\n")
 _HEDGE = regex.compile(r"(?i)\b(?:should|would|think|thought|expect|assum|understand|believe|about|approx|roughly|only)|~")
 
 
@@ -487,8 +490,10 @@ def find_claims(text: str, skip: list[tuple[int, int]]) -> list[dict]:
         for m in _iter(pat, text, limit=30):
             if _inside(m.start("n"), skip):
                 continue
-            s = max(text.rfind(c, max(0, m.start() - 200), m.start()) for c in ".\n!?") + 1
-            e = min((i for i in (text.find(c, m.end(), m.end() + 200) for c in ".\n!?") if i >= 0), default=m.end())
+            ends = [x.start() for x in _iter(_SENTENCE_END, text[max(0, m.start() - 200):m.start()], limit=200)]
+            s = max(0, m.start() - 200) + ends[-1] + 1 if ends else max(0, m.start() - 200)
+            nxt = next(iter(_iter(_SENTENCE_END, text[m.end():m.end() + 200], limit=1)), None)
+            e = m.end() + nxt.start() if nxt else m.end()
             sent = text[s:e]
             if s in seen or not _HEDGE.search(sent):
                 continue

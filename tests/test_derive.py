@@ -16,8 +16,8 @@ GiB = 2**30
 
 # A summary page retelling a vLLM start-up (labels and values on their own lines), as blogs and
 # dashboards print it. Gemma-4-31B-IT-NVFP4: 50 sliding-window layers (window 1,024; 16 KV heads ×
-# 256) and 10 global layers (4 KV heads × 512, K = V shared); its ModelOpt config quantizes the KV
-# cache to fp8 (1 byte).
+# 256) and 10 global layers (4 KV heads × 512; K = V in the model, but vLLM's cache keeps both); its
+# ModelOpt config quantizes the KV cache to fp8 (1 byte).
 SUMMARY = """Model Gemma-4-31B-IT-NVFP4
 Weights 31.18 GiB
 KV cache 1,563,739 tokens
@@ -212,3 +212,50 @@ def test_slack_leads_with_vllms_numbers_when_the_state_disagrees():
     first_fix = next(i for i, t in enumerate(blocks) if t.startswith("*1.*"))
     own = next(i for i, t in enumerate(blocks) if t.startswith("*From vLLM's own numbers:*"))
     assert own < first_fix and "--max-model-len 204800" in blocks[own]
+
+
+# vllm#13061's shape: V0, TP=2, the user quotes a memory line whose KV figure (8.69 GiB) is more than
+# the capacity in the error. DeepSeek-R1-Distill-Qwen-14B is built on Qwen2.5-14B (48 layers, 8 KV
+# heads × 128, vocab 152,064), which is in the catalog.
+V0_TP2 = """vllm serve --tensor_parallel_size 2 --gpu_memory_utilization=0.98 Qwen/Qwen2.5-14B-Instruct
+(VllmWorkerProcess pid=1786) INFO 02-11 07:40:45 model_runner.py:1115] Loading model weights took 13.9476 GB
+(VllmWorkerProcess pid=1786) INFO 02-11 07:40:47 worker.py:267] Memory profiling takes 1.9 seconds
+the current vLLM instance can use total_gpu_memory (23.55GiB) x gpu_memory_utilization (0.98) = 23.08GiB
+model weights take 13.95GiB; non_torch_memory takes 0.25GiB; PyTorch activation peak memory takes 0.19GiB; the rest of the memory reserved for KV Cache is 8.69GiB.
+ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (81536). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+"""
+
+
+def test_a_v0_workers_memory_line_is_not_the_drivers_pool():
+    """V0 gathers the logits to TP rank 0 and only that driver samples, so its pool is smaller and
+    the executor gives every worker its block count; the line quoted is rank 1's."""
+    d = diagnose(V0_TP2, offline=True, explain=True, vllm_version="0.7.2")
+    assert d is not None and d.estimate is not None
+    per_block = 48 * (8 // 2) * 128 * 2 * 2 * 16                # 1,572,864 B = 1.5 MiB on each TP2 rank
+    blocks = 81536 // 16                                         # 5,096: the capacity in the error
+    fig = d.derived["figures"]["kv_pool"]
+    assert fig["provenance"] == "derived" and fig["value"] == blocks * per_block        # 7.46 GiB
+    assert "the 8.69 GiB printed is another worker's" in fig["how"]
+    # rank 1 printed 8.69 GiB = 5,933 blocks; the driver is 837 blocks (1.23 GiB) short: its sampler
+    # (256 rows × 152,064 × 40 B) less the forward pass rank 1 also has (1.3 × 2,048 tokens ×
+    # (3 × 13,824 / 2 + 56 × 128 / 2 + 3 × 5,120) × 2 B)
+    extra = 256 * 152064 * 40 - int(1.3 * 2048 * (3 * 13824 // 2 + 56 * 128 // 2 + 3 * 5120) * 2)
+    assert f"≈{extra / GiB:.2f} GiB modelled" in " ".join(d.notes)
+    assert "smallest worker's block count" in " ".join(d.notes)
+    act = d.derived["figures"]["activation"]
+    assert act["provenance"] == "derived" and act["value"] > GiB and "0.19 GiB printed is another worker's" in act["how"]
+    # the fix fits the driver's 81,536 tokens, not rank 1's 94,928
+    first = d.suggestions[0]
+    assert first["flags"].startswith("--max-model-len ") and first["fits"]
+    assert first["max_model_len"] <= first["kv_cache_tokens"] <= 81536
+    assert not any("MiB per block" in c for c in d.checks)
+
+
+def test_a_single_gpu_mismatch_stays_a_layout_check():
+    """Without TP every rank is the driver: a printed pool larger than the capacity is a model /
+    dtype mismatch, and the reply says so instead of blaming another worker."""
+    text = V0_TP2.replace("--tensor_parallel_size 2 ", "").replace("13.9476", "27.5").replace("13.95GiB", "27.5GiB")
+    d = diagnose(text, offline=True, explain=True, vllm_version="0.7.2")
+    assert d is not None and d.estimate is not None
+    assert d.derived["figures"]["kv_pool"]["provenance"] == "read"
+    assert not any("another worker" in n for n in d.notes)

@@ -570,3 +570,12 @@ def test_fact_type():
 def test_version_hint_is_inclusive():
     # '# GPU blocks: N, # CPU blocks: M' is V0 ≤0.6.6
     assert read_paste("# GPU blocks: 4612, # CPU blocks: 1365").extra["version_hint"] == ("0.1.0", "0.6.6")
+
+
+def test_a_claim_is_quoted_to_its_sentence_end_not_to_a_decimal_point():
+    text = ("As I can find in the log, the model weights only take 13.9476 GB, non_torch_memory takes 0.25GiB; "
+            "activation 0.19GiB. Why is the KV cache only 8.69GiB?")
+    claims = read_paste(text).extra["claims"]
+    weights = next(c for c in claims if c["about"] == "weights")
+    assert weights["text"].endswith("non_torch_memory takes 0.25GiB; activation 0.19GiB")
+    assert weights["text"].startswith("As I can find")
