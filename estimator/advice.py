@@ -212,9 +212,11 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, max_model_len=target)
             if ok:
-                out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e,
-                                      f"the largest context that fits is {shown:,} tokens; {target:,} is a round "
-                                      "value under it" if target != shown else "the largest context that fits", False))
+                why = ("the largest context that fits" if target == shown else
+                       f"the largest context that fits is {shown:,} tokens by vLLM's figures and {fit:,} by the "
+                       f"model's own estimate; {target:,} is a round value under both" if fit < shown else
+                       f"the largest context that fits is {shown:,} tokens; {target:,} is a round value under it")
+                out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False))
                 break
     # 1b. Pipeline stages that hold unequal shares of memory: move layers to the roomier stage.
     sug = _rebalance_stages(est)

@@ -316,3 +316,22 @@ def test_rebalance_over_four_unequal_stages():
     parts = sug.changes["pp_layer_partition"]
     assert sum(parts) == 64 and parts[3] == max(parts) and parts[3] > 16
     assert sug.keeps_goal and sug.fits and sug.estimate.max_model_len == 131072
+
+
+def test_a_length_fix_under_both_states_says_why_it_is_shorter():
+    """vLLM's capacity (16,816 tokens) and the model's own state disagree (V0 0.4 profiles
+    Tb = max_model_len = 32,768 tokens: ≈4.9 GiB of activation for Mistral-7B by the model): the
+    length fix must fit both, and its reason names both limits rather than calling 10,240 "a round
+    value under 16,816" (bonito#7's maintainer fix was max_model_len=10000)."""
+    from estimator.diagnosis import diagnose
+
+    text = ("$ vllm serve mistralai/Mistral-7B-v0.1   (one NVIDIA A10G)\n"
+            "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (16816). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine.\n")
+    d = diagnose(text, offline=True, explain=True, vllm_version="0.4.0")
+    first = d.suggestions[0]
+    assert first["flags"].startswith("--max-model-len ") and first["fits"]
+    assert "16,816 tokens by vLLM's figures" in first["why"] and "by the model's own estimate" in first["why"]
+    own = int(first["why"].split(" and ")[1].split(" ")[0].replace(",", ""))
+    assert first["max_model_len"] <= own < 16816
