@@ -183,7 +183,8 @@ def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: 
 def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | None = None) -> list[Suggestion]:
     """Ranked fixes for the situation `est` describes (error_kind from the paste when known)."""
     kind = error_kind or est.error_kind
-    if kind is None and est.fits:
+    if kind in (None, "other") and est.fits:
+        # nothing in vLLM's arithmetic failed: capacity levers would answer a problem not found
         return []
     out: list[Suggestion] = []
     s = est.settings
@@ -395,6 +396,37 @@ def _graph_fixes(est: Estimate) -> list[Suggestion]:
     return [x for x in out if x]
 
 
+def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
+    """Fixes when the kernel's OOM killer ended vLLM ("Killed"): host RAM ran out, not GPU memory.
+
+    On a board whose GPU shares the system's memory (Jetson), vLLM's budget (utilization × total)
+    is taken from the RAM the OS and Python need: ask for the smallest share that still serves
+    max_model_len, plus 0.02 of margin. V0 also pins `swap_space` GiB of CPU memory per GPU for
+    swapped-out blocks (vllm/worker/cache_engine.py, "# CPU blocks"): --swap-space 0 frees it.
+    The GPU-side levers (more utilization, more KV) would only make it worse."""
+    out: list[Suggestion] = []
+    s = est.settings
+    u = s.gpu_memory_utilization or 0.9
+    if est.gpu is not None and est.gpu.unified:
+        step = 0.05
+        while step < u - 1e-9 and not _check(est, gpu_memory_utilization=step)[1]:
+            step = round(step + 0.01, 2)
+        target = round(step + 0.02, 2)
+        if target < u - 1e-9:
+            freed = (u - target) * est.gpu_total_bytes
+            e, ok, _ = _check(est, gpu_memory_utilization=target)
+            out.append(Suggestion(_flag("gpu-memory-utilization", target), {"gpu_memory_utilization": target}, e,
+                                  f"the GPU shares its memory with the OS: {freed / GiB:.2f} GiB less for vLLM is "
+                                  f"{freed / GiB:.2f} GiB more for everything else; {target:g} still serves "
+                                  f"{e.max_model_len:,}-token requests", True, ok=ok))
+    if est.profile.engine == "v0" and cpu_swap_bytes > 0:
+        e = rerun(est)
+        out.append(Suggestion("--swap-space 0", {}, e,
+                              f"V0 pins {cpu_swap_bytes / GiB:.2f} GiB of CPU memory per GPU for swapped-out KV blocks; "
+                              "0 frees it (preempted requests are recomputed instead)", True))
+    return out
+
+
 def _free_memory_fixes(est: Estimate) -> list[Suggestion]:
     other = est.inputs.get("other_process_bytes") or 0
     free = est.gpu_total_bytes - other
@@ -441,6 +473,16 @@ def full_context_plan(est: Estimate) -> dict | None:
     return {"kv_needed_bytes": need, "blocks": blocks, "plans": plans}
 
 
+def _unified_gpu(name) -> bool:
+    from estimator.errors import KvdoctorError
+    from estimator.gpus import lookup_gpu
+
+    try:
+        return bool(name) and lookup_gpu(str(name)).unified
+    except KvdoctorError:
+        return False
+
+
 def facts_fixes(facts) -> list[dict]:
     """Fixes that follow from vLLM's own printed numbers alone (no model config to re-check with).
 
@@ -457,6 +499,15 @@ def facts_fixes(facts) -> list[dict]:
             target = friendly_len(int(cap))
             out.append({"flags": f"--max-model-len {target}", "checked": False,
                         "why": f"vLLM itself said at most {int(cap):,} tokens fit with these settings"})
+    if kind == "other" and facts.extra.get("host_killed"):
+        if facts.extra.get("cpu_blocks") or facts.extra.get("engine") == "v0":
+            out.append({"flags": "--swap-space 0", "checked": False,
+                        "why": "V0 pins swap_space GiB (4 by default) of CPU memory per GPU for swapped-out KV blocks "
+                               "(the \"# CPU blocks\" it printed); 0 frees that host RAM"})
+        if _unified_gpu(f("gpu")):
+            out.append({"flags": "", "checked": False,
+                        "why": "lower --gpu-memory-utilization: this board's GPU memory is the system's RAM, so every "
+                               "GiB vLLM budgets is one the operating system cannot use"})
     if kind == "free_memory_startup" and f("free_memory_gib") and f("total_gpu_memory_gib"):
         free, total = float(f("free_memory_gib")), float(f("total_gpu_memory_gib"))
         held = total - free

@@ -227,7 +227,14 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     state = derive(facts, est)
     suggestions = []
     full = ""
-    if est is not None:
+    killed = kind == "other" and bool(facts.extra.get("host_killed"))
+    if est is not None and killed:
+        from estimator.advice import host_memory_fixes
+
+        suggestions = [s.to_json() for s in host_memory_fixes(est, _cpu_swap_bytes(facts, est))]
+        _in_users_command(suggestions, facts)
+        est.suggestions = suggestions
+    elif est is not None:
         from estimator.advice import full_context_plan, suggest
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
@@ -242,6 +249,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                          f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens per request pool")
             else:
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
+    if kind == "other" and est is not None and est.fits and not killed:
+        missing.append("the exception the traceback ends with (its last lines)")
     d = Diagnosis(
         error_kind=kind, summary="", facts=facts.to_dict(), derived=state.to_json(),
         estimate=est.to_json() if est else None, suggestions=suggestions, missing=missing,
@@ -556,11 +565,16 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         parts.append(f"PyTorch ran **out of GPU memory {phase}**.")
     elif kind == "startup_log_ok":
         parts.append("This start-up log shows no error; here is how vLLM used the memory.")
+    elif kind == "other" and facts.extra.get("host_killed"):
+        parts.append(_killed_text(d, facts, est))
     elif kind == "mamba_blocks":
         parts.append("This hybrid (Mamba/linear-attention) model needs one cache block per running sequence, "
                      "and max_num_seqs is larger than the number of blocks.")
     else:
         parts.append(f"vLLM reported a memory-related problem ({kind}).")
+        if est is not None and est.fits:
+            parts.append(f"By vLLM's arithmetic these settings fit ({est.kv_cache_tokens:,} tokens of KV for "
+                         f"{est.max_model_len:,}-token requests), so it was not the KV-capacity check.")
     if d.suggestions and not (d.disagrees and d.unchecked):
         s = d.suggestions[0]
         parts.append(f"Change to make: `{s['flags']}` ({_short_effect(s)}).")
@@ -576,6 +590,40 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif d.missing:
         parts.append("To say more I need " + " and ".join(d.missing) + ".")
     return redact(" ".join(parts))
+
+
+def _cpu_swap_bytes(facts, est: Estimate) -> int:
+    """V0's pinned CPU swap space per GPU: the "# CPU blocks" printed × bytes per block, else
+    --swap-space (GiB), else its default of 4 GiB (vllm/config.py CacheConfig); none in V1."""
+    if est.profile.engine != "v0":
+        return 0
+    blocks = facts.extra.get("cpu_blocks")
+    if blocks:
+        return int(blocks) * est.layout.bytes_per_block
+    swap = facts.extra.get("swap_space")
+    return int(float(swap) * GiB) if swap is not None else 4 * GiB
+
+
+def _killed_text(d: Diagnosis, facts, est: Estimate | None) -> str:
+    """Why the kernel killed the process, from the figures the diagnosis has."""
+    out = ("The process was **killed by the operating system**: the kernel's OOM killer ends a process when the "
+           "machine runs out of RAM (host memory, not GPU memory), and the shell prints `Killed`.")
+    if est is None:
+        return out
+    swap = _cpu_swap_bytes(facts, est)
+    cpu = facts.extra.get("cpu_blocks")
+    pinned = (f" and pinned {swap / GiB:.2f} GiB of CPU memory as swap space"
+              + (f" ({int(cpu):,} CPU blocks)" if cpu else "") if swap else "")
+    budget = est.budget_bytes
+    if est.gpu is not None and est.gpu.unified:
+        left = est.gpu_total_bytes - budget - swap
+        rest = (f"leaving {left / GiB:.2f} GiB for the operating system, Python and everything else" if left > 0 else
+                f"{-left / GiB:.2f} GiB more than the board has, before the operating system and Python take any")
+        return (out + f" On the {est.gpu_name} the GPU and the CPU share the same {est.gpu_total_bytes / GiB:.2f} GiB: "
+                f"vLLM took {est.settings.gpu_memory_utilization:g} × {est.gpu_total_bytes / GiB:.2f} = "
+                f"{budget / GiB:.2f} GiB for weights, activations and KV cache{pinned}, {rest}.")
+    return (out + (f" Besides the model's files, vLLM{pinned.replace(' and pinned', ' pinned')}." if swap else "")
+            + " Check the host's (or the container's) memory limit.")
 
 
 def _pool_text(d: Diagnosis) -> str:

@@ -38,6 +38,7 @@ class Gpu:
     bf16: bool
     fp8: bool
     assumed: str | None = None  # a sentence when the size was nominal, derived or assumed
+    unified: bool = False       # the CPU and the OS use the same memory (Jetson): vLLM's budget is their RAM
 
     @property
     def total_gib(self) -> float:
@@ -55,6 +56,7 @@ class _Row:
     cc: str | None
     bf16: bool
     fp8: bool
+    unified: bool = False
 
 
 def _norm(s: str) -> str:
@@ -95,6 +97,9 @@ def _rows() -> tuple[_Row, ...]:
             cc=(r.get("compute_capability") or "").strip() or None,
             bf16=r.get("bf16", "").strip().lower() == "yes",
             fp8=r.get("fp8", "").strip().lower() == "yes",
+            # the catalog's notes open with "Unified …" for boards whose one memory the CPU and GPU
+            # share (Jetson, Apple); GH200's note only mentions the Grace memory beside its own HBM
+            unified=(r.get("notes") or "").strip().lower().startswith("unified"),
         ))
     return tuple(out)
 
@@ -133,7 +138,7 @@ def _to_gpu(row: _Row) -> Gpu:
                    f"{row.marketed_gb:g} GiB minus ~{SMI_RESERVED_MIB} MiB reservation = {total / GIB:.2f} GiB")
     else:
         raise UnknownGpu(f"{row.name} has no fixed memory size (unified memory); give the size, e.g. --gpu 64GB")
-    return Gpu(row.name, total, row.cc, row.bf16, row.fp8, assumed)
+    return Gpu(row.name, total, row.cc, row.bf16, row.fp8, assumed, row.unified)
 
 
 _SIZE = regex.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|g|mib|mb|m|tib|tb|t|b|bytes)?\s*$", regex.IGNORECASE)

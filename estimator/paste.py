@@ -317,6 +317,8 @@ def _read(raw: str) -> Facts:
         pos, src = kind[1], kind[2]
         end = max(pos[1], kind_ends.get(pos[0], pos[1]))
         facts.values["error_kind"] = Fact(kind[0], pt.span(pos[0], end), src)
+        if kind[0] == "other" and _search(_KILLED, text) is not None:
+            extra["host_killed"] = True
     if engine:
         extra["engine"] = engine
     hint = _intersect(hints)
@@ -655,6 +657,8 @@ _OTHER_ERROR = regex.compile(
     r"EngineCore[ ]+failed[ ]+to[ ]+start|Engine[ ]+core[ ]+initialization[ ]+failed|EngineCore[ ]+hit[ ]+an[ ]+exception"
     r"|vLLM[ ]+cannot[ ]+currently[ ]+support|Trying[ ]+to[ ]+create[ ]+tensor[ ]+with[ ]+negative[ ]+dimension"
     r"|WorkerProc[ ]+(?:failed|hit)|(?m:^[ ]*Killed[ ]*$)")
+# The shell's word when the kernel's OOM killer ended the process: host RAM ran out, not the GPU's.
+_KILLED = regex.compile(r"(?m:^[ ]*Killed[ ]*$)")
 _VLLM_TRACEBACK = regex.compile(
     r"(?s)Traceback[ ]\(most[ ]recent[ ]call[ ]last\)(?=.{0,3000}?vllm[/\\.])(?=.{0,4000}?(?:kv_cache|determine_available_memory"
     r"|determine_num_available_blocks|profile_run|initialize_cache|_initialize_kv_caches|init_device|get_kv_cache_config))")

@@ -335,3 +335,67 @@ def test_a_length_fix_under_both_states_says_why_it_is_shorter():
     assert "16,816 tokens by vLLM's figures" in first["why"] and "by the model's own estimate" in first["why"]
     own = int(first["why"].split(" and ")[1].split(" ")[0].replace(",", ""))
     assert first["max_model_len"] <= own < 16816
+
+
+# dusty-nv/jetson-containers#795's shape: V0 on a Jetson, the shell's "Killed" after start-up.
+JETSON = """llm = LLM(model="Qwen/Qwen2-7B", max_model_len=200, max_num_seqs=1)   # Jetson Orin NX 16G, vLLM 0.6.3
+INFO 01-23 07:32:42 model_runner.py:1071] Loading model weights took 4.3752 GB
+INFO 01-23 07:34:26 gpu_executor.py:122] # GPU blocks: 11836, # CPU blocks: 4681
+INFO 01-23 07:34:26 gpu_executor.py:126] Maximum concurrency for 200 tokens per request: 946.88x
+Killed
+"""
+
+
+def test_killed_by_the_host_is_not_a_gpu_problem():
+    from estimator.paste import read_paste
+
+    f = read_paste(JETSON)
+    assert f.error_kind == "other" and f.extra.get("host_killed") and int(f.extra["cpu_blocks"]) == 4681
+    assert read_paste(JETSON.replace("Killed\n", "")).extra.get("host_killed") is None
+
+
+def test_host_oom_fixes_give_memory_back_to_the_os():
+    """On a board whose GPU memory is the system RAM, the fix is less utilization (the smallest that
+    still serves max_model_len, + 0.02) and no V0 swap space; raising anything GPU-side is wrong."""
+    from estimator.advice import host_memory_fixes
+
+    spec = load_model("Qwen/Qwen2-7B", offline=True).spec
+    s = EngineSettings(vllm_version="0.6.3", engine="v0", max_model_len=200, max_num_seqs=1)
+    est = run_estimate(spec, "Jetson Orin NX 16GB", s, weights_bytes=int(4.3752 * GiB))
+    per_block = 28 * 4 * 128 * 2 * 2 * 16                     # 917,504 B: Qwen2-7B's 28 layers × 4 KV heads × 128
+    fixes = host_memory_fixes(est, 4681 * per_block)            # 4,681 CPU blocks = 4.00 GiB pinned
+    util, swap = fixes
+    u = util.changes["gpu_memory_utilization"]
+    assert util.flags == f"--gpu-memory-utilization {u:g}" and u < 0.9 and util.fits
+    assert rerun(est, gpu_memory_utilization=u).fits and not rerun(est, gpu_memory_utilization=round(u - 0.03, 2)).fits
+    assert swap.flags == "--swap-space 0" and "4.00 GiB" in swap.why
+    # a discrete card: the GPU budget is not the host's RAM, only the swap space is
+    h100 = run_estimate(spec, "H100", s, weights_bytes=int(4.3752 * GiB))
+    assert [x.flags for x in host_memory_fixes(h100, 4 * GiB)] == ["--swap-space 0"]
+    # V1 keeps no CPU swap blocks
+    v1 = run_estimate(spec, "Jetson Orin NX 16GB", EngineSettings(vllm_version="0.10.1", max_model_len=200))
+    assert all(x.flags != "--swap-space 0" for x in host_memory_fixes(v1, 0))
+
+
+def test_killed_reply_says_what_the_board_had_left():
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(JETSON, offline=True, explain=True, gpu="Jetson Orin NX 16GB")
+    # 0.9 × 15.03 GiB = 13.53 GiB for vLLM + 4.00 GiB pinned swap = 17.53 GiB of a 15.03 GiB board
+    assert "killed by the operating system" in d.summary and "share the same 15.03 GiB" in d.summary
+    assert "2.50 GiB more than the board has" in d.summary
+    assert d.suggestions[0]["flags"].startswith("--gpu-memory-utilization 0.")
+
+
+def test_an_unexplained_failure_that_fits_gets_no_capacity_levers():
+    """'EngineCore failed to start' with settings that fit by vLLM's arithmetic (Qwen2.5-7B at 4,096
+    tokens on an 80 GB card): more KV (TP, fp8, utilization) answers nothing; the reply says the
+    capacity check is not what failed and asks for the exception."""
+    from estimator.diagnosis import diagnose
+
+    text = ("$ vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 4096   # on an H100 80GB, vLLM 0.10.1\n"
+            "ERROR 06-04 12:00:49 [core.py:500] EngineCore failed to start.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "other" and d.estimate["fits"]
+    assert d.suggestions == [] and "not the KV-capacity check" in d.summary
+    assert any("exception" in m for m in d.missing)
