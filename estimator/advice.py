@@ -246,7 +246,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             out.append(sug)
     # 3. fp8 KV cache.
     gpu = est.gpu
-    fp8_ok = bool(gpu and gpu.fp8) or (est.profile.engine == "v0")
+    fp8_ok = est.profile.fp8_kv_cache and (bool(gpu and gpu.fp8) or (est.profile.engine == "v0"))
     if (s.kv_cache_dtype or "auto") == "auto" and fp8_ok and est.layout.kv_bytes_per_token:
         sug = _with_len(est, {"kv_cache_dtype": FP8_KV}, "halves the bytes per token of KV", True,
                         "small accuracy cost; check your backend supports it", [_flag("kv-cache-dtype", FP8_KV)])
@@ -266,12 +266,13 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             out.append(sug)
             break
     # 5. A quantized (FP8) checkpoint or on-the-fly FP8 weights.
-    if not s.quantization and not est.spec.quantization:
+    if not s.quantization and not est.spec.quantization and _fp8_weights_ok(est):
         sug = _with_len(est, {"quantization": "fp8"}, "FP8 weights take about half the memory of 16-bit ones", True,
                         "or use an FP8/AWQ checkpoint of the same model", [_flag("quantization", "fp8")])
         if sug:
             out.append(sug)
-    return _dedupe_fitting(out)  # already in rank order: error-specific fixes, then the levers
+    # already in rank order: error-specific fixes, then the levers
+    return _last_resorts_last(_dedupe_fitting(out), est.max_model_len)
 
 
 def _rebalance_stages(est: Estimate) -> Suggestion | None:
@@ -325,6 +326,24 @@ def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
             seen.add(sug.flags)
             uniq.append(sug)
     return uniq
+
+
+def _fp8_weights_ok(est: Estimate) -> bool:
+    """--quantization fp8 exists in this version and runs on this card (Profile.fp8_weights_min_cc)."""
+    from estimator.memory import cc_number
+
+    need = est.profile.fp8_weights_min_cc
+    cc = cc_number(est.compute_capability)
+    return need is not None and (cc is None or cc >= need)
+
+
+def _last_resorts_last(out: list[Suggestion], goal: int) -> list[Suggestion]:
+    """A fix that leaves under a quarter of the requested context (192 of 2,048 tokens) is not a
+    working deployment while another fix serves all of it: it goes after the others."""
+    if not any(s.estimate.max_model_len >= goal for s in out):
+        return out
+    short = [s for s in out if s.estimate.max_model_len * 4 < goal]
+    return [s for s in out if s not in short] + short
 
 
 def _mamba_fixes(est: Estimate) -> list[Suggestion]:
@@ -448,7 +467,7 @@ def _weights_fixes(est: Estimate, gpu_count: int | None) -> list[Suggestion]:
             if sug:
                 out.append(sug)
                 break
-    if not s.quantization:
+    if not s.quantization and not est.spec.quantization and _fp8_weights_ok(est):
         sug = _with_len(est, {"quantization": "fp8"}, "FP8 weights take about half the memory", True,
                         flags=[_flag("quantization", "fp8")])
         if sug:

@@ -191,6 +191,11 @@ class Profile:
     # the V2 model runner's profile run includes the sampler: vllm PR48601 (main, July 2026, after
     # 0.25.1 of 2026-07-14); 0.26.0 (2026-07-25) is the first release that can carry it
     v2_runner_profiles_sampler: bool
+    # What the fixes may use. --kv-cache-dtype fp8 (e5m2) came with vllm PR #2279, in 0.3.0
+    # (2024-01-31). --quantization fp8 (dynamic W8A8, CUTLASS) came in 0.4.1 and needs compute
+    # capability 8.9 (Ada/Hopper); the FP8 Marlin weight-only path opened it to Ampere (8.0) in 0.5.1.
+    fp8_kv_cache: bool = True
+    fp8_weights_min_cc: float | None = 8.0
 
 
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
@@ -260,6 +265,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         kv_memory_flag=v >= (0, 10, 2),
         pp_global_check=engine == "v1" and (0, 14, 0) <= v < (0, 17, 0),
         v2_runner_profiles_sampler=v >= (0, 26, 0),
+        fp8_kv_cache=v >= (0, 3, 0),
+        fp8_weights_min_cc=None if v < (0, 4, 1) else 8.9 if v < (0, 5, 1) else 8.0,
     )
 
 

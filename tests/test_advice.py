@@ -399,3 +399,26 @@ def test_an_unexplained_failure_that_fits_gets_no_capacity_levers():
     assert d.error_kind == "other" and d.estimate["fits"]
     assert d.suggestions == [] and "not the KV-capacity check" in d.summary
     assert any("exception" in m for m in d.missing)
+
+
+@pytest.mark.parametrize("version,gpu,model,kv_fp8,weights_fp8", [
+    ("0.1.0", "A100 80GB", "meta-llama/Llama-3.1-8B-Instruct", False, False),  # fp8 KV: 0.3.0; FP8 weights: 0.4.1
+    ("0.4.2", "A100 80GB", "meta-llama/Llama-3.1-8B-Instruct", True, False),   # W8A8 needs 8.9 until FP8 Marlin (0.5.1)
+    ("0.4.2", "L40S", "meta-llama/Llama-3.1-8B-Instruct", True, True),         # 8.9
+    ("0.6.3", "A100 80GB", "meta-llama/Llama-3.1-8B-Instruct", True, True),    # FP8 Marlin weight-only on Ampere
+    ("0.6.3", "Tesla T4", "meta-llama/Llama-3.2-3B-Instruct", True, False),    # 7.5: no FP8 weights at all
+])
+def test_fp8_fixes_only_where_the_version_and_card_have_them(version, gpu, model, kv_fp8, weights_fp8):
+    spec = load_model(model, offline=True).spec
+    est = run_estimate(spec, gpu, EngineSettings(vllm_version=version, engine="v0", max_model_len=131072))
+    flags = [s.flags for s in suggest(est, error_kind="kv_capacity_v0")]
+    assert flags and not est.fits
+    assert any("--kv-cache-dtype fp8" in f for f in flags) == kv_fp8
+    assert any("--quantization fp8" in f for f in flags) == weights_fp8
+
+
+def test_a_quantized_checkpoint_is_not_offered_fp8_weights():
+    spec = load_model("Qwen/Qwen3-32B-FP8", offline=True).spec
+    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.10.1", max_model_len=32768))
+    assert est.spec.quantization and not est.fits
+    assert all("--quantization" not in s.flags for s in suggest(est, error_kind="cuda_oom_load"))
