@@ -402,15 +402,17 @@ def test_an_unexplained_failure_that_fits_gets_no_capacity_levers():
 
 
 @pytest.mark.parametrize("version,gpu,model,kv_fp8,weights_fp8", [
-    ("0.1.0", "A100 80GB", "meta-llama/Llama-3.1-8B-Instruct", False, False),  # fp8 KV: 0.3.0; FP8 weights: 0.4.1
-    ("0.4.2", "A100 80GB", "meta-llama/Llama-3.1-8B-Instruct", True, False),   # W8A8 needs 8.9 until FP8 Marlin (0.5.1)
-    ("0.4.2", "L40S", "meta-llama/Llama-3.1-8B-Instruct", True, True),         # 8.9
-    ("0.6.3", "A100 80GB", "meta-llama/Llama-3.1-8B-Instruct", True, True),    # FP8 Marlin weight-only on Ampere
-    ("0.6.3", "Tesla T4", "meta-llama/Llama-3.2-3B-Instruct", True, False),    # 7.5: no FP8 weights at all
+    ("0.1.0", "A100 80GB", "Qwen/Qwen2.5-14B-Instruct-1M", False, False),  # fp8 KV: 0.3.0; FP8 weights: 0.4.1
+    ("0.4.2", "A100 80GB", "Qwen/Qwen2.5-14B-Instruct-1M", True, False),   # W8A8 needs 8.9 until FP8 Marlin (0.5.1)
+    ("0.4.2", "L40S", "Qwen/Qwen2.5-14B-Instruct-1M", True, True),         # 8.9
+    ("0.6.3", "A100 80GB", "Qwen/Qwen2.5-14B-Instruct-1M", True, True),    # FP8 Marlin weight-only on Ampere
+    ("0.6.3", "Tesla T4", "meta-llama/Llama-3.2-3B-Instruct", True, False),  # 7.5: no FP8 weights at all
 ])
 def test_fp8_fixes_only_where_the_version_and_card_have_them(version, gpu, model, kv_fp8, weights_fp8):
     spec = load_model(model, offline=True).spec
-    est = run_estimate(spec, gpu, EngineSettings(vllm_version=version, engine="v0", max_model_len=131072))
+    # the config's whole context (1,010,000 tokens for the 14B-1M; 131,072 for the 3B), chunked prefill
+    est = run_estimate(spec, gpu, EngineSettings(vllm_version=version, engine="v0", max_num_batched_tokens=8192,
+                                                 enable_chunked_prefill=True))
     flags = [s.flags for s in suggest(est, error_kind="kv_capacity_v0")]
     assert flags and not est.fits
     assert any("--kv-cache-dtype fp8" in f for f in flags) == kv_fp8
