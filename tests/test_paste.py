@@ -579,3 +579,15 @@ def test_a_claim_is_quoted_to_its_sentence_end_not_to_a_decimal_point():
     weights = next(c for c in claims if c["about"] == "weights")
     assert weights["text"].endswith("non_torch_memory takes 0.25GiB; activation 0.19GiB")
     assert weights["text"].startswith("As I can find")
+
+
+@pytest.mark.parametrize("text,gpu,count", [
+    ("Gemma 4 31B INT4 on 2×24GB GPUs (TP=2): GPU KV cache size is 25,200 tokens", "24GB", 2),
+    ("running on a 48GB GPU", "48GB", None),
+    ("I have 4x 80GB GPUs", "80GB", 4),
+    ("RTX 4090 24GB GPU", "RTX 4090", None),            # a named card wins over its size
+    ("my 24GB GPU is an RTX 3090", "RTX 3090", None),
+])
+def test_a_gpu_given_only_by_its_size(text, gpu, count):
+    f = read_paste(text)
+    assert f.get("gpu") == gpu and f.get("gpu_count") == count
