@@ -208,6 +208,9 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         if abs(ratio - 1) > 0.15:
             st.checks.append(f"the paste says the weights take {f('weights_gib')} GiB per GPU; the model's checkpoint "
                              f"would take {_modelled_weights(est) / GiB:.2f} GiB — check the model id, quantization and TP")
+    layout = layout_disagreement(facts, est)
+    if layout:
+        st.checks.append(layout)
     per_rank = facts.extra.get("per_rank")
     if isinstance(per_rank, dict) and per_rank:
         st.per_rank = per_rank
@@ -343,6 +346,28 @@ def other_worker_pool(facts, est: Estimate | None) -> OtherWorker | None:
     how = (f"{what} × {bpb / 2**20:.2f} MiB per block on rank 0, the V0 driver, whose block count every GPU "
            f"gets; the {float(printed):.2f} GiB printed is another worker's")
     return OtherWorker(pool, printed_bytes, blocks, extra, how)
+
+
+def layout_disagreement(facts, est: Estimate | None) -> str | None:
+    """vLLM's printed KV need ("X GiB KV cache is needed") and estimated maximum length test the
+    model's KV layout for this architecture, independently of the memory split. More than 10%
+    apart (a layout vLLM builds that the model does not know, e.g. compressed caches): say so."""
+    if est is None:
+        return None
+    f = facts.get
+    need, fit = f("kv_needed_gib"), f("estimated_max_model_len")
+    if need is not None and float(need) > 0 and f("max_model_len") in (None, est.max_model_len):
+        printed = float(need) * GiB
+        if abs(est.kv_needed_bytes - printed) > max(0.1 * printed, 0.01 * GiB):
+            return (f"vLLM says {est.max_model_len:,} tokens need {float(need):.2f} GiB of KV; the model's layout gives "
+                    f"{est.kv_needed_bytes / GiB:.2f} GiB, so its KV layout for this architecture is not vLLM's: "
+                    "the fixes it re-checks are less certain than vLLM's own numbers")
+    if fit is not None and int(fit) > 0 and est.max_model_len_fit > 0 \
+            and abs(est.max_model_len_fit - int(fit)) > 0.1 * int(fit):
+        return (f"vLLM estimated that at most {int(fit):,} tokens fit; the model's layout gives "
+                f"{est.max_model_len_fit:,} for the same KV pool: the fixes it re-checks are less certain than "
+                "vLLM's own numbers")
+    return None
 
 
 def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:

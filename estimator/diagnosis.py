@@ -394,7 +394,18 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
         if anchored is not est:
             anchored.reconciliation.plain = est  # advice checks fixes in both states
         est = anchored
+    _check_layout(facts, est)
     return est
+
+
+def _check_layout(facts, est: Estimate) -> None:
+    """When vLLM's printed KV need or estimated length disagree with the model's layout
+    (derive.layout_disagreement), the re-checked fixes rest on the wrong layout: the reply leads
+    with vLLM's own numbers."""
+    from estimator.derive import layout_disagreement
+
+    if layout_disagreement(facts, est):
+        est.reconciliation.failed = True
 
 
 def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool) -> Estimate:
@@ -549,7 +560,10 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         elif cap is not None:
             parts.append(f"vLLM estimates that the longest request its KV cache can hold is **{cap:,} tokens**, "
                          "shorter than the max_model_len it was given, so the engine refuses to start.")
-        if est is not None:
+        if est is not None and est.reconciliation.failed and f("kv_needed_gib") is not None:
+            parts.append(f"vLLM says {want or est.max_model_len:,} tokens need {float(f('kv_needed_gib')):.2f} GiB of "
+                         f"KV; the KV pool is {_pool_text(d)}.")
+        elif est is not None:
             from estimator.derive import need_sentence
 
             sentence = need_sentence(est, want or est.max_model_len)

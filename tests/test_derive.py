@@ -259,3 +259,25 @@ def test_a_single_gpu_mismatch_stays_a_layout_check():
     assert d is not None and d.estimate is not None
     assert d.derived["figures"]["kv_pool"]["provenance"] == "read"
     assert not any("another worker" in n for n in d.notes)
+
+
+def _v1_error(need_gib: str, fit: int) -> str:
+    return ("$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072 --gpu-memory-utilization 0.9   # RTX 4090, vLLM 0.10.1\n"
+            f"ValueError: To serve at least one request with the models's max seq len (131072), ({need_gib} GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (4.69 GiB). Based on the available memory, the "
+            f"estimated maximum model length is {fit}. Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.\n")
+
+
+def test_vllms_printed_need_tests_the_models_kv_layout():
+    """Llama-3.1-8B: 32 layers × 8 KV heads × 128 × 2 × 2 B = 131,072 B per token, so 131,072 tokens
+    need 16.00 GiB and 4.69 GiB hold 2,401 whole 16-token blocks = 38,416 tokens."""
+    assert 32 * 8 * 128 * 2 * 2 * 131072 == 16 * GiB and int(4.69 * GiB) // (131072 * 16) * 16 == 38416
+    agree = diagnose(_v1_error("16.00", 38416), offline=True, explain=True)
+    assert not agree.disagrees and not any("layout" in c for c in agree.checks)
+    # a need twice the model's (a cache layout the model does not know) → vLLM's numbers lead
+    other = diagnose(_v1_error("32.00", 19200), offline=True, explain=True)
+    assert other.disagrees
+    assert any("need 32.00 GiB of KV; the model's layout gives 16.00 GiB" in c for c in other.checks)
+    assert "vLLM says 131,072 tokens need 32.00 GiB of KV" in other.summary
+    assert "Likely fix: `--max-model-len" in other.summary and "19,200" in other.summary
