@@ -591,7 +591,9 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
                          f"{est.max_model_len:,}-token requests), so it was not the KV-capacity check.")
     if d.suggestions and not (d.disagrees and d.unchecked):
         s = d.suggestions[0]
-        parts.append(f"Change to make: `{s['flags']}` ({_short_effect(s)}).")
+        # a start-up log without an error asks how to get more, not what to mend
+        lead = "For more KV cache" if kind == "startup_log_ok" else "Change to make"
+        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}).")
     elif d.unchecked and d.disagrees:
         u = d.unchecked[0]
         parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}. The model's "

@@ -424,3 +424,14 @@ def test_a_quantized_checkpoint_is_not_offered_fp8_weights():
     est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.10.1", max_model_len=32768))
     assert est.spec.quantization and not est.fits
     assert all("--quantization" not in s.flags for s in suggest(est, error_kind="cuda_oom_load"))
+
+
+def test_a_startup_log_without_an_error_is_not_told_what_to_mend():
+    from estimator.diagnosis import diagnose
+
+    text = ("$ vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768   # RTX 4090, vLLM 0.6.3\n"
+            "INFO 10-01 12:00:00 model_runner.py:1071] Loading model weights took 14.2487 GB\n"
+            "INFO 10-01 12:00:09 gpu_executor.py:122] # GPU blocks: 4000, # CPU blocks: 4681\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "startup_log_ok"
+    assert d.summary.startswith("This start-up log shows no error") and "Change to make" not in d.summary
