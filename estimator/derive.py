@@ -208,9 +208,17 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         if abs(ratio - 1) > 0.15:
             st.checks.append(f"the paste says the weights take {f('weights_gib')} GiB per GPU; the model's checkpoint "
                              f"would take {_modelled_weights(est) / GiB:.2f} GiB — check the model id, quantization and TP")
-    layout = layout_disagreement(facts, est)
-    if layout:
-        st.checks.append(layout)
+    others = est.inputs.get("other_process_bytes") or 0 if est is not None else 0
+    if others and est is not None and est.profile.context_in_non_torch:
+        fixed = "0.6.5" if est.profile.engine == "v0" else "0.9.1"
+        st.notes.append(
+            f"vLLM {'.'.join(map(str, est.profile.version))} counts the {others / GiB:.2f} GiB other processes hold on "
+            f"this GPU as its own non-torch memory, so gpu_memory_utilization has to cover theirs too; from {fixed} "
+            "each instance's utilization is its own share (upgrade, or raise this instance's utilization by their "
+            "share of the card)")
+    for check in (layout_disagreement(facts, est), no_blocks_disagreement(facts, est)):
+        if check:
+            st.checks.append(check)
     per_rank = facts.extra.get("per_rank")
     if isinstance(per_rank, dict) and per_rank:
         st.per_rank = per_rank
@@ -368,6 +376,24 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
                 f"{est.max_model_len_fit:,} for the same KV pool: the fixes it re-checks are less certain than "
                 "vLLM's own numbers")
     return None
+
+
+def no_blocks_disagreement(facts, est: Estimate | None) -> str | None:
+    """vLLM found no memory for the KV cache where the model leaves some: the memory went to
+    something the model does not see. 0.6.4 (V0) and V1 before 0.9.1 charge the memory other
+    processes hold on the GPU to vLLM's own non-torch memory (docs §1.4; profile
+    `context_in_non_torch`), so a second process is the usual culprit there."""
+    if est is None or facts.error_kind != "no_cache_blocks" or est.kv_cache_bytes <= est.layout.bytes_per_block:
+        return None
+    s, p = est.settings, est.profile
+    msg = (f"vLLM found no memory for the KV cache, but the model leaves {est.kv_cache_bytes / GiB:.2f} GiB for it "
+           f"({s.gpu_memory_utilization:g} × {est.gpu_total_bytes / GiB:.2f} GiB): something the model does not see "
+           "took that memory — ")
+    if p.context_in_non_torch:
+        msg += (f"vLLM {'.'.join(map(str, p.version))} counts the memory other processes hold on the GPU (another vLLM "
+                "instance, a notebook) as its own, so they use up its budget; ")
+    return msg + ("or the card is smaller, or the profile run needed more than estimated. Paste `nvidia-smi` (with its "
+                  "process list) taken just before vLLM starts")
 
 
 def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:

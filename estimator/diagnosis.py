@@ -402,9 +402,9 @@ def _check_layout(facts, est: Estimate) -> None:
     """When vLLM's printed KV need or estimated length disagree with the model's layout
     (derive.layout_disagreement), the re-checked fixes rest on the wrong layout: the reply leads
     with vLLM's own numbers."""
-    from estimator.derive import layout_disagreement
+    from estimator.derive import layout_disagreement, no_blocks_disagreement
 
-    if layout_disagreement(facts, est):
+    if layout_disagreement(facts, est) or no_blocks_disagreement(facts, est):
         est.reconciliation.failed = True
 
 
@@ -570,6 +570,12 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
             parts.append(f"{sentence[0].upper()}{sentence[1:]}; the KV pool is {_pool_text(d)}.")
     elif kind == "no_cache_blocks":
         parts.append("vLLM had **no memory left for the KV cache** after weights, activations and other overhead.")
+        others = est.inputs.get("other_process_bytes") or 0 if est is not None else 0
+        if others and est is not None and est.profile.context_in_non_torch:
+            parts.append(f"Other processes hold {others / GiB:.2f} GiB of this GPU, and vLLM "
+                         f"{'.'.join(map(str, est.profile.version))} charges that memory to this instance's own "
+                         f"{est.budget_bytes / GiB:.2f} GiB budget ({est.settings.gpu_memory_utilization:g} × "
+                         f"{est.gpu_total_bytes / GiB:.2f} GiB).")
     elif kind == "free_memory_startup":
         parts.append("vLLM checks at start that the requested share of the GPU is free; **another process holds "
                      "part of the GPU**, so the request cannot be met.")
@@ -603,7 +609,9 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}.")
         if d.missing:
             parts.append("To re-check it with vLLM's arithmetic I need " + " and ".join(d.missing) + ".")
-    elif d.missing:
+    elif d.disagrees:
+        parts.append("The model's figures disagree with vLLM's (see Checks), so it offers no re-checked fix.")
+    if not d.suggestions and not d.unchecked and d.missing:
         parts.append("To say more I need " + " and ".join(d.missing) + ".")
     return redact(" ".join(parts))
 

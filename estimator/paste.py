@@ -214,6 +214,10 @@ def _read(raw: str) -> Facts:
     nd_settings, nd_dicts = _flags.scan_nondefault_args(text)
     if nd_dicts:
         extra["non_default_args"] = nd_dicts[0] if len(nd_dicts) == 1 else nd_dicts
+    # Traceback paths: vllm/v1/… is the V1 engine; V0's worker and its cache check live elsewhere.
+    code = _search(_ENGINE_PATHS, text)
+    if code is not None:
+        engines.append((3, "v1" if code.group("v1") else "v0"))   # code that ran: outranks an env var
     env = extra.get("env", {})
     if isinstance(env, dict):
         if str(env.get("VLLM_USE_V1", "")) in ("0", "1"):
@@ -428,8 +432,14 @@ def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
     return ("0.8.3", "0.22.0")
 
 
-_OLD_PREFIX = regex.compile(r"(?m)^(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d[ ]+[\w.-]+:\d+\]")
-_NEW_PREFIX = regex.compile(r"(?m)^(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[[\w./-]+:\d+\]")
+# A log line may carry a docker-compose service prefix ("vllm-1  | ") or a CI timestamp first.
+_LINE_LEAD = r"(?:[\w.-]{1,40}[ ]*\|[ ]*|\[\d{4}-\d\d-\d\dT[\d:.]{5,15}Z?\][ ]*)?"
+_OLD_PREFIX = regex.compile(r"(?m)^" + _LINE_LEAD + r"(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d[ ]+[\w.-]+:\d+\]")
+_NEW_PREFIX = regex.compile(r"(?m)^" + _LINE_LEAD + r"(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[[\w./-]+:\d+\]")
+
+
+_ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"
+                              r"|raise_if_cache_size_invalid")
 
 
 def _log_prefix_hints(raw: str, hints: list) -> None:

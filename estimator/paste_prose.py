@@ -307,6 +307,9 @@ _VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
     # a bug report is about the version where it fails ("Tested OK on 0.2.4. The test fails on 0.2.5")
     (regex.compile(r"(?i)\b(?:fails|failed|failing|breaks|broke|crash(?:es|ed))[ ]+(?:again[ ]+)?(?:on|with|in|since)[ ]+"
                    r"(?:vLLM[ ]+|(?=v?0\.\d))" + _VER), 35, "prose_version_failing"),
+    # "Unable to run … in v0.6.4.post1 version": a 0.x release named as the version is vLLM's
+    (regex.compile(r"(?i)\b(?:in|on|with|using|since|to|after)[ ]+v(?=0\.\d)" + _VER + r"[ ]+(?:version|release)\b"),
+     25, "prose_version_named"),
     (regex.compile(r"(?i)\bvllm(?:[ ]*(?:[-_:,=]|version|engine|openai|docker|container|image|release|nightly|wheel|tag|"
                    r"server|api|is|was|on|of|at|the|stock|from|build|main)[ ]*){0,5}[ ]*" + _VER), 30, "prose_version"),
 )

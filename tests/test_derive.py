@@ -281,3 +281,33 @@ def test_vllms_printed_need_tests_the_models_kv_layout():
     assert any("need 32.00 GiB of KV; the model's layout gives 16.00 GiB" in c for c in other.checks)
     assert "vLLM says 131,072 tokens need 32.00 GiB of KV" in other.summary
     assert "Likely fix: `--max-model-len" in other.summary and "19,200" in other.summary
+
+
+def test_no_blocks_where_the_model_leaves_room_is_a_disagreement_not_a_fix():
+    """Qwen3-8B at 0.4 of an 80 GB card leaves the model ≈15 GiB of KV, yet vLLM found none: the
+    memory went to something the model does not see; fixes re-checked on a state that already fits
+    would change nothing, so none is offered and nvidia-smi is asked for."""
+    text = ("$ vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.4   # A100 80GB, vLLM 0.10.1\n"
+            "ERROR 04-30 10:20:36 [core.py:396] ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "no_cache_blocks" and d.disagrees and d.suggestions == []
+    assert any("found no memory for the KV cache, but the model leaves" in c and "nvidia-smi" in c for c in d.checks)
+    assert "disagree with vLLM's" in d.summary
+
+
+def test_v0_064_charges_other_processes_to_this_instance():
+    """vllm#10533's shape: 0.6.4 prints initial_memory_usage (another instance's 68.01 GiB) and
+    counts it against this instance's 0.2 × 79.15 GiB = 15.83 GiB."""
+    text = ("python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-14B-Instruct --gpu-memory-utilization 0.20 "
+            "--max-model-len=16384\n"
+            "INFO 11-21 01:02:03 worker.py:232] Memory profiling results: total_gpu_memory=79.15GiB "
+            "initial_memory_usage=68.01GiB peak_torch_memory=29.33GiB memory_usage_post_profile=69.02GiB "
+            "non_torch_memory=1.01GiB kv_cache_size=-14.51GiB gpu_memory_utilization=0.20\n"
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "no_cache_blocks"
+    assert "Other processes hold 68.01 GiB of this GPU, and vLLM 0.6.4 charges" in d.summary
+    assert "15.83 GiB budget" in d.summary
+    assert any("from 0.6.5 each instance's utilization is its own share" in n for n in d.notes)

@@ -591,3 +591,25 @@ def test_a_claim_is_quoted_to_its_sentence_end_not_to_a_decimal_point():
 def test_a_gpu_given_only_by_its_size(text, gpu, count):
     f = read_paste(text)
     assert f.get("gpu") == gpu and f.get("gpu_count") == count
+
+
+COMPOSE_V0 = """[Bug]: Unable to run Qwen2.5-0.5B-Instruct model in v0.6.4.post1 version, Error: No available memory for the cache blocks
+vllm-1  | ERROR 11-18 18:07:28 engine.py:366]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker.py", line 493, in raise_if_cache_size_invalid
+vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.
+"""
+
+
+def test_a_compose_prefixed_v0_traceback_and_a_named_version():
+    f = read_paste(COMPOSE_V0)
+    assert f.error_kind == "no_cache_blocks" and f.get("vllm_version") == "0.6.4.post1"
+    assert f.extra.get("engine") == "v0"                      # vllm/worker/worker.py is V0's worker
+    assert f.extra.get("version_hint") == ("0.1.0", "0.7.3")  # the "INFO 11-18 18:07:28 file.py:N]" prefix
+
+
+def test_the_failing_tracebacks_engine_outranks_another_commands_env():
+    text = ("success: VLLM_USE_V1=0 python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B\n"
+            "error case: python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B\n"
+            'ERROR 04-30 10:20:36 [core.py:396]   File "/x/site-packages/vllm/v1/engine/core.py", line 387, in run_engine_core\n'
+            "ERROR 04-30 10:20:36 [core.py:396] ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.\n")
+    assert read_paste(text).extra.get("engine") == "v1"
