@@ -220,6 +220,18 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                        f"the largest context that fits is {shown:,} tokens; {target:,} is a round value under it")
                 out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False))
                 break
+    # 1c. V0 without chunked prefill profiles a forward pass over max_num_batched_tokens =
+    # max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py): chunked prefill bounds it.
+    tb = s.max_num_batched_tokens or 0
+    if est.profile.engine == "v0" and est.profile.chunked_prefill_flag and not s.enable_chunked_prefill \
+            and tb >= 4096 and not est.spec.is_multimodal and kind in ("kv_capacity_v0", "no_cache_blocks", "cuda_oom_profile"):
+        chunk = rerun(est, enable_chunked_prefill=True).settings.max_num_batched_tokens or 0
+        sug = _with_len(est, {"enable_chunked_prefill": True},
+                        f"without chunked prefill V0's profile run is one forward pass over {tb:,} tokens "
+                        f"(max_model_len); with it, over {chunk:,}, and the rest goes to the KV cache",
+                        True, flags=["--enable-chunked-prefill"])
+        if sug:
+            out.append(sug)
     # 1b. Pipeline stages that hold unequal shares of memory: move layers to the roomier stage.
     sug = _rebalance_stages(est)
     if sug:
@@ -239,8 +251,12 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                 target = min(cap, round(step + 0.01, 2))
                 break
             step = round(step + 0.01, 2)
-        sug = _with_len(est, {"gpu_memory_utilization": target}, f"gives the KV cache "
-                        f"{(target - u) * est.gpu_total_bytes / GiB:.2f} GiB more of the card", True,
+        others = est.inputs.get("other_process_bytes") or 0
+        why = (f"vLLM {'.'.join(map(str, est.profile.version))} counts the {others / GiB:.2f} GiB other processes hold "
+               "against this instance's budget, so its utilization has to cover theirs too"
+               if others and est.profile.context_in_non_torch else
+               f"gives the KV cache {(target - u) * est.gpu_total_bytes / GiB:.2f} GiB more of the card")
+        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True,
                         "leave headroom for CUDA graphs and other processes",
                         [_flag("gpu-memory-utilization", target)])
         if sug:

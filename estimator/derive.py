@@ -133,7 +133,10 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("non_kv", budget - kv, "derived", "budget − KV pool"))
     for key, name in (("weights_gib", "weights"), ("activation_peak_gib", "activation"),
                       ("non_torch_gib", "non_torch"), ("cuda_graph_gib", "cuda_graphs")):
-        if other is not None and name == "activation" and f(key) is not None:
+        from_peak = activation_from_facts(facts) if name == "activation" else None
+        if from_peak is not None:
+            st.add(Figure(name, from_peak[0], "derived", from_peak[1]))
+        elif other is not None and name == "activation" and f(key) is not None:
             solved_here = "activation_bytes" in est.reconciliation.solved
             st.add(Figure(name, est.activation_bytes, "derived" if solved_here else "estimated",
                           "rank 0's, with the sampler" + (" (budget − the other parts − its KV)" if solved_here
@@ -354,6 +357,17 @@ def other_worker_pool(facts, est: Estimate | None) -> OtherWorker | None:
     how = (f"{what} × {bpb / 2**20:.2f} MiB per block on rank 0, the V0 driver, whose block count every GPU "
            f"gets; the {float(printed):.2f} GiB printed is another worker's")
     return OtherWorker(pool, printed_bytes, blocks, extra, how)
+
+
+def activation_from_facts(facts) -> tuple[int, str] | None:
+    """The profile run's activation peak when the paste prints it only inside another figure:
+    0.6.4's "peak_torch_memory" is torch's allocated peak during profiling, weights included
+    (vllm/worker/worker.py determine_num_available_blocks), so the peak minus the weights."""
+    peak, weights = facts.extra.get("peak_torch_memory_gib"), facts.get("weights_gib")
+    if facts.get("activation_peak_gib") is not None or peak is None or weights is None or peak < weights:
+        return None
+    return (_gib(float(peak) - float(weights)),
+            f"peak_torch_memory {peak} GiB − weights {weights} GiB (0.6.4 counts the weights in its torch peak)")
 
 
 def layout_disagreement(facts, est: Estimate | None) -> str | None:

@@ -355,7 +355,11 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     def b(key):
         return None if f(key) is None else int(round(float(f(key)) * GiB))
 
-    overrides = {"weights_bytes": b("weights_gib"), "activation_bytes": b("activation_peak_gib"),
+    from estimator.derive import activation_from_facts
+
+    from_peak = activation_from_facts(facts)
+    overrides = {"weights_bytes": b("weights_gib"),
+                 "activation_bytes": from_peak[0] if from_peak else b("activation_peak_gib"),
                  "non_torch_bytes": b("non_torch_gib"), "cuda_graph_bytes": b("cuda_graph_gib")}
     from estimator.derive import torch_total_from_facts
 
@@ -365,9 +369,6 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     initial = facts.extra.get("initial_memory_usage_gib")
     if free is not None and total:
         overrides["other_process_bytes"] = max(0, total - free)
-    elif initial is not None:
-        # 0.6.4's "initial_memory_usage": memory in use before this instance (other processes).
-        overrides["other_process_bytes"] = int(float(initial) * GiB)
     stage_gpus = _stage_gpus(facts, settings)
     if stage_gpus:
         overrides["stage_gpus"] = stage_gpus
@@ -375,6 +376,15 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
+    if initial is not None and free is None:
+        # 0.6.4's "initial_memory_usage" is total − free when profiling starts (vllm/worker/worker.py):
+        # this instance's weights and CUDA context too, so the other processes hold the rest.
+        from estimator.memory import CUDA_CONTEXT
+
+        others = int(float(initial) * GiB) - est.weights_bytes - CUDA_CONTEXT
+        if others > 0.1 * GiB:
+            overrides["other_process_bytes"] = others
+            est = _estimate_with(est, {**est.inputs, "other_process_bytes": others})
     from estimator.derive import kv_pool_from_facts, other_worker_pool
 
     if overrides["activation_bytes"] is not None and other_worker_pool(facts, est) is not None:

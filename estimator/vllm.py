@@ -196,6 +196,7 @@ class Profile:
     # capability 8.9 (Ada/Hopper); the FP8 Marlin weight-only path opened it to Ampere (8.0) in 0.5.1.
     fp8_kv_cache: bool = True
     fp8_weights_min_cc: float | None = 8.0
+    chunked_prefill_flag: bool = True    # --enable-chunked-prefill exists (V0 0.4.0+)
 
 
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
@@ -267,6 +268,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         v2_runner_profiles_sampler=v >= (0, 26, 0),
         fp8_kv_cache=v >= (0, 3, 0),
         fp8_weights_min_cc=None if v < (0, 4, 1) else 8.9 if v < (0, 5, 1) else 8.0,
+        chunked_prefill_flag=v >= (0, 4, 0),
     )
 
 

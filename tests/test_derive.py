@@ -297,17 +297,44 @@ def test_no_blocks_where_the_model_leaves_room_is_a_disagreement_not_a_fix():
 
 
 def test_v0_064_charges_other_processes_to_this_instance():
-    """vllm#10533's shape: 0.6.4 prints initial_memory_usage (another instance's 68.01 GiB) and
-    counts it against this instance's 0.2 × 79.15 GiB = 15.83 GiB."""
+    """vllm#10533's shape: 0.6.4's initial_memory_usage (total − free when profiling starts) holds
+    this instance's weights and CUDA context too: 68.01 − 9.30 − 0.45 = 58.26 GiB belong to the
+    other instance, and 0.6.4 counts them against this one's 0.2 × 79.15 GiB = 15.83 GiB."""
     text = ("python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-14B-Instruct --gpu-memory-utilization 0.20 "
             "--max-model-len=16384\n"
+            "INFO 11-21 01:02:00 model_runner.py:1077] Loading model weights took 9.3000 GB\n"
             "INFO 11-21 01:02:03 worker.py:232] Memory profiling results: total_gpu_memory=79.15GiB "
-            "initial_memory_usage=68.01GiB peak_torch_memory=29.33GiB memory_usage_post_profile=69.02GiB "
-            "non_torch_memory=1.01GiB kv_cache_size=-14.51GiB gpu_memory_utilization=0.20\n"
+            "initial_memory_usage=68.01GiB peak_torch_memory=10.90GiB memory_usage_post_profile=69.02GiB "
+            "non_torch_memory=59.01GiB kv_cache_size=-54.08GiB gpu_memory_utilization=0.20\n"
             "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
             "initializing the engine.\n")
     d = diagnose(text, offline=True, explain=True)
     assert d.error_kind == "no_cache_blocks"
-    assert "Other processes hold 68.01 GiB of this GPU, and vLLM 0.6.4 charges" in d.summary
+    assert "Other processes hold 58.26 GiB of this GPU, and vLLM 0.6.4 charges" in d.summary
     assert "15.83 GiB budget" in d.summary
     assert any("from 0.6.5 each instance's utilization is its own share" in n for n in d.notes)
+    # the 0.6.4 torch peak counts the weights: 10.90 − 9.30 = 1.60 GiB of activation
+    act = d.derived["figures"]["activation"]
+    assert act["provenance"] == "derived" and act["value"] == round(1.60 * GiB)
+    # within 0.6.4, the second instance's utilization has to cover the first's memory as well
+    fix = d.suggestions[0]
+    assert fix["flags"].startswith("--gpu-memory-utilization") and "has to cover theirs too" in fix["why"]
+
+
+def test_v0_without_chunked_prefill_is_offered_it():
+    """vllm#10517: Llama-3.1-8B on a 3090 at 29,000 tokens fails (23,648) while 35,000 starts —
+    above 32K V0 turns chunked prefill on, and the profile run shrinks from 29,000 tokens to 512."""
+    text = ("$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 29000   # RTX 3090\n"
+            "Loading model weights took 14.9888 GB\n"
+            "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.98GiB "
+            "memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=2.89GiB gpu_memory_utilization=0.90\n"
+            "# GPU blocks: 1478, # CPU blocks: 2048\n"
+            "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache "
+            "(23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    d = diagnose(text, offline=True, explain=True)
+    # 15.34 − 14.99 − 0.45 < 0.1 GiB: nobody else on the card
+    assert not any("other processes hold" in n for n in d.notes)
+    chunked = next(s for s in d.suggestions if s["flags"] == "--enable-chunked-prefill")
+    assert chunked["fits"] and chunked["max_model_len"] == 29000 and "over 512" in chunked["why"]
+    # the measured activation (17.98 − 14.99 = 2.99 GiB at 29,000 tokens) falls to the model's 512-token forward
+    assert chunked["kv_cache_tokens"] > 23648 * 1.5
