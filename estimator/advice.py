@@ -531,10 +531,17 @@ def facts_fixes(facts) -> list[dict]:
     if kind in ("kv_capacity_v0", "kv_capacity_v1"):
         cap = f("estimated_max_model_len") if kind == "kv_capacity_v1" else f("error_max_tokens_in_kv")
         cap = cap or f("error_max_tokens_in_kv") or f("estimated_max_model_len")
+        need, avail, length = f("kv_needed_gib"), f("kv_available_gib"), f("max_model_len")
         if cap:
             target = friendly_len(int(cap))
             out.append({"flags": f"--max-model-len {target}", "checked": False,
                         "why": f"vLLM itself said at most {int(cap):,} tokens fit with these settings"})
+        elif need and avail and length and float(avail) < float(need):
+            # no estimate printed (before 0.8.5, or cut off): the need grows with the context
+            target = friendly_len(int(int(length) * float(avail) / float(need)))
+            out.append({"flags": f"--max-model-len {target}", "checked": False,
+                        "why": f"vLLM has {avail} of the {need} GiB that {int(length):,} tokens need; where the KV "
+                               f"grows with the context, about {target:,} tokens fit"})
     if kind == "other" and facts.extra.get("host_killed"):
         if facts.extra.get("cpu_blocks") or facts.extra.get("engine") == "v0":
             out.append({"flags": "--swap-space 0", "checked": False,

@@ -570,6 +570,9 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         elif cap is not None:
             parts.append(f"vLLM estimates that the longest request its KV cache can hold is **{cap:,} tokens**, "
                          "shorter than the max_model_len it was given, so the engine refuses to start.")
+        elif f("kv_needed_gib") is not None and f("kv_available_gib") is not None:
+            parts.append(f"One {f'{want:,}-token ' if want else 'full-length '}request needs **{f('kv_needed_gib')} GiB** "
+                         f"of KV cache but vLLM has **{f('kv_available_gib')} GiB** for it, so the engine refuses to start.")
         if est is not None and est.reconciliation.failed and f("kv_needed_gib") is not None:
             parts.append(f"vLLM says {want or est.max_model_len:,} tokens need {float(f('kv_needed_gib')):.2f} GiB of "
                          f"KV; the KV pool is {_pool_text(d)}.")

@@ -189,6 +189,36 @@ def prepare(text: str) -> PasteText:
     return PasteText(text, clean, logical, cmap, lmap, lines, [li.start for li in lines], truncated)
 
 
+# A terminal wraps long lines at its width: several lines of exactly that length cut mid-word,
+# the next one going on in lower case ("… (4.26 GiB KV cach" / "e is needed, …").
+_WRAP_MIN = 60
+# Only terminal output is cut that way: a log or traceback line, not prose an editor wrapped at a space.
+_LOG_START = regex.compile(r"[ \t]*(?:\(|\[|INFO|WARNING|ERROR|DEBUG|CRITICAL|File[ ]\"|Traceback|\w+(?:Error|Exception)\b|\d\d[-:/])")
+
+
+def _wrap_breaks(text: str) -> list[int]:
+    """Offsets of the newlines a terminal inserted: after lines of the paste's most common long
+    length (seen at least twice) that end inside a word, before a line going on in lower case."""
+    from collections import Counter
+
+    cands: list[tuple[int, int]] = []       # (line length, offset of its newline)
+    start = 0
+    for _ in range(MAX_PREFIXED_LINES):
+        nl = text.find("\n", start)
+        if nl < 0:
+            break
+        line_len = nl - start
+        nxt = text[nl + 1:nl + 2]
+        if line_len >= _WRAP_MIN and (text[nl - 1].isalnum() or text[nl - 1] == "_") \
+                and (nxt.islower() or nxt.isdigit() or nxt == "_") and _LOG_START.match(text, start, nl):
+            cands.append((line_len, nl))
+        start = nl + 1
+    if len(cands) < 2:
+        return []
+    width, n = Counter(w for w, _ in cands).most_common(1)[0]
+    return [p for w, p in cands if w == width] if n >= 2 else []
+
+
 def _clean(text: str) -> tuple[str, _Map]:
     out: list[str] = []
     cmap = _Map()
@@ -213,10 +243,16 @@ def _clean(text: str) -> tuple[str, _Map]:
             cpos += len(new)
         pos = end
 
+    wraps = _wrap_breaks(text)
+    w = 0
     try:
         for k, m in enumerate(_CLEAN.finditer(text, timeout=budget())):
             if k >= MAX_CLEANINGS:
                 break
+            while w < len(wraps) and wraps[w] < m.start():
+                if wraps[w] >= pos:
+                    replace(wraps[w], wraps[w] + 1, "")
+                w += 1
             kind = m.lastgroup
             if kind in ("slack_text", "url"):
                 kind = "slack" if m.group("slack") else "slackurl"
@@ -241,6 +277,9 @@ def _clean(text: str) -> tuple[str, _Map]:
                 replace(s, e, "")
     except TimeoutError:
         pass
+    for p in wraps[w:]:
+        if p >= pos:
+            replace(p, p + 1, "")
     copy(len(text))
     return "".join(out), cmap
 

@@ -613,3 +613,37 @@ def test_the_failing_tracebacks_engine_outranks_another_commands_env():
             "ERROR 04-30 10:20:36 [core.py:396] ValueError: No available memory for the cache blocks. Try increasing "
             "`gpu_memory_utilization` when initializing the engine.\n")
     assert read_paste(text).extra.get("engine") == "v1"
+
+
+# A terminal 120 columns wide cut these lines mid-word (intel-arc-pro-b70-inference-cookbook#4).
+WRAPPED = """```
+(EngineCore pid=316)   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/core/kv_cache_utils.py", line 758, in _chec
+k_enough_kv_cache_memory
+(EngineCore pid=316)     raise ValueError(
+(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cach
+e is needed, which is larger than the available KV cache memory (4.25 GiB). Based on the avai
+"""
+
+
+def test_lines_a_terminal_wrapped_mid_word_are_joined():
+    lines = WRAPPED.split("\n")
+    assert len(lines[1]) == len(lines[4]) == 119           # the terminal's width, twice, cut inside a word
+    f = read_paste(WRAPPED)
+    assert f.error_kind == "kv_capacity_v1" and f.get("max_model_len") == 100000
+    assert f.get("kv_needed_gib") == 4.26 and f.get("kv_available_gib") == 4.25
+    from estimator.paste_text import prepare
+
+    assert "KV cache is needed" in prepare(WRAPPED).logical
+    # lines cut at different lengths are prose: their line breaks stay
+    prose = ("the weights take about 14 GB of the card and the whole\nrest goes to the KV cache, or so I thought at first\n"
+             "and then it failed with an error about the maximum seq len\nwhich I did not understand at all")
+    assert prepare(prose).logical == prose
+
+
+def test_a_v1_error_cut_before_its_estimate_still_gives_a_length():
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(WRAPPED, offline=True, explain=True)
+    assert "needs **4.26 GiB** of KV cache but vLLM has **4.25 GiB**" in d.summary
+    # 100,000 × 4.25 / 4.26 = 99,765 → the round length 99,328 (a multiple of 1,024)
+    assert d.unchecked[0]["flags"] == "--max-model-len 99328"
