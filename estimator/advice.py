@@ -542,6 +542,18 @@ def facts_fixes(facts) -> list[dict]:
             out.append({"flags": f"--max-model-len {target}", "checked": False,
                         "why": f"vLLM has {avail} of the {need} GiB that {int(length):,} tokens need; where the KV "
                                f"grows with the context, about {target:,} tokens fit"})
+    if kind in ("cuda_oom_graph", "cuda_oom_runtime"):
+        # outside vLLM's budget: CUDA graphs and the sampler warm-up use the (1 − u) × total it leaves
+        u, total = f("gpu_memory_utilization"), f("total_gpu_memory_gib")
+        if kind == "cuda_oom_graph":
+            out.append({"flags": "--enforce-eager", "checked": False,
+                        "why": "no CUDA graphs are captured (slower decoding), so their memory is not needed"})
+        if u is not None and float(u) > 0.55:
+            lower = round(float(u) - 0.05, 2)
+            left = f"; at {float(u):g} of {float(total):.2f} GiB only {(1 - float(u)) * float(total):.2f} GiB was left" \
+                if total else ""
+            out.append({"flags": f"--gpu-memory-utilization {lower:.2f}", "checked": False,
+                        "why": "graphs and the sampler warm-up run outside vLLM's budget" + left})
     if kind == "other" and facts.extra.get("host_killed"):
         if facts.extra.get("cpu_blocks") or facts.extra.get("engine") == "v0":
             out.append({"flags": "--swap-space 0", "checked": False,

@@ -750,6 +750,7 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
         if kind in _SPECIFIC:
             return kind, (pos, pos + 1), src
     context = bool(memory_logs or log_lines) or _search(_VLLM_CONTEXT, text) is not None
+    phaseless = None
     for pos, kind, src in in_focal:
         if kind.startswith("cuda_oom"):
             explicit_phase = kind.split(":", 1)[1] if ":" in kind else None
@@ -757,10 +758,13 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
             run_start = run_starts[r - 1] if r > 0 else 0
             phase = explicit_phase or _oom_phase(text, pos, run_start, src == "torch_oom", log_lines)
             if phase is None:
-                if context:
-                    return "other", (pos, pos + 1), src
+                # a mention without a phase (a title, "torch.OutOfMemoryError for 0.6.4"): a later
+                # occurrence in the log may still say where it hit
+                phaseless = phaseless or (pos, src)
                 continue
             return f"cuda_oom_{phase}", (pos, pos + 1), src
+    if phaseless and context:
+        return "other", (phaseless[0], phaseless[0] + 1), phaseless[1]
     for pos, kind, src in in_focal:
         if kind == "other":
             return "other", (pos, pos + 1), src

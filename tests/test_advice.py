@@ -435,3 +435,27 @@ def test_a_startup_log_without_an_error_is_not_told_what_to_mend():
     d = diagnose(text, offline=True, explain=True)
     assert d.error_kind == "startup_log_ok"
     assert d.summary.startswith("This start-up log shows no error") and "Change to make" not in d.summary
+
+
+GRAPH_OOM = """[Bug]: torch.OutOfMemoryError for 0.6.4.post1 but 0.6.3.post1 is working
+INFO 12-20 20:25:46 worker.py:241] the current vLLM instance can use total_gpu_memory (15.77GiB) x gpu_memory_utilization (0.90) = 14.20GiB
+INFO 12-20 20:25:46 worker.py:241] model weights take 7.51GiB; non_torch_memory takes 0.39GiB; PyTorch activation peak memory takes 2.53GiB; the rest of the memory reserved for KV Cache is 3.76GiB.
+(VllmWorkerProcess pid=90) INFO 12-20 20:25:49 model_runner.py:1413] Capturing cudagraphs for decoding.
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 15.77 GiB of which 5.12 MiB is free.
+"""
+
+
+def test_an_oom_named_in_the_title_does_not_hide_where_the_log_hit():
+    from estimator.paste import read_paste
+
+    assert read_paste(GRAPH_OOM).error_kind == "cuda_oom_graph"
+
+
+def test_graph_capture_oom_without_a_model_still_gets_vllms_levers():
+    """(1 − 0.90) × 15.77 GiB = 1.58 GiB was all that was left outside vLLM's budget."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(GRAPH_OOM, offline=True, explain=True)
+    flags = [u["flags"] for u in d.unchecked]
+    assert flags[:2] == ["--enforce-eager", "--gpu-memory-utilization 0.85"]
+    assert "only 1.58 GiB was left" in d.unchecked[1]["why"]
