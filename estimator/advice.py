@@ -550,8 +550,8 @@ def facts_fixes(facts) -> list[dict]:
                         "why": "no CUDA graphs are captured (slower decoding), so their memory is not needed"})
         if u is not None and float(u) > 0.55:
             lower = round(float(u) - 0.05, 2)
-            left = f"; at {float(u):g} of {float(total):.2f} GiB only {(1 - float(u)) * float(total):.2f} GiB was left" \
-                if total else ""
+            left = (f": at {float(u):g} of {float(total):.2f} GiB, {(1 - float(u)) * float(total):.2f} GiB was left for "
+                    "them and for any other process on the card") if total else ""
             out.append({"flags": f"--gpu-memory-utilization {lower:.2f}", "checked": False,
                         "why": "graphs and the sampler warm-up run outside vLLM's budget" + left})
     if kind == "other" and facts.extra.get("host_killed"):

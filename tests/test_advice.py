@@ -458,4 +458,4 @@ def test_graph_capture_oom_without_a_model_still_gets_vllms_levers():
     d = diagnose(GRAPH_OOM, offline=True, explain=True)
     flags = [u["flags"] for u in d.unchecked]
     assert flags[:2] == ["--enforce-eager", "--gpu-memory-utilization 0.85"]
-    assert "only 1.58 GiB was left" in d.unchecked[1]["why"]
+    assert "1.58 GiB was left for them" in d.unchecked[1]["why"]
