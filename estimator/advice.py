@@ -221,10 +221,11 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                 out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False))
                 break
     # 1c. V0 without chunked prefill profiles a forward pass over max_num_batched_tokens =
-    # max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py): chunked prefill bounds it.
+    # max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py): chunked prefill bounds it. Not
+    # offered where V0 keeps it off itself (sliding-window and multimodal models, vllm.v0_chunked_prefill).
     tb = s.max_num_batched_tokens or 0
     if est.profile.engine == "v0" and est.profile.chunked_prefill_flag and not s.enable_chunked_prefill \
-            and tb >= 4096 and not est.spec.is_multimodal and kind in ("kv_capacity_v0", "no_cache_blocks", "cuda_oom_profile"):
+            and tb >= 4096 and not est.spec.is_multimodal and est.spec.sliding_window is None and kind in ("kv_capacity_v0", "no_cache_blocks", "cuda_oom_profile"):
         chunk = rerun(est, enable_chunked_prefill=True).settings.max_num_batched_tokens or 0
         sug = _with_len(est, {"enable_chunked_prefill": True},
                         f"without chunked prefill V0's profile run is one forward pass over {tb:,} tokens "

@@ -459,3 +459,14 @@ def test_graph_capture_oom_without_a_model_still_gets_vllms_levers():
     flags = [u["flags"] for u in d.unchecked]
     assert flags[:2] == ["--enforce-eager", "--gpu-memory-utilization 0.85"]
     assert "1.58 GiB was left for them" in d.unchecked[1]["why"]
+
+
+def test_no_chunked_prefill_fix_where_v0_keeps_it_off():
+    """V0 turns chunked prefill off by itself for sliding-window models (Mistral-7B-v0.1's 4,096
+    window): the fix is not offered there, while a full-attention model of the same run gets it."""
+    s = EngineSettings(vllm_version="0.4.0", engine="v0", max_model_len=32768)
+    mistral = run_estimate(load_model("mistralai/Mistral-7B-v0.1", offline=True).spec, "A10G", s)
+    llama = run_estimate(load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec, "A10G", s)
+    assert not mistral.fits and not llama.fits
+    assert all("--enable-chunked-prefill" not in x.flags for x in suggest(mistral, error_kind="kv_capacity_v0"))
+    assert any(x.flags.startswith("--enable-chunked-prefill") for x in suggest(llama, error_kind="kv_capacity_v0"))
