@@ -145,11 +145,13 @@ _GPU = regex.compile(
       | Jetson[ ]+(?:AGX[ ]+)?Orin(?:[ ]+(?:NX|Nano))?(?:[ ]+\d+G[Bi]?B?)?
       | DGX[ ]+Spark
       | MI\d{3}X?
-      | \d{4}(?:[ ]?Ti\b)?(?=s?\b)(?![ ]*(?:tokens?|MiB|GiB|MB|GB|blocks?|secs?|seconds|ms|x\b|rows?|steps?|%))
+      | \d{4}(?:[ ]?Ti\b)?(?=s?\b|[\u4e00-\u9fff])(?![ ]*(?:tokens?|MiB|GiB|MB|GB|blocks?|secs?|seconds|ms|x\b|rows?|steps?|%))
       )
     )
-    (?=s?\b|[^\w]|_)
+    (?=s?\b|[^\w]|_|[\u4e00-\u9fff])
     """)
+# a size written before the name: "32GB显存V100", "80GB H100"
+_SIZE_BEFORE = regex.compile(r"(?i)(?<![0-9A-Za-z.])(?P<n>\d{2,3})[ ]?G(?:i?B)?[ ]*(?:显存|VRAM)?[ ]*\Z")
 # "on 4A10", "8H100": a data-centre GPU name with a count glued on (the space or 'x' eaten)
 _GPU_GLUED = regex.compile(
     r"(?<![\w.,/-])(?P<n>[1-8])(?P<name>(?:GH200|GB200|B200|B300|H100|H200|H800|H20|A800|A100|L40S|L40|A10G|A10|A30|A40|L4|T4|V100)"
@@ -173,10 +175,11 @@ def gpu_family(name: str) -> str:
 
 
 _NUM_WORDS = {"one": 1, "single": 1, "a": 1, "an": 1, "two": 2, "dual": 2, "double": 2, "three": 3, "four": 4,
-              "quad": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "sixteen": 16}
+              "quad": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "sixteen": 16,
+              "一": 1, "单": 1, "两": 2, "二": 2, "双": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8}
 _COUNT_BEFORE = regex.compile(
     r"(?ix)(?:(?<![\w.,])(?P<n>\d{1,2})[ ]*(?:[x*][ ]*|[ ]+)|"
-    r"\b(?P<w>one|single|two|dual|double|three|four|quad|five|six|seven|eight|sixteen)[ ]+|(?P<cn>\d{1,2})[ ]*[张块台]\S{0,10}?)"
+    r"\b(?P<w>one|single|two|dual|double|three|four|quad|five|six|seven|eight|sixteen)[ ]+|(?P<cn>\d{1,2})[ ]*[张块台卡]\S{0,10}?|(?P<zh>[一单两二双三四五六七八])[ ]*[张块台卡]\S{0,10}?)"
     r"(?:\d{1,3}[ ]?G[Bi]?B?[ ]+)?\Z")
 # "H20 8 nodes", "A100 x 2"
 _COUNT_AFTER = regex.compile(r"(?i)\G[ ]*(?:[x*][ ]*(?P<n>\d{1,2})\b|(?P<m>\d{1,2})[ ]+(?:nodes|GPUs|cards)\b)")
@@ -202,6 +205,9 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
             before = text[max(0, m.start() - 12): m.start()]
             if core not in _CONSUMER_NUMBERS or regex.search(r"[\d.,:/=$#-]\s*$|port\s*$", before, regex.I):
                 continue
+        sized = _SIZE_BEFORE.search(text[max(0, m.start() - 12): m.start()])
+        if sized and not regex.search(r"\d{2,3}[ ]?G", name):
+            name = f"{name} {int(sized.group('n'))}GB"
         prio = 20
         before = text[max(0, m.start() - 60): m.start()]
         if _GPU_LABEL.search(before):
@@ -210,7 +216,7 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
         out.append(Hit("gpu", name, m.start(), m.end(), "prose_gpu", prio, norm=fam))
         cm = _COUNT_BEFORE.search(text[max(0, m.start() - 24): m.start()])
         if cm:
-            n = int(cm.group("n") or cm.group("cn") or 0) or _NUM_WORDS.get((cm.group("w") or "").lower(), 0)
+            n = int(cm.group("n") or cm.group("cn") or 0) or _NUM_WORDS.get((cm.group("w") or cm.group("zh") or "").lower(), 0)
             if cm.group("w") and cm.group("w").lower() in ("a", "an"):
                 n = 0
             if 0 < n <= 64:

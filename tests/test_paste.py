@@ -647,3 +647,15 @@ def test_a_v1_error_cut_before_its_estimate_still_gives_a_length():
     assert "needs **4.26 GiB** of KV cache but vLLM has **4.25 GiB**" in d.summary
     # 100,000 × 4.25 / 4.26 = 99,765 → the round length 99,328 (a multiple of 1,024)
     assert d.unchecked[0]["flags"] == "--max-model-len 99328"
+
+
+@pytest.mark.parametrize("text,gpu,count", [
+    ("报这个错是什么原因，用的是32GB显存V100", "V100 32GB", None),   # a size before the name, "显存" (VRAM) between
+    ("两张4090跑不起来", "4090", 2),                               # CJK right after the number; "two cards"
+    ("8卡A800", "A800", 8),
+    ("双卡3090", "3090", 2),
+    ("on an 80GB H100", "H100 80GB", None),
+])
+def test_gpus_in_chinese_posts_and_sizes_before_the_name(text, gpu, count):
+    f = read_paste(text)
+    assert f.get("gpu") == gpu and f.get("gpu_count") == count
