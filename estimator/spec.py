@@ -15,6 +15,7 @@ and said in `assumptions`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,12 +63,17 @@ class FullAttention(LayerKV):
     kv_heads: int = 1
     head_dim: int = 128
     head_dim_v: int | None = None
+    # num_kv_shared_layers (gemma-3n / gemma-4 E-models): the layer reads an earlier layer's cache
+    # (vLLM kv_sharing_target_layer_name) and allocates none of its own; its weights stay.
+    shared: bool = False
 
     def heads_per_rank(self, tp: int) -> int:
         # vllm/config/model.py get_num_kv_heads: max(1, total // tp) — replicated when kv < tp.
         return max(1, self.kv_heads // max(1, tp))
 
     def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
+        if self.shared:
+            return 0
         hd_v = self.head_dim if self.head_dim_v is None else self.head_dim_v
         return self.heads_per_rank(tp) * (self.head_dim + hd_v) * kv_dtype_bytes
 
@@ -531,6 +537,14 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
             layers.append(ChunkedLocal(kv_heads=kv_heads, head_dim=head_dim, chunk=chunk))
         else:
             layers.append(FullAttention(kv_heads=g_kv, head_dim=g_hd))
+    n_shared = _positive_int(text.get("num_kv_shared_layers")) or 0
+    if 0 < n_shared < n:
+        # gemma3n.py / gemma4.py: the last num_kv_shared_layers layers reuse the cache of the last
+        # earlier layer of their type, so only the first n − shared layers hold KV.
+        layers = [dataclasses.replace(lk, shared=True) if i >= n - n_shared and isinstance(lk, FullAttention)
+                  and not isinstance(lk, CrossAttention) else lk for i, lk in enumerate(layers)]
+        assumptions.append(f"num_kv_shared_layers: the last {n_shared} layers reuse earlier layers' KV cache "
+                           "and hold none of their own")
     if mtype == "falcon_h1" or text.get("parallel_hybrid"):
         # Falcon-H1: every layer has attention AND a Mamba-2 mixer in parallel.
         ms = _mamba_state(text, "mamba", mtype, hidden)

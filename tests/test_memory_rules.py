@@ -435,3 +435,32 @@ def test_gemma4_k_eq_v_layers_keep_k_and_v_in_the_cache():
     # ≈10.7× against the reported ≈9.5×; one K=V state (64-token global blocks) would give
     # 20,480 / (4,096 + 965) × 262,144 ≈ 1.06M tokens, ≈19×.
     assert 8 < e21.kv_cache_tokens / e20.kv_cache_tokens < 12
+
+
+def test_kv_shared_layers_hold_no_cache_but_keep_their_weights():
+    """gemma-3n / gemma-4 E-models: the last num_kv_shared_layers layers read an earlier layer's
+    cache (vLLM skips layers with kv_sharing_target_layer_name in get_kv_cache_spec). The 31B
+    config with 20 shared layers keeps layers 0–39: 34 sliding × 16 × 256 × 2 × 2 B + 6 global ×
+    4 × 512 × 2 × 2 B = 606,208 B per token, down from 901,120; the parameter count is unchanged."""
+    import json
+
+    from estimator.catalog import lookup
+    from estimator.params import count_params
+    from estimator.spec import spec_from_config
+
+    cid, config, companions = lookup("nvidia/Gemma-4-31B-IT-NVFP4")
+    shared = json.loads(json.dumps(config))
+    shared["text_config"]["num_kv_shared_layers"] = 20
+    base, e_model = spec_from_config(config, cid, companions), spec_from_config(shared, cid, companions)
+    types = config["text_config"]["layer_types"][:40]
+    assert (types.count("sliding_attention"), types.count("full_attention")) == (34, 6)
+    per_token = sum(lk.bytes_per_token(1, 2) for lk in e_model.layers)
+    assert per_token == 34 * 16 * 256 * 2 * 2 + 6 * 4 * 512 * 2 * 2 == 606_208
+    assert sum(lk.bytes_per_token(1, 2) for lk in base.layers) == 901_120
+    assert count_params(e_model).params_total == count_params(base).params_total
+    s = EngineSettings(vllm_version="0.21.0", kv_cache_dtype="bfloat16", max_model_len=32768, kv_cache_memory_bytes=8 * GiB)
+    e = estimate(e_model, gpu_total_bytes=80 * GiB, settings=s, weights_bytes=0, activation_bytes=0, non_torch_bytes=0,
+                 cuda_graph_bytes=0)
+    # groups of min(34, 6) = 6 layers: 1 global group, cdiv(34, 6) = 6 sliding groups (2 padding slots)
+    assert e.layout.kv_bytes_per_token == 606_208
+    assert sorted((g.kind, g.layers) for g in e.layout.groups) == [("full", 6)] + [("sliding", 6)] * 6
