@@ -245,13 +245,8 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     if u < cap - 1e-9 and kind not in ("free_memory_startup", "cuda_oom_graph", "cuda_oom_runtime"):
         # The smallest utilization that fits, plus 0.01 of margin: every point above it is memory
         # taken from CUDA graphs, the sampler warm-up and other processes for nothing.
-        target = cap
-        step = round(u + 0.01, 2)
-        while step <= cap + 1e-9:
-            if _check(est, gpu_memory_utilization=step)[1]:
-                target = min(cap, round(step + 0.01, 2))
-                break
-            step = round(step + 0.01, 2)
+        least = _least_fitting_utilization(est, round(u + 0.01, 2), cap)
+        target = cap if least is None else min(cap, round(least + 0.01, 2))
         others = est.inputs.get("other_process_bytes") or 0
         why = (f"vLLM {'.'.join(map(str, est.profile.version))} counts the {others / GiB:.2f} GiB other processes hold "
                "against this instance's budget, so its utilization has to cover theirs too"
@@ -344,6 +339,16 @@ def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
             seen.add(sug.flags)
             uniq.append(sug)
     return uniq
+
+
+def _least_fitting_utilization(est: Estimate, lo: float, hi: float) -> float | None:
+    """The smallest gpu_memory_utilization in [lo, hi] (steps of 0.01) at which the run fits."""
+    step = round(lo, 2)
+    while step <= hi + 1e-9:
+        if _check(est, gpu_memory_utilization=step)[1]:
+            return step
+        step = round(step + 0.01, 2)
+    return None
 
 
 def _fp8_weights_ok(est: Estimate) -> bool:
@@ -445,10 +450,8 @@ def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
     s = est.settings
     u = s.gpu_memory_utilization or 0.9
     if est.gpu is not None and est.gpu.unified:
-        step = 0.05
-        while step < u - 1e-9 and not _check(est, gpu_memory_utilization=step)[1]:
-            step = round(step + 0.01, 2)
-        target = round(step + 0.02, 2)
+        least = _least_fitting_utilization(est, 0.05, round(u - 0.01, 2))
+        target = round(least + 0.02, 2) if least is not None else u
         if target < u - 1e-9:
             freed = (u - target) * est.gpu_total_bytes
             e, ok, _ = _check(est, gpu_memory_utilization=target)

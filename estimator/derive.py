@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from estimator.memory import Estimate, GiB
+from estimator.memory import Estimate, GiB, v0_driver_extra_bytes
 
 
 @dataclass
@@ -330,8 +330,6 @@ def other_worker_pool(facts, est: Estimate | None) -> OtherWorker | None:
     (memory.v0_driver_extra_bytes). A line copied from another worker ("(VllmWorkerProcess …)")
     then shows more KV than the engine has: the capacity and the block count are the driver's.
     """
-    from estimator.memory import v0_driver_extra_bytes
-
     f = facts.get
     printed = f("kv_cache_gib")
     if est is None or printed is None or not est.layout.bytes_per_block:

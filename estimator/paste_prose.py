@@ -151,6 +151,7 @@ _GPU = regex.compile(
     (?=s?\b|[^\w]|_|[\u4e00-\u9fff])
     """)
 # a size written before the name: "32GB显存V100", "80GB H100"
+_HAS_SIZE = regex.compile(r"\d{2,3}[ ]?G")
 _SIZE_BEFORE = regex.compile(r"(?i)(?<![0-9A-Za-z.])(?P<n>\d{2,3})[ ]?G(?:i?B)?[ ]*(?:显存|VRAM)?[ ]*\Z")
 # "on 4A10", "8H100": a data-centre GPU name with a count glued on (the space or 'x' eaten)
 _GPU_GLUED = regex.compile(
@@ -206,7 +207,7 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
             if core not in _CONSUMER_NUMBERS or regex.search(r"[\d.,:/=$#-]\s*$|port\s*$", before, regex.I):
                 continue
         sized = _SIZE_BEFORE.search(text[max(0, m.start() - 12): m.start()])
-        if sized and not regex.search(r"\d{2,3}[ ]?G", name):
+        if sized and not _HAS_SIZE.search(name):
             name = f"{name} {int(sized.group('n'))}GB"
         prio = 20
         before = text[max(0, m.start() - 60): m.start()]

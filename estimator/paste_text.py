@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import html
 import time
+from collections import Counter
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -199,8 +200,6 @@ _LOG_START = regex.compile(r"[ \t]*(?:\(|\[|INFO|WARNING|ERROR|DEBUG|CRITICAL|Fi
 def _wrap_breaks(text: str) -> list[int]:
     """Offsets of the newlines a terminal inserted: after lines of the paste's most common long
     length (seen at least twice) that end inside a word, before a line going on in lower case."""
-    from collections import Counter
-
     cands: list[tuple[int, int]] = []       # (line length, offset of its newline)
     start = 0
     for _ in range(MAX_PREFIXED_LINES):
