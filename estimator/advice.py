@@ -247,10 +247,10 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         # taken from CUDA graphs, the sampler warm-up and other processes for nothing.
         least = _least_fitting_utilization(est, round(u + 0.01, 2), cap)
         target = cap if least is None else min(cap, round(least + 0.01, 2))
-        others = est.inputs.get("other_process_bytes") or 0
-        why = (f"vLLM {'.'.join(map(str, est.profile.version))} counts the {others / GiB:.2f} GiB other processes hold "
+        others = est.others_charged_bytes
+        why = (f"vLLM {est.profile.release} counts the {others / GiB:.2f} GiB other processes hold "
                "against this instance's budget, so its utilization has to cover theirs too"
-               if others and est.profile.context_in_non_torch else
+               if others else
                f"gives the KV cache {(target - u) * est.gpu_total_bytes / GiB:.2f} GiB more of the card")
         sug = _with_len(est, {"gpu_memory_utilization": target}, why, True,
                         "leave headroom for CUDA graphs and other processes",

@@ -36,6 +36,7 @@ class MemoryState:
     figures: dict[str, Figure] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)      # disagreements between paste and model
     notes: list[str] = field(default_factory=list)       # what the figures answer (why they differ)
+    disagrees: bool = False                               # vLLM's figures contradict the model's state
     per_rank: dict = field(default_factory=dict)
 
     def add(self, fig: Figure) -> None:
@@ -211,17 +212,18 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         if abs(ratio - 1) > 0.15:
             st.checks.append(f"the paste says the weights take {f('weights_gib')} GiB per GPU; the model's checkpoint "
                              f"would take {_modelled_weights(est) / GiB:.2f} GiB — check the model id, quantization and TP")
-    others = est.inputs.get("other_process_bytes") or 0 if est is not None else 0
-    if others and est is not None and est.profile.context_in_non_torch:
+    others = est.others_charged_bytes if est is not None else 0
+    if others:
         fixed = "0.6.5" if est.profile.engine == "v0" else "0.9.1"
         st.notes.append(
-            f"vLLM {'.'.join(map(str, est.profile.version))} counts the {others / GiB:.2f} GiB other processes hold on "
+            f"vLLM {est.profile.release} counts the {others / GiB:.2f} GiB other processes hold on "
             f"this GPU as its own non-torch memory, so gpu_memory_utilization has to cover theirs too; from {fixed} "
             "each instance's utilization is its own share (upgrade, or raise this instance's utilization by their "
             "share of the card)")
     for check in (layout_disagreement(facts, est), no_blocks_disagreement(facts, est)):
         if check:
             st.checks.append(check)
+            st.disagrees = True
     per_rank = facts.extra.get("per_rank")
     if isinstance(per_rank, dict) and per_rank:
         st.per_rank = per_rank
@@ -402,7 +404,7 @@ def no_blocks_disagreement(facts, est: Estimate | None) -> str | None:
            f"({s.gpu_memory_utilization:g} × {est.gpu_total_bytes / GiB:.2f} GiB): something the model does not see "
            "took that memory — ")
     if p.context_in_non_torch:
-        msg += (f"vLLM {'.'.join(map(str, p.version))} counts the memory other processes hold on the GPU (another vLLM "
+        msg += (f"vLLM {p.release} counts the memory other processes hold on the GPU (another vLLM "
                 "instance, a notebook) as its own, so they use up its budget; ")
     return msg + ("or the card is smaller, or the profile run needed more than estimated. Paste `nvidia-smi` (with its "
                   "process list) taken just before vLLM starts")

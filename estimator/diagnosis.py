@@ -225,6 +225,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     from estimator.derive import derive
 
     state = derive(facts, est)
+    if est is not None and state.disagrees:
+        # vLLM's printed need / estimate, or its "no blocks", contradict the model's layout or state:
+        # the re-checked fixes rest on it, so the reply leads with vLLM's own numbers
+        est.reconciliation.failed = True
     suggestions = []
     full = ""
     killed = kind == "other" and bool(facts.extra.get("host_killed"))
@@ -404,18 +408,7 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
         if anchored is not est:
             anchored.reconciliation.plain = est  # advice checks fixes in both states
         est = anchored
-    _check_layout(facts, est)
     return est
-
-
-def _check_layout(facts, est: Estimate) -> None:
-    """When vLLM's printed KV need or estimated length disagree with the model's layout
-    (derive.layout_disagreement), the re-checked fixes rest on the wrong layout: the reply leads
-    with vLLM's own numbers."""
-    from estimator.derive import layout_disagreement, no_blocks_disagreement
-
-    if layout_disagreement(facts, est) or no_blocks_disagreement(facts, est):
-        est.reconciliation.failed = True
 
 
 def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool) -> Estimate:
@@ -583,10 +576,10 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
             parts.append(f"{sentence[0].upper()}{sentence[1:]}; the KV pool is {_pool_text(d)}.")
     elif kind == "no_cache_blocks":
         parts.append("vLLM had **no memory left for the KV cache** after weights, activations and other overhead.")
-        others = est.inputs.get("other_process_bytes") or 0 if est is not None else 0
-        if others and est is not None and est.profile.context_in_non_torch:
+        others = est.others_charged_bytes if est is not None else 0
+        if others:
             parts.append(f"Other processes hold {others / GiB:.2f} GiB of this GPU, and vLLM "
-                         f"{'.'.join(map(str, est.profile.version))} charges that memory to this instance's own "
+                         f"{est.profile.release} charges that memory to this instance's own "
                          f"{est.budget_bytes / GiB:.2f} GiB budget ({est.settings.gpu_memory_utilization:g} × "
                          f"{est.gpu_total_bytes / GiB:.2f} GiB).")
     elif kind == "free_memory_startup":

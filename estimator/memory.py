@@ -161,6 +161,12 @@ class Estimate:
     def non_kv_bytes(self) -> int:
         return self.weights_bytes + self.activation_bytes + self.non_torch_bytes + self.cuda_graph_bytes
 
+    @property
+    def others_charged_bytes(self) -> int:
+        """Memory other processes hold that this version charges to this instance's own budget
+        (0.6.4 V0 and V1 before 0.9.1: Profile.context_in_non_torch); 0 where it is not charged."""
+        return (self.inputs.get("other_process_bytes") or 0) if self.profile.context_in_non_torch else 0
+
     def to_json(self) -> dict:
         s = self.settings
         return {
@@ -258,7 +264,7 @@ def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Pr
         # vllm/config.py 0.5.1–0.6.3: Gemma 2's sliding window was unsupported, so vLLM disabled it
         # and capped the length to the window ("capping the max length to the sliding window size").
         derived = min(derived, spec.sliding_window)
-        assumptions.append(f"vLLM {'.'.join(map(str, profile.version))} caps Gemma 2 at its "
+        assumptions.append(f"vLLM {profile.release} caps Gemma 2 at its "
                            f"{spec.sliding_window}-token sliding window")
     rope = spec.rope_scaling or {}
     rtype = str(rope.get("rope_type") or rope.get("type") or "").lower()

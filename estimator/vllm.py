@@ -198,6 +198,11 @@ class Profile:
     fp8_weights_min_cc: float | None = 8.0
     chunked_prefill_flag: bool = True    # --enable-chunked-prefill exists (V0 0.4.0+)
 
+    @property
+    def release(self) -> str:
+        """The version as vLLM spells it ("0.6.4")."""
+        return ".".join(map(str, self.version))
+
 
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
     v = parse_version(version)
