@@ -254,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd is None:
         print(f"kvdoctor: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
+    own = args[1:args.index("--")] if "--" in args else args[1:]
+    if "-h" in own or "--help" in own:   # `kvdoctor explain --help` asks for usage, not to read stdin
+        print(USAGE)
+        return 0
     try:
         return cmd(args[1:])
     except KvdoctorError as exc:

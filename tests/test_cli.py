@@ -225,6 +225,14 @@ def test_bad_input_exits_2_with_one_line(offline_env, args):
     assert line.startswith("kvdoctor:")
 
 
+@pytest.mark.parametrize("args", [["explain", "--help"], ["estimate", "-h"], ["--help"]])
+def test_help_prints_usage_without_reading_stdin(offline_env, args):
+    # `explain --help` once read an empty stdin and answered "the paste is empty".
+    proc = kvdoctor(offline_env, *args, stdin=b"")
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert proc.stdout.decode().startswith("usage:") and "kvdoctor explain" in proc.stdout.decode()
+
+
 @pytest.mark.parametrize("gpu,torch_gib", [
     pytest.param("MI300X", 191.98, id="MI300X"),
     pytest.param("128GB", None, id="nominal-128GB"),
