@@ -134,7 +134,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("non_kv", budget - kv, "derived", "budget − KV pool"))
     for key, name in (("weights_gib", "weights"), ("activation_peak_gib", "activation"),
                       ("non_torch_gib", "non_torch"), ("cuda_graph_gib", "cuda_graphs")):
-        from_peak = activation_from_facts(facts) if name == "activation" else None
+        from_peak = activation_from_facts(facts) if name == "activation" else \
+            graph_from_facts(facts, total) if name == "cuda_graphs" else None
         if from_peak is not None:
             st.add(Figure(name, from_peak[0], "derived", from_peak[1]))
         elif other is not None and name == "activation" and f(key) is not None:
@@ -173,7 +174,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                 f"vLLM's KV pool ({kv / GiB:.2f} GiB) is {-gap / GiB:.2f} GiB more than the budget ({budget / GiB:.2f} GiB) "
                 "leaves after the other parts"
                 + (f"; the {' and the '.join('GPU size' if k == 'total' else 'gpu_memory_utilization' for k in assumed)}"
-                   " were assumed, so the card is probably larger, or the utilization higher, than assumed"
+                   + (" were" if len(assumed) > 1 else " was")
+                   + " assumed, so the card is probably larger, or the utilization higher, than assumed"
                    if assumed else "")
                 + ". Paste the `nvidia-smi` output and vLLM's start-up memory lines (\"Memory profiling takes …\", "
                 "\"Available KV cache memory …\") to pin it down")
@@ -368,6 +370,21 @@ def activation_from_facts(facts) -> tuple[int, str] | None:
         return None
     return (_gib(float(peak) - float(weights)),
             f"peak_torch_memory {peak} GiB − weights {weights} GiB (0.6.4 counts the weights in its torch peak)")
+
+
+def graph_from_facts(facts, total: int | None) -> tuple[int, str] | None:
+    """The CUDA-graph memory vLLM set aside, from its 0.21+ line "The current
+    --gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=U' without CUDA graph
+    memory profiling": U' = U − graphs ÷ total (vllm/v1/worker/gpu_worker.py, 4 decimals), so the
+    graphs are (U − U') × total. None when a graph figure is printed outright or a part is missing."""
+    util, equiv = facts.get("gpu_memory_utilization"), facts.extra.get("equivalent_utilization")
+    if facts.get("cuda_graph_gib") is not None or not total or not isinstance(equiv, (int, float)) \
+            or util is None or not 0 <= float(util) - float(equiv) < 1:
+        return None
+    frac = float(util) - float(equiv)
+    return (int(round(frac * total)),
+            f"({float(util):.4f} − {float(equiv):.4f}) × {total / GiB:.2f} GiB: vLLM's \"is equivalent to "
+            "--gpu-memory-utilization\" line")
 
 
 def layout_disagreement(facts, est: Estimate | None) -> str | None:

@@ -101,6 +101,8 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     dp = facts.extra.get("data_parallel_size")
     if isinstance(dp, int) and dp > 1:
         s.data_parallel_size = dp
+    if facts.extra.get("mxfp4_backend"):
+        s.mxfp4_backend = facts.extra["mxfp4_backend"]
     from estimator.vllm import apply_speculative
 
     for key in ("speculative_model", "speculative_config"):
@@ -130,6 +132,21 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     if isinstance(s.kv_cache_dtype, str) and s.kv_cache_dtype.startswith("auto"):
         s.kv_cache_dtype = "auto"
     return s
+
+
+def _rank_notes(facts) -> list[str]:
+    """Say where parallel sizes no flag stated came from (paste.py `_derive_parallel_sizes`)."""
+    notes = []
+    for key, flag in (("tensor_parallel_size", "--tensor-parallel-size"), ("pipeline_parallel_size",
+                                                                           "--pipeline-parallel-size")):
+        fact = facts.values.get(key)
+        if fact is None or fact.source not in ("worker_ranks", "worker_grid"):
+            continue
+        how = ("the worker names in the log (Worker_PP…_TP…)" if fact.source == "worker_grid" else
+               "the worker ranks that printed lines (a global rank does not tell tensor from pipeline "
+               "parallelism; tensor assumed)")
+        notes.append(f"no {flag} in the paste: {fact.value} read from {how}")
+    return notes
 
 
 def _gpu_ref(facts, gpu: str | None) -> str | None:
@@ -205,6 +222,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     version, note = modelled_version(version, facts.extra.get("version_hint"), engine, posted)
     if note:
         assumptions.append(note)
+    assumptions += _rank_notes(facts)
     missing: list[str] = []
     model_ref = model or facts.get("model")
     gpu_ref = _gpu_ref(facts, gpu)
@@ -380,6 +398,12 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
+    from estimator.derive import graph_from_facts
+
+    graphs = graph_from_facts(facts, est.gpu_total_bytes)
+    if graphs is not None:
+        overrides["cuda_graph_bytes"] = graphs[0]
+        est = _estimate_with(est, {**est.inputs, "cuda_graph_bytes": graphs[0]})
     if initial is not None and free is None:
         # 0.6.4's "initial_memory_usage" is total − free when profiling starts (vllm/worker/worker.py):
         # this instance's weights and CUDA context too, so the other processes hold the rest.
@@ -430,8 +454,9 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
         return est
     arithmetic = f"({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {implied / GiB:.2f} GiB"
     if named:
-        near = sorted((abs(g.total_bytes - implied) / implied, g) for g in family_variants(est.gpu_name)
-                      if g.total_bytes != est.gpu_total_bytes)
+        # by distance only: two variants of one size (A100 SXM / PCIe 80GB) tie, and Gpu has no order
+        near = sorted(((abs(g.total_bytes - implied) / implied, g) for g in family_variants(est.gpu_name)
+                       if g.total_bytes != est.gpu_total_bytes), key=lambda t: t[0])
         if not near or near[0][0] > 0.06:
             return est
         card = near[0][1]
@@ -446,8 +471,24 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
         how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
         note = (f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {arithmetic} of GPU "
                 "memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
-    out = run_estimate(spec, gpu_ref, settings, gpu_count=gpu_count,
-                       **{k: v for k, v in overrides.items() if v is not None})
+    kw = {k: v for k, v in overrides.items() if v is not None}
+    out = run_estimate(spec, gpu_ref, settings, gpu_count=gpu_count, **kw)
+    if not named:
+        # vLLM's V1 defaults follow the card (max_num_seqs 1024 / 8,192 batched tokens from 70 GiB,
+        # 256 / 2,048 below): the size implied with the default card's sampler is not the size
+        # whose own defaults reproduce the pool. Settle it: a few passes at most.
+        for _ in range(3):
+            again = int((out.non_kv_bytes + pool) / util)
+            if abs(again - implied) <= 0.01 * implied:
+                break
+            implied = again
+            arithmetic = f"({out.non_kv_bytes / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {implied / GiB:.2f} GiB"
+            names = [g.name for g in cards_near(implied)][:3]
+            gpu_ref = f"{implied / GiB:.2f}GiB"
+            how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
+            note = (f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {arithmetic} of "
+                    "GPU memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
+            out = run_estimate(spec, gpu_ref, settings, gpu_count=gpu_count, **kw)
     out.reconciliation.card_implied = f"{how}; implied by vLLM's KV figure: {arithmetic}"
     out.assumptions.append(note)
     return out

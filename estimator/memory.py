@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from estimator.params import Mxfp4Layout
 from estimator.spec import (
     MLA,
     ChunkedLocal,
@@ -776,7 +777,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
 
     # ---- weights, activation, non-torch, graphs ----
     if weights_bytes is None:
-        weights_bytes = _weights(spec, s, profile, model_dtype, assumptions, with_mtp=draft_info[2])
+        weights_bytes = _weights(spec, s, profile, model_dtype, assumptions, with_mtp=draft_info[2],
+                                 compute_capability=compute_capability)
     weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
     act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
@@ -1011,8 +1013,45 @@ def _largest_fitting(needed, available: int, upper: int) -> int:
     return lo
 
 
+# How each MXFP4 MoE backend holds the experts (vllm/model_executor/layers/quantization/mxfp4.py):
+# Marlin pads the per-rank intermediate size to 128 and hidden to 256 (its kernel needs n % 256 and
+# k % 128); FlashInfer on SM100 (TRT-LLM / BF16) pads both to 256, its CUTLASS path and the SM90
+# FlashInfer path to 128; Triton (triton_kernels) pads the intermediate to 64, swizzles the scales
+# into new tensors while the loaded ones stay registered, and upcasts the biases to fp32. Checked
+# on gpt-oss: 120b on an H100 with 0.10.1.1 (Marlin warning) printed 65.97 GiB, Marlin layout
+# 65.93; 120b with 0.14.1 ("Using Triton backend") 64.38, Triton layout 64.19; 20b on an A100
+# with 0.19.0 13.72, Marlin 13.70; 20b on a 3090 with the gpt-oss launch build (before 0.10.1
+# brought Marlin MXFP4 MoE) 12.88, unpadded 12.83.
+MXFP4_LAYOUTS = {
+    "Marlin": Mxfp4Layout("Marlin", 128, 256),
+    "Triton": Mxfp4Layout("Triton", 64, 1, scale_copies=2, bias_bytes=4),
+    "FlashInfer SM100": Mxfp4Layout("FlashInfer SM100", 256, 256),
+    "FlashInfer SM100 CUTLASS": Mxfp4Layout("FlashInfer SM100 CUTLASS", 128, 128),
+    "FlashInfer SM90": Mxfp4Layout("FlashInfer SM90", 128, 128),
+    "unpadded": Mxfp4Layout("gpt-oss launch build", 1, 1),
+}
+# Hopper runs Triton once triton_kernels ships with vLLM, else Marlin: 0.10.1.1 used Marlin
+# (vllm#23278), 0.14.1 Triton (vllm#33155); the release in between is not pinned down (0.11 is
+# an estimate).
+MXFP4_HOPPER_TRITON_FROM = (0, 11, 0)
+
+
+def mxfp4_backend(profile: Profile, compute_capability: str | None, named: str | None) -> str:
+    """The MXFP4 MoE backend vLLM picks (mxfp4.py get_mxfp4_backend), or the one a log named."""
+    if named in MXFP4_LAYOUTS:
+        return named
+    if profile.version < (0, 10, 1):
+        return "unpadded"
+    cc = cc_number(compute_capability) or 9.0
+    if 10.0 <= cc < 11.0:
+        return "FlashInfer SM100"
+    if 9.0 <= cc < 10.0:        # triton_kernels: SM90 and SM100 only
+        return "Triton" if profile.version >= MXFP4_HOPPER_TRITON_FROM else "Marlin"
+    return "Marlin"
+
+
 def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str],
-             with_mtp: bool) -> int:
+             with_mtp: bool, compute_capability: str | None = None) -> int:
     from estimator import params  # late import: params depends on spec only
 
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
@@ -1020,15 +1059,16 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
     pp = s.pipeline_parallel_size
     part = tuple(_stage_sizes(spec, profile, pp, s.pp_layer_partition)) if pp > 1 else None
+    layout = MXFP4_LAYOUTS[mxfp4_backend(profile, compute_capability, s.mxfp4_backend)]
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep,
-           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part)
+           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
                                          tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size, ep=ep,
                                          safetensors_bytes_by_dtype=st, with_mtp=with_mtp,
                                          pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
-                                         layer_partition=list(part) if part else None)
+                                         layer_partition=list(part) if part else None, mxfp4_layout=layout)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

@@ -524,6 +524,22 @@ class _Fmt:
     experts_fp4: bool = False   # routed experts stored as FP4 (e2m1 + e8m0 scale per 32) inside an FP8 checkpoint
 
 
+@dataclass(frozen=True)
+class Mxfp4Layout:
+    """How a vLLM MXFP4 MoE backend holds the experts once loaded (vllm/model_executor/layers/
+    quantization/mxfp4.py Mxfp4MoEMethod.create_weights / process_weights_after_loading).
+
+    The backend pads the per-rank intermediate size and the hidden size to its kernel's tile;
+    Triton (triton_kernels) swizzles the scales into new tensors while the loaded ones stay
+    registered, and keeps the biases in fp32."""
+
+    name: str
+    inter_multiple: int = 1
+    hidden_multiple: int = 1
+    scale_copies: int = 1
+    bias_bytes: int = 2
+
+
 def _dtype_name(d: str | None) -> str:
     b = str(d or "bfloat16").lower().replace("torch.", "")
     return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}.get(b, b)
@@ -705,6 +721,18 @@ def _qbytes(fmt: _Fmt, rows: int, cols: int, copies: int) -> int:
     raise ValueError(fmt.kind)
 
 
+def _mxfp4_expert_bytes(lay: Mxfp4Layout, w: _W, rows: int, copies: int, hidden: int, tp: int) -> int:
+    """One rank's MXFP4 experts (w13 [2·I/tp, h] + w2 [h, I/tp] as one `_W` of 3·I rows) or their
+    biases (w13_bias 2·I/tp, w2_bias h whole on every rank), at the backend's padded sizes."""
+    h = _pad(hidden, lay.hidden_multiple)
+    if w.kind == "bias":
+        inter = -(-((w.rows - hidden) // 2) // tp)
+        return (2 * _pad(inter, lay.inter_multiple) + h) * lay.bias_bytes * copies
+    inter = _pad(rows // 3, lay.inter_multiple)
+    n = 3 * inter * h
+    return (n // 2 + lay.scale_copies * math.ceil(n / 32)) * copies
+
+
 # --------------------------------------------------------------------------------------------
 # dtype, TP, PP
 # --------------------------------------------------------------------------------------------
@@ -842,7 +870,8 @@ def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_
 def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str | None = None,
                  tp: int = 1, pp: int = 1, pp_rank: int | None = None, ep: int = 1,
                  safetensors_bytes_by_dtype: dict[str, int] | None = None,
-                 with_mtp: bool = False, layer_partition: list[int] | None = None) -> WeightBreakdown:
+                 with_mtp: bool = False, layer_partition: list[int] | None = None,
+                 mxfp4_layout: Mxfp4Layout | None = None) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -890,7 +919,9 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                 rows, cols, copies = w.rows, w.cols, -(-w.copies // ep)
             else:
                 rows, cols = _rank_share(w, tp, vocab_rank)
-            if _quantized(fmt, w):
+            if fmt.kind == "mxfp4" and mxfp4_layout and w.part == "experts" and w.kind in ("linear", "bias"):
+                b = _mxfp4_expert_bytes(mxfp4_layout, w, rows, copies, spec.hidden_size, tp if ep == 1 else 1)
+            elif _quantized(fmt, w):
                 b = _wbytes(fmt, w, rows, cols, copies)
             else:
                 b = rows * cols * copies * db
@@ -935,9 +966,17 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     if absorb:
         by["mla_absorbed"] = absorb
         notes.append("MLA: quantized kv_b_proj is dequantized into 16-bit W_UK/W_UV copies at load")
-    if fmt.kind == "mxfp4":
+    if fmt.kind == "mxfp4" and mxfp4_layout is None:
         notes.append("MXFP4 experts counted unpadded; some vLLM MoE backends pad hidden/intermediate to "
                      "multiples of 64–256, adding a few percent")
+    elif fmt.kind == "mxfp4" and mxfp4_layout is not None:
+        lay = mxfp4_layout
+        pads = [f"{what} to a multiple of {m}" for what, m in (("intermediate", lay.inter_multiple),
+                                                                ("hidden", lay.hidden_multiple)) if m > 1]
+        extra = (["scales held twice (swizzled copy + loaded tensor)"] if lay.scale_copies > 1 else []) + \
+                (["fp32 biases"] if lay.bias_bytes == 4 else [])
+        notes.append(f"MXFP4 experts as vLLM's {lay.name} MoE backend holds them"
+                     + (f": {', '.join(pads + extra)}" if pads or extra else ": unpadded"))
     if fmt.kind != "none" and spec.vision:
         notes.append("vision tower kept at the base dtype (quantizers usually skip it)")
     if ep > 1:

@@ -32,7 +32,7 @@ from estimator import flags as _flags
 from estimator import paste_prose as _prose
 from estimator import paste_tables as _tables
 from estimator import paste_templates as _tpl
-from estimator.paste_text import PasteText, budget, decode, prepare, start_clock, stop_clock
+from estimator.paste_text import PasteText, budget, decode, prepare, start_clock, stop_clock, worker_grid
 
 FACT_KEYS: tuple[str, ...] = (
     "model", "gpu", "gpu_count", "vllm_version", "tensor_parallel_size", "pipeline_parallel_size",
@@ -218,6 +218,9 @@ def _read(raw: str) -> Facts:
     code = _search(_ENGINE_PATHS, text)
     if code is not None:
         engines.append((3, "v1" if code.group("v1") else "v0"))   # code that ran: outranks an env var
+    backend = _search(_MXFP4_BACKEND, pt.clean)   # the `[mxfp4.py:N]` tag is in the log prefix
+    if backend is not None:
+        extra["mxfp4_backend"] = _mxfp4_backend_name(backend)
     env = extra.get("env", {})
     if isinstance(env, dict):
         if str(env.get("VLLM_USE_V1", "")) in ("0", "1"):
@@ -303,6 +306,7 @@ def _read(raw: str) -> Facts:
                 chosen[key] = got
                 del alternatives[key]
     _infer_quantization(chosen, by_key, model_paths, text)
+    _derive_parallel_sizes(chosen, extra, pt, focal, run_of)
     _derive_gpu_count(chosen, extra)
     if per_rank:
         extra["per_rank"] = per_rank
@@ -436,6 +440,24 @@ def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
 _LINE_LEAD = r"(?:[\w.-]{1,40}[ ]*\|[ ]*|\[\d{4}-\d\d-\d\dT[\d:.]{5,15}Z?\][ ]*)?"
 _OLD_PREFIX = regex.compile(r"(?m)^" + _LINE_LEAD + r"(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d[ ]+[\w.-]+:\d+\]")
 _NEW_PREFIX = regex.compile(r"(?m)^" + _LINE_LEAD + r"(?:\([^)\n]{1,60}\)[ ]*)?(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[[\w./-]+:\d+\]")
+
+
+# The MXFP4 MoE backend vLLM chose, as its log says it (mxfp4.py get_mxfp4_backend; the Marlin FP4
+# warning from marlin_utils_fp4.py): it sets how the experts are padded (memory.MXFP4_LAYOUTS).
+_MXFP4_BACKEND = regex.compile(
+    r"\[mxfp4\.py:\d+\][ ]+Using[ ]+(?P<b>Triton|Marlin)[ ]+backend"
+    r"|Using[ ]+FlashInfer[ ]+MXFP4[ ]+(?P<fi>BF16|MXFP8[ ]+CUTLASS|MXFP8[ ]+TRTLLM)?[ ]*backend[ ]+for[ ]+(?P<sm>SM90|SM100)"
+    r"|(?P<m>Weight-only[ ]+FP4[ ]+compression[ ]+will[ ]+be[ ]+used[ ]+leveraging[ ]+the[ ]+Marlin[ ]+kernel)")
+
+
+def _mxfp4_backend_name(m) -> str:
+    if m.group("b"):
+        return m.group("b")
+    if m.group("m"):
+        return "Marlin"
+    if m.group("sm") == "SM90":
+        return "FlashInfer SM90"
+    return "FlashInfer SM100 CUTLASS" if "CUTLASS" in (m.group("fi") or "") else "FlashInfer SM100"
 
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"
@@ -633,6 +655,32 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
                 chosen["quantization"] = _Occ("quantization", q, s, s + (len(name) if i >= 0 else 0), "model_name",
                                               _tpl.P_GUESS, None, True)
             return
+
+
+_DP_ENGINE = regex.compile(r"EngineCore_DP[1-9]|DPEngineCore|data[_-]parallel[_-]size[= ]+[2-9]")
+
+
+def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int | None, run_of) -> None:
+    """Tensor/pipeline sizes from the worker ranks that printed lines, where no flag says them.
+
+    Four `(VllmWorker rank=0…3)` lines each saying "Model loading took 14.25 GiB" are a 4-way
+    split, not four copies of one card's state (vllm#17327 was read as one GPU holding the whole
+    KV pool). A global rank does not tell tensor from pipeline parallel; tensor is the common one
+    and the reply says it was assumed. Skipped where data parallelism could own the ranks."""
+    if "tensor_parallel_size" in chosen or "pipeline_parallel_size" in chosen:
+        return
+    if int(extra.get("data_parallel_size") or 1) > 1 or _DP_ENGINE.search(pt.clean):
+        return
+    lines = [li for li in pt.lines if focal is None or run_of(li.start) == focal]
+    grid = worker_grid(lines)
+    if grid is None:
+        return
+    tp, pp, split = grid
+    src = "worker_grid" if split else "worker_ranks"
+    if tp > 1:
+        chosen["tensor_parallel_size"] = _Occ("tensor_parallel_size", tp, 0, 0, src, _tpl.P_GUESS, None, True)
+    if pp > 1:
+        chosen["pipeline_parallel_size"] = _Occ("pipeline_parallel_size", pp, 0, 0, src, _tpl.P_GUESS, None, True)
 
 
 def _derive_gpu_count(chosen: dict, extra: dict) -> None:

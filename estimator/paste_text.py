@@ -72,10 +72,12 @@ _SAME_LEN = str.maketrans({
 # Log-line prefixes, possibly several in a row: markdown/Slack quote bars, process tags
 # (`(VllmWorkerProcess pid=3280379)`, `(Worker_TP0 pid=26347)`, `(VllmWorker rank=1 pid=254)`),
 # torchrun's `[rank0]:`, the level+time+file of vLLM's logger (≤0.7.3 `file.py:N]`, 0.8+
-# `[file.py:N]`), uvicorn-style `INFO:     ` and container timestamps.
+# `[file.py:N]`), uvicorn-style `INFO:     `, container timestamps and docker compose's service column
+# (`qwen3-1  | ` — only before one of the others, so a table row's first cell is never taken).
 _PREFIX = regex.compile(
     r"""(?xm)^(?:
         [ ]{0,8}(?:[>▎┃│][ ]?)+
+      | [\w.-]{1,40}[ ]+\|[ ]+(?=\(|(?:INFO|WARNING|ERROR|DEBUG)[ ]|\[rank\d|\d{4}-\d\d-\d\d)
       | [ ]{0,8}\(?[ ]?(?:(?P<proc>[A-Za-z_][\w-]{0,40})[ ]+)?(?:rank=(?P<rank>\d{1,4})[ ]+)?pid=(?P<pid>\d{1,10})\)[ ]*
       | [ ]{0,8}\[rank(?P<rank2>\d{1,4})\]:?[ ]*
       | [ ]{0,8}(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+(?:\[[^\]\n]{1,80}\]|[\w.-]{1,60}:\d{1,6}\])[ ]?
@@ -165,6 +167,29 @@ def rank_key(proc: str | None, rank: str | None, pid: str | None) -> tuple | Non
         if proc.startswith(("VllmWorkerProcess", "RayWorkerWrapper", "RayWorker")):
             return ("pid", int(pid or 0))
     return None
+
+
+def worker_grid(lines: list[LineInfo]) -> tuple[int, int, bool] | None:
+    """(tensor, pipeline, split) parallel sizes the workers' own line prefixes show, or None.
+
+    V1 names its workers `Worker_TP1` / `Worker_PP1_TP0` (split: both sizes are read); older V1
+    `VllmWorker rank=3` and torch's `[rank3]:` give only the global rank, so the world is
+    max rank + 1 and `split` is False. A paste may leave ranks out, so these are lower bounds."""
+    tp = pp = world = 0
+    split = False
+    for li in lines:
+        if not li.rank or li.rank[0] != "rank":
+            continue
+        m = _PROC_RANK.search(li.proc or "")
+        if m and (m.group("tp") is not None or m.group("pp2") is not None):
+            split = True
+            tp = max(tp, int(m.group("tp") or 0) + 1)
+            pp = max(pp, int(m.group("pp") or m.group("pp2") or 0) + 1)
+        else:
+            world = max(world, li.rank[1] + 1)
+    if split:
+        return max(tp, 1), max(pp, 1), True
+    return (world, 1, False) if world > 1 else None
 
 
 def decode(data: str | bytes | bytearray | None) -> str:

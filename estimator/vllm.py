@@ -306,6 +306,7 @@ class EngineSettings:
     pp_layer_partition: list[int] | None = None   # VLLM_PP_LAYER_PARTITION ("16,32"): layers per stage
     pp_stage: int | None = None                   # internal: the one PP stage being sized
     model_runner_v2: bool = False                 # VLLM_USE_V2_MODEL_RUNNER=1 (vllm/v1/worker/gpu/)
+    mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -325,7 +326,7 @@ _FIELDS = {
 
 
 # Environment variables vLLM reads that change memory; parse_flags takes them as `NAME=value` words.
-ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
+ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_MXFP4_USE_MARLIN")
 
 
 def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
@@ -347,6 +348,10 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             continue
         if tok.startswith("VLLM_USE_V2_MODEL_RUNNER="):
             s.model_runner_v2 = tok.partition("=")[2].strip("'\"").lower() in ("1", "true")
+            continue
+        if tok.startswith("VLLM_MXFP4_USE_MARLIN="):
+            if tok.partition("=")[2].strip("'\"").lower() in ("1", "true"):
+                s.mxfp4_backend = "Marlin"
             continue
         if not tok.startswith("-"):
             continue

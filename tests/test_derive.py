@@ -338,3 +338,23 @@ def test_v0_without_chunked_prefill_is_offered_it():
     assert chunked["fits"] and chunked["max_model_len"] == 29000 and "over 512" in chunked["why"]
     # the measured activation (17.98 − 14.99 = 2.99 GiB at 29,000 tokens) falls to the model's 512-token forward
     assert chunked["kv_cache_tokens"] > 23648 * 1.5
+
+
+def test_graph_memory_from_the_equivalent_utilization_line():
+    """0.21+: U' = U − graphs ÷ total, so graphs = (U − U') × total. A public GB10 log (119.63 GiB)
+    printed "Estimated CUDA graph memory: 1.94 GiB total" beside this line: (0.92 − 0.9038) × 119.63
+    = 1.938 GiB."""
+    from estimator.derive import graph_from_facts
+    from estimator.paste import read_paste
+
+    line = ("(EngineCore pid=492078) INFO 08-23 09:39:41 [gpu_worker.py:578] CUDA graph memory profiling is enabled "
+            "(default since v0.21.0). The current --gpu-memory-utilization=0.9200 is equivalent to "
+            "--gpu-memory-utilization=0.9038 without CUDA graph memory profiling. To maintain the same effective KV "
+            "cache size as before, increase --gpu-memory-utilization to 0.9362.\n")
+    facts = read_paste(line)
+    graphs, how = graph_from_facts(facts, int(119.63 * 2**30))
+    assert abs(graphs / 2**30 - 1.94) < 0.005
+    assert "0.9200 − 0.9038" in how
+    # the estimate printed outright wins over the back-solved one
+    assert graph_from_facts(read_paste(line + "INFO 08-23 09:39:41 [gpu_model_runner.py:6806] Estimated CUDA graph "
+                                       "memory: 1.94 GiB total\n"), 2**36) is None

@@ -530,3 +530,83 @@ def test_free_memory_fix_asks_for_less_than_is_free():
     # 67.24 GiB free of 79.25 GiB: any requested share must be ≤ 67.24 / 79.25 = 0.848.
     for u in utils:
         assert u * 79.25 <= 67.24
+
+
+QWEN3_06B_A100 = """VLLM_ATTENTION_BACKEND=FLASHINFER lm_eval --model vllm --model_args pretrained=Qwen/Qwen3-0.6B,max_model_len=4096
+(EngineCore_DP0 pid=643458) INFO 09-10 13:29:14 [gpu_model_runner.py:2235] Model loading took 1.1201 GiB and 0.596228 seconds
+(EngineCore_DP0 pid=643458) INFO 09-10 13:29:24 [gpu_worker.py:276] Available KV cache memory: 69.66 GiB
+(EngineCore_DP0 pid=643458) INFO 09-10 13:29:25 [kv_cache_utils.py:864] GPU KV cache size: 652,144 tokens
+(EngineCore_DP0 pid=643458) INFO 09-10 13:29:25 [kv_cache_utils.py:868] Maximum concurrency for 4,096 tokens per request: 159.21x
+"""
+
+
+def test_card_named_without_its_size_takes_the_variant_the_pool_implies():
+    # "A100" alone is the 40 GB card in the catalog; a 69.66 GiB KV pool cannot fit on it, so the
+    # 80 GB variant is taken (two 80 GB A100s of one size used to crash the choice: Gpu has no order).
+    d = diagnose(QWEN3_06B_A100, gpu="A100", offline=True, explain=True, posted="2025-09-10")
+    assert "80GB" in d.estimate["gpu"]["name"]
+    assert any("without its size" in a for a in d.assumptions)
+
+
+FOUR_RANKS = """**vLLM**: v0.8.5
+**Hardware**: A10*4, 96GB VRAM
+qwen3-1  | (VllmWorker rank=0 pid=105) INFO 04-29 01:07:41 [gpu_model_runner.py:1347] Model loading took 14.2474 GiB and 558.868858 seconds
+qwen3-1  | (VllmWorker rank=2 pid=107) INFO 04-29 01:07:41 [gpu_model_runner.py:1347] Model loading took 14.2474 GiB and 559.045517 seconds
+qwen3-1  | (VllmWorker rank=1 pid=106) INFO 04-29 01:07:41 [gpu_model_runner.py:1347] Model loading took 14.2474 GiB and 559.043662 seconds
+qwen3-1  | (VllmWorker rank=3 pid=108) INFO 04-29 01:07:41 [gpu_model_runner.py:1347] Model loading took 14.2474 GiB and 559.041898 seconds
+qwen3-1  | INFO 04-29 01:09:49 [kv_cache_utils.py:634] GPU KV cache size: 198,784 tokens
+qwen3-1  | INFO 04-29 01:09:49 [kv_cache_utils.py:637] Maximum concurrency for 8,192 tokens per request: 24.27x
+"""
+
+
+def test_worker_ranks_give_the_parallel_size_no_flag_states():
+    from estimator.paste import read_paste
+
+    f = read_paste(FOUR_RANKS)          # docker compose's "qwen3-1  | " column before vLLM's prefix
+    tp = f.values["tensor_parallel_size"]
+    assert (tp.value, tp.source, tp.guess) == (4, "worker_ranks", True)
+    d = diagnose(FOUR_RANKS, model="Qwen/Qwen3-30B-A3B", offline=True, explain=True)
+    # 48 layers × (4 KV heads / TP 4) × 128 × 2 (K,V) × 2 B = 24,576 B per token per GPU;
+    # 198,784 tokens = 12,424 blocks of 16 × 24,576 B = 4.55 GiB, not 18.2 GiB on one card.
+    assert d.estimate["model"]["kv_bytes_per_token"] == 48 * 1 * 128 * 2 * 2
+    assert d.derived["figures"]["kv_pool"]["value"] == 12_424 * 16 * 24_576
+    assert not d.derived["checks"]      # 0.8.5 on a 22 GiB A10: the pool fits the budget
+    assert any("worker ranks" in a for a in d.assumptions)
+
+
+@pytest.mark.parametrize("lines,expect", [
+    (["(Worker_PP0_TP1 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x", "(Worker_PP1_TP0 pid=2) INFO 01-01 "
+      "00:00:00 [gpu_worker.py:1] x"], (2, 2)),
+    (["(Worker_TP1 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (2, None)),
+    # data parallel engines own their ranks: nothing is derived
+    (["(EngineCore_DP1 pid=1) INFO 01-01 00:00:00 [core.py:1] x", "(VllmWorker rank=1 pid=2) INFO 01-01 00:00:00 "
+      "[gpu_worker.py:1] x"], (None, None)),
+    # a flag wins over the ranks
+    (["vllm serve m -tp 2", "(VllmWorker rank=3 pid=2) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (2, None)),
+])
+def test_worker_names_split_tensor_and_pipeline(lines, expect):
+    from estimator.paste import read_paste
+
+    f = read_paste("\n".join(lines) + "\n")
+    assert (f.get("tensor_parallel_size"), f.get("pipeline_parallel_size")) == expect
+
+
+V1_ERROR_NO_GPU = ("ERROR 07-28 21:25:41 [core.py:632] ValueError: To serve at least one request with the models's "
+                   "max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache "
+                   "memory (4.92 GiB). Based on the available memory, the estimated maximum model length is 40304. "
+                   "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n"
+                   '  File "/venv/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 86, in __init__\n')
+
+
+def test_card_implied_by_the_pool_uses_that_cards_own_defaults():
+    """No GPU named: the size vLLM's pool implies must reproduce the pool with the defaults of a card
+    of that size. With an 80 GB card's defaults (1,024 sampler rows) the non-KV part is ~19 GiB and
+    the card ~26.6 GiB; a card under 70 GiB profiles only 256 rows, so the size settles near 23.4 GiB
+    (a 24 GB card) and the model's activation needs no solving."""
+    d = diagnose(V1_ERROR_NO_GPU, model="meta-llama/Llama-3.1-8B-Instruct", offline=True, explain=True,
+                 posted="2025-07-28")
+    fig = d.derived["figures"]
+    total, non_kv, pool = fig["total"]["value"], fig["non_kv"]["value"], fig["kv_pool"]["value"]
+    assert abs((non_kv + pool) / 0.9 - total) / total < 0.01
+    assert 22 * 2**30 < total < 24 * 2**30
+    assert d.estimate["settings"]["max_num_seqs"] == 256

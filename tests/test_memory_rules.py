@@ -464,3 +464,52 @@ def test_kv_shared_layers_hold_no_cache_but_keep_their_weights():
     # groups of min(34, 6) = 6 layers: 1 global group, cdiv(34, 6) = 6 sliding groups (2 padding slots)
     assert e.layout.kv_bytes_per_token == 606_208
     assert sorted((g.kind, g.layers) for g in e.layout.groups) == [("full", 6)] + [("sliding", 6)] * 6
+
+
+@pytest.mark.parametrize("version,cc,named,backend", [
+    ("0.19.0", "8.0", None, "Marlin"),            # Ampere: triton_kernels needs SM90–SM100
+    ("0.19.0", "12.0", None, "Marlin"),           # consumer Blackwell (SM120) likewise
+    ("0.10.1", "9.0", None, "Marlin"),            # Hopper before triton_kernels shipped (vllm#23278)
+    ("0.14.1", "9.0", None, "Triton"),            # vllm#33155: "[mxfp4.py:165] Using Triton backend"
+    ("0.19.0", "10.0", None, "FlashInfer SM100"),
+    ("0.10.0", "8.6", None, "unpadded"),          # the gpt-oss launch build: no Marlin MXFP4 MoE yet
+    ("0.19.0", "9.0", "Marlin", "Marlin"),        # a log line (or VLLM_MXFP4_USE_MARLIN=1) wins
+])
+def test_mxfp4_backend_by_card_and_version(version, cc, named, backend):
+    from estimator.memory import mxfp4_backend
+    from estimator.vllm import profile_for
+
+    assert mxfp4_backend(profile_for(version, None), cc, named) == backend
+
+
+def test_gpt_oss_weights_follow_the_mxfp4_backend_layout():
+    """gpt-oss-20b: 24 layers × 32 experts; Marlin pads I 2880 → 2944 and h 2880 → 3072.
+
+    Real logs: 13.72 GiB on an A100 with 0.19.0 (Marlin), 12.88 GiB on a 3090 with the launch
+    build (unpadded). The difference between the two layouts is the padding alone."""
+    spec = load("openai/gpt-oss-20b")
+
+    def w(version, gpu):
+        g = lookup_gpu(gpu)
+        return estimate(spec, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability,
+                        settings=EngineSettings(vllm_version=version)).weights_bytes
+
+    def experts(i, h):      # e2m1 + e8m0 scales (17/32 B per weight) + bf16 biases
+        return 24 * 32 * (3 * i * h * 17 // 32 + (2 * i + h) * 2)
+
+    marlin, unpadded = w("0.19.0", "A100 80GB"), w("0.10.0", "RTX 3090")
+    assert marlin - unpadded == experts(2944, 3072) - experts(2880, 2880)
+    assert abs(marlin / GiB - 13.72) / 13.72 < 0.01
+    assert abs(unpadded / GiB - 12.88) / 12.88 < 0.01
+
+
+def test_paste_names_the_mxfp4_backend():
+    from estimator.paste import read_paste
+
+    triton = read_paste("(EngineCore_DP0 pid=1) INFO 01-27 00:31:44 [mxfp4.py:165] Using Triton backend\n")
+    assert triton.extra["mxfp4_backend"] == "Triton"
+    marlin = read_paste("WARNING 08-20 18:04:08 [marlin_utils_fp4.py:196] Your GPU does not have native support "
+                        "for FP4 computation but FP4 quantization is being used. Weight-only FP4 compression will "
+                        "be used leveraging the Marlin kernel.\n")
+    assert marlin.extra["mxfp4_backend"] == "Marlin"
+    assert parse_flags(["VLLM_MXFP4_USE_MARLIN=1"]).mxfp4_backend == "Marlin"

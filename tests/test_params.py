@@ -170,6 +170,40 @@ def test_mxfp4_only_experts_are_packed():
     assert wb.bytes_by_part["attention"] == count_params(spec(cfg)).params_by_part["attention"] * 2  # bf16
 
 
+GPT_OSS_TINY = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
+                "intermediate_size": 2880, "num_hidden_layers": 2, "num_attention_heads": 64,
+                "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 4, "num_experts_per_tok": 2,
+                "vocab_size": 1024, "max_position_embeddings": 4096, "attention_bias": True,
+                "tie_word_embeddings": False, "quantization_config": {"quant_method": "mxfp4"}}
+
+
+def test_mxfp4_marlin_layout_pads_intermediate_to_128_and_hidden_to_256():
+    # vLLM's Marlin MXFP4 MoE: I 2880 → 2944, h 2880 → 3072 (mxfp4.py create_weights)
+    from estimator.params import Mxfp4Layout
+
+    wb = weight_bytes(spec(GPT_OSS_TINY), mxfp4_layout=Mxfp4Layout("Marlin", 128, 256))
+    n = 2 * 4 * 3 * 2944 * 3072                        # 2 layers × 4 experts × (w13 2·I + w2) × h
+    bias = 2 * 4 * (2 * 2944 + 3072) * 2                # w13_bias 2·I + w2_bias h, bf16
+    assert wb.bytes_by_part["experts"] == n // 2 + n // 32 + bias
+
+
+def test_mxfp4_triton_layout_keeps_two_scale_copies_and_fp32_biases():
+    from estimator.params import Mxfp4Layout
+
+    wb = weight_bytes(spec(GPT_OSS_TINY), mxfp4_layout=Mxfp4Layout("Triton", 64, 1, scale_copies=2, bias_bytes=4))
+    n = 2 * 4 * 3 * 2880 * 2880                        # 2880 is a multiple of 64: no padding
+    assert wb.bytes_by_part["experts"] == n // 2 + 2 * (n // 32) + 2 * 4 * (2 * 2880 + 2880) * 4
+
+
+def test_mxfp4_layout_under_tp_pads_each_ranks_share():
+    from estimator.params import Mxfp4Layout
+
+    # TP 4: I per rank 720 → 768 (×128); w2_bias (h) is whole on every rank
+    wb = weight_bytes(spec(GPT_OSS_TINY), tp=4, mxfp4_layout=Mxfp4Layout("Marlin", 128, 256))
+    n = 2 * 4 * 3 * 768 * 3072
+    assert wb.bytes_by_part["experts"] == n // 2 + n // 32 + 2 * 4 * (2 * 768 + 3072) * 2
+
+
 def test_unknown_quant_block_without_method_is_not_applied():
     cfg = {**LLAMA_31_8B, "quantization_config": {"group_size": 64, "bits": 4}}   # an MLX export's block
     wb = weight_bytes(spec(cfg))
