@@ -158,6 +158,29 @@ def _check(est: Estimate, **changes) -> tuple[Estimate, bool, int]:
     return e, fits, fit
 
 
+def _length_sets_profile(est: Estimate, length: int) -> bool:
+    """Does max_model_len size the profile run? V0 without chunked prefill batches max(max_model_len,
+    2048) tokens (vllm/engine/arg_utils.py), so a shorter context also shrinks the activation peak
+    and the length that fits is longer than the one today's KV pool holds."""
+    return est.profile.engine == "v0" and \
+        rerun(est, max_model_len=length).settings.max_num_batched_tokens != est.settings.max_num_batched_tokens
+
+
+def _largest_fitting_len(est: Estimate, low: int) -> int:
+    """The largest max_model_len under the requested one that fits when re-run (bisection: each
+    length has its own profile run). `low` fits with today's pool, so it fits with a smaller peak."""
+    lo, hi = low, est.max_model_len - 1
+    if not _check(est, max_model_len=lo)[1]:
+        return low
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _check(est, max_model_len=mid)[1]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: str = "",
               flags: list[str] | None = None) -> Suggestion | None:
     """Evaluate `changes`; if it does not fit, add the largest max-model-len that fits under it."""
@@ -210,9 +233,21 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     shown = fit = est.max_model_len_fit
     if est.reconciliation.plain is not None:
         fit = min(fit, est.reconciliation.plain.max_model_len_fit)  # also fit the model's own state (see _check)
+    profiled = False
+    if fit > 0 and not est.fits and _length_sets_profile(est, fit):
+        longer = _largest_fitting_len(est, fit)
+        profiled = longer > fit
+        if profiled:
+            shown = fit = longer
     if fit > 0 and not est.fits:
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, max_model_len=target)
+            if ok and profiled:
+                why = (f"the largest context that fits is {shown:,} tokens: V0 without chunked prefill profiles one "
+                       "forward pass over max_model_len tokens, so a shorter context also frees activation memory"
+                       + (f"; {target:,} is a round value under it" if target != shown else ""))
+                out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False))
+                break
             if ok:
                 why = ("the largest context that fits" if target == shown else
                        f"the largest context that fits is {shown:,} tokens by vLLM's figures and {fit:,} by the "

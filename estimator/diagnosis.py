@@ -137,14 +137,23 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
 def _rank_notes(facts) -> list[str]:
     """Say where parallel sizes no flag stated came from (paste.py `_derive_parallel_sizes`)."""
     notes = []
+    if facts.extra.get("tp_from_weights"):
+        fact = facts.values["tensor_parallel_size"]
+        return [f"no --tensor-parallel-size in the paste: the worker lines show at least {fact.value} GPUs, and the "
+                f"weights each rank printed ({facts.get('weights_gib')} GiB) are the model split "
+                f"{facts.extra['tp_from_weights']} ways: tensor parallelism {facts.extra['tp_from_weights']} assumed"]
     for key, flag in (("tensor_parallel_size", "--tensor-parallel-size"), ("pipeline_parallel_size",
                                                                            "--pipeline-parallel-size")):
         fact = facts.values.get(key)
-        if fact is None or fact.source not in ("worker_ranks", "worker_grid"):
+        how = {"worker_grid": "the worker names in the log (Worker_PP…_TP…)",
+               "worker_ranks": "the worker ranks that printed lines (a global rank does not tell tensor from "
+                               "pipeline parallelism; tensor assumed)",
+               "worker_processes": "the worker processes that printed lines and the GPU count (tensor "
+                                   "parallelism assumed)",
+               "p2p_cache": "the GPUs custom all-reduce's P2P cache file names (the tensor-parallel group)",
+               }.get(fact.source if fact else "")
+        if how is None:
             continue
-        how = ("the worker names in the log (Worker_PP…_TP…)" if fact.source == "worker_grid" else
-               "the worker ranks that printed lines (a global rank does not tell tensor from pipeline "
-               "parallelism; tensor assumed)")
         notes.append(f"no {flag} in the paste: {fact.value} read from {how}")
     return notes
 
@@ -222,7 +231,6 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     version, note = modelled_version(version, facts.extra.get("version_hint"), engine, posted)
     if note:
         assumptions.append(note)
-    assumptions += _rank_notes(facts)
     missing: list[str] = []
     model_ref = model or facts.get("model")
     gpu_ref = _gpu_ref(facts, gpu)
@@ -240,6 +248,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
             missing.append("the model's config.json (the model could not be looked up)")
         except KvdoctorError as exc:
             problem = str(exc)
+    assumptions += _rank_notes(facts)      # after the estimate: the weights may have sharpened the TP size
     from estimator.derive import derive
 
     state = derive(facts, est)
@@ -372,6 +381,7 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
 
     loaded = load_model(str(model_ref), offline=offline, timeout=hub_timeout)
     settings = _settings_from_facts(facts, version, engine)
+    _tp_from_weights(facts, loaded.spec, settings)
     f = facts.get
 
     def b(key):
@@ -433,6 +443,36 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
             anchored.reconciliation.plain = est  # advice checks fixes in both states
         est = anchored
     return est
+
+
+# Where a lower bound on the tensor-parallel size came from the workers' lines (paste.py).
+_LOWER_BOUND_SOURCES = ("worker_processes", "worker_ranks")
+
+
+def _tp_from_weights(facts, spec, settings) -> None:
+    """Sharpen a tensor-parallel size read as a lower bound from worker lines with the weights each
+    rank printed: vllm#15039 shows one V0 worker process beside the driver (≥ 2) and 32.95 GiB of
+    weights per rank, which is Llama-3.3-70B split 4 ways. The smallest power of two at or above
+    the bound whose modelled weights are within 10% of the printed figure wins."""
+    from estimator.params import weight_bytes
+
+    fact = facts.values.get("tensor_parallel_size")
+    printed = facts.get("weights_gib")
+    if fact is None or fact.source not in _LOWER_BOUND_SOURCES or not printed or settings.pipeline_parallel_size > 1:
+        return
+    target = float(printed) * GiB
+    for tp in (1, 2, 4, 8, 16, 32):
+        if tp < settings.tensor_parallel_size or spec.num_attention_heads % tp:
+            continue
+        try:
+            got = weight_bytes(spec, dtype=settings.dtype, quantization=settings.quantization, tp=tp).bytes_total
+        except ValueError:
+            return
+        if abs(got - target) <= 0.1 * target:
+            if tp != settings.tensor_parallel_size:
+                settings.tensor_parallel_size = tp
+                facts.extra.setdefault("tp_from_weights", tp)
+            return
 
 
 def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool) -> Estimate:

@@ -658,25 +658,41 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
 
 
 _DP_ENGINE = regex.compile(r"EngineCore_DP[1-9]|DPEngineCore|data[_-]parallel[_-]size[= ]+[2-9]")
+# Custom all-reduce's P2P cache is named after the devices of the tensor-parallel group
+# (vllm/distributed/device_communicators/custom_all_reduce_utils.py gpu_p2p_access_check).
+_P2P_CACHE = regex.compile(r"gpu_p2p_access_cache_for_(?P<devs>\d{1,3}(?:,\d{1,3}){1,63})\.json")
 
 
 def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int | None, run_of) -> None:
-    """Tensor/pipeline sizes from the worker ranks that printed lines, where no flag says them.
+    """Tensor/pipeline sizes from what the workers printed, where no flag says them.
 
     Four `(VllmWorker rank=0…3)` lines each saying "Model loading took 14.25 GiB" are a 4-way
     split, not four copies of one card's state (vllm#17327 was read as one GPU holding the whole
-    KV pool). A global rank does not tell tensor from pipeline parallel; tensor is the common one
-    and the reply says it was assumed. Skipped where data parallelism could own the ranks."""
+    KV pool). Sources, surest first: custom all-reduce's P2P cache file names the tensor-parallel
+    devices; V1 worker names give both sizes; a global rank gives the world (tensor assumed);
+    V0's worker processes give at least their count + 1, and the GPU count the paste states
+    when it is at least that. Skipped where data parallelism could own the ranks."""
     if "tensor_parallel_size" in chosen or "pipeline_parallel_size" in chosen:
         return
     if int(extra.get("data_parallel_size") or 1) > 1 or _DP_ENGINE.search(pt.clean):
         return
-    lines = [li for li in pt.lines if focal is None or run_of(li.start) == focal]
-    grid = worker_grid(lines)
-    if grid is None:
-        return
-    tp, pp, split = grid
-    src = "worker_grid" if split else "worker_ranks"
+    tp = pp = 0
+    src = ""
+    p2p = _search(_P2P_CACHE, pt.clean)
+    if p2p is not None:
+        tp, pp, src = len(p2p.group("devs").split(",")), 1, "p2p_cache"
+    else:
+        grid = worker_grid([li for li in pt.lines if focal is None or run_of(li.start) == focal])
+        if grid is None:
+            return
+        tp, pp, how = grid
+        src = {"names": "worker_grid", "ranks": "worker_ranks", "pids": "worker_processes"}[how]
+        if how == "pids":
+            stated = chosen.get("gpu_count")
+            if stated is not None and int(stated.value) >= tp:
+                tp = int(stated.value)
+            elif tp & (tp - 1):
+                return          # neither a stated count nor a power of two: too unsure to guess
     if tp > 1:
         chosen["tensor_parallel_size"] = _Occ("tensor_parallel_size", tp, 0, 0, src, _tpl.P_GUESS, None, True)
     if pp > 1:

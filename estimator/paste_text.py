@@ -169,27 +169,36 @@ def rank_key(proc: str | None, rank: str | None, pid: str | None) -> tuple | Non
     return None
 
 
-def worker_grid(lines: list[LineInfo]) -> tuple[int, int, bool] | None:
-    """(tensor, pipeline, split) parallel sizes the workers' own line prefixes show, or None.
+def worker_grid(lines: list[LineInfo]) -> tuple[int, int, str] | None:
+    """(tensor, pipeline, how) parallel sizes the workers' own line prefixes show, or None.
 
-    V1 names its workers `Worker_TP1` / `Worker_PP1_TP0` (split: both sizes are read); older V1
-    `VllmWorker rank=3` and torch's `[rank3]:` give only the global rank, so the world is
-    max rank + 1 and `split` is False. A paste may leave ranks out, so these are lower bounds."""
+    V1 names its workers `Worker_TP1` / `Worker_PP1_TP0` ("names": both sizes read); older V1
+    `VllmWorker rank=3` and torch's `[rank3]:` give the global rank ("ranks": the world is max
+    rank + 1); V0's `(VllmWorkerProcess pid=…)` gives only distinct processes beside the driver
+    ("pids": at least that many + 1). A paste may leave lines out, so all are lower bounds."""
     tp = pp = world = 0
-    split = False
+    pids: set[int] = set()
+    named = False
     for li in lines:
-        if not li.rank or li.rank[0] != "rank":
+        if not li.rank:
+            continue
+        if li.rank[0] == "pid":
+            pids.add(li.rank[1])
             continue
         m = _PROC_RANK.search(li.proc or "")
         if m and (m.group("tp") is not None or m.group("pp2") is not None):
-            split = True
+            named = True
             tp = max(tp, int(m.group("tp") or 0) + 1)
             pp = max(pp, int(m.group("pp") or m.group("pp2") or 0) + 1)
         else:
             world = max(world, li.rank[1] + 1)
-    if split:
-        return max(tp, 1), max(pp, 1), True
-    return (world, 1, False) if world > 1 else None
+    if named:
+        return max(tp, 1), max(pp, 1), "names"
+    if world > 1:
+        return world, 1, "ranks"
+    if pids:
+        return len(pids) + 1, 1, "pids"
+    return None
 
 
 def decode(data: str | bytes | bytearray | None) -> str:

@@ -610,3 +610,72 @@ def test_card_implied_by_the_pool_uses_that_cards_own_defaults():
     assert abs((non_kv + pool) / 0.9 - total) / total < 0.01
     assert 22 * 2**30 < total < 24 * 2**30
     assert d.estimate["settings"]["max_num_seqs"] == 256
+
+
+def test_v0_worker_processes_and_the_stated_gpu_count_give_the_tp_size():
+    # vllm#7593: the driver and six of seven VllmWorkerProcess lines on "8xL4"
+    from estimator.paste import read_paste
+
+    lines = ["Gemma 2 9b on 8xL4(24gb) says cuda oom when capturing cuda graphs",
+             "INFO 08-19 07:51:03 model_runner.py:732] Loading model weights took 2.3463 GB"]
+    lines += [f"(VllmWorkerProcess pid={p}) INFO 08-19 07:51:03 model_runner.py:732] Loading model weights took 2.3463 GB"
+              for p in (13105, 13110, 13106, 13111, 13108, 13109)]
+    f = read_paste("\n".join(lines) + "\n")
+    assert (f.get("tensor_parallel_size"), f.values["tensor_parallel_size"].source) == (8, "worker_processes")
+    # without a stated count, seven processes (not a power of two) are too unsure to use
+    assert read_paste("\n".join(lines[1:]) + "\n").get("tensor_parallel_size") is None
+
+
+def test_custom_all_reduce_cache_file_names_the_tensor_parallel_gpus():
+    from estimator.paste import read_paste
+
+    f = read_paste("(VllmWorkerProcess pid=351) INFO 11-27 02:03:09 custom_all_reduce_utils.py:242] reading GPU P2P "
+                   "access cache from /root/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3,4,5,6,7.json\n")
+    assert (f.get("tensor_parallel_size"), f.values["tensor_parallel_size"].source) == (8, "p2p_cache")
+
+
+V0_TP4_ONE_WORKER = """INFO 03-19 10:52:41 [api_server.py:972] vLLM API server version 0.8.0rc2.dev9+g6eaf1e5c
+(VllmWorkerProcess pid=486732) INFO 03-19 10:53:21 [worker.py:267] model weights take 32.95GiB; non_torch_memory takes 0.28GiB; PyTorch activation peak memory takes 0.73GiB; the rest of the memory reserved for KV Cache is 36.63GiB.
+INFO 03-19 10:53:21 [worker.py:267] Memory profiling takes 9.84 seconds
+INFO 03-19 10:53:21 [worker.py:267] the current vLLM instance can use total_gpu_memory (79.33GiB) x gpu_memory_utilization (0.89) = 70.60GiB
+INFO 03-19 10:53:21 [worker.py:267] model weights take 32.95GiB; non_torch_memory takes 0.28GiB; PyTorch activation peak memory takes 1.30GiB; the rest of the memory reserved for KV Cache is 36.07GiB.
+INFO 03-19 10:53:21 [executor_base.py:111] # cuda blocks: 29547, # CPU blocks: 3276
+INFO 03-19 10:53:21 [executor_base.py:116] Maximum concurrency for 131072 tokens per request: 3.61x
+"""
+
+
+def test_printed_weights_sharpen_a_lower_bound_on_the_tp_size():
+    """vllm#15039: one worker process beside the driver says TP ≥ 2; 32.95 GiB of weights per rank is
+    Llama-3.3-70B (70.6B params × 2 B = 131.4 GiB) split 4 ways, so TP 4: 80 layers × (8 KV heads ÷ 4)
+    × 128 × 2 × 2 B = 81,920 B per token."""
+    d = diagnose(V0_TP4_ONE_WORKER, model="meta-llama/Llama-3.3-70B-Instruct", offline=True, explain=True)
+    assert d.estimate["settings"]["tensor_parallel_size"] == 4
+    assert d.estimate["model"]["kv_bytes_per_token"] == 80 * 2 * 128 * 2 * 2
+    assert any("split 4 ways" in a for a in d.assumptions)
+
+
+V0_064_29K = """GPU: RTX 3090
+MODEL: meta-llama/Llama-3.1-8B-Instruct
+
+**29k - BAD**
+```
+Loading model weights took 14.9888 GB
+Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.98GiB memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=2.89GiB gpu_memory_utilization=0.90
+# GPU blocks: 1478, # CPU blocks: 2048
+Maximum concurrency for 29000 tokens per request: 0.82x
+The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+```
+"""
+
+
+def test_v0_length_fix_counts_the_smaller_profile_run_of_a_shorter_context():
+    """vllm#10517 (0.6.4, chunked prefill off below 32K): the profile run is one forward pass over
+    max_model_len tokens, so a shorter context frees activation memory too. The same thread's 20,000
+    run fit 31,232 tokens (1,952 blocks), so the largest fitting length lies above today's 23,648."""
+    d = diagnose(V0_064_29K, offline=True, explain=True)
+    first = d.suggestions[0]
+    assert first["flags"].startswith("--max-model-len ")
+    length = int(first["flags"].split()[1])
+    largest = int(re.search(r"largest context that fits is ([\d,]+)", first["why"]).group(1).replace(",", ""))
+    assert 23_648 < length <= largest < 29_000
+    assert first["fits"] and first["kv_cache_tokens"] >= length
