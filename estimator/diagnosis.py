@@ -414,9 +414,11 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     if graphs is not None:
         overrides["cuda_graph_bytes"] = graphs[0]
         est = _estimate_with(est, {**est.inputs, "cuda_graph_bytes": graphs[0]})
-    if initial is not None and free is None:
+    if initial is not None and free is None and settings.tensor_parallel_size * settings.pipeline_parallel_size == 1:
         # 0.6.4's "initial_memory_usage" is total − free when profiling starts (vllm/worker/worker.py):
-        # this instance's weights and CUDA context too, so the other processes hold the rest.
+        # this instance's weights and CUDA context too, so on one GPU the other processes hold the
+        # rest. With several GPUs NCCL and custom all-reduce buffers are in it as well (vllm#10702,
+        # TP 8: 3.19 GiB beyond the weights), in amounts the paste does not separate: no claim then.
         from estimator.memory import CUDA_CONTEXT
 
         others = int(float(initial) * GiB) - est.weights_bytes - CUDA_CONTEXT
@@ -593,8 +595,12 @@ def _estimate_with(est: Estimate, inputs: dict) -> Estimate:
 
 
 def _with_total(est: Estimate, total: int) -> Estimate:
+    """Re-run on the card size the paste printed; what the lookup assumed about the size goes."""
     inputs = dict(est.inputs)
     inputs["gpu_total_bytes"] = total
+    stale = getattr(est.gpu, "assumed", None)
+    if stale:
+        est.assumptions = [a for a in est.assumptions if a != stale]
     return _estimate_with(est, inputs)
 
 

@@ -319,10 +319,29 @@ def test_rebalance_over_four_unequal_stages():
 
 
 def test_a_length_fix_under_both_states_says_why_it_is_shorter():
-    """vLLM's capacity (16,816 tokens) and the model's own state disagree (V0 0.4 profiles
-    Tb = max_model_len = 32,768 tokens: ≈4.9 GiB of activation for Mistral-7B by the model): the
-    length fix must fit both, and its reason names both limits rather than calling 10,240 "a round
-    value under 16,816" (bonito#7's maintainer fix was max_model_len=10000)."""
+    """vLLM printed room for 49,152 tokens; the model's own state of Llama-3.1-8B on a 4090 holds
+    fewer. The length fix must fit both (what `kvdoctor estimate` says too), and its reason names
+    both limits rather than calling the round value "under 49,152"."""
+    from estimator.diagnosis import diagnose
+
+    text = ("$ vllm serve meta-llama/Llama-3.1-8B-Instruct   # one RTX 4090, vLLM 0.10.1\n"
+            "ERROR 08-01 10:00:00 [core.py:632] ValueError: To serve at least one request with the models's max seq "
+            "len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (6.00 "
+            "GiB). Based on the available memory, the estimated maximum model length is 49152. Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    d = diagnose(text, offline=True, explain=True)
+    first = d.suggestions[0]
+    assert first["flags"].startswith("--max-model-len ") and first["fits"]
+    assert "49,152 tokens by vLLM's figures" in first["why"] and "by the model's own estimate" in first["why"]
+    own = int(first["why"].split(" and ")[1].split(" ")[0].replace(",", ""))
+    assert first["max_model_len"] <= own < 49152
+
+
+def test_a_v0_length_fix_without_chunked_prefill_searches_its_own_profile_run():
+    """bonito#7 (V0 0.4, Mistral-7B on an A10G): at 32,768 tokens the KV cache holds 16,816. V0 then
+    profiles Tb = max_model_len tokens, so a shorter context also shrinks the activation peak: the
+    longest context that fits lies above 16,816 (by vLLM's arithmetic ≈ 128 KB of activation per
+    token), and the fix says why it exceeds today's capacity."""
     from estimator.diagnosis import diagnose
 
     text = ("$ vllm serve mistralai/Mistral-7B-v0.1   (one NVIDIA A10G)\n"
@@ -332,9 +351,8 @@ def test_a_length_fix_under_both_states_says_why_it_is_shorter():
     d = diagnose(text, offline=True, explain=True, vllm_version="0.4.0")
     first = d.suggestions[0]
     assert first["flags"].startswith("--max-model-len ") and first["fits"]
-    assert "16,816 tokens by vLLM's figures" in first["why"] and "by the model's own estimate" in first["why"]
-    own = int(first["why"].split(" and ")[1].split(" ")[0].replace(",", ""))
-    assert first["max_model_len"] <= own < 16816
+    assert 16816 < first["max_model_len"] < 32768
+    assert "profiles one forward pass over max_model_len tokens" in first["why"]
 
 
 # dusty-nv/jetson-containers#795's shape: V0 on a Jetson, the shell's "Killed" after start-up.

@@ -253,8 +253,10 @@ def test_a_v0_workers_memory_line_is_not_the_drivers_pool():
 
 def test_a_single_gpu_mismatch_stays_a_layout_check():
     """Without TP every rank is the driver: a printed pool larger than the capacity is a model /
-    dtype mismatch, and the reply says so instead of blaming another worker."""
+    dtype mismatch, and the reply says so instead of blaming another worker. (One GPU: no worker
+    process prefixes either — V0 starts VllmWorkerProcess only beside a driver.)"""
     text = V0_TP2.replace("--tensor_parallel_size 2 ", "").replace("13.9476", "27.5").replace("13.95GiB", "27.5GiB")
+    text = text.replace("(VllmWorkerProcess pid=1786) ", "")
     d = diagnose(text, offline=True, explain=True, vllm_version="0.7.2")
     assert d is not None and d.estimate is not None
     assert d.derived["figures"]["kv_pool"]["provenance"] == "read"
@@ -358,3 +360,20 @@ def test_graph_memory_from_the_equivalent_utilization_line():
     # the estimate printed outright wins over the back-solved one
     assert graph_from_facts(read_paste(line + "INFO 08-23 09:39:41 [gpu_model_runner.py:6806] Estimated CUDA graph "
                                        "memory: 1.94 GiB total\n"), 2**36) is None
+
+
+def test_v0_064_with_tensor_parallelism_makes_no_other_process_claim():
+    """vllm#10702 (0.6.4, TP 8 on 141 GB cards): initial_memory_usage 19.65 GiB is 3.19 GiB beyond the
+    16.46 GiB of weights, but with several GPUs NCCL and custom all-reduce buffers are in it too, and
+    the paste does not separate them from other processes: no "other processes hold" claim."""
+    text = ("INFO 11-27 02:01:37 api_server.py:585] vLLM API server version 0.6.4.post1\n"
+            "(VllmWorkerProcess pid=351) INFO 11-27 02:03:09 custom_all_reduce_utils.py:242] reading GPU P2P access "
+            "cache from /root/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3,4,5,6,7.json\n"
+            "(VllmWorkerProcess pid=354) INFO 11-27 02:16:23 worker.py:232] Memory profiling results: "
+            "total_gpu_memory=139.72GiB initial_memory_usage=19.65GiB peak_torch_memory=16.53GiB "
+            "memory_usage_post_profile=22.18GiB non_torch_memory=5.68GiB kv_cache_size=110.52GiB "
+            "gpu_memory_utilization=0.95\n")
+    d = diagnose(text, model="meta-llama/Llama-3.1-70B-Instruct", offline=True, explain=True)
+    assert d.estimate["settings"]["tensor_parallel_size"] == 8
+    assert d.estimate["memory"]["other_process_bytes"] == 0
+    assert not any("other processes hold" in n.lower() for n in d.notes)
