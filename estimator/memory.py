@@ -36,6 +36,7 @@ from estimator.vllm import (
     cuda_graph_sizes,
     default_max_num_batched_tokens,
     default_max_num_seqs,
+    full_graph_sizes,
     profile_for,
     requested_bytes,
     v0_chunked_prefill,
@@ -60,14 +61,18 @@ CUDA_CONTEXT = int(0.45 * GiB)
 # (≈3h) in the model dtype, times a fragmentation factor 1.3 (docs §6: 1.2–1.5; vllm#10517 shows
 # the increment is ≈1.0× for the MLP term).
 FORWARD_FACTOR = 1.3
-# CUDA-graph memory when budgeted (V1 0.20+): vLLM captures each decode size in two modes
-# (FULL and PIECEWISE); each graph keeps per-layer kernel state in the shared pool. Fitted per
-# graph per decoder layer on the dev cases that print it: vllm PR48601 (Qwen3.6-27B dense, 64
-# layers, 2×51 graphs → 2.04 GiB ⇒ 0.31 MiB). MoE layers hold more (routing, expert kernels):
-# spark-vllm-docker#396 (MiniMax-M2.7, 62 layers, util 0.80 "equivalent to 0.758" on a 119.7 GiB
-# GB10 ⇒ ≈5.0 GiB ⇒ 0.79 MiB) and vllm#54354 (a Qwen3-Next-style 48-layer MoE, "~2.3 GiB past
-# its budget" ⇒ ≈0.47 MiB): their midpoint, 0.6 MiB.
-GRAPH_BYTES_PER_LAYER_DENSE = int(0.31 * MiB)
+# CUDA-graph memory when budgeted (V1 0.20+): vLLM captures PIECEWISE graphs for every size and
+# FULL ones for uniform-decode sizes (vllm.full_graph_sizes); each graph keeps per-layer kernel
+# state in the shared pool. Fitted per graph per decoder layer on logs that print "Estimated CUDA
+# graph memory" with the graph counts (0.20–0.27, public logs): dense Qwen2.5-VL-7B 0.53 GiB /
+# (86 graphs × 28 layers) = 0.23 MiB, Qwen2.5-Omni-7B 0.26, Gemma-4-31B 0.13 (102 × 60),
+# Gemma-4-E4B 0.22, Qwen3.8-27B (hybrid) 0.28, vllm PR48601 Qwen3.6-27B 0.31 (102 × 64): median
+# 0.24 MiB. MoE layers hold more (routing, expert kernels): spark-vllm-docker#396 MiniMax-M2.7
+# 0.79 (util 0.80 "equivalent to 0.758" on a 119.7 GiB GB10, 102 × 62), vllm#54354 0.47,
+# GLM-5.2 NVFP4 TP4 0.64 (4.99 GiB, 102 × 78), DeepSeek-V4-Flash TP2 0.54: about 0.6 MiB. With
+# few graphs a first capture of a few hundred MiB dominates (Qwen3.6-35B-A3B NVFP4: 0.39 GiB for
+# 4 graphs), which this per-graph figure does not model.
+GRAPH_BYTES_PER_LAYER_DENSE = int(0.24 * MiB)
 GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 
 
@@ -691,7 +696,9 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     2026-07) prints 2.04 GiB of graphs yet "kv cache memory in use" = requested − W − P − N."""
     if s.enforce_eager or not profile.cuda_graphs_budgeted or s.model_runner_v2:
         return 0
-    sizes = cuda_graph_sizes(profile, s.max_num_seqs or 256, s.max_num_batched_tokens or 2048)
+    seqs, k = s.max_num_seqs or 256, s.num_speculative_tokens or 0
+    sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k)
+    graphs = len(sizes) + len(full_graph_sizes(sizes, seqs, k))       # PIECEWISE + FULL captures
     pp = max(1, s.pipeline_parallel_size)
     if s.pp_stage is not None and pp > 1:
         stage_layers = _stage_sizes(spec, profile, pp, s.pp_layer_partition)[s.pp_stage]
@@ -700,7 +707,7 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     draft = drafter(spec, s, profile, [])[0] if draft_layers is None else draft_layers
     layers = max(1, stage_layers) + len(draft)
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
-    return 2 * len(sizes) * layers * per_layer
+    return graphs * layers * per_layer
 
 
 # ------------------------------------------------------------------------------------------

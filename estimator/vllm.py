@@ -510,8 +510,14 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
     return tb
 
 
-def cuda_graph_sizes(p: Profile, max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
-    """Decode batch sizes vLLM captures (docs §5 'CUDA graph sizes')."""
+def cuda_graph_sizes(p: Profile, max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> list[int]:
+    """Batch sizes (tokens) vLLM captures graphs for (docs §5 'CUDA graph sizes').
+
+    0.14+ (vllm/config/vllm.py _set_cudagraph_sizes): up to min(max_num_seqs × q × 2, 512,
+    max_num_batched_tokens) with q = 1 + speculative tokens; with speculative decoding every size
+    is rounded up to a multiple of q and repeats dropped (compilation.py
+    adjust_cudagraph_sizes_for_spec_decode). Logs agree: MTP 3 at max_num_seqs 8 printed
+    "PIECEWISE=9 (largest=64)", 6 speculative tokens "PIECEWISE=15 (largest=112)"."""
     if p.engine == "v0":
         top = next((8 * k for k in range(1, 33) if 8 * k >= max_num_seqs), 256)
         return [1, 2, 4] + list(range(8, top + 1, 8))
@@ -520,8 +526,19 @@ def cuda_graph_sizes(p: Profile, max_num_seqs: int, max_num_batched_tokens: int)
     if p.version < (0, 14, 0):
         top = min(2 * max_num_seqs, 512)
         return [1, 2, 4] + list(range(8, top + 1, 8))
-    top = min(2 * max_num_seqs, 512, max_num_batched_tokens)
-    return [s for s in [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, top + 1, 16)) if s <= top]
+    q = 1 + max(0, spec_tokens)
+    top = min(2 * max_num_seqs * q, 512, max_num_batched_tokens)
+    sizes = [s for s in [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, top + 1, 16)) if s <= top]
+    if q > 1:
+        sizes = sorted({ceil_div(s, q) * q for s in sizes if ceil_div(s, q) * q <= top}) or ([q] if q <= top else [])
+    return sizes
+
+
+def full_graph_sizes(sizes: list[int], max_num_seqs: int, spec_tokens: int = 0) -> list[int]:
+    """The FULL graphs of the default FULL_AND_PIECEWISE mode: uniform decode batches only, so
+    sizes up to max_num_seqs × (1 + speculative tokens). Logs: "FULL=35 (largest=256)" beside
+    "PIECEWISE=51 (largest=512)" at max_num_seqs 256; 51 and 51 at 1,024."""
+    return [s for s in sizes if s <= max_num_seqs * (1 + max(0, spec_tokens))]
 
 
 def ceil_div(a: int, b: int) -> int:

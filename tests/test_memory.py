@@ -131,6 +131,19 @@ def test_cuda_graphs_budgeted_from_020(llama8b):
     assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB) - e.cuda_graph_bytes
 
 
+def test_graph_estimate_counts_piecewise_and_full_captures(llama8b):
+    """G = (PIECEWISE + FULL graphs) × decoder layers × the fitted per-graph-layer figure: at
+    max_num_seqs 256 vLLM captures 51 PIECEWISE sizes (up to 512) and 35 FULL ones (up to 256)."""
+    from estimator.memory import GRAPH_BYTES_PER_LAYER_DENSE
+
+    e = _graphs(llama8b, "0.22.0", max_num_seqs=256, max_num_batched_tokens=8192)
+    assert e.cuda_graph_bytes == (51 + 35) * 32 * GRAPH_BYTES_PER_LAYER_DENSE
+    e = _graphs(llama8b, "0.22.0", max_num_seqs=1024, max_num_batched_tokens=8192)
+    assert e.cuda_graph_bytes == (51 + 51) * 32 * GRAPH_BYTES_PER_LAYER_DENSE
+    e = _graphs(llama8b, "0.22.0", max_num_seqs=4, max_num_batched_tokens=8192)
+    assert e.cuda_graph_bytes == (4 + 3) * 32 * GRAPH_BYTES_PER_LAYER_DENSE      # [1,2,4,8] and [1,2,4]
+
+
 @pytest.mark.parametrize("version", ["0.20.0", "0.25.1", "0.33.0"])
 def test_v2_model_runner_subtracts_no_graph_estimate(llama8b, version):
     # VLLM_USE_V2_MODEL_RUNNER=1: its profile_cudagraph_memory() returns 0, so the KV pool is

@@ -372,6 +372,34 @@ def test_cuda_graph_sizes_v1_014():
     assert len(sizes) == 51
 
 
+def test_cuda_graph_sizes_with_speculative_decoding():
+    """q = 1 + k tokens per decode step: the cap is max_num_seqs × q × 2 and every size is rounded
+    up to a multiple of q (vllm compilation.py adjust_cudagraph_sizes_for_spec_decode). Public logs:
+    MTP 3 at max_num_seqs 8 printed "PIECEWISE=9 (largest=64), FULL=5 (largest=32)"; 6 draft tokens
+    "PIECEWISE=15 (largest=112), FULL=8 (largest=56)"."""
+    from estimator.vllm import full_graph_sizes
+
+    p = profile_for("0.22.0")
+    mtp3 = cuda_graph_sizes(p, 8, 8192, 3)
+    assert mtp3 == [4, 8, 16, 24, 32, 40, 48, 56, 64]
+    assert full_graph_sizes(mtp3, 8, 3) == [4, 8, 16, 24, 32]
+    k6 = cuda_graph_sizes(p, 8, 8192, 6)
+    # 1,2,4,8,16,…,64,72,…,112 rounded up to multiples of 7: 7,14,21,…,56,70,77,…,112
+    assert k6 == [7, 14, 21, 28, 35, 42, 49, 56, 70, 77, 84, 91, 98, 105, 112]
+    assert len(full_graph_sizes(k6, 8, 6)) == 8
+
+
+def test_full_graphs_cover_uniform_decode_sizes_only():
+    # "PIECEWISE=51 (largest=512), FULL=35 (largest=256)" at max_num_seqs 256; 51/51 at 1,024
+    from estimator.vllm import full_graph_sizes
+
+    p = profile_for("0.22.0")
+    sizes = cuda_graph_sizes(p, 256, 8192)
+    assert (len(sizes), len(full_graph_sizes(sizes, 256))) == (51, 35)
+    sizes = cuda_graph_sizes(p, 1024, 8192)
+    assert (len(sizes), len(full_graph_sizes(sizes, 1024))) == (51, 51)
+
+
 # ---------------------------------------------------------------------------------------------
 # Flags
 # ---------------------------------------------------------------------------------------------
