@@ -686,15 +686,22 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, act
     return n
 
 
+def graphs_after_kv(profile: Profile, s: EngineSettings) -> bool:
+    """The V2 model runner before 0.26 (VLLM_USE_V2_MODEL_RUNNER=1, vllm/v1/worker/gpu/model_runner.py)
+    answers `profile_cudagraph_memory()` with 0 ("It is TBD whether we keep this API"), so nothing is
+    subtracted and the graphs are captured on top of the KV cache: vllm PR48601's log (main, 2026-07)
+    prints 2.04 GiB of graphs yet "kv cache memory in use" = requested − W − P − N. A log whose own
+    figures show it (`graphs_after_kv` read from the paste) decides over the version's rule."""
+    if s.graphs_after_kv is not None:
+        return s.graphs_after_kv
+    return s.model_runner_v2 and not profile.v2_runner_budgets_graphs
+
+
 def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
                       draft_layers: list[LayerKV] | None = None) -> int:
-    """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7).
-
-    The V2 model runner (VLLM_USE_V2_MODEL_RUNNER=1, vllm/v1/worker/gpu/model_runner.py) answers
-    `profile_cudagraph_memory()` with 0 ("It is TBD whether we keep this API"), so nothing is
-    subtracted there and the graphs are captured on top of the KV cache: vllm PR48601's log (main,
-    2026-07) prints 2.04 GiB of graphs yet "kv cache memory in use" = requested − W − P − N."""
-    if s.enforce_eager or not profile.cuda_graphs_budgeted or s.model_runner_v2:
+    """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7); 0 where the
+    graphs come after it (`graphs_after_kv`)."""
+    if s.enforce_eager or not profile.cuda_graphs_budgeted or graphs_after_kv(profile, s):
         return 0
     seqs, k = s.max_num_seqs or 256, s.num_speculative_tokens or 0
     sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k)
@@ -790,16 +797,17 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
     # under the V2 runner a printed graph figure is the capture after the KV cache, not a budget item
-    graphs = cuda_graph_memory(spec, profile, s, draft_info[0]) if cuda_graph_bytes is None or s.model_runner_v2 \
+    after = graphs_after_kv(profile, s)
+    graphs = cuda_graph_memory(spec, profile, s, draft_info[0]) if cuda_graph_bytes is None or after \
         else cuda_graph_bytes
     if adjust:
         parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
         for key, (how, amount) in adjust.items():
-            if key in parts and not (key == "cuda_graph_bytes" and s.model_runner_v2):
+            if key in parts and not (key == "cuda_graph_bytes" and after):
                 parts[key] = int(parts[key] * amount) if how == "ratio" else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
-    if s.model_runner_v2 and profile.cuda_graphs_budgeted and not s.enforce_eager:
+    if after and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")
     budget = requested_bytes(profile, gpu_total_bytes, s.gpu_memory_utilization)

@@ -179,8 +179,11 @@ TEMPLATES: tuple[Template, ...] = (
     # 1.7 CUDA graphs
     _t("graph_took", r"Graph[ \n]+capturing[ \n]+finished[ \n]+in[ \n]+(?P<x_graph_seconds>" + NUM + r")[ \n]+secs?,[ \n]+took[ \n]+"
        r"(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB", P_LOAD, None, ("0.6.4", None)),
-    _t("graph_estimated", r"Estimated[ \n]+CUDA[ \n]+graph[ \n]+memory:[ \n]*(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB", P_LOAD + 2, None,
-       ("0.18.0", None), "v1"),
+    # the estimate vLLM subtracts (MRV2: "... GiB total", older builds "... GiB additional"); it outranks
+    # the actual capture printed later ("CUDA graph pool memory: 0.94 GiB (actual), 1.94 GiB
+    # (estimated)", "Actual usage is … 0.94 GiB for CUDAGraph memory"): the KV cache was sized with it
+    _t("graph_estimated", r"Estimated[ \n]+(?:MRV2[ \n]+)?CUDA[ \n]+graph[ \n]+memory:[ \n]*(?P<cuda_graph_gib>" + NUM
+       + r")[ \n]*GiB", P_PROFILE + 2, None, ("0.18.0", None), "v1"),
     _t("graph_pool", r"CUDA[ \n]+graph[ \n]+pool[ \n]+memory:[ \n]*(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+\(actual\)",
        P_LOAD + 1, None, ("0.20.0", None), "v1"),
     _t("graph_profiling_enabled",

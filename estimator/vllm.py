@@ -191,6 +191,10 @@ class Profile:
     # the V2 model runner's profile run includes the sampler: vllm PR48601 (main, July 2026, after
     # 0.25.1 of 2026-07-14); 0.26.0 (2026-07-25) is the first release that can carry it
     v2_runner_profiles_sampler: bool
+    # ... and its graphs: V2 runner builds of 0.26.1 print "Estimated MRV2 CUDA graph memory: 0.64 GiB
+    # total" with the "is equivalent to --gpu-memory-utilization" line (0.9750 → 0.9683), i.e. the
+    # estimate is subtracted; PR48601's main build of July 2026 did not. Same first release as above.
+    v2_runner_budgets_graphs: bool
     # What the fixes may use. --kv-cache-dtype fp8 (e5m2) came with vllm PR #2279, in 0.3.0
     # (2024-01-31). --quantization fp8 (dynamic W8A8, CUTLASS) came in 0.4.1 and needs compute
     # capability 8.9 (Ada/Hopper); the FP8 Marlin weight-only path opened it to Ampere (8.0) in 0.5.1.
@@ -271,6 +275,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         kv_memory_flag=v >= (0, 10, 2),
         pp_global_check=engine == "v1" and (0, 14, 0) <= v < (0, 17, 0),
         v2_runner_profiles_sampler=v >= (0, 26, 0),
+        v2_runner_budgets_graphs=v >= (0, 26, 0),
         fp8_kv_cache=v >= (0, 3, 0),
         fp8_weights_min_cc=None if v < (0, 4, 1) else 8.9 if v < (0, 5, 1) else 8.0,
         chunked_prefill_flag=v >= (0, 4, 0),
@@ -307,6 +312,7 @@ class EngineSettings:
     pp_stage: int | None = None                   # internal: the one PP stage being sized
     model_runner_v2: bool = False                 # VLLM_USE_V2_MODEL_RUNNER=1 (vllm/v1/worker/gpu/)
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
+    graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 

@@ -377,3 +377,40 @@ def test_v0_064_with_tensor_parallelism_makes_no_other_process_claim():
     assert d.estimate["settings"]["tensor_parallel_size"] == 8
     assert d.estimate["memory"]["other_process_bytes"] == 0
     assert not any("other processes hold" in n.lower() for n in d.notes)
+
+
+def test_the_estimate_vllm_subtracted_outranks_the_capture_printed_later():
+    """A 0.27.1 log prints "Estimated CUDA graph memory: 1.94 GiB total" before sizing the KV cache
+    and, after capture, "CUDA graph pool memory: 0.94 GiB (actual), 1.94 GiB (estimated)" and
+    "Actual usage is … 0.94 GiB for CUDAGraph memory": the budget split takes the 1.94 GiB."""
+    from estimator.paste import read_paste
+
+    text = ("(EngineCore pid=492078) INFO 08-23 09:39:41 [gpu_model_runner.py:6806] Estimated CUDA graph memory: 1.94 GiB total\n"
+            "(EngineCore pid=492078) INFO 08-23 09:40:11 [gpu_model_runner.py:6913] Graph capturing finished in 26 secs, took 0.94 GiB\n"
+            "(EngineCore pid=492078) INFO 08-23 09:40:11 [gpu_worker.py:726] CUDA graph pool memory: 0.94 GiB (actual), "
+            "1.94 GiB (estimated), difference: 1.01 GiB (107.2%).\n"
+            "(EngineCore pid=492078) INFO 08-23 09:40:11 [gpu_worker.py:789] Free memory on device (112.26/119.63 GiB) on "
+            "startup. Desired GPU memory utilization is (0.92, 110.06 GiB). Actual usage is 55.99 GiB for consumed memory "
+            "(weights + non-torch), 3.78 GiB for peak activation, and 0.94 GiB for CUDAGraph memory.\n")
+    assert read_paste(text).get("cuda_graph_gib") == 1.94
+
+
+def test_v2_runner_log_says_whether_its_graphs_were_set_aside():
+    from estimator.diagnosis import _graphs_after_kv_from_facts
+    from estimator.paste import read_paste
+
+    # PR48601: 72.78 − 7.39 − 1.54 − 0.60 = 63.25 = the KV in use: the 2.04 GiB came on top
+    on_top = read_paste("(Worker_TP2 pid=1) INFO 07-14 09:50:23 [gpu_worker.py:855] Free memory on device (77.57/79.11 "
+                        "GiB) on startup. Desired GPU memory utilization is (0.92, 72.78 GiB). Actual usage is 7.39 GiB "
+                        "for weight, 1.54 GiB for peak activation, 0.6 GiB for non-torch memory, and 2.04 GiB for "
+                        "CUDAGraph memory. Current kv cache memory in use is 63.25 GiB.\n")
+    assert _graphs_after_kv_from_facts(on_top) is True
+    # 0.26.1 V2-runner build: the "is equivalent to" line means the estimate was subtracted
+    aside = read_paste("(Worker_TP0 pid=400) INFO 08-01 04:19:35 [gpu_worker.py:690] CUDA graph memory profiling is "
+                       "enabled (default since v0.21.0). The current --gpu-memory-utilization=0.9750 is equivalent to "
+                       "--gpu-memory-utilization=0.9683 without CUDA graph memory profiling.\n"
+                       "(Worker_TP0 pid=400) INFO 08-01 04:19:35 [model_runner.py:1314] Estimated MRV2 CUDA graph memory: "
+                       "0.64 GiB total (0.31 GiB retained in the reusable pool)\n")
+    assert _graphs_after_kv_from_facts(aside) is False
+    assert aside.get("cuda_graph_gib") == 0.64
+    assert _graphs_after_kv_from_facts(read_paste("Available KV cache memory: 8.28 GiB\n")) is None

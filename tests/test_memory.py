@@ -144,7 +144,19 @@ def test_graph_estimate_counts_piecewise_and_full_captures(llama8b):
     assert e.cuda_graph_bytes == (4 + 3) * 32 * GRAPH_BYTES_PER_LAYER_DENSE      # [1,2,4,8] and [1,2,4]
 
 
-@pytest.mark.parametrize("version", ["0.20.0", "0.25.1", "0.33.0"])
+def test_v2_model_runner_sets_graphs_aside_from_026(llama8b):
+    """0.26.1 V2-runner logs print "Estimated MRV2 CUDA graph memory: 0.64 GiB total" with the
+    "is equivalent to --gpu-memory-utilization" line: the estimate is subtracted like V1's."""
+    e = _graphs(llama8b, "0.33.0", model_runner_v2=True)
+    same = _graphs(llama8b, "0.33.0")
+    assert e.cuda_graph_bytes == same.cuda_graph_bytes > 0
+    assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB) - e.cuda_graph_bytes
+    # a log whose own figures show the graphs on top of the KV cache decides over the version
+    after = _graphs(llama8b, "0.33.0", model_runner_v2=True, graphs_after_kv=True)
+    assert after.cuda_graph_bytes == 0
+
+
+@pytest.mark.parametrize("version", ["0.20.0", "0.25.1"])
 def test_v2_model_runner_subtracts_no_graph_estimate(llama8b, version):
     # VLLM_USE_V2_MODEL_RUNNER=1: its profile_cudagraph_memory() returns 0, so the KV pool is
     # requested − W − P − N even when a graph figure is printed (vllm PR48601: G = 2.04 GiB printed,
