@@ -511,13 +511,13 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
 
 
 def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_dtype_bytes: int,
-                    assumptions: list[str], samples: bool = True) -> int:
+                    assumptions: list[str], samples: bool = True, max_len: int | None = None) -> int:
     """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S')).
 
     `samples` False: a rank that runs no sampler (a V0 worker other than the driver)."""
     tp = s.tensor_parallel_size
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
-    encoder, mm_tokens = vision_encoder_peak(spec, profile, s, model_dtype_bytes, assumptions)
+    encoder, mm_tokens = vision_encoder_peak(spec, profile, s, model_dtype_bytes, assumptions, max_len)
     tokens = tb
     if profile.engine == "v0" and mm_tokens:
         # V0 profiles multimodal models with fewer, media-carrying dummy sequences:
@@ -609,8 +609,24 @@ MAX_DYNAMIC_IMAGE_TOKENS = 16384
 _TOKENS_PER_IMAGE_KEYS = ("mm_tokens_per_image", "vision_soft_tokens_per_image", "image_seq_length")
 
 
+def qwen2_vl_video_tokens(frame_tokens: int, max_len: int) -> int:
+    """LLM tokens of the longest dummy video Qwen2-VL / Qwen2.5-VL are profiled with in V1
+    (vllm/model_executor/models/qwen2_vl.py get_num_frames_with_most_features): as many frames of
+    the largest size as max_model_len holds, at most _MAX_FRAMES_PER_VIDEO = 14, two frames per
+    temporal patch. A 0.23 log (max_model_len 128,000): "Encoder cache will be initialized with a
+    budget of 114688 tokens, and profiled with 1 video items" = 7 × 16,384."""
+    frames = 1
+    while frames < QWEN2_VL_MAX_FRAMES and ceil_div(frames + 1, 2) * frame_tokens <= max_len:
+        frames += 1
+    return ceil_div(frames, 2) * frame_tokens
+
+
+QWEN2_VL_MAX_FRAMES = 14
+_QWEN2_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
+
+
 def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
-                        assumptions: list[str]) -> tuple[int, int]:
+                        assumptions: list[str], max_len: int | None = None) -> tuple[int, int]:
     """(activation peak of the vision encoder in the profile run, LLM tokens of one dummy prompt's media).
 
     vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries
@@ -622,7 +638,9 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     on all the patches of one modality is the peak: MLP (≈3·I) plus qkv (3·H) split by TP — vLLM
     builds these encoders from column/row-parallel linears — and residual/norm buffers (3·H)
     replicated, with the same fragmentation factor as the LLM forward. An estimate, said as one:
-    fitted on nothing, checked on vllm PR48601 (Qwen3.6-27B, TP4: printed peak 1.54 GiB).
+    fitted on nothing, checked on vllm PR48601 (Qwen3.6-27B, TP4: printed peak 1.54 GiB, modelled
+    1.20) and on a 0.23 Qwen2.5-VL-7B log profiling one 114,688-token video (solved 15.34 GiB,
+    modelled 19.9: the factor overstates a single huge item by about a third).
     """
     v = spec.vision or {}
     hv = int(v.get("hidden_size") or v.get("embed_dim") or 0)
@@ -650,6 +668,9 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         patches = tokens * merge * merge
         video = bool(spec.config.get("video_token_id"))
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
+    video_tokens = tokens
+    if video and profile.engine == "v1" and max_len and spec.model_type in _QWEN2_VL_TYPES:
+        video_tokens = qwen2_vl_video_tokens(tokens, max_len)
     # --limit-mm-per-prompt: items of each modality per prompt (vLLM's default: 1 of each).
     limits = s.limit_mm_per_prompt or {}
     n_img = max(0, int(limits.get("image", 1)))
@@ -660,15 +681,19 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         return 0, 0
     media = tokens * (n_img + n_vid)
     per_prompt = max(n_img, n_vid)
-    if profile.engine == "v0":
-        items = max(1, min(seqs, tb // media)) * per_prompt
-    else:
-        items = max(1, min(max(tb, tokens) // tokens, seqs * per_prompt))
-    per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
-    peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
     what = "image(s)" + (" and as many videos" if n_vid and n_img and profile.engine == "v0" else "")
     if not n_img:
         what = "video(s)"
+    if profile.engine == "v0":
+        items = max(1, min(seqs, tb // media)) * per_prompt
+    else:
+        if n_vid and video_tokens > tokens:
+            # V1 profiles the modality whose largest item has the most tokens: here the video
+            tokens, patches, what = video_tokens, video_tokens * merge * merge, "video(s)"
+            media = tokens * n_vid + MAX_DYNAMIC_IMAGE_TOKENS * n_img
+        items = max(1, min(max(tb, tokens) // tokens, seqs * per_prompt))
+    per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
+    peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
     return peak, media
@@ -794,10 +819,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         weights_bytes = _weights(spec, s, profile, model_dtype, assumptions, with_mtp=draft_info[2],
                                  compute_capability=compute_capability)
     weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
-    act = activation_peak(spec, profile, s, mdb, assumptions) if activation_bytes is None else activation_bytes
+    act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
+        else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
     # under the V2 runner a printed graph figure is the capture after the KV cache, not a budget item
-    after = graphs_after_kv(profile, s)
+    # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
+    # a budget item even when the log prints their size
+    after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted
     graphs = cuda_graph_memory(spec, profile, s, draft_info[0]) if cuda_graph_bytes is None or after \
         else cuda_graph_bytes
     if adjust:
@@ -807,7 +835,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                 parts[key] = int(parts[key] * amount) if how == "ratio" else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
-    if after and profile.cuda_graphs_budgeted and not s.enforce_eager:
+    if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")
     budget = requested_bytes(profile, gpu_total_bytes, s.gpu_memory_utilization)

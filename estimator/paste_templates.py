@@ -185,11 +185,18 @@ TEMPLATES: tuple[Template, ...] = (
     _t("graph_estimated", r"Estimated[ \n]+(?:MRV2[ \n]+)?CUDA[ \n]+graph[ \n]+memory:[ \n]*(?P<cuda_graph_gib>" + NUM
        + r")[ \n]*GiB", P_PROFILE + 2, None, ("0.18.0", None), "v1"),
     _t("graph_pool", r"CUDA[ \n]+graph[ \n]+pool[ \n]+memory:[ \n]*(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+\(actual\)",
-       P_LOAD + 1, None, ("0.20.0", None), "v1"),
+       P_LOAD + 1, None, ("0.18.0", None), "v1"),      # printed by 0.18–0.19 builds too (graphs not set aside)
     _t("graph_profiling_enabled",
        r"The[ \n]+current[ \n]+--gpu-memory-utilization=(?P<gpu_memory_utilization>" + NUM + r")[ \n]+is[ \n]+equivalent[ \n]+to[ \n]+"
        r"--gpu-memory-utilization=(?P<x_equivalent_utilization>" + NUM + r")", P_PROFILE, None, ("0.20.0", None), "v1"),
     _t("graph_profiling", r"Profiling[ \n]+CUDA[ \n]+graph[ \n]+memory:", P_LOAD, None, ("0.18.0", None), "v1"),
+    # 0.18–0.19.x, before graph profiling became the default (0.20.0): "In v0.19, CUDA graph memory
+    # profiling will be enabled by default … increase --gpu-memory-utilization from 0.9000 to 0.9616
+    # to maintain the same effective KV cache size" — the utilization in use, graphs not set aside
+    _t("graph_profiling_optin",
+       r"increase[ \n]+--gpu-memory-utilization[ \n]+from[ \n]+(?P<gpu_memory_utilization>" + NUM + r")[ \n]+to[ \n]+"
+       r"(?P<x_optin_utilization>" + NUM + r")[ \n]+to[ \n]+maintain[ \n]+the[ \n]+same[ \n]+effective[ \n]+KV[ \n]+cache",
+       P_PROFILE, None, ("0.18.0", "0.19.1"), "v1"),
     # 4.11 chunked prefill
     _t("chunked_prefill_tb", r"Chunked[ \n]+prefill[ \n]+is[ \n]+enabled[ \n]+with[ \n]+max_num_batched_tokens=(?P<max_num_batched_tokens>" + INT + r")",
        P_CAPACITY),

@@ -513,3 +513,34 @@ def test_paste_names_the_mxfp4_backend():
                         "be used leveraging the Marlin kernel.\n")
     assert marlin.extra["mxfp4_backend"] == "Marlin"
     assert parse_flags(["VLLM_MXFP4_USE_MARLIN=1"]).mxfp4_backend == "Marlin"
+
+
+@pytest.mark.parametrize("max_len,tokens", [
+    (128_000, 7 * 16_384),       # 14 frames (the cap) = 7 temporal patches of 16,384 tokens: the 0.23 log's budget
+    (8_192, 16_384),             # one frame, padded to a temporal patch, even beyond max_model_len
+    (40_000, 2 * 16_384),        # 4 frames: 3 × 16,384 = 49,152 would exceed 40,000
+    (1_000_000, 7 * 16_384),     # never more than 14 frames
+])
+def test_qwen2_vl_longest_dummy_video(max_len, tokens):
+    from estimator.memory import qwen2_vl_video_tokens
+
+    assert qwen2_vl_video_tokens(16_384, max_len) == tokens
+
+
+def test_v1_profiles_qwen25_vl_with_its_longest_video():
+    """vLLM 0.23 log: "Encoder cache will be initialized with a budget of 114688 tokens, and profiled
+    with 1 video items of the maximum feature size" — Qwen2.5-VL-7B at max_model_len 128,000. The
+    ViT then sees 114,688 × 2 × 2 = 458,752 patches; with videos off it is one 16,384-token image."""
+    from estimator.memory import FORWARD_FACTOR, activation_peak
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")      # ViT: hidden 1280, intermediate 3420
+    s = EngineSettings(vllm_version="0.23.0", max_num_seqs=256, max_num_batched_tokens=2048)
+    notes: list[str] = []
+    peak = activation_peak(spec, profile_for("0.23.0"), s, 2, notes, max_len=128_000)
+    assert peak == int(FORWARD_FACTOR * 458_752 * (3 * 3420 + 3 * 1280 + 3 * 1280) * 2)
+    assert any("1 max-size dummy video(s) of 114,688 tokens" in n for n in notes)
+    s_img = EngineSettings(vllm_version="0.23.0", max_num_seqs=256, max_num_batched_tokens=2048,
+                           limit_mm_per_prompt={"image": 1, "video": 0})
+    assert activation_peak(spec, profile_for("0.23.0"), s_img, 2, [], max_len=128_000) == \
+        int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280 + 3 * 1280) * 2)
