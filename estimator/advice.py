@@ -206,6 +206,9 @@ def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: 
 def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | None = None) -> list[Suggestion]:
     """Ranked fixes for the situation `est` describes (error_kind from the paste when known)."""
     kind = error_kind or est.error_kind
+    if est.spec.kv_unmodelled and kind not in ("cuda_oom_load", "cuda_oom_graph", "cuda_oom_runtime"):
+        # token counts from a KV layout kvdoctor does not model would be invented figures
+        return []
     if kind in (None, "other", "no_cache_blocks", "kv_capacity_v0", "kv_capacity_v1", "mamba_blocks") and est.fits:
         # nothing failed in the model's arithmetic: capacity levers would answer a problem it did
         # not find (vLLM's own numbers, when printed, give the unchecked fixes instead)

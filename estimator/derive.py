@@ -162,7 +162,13 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         parts = ("weights", "activation", "non_torch") + (("cuda_graphs",) if est is None or est.cuda_graph_bytes else ())
         known = sum(st.get(p) or 0 for p in parts)
         gap = st.get("non_kv") - known
-        if gap > 0.5 * GiB:
+        if gap > 0.5 * GiB and est is None and "non_torch" not in st.figures:
+            # no model: nothing estimates the non-torch part, so the remainder is not "unexplained"
+            st.notes.append(
+                f"The figures in the paste leave {gap / GiB:.2f} GiB beyond the weights, activation and graphs it "
+                "prints: non-torch memory (CUDA context, NCCL, cuBLAS workspaces; usually 0.1–0.6 GiB) and "
+                "anything else counted against the budget (other processes' growth on shared or unified memory).")
+        elif gap > 0.5 * GiB:
             st.checks.append(
                 f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory that the model does not explain "
                 "(other processes on the GPU, a different vLLM version, or a different checkpoint/dtype)")
@@ -222,7 +228,9 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             f"this GPU as its own non-torch memory, so gpu_memory_utilization has to cover theirs too; from {fixed} "
             "each instance's utilization is its own share (upgrade, or raise this instance's utilization by their "
             "share of the card)")
-    for check in (layout_disagreement(facts, est), no_blocks_disagreement(facts, est)):
+    unmodelled = (f"{est.spec.kv_unmodelled}; the fixes rest on vLLM's own numbers"
+                  if est is not None and est.spec.kv_unmodelled else None)
+    for check in (layout_disagreement(facts, est), no_blocks_disagreement(facts, est), unmodelled):
         if check:
             st.checks.append(check)
             st.disagrees = True

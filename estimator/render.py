@@ -115,7 +115,7 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
     if diag.full_context:
         body += [f"**To serve the whole context:** {diag.full_context}", ""]
     if diag.checks:
-        body += ["**Checks:** " + " ".join(diag.checks), ""]
+        body += ["**Checks:** " + " ".join(_sentence(c) for c in diag.checks), ""]
     if diag.missing:
         body += ["**To be more precise, paste:** " + "; ".join(diag.missing) + ".", ""]
     if diag.assumptions:
@@ -308,3 +308,13 @@ def markdown_to_html(md: str) -> str:
         i += 1
     flush()
     return "\n".join(out)
+
+
+def _sentence(text: str) -> str:
+    """A check as a sentence of its own: capitalised, closed with a full stop."""
+    text = text.strip()
+    if not text:
+        return text
+    if not text.startswith(("vLLM", "kvdoctor")):
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."

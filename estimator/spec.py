@@ -245,6 +245,8 @@ class ModelSpec:
     text: dict = field(default_factory=dict)         # the text (LLM) config with defaults filled
     companions: dict = field(default_factory=dict)   # hf_quant_config.json etc.
     assumptions: list[str] = field(default_factory=list)
+    # why the KV layout is only partly modelled ("" when it is): the reply then leads with vLLM's numbers
+    kv_unmodelled: str = ""
 
     # ---- derived views -----------------------------------------------------------------
     @property
@@ -576,6 +578,13 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
             f"architecture {arch} ({mtype or 'no model_type'}) is not one kvdoctor knows; read it as a generic "
             "decoder (standard attention unless the config says otherwise)"
         )
+    kv_unmodelled = ""
+    if text.get("compress_ratios") or config.get("compress_ratios"):
+        # DeepSeek-V4: besides the sliding window, layers keep compressed caches (one entry per 4 or
+        # 128 tokens, plus an indexer) that vLLM lays out its own way; kvdoctor counts the window only
+        kv_unmodelled = ("this model's compressed KV caches (compress_ratios, DeepSeek-V4 style) are not modelled: "
+                         "kvdoctor counts its sliding window only, so its KV per token and capacity are not vLLM's")
+        assumptions.append(kv_unmodelled)
     return ModelSpec(
         model_id=model_id or str(config.get("_name_or_path") or ""),
         architecture=arch, model_type=mtype, num_layers=n, hidden_size=hidden,
@@ -584,7 +593,7 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
         layers=tuple(layers), max_len_keys=max_len_keys, rope_scaling=rope if isinstance(rope, dict) else None,
         rotary_dim=rot, moe=moe, mla=mla, quantization=quant if isinstance(quant, dict) else None,
         vision=vision, is_multimodal=is_mm, is_encoder_decoder=bool(config.get("is_encoder_decoder")),
-        config=config, text=text, companions=companions, assumptions=assumptions,
+        config=config, text=text, companions=companions, assumptions=assumptions, kv_unmodelled=kv_unmodelled,
     )
 
 

@@ -414,3 +414,19 @@ def test_v2_runner_log_says_whether_its_graphs_were_set_aside():
     assert _graphs_after_kv_from_facts(aside) is False
     assert aside.get("cuda_graph_gib") == 0.64
     assert _graphs_after_kv_from_facts(read_paste("Available KV cache memory: 8.28 GiB\n")) is None
+
+
+def test_without_a_model_the_remainder_is_non_torch_not_unexplained():
+    """0.27.1 on a GB10 (public log), model not available: 110.06 − 50.29 KV − 51.35 weights − 3.78
+    activation − 1.94 graphs = 2.70 GiB. Nothing estimates non-torch memory without the model, so
+    the reply says what the remainder holds instead of calling it unexplained."""
+    text = ("(EngineCore pid=1) INFO 08-23 09:38:06 [gpu_model_runner.py:5405] Model loading took 51.35 GiB memory and 341.6 seconds\n"
+            "(EngineCore pid=1) INFO 08-23 09:39:41 [gpu_model_runner.py:6806] Estimated CUDA graph memory: 1.94 GiB total\n"
+            "(EngineCore pid=1) INFO 08-23 09:39:41 [gpu_worker.py:563] Available KV cache memory: 50.29 GiB\n"
+            "(EngineCore pid=1) INFO 08-23 09:40:11 [gpu_worker.py:789] Free memory on device (112.26/119.63 GiB) on "
+            "startup. Desired GPU memory utilization is (0.92, 110.06 GiB). Actual usage is 55.99 GiB for consumed "
+            "memory (weights + non-torch), 3.78 GiB for peak activation, and 0.94 GiB for CUDAGraph memory.\n"
+            "vllm serve some-org/not-a-real-model-xyz --gpu-memory-utilization 0.92\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert not any("does not explain" in c for c in d.checks)
+    assert any("2.70 GiB beyond the weights, activation and graphs" in n for n in d.notes)

@@ -294,3 +294,21 @@ def test_unknown_architecture_is_a_best_effort_with_assumption():
     # no kv-head key → num_attention_heads (MHA): 4 layers × 2 × 16 × 128 (2048/16) × 2 B
     assert spec.kv_bytes_per_token(1, 2) == 4 * 2 * 16 * 128 * 2
     assert any("frobnicator" in a.lower() or "Frobnicator" in a for a in spec.assumptions)
+
+
+def test_compressed_kv_caches_are_said_to_be_unmodelled():
+    """DeepSeek-V4 keeps compressed caches (compress_ratios) beside its sliding window; kvdoctor
+    counts the window only, and says so rather than present its token counts as vLLM's."""
+    from estimator.advice import suggest
+    from estimator.api import load_model
+    from estimator.memory import estimate
+    from estimator.vllm import EngineSettings
+
+    spec = load_model("deepseek-ai/DeepSeek-V4-Flash", offline=True).spec
+    assert "compressed KV caches" in spec.kv_unmodelled
+    assert any("compress_ratios" in a for a in spec.assumptions)
+    est = estimate(spec, gpu_total_bytes=96 * 2**30, settings=EngineSettings(vllm_version="0.25.0", max_model_len=30000,
+                                                                             tensor_parallel_size=4))
+    assert suggest(est, error_kind="kv_capacity_v1") == []
+    plain = load_model("Qwen/Qwen3-8B", offline=True).spec
+    assert plain.kv_unmodelled == ""
