@@ -336,6 +336,19 @@ def modelled_version(stated: str | None, hint, engine: str | None,
     return assumed_version(hint, engine, posted)
 
 
+# How far ahead of its next release a build of main can plausibly be (release cadence is 2–6 weeks).
+MAIN_BUILD_LEAD_DAYS = 90
+
+
+def _days_between(a: str, b: str) -> int:
+    from datetime import date
+
+    try:
+        return (date.fromisoformat(b[:10]) - date.fromisoformat(a[:10])).days
+    except ValueError:
+        return 0
+
+
 def assumed_version(hint, engine: str | None, posted: str | None = None) -> tuple[str | None, str]:
     """The version to model when the paste does not say: the newest its message formats allow,
     except that a V0 engine is taken at 0.7.3, the last release where V0 was the default.
@@ -343,13 +356,20 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     `posted` (the thread's date) caps it at the newest release of that day: a post from July 2025
     did not run 0.27. When the message formats are newer than that release, the author ran a build
     of main, modelled as the oldest release with those formats."""
-    from estimator.vllm import parse_version, release_at
+    from estimator.vllm import parse_version, release_at, release_day
 
     lo, hi = (hint if isinstance(hint, (list, tuple)) and len(hint) == 2 else (None, None))
     then = release_at(posted)
     dated = ""
     if then and (hi is None or parse_version(then) < parse_version(hi)):
         if lo and parse_version(lo) > parse_version(then):
+            first = release_day(lo)
+            if first and _days_between(str(posted)[:10], first) > MAIN_BUILD_LEAD_DAYS:
+                # a build of main runs weeks ahead of a release, not months: the format matched by
+                # accident (a PR comment quoting "# GPU blocks: 7449" in 2023 is not V1 0.7)
+                return then, (f"version not stated; the post ({str(posted)[:10]}) predates vLLM {lo}, whose "
+                              f"message format the paste resembles, by months: modelled as {then}, the last "
+                              "release before the post")
             return str(lo), (f"version not stated; the message format points to vLLM ≥ {lo}, newer than the "
                              f"last release before the post ({then}): modelled as {lo}")
         hi, dated = then, f" and the post's date ({str(posted)[:10]}) point"

@@ -444,14 +444,15 @@ _EQ_PAIR = regex.compile(r"(?<![\w.])([A-Za-z_]\w*)=(?P<v>'[^'\n]*'|\"[^\"\n]*\"
 _CONFIG_DUMP = regex.compile(
     r"Initializing an?\s+(?:(?P<eng>V[01])\s+)?LLM engine\s*(?:\(v?(?P<ver>[\w.+-]+)\))?\s*with config:\s*")
 
-# `key=value` / `key: value` for the keys people write in prose, YAML configs, titles.
+# `key=value` / `key: value` for the keys people write in prose, YAML configs, titles, and JSON
+# (`"gpu_memory_utilization": 0.47` in a Triton model.json).
 _KV_KEYS = (
     "gpu_memory_utilization|mem_util|gpu_mem_util|max_model_len|max_num_seqs|max_num_batched_tokens|tensor_parallel_size|"
     "pipeline_parallel_size|data_parallel_size|kv_cache_dtype|enforce_eager|block_size|quantization|"
     "cpu_offload_gb|max_seq_len|dtype")
 _KV_PAIR = regex.compile(
     r"(?i)(?<![\w-])(?:(?P<k>" + _KV_KEYS + r"|" + _KV_KEYS.replace("_", "-") + r")"
-    r"(?:\s*=\s*|[ \t]*:[ \t]*)|(?P<k2>" + _KV_KEYS.replace("_", "-").replace("|dtype", "") + r")[ ]+(?=[\d.]))"
+    r"[\"']?(?:\s*=\s*|[ \t]*:[ \t]*)|(?P<k2>" + _KV_KEYS.replace("_", "-").replace("|dtype", "") + r")[ ]+(?=[\d.]))"
     r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|\d{1,3}(?:,\d{3})+(?![\d])|[A-Za-z0-9_.+-]+)")
 
 _ENV = regex.compile(

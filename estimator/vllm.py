@@ -134,6 +134,14 @@ def release_after(day: str | None) -> str | None:
     return names[i + 1] if i + 1 < len(names) else None
 
 
+def release_day(version: str | None) -> str | None:
+    """The day `version` (or the first release at or after it) was published, ISO."""
+    want = parse_version(version) if version else None
+    if want is None:
+        return None
+    return next((published for v, published in RELEASES if parse_version(v) >= want), None)
+
+
 def release_at(day: str | None) -> str | None:
     """The newest release published on or before `day` ('2025-07-22', or an ISO timestamp)."""
     if not day:

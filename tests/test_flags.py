@@ -158,6 +158,10 @@ def test_key_values_in_prose_and_yaml():
     assert s == {"max_model_len": 131072, "gpu_memory_utilization": 0.96}
     s = settings("max_model_len: 8192\ngpu-memory-utilization 0.92\n")
     assert s == {"max_model_len": 8192, "gpu_memory_utilization": 0.92}
+    # JSON, as in a Triton vLLM backend's model.json (triton-inference-server#7562)
+    s = settings('{\n    "model":"/models/gemma-2b-it/",\n    "gpu_memory_utilization": 0.47,\n'
+                 '    "enforce_eager": true,\n    "max_model_len": 64\n}')
+    assert s == {"gpu_memory_utilization": 0.47, "enforce_eager": True, "max_model_len": 64}
 
 
 def test_glued_flags_split():

@@ -482,6 +482,10 @@ def test_assumed_version_is_capped_by_the_post_date():
     assert assumed_version(("0.4.0", "0.7.3"), "v0", "2025-02-11")[0] == "0.7.2"
     # A date after the formats' newest release changes nothing.
     assert assumed_version(("0.9.1", "0.27.0"), "v1", "2026-11-30")[0] == "0.27.0"
+    # Formats first released months after the post matched by accident (vllm PR2031, 2023-12-12, quotes
+    # "# GPU blocks: 7449", V1 0.7's line): main is weeks ahead of a release, so the date wins.
+    version, note = assumed_version(("0.7.0", "0.7.3"), "v1", "2023-12-12")
+    assert version == "0.2.4" and "predates vLLM 0.7.0" in note
 
 
 def test_a_build_of_main_is_the_release_that_followed_its_date():
