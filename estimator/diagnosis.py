@@ -103,6 +103,8 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
         s.data_parallel_size = dp
     if facts.extra.get("mxfp4_backend"):
         s.mxfp4_backend = facts.extra["mxfp4_backend"]
+    if isinstance(facts.extra.get("flashinfer_sampler"), bool):
+        s.flashinfer_sampler = facts.extra["flashinfer_sampler"]
     from estimator.vllm import apply_speculative
 
     for key in ("speculative_model", "speculative_config"):

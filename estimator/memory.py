@@ -73,6 +73,11 @@ FORWARD_FACTOR = 1.3
 # few graphs a first capture of a few hundred MiB dominates (Qwen3.6-35B-A3B NVFP4: 0.39 GiB for
 # 4 graphs), which this per-graph figure does not model.
 GRAPH_BYTES_PER_LAYER_DENSE = int(0.24 * MiB)
+# V1's dummy sampler per (row × vocab) element by implementation, where the log names it ("Using
+# FlashInfer for top-p & top-k sampling." / "Falling back to the PyTorch-native implementation"):
+# the two values of vllm.py's version rule (sampler_bytes_per_elem), which assumes one or the other.
+SAMPLER_BYTES_FLASHINFER = 10
+SAMPLER_BYTES_NATIVE = 32
 GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 
 
@@ -534,7 +539,12 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     forward = _forward_bytes(spec, s, tokens, model_dtype_bytes)
     rows = min(seqs, tb)
     vocab = spec.vocab_size
-    sampler = rows * vocab * profile.sampler_bytes_per_elem
+    per_elem = profile.sampler_bytes_per_elem
+    if profile.engine == "v1" and per_elem and s.flashinfer_sampler is not None:
+        # the log named the sampler: FlashInfer's kernel samples without sorting the vocabulary
+        # (≈ the 10 B of 0.20+), the PyTorch-native path sorts it (≈ 32 B); see vllm.py
+        per_elem = SAMPLER_BYTES_FLASHINFER if s.flashinfer_sampler else SAMPLER_BYTES_NATIVE
+    sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only
     if s.model_runner_v2 and not profile.v2_runner_profiles_sampler:

@@ -221,6 +221,9 @@ def _read(raw: str) -> Facts:
     backend = _search(_MXFP4_BACKEND, pt.clean)   # the `[mxfp4.py:N]` tag is in the log prefix
     if backend is not None:
         extra["mxfp4_backend"] = _mxfp4_backend_name(backend)
+    sampler = _search(_SAMPLER_IMPL, text)
+    if sampler is not None:
+        extra["flashinfer_sampler"] = bool(sampler.group("fi"))
     env = extra.get("env", {})
     if isinstance(env, dict):
         if str(env.get("VLLM_USE_V1", "")) in ("0", "1"):
@@ -458,6 +461,13 @@ def _mxfp4_backend_name(m) -> str:
     if m.group("sm") == "SM90":
         return "FlashInfer SM90"
     return "FlashInfer SM100 CUTLASS" if "CUTLASS" in (m.group("fi") or "") else "FlashInfer SM100"
+
+
+# V1's top-k/top-p sampler as its log names it (vllm/v1/sample/ops/topk_topp_sampler.py): FlashInfer's
+# kernel or the PyTorch-native fallback, which sorts the vocabulary (memory.SAMPLER_BYTES_*).
+_SAMPLER_IMPL = regex.compile(
+    r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"
+    r"|Falling[ ]+back[ ]+to[ ]+the[ ]+PyTorch-native[ ]+implementation[ ]+of[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling")
 
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"

@@ -275,6 +275,11 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # evidence, and the release where this changed is not pinned down (0.20 is an estimate).
         # vllm PR48601 is no evidence: its V2 model runner did not profile the sampler at all
         # (the PR adds that), so its 1.54 GiB peak is the forward pass and vision encoder.
+        # Which one 0.8–0.19 runs depends on the install: V1 takes FlashInfer's sampler when it is
+        # importable (VLLM_USE_FLASHINFER_SAMPLER unset "means True" in V1's topk_topp_sampler.py),
+        # and docker images ship it — a 0.8.5 image (vllm#17327) and a 0.10.1 run left ≤ 0.3 GiB
+        # for a 256-row sampler that 32 B would put at 1.16 GiB. A log that names the sampler
+        # decides (memory.SAMPLER_BYTES_*); without one, 32 B stays the cautious choice.
         sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else 32 if v < (0, 20, 0) else 10),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
@@ -321,6 +326,7 @@ class EngineSettings:
     model_runner_v2: bool = False                 # VLLM_USE_V2_MODEL_RUNNER=1 (vllm/v1/worker/gpu/)
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
+    flashinfer_sampler: bool | None = None        # the log says which top-k/top-p sampler V1 uses
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 

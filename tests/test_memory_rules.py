@@ -544,3 +544,27 @@ def test_v1_profiles_qwen25_vl_with_its_longest_video():
                            limit_mm_per_prompt={"image": 1, "video": 0})
     assert activation_peak(spec, profile_for("0.23.0"), s_img, 2, [], max_len=128_000) == \
         int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280 + 3 * 1280) * 2)
+
+
+def test_a_log_naming_the_v1_sampler_sets_its_memory():
+    """V1 logs "Using FlashInfer for top-p & top-k sampling." (no vocabulary sort: ≈10 B per row ×
+    vocab element) or falls back to the PyTorch-native path (sort: ≈32 B). 256 rows × 151,936 vocab."""
+    from estimator.memory import activation_peak
+    from estimator.paste import read_paste
+    from estimator.vllm import profile_for
+
+    fi = read_paste("INFO 05-01 10:00:00 [topk_topp_sampler.py:50] Using FlashInfer for top-p & top-k sampling.\n")
+    native = read_paste("WARNING 06-18 08:55:01 [topk_topp_sampler.py:52] FlashInfer is available, but it is not "
+                        "enabled. Falling back to the PyTorch-native implementation of top-p & top-k sampling. For "
+                        "the best performance, please set VLLM_USE_FLASHINFER_SAMPLER=1.\n")
+    assert fi.extra["flashinfer_sampler"] is True and native.extra["flashinfer_sampler"] is False
+    spec = load("Qwen/Qwen3-8B")        # vocab 151,936; a 2,048-token forward is far below either sampler
+
+    def act(flag):
+        s = EngineSettings(vllm_version="0.9.2", max_num_seqs=256, max_num_batched_tokens=2048,
+                           flashinfer_sampler=flag)
+        return activation_peak(spec, profile_for("0.9.2"), s, 2, [])
+
+    # forward: 1.3 × 2,048 × (3 × 12,288 + 48 × 128 + 3 × 4,096) × 2 B = 294 MB, under either sampler
+    assert act(True) == 256 * 151_936 * 10
+    assert act(False) == 256 * 151_936 * 32 == act(None)
