@@ -523,18 +523,23 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
     vLLM's budget = non-KV + KV pool = utilization × total, so when the pool is too far from the
     model's for a detail to explain (half the non-KV memory), it says how big the card was. With
     no card in the paste (`named` False) the reply works on a card of that size rather than on a
-    default the user does not have; with a card named without its size ("H20", "A100", "V100"),
-    a variant of the same family within 6% of it is taken, else the named card stays and
-    `derive` reports the disagreement."""
+    default the user does not have — settled over a few passes, because V1's defaults follow the
+    card (max_num_seqs 1024 / 8,192 batched tokens from 70 GiB, 256 / 2,048 below), so the size
+    implied with the default card's sampler is not the one whose own defaults reproduce the pool.
+    With a card named without its size ("H20", "A100", "V100"), a variant of the same family
+    within 6% of it is taken, else the named card stays and `derive` reports the disagreement."""
     from estimator.api import run_estimate
     from estimator.gpus import cards_near, family_variants
 
-    non_kv = est.non_kv_bytes
     util = est.settings.gpu_memory_utilization or 0.9
-    implied = int((non_kv + pool) / util)
-    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(non_kv, 1) or implied <= 0:
+    implied = int((est.non_kv_bytes + pool) / util)
+    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(est.non_kv_bytes, 1) or implied <= 0:
         return est
-    arithmetic = f"({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {implied / GiB:.2f} GiB"
+    kw = {k: v for k, v in overrides.items() if v is not None}
+
+    def arithmetic(non_kv: int, total: int) -> str:
+        return f"({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {total / GiB:.2f} GiB"
+
     if named:
         # by distance only: two variants of one size (A100 SXM / PCIe 80GB) tie, and Gpu has no order
         near = sorted(((abs(g.total_bytes - implied) / implied, g) for g in family_variants(est.gpu_name)
@@ -542,36 +547,26 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
         if not near or near[0][0] > 0.06:
             return est
         card = near[0][1]
-        gpu_ref = card.name
         how = f"{card.name}: the paste names the {est.gpu_name.replace('NVIDIA ', '')} family without its size"
+        sums = arithmetic(est.non_kv_bytes, implied)
         note = (f"the paste names an {est.gpu_name} without its size; the {est.gpu_total_bytes / GiB:.2f} GiB version "
-                f"cannot hold vLLM's KV figure, which implies {arithmetic}: modelled as the {card.name} "
+                f"cannot hold vLLM's KV figure, which implies {sums}: modelled as the {card.name} "
                 f"({card.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
+        out = run_estimate(spec, card.name, settings, gpu_count=gpu_count, **kw)
     else:
-        names = [g.name for g in cards_near(implied)][:3]
-        gpu_ref = f"{implied / GiB:.2f}GiB"
-        how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
-        note = (f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {arithmetic} of GPU "
-                "memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
-    kw = {k: v for k, v in overrides.items() if v is not None}
-    out = run_estimate(spec, gpu_ref, settings, gpu_count=gpu_count, **kw)
-    if not named:
-        # vLLM's V1 defaults follow the card (max_num_seqs 1024 / 8,192 batched tokens from 70 GiB,
-        # 256 / 2,048 below): the size implied with the default card's sampler is not the size
-        # whose own defaults reproduce the pool. Settle it: a few passes at most.
-        for _ in range(3):
+        non_kv = est.non_kv_bytes
+        for _ in range(4):
+            out = run_estimate(spec, f"{implied / GiB:.2f}GiB", settings, gpu_count=gpu_count, **kw)
             again = int((out.non_kv_bytes + pool) / util)
             if abs(again - implied) <= 0.01 * implied:
                 break
-            implied = again
-            arithmetic = f"({out.non_kv_bytes / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {implied / GiB:.2f} GiB"
-            names = [g.name for g in cards_near(implied)][:3]
-            gpu_ref = f"{implied / GiB:.2f}GiB"
-            how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
-            note = (f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {arithmetic} of "
-                    "GPU memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
-            out = run_estimate(spec, gpu_ref, settings, gpu_count=gpu_count, **kw)
-    out.reconciliation.card_implied = f"{how}; implied by vLLM's KV figure: {arithmetic}"
+            implied, non_kv = again, out.non_kv_bytes
+        sums = arithmetic(non_kv, implied)
+        names = [g.name for g in cards_near(implied)][:3]
+        how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
+        note = (f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {sums} of GPU "
+                "memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
+    out.reconciliation.card_implied = f"{how}; implied by vLLM's KV figure: {sums}"
     out.assumptions.append(note)
     return out
 
