@@ -163,6 +163,10 @@ def render_slack(diag) -> dict:
         section("*Where the memory went* (per GPU, GiB = 2^30 bytes)\n```" + table + "```")
     if diag.kv_formula:
         section("*KV per token:* " + diag.kv_formula)
+    if diag.notes:       # GB vs GiB, per-GPU figures, what another worker's line means …
+        section("\n".join(f"• {_slack(n)}" for n in diag.notes[:4]))
+    if diag.checks:      # where vLLM's numbers and the model disagree: Slack readers need it as much
+        section("*Checks:* " + " ".join(_sentence(c) for c in diag.checks))
     disagrees = getattr(diag, "disagrees", False)
     unchecked = [("*From vLLM's own numbers:* " if disagrees else "*Likely fix* (not re-checked): ")
                  + (f"`{u['flags']}` — " if u["flags"] else "") + u["why"] for u in diag.unchecked[:4]]

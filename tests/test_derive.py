@@ -212,6 +212,8 @@ def test_slack_leads_with_vllms_numbers_when_the_state_disagrees():
     first_fix = next(i for i, t in enumerate(blocks) if t.startswith("*1.*"))
     own = next(i for i, t in enumerate(blocks) if t.startswith("*From vLLM's own numbers:*"))
     assert own < first_fix and "--max-model-len 204800" in blocks[own]
+    # the disagreement itself is said in Slack too, not only in the markdown reply
+    assert any(t.startswith("*Checks:*") and t.rstrip().endswith(".") for t in blocks)
 
 
 # vllm#13061's shape: V0, TP=2, the user quotes a memory line whose KV figure (8.69 GiB) is more than
