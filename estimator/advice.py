@@ -476,6 +476,38 @@ def _graph_fixes(est: Estimate) -> list[Suggestion]:
     return [x for x in out if x]
 
 
+def sampler_warmup_fixes(est: Estimate, requests: int, tried_bytes: int | None,
+                         free_bytes: int | None) -> list[Suggestion]:
+    """Fixes when V1's sampler warm-up ran out of memory ("… when warming up sampler with 1024 dummy
+    requests"): after the KV cache and the graphs took their share, vLLM samples `requests` dummy
+    rows over the whole vocabulary (gpu_model_runner.py _dummy_sampler_run) in what the budget
+    leaves. Its allocations scale with the rows, so the largest power of two under requests × free /
+    tried fits; or a lower utilization leaves the missing memory outside the budget."""
+    s = est.settings
+    rows = requests // 2
+    if tried_bytes and free_bytes is not None and tried_bytes > 0:
+        share = max(1, int(requests * free_bytes / tried_bytes))
+        rows = 1 << (share.bit_length() - 1)
+        rows = min(rows, requests // 2) if requests > 1 else 1
+    out: list[Suggestion | None] = []
+    if rows >= 1 and rows < (s.max_num_seqs or requests):
+        need = f" (it needed {tried_bytes / GiB:.2f} GiB with {free_bytes / GiB:.2f} GiB free)" \
+            if tried_bytes and free_bytes is not None else ""
+        out.append(_with_len(est, {"max_num_seqs": rows},
+                             f"vLLM warms its sampler up with max_num_seqs ({requests:,}) dummy requests over the "
+                             f"{est.spec.vocab_size:,}-entry vocabulary after the KV cache is allocated{need}; "
+                             f"{rows:,} need about {rows / requests:.0%} of that", True,
+                             "fewer requests run at once", [_flag("max-num-seqs", rows)]))
+    missing = (tried_bytes - free_bytes) if tried_bytes and free_bytes is not None else 0
+    cut = math.ceil((missing / est.gpu_total_bytes + 0.01) * 100) / 100 if missing > 0 else 0.05
+    u = round((s.gpu_memory_utilization or 0.9) - cut, 2)
+    if u >= 0.5:
+        out.append(_with_len(est, {"gpu_memory_utilization": u},
+                             "leaves the sampler warm-up the memory it lacked outside vLLM's budget", True,
+                             flags=[_flag("gpu-memory-utilization", u)]))
+    return [x for x in out if x]
+
+
 def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
     """Fixes when the kernel's OOM killer ended vLLM ("Killed"): host RAM ran out, not GPU memory.
 
@@ -587,7 +619,12 @@ def facts_fixes(facts) -> list[dict]:
     if kind in ("cuda_oom_graph", "cuda_oom_runtime"):
         # outside vLLM's budget: CUDA graphs and the sampler warm-up use the (1 − u) × total it leaves
         u, total = f("gpu_memory_utilization"), f("total_gpu_memory_gib")
-        if kind == "cuda_oom_graph":
+        warmup = facts.extra.get("sampler_warmup_requests")
+        if kind == "cuda_oom_graph" and isinstance(warmup, int) and warmup > 1:
+            out.append({"flags": f"--max-num-seqs {warmup // 2}", "checked": False,
+                        "why": f"the sampler warm-up that failed samples max_num_seqs ({warmup:,}) dummy requests "
+                               "over the whole vocabulary; half as many need half the memory"})
+        elif kind == "cuda_oom_graph":
             out.append({"flags": "--enforce-eager", "checked": False,
                         "why": "no CUDA graphs are captured (slower decoding), so their memory is not needed"})
         if u is not None and float(u) > 0.55:

@@ -105,6 +105,9 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
         s.mxfp4_backend = facts.extra["mxfp4_backend"]
     if isinstance(facts.extra.get("flashinfer_sampler"), bool):
         s.flashinfer_sampler = facts.extra["flashinfer_sampler"]
+    warmup = facts.extra.get("sampler_warmup_requests")
+    if s.max_num_seqs is None and isinstance(warmup, int) and warmup > 0:
+        s.max_num_seqs = warmup        # the warm-up samples min(max_num_seqs, max_num_batched_tokens) rows
     from estimator.vllm import apply_speculative
 
     for key in ("speculative_model", "speculative_config"):
@@ -283,6 +286,16 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.advice import host_memory_fixes
 
         suggestions = [s.to_json() for s in host_memory_fixes(est, _cpu_swap_bytes(facts, est))]
+        _in_users_command(suggestions, facts)
+        est.suggestions = suggestions
+    elif est is not None and kind == "cuda_oom_graph" and facts.extra.get("sampler_warmup_requests"):
+        from estimator.advice import sampler_warmup_fixes
+
+        tried, free = facts.extra.get("tried_to_allocate_gib"), facts.extra.get("free_gib")
+        suggestions = [s.to_json() for s in sampler_warmup_fixes(
+            est, int(facts.extra["sampler_warmup_requests"]),
+            int(float(tried) * GiB) if isinstance(tried, (int, float)) else None,
+            int(float(free) * GiB) if isinstance(free, (int, float)) else None)]
         _in_users_command(suggestions, facts)
         est.suggestions = suggestions
     elif est is not None:
@@ -710,7 +723,12 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif kind.startswith("cuda_oom"):
         phase = {"cuda_oom_load": "while loading the weights", "cuda_oom_profile": "during the profile run",
                  "cuda_oom_graph": "while capturing CUDA graphs", "cuda_oom_runtime": "while serving"}.get(kind, "")
-        parts.append(f"PyTorch ran **out of GPU memory {phase}**.")
+        warmup = facts.extra.get("sampler_warmup_requests")
+        if kind == "cuda_oom_graph" and warmup:
+            parts.append(f"PyTorch ran **out of GPU memory while warming up the sampler** with {int(warmup):,} dummy "
+                         "requests, after the KV cache was allocated: outside vLLM's budget, in the memory it leaves.")
+        else:
+            parts.append(f"PyTorch ran **out of GPU memory {phase}**.")
     elif kind == "startup_log_ok":
         parts.append("This start-up log shows no error; here is how vLLM used the memory.")
     elif kind == "other" and facts.extra.get("host_killed"):

@@ -224,6 +224,9 @@ def _read(raw: str) -> Facts:
     sampler = _search(_SAMPLER_IMPL, text)
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
+    warmup = _search(_SAMPLER_WARMUP, text)
+    if warmup is not None:
+        extra["sampler_warmup_requests"] = int(warmup.group("n"))
     env = extra.get("env", {})
     if isinstance(env, dict):
         if str(env.get("VLLM_USE_V1", "")) in ("0", "1"):
@@ -470,6 +473,11 @@ _SAMPLER_IMPL = regex.compile(
     r"|Falling[ ]+back[ ]+to[ ]+the[ ]+PyTorch-native[ ]+implementation[ ]+of[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling")
 
 
+# V1's "CUDA out of memory occurred when warming up sampler with 1024 dummy requests" (gpu_model_runner.py
+# _dummy_sampler_run): run once more after the KV cache is allocated, outside the budget.
+_SAMPLER_WARMUP = regex.compile(r"when[ \n]+warming[ \n]+up[ \n]+sampler[ \n]+with[ \n]+(?P<n>\d{1,7})[ \n]+dummy[ \n]+requests")
+
+
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"
                               r"|raise_if_cache_size_invalid")
 
@@ -527,7 +535,11 @@ def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: d
         ooms.append(info)
     for m in _finditer(_tpl.SAMPLER_OOM, text, limit=10):
         covered.append(m.span())
-        kinds.append((m.start(), "cuda_oom:profile", "sampler_warmup_oom"))
+        # V1 warms the sampler up twice: in the profile run, and again after the KV cache and the
+        # CUDA graphs (compile_or_warm_up_model, outside the budget) — the failure a full card sees.
+        # Graphs or a KV cache in the paste (or graph pools in torch's message) mean the second.
+        after_kv = any(k[1] == "cuda_oom:graph" for k in kinds) or _search(_PHASES[2][1], text) is not None
+        kinds.append((m.start(), "cuda_oom:" + ("graph" if after_kv else "profile"), "sampler_warmup_oom"))
     for m in _finditer(_tpl.OTHER_CUDA_OOM, text, limit=50):
         if any(s <= m.start() < e + 40 for s, e in covered):
             continue
@@ -758,13 +770,17 @@ _PHASES = (
     ("load", regex.compile(r"(?i)load_model|load_weights|Loading[ ]+model[ ]+weights(?![ ]+took)|Starting[ ]+to[ ]+load[ ]+model"
                            r"|Loading[ ]+safetensors|Loading[ ]+checkpoint[ ]+shards|model_loader|weight_loader|initialize_model"
                            r"|while[ ]+loading|during[ ]+(?:model[ ]+|weight[ ]+)?loading")),
+    # `_dummy_run` / `_dummy_sampler_run` and V1's "… when warming up sampler" message are shared by
+    # the profile run and the warm-up after the KV cache: the outer frames (profile_run vs
+    # capture_model / compile_or_warm_up_model) tell the phase, so the shared ones are not markers.
     ("profile", regex.compile(r"(?i)Loading[ ]+model[ ]+weights[ ]+took|Model[ ]+loading[ ]+took|Loading[ ]+weights[ ]+took"
-                              r"|profile_run|determine_num_available_blocks|determine_available_memory|_dummy_run|dummy_sampler"
+                              r"|profile_run|determine_num_available_blocks|determine_available_memory"
                               r"|profile[ ]+run|Memory[ ]+profiling|\bprofiling\b(?![ ]+is[ ]+enabled)")),
     ("graph", regex.compile(r"(?i)\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
                             r"|initialize_cache|_initialize_kv_caches|initialize_from_config|capture_model|Capturing[ ]+(?:the[ ]+model"
                             r"[ ]+for[ ]+)?CUDA[ ]+graphs?|cudagraph|CUDA[ ]+graph|Graph[ ]+capturing|capture_end"
-                            r"|compile_or_warm_up_model|warm[ _-]?up|warming[ ]+up")),
+                            r"|compile_or_warm_up_model|warm[ _-]?up(?![ ]+sampler)|warming[ ]+up(?![ ]+sampler)"
+                            r"|(?:at|during|while)[ ]+(?:graph[ ]+)?captur(?:e|ing)\b")),
     ("runtime", regex.compile(r"(?i)Application[ ]+startup[ ]+complete|Uvicorn[ ]+running|Avg[ ]+prompt[ ]+throughput"
                               r"|Received[ ]+request|POST[ ]+/v1|under[ ]+load|at[ ]+runtime|during[ ]+(?:inference|generation)"
                               r"|while[ ]+(?:serving|generating)|\d+(?:\.\d+)?k?[ ]*(?:-?token[ ]+)?prompts?\b|max_tokens"
@@ -803,18 +819,25 @@ def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lin
     le = len(text) if le < 0 else le
     line = _phase_in(text, ls, le)
     before = _phase_in(text, max(run_start, pos - 30000), ls, log_lines)
+    # an OOM put above the log (an issue title, "got CUDA OOM:" then the log): the log below
+    # shows how far start-up got, so its last marker is where it failed
+    after = None if before or line else _phase_in(text, le, min(len(text), pos + 30000), log_lines)
     if from_template or _is_error_line(text, pos):
         if before:
             return before[1]
         if line:
             return line[1]
+        if after:
+            return after[1]
         try:
             if _PHASES[3][1].search(text, run_start, min(len(text), pos + 20000), timeout=budget(0.1)):
                 return "runtime"
         except TimeoutError:
             pass
         return "load" if from_template else None
-    return line[1] if line else None
+    if line:
+        return line[1]
+    return after[1] if after and pos - ls < 200 and ls < 400 else None
 
 
 def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, run_starts: list[int], log_lines: set,

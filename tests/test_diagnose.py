@@ -679,3 +679,46 @@ def test_v0_length_fix_counts_the_smaller_profile_run_of_a_shorter_context():
     largest = int(re.search(r"largest context that fits is ([\d,]+)", first["why"]).group(1).replace(",", ""))
     assert 23_648 < length <= largest < 29_000
     assert first["fits"] and first["kv_cache_tokens"] >= length
+
+
+# vllm#14452 (8× RTX 5080, V1): torch's message shows graph pools, so the sampler warm-up that failed is the
+# one after the KV cache and the graphs (compile_or_warm_up_model), outside vLLM's budget.
+SAMPLER_WARMUP_AFTER_KV = """i got 8*5080 which got 16G per one and running 32B model
+(VllmWorker rank=0 pid=10672) ERROR 03-16 06:12:38 [multiproc_executor.py:375] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.74 GiB. GPU 0 has a total capacity of 15.48 GiB of which 953.94 MiB is free. Including non-PyTorch memory, this process has 14.53 GiB memory in use. Of the allocated memory 12.19 GiB is allocated by PyTorch, with 81.88 MiB allocated in private pools (e.g., CUDA Graphs), and 368.65 MiB is reserved by PyTorch but unallocated.
+(VllmWorker rank=7 pid=10948) ERROR 03-16 06:12:38 [multiproc_executor.py:375] RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.
+"""
+
+
+def test_sampler_warmup_after_the_kv_cache_is_fixed_with_fewer_requests():
+    d = diagnose(SAMPLER_WARMUP_AFTER_KV, model="Qwen/QwQ-32B", offline=True, explain=True)
+    assert d.error_kind == "cuda_oom_graph"
+    assert "while warming up the sampler** with 1,024 dummy requests" in d.summary
+    first = d.suggestions[0]
+    # 1,024 × 0.93 / 1.74 = 548 requests' worth of free memory: the power of two under it is 512
+    assert first["flags"].startswith("--max-num-seqs 512") and first["fits"]
+    # without the model: vLLM's own advice, halved requests
+    bare = diagnose(SAMPLER_WARMUP_AFTER_KV, offline=True, explain=True)
+    assert any(u["flags"] == "--max-num-seqs 512" for u in bare.unchecked)
+
+
+@pytest.mark.parametrize("text", [
+    # the OOM as an issue title above the log (vllm#15598): the log got to graph capture
+    "[Bug]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 has a total capacity of "
+    "44.53 GiB of which 448.00 KiB is free.\n\nThe error flow\n"
+    "(RayWorkerWrapper pid=1861983) INFO 03-27 10:29:03 [model_runner.py:1442] Capturing cudagraphs for decoding. "
+    "This may lead to unexpected consequences if the model is not static.\n",
+    # a title that says CUDA OOM over a traceback cut in capture_model (vllm#39788)
+    "[Bug]: CUDA OOM with Kimi-K2.5 NVFP4 on both TP4 and TP8\n"
+    "(Worker_TP2 pid=99) ERROR 04-09 20:31:10 [multiproc_executor.py:949] Traceback (most recent call last):\n"
+    "(Worker_TP2 pid=99) ERROR 04-09 20:31:10 [multiproc_executor.py:949]   File \"/usr/local/lib/python3.12/dist-"
+    "packages/vllm/v1/worker/gpu_worker.py\", line 588, in compile_or_warm_up_model\n"
+    "(Worker_TP2 pid=99) ERROR 04-09 20:31:10 [multiproc_executor.py:949]     cuda_graph_memory_bytes = "
+    "self.model_runner.capture_model()\n",
+    # prose: "it OOMed at capture" (vllm PR57595)
+    "On a 24 GB mobile RTX 5090 running Qwen3.8-27B (NVFP4) at `--gpu-memory-utilization 0.98`, vllm OOMed at "
+    "capture:\n\n    Tried to allocate 136.00 MiB. GPU 0 has a total capacity of 22.36 GiB of which 120.88 MiB is free.\n",
+])
+def test_oom_phase_from_the_log_below_a_title_or_from_words(text):
+    from estimator.paste import read_paste
+
+    assert read_paste(text).error_kind == "cuda_oom_graph"
