@@ -206,6 +206,8 @@ def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: 
 def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | None = None) -> list[Suggestion]:
     """Ranked fixes for the situation `est` describes (error_kind from the paste when known)."""
     kind = error_kind or est.error_kind
+    if kind in CONFIG_ERRORS:
+        return []          # a settings error, not a memory one: config_error_fixes answers it
     if est.spec.kv_unmodelled and kind not in ("cuda_oom_load", "cuda_oom_graph", "cuda_oom_runtime"):
         # token counts from a KV layout kvdoctor does not model would be invented figures
         return []
@@ -653,4 +655,59 @@ def facts_fixes(facts) -> list[dict]:
             out.append({"flags": f"--gpu-memory-utilization {u:.2f}", "checked": False,
                         "why": f"ask for less than the {free:.2f} GiB that is free ({free:.2f}/{total:.2f} = "
                                f"{free / total:.3f}); enough only if the model fits in it"})
+    out += config_error_fixes(facts)
+    return out
+
+
+CONFIG_ERRORS = ("tp_divisibility", "bf16_compute_capability", "max_model_len_derived")
+
+
+def config_error_fixes(facts) -> list[dict]:
+    """The standard fixes for the start-up errors that are about settings, not memory: they follow
+    from the numbers vLLM printed (vllm/config checks), so no memory arithmetic is involved."""
+    f, x = facts.get, facts.extra
+    kind = facts.error_kind
+    out: list[dict] = []
+    tp, heads = f("tensor_parallel_size"), x.get("num_heads")
+    if kind == "tp_divisibility" and isinstance(tp, int) and isinstance(heads, (int, float)) and tp > 1:
+        heads = int(heads)
+        # the largest TP that splits the heads and the GPUs: pipeline stages take the rest
+        d = max(k for k in range(1, tp + 1) if heads % k == 0 and tp % k == 0)
+        flags = (f"--tensor-parallel-size {d}" if d > 1 else "") + \
+            (f" --pipeline-parallel-size {tp // d}" if tp // d > 1 else "")
+        why = (f"{d} tensor-parallel GPUs split the {heads} heads evenly and {tp // d} pipeline stages use the "
+               f"other GPUs" if d > 1 else
+               f"no tensor-parallel size above 1 divides both {heads} and {tp}: {tp} pipeline stages split the "
+               "layers instead, with no head split")
+        out.append({"flags": flags.strip(), "checked": False, "why": why})
+        fewer = max((k for k in range(2, tp) if heads % k == 0), default=0)
+        if fewer and fewer != d:
+            out.append({"flags": f"--tensor-parallel-size {fewer}", "checked": False,
+                        "why": f"{fewer} GPUs split the {heads} heads evenly (check the model still fits on {fewer})"})
+    elif kind == "tp_divisibility" and isinstance(tp, int) and tp > 1:
+        layers, pp = x.get("num_layers"), f("pipeline_parallel_size")
+        if isinstance(layers, (int, float)) and isinstance(pp, int) and pp > 1:
+            ok = max(k for k in range(1, pp + 1) if int(layers) % k == 0)
+            out.append({"flags": f"--pipeline-parallel-size {ok}", "checked": False,
+                        "why": f"{ok} stages split the {int(layers)} layers evenly"})
+        else:
+            out.append({"flags": f"--tensor-parallel-size {max(1, tp // 2)}", "checked": False,
+                        "why": "a quantized layer's groups do not split this many ways; fewer tensor-parallel GPUs "
+                               "give each a whole number of groups"})
+    if kind == "bf16_compute_capability":
+        cc = x.get("compute_capability")
+        out.append({"flags": "--dtype half", "checked": False,
+                    "why": (f"this GPU (compute capability {cc}) " if cc else "this GPU ") +
+                           "has no bfloat16 support (it needs 8.0, Ampere); float16 runs the same weights — a few "
+                           "models trained in bf16 overflow in fp16, so check the first outputs"})
+    derived = x.get("derived_max_model_len")
+    if kind == "max_model_len_derived" and isinstance(derived, (int, float)):
+        cap = int(derived)
+        key = x.get("derived_key")
+        where = f" ({key}={cap:,})" if key and key != "None" else f" ({cap:,})"
+        out.append({"flags": f"--max-model-len {cap}", "checked": False,
+                    "why": f"the longest context the model's config allows{where}"})
+        out.append({"flags": "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "checked": False,
+                    "why": "lets vLLM go past the config's length (an environment variable); only for a model that "
+                           "really handles longer contexts (RoPE scaling), else its outputs degrade"})
     return out

@@ -315,6 +315,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
     if kind == "other" and est is not None and est.fits and not killed:
         missing.append("the exception the traceback ends with (its last lines)")
+    from estimator.advice import CONFIG_ERRORS
+
+    if kind in CONFIG_ERRORS:
+        missing = []       # a settings error: its fix needs no model config or card
     d = Diagnosis(
         error_kind=kind, summary="", facts=facts.to_dict(), derived=state.to_json(),
         estimate=est.to_json() if est else None, suggestions=suggestions, missing=missing,
@@ -736,6 +740,23 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif kind == "mamba_blocks":
         parts.append("This hybrid (Mamba/linear-attention) model needs one cache block per running sequence, "
                      "and max_num_seqs is larger than the number of blocks.")
+    elif kind == "tp_divisibility":
+        heads, tp = facts.extra.get("num_heads"), f("tensor_parallel_size")
+        parts.append(f"**A settings error, not a memory one**: vLLM splits the {int(heads)} attention heads evenly "
+                     f"over the tensor-parallel GPUs, and {int(heads)} cannot be split {tp} ways."
+                     if isinstance(heads, (int, float)) and tp else
+                     "**A settings error, not a memory one**: the model's layers or heads cannot be split evenly "
+                     "over this many GPUs.")
+    elif kind == "bf16_compute_capability":
+        parts.append("**A settings error, not a memory one**: the model asks for bfloat16, which this GPU cannot "
+                     "compute (it needs compute capability 8.0, Ampere or newer).")
+    elif kind == "max_model_len_derived":
+        derived, want = facts.extra.get("derived_max_model_len"), f("max_model_len")
+        parts.append(f"**A settings error, not a memory one**: the max_model_len you set ({int(want):,}) is longer "
+                     f"than the model's config allows ({int(derived):,})."
+                     if isinstance(derived, (int, float)) and want else
+                     "**A settings error, not a memory one**: the max_model_len you set is longer than the model's "
+                     "config allows.")
     else:
         parts.append(f"vLLM reported a memory-related problem ({kind}).")
         if est is not None and est.fits:

@@ -488,3 +488,34 @@ def test_no_chunked_prefill_fix_where_v0_keeps_it_off():
     assert not mistral.fits and not llama.fits
     assert all("--enable-chunked-prefill" not in x.flags for x in suggest(mistral, error_kind="kv_capacity_v0"))
     assert any(x.flags.startswith("--enable-chunked-prefill") for x in suggest(llama, error_kind="kv_capacity_v0"))
+
+
+def test_settings_errors_get_their_standard_fixes_not_memory_levers():
+    """tp_divisibility, bf16 on pre-Ampere and a max_model_len above the config are settings errors:
+    the fix follows from the numbers vLLM printed, and no memory lever is offered (an R1-Distill-Qwen-7B
+    TP8 paste used to get `--gpu-memory-utilization 0.92`)."""
+    from estimator.diagnosis import diagnose
+
+    tp = diagnose("$ vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-7B --tensor-parallel-size 8\n"
+                  "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).\n",
+                  offline=True, explain=True)
+    assert tp.error_kind == "tp_divisibility" and tp.suggestions == [] and not tp.missing
+    assert "settings error" in tp.summary
+    # 4 divides 28 and 8: four-way tensor parallelism, two pipeline stages for the other GPUs
+    assert tp.unchecked[0]["flags"] == "--tensor-parallel-size 4 --pipeline-parallel-size 2"
+    prime = diagnose("ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).\n"
+                     "vllm serve x --tensor-parallel-size 3\n", offline=True, explain=True)
+    assert prime.unchecked[0]["flags"] == "--pipeline-parallel-size 3"
+
+    bf16 = diagnose("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
+                    "Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly "
+                    "setting the`dtype` flag in CLI, for example: --dtype=half.\n", offline=True, explain=True)
+    assert bf16.error_kind == "bf16_compute_capability"
+    assert bf16.unchecked[0]["flags"] == "--dtype half" and "compute capability 7.0" in bf16.unchecked[0]["why"]
+
+    long = diagnose("ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len "
+                    "(max_position_embeddings=32768 or model_max_length=None in model's config.json). This may lead "
+                    "to incorrect model outputs or CUDA errors.\n", offline=True, explain=True)
+    assert long.error_kind == "max_model_len_derived"
+    assert [u["flags"] for u in long.unchecked] == ["--max-model-len 32768", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"]
+    assert "(131,072) is longer than the model's config allows (32,768)" in long.summary
