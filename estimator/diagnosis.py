@@ -740,23 +740,8 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif kind == "mamba_blocks":
         parts.append("This hybrid (Mamba/linear-attention) model needs one cache block per running sequence, "
                      "and max_num_seqs is larger than the number of blocks.")
-    elif kind == "tp_divisibility":
-        heads, tp = facts.extra.get("num_heads"), f("tensor_parallel_size")
-        parts.append(f"**A settings error, not a memory one**: vLLM splits the {int(heads)} attention heads evenly "
-                     f"over the tensor-parallel GPUs, and {int(heads)} cannot be split {tp} ways."
-                     if isinstance(heads, (int, float)) and tp else
-                     "**A settings error, not a memory one**: the model's layers or heads cannot be split evenly "
-                     "over this many GPUs.")
-    elif kind == "bf16_compute_capability":
-        parts.append("**A settings error, not a memory one**: the model asks for bfloat16, which this GPU cannot "
-                     "compute (it needs compute capability 8.0, Ampere or newer).")
-    elif kind == "max_model_len_derived":
-        derived, want = facts.extra.get("derived_max_model_len"), f("max_model_len")
-        parts.append(f"**A settings error, not a memory one**: the max_model_len you set ({int(want):,}) is longer "
-                     f"than the model's config allows ({int(derived):,})."
-                     if isinstance(derived, (int, float)) and want else
-                     "**A settings error, not a memory one**: the max_model_len you set is longer than the model's "
-                     "config allows.")
+    elif kind in ("tp_divisibility", "bf16_compute_capability", "max_model_len_derived"):
+        parts.append("**A settings error, not a memory one**: " + _settings_error_text(kind, facts))
     else:
         parts.append(f"vLLM reported a memory-related problem ({kind}).")
         if est is not None and est.fits:
@@ -781,6 +766,23 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     if not d.suggestions and not d.unchecked and d.missing:
         parts.append("To say more I need " + " and ".join(d.missing) + ".")
     return redact(" ".join(parts))
+
+
+def _settings_error_text(kind: str, facts) -> str:
+    """What a settings error means, in the numbers vLLM printed (the fixes: advice.config_error_fixes)."""
+    f, x = facts.get, facts.extra
+    if kind == "tp_divisibility":
+        heads, tp = x.get("num_heads"), f("tensor_parallel_size")
+        if isinstance(heads, (int, float)) and tp:
+            return (f"vLLM splits the {int(heads)} attention heads evenly over the tensor-parallel GPUs, and "
+                    f"{int(heads)} cannot be split {tp} ways.")
+        return "the model's layers or heads cannot be split evenly over this many GPUs."
+    if kind == "bf16_compute_capability":
+        return "the model asks for bfloat16, which this GPU cannot compute (it needs compute capability 8.0, Ampere or newer)."
+    derived, want = x.get("derived_max_model_len"), f("max_model_len")
+    if isinstance(derived, (int, float)) and want:
+        return f"the max_model_len you set ({int(want):,}) is longer than the model's config allows ({int(derived):,})."
+    return "the max_model_len you set is longer than the model's config allows."
 
 
 def _cpu_swap_bytes(facts, est: Estimate) -> int:
