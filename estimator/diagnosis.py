@@ -98,6 +98,8 @@ def _settings_from_facts(facts, version: str | None, engine: str | None):
     for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel"):
         if isinstance(facts.extra.get(key), bool):
             setattr(s, key, facts.extra[key])
+    if s.enable_prefix_caching is None and facts.extra.get("mamba_align"):
+        s.enable_prefix_caching = True     # the log says the hybrid model runs with prefix caching ("align")
     dp = facts.extra.get("data_parallel_size")
     if isinstance(dp, int) and dp > 1:
         s.data_parallel_size = dp

@@ -227,6 +227,8 @@ def _read(raw: str) -> Facts:
     warmup = _search(_SAMPLER_WARMUP, text)
     if warmup is not None:
         extra["sampler_warmup_requests"] = int(warmup.group("n"))
+    if _search(_MAMBA_ALIGN, text) is not None:
+        extra["mamba_align"] = True
     env = extra.get("env", {})
     if isinstance(env, dict):
         if str(env.get("VLLM_USE_V1", "")) in ("0", "1"):
@@ -476,6 +478,11 @@ _SAMPLER_IMPL = regex.compile(
 # V1's "CUDA out of memory occurred when warming up sampler with 1024 dummy requests" (gpu_model_runner.py
 # _dummy_sampler_run): run once more after the KV cache is allocated, outside the budget.
 _SAMPLER_WARMUP = regex.compile(r"when[ \n]+warming[ \n]+up[ \n]+sampler[ \n]+with[ \n]+(?P<n>\d{1,7})[ \n]+dummy[ \n]+requests")
+
+
+# vLLM logs this only when prefix caching is on for a hybrid model (vllm/model_executor/models/config.py):
+# "align" mode keeps two state blocks per running request (memory.py), flag or default.
+_MAMBA_ALIGN = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'align'")
 
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"

@@ -568,3 +568,22 @@ def test_a_log_naming_the_v1_sampler_sets_its_memory():
     # forward: 1.3 × 2,048 × (3 × 12,288 + 48 × 128 + 3 × 4,096) × 2 B = 294 MB, under either sampler
     assert act(True) == 256 * 151_936 * 10
     assert act(False) == 256 * 151_936 * 32 == act(None)
+
+
+def test_the_align_warning_says_a_hybrid_model_runs_with_prefix_caching():
+    """0.29 turns prefix caching on for hybrid models by default and says so: "Mamba cache mode is set to
+    'align' … when prefix caching is enabled". Align mode keeps 2 state blocks per request per Mamba group.
+    Qwen3.6-27B (16 full-attention + 48 GDN layers, 4 KV cache groups, 784-token blocks of 49 MiB):
+    31.24 GiB → 652 blocks; one 8,192-token request takes cdiv(8,192, 784) = 11 attention blocks + 3 × 2
+    state blocks = 17 → 652 / 17 = 38.35× → int(38.35… × 8,192) = 314,187 tokens (a 0.29.0 log's figure;
+    without the align reading: 3 × 1 state blocks, 14 per request, 381,513)."""
+    text = ("$ vllm serve Qwen/Qwen3.6-27B --dtype bfloat16 --tensor-parallel-size 1 --max-model-len 8192 "
+            "--max-num-seqs 256 --gpu-memory-utilization 0.90\n"
+            "(APIServer pid=1) WARNING 08-20 10:00:00 [config.py:355] Mamba cache mode is set to 'align' for "
+            "Qwen3_5ForConditionalGeneration by default when prefix caching is enabled\n"
+            "(EngineCore pid=1) INFO 08-20 10:01:00 [gpu_worker.py:480] Available KV cache memory: 31.24 GiB\n"
+            "(EngineCore pid=1) INFO 08-20 10:01:00 [kv_cache_utils.py:1733] GPU KV cache size: 314,187 tokens\n")
+    d = diagnose(text, offline=True, explain=True, vllm_version="0.29.0", gpu="RTX PRO 6000")
+    assert d.estimate["settings"]["enable_prefix_caching"] is True
+    assert d.estimate["gpu_blocks"] == 652
+    assert d.estimate["kv_cache_tokens"] == int(652 / 17 * 8192) == 314_187
