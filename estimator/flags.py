@@ -244,7 +244,10 @@ def read_speculative(value: object) -> tuple[str | None, int | None]:
     if method is None:
         mm = _first(_SPEC_MODEL, text)
         if mm:
-            method = "ngram" if "ngram" in mm.group(1).lower() else "draft_model"
+            name = mm.group(1).lower()
+            # vllm/config/speculative.py: a draft model named like an EAGLE head is run as one
+            method = "ngram" if "ngram" in name else "eagle3" if "eagle3" in name else \
+                "eagle" if "eagle" in name else "draft_model"
         elif "{" not in text and "(" not in text and ":" not in text:
             word = text.strip().strip("'\"`").lower()   # a bare --speculative-model value
             method = "ngram" if "ngram" in word else ("draft_model" if word else None)

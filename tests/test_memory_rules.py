@@ -316,7 +316,10 @@ def test_ngram_needs_no_memory_and_a_foreign_drafter_is_said_to_be_missing():
     ea = estimate(spec, gpu_total_bytes=80 * GiB, settings=parse_flags(
         ["--speculative-config", '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}'],
         base.replace()))
-    assert any("'eagle3'" in a and "not counted" in a for a in ea.assumptions)
+    # an EAGLE head: one layer of the target's KV shape is counted, its weights are said to be missing
+    assert ea.layout.kv_bytes_per_token == e0.layout.kv_bytes_per_token * 33 // 32
+    assert ea.weights_bytes == e0.weights_bytes
+    assert any("eagle3 speculative decoding" in a and "weights" in a and "not counted" in a for a in ea.assumptions)
 
 
 def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
@@ -587,3 +590,20 @@ def test_the_align_warning_says_a_hybrid_model_runs_with_prefix_caching():
     assert d.estimate["settings"]["enable_prefix_caching"] is True
     assert d.estimate["gpu_blocks"] == 652
     assert d.estimate["kv_cache_tokens"] == int(652 / 17 * 8192) == 314_187
+
+
+def test_an_eagle_head_adds_one_layer_of_the_targets_kv():
+    """A 0.9 log with EAGLE on Llama-3.1-8B: 51.63 GiB held 410,128 tokens — 33 layers' worth per token
+    (32 × 8 KV heads × 128 × 2 × 2 B = 131,072 B, plus one more layer for the head: 135,168 B), at 16-token
+    blocks: floor(51.63 GiB / (16 × 135,168)) × 16 = 410,128; without the head 422,944."""
+    spec = load("meta-llama/Llama-3.1-8B-Instruct")
+    pool = int(51.63 * GiB)
+
+    def tokens(method):
+        s = EngineSettings(vllm_version="0.9.2", max_model_len=131072, speculative_method=method,
+                           num_speculative_tokens=3 if method else None)
+        return estimate(spec, gpu_total_bytes=200 * GiB, settings=s, weights_bytes=180 * GiB - pool,
+                        activation_bytes=0, non_torch_bytes=0, cuda_graph_bytes=0).kv_cache_tokens
+
+    assert tokens("eagle") == pool // (16 * 135_168) * 16 == 410_128
+    assert tokens(None) == pool // (16 * 131_072) * 16 == 422_944

@@ -535,6 +535,9 @@ def test_vllms_own_kv_cache_memory_proposal_is_not_a_setting():
      "tokenizer_mode=auto, enforce_eager=False, kv_cache_dtype=auto", "deepseek_mtp", 1),
     ("python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-70B --speculative-model [ngram] "
      "--num-speculative-tokens 5", "ngram", 5),
+    # a draft model named like an EAGLE head runs as one (vllm/config/speculative.py)
+    ("""vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", """
+     """"num_speculative_tokens": 3}'""", "eagle", 3),
 ])
 def test_speculative_decoding_settings(text, method, k):
     from estimator.flags import read_speculative
