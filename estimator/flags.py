@@ -644,6 +644,14 @@ def scan_commands(text: str) -> list[Setting]:
             continue
         if not flag.startswith("--") and name not in ("tp", "pp", "dp", "q", "gmu"):
             continue
+        brace = _dict_value_at(text, m.end(1))
+        if brace is not None:
+            # an unquoted JSON value (`--speculative-config {"method":"mtp",…}` in a compose args list):
+            # the whole balanced dict, not its first character
+            value = normalise(key, text[brace[0]:brace[1]])
+            if value is not None:
+                out.append(Setting(key, value, brace, "flag", text[m.start():brace[1]]))
+            continue
         grp = "v" if m.group("v") is not None else ("w" if m.group("w") is not None else None)
         if key in BOOL_KEYS:
             value: object = True
@@ -661,6 +669,16 @@ def scan_commands(text: str) -> list[Setting]:
         if value is not None:
             out.append(Setting(key, value, m.span(grp), "flag", m.group(0)))
     return out
+
+
+def _dict_value_at(text: str, pos: int) -> tuple[int, int] | None:
+    """Span of a `{…}` value right after a flag (past `=`, spaces and one opening quote), or None."""
+    m = regex.match(r"""[ \t]*=?[ \t]*['"]?(?=\{)""", text[pos:pos + 40])
+    if not m:
+        return None
+    start = pos + m.end()
+    end = _balanced_end(text, start + 1, "{", "}")
+    return (start, end) if end > start + 1 and text[end - 1] == "}" else None
 
 
 def _depths(text: str, start: int, stop: int):

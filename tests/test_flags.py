@@ -172,3 +172,13 @@ def test_glued_flags_split():
 def test_prose_serve_does_not_make_a_model():
     s = settings("using vllm serve with the --dtype auto option. However")
     assert s == {"dtype": "auto"}
+
+
+def test_an_unquoted_json_flag_value_is_read_whole():
+    # a compose/args list with `--speculative-config {"method":"mtp",…}` unquoted (club-3090 notes)
+    from estimator.paste import read_paste
+
+    f = read_paste('--max-model-len 131072\n--speculative-config {"method":"mtp","num_speculative_tokens":1}\n'
+                   '--limit-mm-per-prompt {"image":4,"video":0}\n')
+    assert f.extra["speculative_config"] == '{"method":"mtp","num_speculative_tokens":1}'
+    assert f.extra["limit_mm_per_prompt"] == '{"image":4,"video":0}'
