@@ -409,12 +409,21 @@ def _last_resorts_last(out: list[Suggestion], goal: int) -> list[Suggestion]:
     return [s for s in out if s not in short] + short
 
 
+def mamba_seqs(blocks: int) -> int:
+    """The max_num_seqs a hybrid model's block count allows: vLLM refuses more running sequences than
+    Mamba state blocks (one each; vllm/v1/worker/gpu_model_runner.py). Rounded down to a multiple of 64
+    (a power of two below 64): a readable value that keeps most of the concurrency and still clears a
+    block count that moves by a few between runs."""
+    step = 64 if blocks >= 64 else 1 << (blocks.bit_length() - 1)
+    return blocks // step * step
+
+
 def _mamba_fixes(est: Estimate) -> list[Suggestion]:
     """Hybrid models need one state block per running sequence: max_num_seqs ≤ blocks."""
     blocks = est.gpu_blocks
     if blocks <= 0:
         return []
-    seqs = 1 << (blocks.bit_length() - 1)
+    seqs = mamba_seqs(blocks)
     sug = _with_len(est, {"max_num_seqs": seqs}, f"each running sequence of a hybrid model holds one state block; "
                     f"{blocks:,} blocks fit", True, flags=[_flag("max-num-seqs", seqs)])
     return [sug] if sug else []
@@ -644,6 +653,13 @@ def facts_fixes(facts) -> list[dict]:
             out.append({"flags": "", "checked": False,
                         "why": "lower --gpu-memory-utilization: this board's GPU memory is the system's RAM, so every "
                                "GiB vLLM budgets is one the operating system cannot use"})
+    blocks, seqs = f("gpu_blocks"), f("max_num_seqs")
+    if kind == "mamba_blocks" and isinstance(blocks, int) and blocks > 0:
+        fewer = mamba_seqs(blocks)
+        asked = f" for the {seqs:,} sequences max_num_seqs allows" if isinstance(seqs, int) else ""
+        out.append({"flags": f"--max-num-seqs {fewer}", "checked": False,
+                    "why": f"each running sequence holds one Mamba state block: vLLM has {blocks:,} blocks{asked}; "
+                           f"{fewer} is a round value under that"})
     if kind == "free_memory_startup" and f("free_memory_gib") and f("total_gpu_memory_gib"):
         free, total = float(f("free_memory_gib")), float(f("total_gpu_memory_gib"))
         held = total - free

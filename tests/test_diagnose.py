@@ -701,6 +701,32 @@ def test_sampler_warmup_after_the_kv_cache_is_fixed_with_fewer_requests():
     assert any(u["flags"] == "--max-num-seqs 512" for u in bare.unchecked)
 
 
+# recipes#831 (Qwen3.8-27B FP8 on an RTX PRO 6000 Max-Q): a hybrid model with fewer Mamba blocks than the
+# default max_num_seqs. vLLM's message alone bounds the fix: at most 939 sequences.
+MAMBA_SHORT = """ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (939).
+Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot
+proceed. Please lower max_num_seqs to at most 939 or increase gpu_memory_utilization.
+"""
+
+
+def test_mamba_block_shortage_gets_fewer_sequences_without_the_model():
+    d = diagnose(MAMBA_SHORT, offline=True, explain=True)
+    assert d.error_kind == "mamba_blocks"
+    # 939 // 64 × 64 = 14 × 64 = 896 ≤ 939 blocks
+    fix = next(u for u in d.unchecked if u["flags"].startswith("--max-num-seqs"))
+    assert fix["flags"] == "--max-num-seqs 896" and not fix["checked"]
+    assert "939 blocks for the 1,024 sequences" in fix["why"]
+    # the BF16 row of the same post: 556 blocks → 8 × 64 = 512; a tiny card's 40 blocks → 32
+    for blocks, seqs in ((556, 512), (40, 32)):
+        small = diagnose(MAMBA_SHORT.replace("939", str(blocks)), offline=True, explain=True)
+        assert any(u["flags"] == f"--max-num-seqs {seqs}" for u in small.unchecked)
+    # with a hybrid model of the same family the fix is re-checked: the pool settles on vLLM's 939 blocks
+    checked = diagnose("vllm serve Qwen/Qwen3.6-27B-FP8 on one RTX PRO 6000 Blackwell Max-Q\n" + MAMBA_SHORT,
+                       offline=True, explain=True)
+    first = checked.suggestions[0]
+    assert first["flags"] == "--max-num-seqs 896" and first["fits"]
+
+
 @pytest.mark.parametrize("text", [
     # the OOM as an issue title above the log (vllm#15598): the log got to graph capture
     "[Bug]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 has a total capacity of "
