@@ -653,6 +653,8 @@ def facts_fixes(facts) -> list[dict]:
             out.append({"flags": "", "checked": False,
                         "why": "lower --gpu-memory-utilization: this board's GPU memory is the system's RAM, so every "
                                "GiB vLLM budgets is one the operating system cannot use"})
+    if kind == "cuda_oom_load":
+        out += _load_oom_fixes(facts)
     blocks, seqs = f("gpu_blocks"), f("max_num_seqs")
     if kind == "mamba_blocks" and isinstance(blocks, int) and blocks > 0:
         fewer = mamba_seqs(blocks)
@@ -672,6 +674,32 @@ def facts_fixes(facts) -> list[dict]:
                         "why": f"ask for less than the {free:.2f} GiB that is free ({free:.2f}/{total:.2f} = "
                                f"{free / total:.3f}); enough only if the model fits in it"})
     out += config_error_fixes(facts)
+    return out
+
+
+def _load_oom_fixes(facts) -> list[dict]:
+    """A weight-loading OOM from torch's own numbers: whether other processes held the card (free it)
+    or, with nothing else on it, the weights being created filled it themselves (more GPUs).
+    torch's message: "this process has X in use", "Of the allocated memory Y is allocated by PyTorch"."""
+    oom, tp = facts.extra.get("torch_oom") or {}, facts.get("tensor_parallel_size")
+    total, free = oom.get("total_capacity_gib"), oom.get("free_gib")
+    mine, torch_bytes = oom.get("this_process_in_use_gib"), oom.get("allocated_by_pytorch_gib")
+    out: list[dict] = []
+    if not isinstance(total, (int, float)) or total <= 0:
+        return out
+    others = total - free - mine if isinstance(free, (int, float)) and isinstance(mine, (int, float)) else None
+    if others is not None and others > max(1.0, 0.1 * total):
+        out.append({"flags": "", "checked": False,
+                    "why": f"other processes hold {others:.2f} GiB of this {total:.2f} GiB GPU ({total:.2f} total − "
+                           f"{free:.2f} free − {mine:.2f} this process): stop them (nvidia-smi shows which) or move "
+                           "vLLM to a free GPU"})
+    elif isinstance(torch_bytes, (int, float)) and torch_bytes >= 0.5 * total:
+        # nothing else held the card: the weights alone outgrew it
+        more = 2 * tp if isinstance(tp, int) and tp > 1 else 2
+        out.append({"flags": f"--tensor-parallel-size {more}", "checked": False,
+                    "why": f"the weights being created had already filled {torch_bytes:.2f} GiB of the {total:.2f} GiB "
+                           f"card: they need at least {more} GPUs (how many exactly, and whether a quantized "
+                           "checkpoint fits on fewer, follows from the model id)"})
     return out
 
 

@@ -727,6 +727,32 @@ def test_mamba_block_shortage_gets_fewer_sequences_without_the_model():
     assert first["flags"] == "--max-num-seqs 896" and first["fits"]
 
 
+# vllm#28143: the OOM while creating the weights, on a 93.09 GiB card that nothing else used
+LOAD_OOM = ("(EngineCore_DP0 pid=12473) ERROR 11-05 12:19:32 [linear.py:210] Failed to create unquantized linear weights: "
+            "CUDA out of memory. Tried to allocate 896.00 MiB. GPU 0 has a total capacity of 93.09 GiB of which 739.81 MiB "
+            "is free. Including non-PyTorch memory, this process has 92.34 GiB memory in use. Of the allocated memory "
+            "91.68 GiB is allocated by PyTorch, and 1.84 MiB is reserved by PyTorch but unallocated.\n")
+
+
+def test_load_oom_without_the_model_says_more_gpus_or_other_processes():
+    d = diagnose(LOAD_OOM, offline=True, explain=True)
+    assert d.error_kind == "cuda_oom_load"
+    # 93.09 − 0.72 free − 92.34 this process = 0.03 GiB elsewhere: the weights (91.68 GiB so far) filled the card
+    assert [u["flags"] for u in d.unchecked] == ["--tensor-parallel-size 2"]
+    assert "91.68 GiB of the 93.09 GiB card" in d.unchecked[0]["why"]
+    assert "Likely fix: `--tensor-parallel-size 2`" in d.summary
+    # already on 2 GPUs: twice as many
+    assert diagnose("vllm serve m --tensor-parallel-size 2\n" + LOAD_OOM, offline=True).unchecked[0]["flags"] == \
+        "--tensor-parallel-size 4"
+    # another process holding 10 GiB of a 24 GB card: 23.64 − 0.02 − 13.60 = 10.02 GiB is not this one's, and
+    # more GPUs are not shown to be needed
+    crowded = LOAD_OOM.replace("93.09 GiB of which 739.81 MiB", "23.64 GiB of which 20.00 MiB").replace(
+        "92.34 GiB", "13.60 GiB").replace("91.68 GiB", "13.10 GiB")
+    c = diagnose(crowded, offline=True)
+    assert len(c.unchecked) == 1 and c.unchecked[0]["flags"] == ""
+    assert "other processes hold 10.02 GiB" in c.unchecked[0]["why"]
+
+
 @pytest.mark.parametrize("text", [
     # the OOM as an issue title above the log (vllm#15598): the log got to graph capture
     "[Bug]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 has a total capacity of "
