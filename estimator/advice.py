@@ -655,6 +655,8 @@ def facts_fixes(facts) -> list[dict]:
                                "GiB vLLM budgets is one the operating system cannot use"})
     if kind == "cuda_oom_load":
         out += _load_oom_fixes(facts)
+    if kind == "no_cache_blocks":
+        out += _budget_short_fixes(facts)
     blocks, seqs = f("gpu_blocks"), f("max_num_seqs")
     if kind == "mamba_blocks" and isinstance(blocks, int) and blocks > 0:
         fewer = mamba_seqs(blocks)
@@ -675,6 +677,31 @@ def facts_fixes(facts) -> list[dict]:
                                f"{free / total:.3f}); enough only if the model fits in it"})
     out += config_error_fixes(facts)
     return out
+
+
+def _budget_short_fixes(facts) -> list[dict]:
+    """No KV cache blocks, with vLLM's profiling line printed: the KV share it printed (≤ 0) says by how
+    much the budget fell short of what everything else took, so the utilization that starts to leave the
+    KV cache memory follows from it (budget = total × utilization, vllm/worker/worker.py and
+    vllm/v1/worker/gpu_worker.py). How much more max_model_len needs is the model's KV per token."""
+    f = facts.get
+    u, total, kv = f("gpu_memory_utilization"), f("total_gpu_memory_gib"), f("kv_cache_gib")
+    if not all(isinstance(v, (int, float)) for v in (u, total, kv)) or total <= 0 or kv > 0:
+        return []
+    budget = facts.extra.get("budget_gib") or u * total
+    used = budget - kv
+    least = used / total
+    short = f"{-kv:.2f} GiB short of" if kv < 0 else "used up by"
+    head = (f"vLLM's budget ({u:g} × {total:.2f} GiB = {budget:.2f} GiB) was {short} what the weights, activations "
+            f"and the rest took ({used:.2f} GiB)")
+    if least < 0.95:
+        return [{"flags": "", "checked": False,
+                 "why": f"{head}: a --gpu-memory-utilization above {least:.2f} ({used:.2f} / {total:.2f}) leaves the KV "
+                        f"cache memory, {0.01 * total:.2f} GiB for each 0.01 more; how much max_model_len needs "
+                        "follows from the model id"}]
+    return [{"flags": "", "checked": False,
+             "why": f"{head}: that is {least:.0%} of the card, so no utilization leaves room for a KV cache; the "
+                    "weights need more GPUs (--tensor-parallel-size) or a smaller checkpoint"}]
 
 
 def _load_oom_fixes(facts) -> list[dict]:

@@ -727,6 +727,26 @@ def test_mamba_block_shortage_gets_fewer_sequences_without_the_model():
     assert first["flags"] == "--max-num-seqs 896" and first["fits"]
 
 
+# vllm#13882 (V0 0.7.3, a bnb-4bit Qwen2.5-7B on an 8 GB RTX 4060), the model path made anonymous
+BUDGET_SHORT = """INFO 02-26 09:54:05 worker.py:267] the current vLLM instance can use total_gpu_memory (8.00GiB) x gpu_memory_utilization (0.70) = 5.60GiB
+INFO 02-26 09:54:05 worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is -1.05GiB.
+INFO 02-26 09:54:05 executor_base.py:111] # cuda blocks: 0, # CPU blocks: 4681
+ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.
+"""
+
+
+def test_no_cache_blocks_without_the_model_says_how_short_the_budget_was():
+    d = diagnose(BUDGET_SHORT, offline=True, explain=True)
+    assert d.error_kind == "no_cache_blocks"
+    why = d.unchecked[0]["why"]
+    # 5.60 − (−1.05) = 6.65 GiB taken; 6.65 / 8.00 = 0.83; 0.01 × 8.00 = 0.08 GiB per step
+    assert "1.05 GiB short of what the weights, activations and the rest took (6.65 GiB)" in why
+    assert "above 0.83 (6.65 / 8.00)" in why and "0.08 GiB for each 0.01 more" in why
+    # weights of 7.90 GiB: 5.60 + 3.75 = 9.35 GiB taken, 117% of the card
+    big = BUDGET_SHORT.replace("5.20GiB", "7.90GiB").replace("-1.05GiB", "-3.75GiB")
+    assert "117% of the card, so no utilization" in diagnose(big, offline=True).unchecked[0]["why"]
+
+
 # vllm#28143: the OOM while creating the weights, on a 93.09 GiB card that nothing else used
 LOAD_OOM = ("(EngineCore_DP0 pid=12473) ERROR 11-05 12:19:32 [linear.py:210] Failed to create unquantized linear weights: "
             "CUDA out of memory. Tried to allocate 896.00 MiB. GPU 0 has a total capacity of 93.09 GiB of which 739.81 MiB "
