@@ -15,7 +15,10 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from estimator.memory import Estimate, GiB, rerun
+from estimator.errors import KvdoctorError
+from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
+from estimator.gpus import lookup_gpu
+from estimator.memory import Estimate, GiB, cc_number, rerun, stage_sizes, vision_encoder_peak
 from estimator.vllm import ceil_div
 
 FP8_KV = "fp8"
@@ -36,8 +39,6 @@ class Suggestion:
         return self.estimate.fits and self.ok
 
     def command(self, model_id: str) -> str:
-        from estimator.flags import is_env_word
-
         words = self.full_flags.split()
         env = [w for w in words if is_env_word(w)]
         rest = " ".join(w for w in words if not is_env_word(w))
@@ -95,8 +96,6 @@ def command_with(base: list[str], flags: str) -> str:
     accepts: -tp, --tensor_parallel_size, --max-model-len=…) replaced by the fix's value, the
     rest kept as written — so a copied fix keeps the user's TP, model path and other flags.
     Values of key/token/secret flags are not echoed."""
-    from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
-
     fix = shlex.split(flags)
     env = [t for t in fix if is_env_word(t)]
     fix = [t for t in fix if not is_env_word(t)]
@@ -339,9 +338,7 @@ def _rebalance_stages(est: Estimate) -> Suggestion | None:
     n = est.spec.num_layers
     if pp <= 1 or n < 2 * pp:
         return None
-    from estimator.memory import _stage_sizes
-
-    current = _stage_sizes(est.spec, est.profile, pp, s.pp_layer_partition)
+    current = stage_sizes(est.spec, est.profile, pp, s.pp_layer_partition)
 
     def score(parts: list[int]) -> tuple[tuple[bool, int, int, int], int]:
         # the tightest stage's KV room last: it still grows (from below zero) while nothing fits,
@@ -393,8 +390,6 @@ def _least_fitting_utilization(est: Estimate, lo: float, hi: float) -> float | N
 
 def _fp8_weights_ok(est: Estimate) -> bool:
     """--quantization fp8 exists in this version and runs on this card (Profile.fp8_weights_min_cc)."""
-    from estimator.memory import cc_number
-
     need = est.profile.fp8_weights_min_cc
     cc = cc_number(est.compute_capability)
     return need is not None and (cc is None or cc >= need)
@@ -452,8 +447,6 @@ def _activation_fixes(est: Estimate) -> list[Suggestion]:
 def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
     """Multimodal models are profiled with max-size dummy images (and videos): when that reservation
     is what crowds out the KV cache, reserve for fewer items (vLLM's --limit-mm-per-prompt)."""
-    from estimator.memory import vision_encoder_peak
-
     spec, s = est.spec, est.settings
     if not spec.is_multimodal or not vision_encoder_peak(spec, est.profile, s, 2, [])[1]:
         return []
@@ -595,9 +588,6 @@ def full_context_plan(est: Estimate) -> dict | None:
 
 
 def _unified_gpu(name) -> bool:
-    from estimator.errors import KvdoctorError
-    from estimator.gpus import lookup_gpu
-
     try:
         return bool(name) and lookup_gpu(str(name)).unified
     except KvdoctorError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from estimator.memory import Estimate, GiB, v0_driver_extra_bytes
+from estimator.vllm import OTHERS_OWN_SHARE_FROM
 
 
 @dataclass
@@ -51,7 +52,7 @@ class MemoryState:
                 "per_rank": self.per_rank}
 
 
-def _gib(x: float | None) -> int | None:
+def gib_bytes(x: float | None) -> int | None:
     return None if x is None else int(round(float(x) * GiB))
 
 
@@ -85,7 +86,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             and (f("kv_cache_gib") is not None or f("kv_available_gib") is not None):
         parts = [f("weights_gib"), f("activation_peak_gib"), f("non_torch_gib"), f("cuda_graph_gib") or 0,
                  f("kv_cache_gib") if f("kv_cache_gib") is not None else f("kv_available_gib")]
-        budget = _gib(sum(float(x) for x in parts))
+        budget = gib_bytes(sum(float(x) for x in parts))
         st.add(Figure("budget", budget, "derived", "weights + activation + non-torch + graphs + KV, as printed"))
 
     # ---- KV per token and per block (architecture) ----
@@ -93,7 +94,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     if est is not None:
         bs = f("block_size") or est.layout.block_size
         st.add(Figure("kv_bytes_per_token", est.layout.kv_bytes_per_token, "derived",
-                      _kv_formula(est), unit="bytes/token"))
+                      kv_formula(est), unit="bytes/token"))
         bpb = est.layout.bytes_per_block if bs == est.layout.block_size else \
             est.layout.bytes_per_block // est.layout.block_size * bs
 
@@ -106,7 +107,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     elif blocks is not None:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
     solved = kv_pool_from_facts(facts, est) if est is not None else None
-    kv_read = _gib(f("kv_cache_gib") or f("kv_available_gib"))
+    kv_read = gib_bytes(f("kv_cache_gib") or f("kv_available_gib"))
     other = other_worker_pool(facts, est)
     if other is not None:
         st.add(Figure("kv_pool", other.pool, "derived", other.how))
@@ -145,7 +146,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                                                           else " (estimate)")
                           + f"; the {f(key)} GiB printed is another worker's, which does not sample"))
         elif f(key) is not None:
-            st.add(Figure(name, _gib(f(key)), "read", f"{key.replace('_gib', '')} {f(key)} GiB in the paste"))
+            st.add(Figure(name, gib_bytes(f(key)), "read", f"{key.replace('_gib', '')} {f(key)} GiB in the paste"))
         elif est is not None:
             val = {"weights": est.weights_bytes, "activation": est.activation_bytes,
                    "non_torch": est.non_torch_bytes, "cuda_graphs": est.cuda_graph_bytes}[name]
@@ -190,7 +191,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     if est is not None:
         st.add(Figure("kv_needed", est.kv_needed_bytes, "derived", _needed_how(est, bs)))
     if f("kv_needed_gib") is not None:
-        st.add(Figure("kv_needed_printed", _gib(f("kv_needed_gib")), "read", "KV needed, as vLLM printed it"))
+        st.add(Figure("kv_needed_printed", gib_bytes(f("kv_needed_gib")), "read", "KV needed, as vLLM printed it"))
 
     # ---- a PyTorch OOM: what it tried, what was free, what this process held ----
     ooms = facts.extra.get("torch_oom")
@@ -201,9 +202,9 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                                ("free_gib", "oom_free", f"free when it failed{where}"),
                                ("allocated_by_pytorch_gib", "oom_allocated", "allocated by PyTorch in that process")):
             if oom.get(key) is not None:
-                st.add(Figure(name, _gib(oom[key]), "read", how + " (from the OOM message)"))
+                st.add(Figure(name, gib_bytes(oom[key]), "read", how + " (from the OOM message)"))
     if f("free_memory_gib") is not None and total:
-        free = _gib(f("free_memory_gib"))
+        free = gib_bytes(f("free_memory_gib"))
         st.add(Figure("free_at_start", free, "read", "free memory at start-up, as vLLM printed it"))
         st.add(Figure("held_by_others", max(0, total - free), "derived",
                       "total − free at start-up (other processes, plus this process's CUDA context)"))
@@ -216,13 +217,13 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                 st.checks.append(f"{blocks:,} blocks in {kv_read / GiB:.2f} GiB means {implied / 2**20:.2f} MiB per block; "
                                  f"the model's layout gives {bpb / 2**20:.2f} MiB (different dtype, TP or model?)")
     if est is not None and f("weights_gib") is not None and est.weights_bytes:
-        ratio = _gib(f("weights_gib")) / max(1, _modelled_weights(est))
+        ratio = gib_bytes(f("weights_gib")) / max(1, est.modelled_weights_bytes)
         if abs(ratio - 1) > 0.15:
             st.checks.append(f"the paste says the weights take {f('weights_gib')} GiB per GPU; the model's checkpoint "
-                             f"would take {_modelled_weights(est) / GiB:.2f} GiB — check the model id, quantization and TP")
+                             f"would take {est.modelled_weights_bytes / GiB:.2f} GiB — check the model id, quantization and TP")
     others = est.others_charged_bytes if est is not None else 0
     if others:
-        fixed = "0.6.5" if est.profile.engine == "v0" else "0.9.1"
+        fixed = ".".join(map(str, OTHERS_OWN_SHARE_FROM[est.profile.engine]))
         st.notes.append(
             f"vLLM {est.profile.release} counts the {others / GiB:.2f} GiB other processes hold on "
             f"this GPU as its own non-torch memory, so gpu_memory_utilization has to cover theirs too; from {fixed} "
@@ -376,7 +377,7 @@ def activation_from_facts(facts) -> tuple[int, str] | None:
     peak, weights = facts.extra.get("peak_torch_memory_gib"), facts.get("weights_gib")
     if facts.get("activation_peak_gib") is not None or peak is None or weights is None or peak < weights:
         return None
-    return (_gib(float(peak) - float(weights)),
+    return (gib_bytes(float(peak) - float(weights)),
             f"peak_torch_memory {peak} GiB − weights {weights} GiB (0.6.4 counts the weights in its torch peak)")
 
 
@@ -483,14 +484,10 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     return (blocks * bpb, how) if blocks > 0 else None
 
 
-def _modelled_weights(est: Estimate) -> int:
-    return est.reconciliation.modelled_weights_bytes or est.weights_bytes
-
-
 _KIND_WORDS = {"full": "full-attention", "sliding": "sliding-window", "chunked": "chunked-local", "mla": "MLA"}
 
 
-def _kv_formula(est: Estimate) -> str:
+def kv_formula(est: Estimate) -> str:
     """The per-token KV cost of this rank, term by term, as the layout sums it.
 
     Models mix layer kinds (Gemma's sliding + global layers with other head counts,

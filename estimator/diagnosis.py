@@ -14,8 +14,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from estimator.advice import CONFIG_ERRORS
+from estimator.derive import (
+    activation_from_facts,
+    derive,
+    gib_bytes,
+    graph_from_facts,
+    kv_formula,
+    kv_pool_from_facts,
+    need_sentence,
+    other_worker_pool,
+    torch_total_from_facts,
+)
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
-from estimator.memory import Estimate, GiB
+from estimator.memory import CUDA_CONTEXT, Estimate, GiB
 from estimator.render import redact, render_markdown, render_slack, render_text
 
 # "RTX 4090 48GB", "16303MiB": a GPU reference that states its size
@@ -274,8 +286,6 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         except KvdoctorError as exc:
             problem = str(exc)
     assumptions += _rank_notes(facts)      # after the estimate: the weights may have sharpened the TP size
-    from estimator.derive import derive
-
     state = derive(facts, est)
     if est is not None and state.disagrees:
         # vLLM's printed need / estimate, or its "no blocks", contradict the model's layout or state:
@@ -288,25 +298,25 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.advice import host_memory_fixes
 
         suggestions = [s.to_json() for s in host_memory_fixes(est, _cpu_swap_bytes(facts, est))]
-        _in_users_command(suggestions, facts)
-        est.suggestions = suggestions
     elif est is not None and kind == "cuda_oom_graph" and facts.extra.get("sampler_warmup_requests"):
         from estimator.advice import sampler_warmup_fixes
 
         tried, free = facts.extra.get("tried_to_allocate_gib"), facts.extra.get("free_gib")
         suggestions = [s.to_json() for s in sampler_warmup_fixes(
             est, int(facts.extra["sampler_warmup_requests"]),
-            int(float(tried) * GiB) if isinstance(tried, (int, float)) else None,
-            int(float(free) * GiB) if isinstance(free, (int, float)) else None)]
-        _in_users_command(suggestions, facts)
-        est.suggestions = suggestions
+            gib_bytes(tried) if isinstance(tried, (int, float)) else None,
+            gib_bytes(free) if isinstance(free, (int, float)) else None)]
     elif est is not None:
-        from estimator.advice import full_context_plan, suggest
+        from estimator.advice import suggest
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
+    if est is not None:
         _in_users_command(suggestions, facts)
         est.suggestions = suggestions
-        plan = full_context_plan(est) if kind in ("kv_capacity_v0", "kv_capacity_v1") else None
+    if est is not None and kind in ("kv_capacity_v0", "kv_capacity_v1"):
+        from estimator.advice import full_context_plan
+
+        plan = full_context_plan(est)
         if plan:
             full = f"{est.max_model_len:,} tokens need {plan['kv_needed_bytes'] / GiB:,.2f} GiB of KV per GPU"
             if plan["plans"]:
@@ -317,8 +327,6 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
     if kind == "other" and est is not None and est.fits and not killed:
         missing.append("the exception the traceback ends with (its last lines)")
-    from estimator.advice import CONFIG_ERRORS
-
     if kind in CONFIG_ERRORS:
         missing = []       # a settings error: its fix needs no model config or card
     d = Diagnosis(
@@ -328,9 +336,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         assumptions=assumptions + (est.assumptions if est else []), full_context=full, state=state,
     )
     if est is not None:
-        from estimator.derive import _kv_formula
-
-        d.kv_formula = _kv_formula(est)
+        d.kv_formula = kv_formula(est)
     d.disagrees = bool(est and est.reconciliation.failed)
     if est is None or not suggestions or d.disagrees:
         from estimator.advice import facts_fixes
@@ -443,20 +449,13 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     _tp_from_weights(facts, loaded.spec, settings)
     f = facts.get
 
-    def b(key):
-        return None if f(key) is None else int(round(float(f(key)) * GiB))
-
-    from estimator.derive import activation_from_facts
-
     from_peak = activation_from_facts(facts)
-    overrides = {"weights_bytes": b("weights_gib"),
-                 "activation_bytes": from_peak[0] if from_peak else b("activation_peak_gib"),
-                 "non_torch_bytes": b("non_torch_gib"), "cuda_graph_bytes": b("cuda_graph_gib")}
-    from estimator.derive import torch_total_from_facts
-
+    overrides = {"weights_bytes": gib_bytes(f("weights_gib")),
+                 "activation_bytes": from_peak[0] if from_peak else gib_bytes(f("activation_peak_gib")),
+                 "non_torch_bytes": gib_bytes(f("non_torch_gib")), "cuda_graph_bytes": gib_bytes(f("cuda_graph_gib"))}
     read_total = torch_total_from_facts(facts)
     total = read_total[0] if read_total else None
-    free = b("free_memory_gib")
+    free = gib_bytes(f("free_memory_gib"))
     initial = facts.extra.get("initial_memory_usage_gib")
     if free is not None and total:
         overrides["other_process_bytes"] = max(0, total - free)
@@ -467,30 +466,25 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
-    from estimator.derive import graph_from_facts
-
+    # what the first estimate shows the paste settles: each independent of the others, one re-run
+    changes: dict = {}
     graphs = graph_from_facts(facts, est.gpu_total_bytes)
     if graphs is not None:
-        overrides["cuda_graph_bytes"] = graphs[0]
-        est = _estimate_with(est, {**est.inputs, "cuda_graph_bytes": graphs[0]})
+        changes["cuda_graph_bytes"] = graphs[0]
     if initial is not None and free is None and settings.tensor_parallel_size * settings.pipeline_parallel_size == 1:
         # 0.6.4's "initial_memory_usage" is total − free when profiling starts (vllm/worker/worker.py):
         # this instance's weights and CUDA context too, so on one GPU the other processes hold the
         # rest. With several GPUs NCCL and custom all-reduce buffers are in it as well (vllm#10702,
         # TP 8: 3.19 GiB beyond the weights), in amounts the paste does not separate: no claim then.
-        from estimator.memory import CUDA_CONTEXT
-
         others = int(float(initial) * GiB) - est.weights_bytes - CUDA_CONTEXT
         if others > 0.1 * GiB:
-            overrides["other_process_bytes"] = others
-            est = _estimate_with(est, {**est.inputs, "other_process_bytes": others})
-    from estimator.derive import kv_pool_from_facts, other_worker_pool
-
+            changes["other_process_bytes"] = others
     if overrides["activation_bytes"] is not None and other_worker_pool(facts, est) is not None:
         # the activation peak printed is a non-sampling worker's; the driver's is solved for below
-        overrides["activation_bytes"] = None
-        est = _estimate_with(est, {**est.inputs, "activation_bytes": None})
-    est.reconciliation.modelled_weights_bytes = est.weights_bytes
+        changes["activation_bytes"] = None
+    if changes:
+        overrides.update(changes)
+        est = _estimate_with(est, {**est.inputs, **changes})
 
     solved = kv_pool_from_facts(facts, est)
     pool = solved[0] if solved else None
@@ -609,8 +603,8 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
         est.reconciliation.failed = True
         return est
     inputs = dict(est.inputs)
-    modelled = est.weights_bytes
     moved: list[str] = []
+    keys: list[str] = []
     for key in ("activation_bytes", "weights_bytes", "non_torch_bytes"):
         if not gap or read.get(key) is not None:
             continue
@@ -618,12 +612,12 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
         new = max(0, current + gap)
         gap -= new - current
         inputs[key] = new
+        keys.append(key)
         moved.append(f"{key.replace('_bytes', '').replace('_', '-')} {current / GiB:.2f} → {new / GiB:.2f} GiB")
     if not moved:
         return est
     out = _estimate_with(est, inputs)
-    out.reconciliation.modelled_weights_bytes = modelled
-    out.reconciliation.solved = [m.split(" ")[0].replace("-", "_") + "_bytes" for m in moved]
+    out.reconciliation.solved = keys
     if abs(out.kv_cache_bytes - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
         out.assumptions.append("to reproduce the KV figure vLLM printed, the parts the paste does not state were "
                                "solved for: " + "; ".join(moved))
@@ -662,7 +656,7 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
     """Gently confirm or correct what the user says about sizes (weights, GB vs GiB)."""
     notes: list[str] = []
     claims = facts.extra.get("claims") or []
-    weights = est.reconciliation.modelled_weights_bytes if est else None
+    weights = est.modelled_weights_bytes if est else None
     for c in claims:
         gb = c.get("gb")
         if gb is None or weights is None or c.get("about") not in (None, "weights", "parameters", "model"):
@@ -711,8 +705,6 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
             parts.append(f"vLLM says {want or est.max_model_len:,} tokens need {float(f('kv_needed_gib')):.2f} GiB of "
                          f"KV; the KV pool is {_pool_text(d)}.")
         elif est is not None:
-            from estimator.derive import need_sentence
-
             sentence = need_sentence(est, want or est.max_model_len)
             parts.append(f"{sentence[0].upper()}{sentence[1:]}; the KV pool is {_pool_text(d)}.")
     elif kind == "no_cache_blocks":
@@ -742,7 +734,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif kind == "mamba_blocks":
         parts.append("This hybrid (Mamba/linear-attention) model needs one cache block per running sequence, "
                      "and max_num_seqs is larger than the number of blocks.")
-    elif kind in ("tp_divisibility", "bf16_compute_capability", "max_model_len_derived"):
+    elif kind in CONFIG_ERRORS:
         parts.append("**A settings error, not a memory one**: " + _settings_error_text(kind, facts))
     else:
         parts.append(f"vLLM reported a memory-related problem ({kind}).")

@@ -177,7 +177,8 @@ def _float(text: str) -> float | None:
     return None
 
 
-def _bool(text: str) -> bool | None:
+def parse_bool(text: str) -> bool | None:
+    """A yes/no as flags and environment variables spell it (true/1/yes/on); None when neither."""
     t = text.strip().strip("'\"`").lower()
     if t in ("true", "1", "yes", "on"):
         return True
@@ -203,7 +204,7 @@ def normalise(key: str, raw: object) -> object | None:
     if text.lower() in ("none", "null", ""):
         return None
     if key in BOOL_KEYS:
-        return _bool(text)
+        return parse_bool(text)
     if key in INT_KEYS:
         return human_int(text)
     if key in FLOAT_KEYS:
@@ -356,8 +357,8 @@ def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> lis
             # store_true flag, possibly followed by an explicit True/False (old vLLM took one)
             value = True
             vspan = span
-            if i + 1 < n and _bool(tokens[i + 1][0]) is not None and not tokens[i + 1][0].isdigit():
-                value = bool(_bool(tokens[i + 1][0]))
+            if i + 1 < n and parse_bool(tokens[i + 1][0]) is not None and not tokens[i + 1][0].isdigit():
+                value = bool(parse_bool(tokens[i + 1][0]))
                 vspan = (span[0], tokens[i + 1][1][1]) if span != (0, 0) else span
                 i += 1
             if negated:
@@ -656,8 +657,8 @@ def scan_commands(text: str) -> list[Setting]:
         if key in BOOL_KEYS:
             value: object = True
             span = m.span(1)
-            if grp is not None and _bool(m.group(grp)) is not None:
-                value = bool(_bool(m.group(grp)))
+            if grp is not None and parse_bool(m.group(grp)) is not None:
+                value = bool(parse_bool(m.group(grp)))
                 span = m.span(grp)
             if negated:
                 value = not value

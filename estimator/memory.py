@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from estimator.params import Mxfp4Layout
+from estimator import params
+from estimator.params import Mxfp4Layout, pp_partition
 from estimator.spec import (
     MLA,
     ChunkedLocal,
@@ -30,6 +31,8 @@ from estimator.spec import (
     dtype_bytes,
 )
 from estimator.vllm import (
+    SAMPLER_BYTES_FLASHINFER,
+    SAMPLER_BYTES_NATIVE,
     EngineSettings,
     Profile,
     ceil_div,
@@ -73,11 +76,6 @@ FORWARD_FACTOR = 1.3
 # few graphs a first capture of a few hundred MiB dominates (Qwen3.6-35B-A3B NVFP4: 0.39 GiB for
 # 4 graphs), which this per-graph figure does not model.
 GRAPH_BYTES_PER_LAYER_DENSE = int(0.24 * MiB)
-# V1's dummy sampler per (row × vocab) element by implementation, where the log names it ("Using
-# FlashInfer for top-p & top-k sampling." / "Falling back to the PyTorch-native implementation"):
-# the two values of vllm.py's version rule (sampler_bytes_per_elem), which assumes one or the other.
-SAMPLER_BYTES_FLASHINFER = 10
-SAMPLER_BYTES_NATIVE = 32
 GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 
 
@@ -132,7 +130,6 @@ class Reconciliation:
     solved: list[str] = field(default_factory=list)   # parts moved to reproduce vLLM's KV pool ("activation_bytes", …)
     failed: bool = False                        # no state reproduces vLLM's figures
     card_implied: str | None = None             # the card size vLLM's KV figure implies, and how
-    modelled_weights_bytes: int | None = None   # the weights as modelled, before any solving
 
 
 @dataclass
@@ -171,6 +168,11 @@ class Estimate:
     @property
     def non_kv_bytes(self) -> int:
         return self.weights_bytes + self.activation_bytes + self.non_torch_bytes + self.cuda_graph_bytes
+
+    @property
+    def modelled_weights_bytes(self) -> int:
+        """The weights as modelled, before any part was solved for to reproduce vLLM's pool."""
+        return (self.reconciliation.plain or self).weights_bytes
 
     @property
     def others_charged_bytes(self) -> int:
@@ -315,10 +317,8 @@ def kv_dtype_bytes_for(settings: EngineSettings, model_dtype: str, spec: ModelSp
     return dtype_bytes(kv, 1)
 
 
-def _stage_sizes(spec: ModelSpec, profile: Profile, pp: int, partition: list[int] | None) -> list[int]:
+def stage_sizes(spec: ModelSpec, profile: Profile, pp: int, partition: list[int] | None) -> list[int]:
     """Layers per PP stage, as this version splits them (params.pp_partition, one rule for weights and KV)."""
-    from estimator.params import pp_partition
-
     return [hi - lo for lo, hi in pp_partition(spec.num_layers, pp, partition, profile.version < (0, 8, 0))]
 
 
@@ -329,7 +329,7 @@ def _stage_layers(spec: ModelSpec, profile: Profile, pp: int, stage: int | None 
     n = len(spec.layers) if spec.model_type != "falcon_h1" else spec.num_layers
     if pp <= 1:
         return list(spec.layers)
-    sizes = _stage_sizes(spec, profile, pp, partition)
+    sizes = stage_sizes(spec, profile, pp, partition)
     best, start = None, 0
     for i, size in enumerate(sizes):
         layers = list(spec.layers[start:start + size])
@@ -754,7 +754,7 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     graphs = len(sizes) + len(full_graph_sizes(sizes, seqs, k))       # PIECEWISE + FULL captures
     pp = max(1, s.pipeline_parallel_size)
     if s.pp_stage is not None and pp > 1:
-        stage_layers = _stage_sizes(spec, profile, pp, s.pp_layer_partition)[s.pp_stage]
+        stage_layers = stage_sizes(spec, profile, pp, s.pp_layer_partition)[s.pp_stage]
     else:
         stage_layers = spec.num_layers // pp
     draft = drafter(spec, s, profile, [])[0] if draft_layers is None else draft_layers
@@ -796,7 +796,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     profile = profile_for(s.vllm_version, s.engine)
     s.engine = profile.engine
     if s.vllm_version is None:
-        s.vllm_version = ".".join(map(str, profile.version))
+        s.vllm_version = profile.release
         assumptions.append(f"vLLM version not given: assumed {s.vllm_version} ({profile.era})")
     if s.gpu_memory_utilization is None:
         s.gpu_memory_utilization = profile.default_utilization
@@ -963,7 +963,7 @@ def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
     pp = s.pipeline_parallel_size
     gpus = inputs.get("stage_gpus") or []
     profile = profile_for(s.vllm_version, s.engine)
-    sizes = _stage_sizes(spec, profile, pp, s.pp_layer_partition)
+    sizes = stage_sizes(spec, profile, pp, s.pp_layer_partition)
     best: Estimate | None = None
     per_stage = []
     start = 0
@@ -1116,13 +1116,11 @@ def mxfp4_backend(profile: Profile, compute_capability: str | None, named: str |
 
 def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str],
              with_mtp: bool, compute_capability: str | None = None) -> int:
-    from estimator import params  # late import: params depends on spec only
-
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
     st = getattr(spec, "safetensors_bytes_by_dtype", None)
     ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
     pp = s.pipeline_parallel_size
-    part = tuple(_stage_sizes(spec, profile, pp, s.pp_layer_partition)) if pp > 1 else None
+    part = tuple(stage_sizes(spec, profile, pp, s.pp_layer_partition)) if pp > 1 else None
     layout = MXFP4_LAYOUTS[mxfp4_backend(profile, compute_capability, s.mxfp4_backend)]
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep,
            tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout)

@@ -313,6 +313,10 @@ def _read(raw: str) -> Facts:
             if got is not None:
                 chosen[key] = got
                 del alternatives[key]
+    # extra values first: the parallel sizes read data_parallel_size from them
+    for name, vals in xvals.items():
+        in_focal = [v for p, v in vals if focal is None or run_of(p) == focal]
+        extra[name] = in_focal[0] if in_focal else vals[0][1]
     _infer_quantization(chosen, by_key, model_paths, text)
     _derive_parallel_sizes(chosen, extra, pt, focal, run_of)
     _derive_gpu_count(chosen, extra)
@@ -320,9 +324,6 @@ def _read(raw: str) -> Facts:
         extra["per_rank"] = per_rank
     if alternatives:
         extra["alternatives"] = alternatives
-    for name, vals in xvals.items():
-        in_focal = [v for p, v in vals if focal is None or run_of(p) == focal]
-        extra[name] = in_focal[0] if in_focal else vals[0][1]
 
     # 6. error kind, engine, version range
     engine = _engine(engines, chosen.get("vllm_version"))
@@ -469,7 +470,7 @@ def _mxfp4_backend_name(m) -> str:
 
 
 # V1's top-k/top-p sampler as its log names it (vllm/v1/sample/ops/topk_topp_sampler.py): FlashInfer's
-# kernel or the PyTorch-native fallback, which sorts the vocabulary (memory.SAMPLER_BYTES_*).
+# kernel or the PyTorch-native fallback, which sorts the vocabulary (vllm.SAMPLER_BYTES_*).
 _SAMPLER_IMPL = regex.compile(
     r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"
     r"|Falling[ ]+back[ ]+to[ ]+the[ ]+PyTorch-native[ ]+implementation[ ]+of[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling")
@@ -504,39 +505,39 @@ def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: d
     covered: list[tuple[int, int]] = []
     for m in _finditer(_tpl.TORCH_OOM, text, limit=50):
         covered.append(m.span())
-        info: dict[str, object] = {"tried_to_allocate_gib": _gib(m.group("tried"))}
+        info: dict[str, object] = {"tried_to_allocate_gib": gib_bytes(m.group("tried"))}
         total = m.group("total") or m.group("total_old")
         free = m.group("free") or m.group("free_old")
         idx = m.group("gpu_index") or m.group("gpu_index_old")
         if idx is not None:
             info["gpu_index"] = int(idx)
         if total:
-            info["total_capacity_gib"] = _gib(total)
+            info["total_capacity_gib"] = gib_bytes(total)
             if total.endswith("GiB"):
                 s, e = m.span("total") if m.group("total") else m.span("total_old")
                 occs.append(_Occ("total_gpu_memory_gib", float(total.split()[0].replace("GiB", "")), s, e - 4
                                  if total.endswith(" GiB") else e - 3, "torch_oom", _tpl.P_OOM, pt.rank_at(m.start())))
         if free:
-            info["free_gib"] = _gib(free)
+            info["free_gib"] = gib_bytes(free)
         if m.group("allocated_old"):
-            info["allocated_by_pytorch_gib"] = _gib(m.group("allocated_old"))
+            info["allocated_by_pytorch_gib"] = gib_bytes(m.group("allocated_old"))
         tail_end = min(len(text), m.end() + 800)
         procs = []
         for p in _finditer(_tpl.TORCH_OOM_PROC, text[: tail_end], limit=20):
             if p.start() < m.end() - 1:
                 continue
             if p.group("pid"):
-                procs.append(_gib(p.group("used")))
+                procs.append(gib_bytes(p.group("used")))
             else:
-                info["this_process_in_use_gib"] = _gib(p.group("self"))
+                info["this_process_in_use_gib"] = gib_bytes(p.group("self"))
         if procs:
             info["process_in_use_gib"] = procs
         a = _tpl.TORCH_OOM_ALLOC.search(text, m.end(), tail_end, timeout=budget(0.1))
         if a:
-            info["allocated_by_pytorch_gib"] = _gib(a.group("by_torch"))
-            info["reserved_unallocated_gib"] = _gib(a.group("reserved"))
+            info["allocated_by_pytorch_gib"] = gib_bytes(a.group("by_torch"))
+            info["reserved_unallocated_gib"] = gib_bytes(a.group("reserved"))
             if a.group("private"):
-                info["private_pools_gib"] = _gib(a.group("private"))
+                info["private_pools_gib"] = gib_bytes(a.group("private"))
         phase = "graph" if (info.get("private_pools_gib") or 0) > 0 else None
         kinds.append((m.start(), "cuda_oom" + (":" + phase if phase else ""), "torch_oom"))
         ooms.append(info)
@@ -557,7 +558,7 @@ def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: d
             extra.setdefault(k, v)
 
 
-def _gib(size: str | None) -> float | None:
+def gib_bytes(size: str | None) -> float | None:
     if not size:
         return None
     v = _tpl.size_gib(size)
@@ -686,7 +687,7 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
             return
 
 
-_DP_ENGINE = regex.compile(r"EngineCore_DP[1-9]|DPEngineCore|data[_-]parallel[_-]size[= ]+[2-9]")
+_DP_ENGINE = regex.compile(r"EngineCore_DP[1-9]|DPEngineCore")
 # Custom all-reduce's P2P cache is named after the devices of the tensor-parallel group
 # (vllm/distributed/device_communicators/custom_all_reduce_utils.py gpu_p2p_access_check).
 _P2P_CACHE = regex.compile(r"gpu_p2p_access_cache_for_(?P<devs>\d{1,3}(?:,\d{1,3}){1,63})\.json")
@@ -703,7 +704,7 @@ def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int 
     when it is at least that. Skipped where data parallelism could own the ranks."""
     if "tensor_parallel_size" in chosen or "pipeline_parallel_size" in chosen:
         return
-    if int(extra.get("data_parallel_size") or 1) > 1 or _DP_ENGINE.search(pt.clean):
+    if int(extra.get("data_parallel_size") or 1) > 1 or _search(_DP_ENGINE, pt.clean) is not None:
         return
     tp = pp = 0
     src = ""

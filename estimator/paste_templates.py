@@ -294,7 +294,7 @@ ANCHORS: dict[str, str] = {
     "max_concurrency": "concurrency", "num_gpu_blocks_override": "overriding", "aphrodite_max_seq_len": "allowed", "using_max_model_len": "using",
     "auto_fit": "auto-fit", "weights_v0": "weights", "weights_080": "loading", "weights_083": "loading",
     "weights_0112": "loading", "graph_took": "capturing", "graph_estimated": "estimated", "graph_pool": "pool",
-    "graph_profiling_enabled": "equivalent", "graph_profiling": "profiling", "chunked_prefill_tb": "chunked",
+    "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling": "profiling", "chunked_prefill_tb": "chunked",
     "long_context_warning": "context", "tp_heads": "divisible", "pp_layers": "divisible", "quant_shape": "quantiz",
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
     "tb_lt_len": "max_num_batched_tokens", "tb_lt_seqs": "max_num_batched_tokens", "api_server_version": "version",

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from estimator.errors import BadInput
+from estimator.flags import parse_bool
 
 NEWEST = "0.33.0"
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
@@ -216,6 +217,19 @@ class Profile:
         return ".".join(map(str, self.version))
 
 
+# V1's dummy sampler per (row × vocab) element by implementation: FlashInfer's kernel, or the
+# PyTorch-native top-k/top-p that sorts the vocabulary (fitted values: see sampler_bytes_per_elem
+# in profile_for). A log that names the sampler ("Using FlashInfer for top-p & top-k sampling." /
+# "Falling back to the PyTorch-native implementation") picks one (memory.activation_peak).
+SAMPLER_BYTES_FLASHINFER = 10
+SAMPLER_BYTES_NATIVE = 32
+
+
+# The first release per engine whose budget no longer charges other processes' memory to this
+# instance (0.6.5's memory_profiling, 0.9.1's V1 worker): Profile.context_in_non_torch ends here.
+OTHERS_OWN_SHARE_FROM = {"v0": (0, 6, 5), "v1": (0, 9, 1)}
+
+
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
     v = parse_version(version)
     if engine is None:
@@ -228,12 +242,12 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
     if engine == "v0":
         if v < (0, 6, 4):
             era, rule = "V0 classic", "v0_classic"
-        elif v < (0, 6, 5):
+        elif v < OTHERS_OWN_SHARE_FROM["v0"]:
             era, rule = "V0 0.6.4 non-torch", "v0_nontorch"
         else:
             era, rule = "V0 memory_profiling", "v0_profiling"
     else:
-        if v < (0, 9, 1):
+        if v < OTHERS_OWN_SHARE_FROM["v1"]:
             era, rule = "V1 peak+non-torch", "v1_peak"
         elif v < (0, 27, 0):
             era, rule = "V1 memory_profiling", "v1_profiling"
@@ -279,8 +293,9 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # importable (VLLM_USE_FLASHINFER_SAMPLER unset "means True" in V1's topk_topp_sampler.py),
         # and docker images ship it — a 0.8.5 image (vllm#17327) and a 0.10.1 run left ≤ 0.3 GiB
         # for a 256-row sampler that 32 B would put at 1.16 GiB. A log that names the sampler
-        # decides (memory.SAMPLER_BYTES_*); without one, 32 B stays the cautious choice.
-        sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else 32 if v < (0, 20, 0) else 10),
+        # decides (SAMPLER_BYTES_*); without one, 32 B stays the cautious choice.
+        sampler_bytes_per_elem=40 if engine == "v0" else (
+            0 if v < (0, 8, 0) else SAMPLER_BYTES_NATIVE if v < (0, 20, 0) else SAMPLER_BYTES_FLASHINFER),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
         needed_rule="v0" if engine == "v0" else (
@@ -367,10 +382,10 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             s.pp_layer_partition = [int(x) for x in raw.split(",")]
             continue
         if tok.startswith("VLLM_USE_V2_MODEL_RUNNER="):
-            s.model_runner_v2 = tok.partition("=")[2].strip("'\"").lower() in ("1", "true")
+            s.model_runner_v2 = bool(parse_bool(tok.partition("=")[2]))
             continue
         if tok.startswith("VLLM_MXFP4_USE_MARLIN="):
-            if tok.partition("=")[2].strip("'\"").lower() in ("1", "true"):
+            if parse_bool(tok.partition("=")[2]):
                 s.mxfp4_backend = "Marlin"
             continue
         if not tok.startswith("-"):

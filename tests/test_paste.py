@@ -662,3 +662,14 @@ def test_a_v1_error_cut_before_its_estimate_still_gives_a_length():
 def test_gpus_in_chinese_posts_and_sizes_before_the_name(text, gpu, count):
     f = read_paste(text)
     assert f.get("gpu") == gpu and f.get("gpu_count") == count
+
+
+@pytest.mark.parametrize("flag", ["-dp 4", "--data-parallel-size 4", "--data_parallel_size=16", "data_parallel_size: 16"])
+def test_worker_ranks_under_data_parallelism_are_not_a_tensor_split(flag):
+    """Four `VllmWorker rank=N` lines are a 4-way tensor split only when no data-parallel size owns
+    the ranks: the flag, in any spelling vLLM accepts, must be read before the ranks are counted."""
+    lines = "".join(f"(VllmWorker rank={r} pid=1{r}) INFO 01-01 00:00:00 [gpu_model_runner.py:1] Model loading took "
+                    "15.27 GiB\n" for r in range(4))
+    f = read_paste(f"vllm serve Qwen/Qwen3-8B {flag}\n" + lines)
+    assert f.get("tensor_parallel_size") is None and f.extra["data_parallel_size"] > 1
+    assert read_paste("vllm serve Qwen/Qwen3-8B\n" + lines).get("tensor_parallel_size") == 4
