@@ -226,6 +226,14 @@ _SPEC_MODEL = regex.compile(r"""(?i)['"]?model['"]?\s*[:=]\s*['"]?(\[?[\w./-]+\]
 _SPEC_TOKENS = regex.compile(r"""(?i)['"]?num_spec(?:ulative)?_tokens['"]?\s*[:=]\s*(\d+)""")
 
 
+def _method_from_draft_name(name: str) -> str:
+    """The speculative method a draft model's name implies: vllm/config/speculative.py runs a draft
+    named like an EAGLE head as one, "ngram" as prompt lookup, anything else as a draft model."""
+    name = name.lower()
+    return "ngram" if "ngram" in name else "eagle3" if "eagle3" in name else \
+        "eagle" if "eagle" in name else "draft_model"
+
+
 def read_speculative(value: object) -> tuple[str | None, int | None]:
     """(method, num_speculative_tokens) of a speculative config as users and logs write it: a JSON
     or Python dict (`--speculative-config '{"method": "mtp", "num_speculative_tokens": 3}'`), the
@@ -245,13 +253,10 @@ def read_speculative(value: object) -> tuple[str | None, int | None]:
     if method is None:
         mm = _first(_SPEC_MODEL, text)
         if mm:
-            name = mm.group(1).lower()
-            # vllm/config/speculative.py: a draft model named like an EAGLE head is run as one
-            method = "ngram" if "ngram" in name else "eagle3" if "eagle3" in name else \
-                "eagle" if "eagle" in name else "draft_model"
+            method = _method_from_draft_name(mm.group(1))
         elif "{" not in text and "(" not in text and ":" not in text:
-            word = text.strip().strip("'\"`").lower()   # a bare --speculative-model value
-            method = "ngram" if "ngram" in word else ("draft_model" if word else None)
+            word = text.strip().strip("'\"`")   # a bare --speculative-model value
+            method = _method_from_draft_name(word) if word else None
     t = _first(_SPEC_TOKENS, text)
     return method, (int(t.group(1)) if t else None)
 

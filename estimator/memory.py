@@ -351,6 +351,13 @@ def mtp_layers(spec: ModelSpec) -> int:
     return int(t.get("num_nextn_predict_layers") or t.get("mtp_num_hidden_layers") or 0)
 
 
+def _first_global_attention(spec: ModelSpec, kinds: tuple) -> LayerKV | None:
+    """The model's first attention layer that sees the whole context (no window, chunk or cross
+    attention): the shape a speculative head's own layer takes."""
+    return next((lk for lk in spec.layers if isinstance(lk, kinds)
+                 and not isinstance(lk, (SlidingWindow, ChunkedLocal, CrossAttention))), None)
+
+
 def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
             assumptions: list[str]) -> tuple[list[LayerKV], int, bool]:
     """(the draft model's KV layers, speculative tokens per step, MTP weights loaded).
@@ -378,8 +385,7 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
         if not k:
             k = n_mtp
             assumptions.append(f"num_speculative_tokens not given: vLLM's default for MTP, {k}")
-        attn = next((lk for lk in spec.layers if isinstance(lk, (FullAttention, MLA))
-                     and not isinstance(lk, (SlidingWindow, ChunkedLocal, CrossAttention))), None)
+        attn = _first_global_attention(spec, (FullAttention, MLA))
         layers = [attn] * n_mtp if attn is not None else []
         assumptions.append(f"MTP speculative decoding ({k} token(s) per step): {n_mtp} MTP layer(s) loaded "
                            "with their own KV cache")
@@ -392,8 +398,7 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
         # whose attention gets a KV cache in the same pool; its shape is the target's in the published
         # heads. A 0.9 log with EAGLE on Llama-3.1-8B printed 410,128 tokens for 51.63 GiB: 33 layers'
         # worth per token (32 + 1).
-        attn = next((lk for lk in spec.layers if isinstance(lk, FullAttention)
-                     and not isinstance(lk, (SlidingWindow, ChunkedLocal, CrossAttention))), None)
+        attn = _first_global_attention(spec, (FullAttention,))
         assumptions.append(f"{method} speculative decoding: the draft head's one layer counted with this model's "
                            "attention shape; its weights (not in this config) are not counted")
         return ([attn] if attn is not None else []), k, False

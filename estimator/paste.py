@@ -224,9 +224,6 @@ def _read(raw: str) -> Facts:
     sampler = _search(_SAMPLER_IMPL, text)
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
-    warmup = _search(_SAMPLER_WARMUP, text)
-    if warmup is not None:
-        extra["sampler_warmup_requests"] = int(warmup.group("n"))
     if _search(_MAMBA_ALIGN, text) is not None:
         extra["mamba_align"] = True
     env = extra.get("env", {})
@@ -478,7 +475,6 @@ _SAMPLER_IMPL = regex.compile(
 
 # V1's "CUDA out of memory occurred when warming up sampler with 1024 dummy requests" (gpu_model_runner.py
 # _dummy_sampler_run): run once more after the KV cache is allocated, outside the budget.
-_SAMPLER_WARMUP = regex.compile(r"when[ \n]+warming[ \n]+up[ \n]+sampler[ \n]+with[ \n]+(?P<n>\d{1,7})[ \n]+dummy[ \n]+requests")
 
 
 # vLLM logs this only when prefix caching is on for a hybrid model (vllm/model_executor/models/config.py):
@@ -541,12 +537,16 @@ def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: d
         phase = "graph" if (info.get("private_pools_gib") or 0) > 0 else None
         kinds.append((m.start(), "cuda_oom" + (":" + phase if phase else ""), "torch_oom"))
         ooms.append(info)
+    after_kv: bool | None = None
     for m in _finditer(_tpl.SAMPLER_OOM, text, limit=10):
         covered.append(m.span())
-        # V1 warms the sampler up twice: in the profile run, and again after the KV cache and the
-        # CUDA graphs (compile_or_warm_up_model, outside the budget) — the failure a full card sees.
-        # Graphs or a KV cache in the paste (or graph pools in torch's message) mean the second.
-        after_kv = any(k[1] == "cuda_oom:graph" for k in kinds) or _search(_PHASES[2][1], text) is not None
+        if m.group("n") and "sampler_warmup_requests" not in extra:
+            extra["sampler_warmup_requests"] = int(m.group("n"))
+        if after_kv is None:
+            # V1 warms the sampler up twice: in the profile run, and again after the KV cache and the
+            # CUDA graphs (compile_or_warm_up_model, outside the budget) — the failure a full card sees.
+            # Graphs or a KV cache in the paste (or graph pools in torch's message) mean the second.
+            after_kv = any(k[1] == "cuda_oom:graph" for k in kinds) or _search(_PHASE_RE["graph"], text) is not None
         kinds.append((m.start(), "cuda_oom:" + ("graph" if after_kv else "profile"), "sampler_warmup_oom"))
     for m in _finditer(_tpl.OTHER_CUDA_OOM, text, limit=50):
         if any(s <= m.start() < e + 40 for s, e in covered):
@@ -794,6 +794,7 @@ _PHASES = (
                               r"|while[ ]+(?:serving|generating)|\d+(?:\.\d+)?k?[ ]*(?:-?token[ ]+)?prompts?\b|max_tokens"
                               r"|Processed[ ]+prompts|\bgenerate\(")),
 )
+_PHASE_RE = dict(_PHASES)
 
 
 _LOGGISH = regex.compile(r"[ ]*(?:File[ ]+\"|Traceback|\w+(?:\.\w+)*(?:Error|Exception)\b|\w+[ ]+\d\d-\d\d[ ])")
@@ -838,7 +839,7 @@ def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lin
         if after:
             return after[1]
         try:
-            if _PHASES[3][1].search(text, run_start, min(len(text), pos + 20000), timeout=budget(0.1)):
+            if _PHASE_RE["runtime"].search(text, run_start, min(len(text), pos + 20000), timeout=budget(0.1)):
                 return "runtime"
         except TimeoutError:
             pass

@@ -182,3 +182,16 @@ def test_an_unquoted_json_flag_value_is_read_whole():
                    '--limit-mm-per-prompt {"image":4,"video":0}\n')
     assert f.extra["speculative_config"] == '{"method":"mtp","num_speculative_tokens":1}'
     assert f.extra["limit_mm_per_prompt"] == '{"image":4,"video":0}'
+
+
+@pytest.mark.parametrize("argv, method", [
+    (["--speculative-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"], "eagle3"),
+    (["--speculative-config", '{"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'], "eagle"),
+    (["--speculative-model", "[ngram]"], "ngram"),
+    (["--speculative-model", "meta-llama/Llama-3.2-1B-Instruct"], "draft_model"),
+])
+def test_draft_name_gives_the_method_in_either_spelling(argv, method):
+    """vLLM runs a draft named like an EAGLE head as one, whether the name comes bare or in a dict."""
+    from estimator.vllm import parse_flags
+
+    assert parse_flags(argv).speculative_method == method
