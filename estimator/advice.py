@@ -734,13 +734,13 @@ def config_error_fixes(facts) -> list[dict]:
         heads = int(heads)
         # the largest TP that splits the heads and the GPUs: pipeline stages take the rest
         d = max(k for k in range(1, tp + 1) if heads % k == 0 and tp % k == 0)
-        flags = (f"--tensor-parallel-size {d}" if d > 1 else "") + \
-            (f" --pipeline-parallel-size {tp // d}" if tp // d > 1 else "")
+        # TP stated even when 1: the fix replaces the TP that failed, it is not added beside it
+        flags = f"--tensor-parallel-size {d}" + (f" --pipeline-parallel-size {tp // d}" if tp // d > 1 else "")
         why = (f"{d} tensor-parallel GPUs split the {heads} heads evenly and {tp // d} pipeline stages use the "
                f"other GPUs" if d > 1 else
                f"no tensor-parallel size above 1 divides both {heads} and {tp}: {tp} pipeline stages split the "
                "layers instead, with no head split")
-        out.append({"flags": flags.strip(), "checked": False, "why": why})
+        out.append({"flags": flags, "checked": False, "why": why})
         fewer = max((k for k in range(2, tp) if heads % k == 0), default=0)
         if fewer and fewer != d:
             out.append({"flags": f"--tensor-parallel-size {fewer}", "checked": False,

@@ -42,11 +42,12 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
         name_quant = base[1]
         base_note = (f"{ref} is not available here; used the config of its base model {src.model_id} "
                      f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
-        if "unsloth-bnb" in ref.lower():
-            # Unsloth's "dynamic" 4-bit exports keep some modules in 16-bit, listed in their own
-            # config's llm_int8_skip_modules: the base config cannot say which.
-            base_note += ("; an unsloth dynamic 4-bit export keeps some layers in 16-bit (its config's "
-                          "llm_int8_skip_modules), so its weights are likely larger than modelled here")
+        if name_quant == "bitsandbytes":
+            # A bitsandbytes export lists the modules it keeps in 16-bit in its own config's
+            # llm_int8_skip_modules (unsloth's "dynamic" 4-bit exports keep whole layers): the base
+            # config cannot say which.
+            base_note += ("; a bitsandbytes export may keep some modules in 16-bit (its config's "
+                          "llm_int8_skip_modules), so its weights can be larger than modelled here")
     spec = spec_from_config(src.config, src.model_id if base_note is None else ref, src.companions)
     if name_quant:
         # The export's own format (from its name) replaces the base model's quantization_config.

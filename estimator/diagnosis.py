@@ -277,7 +277,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         missing.append("the model id (your `vllm serve …` command)")
     if not gpu_ref:
         missing.append("the GPU (`nvidia-smi` output)")
-    if model_ref:
+    # a settings error is answered from vLLM's message alone: a memory estimate of the settings vLLM
+    # refused (3 GPUs splitting 40 heads) would be a table of an impossible run
+    if model_ref and kind not in CONFIG_ERRORS:
         try:
             est = _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_timeout)
         except ModelUnavailable as exc:

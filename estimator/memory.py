@@ -648,6 +648,8 @@ def qwen2_vl_video_tokens(frame_tokens: int, max_len: int) -> int:
 
 
 QWEN2_VL_MAX_FRAMES = 14
+# Architectures whose vLLM processor runs qwen2_vl.py's dummy-video rule (Qwen2.5-VL reuses its processing
+# info). Qwen3-VL has its own (qwen3_vl.py), not verified against a log: it keeps the one-item estimate.
 _QWEN2_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
 
 

@@ -13,6 +13,7 @@ import re
 
 import regex
 
+from estimator.advice import CONFIG_ERRORS
 from estimator.memory import Estimate, GiB
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
@@ -94,7 +95,9 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
     unchecked: list[str] = []
     if diag.unchecked:
         unchecked.append("**From vLLM's own numbers** (the model's state disagrees with them, see Checks):"
-                         if getattr(diag, "disagrees", False) else
+                         if diag.disagrees else
+                         "**Fixes** (settings vLLM accepts; each still has to fit in memory):"
+                         if diag.error_kind in CONFIG_ERRORS else
                          "**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):")
         unchecked.append("")
         for u in diag.unchecked:

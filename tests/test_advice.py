@@ -503,9 +503,14 @@ def test_settings_errors_get_their_standard_fixes_not_memory_levers():
     assert "settings error" in tp.summary
     # 4 divides 28 and 8: four-way tensor parallelism, two pipeline stages for the other GPUs
     assert tp.unchecked[0]["flags"] == "--tensor-parallel-size 4 --pipeline-parallel-size 2"
+    # with a model in the catalog: no memory table of the TP vLLM refused (2.67 KV heads per GPU)
+    qwen = diagnose("vllm serve Qwen/Qwen2.5-14B-Instruct --tensor-parallel-size 3\nValueError: Total number of "
+                    "attention heads (40) must be divisible by tensor parallel size (3).\n", offline=True, explain=True)
+    assert qwen.estimate is None and qwen.unchecked[0]["flags"] == "--tensor-parallel-size 1 --pipeline-parallel-size 3"
     prime = diagnose("ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).\n"
                      "vllm serve x --tensor-parallel-size 3\n", offline=True, explain=True)
-    assert prime.unchecked[0]["flags"] == "--pipeline-parallel-size 3"
+    # no TP above 1 splits 32 heads 3 ways: TP 1 replaces the failing 3 (kept, it would still fail)
+    assert prime.unchecked[0]["flags"] == "--tensor-parallel-size 1 --pipeline-parallel-size 3"
 
     bf16 = diagnose("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
                     "Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly "

@@ -138,12 +138,14 @@ def test_catalog_copies_are_independent():
 
 def test_an_export_resolves_to_its_base_and_says_what_it_cannot_know():
     """A quantized export not in the catalog takes its base model's architecture and the format
-    its name says; an unsloth dynamic 4-bit export also says its 16-bit modules are not known."""
+    its name says; a bitsandbytes export (unsloth's dynamic 4-bit ones or any other) also says its
+    16-bit modules are not known."""
     from estimator.api import load_model
 
     plain = load_model("someone/QwQ-32B-AWQ", offline=True).spec
     assert plain.quantization["quant_method"] == "awq"
-    assert not any("unsloth" in a for a in plain.assumptions)
-    dynamic = load_model("unsloth/QwQ-32B-unsloth-bnb-4bit", offline=True).spec
-    assert dynamic.quantization["quant_method"] == "bitsandbytes"
-    assert any("keeps some layers in 16-bit" in a for a in dynamic.assumptions)
+    assert not any("llm_int8_skip_modules" in a for a in plain.assumptions)
+    for ref in ("unsloth/QwQ-32B-unsloth-bnb-4bit", "someone/QwQ-32B-bnb-4bit"):
+        dynamic = load_model(ref, offline=True).spec
+        assert dynamic.quantization["quant_method"] == "bitsandbytes"
+        assert any("may keep some modules in 16-bit" in a for a in dynamic.assumptions)
