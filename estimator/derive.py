@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from estimator.memory import Estimate, GiB, v0_driver_extra_bytes
+from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes
 from estimator.vllm import OTHERS_OWN_SHARE_FROM
 
 
@@ -317,7 +317,7 @@ def need_sentence(est: Estimate, length: int) -> str:
 def _blocks_from_capacity(est: Estimate, cap: int, bs: int) -> tuple[int, str]:
     """Blocks behind a one-group token capacity: blocks × block size, except that V0 0.8+ prints
     bs × (blocks // pp) (vllm/worker/worker.py raise_if_cache_size_invalid)."""
-    pp = est.settings.pipeline_parallel_size if est.profile.engine == "v0" and est.profile.version >= (0, 8, 0) else 1
+    pp = v0_capacity_divisor(est.profile, est.settings)
     how = f"{cap:,} tokens ÷ {bs} tokens per block" + (f" × {pp} (V0 0.8+ prints blocks ÷ pipeline stages)"
                                                         if pp > 1 else "")
     return cap // bs * pp, how

@@ -580,6 +580,12 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     return peak
 
 
+def v0_capacity_divisor(profile: Profile, s: EngineSettings) -> int:
+    """V0 0.8+ prints (and checks) a token capacity of block_size × (blocks // pipeline stages)
+    (vllm/worker/worker.py raise_if_cache_size_invalid); older V0 and V1 do not divide."""
+    return s.pipeline_parallel_size if profile.engine == "v0" and profile.version >= (0, 8, 0) else 1
+
+
 def v0_driver_extra_bytes(est: Estimate) -> int:
     """What V0's driver worker (TP rank 0) adds to its profile peak over the other TP ranks.
 
@@ -850,7 +856,6 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
         else activation_bytes
     nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
-    # under the V2 runner a printed graph figure is the capture after the KV cache, not a budget item
     # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
     # a budget item even when the log prints their size
     after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted
@@ -907,7 +912,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     need_blocks = blocks_needed(max_len) if layout.groups else 0
     kv_needed = needed(max_len)
     if profile.engine == "v0":
-        capacity = layout.block_size * (blocks // (s.pipeline_parallel_size if profile.version >= (0, 8, 0) else 1))
+        capacity = layout.block_size * (blocks // v0_capacity_divisor(profile, s))
         concurrency = capacity / max_len if max_len else 0.0
         fits = blocks > 0 and max_len <= capacity
         fit_len = capacity
