@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from estimator.errors import BadInput, ModelNotFound
+from estimator.errors import BadInput, ModelNotFound, ModelUnavailable
 from estimator.memory import Estimate, estimate
 from estimator.spec import ModelSpec, spec_from_config
 from estimator.vllm import EngineSettings
@@ -26,7 +26,7 @@ class LoadedModel:
 def load_model(ref: str, *, offline: bool | None = None, revision: str | None = None,
                token: str | None = None, timeout: float = 10.0) -> LoadedModel:
     """Resolve a model reference (repo id, local dir) into a ModelSpec (estimator.hub)."""
-    from estimator.hub import resolve_model
+    from estimator.hub import OFFLINE_NOTE, is_offline, resolve_model
 
     if not ref or not str(ref).strip():
         raise BadInput("no model given: name a Hugging Face repo id or a local directory with config.json")
@@ -34,13 +34,22 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
     try:
         src = resolve_model(ref, revision=revision, offline=offline, token=token, timeout=timeout)
         base_note, name_quant = None, None
-    except ModelNotFound:
+    except ModelUnavailable as exc:
+        # Not found, gated or the Hub unreachable: a quantized export whose base model is in the
+        # catalog still has a known architecture (the reason stays in the note).
         base = base_model_candidate(ref)
         if base is None:
             raise
-        src = resolve_model(base[0], offline=True)
+        try:
+            src = resolve_model(base[0], offline=True)
+        except ModelNotFound:
+            raise exc from None
+        if not is_offline(offline):
+            # the base came from the catalog because the export failed, not because we are offline
+            src.assumptions = [a for a in src.assumptions if a != OFFLINE_NOTE]
         name_quant = base[1]
-        base_note = (f"{ref} is not available here; used the config of its base model {src.model_id} "
+        why = "" if isinstance(exc, ModelNotFound) else f" ({exc})"
+        base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
                      f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
         if name_quant == "bitsandbytes":
             # A bitsandbytes export lists the modules it keeps in 16-bit in its own config's

@@ -112,11 +112,15 @@ class ModelSource:
 # =============================================================================================
 # Settings, read at call time
 # =============================================================================================
+OFFLINE_NOTE = "offline mode: the Hub was not contacted"
+
+
 def _truthy(v: str | None) -> bool:
     return (v or "").strip().lower() in {"1", "on", "yes", "true"}
 
 
-def _is_offline(offline: bool | None) -> bool:
+def is_offline(offline: bool | None) -> bool:
+    """The caller's choice, else the environment's (read now, not when huggingface_hub was imported)."""
     if offline is not None:
         return bool(offline)
     if _truthy(os.environ.get("HF_HUB_OFFLINE")) or _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
@@ -750,19 +754,19 @@ def resolve_model(ref: str, *, revision: str | None = None, offline: bool | None
     if local is not None:
         return _from_local_dir(local)
     repo_id, revision = _parse_ref(ref, revision)
-    is_offline = _is_offline(offline)
+    offline_now = is_offline(offline)
     ep = _endpoint(endpoint)
     cdir = _cache_dir(cache_dir)
     tok = _token(token)
     n_retries = HUB_RETRIES if retries is None else max(0, int(retries))
     key = (ep, repo_id.lower(), revision or "main", _token_fp(tok))
 
-    hit = _MEMO.get(("online", *key)) or (_MEMO.get(("offline", *key)) if is_offline else None)
+    hit = _MEMO.get(("online", *key)) or (_MEMO.get(("offline", *key)) if offline_now else None)
     if hit is not None:
         return _copy(hit, "memory-cache")
 
     cached = _from_hf_cache(repo_id, revision, cdir)
-    if is_offline:
+    if offline_now:
         src = cached or _from_catalog(repo_id, revision)
         if src is None:
             msg = (
@@ -774,7 +778,7 @@ def resolve_model(ref: str, *, revision: str | None = None, offline: bool | None
                 msg += " Did you mean " + " or ".join(near) + "?"
             msg += " Run once with network access, or paste config.json."
             raise ModelNotFound(msg)
-        src.assumptions.append("offline mode: the Hub was not contacted")
+        src.assumptions.append(OFFLINE_NOTE)
         _MEMO.put(("offline", *key), src, MEMO_TTL_S)
         return _copy(src)
     if cached is not None and cached.safetensors_bytes_by_dtype is not None:

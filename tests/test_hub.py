@@ -448,6 +448,35 @@ def test_unreachable_hub_and_unknown_model_raises_hub_unavailable(cache):
         resolve_model("kvtest/nowhere", endpoint=_dead_endpoint(), cache_dir=cache, timeout=1, retries=0)
 
 
+def test_an_export_the_hub_cannot_serve_takes_its_base_from_the_catalog(monkeypatch, cache):
+    """vllm#34076 named Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8 (not in the catalog; its base is):
+    with the Hub unreachable the reply had no model at all, while --offline found the base. Any
+    reason the export is unavailable now leads to the base, and the reason is said."""
+    from estimator.api import load_model
+
+    monkeypatch.setenv("HF_ENDPOINT", _dead_endpoint())
+    monkeypatch.setenv("HF_HUB_CACHE", cache)
+    spec = load_model("Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", timeout=1).spec
+    assert spec.quantization["quant_method"] == "fp8" and spec.num_layers == 48
+    text = " ".join(spec.assumptions)
+    assert "connection failed" in text and "base model Qwen/Qwen3-Coder-30B-A3B-Instruct" in text
+    assert "offline mode" not in text  # the user did not ask for offline mode
+    # no catalog base: the Hub's own reason, not the base lookup's
+    with pytest.raises(HubUnavailable, match="kvtest/nowhere-AWQ"):
+        load_model("kvtest/nowhere-AWQ", timeout=1)
+
+
+def test_a_gated_export_takes_its_base_and_says_it_is_gated(hub, cache, monkeypatch):
+    from estimator.api import load_model
+
+    hub.add_repo("meta-llama/Llama-3.1-8B-Instruct-FP8", tiny_repo_files(), gated="manual")
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_HUB_CACHE", cache)
+    spec = load_model("meta-llama/Llama-3.1-8B-Instruct-FP8", timeout=5).spec
+    assert spec.hidden_size == 4096 and spec.quantization["quant_method"] == "fp8"
+    assert any("gated" in a and "base model meta-llama/Llama-3.1-8B-Instruct" in a for a in spec.assumptions)
+
+
 def test_catalog_fallback_for_a_gated_repo(hub, cache):
     hub.add_repo("meta-llama/Llama-3.1-8B-Instruct", tiny_repo_files(), gated="manual")
     src = resolve_model("meta-llama/Llama-3.1-8B-Instruct", endpoint=hub.url, cache_dir=cache, timeout=5)
