@@ -3,7 +3,8 @@
 usage: python bench/accuracy.py CORPUS.jsonl [--verbose]
 
 For every case whose model config is available offline (bundled catalog / HF cache), run the
-estimator with the case's settings — not with its observed numbers — and compare with
+estimator with the case's settings (its fields, and what its paste states where a field is
+empty) — not with its observed numbers — and compare with
 `observed`: KV pool GiB, token capacity, blocks, weights, activation peak, non-torch and the
 estimated max model length. Prints one row per case, then count / median / p90 absolute %
 error per quantity; the last line is the KV summary.
@@ -55,7 +56,11 @@ def settings_for(case: dict) -> EngineSettings:
     engine = engine or facts.extra.get("engine")
     version = modelled_version(version or facts.get("vllm_version"), facts.extra.get("version_hint"),
                                engine, case.get("date"))[0]
-    s = EngineSettings(vllm_version=version, engine=engine)
+    # What the paste itself says (its `vllm serve` command, the engine's config line) first: a
+    # case field left empty is not "default" when the paste states it.
+    from estimator.diagnosis import settings_from_facts
+
+    s = settings_from_facts(facts, version, engine)
     # Flags recorded in free text ("--data-parallel-size 8 --enable-expert-parallel …") first: the
     # case's own fields are the run that printed `observed` and win over notes such as "second run
     # --gpu-memory-utilization 0.95".
@@ -136,6 +141,12 @@ def gpu_for(case: dict) -> str:
 
     name = case.get("gpu") or ""
     total = (case.get("observed") or {}).get("total_gpu_memory_gib")
+    if not name and not total:
+        # no card in the fields: the one the paste names or prints, as `diagnose` reads it
+        from estimator.diagnosis import gpu_ref
+        from estimator.paste import read_paste
+
+        return gpu_ref(read_paste(case.get("paste") or ""), None) or ""
     smi = smi_total_mib(case)
     if smi:
         # The corpus took this total from nvidia-smi (its notes say so): vLLM budgets from torch's

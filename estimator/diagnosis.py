@@ -91,7 +91,7 @@ def explain_json(diag: Diagnosis) -> dict:
     return diag.to_json()
 
 
-def _settings_from_facts(facts, version: str | None, engine: str | None):
+def settings_from_facts(facts, version: str | None, engine: str | None):
     from estimator.vllm import EngineSettings
 
     f = facts.get
@@ -195,7 +195,9 @@ def _rank_notes(facts) -> list[str]:
     return notes
 
 
-def _gpu_ref(facts, gpu: str | None) -> str | None:
+def gpu_ref(facts, gpu: str | None) -> str | None:
+    """The card to size: the caller's, else the one the paste names (with a size stated after the
+    name), else the total it printed (nvidia-smi's MiB, which the lookup maps to torch's total)."""
     if gpu:
         return gpu
     if facts.get("gpu"):
@@ -270,18 +272,18 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         assumptions.append(note)
     missing: list[str] = []
     model_ref = model or facts.get("model")
-    gpu_ref = _gpu_ref(facts, gpu)
+    card_ref = gpu_ref(facts, gpu)
     est: Estimate | None = None
     problem = None
     if not model_ref:
         missing.append("the model id (your `vllm serve …` command)")
-    if not gpu_ref:
+    if not card_ref:
         missing.append("the GPU (`nvidia-smi` output)")
     # a settings error is answered from vLLM's message alone: a memory estimate of the settings vLLM
     # refused (3 GPUs splitting 40 heads) would be a table of an impossible run
     if model_ref and kind not in CONFIG_ERRORS:
         try:
-            est = _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_timeout)
+            est = _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout)
         except ModelUnavailable as exc:
             problem = str(exc)
             missing.append("the model's config.json (the model could not be looked up)")
@@ -443,11 +445,11 @@ def _has_numbers(facts) -> bool:
                                                    "kv_cache_gib", "kv_needed_gib"))
 
 
-def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_timeout) -> Estimate:
+def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout) -> Estimate:
     from estimator.api import load_model, run_estimate
 
     loaded = load_model(str(model_ref), offline=offline, timeout=hub_timeout)
-    settings = _settings_from_facts(facts, version, engine)
+    settings = settings_from_facts(facts, version, engine)
     _tp_from_weights(facts, loaded.spec, settings)
     f = facts.get
 
@@ -464,7 +466,7 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     stage_gpus = _stage_gpus(facts, settings)
     if stage_gpus:
         overrides["stage_gpus"] = stage_gpus
-    est = run_estimate(loaded.spec, gpu_ref, settings, gpu_count=f("gpu_count"),
+    est = run_estimate(loaded.spec, card_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
     if total and abs(total - est.gpu_total_bytes) > 0.02 * GiB:
         est = _with_total(est, total)
@@ -492,8 +494,8 @@ def _anchored_estimate(facts, model_ref, gpu_ref, version, engine, offline, hub_
     pool = solved[0] if solved else None
     # the card's size left open (no card, or a name without its size): vLLM's figure implies it
     if pool is not None and not total and not stage_gpus and not settings.kv_cache_memory_bytes \
-            and not (gpu_ref and _SIZE_IN_TEXT.search(gpu_ref)):
-        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides, named=bool(gpu_ref))
+            and not (card_ref and _SIZE_IN_TEXT.search(card_ref)):
+        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides, named=bool(card_ref))
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)
         if anchored is not est:

@@ -43,3 +43,21 @@ def test_a_corpus_total_taken_from_nvidia_smi_is_converted(accuracy):
     # notes naming another MiB figure than the total do not convert it
     other = dict(case, notes="total_gpu_memory_gib is the sum of 16303 MiB and 32607 MiB.")
     assert accuracy.smi_total_mib(other) is None
+
+
+def test_settings_a_case_leaves_empty_come_from_its_paste(accuracy):
+    """A case whose fields leave TP, utilization and the card empty while its paste states them
+    (club-3090's Qwen3.6 logs: `--tensor-parallel-size 2` in the command, the card in nvidia-smi)
+    is run as the paste says, not with the defaults (one GPU, 0.9, an assumed H100); a field that
+    is set still wins over the paste."""
+    paste = ("$ vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --gpu-memory-utilization 0.8 "
+             "--max-model-len 32768\n"
+             "|   0  NVIDIA GeForce RTX 3090        On  | 00000000:01:00.0 Off |                  N/A |\n"
+             "| 30%   40C    P8    20W / 350W |      1MiB / 24576MiB |      0%      Default |\n")
+    case = {"paste": paste, "date": "2025-09-01", "tensor_parallel_size": None,
+            "gpu_memory_utilization": None, "max_model_len": None, "gpu": None, "observed": {}}
+    s = accuracy.settings_for(case)
+    assert (s.tensor_parallel_size, s.gpu_memory_utilization, s.max_model_len) == (2, 0.8, 32768)
+    assert "3090" in accuracy.gpu_for(case)
+    s = accuracy.settings_for(dict(case, gpu_memory_utilization=0.95, tensor_parallel_size=1))
+    assert (s.tensor_parallel_size, s.gpu_memory_utilization) == (1, 0.95)
