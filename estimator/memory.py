@@ -64,6 +64,15 @@ CUDA_CONTEXT = int(0.45 * GiB)
 # (≈3h) in the model dtype, times a fragmentation factor 1.3 (docs §6: 1.2–1.5; vllm#10517 shows
 # the increment is ≈1.0× for the MLP term).
 FORWARD_FACTOR = 1.3
+# V0 runs the model eagerly (no torch.compile, no V1 attention-backend workspaces in the profile),
+# and its dense profile peak is the MLP's live set alone: gate/up output (2I) + activation output
+# (I) + residual, normed input and down-projection output (3h), once, with no qkv term (the
+# attention's buffers are freed before the MLP runs). Three text-only V0 logs agree within 1%:
+# vllm#10517 (Llama-3.1-8B, 0.6.4, Tb = 20,000 / 29,000: peak_torch − weights = 2.07 / 2.99 GiB;
+# model 2.06 / 2.99) and vllm#11251 (Llama-3.1-8B TP2, 0.6.5, Tb = 40,000: 2.53 GiB; model 2.52);
+# a public V0 0.8 log of Qwen3-4B on a 12 GB RTX 2060 (Tb = 10,000, one sequence) printed 0.74 GiB
+# (model 0.69). V1 keeps FORWARD_FACTOR with the qkv term: its logs carry more (see above).
+V0_FORWARD_FACTOR = 1.0
 # CUDA-graph memory when budgeted (V1 0.20+): vLLM captures PIECEWISE graphs for every size and
 # FULL ones for uniform-decode sizes (vllm.full_graph_sizes); each graph keeps per-layer kernel
 # state in the shared pool. Fitted per graph per decoder layer on logs that print "Estimated CUDA
@@ -552,7 +561,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
             assumptions.append(f"V0 profile run: {seqs} dummy prompt(s) of {mm_tokens:,} media tokens, "
                                f"{tokens:,} tokens through the language model (more than "
                                f"max_num_batched_tokens {tb:,})")
-    forward = _forward_bytes(spec, s, tokens, model_dtype_bytes)
+    forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0")
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     per_elem = profile.sampler_bytes_per_elem
@@ -607,10 +616,11 @@ def v0_driver_extra_bytes(est: Estimate) -> int:
 FUSED_MOE_CHUNK_TOKENS = 32768
 
 
-def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int) -> int:
+def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int, v0: bool = False) -> int:
     """Peak of one decoder layer's forward over `tokens` dummy tokens (docs §6).
 
-    Dense: MLP gate/up + activation (3·I/tp) + qkv + residual/norm buffers (3·h) per token.
+    Dense: MLP gate/up + activation (3·I/tp) + qkv + residual/norm buffers (3·h) per token, × the
+    V1 factor; V0 (eager): the MLP's live set 3·I/tp + 3·h, × V0_FORWARD_FACTOR.
     MoE: routed tokens fan out top_k times through 2·I_expert (+ I_expert act) per token; fused_moe
     keeps [tokens × top_k × 2·I/tp], [… × I/tp] and [… × hidden] caches, sized for one chunk of
     FUSED_MOE_CHUNK_TOKENS. With data parallelism every MoE layer first gathers the hidden
@@ -621,7 +631,10 @@ def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int
     tp = s.tensor_parallel_size
     h, inter = spec.hidden_size, spec.intermediate_size
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
-    dense = FORWARD_FACTOR * tokens * (3 * inter // tp + qkv + 3 * h) * dtype_b
+    if v0:
+        dense = V0_FORWARD_FACTOR * tokens * (3 * inter // tp + 3 * h) * dtype_b
+    else:
+        dense = FORWARD_FACTOR * tokens * (3 * inter // tp + qkv + 3 * h) * dtype_b
     if not (spec.moe and spec.moe.moe_layers):
         return int(dense)
     m = spec.moe
@@ -733,15 +746,19 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     return peak, media
 
 
-def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int, activation: int) -> int:
+def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> int:
+    """Memory the instance holds outside torch's allocator, as the version measures it.
+
+    V0 0.6.5+ measures it after `gc.collect(); torch.cuda.empty_cache()` (vllm/utils.py
+    memory_profiling: "after garbage-collecting activation tensors"), so the allocator's cached
+    activation memory is not in it: released 0.6.5–0.6.6 logs print 0.10–0.39 GiB beside
+    activation peaks of 0.94–15.73 GiB (vllm#11251: 0.39 beside 2.53). Only the pre-release log of
+    vllm PR10511 (its tabular format, never released) shows the activation in it (1.79 GiB at TP1).
+    """
     world = s.tensor_parallel_size * s.pipeline_parallel_size
     n = NON_TORCH_SINGLE + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0)
     if profile.context_in_non_torch:
         n += CUDA_CONTEXT + other_process_bytes
-    if profile.engine == "v0" and (0, 6, 5) <= profile.version < (0, 7, 0):
-        # 0.6.5–0.6.6: N = cuda_used − baseline − W − Δallocated, so the allocator's cached
-        # (reserved, freed) activation memory lands in N too (vllm/utils.py memory_profiling).
-        n += activation
     return n
 
 
@@ -855,7 +872,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
         else activation_bytes
-    nt = non_torch(profile, s, other_process_bytes, act) if non_torch_bytes is None else non_torch_bytes
+    nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes
     # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
     # a budget item even when the log prints their size
     after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted

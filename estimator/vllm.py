@@ -404,6 +404,11 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             continue
         if key in BOOL_KEYS:
             value: object = not negated
+            if not (eq or negated) and i < len(argv) and argv[i].strip().lower() in ("true", "false"):
+                # V0's StoreBoolean flags took a value word (`--enable-chunked-prefill False`,
+                # vllm/engine/arg_utils.py nargs="?")
+                eq, inline = "=", argv[i]
+                i += 1
             if eq:
                 value = normalise(key, inline)
                 if value is None:

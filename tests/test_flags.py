@@ -195,3 +195,16 @@ def test_draft_name_gives_the_method_in_either_spelling(argv, method):
     from estimator.vllm import parse_flags
 
     assert parse_flags(argv).speculative_method == method
+
+
+def test_a_boolean_flag_takes_the_value_word_v0_accepted():
+    """V0's StoreBoolean flags took a value word: `--enable-chunked-prefill False` (vllm#11251)
+    turned chunked prefill off, and the CLI read it as a bare flag (on) with a stray word."""
+    from estimator.vllm import parse_flags
+
+    s = parse_flags(["--enable-chunked-prefill", "False", "--max-model-len", "40000"])
+    assert s.enable_chunked_prefill is False and s.max_model_len == 40000
+    assert parse_flags(["--enforce-eager", "true"]).enforce_eager is True
+    assert parse_flags(["--enable-chunked-prefill", "--max-model-len", "40000"]).enable_chunked_prefill is True
+    # the negated spelling takes no value: a following word is not read as one
+    assert parse_flags(["--no-enable-prefix-caching", "true"]).enable_prefix_caching is False
