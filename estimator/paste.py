@@ -757,12 +757,13 @@ _SPECIFIC = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory
 _VLLM_CONTEXT = regex.compile(
     r"(?i)\bvllm\b|\bv?llm[_.-]?engine\b|\[(?:gpu_worker|kv_cache_utils|worker|model_runner|core|llm_engine|api_server)\.py:\d+\]"
     r"|--gpu[-_]memory[-_]utilization|gpu_memory_utilization|EngineCore|\bLLM\(|aphrodite")
+# The shell's word when the kernel's OOM killer ended the process: host RAM ran out, not the GPU's.
+_KILLED_RE = r"(?m:^[ ]*Killed[ ]*$)"
+_KILLED = regex.compile(_KILLED_RE)
 _OTHER_ERROR = regex.compile(
     r"EngineCore[ ]+failed[ ]+to[ ]+start|Engine[ ]+core[ ]+initialization[ ]+failed|EngineCore[ ]+hit[ ]+an[ ]+exception"
     r"|vLLM[ ]+cannot[ ]+currently[ ]+support|Trying[ ]+to[ ]+create[ ]+tensor[ ]+with[ ]+negative[ ]+dimension"
-    r"|WorkerProc[ ]+(?:failed|hit)|(?m:^[ ]*Killed[ ]*$)")
-# The shell's word when the kernel's OOM killer ended the process: host RAM ran out, not the GPU's.
-_KILLED = regex.compile(r"(?m:^[ ]*Killed[ ]*$)")
+    r"|WorkerProc[ ]+(?:failed|hit)|" + _KILLED_RE)
 _VLLM_TRACEBACK = regex.compile(
     r"(?s)Traceback[ ]\(most[ ]recent[ ]call[ ]last\)(?=.{0,3000}?vllm[/\\.])(?=.{0,4000}?(?:kv_cache|determine_available_memory"
     r"|determine_num_available_blocks|profile_run|initialize_cache|_initialize_kv_caches|init_device|get_kv_cache_config))")
