@@ -60,9 +60,13 @@ NON_TORCH_SINGLE = int(0.15 * GiB)
 NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
 # CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
 CUDA_CONTEXT = int(0.45 * GiB)
-# Forward activation of one token: MLP gate/up (2I) + activation (I) + residual/norm/qkv buffers
-# (≈3h) in the model dtype, times a fragmentation factor 1.3 (docs §6: 1.2–1.5; vllm#10517 shows
-# the increment is ≈1.0× for the MLP term).
+# V1's forward activation of one token: MLP gate/up (2I) + activation (I) + qkv + residual/norm
+# buffers (≈3h) in the model dtype, times 1.3 (docs §6: 1.2–1.5). V1 runs compiled graphs and its
+# attention backends' buffers inside the profile, so the eager MLP live set (V0 below) is not
+# enough: with 1.0 and no qkv term the dev V1 pools that rest on the forward (qevos 262k, vllm#16128,
+# club-3090#487) go from 4.7 / 2.1 / 0.7% to 13.5 / 9.6 / 3.2%, and the two V2-runner logs that
+# print the peak alone (vllm PR48601 1.54 GiB, a 0.2x Llama-3.1-8B H100 log 1.44) are above even
+# 1.3× (modelled 1.20 / 1.22).
 FORWARD_FACTOR = 1.3
 # V0 runs the model eagerly (no torch.compile, no V1 attention-backend workspaces in the profile),
 # and its dense profile peak is the MLP's live set alone: gate/up output (2I) + activation output
@@ -71,7 +75,7 @@ FORWARD_FACTOR = 1.3
 # vllm#10517 (Llama-3.1-8B, 0.6.4, Tb = 20,000 / 29,000: peak_torch − weights = 2.07 / 2.99 GiB;
 # model 2.06 / 2.99) and vllm#11251 (Llama-3.1-8B TP2, 0.6.5, Tb = 40,000: 2.53 GiB; model 2.52);
 # a public V0 0.8 log of Qwen3-4B on a 12 GB RTX 2060 (Tb = 10,000, one sequence) printed 0.74 GiB
-# (model 0.69). V1 keeps FORWARD_FACTOR with the qkv term: its logs carry more (see above).
+# (model 0.69).
 V0_FORWARD_FACTOR = 1.0
 # CUDA-graph memory when budgeted (V1 0.20+): vLLM captures PIECEWISE graphs for every size and
 # FULL ones for uniform-decode sizes (vllm.full_graph_sizes); each graph keeps per-layer kernel
