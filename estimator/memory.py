@@ -64,9 +64,8 @@ CUDA_CONTEXT = int(0.45 * GiB)
 # buffers (≈3h) in the model dtype, times 1.3 (docs §6: 1.2–1.5). V1 runs compiled graphs and its
 # attention backends' buffers inside the profile, so the eager MLP live set (V0 below) is not
 # enough: with 1.0 and no qkv term the dev V1 pools that rest on the forward (qevos 262k, vllm#16128,
-# club-3090#487) go from 4.7 / 2.1 / 0.7% to 13.5 / 9.6 / 3.2%, and the two V2-runner logs that
-# print the peak alone (vllm PR48601 1.54 GiB, a 0.2x Llama-3.1-8B H100 log 1.44) are above even
-# 1.3× (modelled 1.20 / 1.22).
+# club-3090#487) go from 4.7 / 2.1 / 0.7% to 13.5 / 9.6 / 3.2%, and the V2-runner log that prints
+# the forward peak alone (vllm PR48601, 1.54 GiB) is above even 1.3× (modelled 1.20).
 FORWARD_FACTOR = 1.3
 # V0 runs the model eagerly (no torch.compile, no V1 attention-backend workspaces in the profile),
 # and its dense profile peak is the MLP's live set alone: gate/up output (2I) + activation output
