@@ -162,6 +162,26 @@ def _act(spec, **settings):
     return activation_peak(spec, profile_for(s.vllm_version, s.engine), s, 2, notes), notes
 
 
+def test_v0_065_profile_of_a_long_prefill_without_chunking():
+    """vllm#11251 (0.6.5, Llama-3.1-8B fp16, TP2, 15.77 GiB cards at 0.90, max_model_len 40,000,
+    `--enable-chunked-prefill False`) printed weights 7.51, non-torch 0.39, activation 2.53 and
+    3.76 GiB of KV. By hand: V0 profiles one batch of Tb = 40,000 tokens; its peak is the MLP's live
+    set, 40,000 × (3 × 14,336 / 2 + 3 × 4,096) × 2 B = 2.52 GiB; 0.6.5 measures non-torch after
+    emptying torch's cache, so it is 0.15 + 0.06 × 2 = 0.27 GiB, not that plus the activation."""
+    spec = load("meta-llama/Llama-3.1-8B-Instruct")
+    s = parse_flags(["--tensor-parallel-size", "2", "--dtype", "float16", "--max-model-len", "40000",
+                     "--enable-chunked-prefill", "False", "--gpu-memory-utilization", "0.90"],
+                    EngineSettings(vllm_version="0.6.5"))
+    e = estimate(spec, gpu_total_bytes=int(15.77 * GiB), settings=s, weights_bytes=int(7.51 * GiB))
+    act = 40000 * (3 * 14336 // 2 + 3 * 4096) * 2
+    assert e.settings.max_num_batched_tokens == 40000
+    assert e.activation_bytes == act
+    assert e.non_torch_bytes == int(0.15 * GiB) + 2 * int(0.06 * GiB)
+    kv = int(0.90 * 15.77 * GiB) - int(7.51 * GiB) - act - e.non_torch_bytes
+    assert abs(e.kv_cache_bytes - kv) <= 2 * MiB
+    assert abs(e.kv_cache_bytes / GiB - 3.76) / 3.76 < 0.05        # printed 3.76, model 3.90
+
+
 def test_v0_multimodal_dummy_prompt_is_not_cut_to_the_batch():
     """vllm/multimodal/profiling.py (V0): a dummy prompt longer than Tb // S only warns; the whole
     prompt — one max-size image (16,384 tokens) and one video (16,384) — goes through the LLM."""
