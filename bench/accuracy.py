@@ -81,7 +81,7 @@ def settings_for(case: dict) -> EngineSettings:
     # LLM(...) keyword arguments recorded as such ("enable_expert_parallel=True, block_size=256").
     for key, value in re.findall(r"\b([a-z][a-z0-9_]+)=(True|False|\d+(?:\.\d+)?)\b", other):
         flag = "--" + key.replace("_", "-")
-        chunk = [flag] if value == "True" else [] if value == "False" else [flag, value]
+        chunk = [f"{flag}={value.lower()}"] if value in ("True", "False") else [flag, value]
         try:
             parse_flags(chunk, s)
         except KvdoctorError:

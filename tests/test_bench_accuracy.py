@@ -61,3 +61,11 @@ def test_settings_a_case_leaves_empty_come_from_its_paste(accuracy):
     assert "3090" in accuracy.gpu_for(case)
     s = accuracy.settings_for(dict(case, gpu_memory_utilization=0.95, tensor_parallel_size=1))
     assert (s.tensor_parallel_size, s.gpu_memory_utilization) == (1, 0.95)
+
+
+def test_llm_keyword_arguments_in_the_notes_are_read_both_ways(accuracy):
+    """`LLM(enable_chunked_prefill=False, …)` recorded in a case's other_flags turns chunked prefill
+    off (V0 then profiles max_model_len tokens); it used to be dropped, leaving vLLM's default."""
+    s = accuracy.settings_for({"paste": "", "other_flags": "LLM(enable_chunked_prefill=False, enforce_eager=True, "
+                                                           "block_size=32)"})
+    assert (s.enable_chunked_prefill, s.enforce_eager, s.block_size) == (False, True, 32)
