@@ -70,7 +70,7 @@ FORWARD_FACTOR = 1.3
 # V0 runs the model eagerly (no torch.compile, no V1 attention-backend workspaces in the profile),
 # and its dense profile peak is the MLP's live set alone: gate/up output (2I) + activation output
 # (I) + residual, normed input and down-projection output (3h), once, with no qkv term (the
-# attention's buffers are freed before the MLP runs). Three text-only V0 logs agree within 1%:
+# attention's buffers are freed before the MLP runs). Three text-only V0 runs agree within 1%:
 # vllm#10517 (Llama-3.1-8B, 0.6.4, Tb = 20,000 / 29,000: peak_torch − weights = 2.07 / 2.99 GiB;
 # model 2.06 / 2.99) and vllm#11251 (Llama-3.1-8B TP2, 0.6.5, Tb = 40,000: 2.53 GiB; model 2.52);
 # a public V0 0.8 log of Qwen3-4B on a 12 GB RTX 2060 (Tb = 10,000, one sequence) printed 0.74 GiB
