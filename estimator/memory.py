@@ -370,6 +370,15 @@ def _first_global_attention(spec: ModelSpec, kinds: tuple) -> LayerKV | None:
                  and not isinstance(lk, (SlidingWindow, ChunkedLocal, CrossAttention))), None)
 
 
+def speculative_tokens(spec: ModelSpec, s: EngineSettings) -> int:
+    """Tokens proposed per step: the flag's, else for MTP the number of MTP layers (vLLM's default,
+    vllm/config SpeculativeConfig) — on every pipeline stage, since the graph sizes need it too."""
+    if s.num_speculative_tokens:
+        return s.num_speculative_tokens
+    method = (s.speculative_method or "").lower()
+    return mtp_layers(spec) if method.endswith("mtp") else 0
+
+
 def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
             assumptions: list[str]) -> tuple[list[LayerKV], int, bool]:
     """(the draft model's KV layers, speculative tokens per step, MTP weights loaded).
@@ -388,14 +397,13 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
     if not method or (s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1):
         return [], 0, False
     n_mtp = mtp_layers(spec)
-    k = s.num_speculative_tokens or 0
+    k = speculative_tokens(spec, s)
     if method.endswith("mtp"):
         if not n_mtp:
             assumptions.append(f"speculative method {method!r} but the config has no MTP layers: no draft "
                                "memory counted")
             return [], k, False
-        if not k:
-            k = n_mtp
+        if not s.num_speculative_tokens:
             assumptions.append(f"num_speculative_tokens not given: vLLM's default for MTP, {k}")
         attn = _first_global_attention(spec, (FullAttention, MLA))
         layers = [attn] * n_mtp if attn is not None else []
@@ -623,7 +631,7 @@ def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int
     """Peak of one decoder layer's forward over `tokens` dummy tokens (docs §6).
 
     Dense: MLP gate/up + activation (3·I/tp) + qkv + residual/norm buffers (3·h) per token, × the
-    V1 factor; V0 (eager): the MLP's live set 3·I/tp + 3·h, × V0_FORWARD_FACTOR.
+    V1 factor; V0 (eager): the MLP's live set 3·I/tp + 3·h, × V0_FORWARD_FACTOR (MoE layers alike).
     MoE: routed tokens fan out top_k times through 2·I_expert (+ I_expert act) per token; fused_moe
     keeps [tokens × top_k × 2·I/tp], [… × I/tp] and [… × hidden] caches, sized for one chunk of
     FUSED_MOE_CHUNK_TOKENS. With data parallelism every MoE layer first gathers the hidden
@@ -634,17 +642,16 @@ def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int
     tp = s.tensor_parallel_size
     h, inter = spec.hidden_size, spec.intermediate_size
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
-    if v0:
-        dense = V0_FORWARD_FACTOR * tokens * (3 * inter // tp + 3 * h) * dtype_b
-    else:
-        dense = FORWARD_FACTOR * tokens * (3 * inter // tp + qkv + 3 * h) * dtype_b
+    # V0's eager run frees the attention buffers before the MLP (or experts) run: no qkv term
+    factor, attn = (V0_FORWARD_FACTOR, 0) if v0 else (FORWARD_FACTOR, qkv)
+    dense = factor * tokens * (3 * inter // tp + attn + 3 * h) * dtype_b
     if not (spec.moe and spec.moe.moe_layers):
         return int(dense)
     m = spec.moe
     dp = max(1, s.data_parallel_size or 1)
     routed = tokens * dp
     per_token = m.experts_per_tok * (3 * m.expert_intermediate // tp + h) + 3 * m.shared_intermediate // tp
-    moe = FORWARD_FACTOR * (min(routed, FUSED_MOE_CHUNK_TOKENS) * per_token + tokens * (qkv + 3 * h)) * dtype_b
+    moe = factor * (min(routed, FUSED_MOE_CHUNK_TOKENS) * per_token + tokens * (attn + 3 * h)) * dtype_b
     if dp > 1:
         moe += 2 * routed * h * dtype_b
     return int(max(dense if m.dense_layers else 0, moe))
@@ -740,7 +747,6 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         if n_vid and video_tokens > tokens:
             # V1 profiles the modality whose largest item has the most tokens: here the video
             tokens, patches, what = video_tokens, video_tokens * merge * merge, "video(s)"
-            media = tokens * n_vid + MAX_DYNAMIC_IMAGE_TOKENS * n_img
         items = max(1, min(max(tb, tokens) // tokens, seqs * per_prompt))
     per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
     peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
@@ -782,7 +788,7 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     graphs come after it (`graphs_after_kv`)."""
     if s.enforce_eager or not profile.cuda_graphs_budgeted or graphs_after_kv(profile, s):
         return 0
-    seqs, k = s.max_num_seqs or 256, s.num_speculative_tokens or 0
+    seqs, k = s.max_num_seqs or 256, speculative_tokens(spec, s)
     sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k)
     graphs = len(sizes) + len(full_graph_sizes(sizes, seqs, k))       # PIECEWISE + FULL captures
     pp = max(1, s.pipeline_parallel_size)
@@ -879,8 +885,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
     # a budget item even when the log prints their size
     after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted
-    graphs = cuda_graph_memory(spec, profile, s, draft_info[0]) if cuda_graph_bytes is None or after \
-        else cuda_graph_bytes
+    graphs = 0 if after else cuda_graph_bytes if cuda_graph_bytes is not None \
+        else cuda_graph_memory(spec, profile, s, draft_info[0])
     if adjust:
         parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
         for key, (how, amount) in adjust.items():

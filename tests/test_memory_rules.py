@@ -635,3 +635,19 @@ def test_an_eagle_head_adds_one_layer_of_the_targets_kv():
 
     assert tokens("eagle") == pool // (16 * 135_168) * 16 == 410_128
     assert tokens(None) == pool // (16 * 131_072) * 16 == 422_944
+
+
+def test_mtp_graph_sizes_use_the_default_token_count():
+    """`--speculative-config '{"method": "mtp"}'` without a token count runs as many speculative
+    tokens as the config has MTP layers (1 for Qwen3.6-27B): graph sizes are multiples of
+    q = 1 + 1, exactly as when the count is given, not those of plain decoding."""
+    from estimator.memory import cuda_graph_memory
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen3.6-27B")
+    p = profile_for("0.22.0")
+    implicit = cuda_graph_memory(spec, p, EngineSettings(vllm_version="0.22.0", speculative_method="mtp"))
+    given = cuda_graph_memory(spec, p, EngineSettings(vllm_version="0.22.0", speculative_method="mtp",
+                                                      num_speculative_tokens=1))
+    plain = cuda_graph_memory(spec, p, EngineSettings(vllm_version="0.22.0"))
+    assert implicit == given != plain
