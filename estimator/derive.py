@@ -217,10 +217,10 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                 st.checks.append(f"{blocks:,} blocks in {kv_read / GiB:.2f} GiB means {implied / 2**20:.2f} MiB per block; "
                                  f"the model's layout gives {bpb / 2**20:.2f} MiB (different dtype, TP or model?)")
     if est is not None and f("weights_gib") is not None and est.weights_bytes:
-        ratio = gib_bytes(f("weights_gib")) / max(1, est.modelled_weights_bytes)
+        ratio = gib_bytes(f("weights_gib")) / max(1, est.checkpoint_weights_bytes)
         if abs(ratio - 1) > 0.15:
             st.checks.append(f"the paste says the weights take {f('weights_gib')} GiB per GPU; the model's checkpoint "
-                             f"would take {est.modelled_weights_bytes / GiB:.2f} GiB — check the model id, quantization and TP")
+                             f"would take {est.checkpoint_weights_bytes / GiB:.2f} GiB — check the model id, quantization and TP")
     others = est.others_charged_bytes if est is not None else 0
     if others:
         fixed = ".".join(map(str, OTHERS_OWN_SHARE_FROM[est.profile.engine]))

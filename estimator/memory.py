@@ -170,6 +170,7 @@ class Estimate:
     error_kind: str | None
     assumptions: list[str] = field(default_factory=list)
     suggestions: list[dict] = field(default_factory=list)
+    checkpoint_weights_bytes: int = 0           # the model's own weights per rank, whatever was printed
     # Not results of the arithmetic: what it was run with, and what the callers learnt about it.
     inputs: dict = field(default_factory=dict, repr=False, compare=False)   # estimate()'s arguments (rerun)
     tightest_stage: int = 0                     # mixed PP stages: the one whose block count all get
@@ -183,7 +184,8 @@ class Estimate:
 
     @property
     def modelled_weights_bytes(self) -> int:
-        """The weights as modelled, before any part was solved for to reproduce vLLM's pool."""
+        """The weights of the state vLLM ran with (its printed figure where the paste has one),
+        before any part was solved for to reproduce vLLM's pool."""
         return (self.reconciliation.plain or self).weights_bytes
 
     @property
@@ -875,10 +877,11 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         s.block_size = layout.block_size
 
     # ---- weights, activation, non-torch, graphs ----
-    if weights_bytes is None:
-        weights_bytes = _weights(spec, s, profile, model_dtype, assumptions, with_mtp=draft_info[2],
-                                 compute_capability=compute_capability)
-    weights_bytes = max(0, weights_bytes - int(s.cpu_offload_gb * GiB))
+    # the checkpoint's own weights even when a paste gave vLLM's figure: the two are compared
+    offload = int(s.cpu_offload_gb * GiB)
+    model_weights = max(0, _weights(spec, s, profile, model_dtype, assumptions if weights_bytes is None else [],
+                                    with_mtp=draft_info[2], compute_capability=compute_capability) - offload)
+    weights_bytes = model_weights if weights_bytes is None else max(0, weights_bytes - offload)
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
         else activation_bytes
     nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes
@@ -983,7 +986,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         activation_bytes=act, non_torch_bytes=nt, cuda_graph_bytes=graphs, kv_cache_bytes=kv_pool,
         layout=layout, gpu_blocks=blocks, kv_cache_tokens=capacity, max_concurrency=concurrency,
         max_model_len=max_len, max_model_len_fit=fit_len, kv_needed_bytes=kv_needed, fits=fits,
-        error_kind=error, assumptions=_dedupe(assumptions),
+        error_kind=error, assumptions=_dedupe(assumptions), checkpoint_weights_bytes=model_weights,
     )
     est.inputs = inputs
     return est

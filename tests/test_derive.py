@@ -435,3 +435,22 @@ def test_without_a_model_the_remainder_is_non_torch_not_unexplained():
     d = diagnose(text, offline=True, explain=True)
     assert not any("does not explain" in c for c in d.checks)
     assert any("2.70 GiB beyond the weights, activation and graphs" in n for n in d.notes)
+
+
+def test_printed_weights_far_from_the_checkpoint_are_checked():
+    """vLLM printed 7.52 GiB of weights for what the paste calls Llama-3.1-8B in bf16, whose checkpoint
+    vLLM loads as 14.99 GiB (vllm#10517: "Loading model weights took 14.9888 GB"): a different
+    checkpoint, quantization or TP, which the reply says. The printed figure still sizes the state;
+    the check compares it with the model's own."""
+    text = ("$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072   # one H100\n"
+            "INFO 04-12 08:21:19 [worker.py:267] Memory profiling takes 4.0 seconds\n"
+            "the current vLLM instance can use total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB\n"
+            "model weights take 7.52GiB; non_torch_memory takes 0.15GiB; PyTorch activation peak memory takes "
+            "1.22GiB; the rest of the memory reserved for KV Cache is 62.38GiB.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.estimate["memory"]["weights_bytes"] == round(7.52 * GiB)
+    check = " ".join(d.checks)
+    assert "the paste says the weights take 7.52 GiB per GPU" in check and "would take 14.99 GiB" in check
+    # the same paste with the checkpoint's own figure draws no such check
+    same = diagnose(text.replace("7.52GiB", "14.99GiB").replace("62.38GiB", "54.91GiB"), offline=True, explain=True)
+    assert not any("the paste says the weights take" in c for c in same.checks)
