@@ -19,7 +19,7 @@ from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 from estimator.gpus import lookup_gpu
 from estimator.memory import Estimate, GiB, cc_number, rerun, stage_sizes, vision_encoder_peak
-from estimator.vllm import ceil_div
+from estimator.vllm import ceil_div, v0_keeps_chunked_prefill_off
 
 FP8_KV = "fp8"
 
@@ -261,15 +261,17 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                 break
     # 1c. V0 without chunked prefill profiles a forward pass over max_num_batched_tokens =
     # max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py): chunked prefill bounds it. Not
-    # offered where V0 keeps it off itself (sliding-window and multimodal models, vllm.v0_chunked_prefill).
+    # offered where V0 keeps it off itself (vllm.v0_keeps_chunked_prefill_off), nor where the user's
+    # own --max-num-batched-tokens would stay the batch.
     tb = s.max_num_batched_tokens or 0
     if est.profile.engine == "v0" and est.profile.chunked_prefill_flag and not s.enable_chunked_prefill \
-            and tb >= 4096 and not est.spec.is_multimodal and est.spec.sliding_window is None and kind in ("kv_capacity_v0", "no_cache_blocks", "cuda_oom_profile"):
+            and tb >= 4096 and not v0_keeps_chunked_prefill_off(est.profile, est.spec, s) \
+            and kind in ("kv_capacity_v0", "no_cache_blocks", "cuda_oom_profile"):
         chunk = rerun(est, enable_chunked_prefill=True).settings.max_num_batched_tokens or 0
         sug = _with_len(est, {"enable_chunked_prefill": True},
                         f"without chunked prefill V0's profile run is one forward pass over {tb:,} tokens "
                         f"(max_model_len); with it, over {chunk:,}, and the rest goes to the KV cache",
-                        True, flags=["--enable-chunked-prefill"])
+                        True, flags=["--enable-chunked-prefill"]) if chunk < tb else None
         if sug:
             out.append(sug)
     # 1b. Pipeline stages that hold unequal shares of memory: move layers to the roomier stage.
@@ -733,7 +735,7 @@ def config_error_fixes(facts) -> list[dict]:
     if kind == "tp_divisibility" and isinstance(tp, int) and isinstance(heads, (int, float)) and tp > 1:
         heads = int(heads)
         # the largest TP that splits the heads and the GPUs: pipeline stages take the rest
-        d = max(k for k in range(1, tp + 1) if heads % k == 0 and tp % k == 0)
+        d = math.gcd(heads, tp)
         # TP stated even when 1: the fix replaces the TP that failed, it is not added beside it
         flags = f"--tensor-parallel-size {d}" + (f" --pipeline-parallel-size {tp // d}" if tp // d > 1 else "")
         why = (f"{d} tensor-parallel GPUs split the {heads} heads evenly and {tp // d} pipeline stages use the "
@@ -745,16 +747,17 @@ def config_error_fixes(facts) -> list[dict]:
         if fewer and fewer != d:
             out.append({"flags": f"--tensor-parallel-size {fewer}", "checked": False,
                         "why": f"{fewer} GPUs split the {heads} heads evenly (check the model still fits on {fewer})"})
+    elif kind == "tp_divisibility" and isinstance(x.get("num_layers"), (int, float)) \
+            and isinstance(f("pipeline_parallel_size"), int) and f("pipeline_parallel_size") > 1:
+        # layers not divisible by the pipeline size (with or without tensor parallelism)
+        layers, pp = int(x["num_layers"]), f("pipeline_parallel_size")
+        ok = max(k for k in range(1, pp + 1) if layers % k == 0)
+        out.append({"flags": f"--pipeline-parallel-size {ok}", "checked": False,
+                    "why": f"{ok} stages split the {layers} layers evenly"})
     elif kind == "tp_divisibility" and isinstance(tp, int) and tp > 1:
-        layers, pp = x.get("num_layers"), f("pipeline_parallel_size")
-        if isinstance(layers, (int, float)) and isinstance(pp, int) and pp > 1:
-            ok = max(k for k in range(1, pp + 1) if int(layers) % k == 0)
-            out.append({"flags": f"--pipeline-parallel-size {ok}", "checked": False,
-                        "why": f"{ok} stages split the {int(layers)} layers evenly"})
-        else:
-            out.append({"flags": f"--tensor-parallel-size {max(1, tp // 2)}", "checked": False,
-                        "why": "a quantized layer's groups do not split this many ways; fewer tensor-parallel GPUs "
-                               "give each a whole number of groups"})
+        out.append({"flags": f"--tensor-parallel-size {max(1, tp // 2)}", "checked": False,
+                    "why": "a quantized layer's groups do not split this many ways; fewer tensor-parallel GPUs "
+                           "give each a whole number of groups"})
     if kind == "bf16_compute_capability":
         cc = x.get("compute_capability")
         out.append({"flags": "--dtype half", "checked": False,

@@ -504,17 +504,20 @@ def v0_chunked_prefill(p: Profile, max_model_len: int, spec, settings: EngineSet
         return settings.enable_chunked_prefill
     if p.version < (0, 5, 3) or max_model_len <= 32768:
         return False
+    return not v0_keeps_chunked_prefill_off(p, spec, settings)
+
+
+def v0_keeps_chunked_prefill_off(p: Profile, spec, settings: EngineSettings) -> bool:
+    """The models V0 never chunks by itself (vllm/engine/arg_utils.py): sliding-window ones; in
+    0.5.x with prefix caching or Mamba-type layers, from 0.6 multimodal ones; from 0.8 MLA."""
     if spec.sliding_window is not None:
-        return False
+        return True
     if p.version < (0, 6, 0):
-        # 0.5.x: also off with prefix caching or Mamba-type layers (not yet with multimodal).
         if settings.enable_prefix_caching or spec.state_layers:
-            return False
+            return True
     elif spec.is_multimodal:
-        return False
-    if p.version >= (0, 8, 0) and spec.uses_mla:
-        return False
-    return True
+        return True
+    return p.version >= (0, 8, 0) and bool(spec.uses_mla)
 
 
 def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_model_len: int,

@@ -488,6 +488,11 @@ def test_no_chunked_prefill_fix_where_v0_keeps_it_off():
     assert not mistral.fits and not llama.fits
     assert all("--enable-chunked-prefill" not in x.flags for x in suggest(mistral, error_kind="kv_capacity_v0"))
     assert any(x.flags.startswith("--enable-chunked-prefill") for x in suggest(llama, error_kind="kv_capacity_v0"))
+    # the user's own --max-num-batched-tokens stays the batch with chunked prefill on: nothing to offer
+    own = run_estimate(load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec, "A10G",
+                       s.replace(max_num_batched_tokens=32768))
+    assert not own.fits
+    assert all("--enable-chunked-prefill" not in x.flags for x in suggest(own, error_kind="kv_capacity_v0"))
 
 
 def test_settings_errors_get_their_standard_fixes_not_memory_levers():
@@ -511,6 +516,10 @@ def test_settings_errors_get_their_standard_fixes_not_memory_levers():
                      "vllm serve x --tensor-parallel-size 3\n", offline=True, explain=True)
     # no TP above 1 splits 32 heads 3 ways: TP 1 replaces the failing 3 (kept, it would still fail)
     assert prime.unchecked[0]["flags"] == "--tensor-parallel-size 1 --pipeline-parallel-size 3"
+    # layers not divisible by the pipeline size, with no tensor parallelism: 30 layers, PP 4 → 3
+    pp = diagnose("vllm serve x --pipeline-parallel-size 4\nValueError: Total number of hidden layers (30) must be "
+                  "divisible by pipeline parallel size (4).\n", offline=True, explain=True)
+    assert pp.error_kind == "tp_divisibility" and pp.unchecked[0]["flags"] == "--pipeline-parallel-size 3"
 
     bf16 = diagnose("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
                     "Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly "
