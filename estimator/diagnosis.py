@@ -187,7 +187,8 @@ def _rank_notes(facts) -> list[str]:
                                "pipeline parallelism; tensor assumed)",
                "worker_processes": "the worker processes that printed lines and the GPU count (tensor "
                                    "parallelism assumed)",
-               "p2p_cache": "the GPUs custom all-reduce's P2P cache file names (the tensor-parallel group)",
+               "p2p_cache": "the worker processes that printed lines and the GPUs custom all-reduce's P2P cache "
+                            "file names (all the GPUs the process sees; tensor parallelism over all of them assumed)",
                }.get(fact.source if fact else "")
         if how is None:
             continue

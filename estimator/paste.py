@@ -537,17 +537,16 @@ def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: d
         phase = "graph" if (info.get("private_pools_gib") or 0) > 0 else None
         kinds.append((m.start(), "cuda_oom" + (":" + phase if phase else ""), "torch_oom"))
         ooms.append(info)
-    after_kv: bool | None = None
+    pools = any(k[1] == "cuda_oom:graph" for k in kinds)
     for m in _finditer(_tpl.SAMPLER_OOM, text, limit=10):
         covered.append(m.span())
         if m.group("n") and "sampler_warmup_requests" not in extra:
             extra["sampler_warmup_requests"] = int(m.group("n"))
-        if after_kv is None:
-            # V1 warms the sampler up twice: in the profile run, and again after the KV cache and the
-            # CUDA graphs (compile_or_warm_up_model, outside the budget) — the failure a full card sees.
-            # Graphs or a KV cache in the paste (or graph pools in torch's message) mean the second.
-            after_kv = any(k[1] == "cuda_oom:graph" for k in kinds) or _search(_PHASE_RE["graph"], text) is not None
-        kinds.append((m.start(), "cuda_oom:" + ("graph" if after_kv else "profile"), "sampler_warmup_oom"))
+        # V1 warms the sampler up twice: in the profile run, and again after the KV cache and the
+        # CUDA graphs (compile_or_warm_up_model, outside the budget) — the failure a full card sees.
+        # Graph pools in torch's message say the second; else the phase markers around it decide
+        # (_oom_phase: a config dump's "cudagraph_capture_sizes" before the profile run is not one).
+        kinds.append((m.start(), "cuda_oom:graph" if pools else "cuda_oom", "sampler_warmup_oom"))
     for m in _finditer(_tpl.OTHER_CUDA_OOM, text, limit=50):
         if any(s <= m.start() < e + 40 for s, e in covered):
             continue
@@ -688,8 +687,9 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
 
 
 _DP_ENGINE = regex.compile(r"EngineCore_DP[1-9]|DPEngineCore")
-# Custom all-reduce's P2P cache is named after the devices of the tensor-parallel group
-# (vllm/distributed/device_communicators/custom_all_reduce_utils.py gpu_p2p_access_check).
+# Custom all-reduce's P2P cache is named after the devices the process sees (CUDA_VISIBLE_DEVICES,
+# else all of them; vllm/distributed/device_communicators/custom_all_reduce_utils.py
+# gpu_p2p_access_check), not after the tensor-parallel group: an 8-GPU host running TP 2 names 0–7.
 _P2P_CACHE = regex.compile(r"gpu_p2p_access_cache_for_(?P<devs>\d{1,3}(?:,\d{1,3}){1,63})\.json")
 
 
@@ -700,29 +700,27 @@ def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int 
     split, not four copies of one card's state (vllm#17327 was read as one GPU holding the whole
     KV pool). Sources, surest first: custom all-reduce's P2P cache file names the tensor-parallel
     devices; V1 worker names give both sizes; a global rank gives the world (tensor assumed);
-    V0's worker processes give at least their count + 1, and the GPU count the paste states
-    when it is at least that. Skipped where data parallelism could own the ranks."""
+    V0's worker processes give at least their count + 1, and the GPU count the paste states (or
+    the devices custom all-reduce's P2P cache file names) when it is at least that. Skipped where
+    data parallelism could own the ranks."""
     if "tensor_parallel_size" in chosen or "pipeline_parallel_size" in chosen:
         return
     if int(extra.get("data_parallel_size") or 1) > 1 or _search(_DP_ENGINE, pt.clean) is not None:
         return
-    tp = pp = 0
-    src = ""
-    p2p = _search(_P2P_CACHE, pt.clean)
-    if p2p is not None:
-        tp, pp, src = len(p2p.group("devs").split(",")), 1, "p2p_cache"
-    else:
-        grid = worker_grid([li for li in pt.lines if focal is None or run_of(li.start) == focal])
-        if grid is None:
-            return
-        tp, pp, how = grid
-        src = {"names": "worker_grid", "ranks": "worker_ranks", "pids": "worker_processes"}[how]
-        if how == "pids":
-            stated = chosen.get("gpu_count")
-            if stated is not None and int(stated.value) >= tp:
-                tp = int(stated.value)
-            elif tp & (tp - 1):
-                return          # neither a stated count nor a power of two: too unsure to guess
+    grid = worker_grid([li for li in pt.lines if focal is None or run_of(li.start) == focal])
+    if grid is None:
+        return
+    tp, pp, how = grid
+    src = {"names": "worker_grid", "ranks": "worker_ranks", "pids": "worker_processes"}[how]
+    if how == "pids":
+        stated = chosen.get("gpu_count")
+        p2p = _search(_P2P_CACHE, pt.clean) if "p2p_access_cache" in pt.clean else None
+        seen = int(stated.value) if stated is not None else len(p2p.group("devs").split(",")) if p2p else 0
+        if seen >= tp:
+            tp = seen
+            src = "worker_processes" if stated is not None else "p2p_cache"
+        elif tp & (tp - 1):
+            return          # neither a stated count nor a power of two: too unsure to guess
     if tp > 1:
         chosen["tensor_parallel_size"] = _Occ("tensor_parallel_size", tp, 0, 0, src, _tpl.P_GUESS, None, True)
     if pp > 1:
@@ -819,6 +817,15 @@ def _phase_in(text: str, start: int, end: int, log_lines: set | None = None) -> 
     return best
 
 
+def _mentions_graphs(text: str) -> bool:
+    """A graph-phase marker anywhere in the paste other than a config key (`cudagraph_mode`…)."""
+    try:
+        return any(text[m.end():m.end() + 1] != "_"
+                   for m in _PHASE_RE["graph"].finditer(text, timeout=budget(0.1)))
+    except TimeoutError:
+        return False
+
+
 def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lines: set) -> str | None:
     """Phase of a CUDA OOM: the last phase marker before it (traceback frames are innermost
     last), else one on its own line ("CUDA OOM … with an 88k prompt"). A torch OOM message with
@@ -864,6 +871,11 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
             r = run_of(pos)
             run_start = run_starts[r - 1] if r > 0 else 0
             phase = explicit_phase or _oom_phase(text, pos, run_start, src == "torch_oom", log_lines)
+            if phase is None and src == "sampler_warmup_oom":
+                # a write-up with no log around the message: the warm-up after the KV cache when the
+                # paste speaks of graphs or a KV cache at all (not a config key such as
+                # "cudagraph_capture_sizes"), else the profile run's
+                phase = "graph" if _mentions_graphs(text) else "profile"
             if phase is None:
                 # a mention without a phase (a title, "torch.OutOfMemoryError for 0.6.4"): a later
                 # occurrence in the log may still say where it hit

@@ -626,12 +626,21 @@ def test_v0_worker_processes_and_the_stated_gpu_count_give_the_tp_size():
     assert read_paste("\n".join(lines[1:]) + "\n").get("tensor_parallel_size") is None
 
 
-def test_custom_all_reduce_cache_file_names_the_tensor_parallel_gpus():
+def test_custom_all_reduce_cache_file_names_the_gpus_the_process_sees():
+    """gpu_p2p_access_check names the file after CUDA_VISIBLE_DEVICES (else every device), not the
+    tensor-parallel group: alone it says nothing of TP; beside V0 worker processes it counts the
+    GPUs, like a stated GPU count (tensor parallelism over all of them assumed, and said)."""
     from estimator.paste import read_paste
 
-    f = read_paste("(VllmWorkerProcess pid=351) INFO 11-27 02:03:09 custom_all_reduce_utils.py:242] reading GPU P2P "
-                   "access cache from /root/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3,4,5,6,7.json\n")
+    cache = ("INFO 11-27 02:03:09 custom_all_reduce_utils.py:242] reading GPU P2P access cache from "
+             "/root/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3,4,5,6,7.json\n")
+    assert read_paste(cache).get("tensor_parallel_size") is None
+    workers = "".join(f"(VllmWorkerProcess pid={p}) INFO 11-27 02:03:09 model_runner.py:1072] Loading model weights "
+                      "took 16.46 GB\n" for p in (351, 354))
+    f = read_paste(cache + workers)
     assert (f.get("tensor_parallel_size"), f.values["tensor_parallel_size"].source) == (8, "p2p_cache")
+    # three ranks and no device list: not a power of two, too unsure to guess
+    assert read_paste(workers).get("tensor_parallel_size") is None
 
 
 V0_TP4_ONE_WORKER = """INFO 03-19 10:52:41 [api_server.py:972] vLLM API server version 0.8.0rc2.dev9+g6eaf1e5c
@@ -699,6 +708,28 @@ def test_sampler_warmup_after_the_kv_cache_is_fixed_with_fewer_requests():
     # without the model: vLLM's own advice, halved requests
     bare = diagnose(SAMPLER_WARMUP_AFTER_KV, offline=True, explain=True)
     assert any(u["flags"] == "--max-num-seqs 512" for u in bare.unchecked)
+
+
+def test_a_config_dump_mentioning_cudagraph_does_not_move_a_profile_sampler_oom():
+    """Every V1 engine line dumps compilation_config ({"cudagraph_mode": …, "cudagraph_capture_sizes": …}):
+    that is not a graph phase. A sampler warm-up OOM whose traceback runs through profile_run failed in
+    the profile run; the same message in a write-up that says the graphs were captured failed after."""
+    from estimator.paste import read_paste
+
+    dump = ("INFO 03-16 06:10:01 [core.py:70] Initializing a V1 LLM engine (v0.8.5) with config: model='Qwen/QwQ-32B', "
+            "compilation_config={\"level\":3,\"cudagraph_capture_sizes\":[512,504],\"max_capture_size\":512}\n")
+    trace = ("ERROR 03-16 06:12:38 [core.py:396]   File \"/usr/vllm/v1/worker/gpu_worker.py\", line 160, in "
+             "determine_available_memory\n"
+             "ERROR 03-16 06:12:38 [core.py:396]     self.model_runner.profile_run()\n"
+             "ERROR 03-16 06:12:38 [core.py:396]   File \"/usr/vllm/v1/worker/gpu_model_runner.py\", line 1620, in "
+             "_dummy_sampler_run\n"
+             "ERROR 03-16 06:12:38 [core.py:396] RuntimeError: CUDA out of memory occurred when warming up sampler "
+             "with 1024 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+             "initializing the engine.\n")
+    assert read_paste(dump + trace).error_kind == "cuda_oom_profile"
+    writeup = ("RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests.\n"
+               "Timeline: the model loads, CUDA graphs capture completes, the KV cache is allocated, then this.\n")
+    assert read_paste(writeup).error_kind == "cuda_oom_graph"
 
 
 # recipes#831 (Qwen3.8-27B FP8 on an RTX PRO 6000 Max-Q): a hybrid model with fewer Mamba blocks than the
