@@ -871,6 +871,26 @@ def scan_config_dump(text: str) -> tuple[list[Setting], list[tuple[str | None, s
     return out, heads
 
 
+# A dict-valued setting (`--speculative-config '{…}'`, `"hf_overrides": {…}`, `compilation_config=`):
+# the keys inside it are the draft's or the compiler's, not the engine's.
+_DICT_SETTING_END = regex.compile(r"(?i)(?:config|overrides)[\"']?[ \t]*[=:]?[ \t]*[\"']?[ \t]*\Z")
+
+
+def _in_dict_setting(text: str, pos: int) -> bool:
+    """Is `pos` inside the `{…}` value of a dict-valued setting (the innermost open brace before it,
+    looked for in the 2,000 characters before)?"""
+    depth = 0
+    for i in range(pos - 1, max(-1, pos - 2000), -1):
+        c = text[i]
+        if c == "}":
+            depth += 1
+        elif c == "{":
+            if depth == 0:
+                return _DICT_SETTING_END.search(text[max(0, i - 80):i]) is not None
+            depth -= 1
+    return False
+
+
 def scan_key_values(text: str) -> list[Setting]:
     """`gpu_memory_utilization=0.96`, `max_model_len: 8192` written in prose, titles or YAML."""
     out: list[Setting] = []
@@ -878,7 +898,7 @@ def scan_key_values(text: str) -> list[Setting]:
         k = m.group("k") or m.group("k2")
         name = k.replace("-", "_").lower()
         key = FLAG_KEYS.get(name) or ("gpu_memory_utilization" if "mem_util" in name else None)
-        if key is None or is_suggestion(text, m.start()):
+        if key is None or is_suggestion(text, m.start()) or _in_dict_setting(text, m.start()):
             continue
         if not (k.islower() or k.isupper()):
             continue          # Mixed-Case words are prose, not keys

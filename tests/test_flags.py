@@ -208,3 +208,17 @@ def test_a_boolean_flag_takes_the_value_word_v0_accepted():
     assert parse_flags(["--enable-chunked-prefill", "--max-model-len", "40000"]).enable_chunked_prefill is True
     # the negated spelling takes no value: a following word is not read as one
     assert parse_flags(["--no-enable-prefix-caching", "true"]).enable_prefix_caching is False
+
+
+def test_keys_inside_a_dict_valued_setting_are_not_the_engines():
+    """A draft's "max_model_len" inside --speculative-config is not the served model's; a Triton
+    model.json's top-level keys are the engine's."""
+    from estimator.paste import read_paste
+
+    draft = ("vllm serve Qwen/Qwen3-8B --speculative-config '{\"model\": \"Qwen/Qwen3-0.6B\", "
+             "\"num_speculative_tokens\": 3, \"max_model_len\": 2048}'")
+    assert read_paste(draft).get("max_model_len") is None
+    assert read_paste("LLM(model='x', hf_overrides={\"max_model_len\": 4096})").get("max_model_len") is None
+    triton = '{"model": "/models/x", "gpu_memory_utilization": 0.85, "max_model_len": 16384}'
+    f = read_paste(triton)
+    assert (f.get("max_model_len"), f.get("gpu_memory_utilization")) == (16384, 0.85)
