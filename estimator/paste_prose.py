@@ -152,7 +152,16 @@ _GPU = regex.compile(
     """)
 # a size written before the name: "32GB显存V100", "80GB H100"
 _HAS_SIZE = regex.compile(r"\d{2,3}[ ]?G")
-_SIZE_BEFORE = regex.compile(r"(?i)(?<![0-9A-Za-z.])(?P<n>\d{2,3})[ ]?G(?:i?B)?[ ]*(?:显存|VRAM)?[ ]*\Z")
+_SIZE_BEFORE = regex.compile(r"(?i)(?<![0-9.])(?<![A-WYZa-wyz])(?P<n>\d{2,3})[ ]?G(?:i?B)?[ ]*(?:显存|VRAM)?[ ]*\Z")
+
+
+def _card_size(name: str, gb: int) -> bool:
+    """Can `gb` be the memory of a `name` card? Not below the family's smallest variant: "a 14GB
+    4090" is a model's size, "80GB A100" and a modded "48GB 4090" are the card's."""
+    from estimator.gpus import family_variants
+
+    sizes = [g.total_bytes / 2**30 for g in family_variants(name)]
+    return not sizes or gb >= 0.9 * min(sizes)
 # "on 4A10", "8H100": a data-centre GPU name with a count glued on (the space or 'x' eaten)
 _GPU_GLUED = regex.compile(
     r"(?<![\w.,/-])(?P<n>[1-8])(?P<name>(?:GH200|GB200|B200|B300|H100|H200|H800|H20|A800|A100|L40S|L40|A10G|A10|A30|A40|L4|T4|V100)"
@@ -207,7 +216,7 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
             if core not in _CONSUMER_NUMBERS or regex.search(r"[\d.,:/=$#-]\s*$|port\s*$", before, regex.I):
                 continue
         sized = _SIZE_BEFORE.search(text[max(0, m.start() - 12): m.start()])
-        if sized and not _HAS_SIZE.search(name):
+        if sized and not _HAS_SIZE.search(name) and _card_size(name, int(sized.group("n"))):
             name = f"{name} {int(sized.group('n'))}GB"
         prio = 20
         before = text[max(0, m.start() - 60): m.start()]
@@ -314,8 +323,8 @@ _VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
     # a bug report is about the version where it fails ("Tested OK on 0.2.4. The test fails on 0.2.5")
     (regex.compile(r"(?i)\b(?:fails|failed|failing|breaks|broke|crash(?:es|ed))[ ]+(?:again[ ]+)?(?:on|with|in|since)[ ]+"
                    r"(?:vLLM[ ]+|(?=v?0\.\d))" + _VER), 35, "prose_version_failing"),
-    # "Unable to run … in v0.6.4.post1 version": a 0.x release named as the version is vLLM's
-    (regex.compile(r"(?i)\b(?:in|on|with|using|since|to|after)[ ]+v(?=0\.\d)" + _VER + r"[ ]+(?:version|release)\b"),
+    # "Unable to run … in v0.6.4.post1 version", "on 0.6.4 version": a 0.x release named as the version
+    (regex.compile(r"(?i)\b(?:in|on|with|using|since|to|after)[ ]+v?(?=0\.\d)" + _VER + r"[ ]+(?:version|release)\b"),
      25, "prose_version_named"),
     (regex.compile(r"(?i)\bvllm(?:[ ]*(?:[-_:,=]|version|engine|openai|docker|container|image|release|nightly|wheel|tag|"
                    r"server|api|is|was|on|of|at|the|stock|from|build|main)[ ]*){0,5}[ ]*" + _VER), 30, "prose_version"),

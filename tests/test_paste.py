@@ -605,6 +605,8 @@ vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory fo
 def test_a_compose_prefixed_v0_traceback_and_a_named_version():
     f = read_paste(COMPOSE_V0)
     assert f.error_kind == "no_cache_blocks" and f.get("vllm_version") == "0.6.4.post1"
+    # the same said without the "v"
+    assert read_paste("It fails on 0.6.4 version of the server.\n").get("vllm_version") == "0.6.4"
     assert f.extra.get("engine") == "v0"                      # vllm/worker/worker.py is V0's worker
     assert f.extra.get("version_hint") == ("0.1.0", "0.7.3")  # the "INFO 11-18 18:07:28 file.py:N]" prefix
 
@@ -658,6 +660,10 @@ def test_a_v1_error_cut_before_its_estimate_still_gives_a_length():
     ("8卡A800", "A800", 8),
     ("双卡3090", "3090", 2),
     ("on an 80GB H100", "H100 80GB", None),
+    ("on 4x80GB A100 nodes", "A100 80GB", 4),                     # a count and a size: the 'x' is no letter
+    ("a modded 48GB 4090", "4090 48GB", None),                     # bigger than the catalog's card: modded
+    ("I loaded a 14GB 4090", "4090", None),                        # below any 4090: the model's size, not the card's
+    ("weights take 16 GB A100", "A100", None),
 ])
 def test_gpus_in_chinese_posts_and_sizes_before_the_name(text, gpu, count):
     f = read_paste(text)
