@@ -606,7 +606,7 @@ def test_a_compose_prefixed_v0_traceback_and_a_named_version():
     f = read_paste(COMPOSE_V0)
     assert f.error_kind == "no_cache_blocks" and f.get("vllm_version") == "0.6.4.post1"
     # the same said without the "v"
-    assert read_paste("It fails on 0.6.4 version of the server.\n").get("vllm_version") == "0.6.4"
+    assert read_paste("Unable to run Qwen2.5 model in 0.6.4.post1 version, error below\n").get("vllm_version") == "0.6.4.post1"
     assert f.extra.get("engine") == "v0"                      # vllm/worker/worker.py is V0's worker
     assert f.extra.get("version_hint") == ("0.1.0", "0.7.3")  # the "INFO 11-18 18:07:28 file.py:N]" prefix
 
