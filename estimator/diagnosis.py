@@ -375,8 +375,11 @@ MAIN_BUILD_LEAD_DAYS = 90
 def _days_between(a: str, b: str) -> int:
     from datetime import date
 
+    from estimator.vllm import iso_day
+
+    da, db = iso_day(a), iso_day(b)
     try:
-        return (date.fromisoformat(b[:10]) - date.fromisoformat(a[:10])).days
+        return (date.fromisoformat(db) - date.fromisoformat(da)).days if da and db else 0
     except ValueError:
         return 0
 
@@ -396,7 +399,7 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     if then and (hi is None or parse_version(then) < parse_version(hi)):
         if lo and parse_version(lo) > parse_version(then):
             first = release_day(lo)
-            if first and _days_between(str(posted)[:10], first) > MAIN_BUILD_LEAD_DAYS:
+            if first and _days_between(str(posted), first) > MAIN_BUILD_LEAD_DAYS:
                 # a build of main runs weeks ahead of a release, not months: the format matched by
                 # accident (a PR comment quoting "# GPU blocks: 7449" in 2023 is not V1 0.7)
                 return then, (f"version not stated; the post ({str(posted)[:10]}) predates vLLM {lo}, whose "
@@ -496,7 +499,10 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
     # the card's size left open (no card, or a name without its size): vLLM's figure implies it
     if pool is not None and not total and not stage_gpus and not settings.kv_cache_memory_bytes \
             and not (card_ref and _SIZE_IN_TEXT.search(card_ref)):
-        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides, named=bool(card_ref))
+        # graphs read as (U − U′) × total scale with the card tried, not the one first assumed
+        frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
+        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
+                              graph_frac=frac)
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)
         if anchored is not est:
@@ -535,7 +541,8 @@ def _tp_from_weights(facts, spec, settings) -> None:
             return
 
 
-def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool) -> Estimate:
+def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool,
+                    graph_frac: float | None = None) -> Estimate:
     """The card size vLLM's KV figure implies, when the paste leaves it open.
 
     vLLM's budget = non-KV + KV pool = utilization × total, so when the pool is too far from the
@@ -555,6 +562,11 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
         return est
     kw = {k: v for k, v in overrides.items() if v is not None}
 
+    def run(card: str, total: int) -> Estimate:
+        if graph_frac is not None:
+            kw["cuda_graph_bytes"] = int(round(graph_frac * total))
+        return run_estimate(spec, card, settings, gpu_count=gpu_count, **kw)
+
     def arithmetic(non_kv: int, total: int) -> str:
         return f"({non_kv / GiB:.2f} GiB non-KV + {pool / GiB:.2f} GiB KV) ÷ {util:g} = {total / GiB:.2f} GiB"
 
@@ -570,15 +582,17 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
         note = (f"the paste names an {est.gpu_name} without its size; the {est.gpu_total_bytes / GiB:.2f} GiB version "
                 f"cannot hold vLLM's KV figure, which implies {sums}: modelled as the {card.name} "
                 f"({card.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
-        out = run_estimate(spec, card.name, settings, gpu_count=gpu_count, **kw)
+        out = run(card.name, card.total_bytes)
     else:
         non_kv = est.non_kv_bytes
         for _ in range(4):
-            out = run_estimate(spec, f"{implied / GiB:.2f}GiB", settings, gpu_count=gpu_count, **kw)
+            out = run(f"{implied / GiB:.2f}GiB", implied)
             again = int((out.non_kv_bytes + pool) / util)
             if abs(again - implied) <= 0.01 * implied:
                 break
             implied, non_kv = again, out.non_kv_bytes
+        else:
+            out = run(f"{implied / GiB:.2f}GiB", implied)   # not settled: the figures at the size said
         sums = arithmetic(non_kv, implied)
         names = [g.name for g in cards_near(implied)][:3]
         how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")

@@ -9,6 +9,7 @@ vllm/v1/core/kv_cache_utils.py, vllm/engine/arg_utils.py, vllm/config/*.py).
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import math
 import re
@@ -143,14 +144,21 @@ def release_day(version: str | None) -> str | None:
     return next((published for v, published in RELEASES if parse_version(v) >= want), None)
 
 
-def release_at(day: str | None) -> str | None:
-    """The newest release published on or before `day` ('2025-07-22', or an ISO timestamp)."""
-    if not day:
-        return None
-    m = re.match(r"\s*(\d{4})-(\d{2})(?:-(\d{2}))?", str(day))
+def iso_day(day: str | None) -> str | None:
+    """'2025-07-22', an ISO timestamp or a month ('2025-07', read as its last day) → 'YYYY-MM-DD'."""
+    m = re.match(r"\s*(\d{4})-(\d{2})(?:-(\d{2}))?", str(day or ""))
     if not m:
         return None
-    key = f"{m.group(1)}-{m.group(2)}-{m.group(3) or '31'}"
+    if m.group(3):
+        return f"{m.group(1)}-{m.group(2)}-{m.group(3)}"
+    return f"{m.group(1)}-{m.group(2)}-{calendar.monthrange(int(m.group(1)), int(m.group(2)))[1]:02d}"
+
+
+def release_at(day: str | None) -> str | None:
+    """The newest release published on or before `day` ('2025-07-22', '2025-07', an ISO timestamp)."""
+    key = iso_day(day)
+    if not key:
+        return None
     newest = None
     for version, published in RELEASES:
         if published <= key:

@@ -454,3 +454,22 @@ def test_printed_weights_far_from_the_checkpoint_are_checked():
     # the same paste with the checkpoint's own figure draws no such check
     same = diagnose(text.replace("7.52GiB", "14.99GiB").replace("62.38GiB", "54.91GiB"), offline=True, explain=True)
     assert not any("the paste says the weights take" in c for c in same.checks)
+
+
+def test_graphs_read_from_the_equivalent_utilization_follow_the_implied_card():
+    """club-3090#104's log (Qwen3.6-27B, 0.88 "equivalent to 0.8592") names no card: the graphs are
+    (0.8800 − 0.8592) × the card's total, so they are re-read for each size the KV figure implies,
+    not kept at the first assumed card's (an H100: 1.65 GiB)."""
+    text = ("(Worker_TP0 pid=99) INFO 05-07 20:28:11 [gpu_worker.py:460] Available KV cache memory: 9.84 GiB\n"
+            "(Worker_TP0 pid=99) INFO 05-07 20:28:11 [gpu_worker.py:475] CUDA graph memory profiling is enabled "
+            "(default since v0.21.0). The current --gpu-memory-utilization=0.8800 is equivalent to "
+            "--gpu-memory-utilization=0.8592 without CUDA graph memory profiling. To maintain the same effective KV "
+            "cache size as before, increase --gpu-memory-utilization to 0.9008.\n"
+            "(Worker_TP1 pid=100) INFO 05-07 20:28:11 [gpu_worker.py:475] CUDA graph memory profiling is enabled.\n"
+            "(EngineCore pid=90) INFO 05-07 20:28:11 [kv_cache_utils.py:1710] GPU KV cache size: 619,202 tokens\n"
+            "(EngineCore pid=90) INFO 05-07 20:28:11 [kv_cache_utils.py:1711] Maximum concurrency for 262,144 "
+            "tokens per request: 2.36x\n")
+    d = diagnose(text, model="Qwen/Qwen3.6-27B", offline=True, explain=True)
+    total = d.derived["figures"]["total"]
+    assert total["provenance"] == "derived" and "no GPU in the paste" in total["how"]
+    assert abs(d.estimate["memory"]["cuda_graph_bytes"] - (0.8800 - 0.8592) * total["value"]) < 2**20

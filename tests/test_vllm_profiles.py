@@ -486,6 +486,9 @@ def test_assumed_version_is_capped_by_the_post_date():
     # "# GPU blocks: 7449", V1 0.7's line): main is weeks ahead of a release, so the date wins.
     version, note = assumed_version(("0.7.0", "0.7.3"), "v1", "2023-12-12")
     assert version == "0.2.4" and "predates vLLM 0.7.0" in note
+    # a month (`--posted 2023-12`, read as its last day) is a date too
+    version, note = assumed_version(("0.7.0", "0.7.3"), "v1", "2023-12")
+    assert version == "0.2.6" and "predates vLLM 0.7.0" in note
 
 
 def test_a_build_of_main_is_the_release_that_followed_its_date():
