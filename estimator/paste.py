@@ -501,39 +501,39 @@ def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: d
     covered: list[tuple[int, int]] = []
     for m in _finditer(_tpl.TORCH_OOM, text, limit=50):
         covered.append(m.span())
-        info: dict[str, object] = {"tried_to_allocate_gib": gib_bytes(m.group("tried"))}
+        info: dict[str, object] = {"tried_to_allocate_gib": _size_gib(m.group("tried"))}
         total = m.group("total") or m.group("total_old")
         free = m.group("free") or m.group("free_old")
         idx = m.group("gpu_index") or m.group("gpu_index_old")
         if idx is not None:
             info["gpu_index"] = int(idx)
         if total:
-            info["total_capacity_gib"] = gib_bytes(total)
+            info["total_capacity_gib"] = _size_gib(total)
             if total.endswith("GiB"):
                 s, e = m.span("total") if m.group("total") else m.span("total_old")
                 occs.append(_Occ("total_gpu_memory_gib", float(total.split()[0].replace("GiB", "")), s, e - 4
                                  if total.endswith(" GiB") else e - 3, "torch_oom", _tpl.P_OOM, pt.rank_at(m.start())))
         if free:
-            info["free_gib"] = gib_bytes(free)
+            info["free_gib"] = _size_gib(free)
         if m.group("allocated_old"):
-            info["allocated_by_pytorch_gib"] = gib_bytes(m.group("allocated_old"))
+            info["allocated_by_pytorch_gib"] = _size_gib(m.group("allocated_old"))
         tail_end = min(len(text), m.end() + 800)
         procs = []
         for p in _finditer(_tpl.TORCH_OOM_PROC, text[: tail_end], limit=20):
             if p.start() < m.end() - 1:
                 continue
             if p.group("pid"):
-                procs.append(gib_bytes(p.group("used")))
+                procs.append(_size_gib(p.group("used")))
             else:
-                info["this_process_in_use_gib"] = gib_bytes(p.group("self"))
+                info["this_process_in_use_gib"] = _size_gib(p.group("self"))
         if procs:
             info["process_in_use_gib"] = procs
         a = _tpl.TORCH_OOM_ALLOC.search(text, m.end(), tail_end, timeout=budget(0.1))
         if a:
-            info["allocated_by_pytorch_gib"] = gib_bytes(a.group("by_torch"))
-            info["reserved_unallocated_gib"] = gib_bytes(a.group("reserved"))
+            info["allocated_by_pytorch_gib"] = _size_gib(a.group("by_torch"))
+            info["reserved_unallocated_gib"] = _size_gib(a.group("reserved"))
             if a.group("private"):
-                info["private_pools_gib"] = gib_bytes(a.group("private"))
+                info["private_pools_gib"] = _size_gib(a.group("private"))
         phase = "graph" if (info.get("private_pools_gib") or 0) > 0 else None
         kinds.append((m.start(), "cuda_oom" + (":" + phase if phase else ""), "torch_oom"))
         ooms.append(info)
@@ -557,7 +557,8 @@ def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: d
             extra.setdefault(k, v)
 
 
-def gib_bytes(size: str | None) -> float | None:
+def _size_gib(size: str | None) -> float | None:
+    """'1.74 GiB' / '953.94 MiB' in torch's OOM message → GiB, rounded (derive.gib_bytes goes on to bytes)."""
     if not size:
         return None
     v = _tpl.size_gib(size)
