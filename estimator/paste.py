@@ -215,16 +215,16 @@ def _read(raw: str) -> Facts:
     if nd_dicts:
         extra["non_default_args"] = nd_dicts[0] if len(nd_dicts) == 1 else nd_dicts
     # Traceback paths: vllm/v1/… is the V1 engine; V0's worker and its cache check live elsewhere.
-    code = _search(_ENGINE_PATHS, text)
+    code = _search(_ENGINE_PATHS, text) if "vllm/" in text or "raise_if_cache" in text else None
     if code is not None:
         engines.append((3, "v1" if code.group("v1") else "v0"))   # code that ran: outranks an env var
-    backend = _search(_MXFP4_BACKEND, pt.clean)   # the `[mxfp4.py:N]` tag is in the log prefix
+    backend = _search(_MXFP4_BACKEND, pt.clean) if "fp4" in low else None   # `[mxfp4.py:N]` is in the prefix
     if backend is not None:
         extra["mxfp4_backend"] = _mxfp4_backend_name(backend)
-    sampler = _search(_SAMPLER_IMPL, text)
+    sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
-    if _search(_MAMBA_ALIGN, text) is not None:
+    if "mamba" in low and _search(_MAMBA_ALIGN, text) is not None:
         extra["mamba_align"] = True
     env = extra.get("env", {})
     if isinstance(env, dict):
@@ -331,7 +331,7 @@ def _read(raw: str) -> Facts:
         pos, src = kind[1], kind[2]
         end = max(pos[1], kind_ends.get(pos[0], pos[1]))
         facts.values["error_kind"] = Fact(kind[0], pt.span(pos[0], end), src)
-        if kind[0] == "other" and _search(_KILLED, text) is not None:
+        if kind[0] == "other" and "Killed" in text and _search(_KILLED, text) is not None:
             extra["host_killed"] = True
     if engine:
         extra["engine"] = engine
@@ -471,10 +471,6 @@ def _mxfp4_backend_name(m) -> str:
 _SAMPLER_IMPL = regex.compile(
     r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"
     r"|Falling[ ]+back[ ]+to[ ]+the[ ]+PyTorch-native[ ]+implementation[ ]+of[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling")
-
-
-# V1's "CUDA out of memory occurred when warming up sampler with 1024 dummy requests" (gpu_model_runner.py
-# _dummy_sampler_run): run once more after the KV cache is allocated, outside the budget.
 
 
 # vLLM logs this only when prefix caching is on for a hybrid model (vllm/model_executor/models/config.py):
@@ -706,7 +702,7 @@ def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int 
     data parallelism could own the ranks."""
     if "tensor_parallel_size" in chosen or "pipeline_parallel_size" in chosen:
         return
-    if int(extra.get("data_parallel_size") or 1) > 1 or _search(_DP_ENGINE, pt.clean) is not None:
+    if int(extra.get("data_parallel_size") or 1) > 1 or ("EngineCore" in pt.clean and _search(_DP_ENGINE, pt.clean)):
         return
     grid = worker_grid([li for li in pt.lines if focal is None or run_of(li.start) == focal])
     if grid is None:
@@ -837,16 +833,20 @@ def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lin
     le = len(text) if le < 0 else le
     line = _phase_in(text, ls, le)
     before = _phase_in(text, max(run_start, pos - 30000), ls, log_lines)
-    # an OOM put above the log (an issue title, "got CUDA OOM:" then the log): the log below
-    # shows how far start-up got, so its last marker is where it failed
-    after = None if before or line else _phase_in(text, le, min(len(text), pos + 30000), log_lines)
+
+    def after() -> tuple[int, str] | None:
+        # an OOM put above the log (an issue title, "got CUDA OOM:" then the log): the log below
+        # shows how far start-up got, so its last marker is where it failed
+        return None if before or line else _phase_in(text, le, min(len(text), pos + 30000), log_lines)
+
     if from_template or _is_error_line(text, pos):
         if before:
             return before[1]
         if line:
             return line[1]
-        if after:
-            return after[1]
+        below = after()
+        if below:
+            return below[1]
         try:
             if _PHASE_RE["runtime"].search(text, run_start, min(len(text), pos + 20000), timeout=budget(0.1)):
                 return "runtime"
@@ -855,7 +855,8 @@ def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lin
         return "load" if from_template else None
     if line:
         return line[1]
-    return after[1] if after and pos - ls < 200 and ls < 400 else None
+    below = after() if pos - ls < 200 and ls < 400 else None
+    return below[1] if below else None
 
 
 def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, run_starts: list[int], log_lines: set,
