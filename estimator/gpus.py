@@ -181,7 +181,8 @@ def _parse_size(text: str) -> Gpu | None:
 
 def _from_smi_mib(mib: int) -> Gpu:
     """A MiB figure is what nvidia-smi prints: map to the card that shows it, else subtract the reservation."""
-    cands = [r for r in _rows() if r.smi_mib == mib and r.torch_bytes]
+    # a unified-memory board (Jetson) is never named by a bare size: its advice is its own
+    cands = [r for r in _rows() if r.smi_mib == mib and r.torch_bytes and not r.unified]
     totals = sorted({r.torch_bytes for r in cands})
     if cands and totals[-1] - totals[0] <= 0.01 * totals[-1]:
         r = min(cands, key=lambda r: r.torch_bytes or 0)
@@ -199,7 +200,7 @@ def _from_smi_mib(mib: int) -> Gpu:
 
 def _from_nominal_gb(gb: float) -> Gpu:
     """"24GB": the catalog card(s) marketed at that size when they agree within 1%, else decimal GB."""
-    gpus = [g for r, g in _catalog() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD")]
+    gpus = [g for r, g in _catalog() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD") and not r.unified]
     if gpus:
         lo, hi = min(g.total_bytes for g in gpus), max(g.total_bytes for g in gpus)
         if hi - lo <= 0.01 * hi:

@@ -134,3 +134,12 @@ def test_h20_is_known():
     big = lookup_gpu("H20 141GB")
     assert big.name == "NVIDIA H20 141GB"
     assert big.total_bytes == (141 * 1024 - 480) * 2**20
+
+
+def test_a_bare_size_never_names_a_unified_memory_board():
+    """The Jetson Orin Nano is the catalog's only card marketed at 8 GB, but "8GB" alone is far more
+    often a discrete card: reading it as the Jetson (7.44 GiB, unified) would bring Jetson advice to
+    an RTX user. A bare size is read as decimal GB less the usual reservation instead."""
+    g = lookup_gpu("8GB")
+    assert not g.unified and g.total_bytes == int(8e9) - 480 * 2**20
+    assert lookup_gpu("Jetson Orin Nano").unified
