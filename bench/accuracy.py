@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from estimator.api import load_model, run_estimate  # noqa: E402
+from estimator.derive import graphs_on_top  # noqa: E402
 from estimator.errors import KvdoctorError  # noqa: E402
 from estimator.memory import GiB  # noqa: E402
 from estimator.vllm import EngineSettings  # noqa: E402
@@ -194,10 +195,9 @@ def observed_values(obs: dict, utilization: float | None = None) -> dict:
         # The printed graph memory is part of the overhead only where vLLM subtracted it before sizing
         # the KV cache; the printed figures themselves say which (requested − W − P − N [− G] = KV).
         known = [obs.get("total_gpu_memory_gib"), utilization, obs.get("weights_gib"), out.get("kv_cache_gib")]
-        if graphs and all(isinstance(k, (int, float)) for k in known):
-            rest = known[0] * known[1] - known[2] - sum(parts) - known[3]
-            if abs(rest) < abs(rest - graphs):
-                graphs = 0
+        if graphs and all(isinstance(k, (int, float)) for k in known) \
+                and graphs_on_top(known[0] * known[1], known[2], parts[0], parts[1], graphs, known[3]):
+            graphs = 0
         out["overhead_gib"] = sum(parts) + graphs
     return {k: v for k, v in out.items() if v is not None}
 
@@ -205,7 +205,7 @@ def observed_values(obs: dict, utilization: float | None = None) -> dict:
 def predicted_values(est) -> dict:
     return {
         "kv_cache_gib": est.kv_cache_bytes / GiB,
-        "kv_tokens": est.kv_cache_tokens if est.profile.engine == "v1" or est.fits else est.kv_cache_tokens,
+        "kv_tokens": est.kv_cache_tokens,
         "gpu_blocks": est.gpu_blocks,
         "weights_gib": est.weights_bytes / GiB,
         "activation_peak_gib": est.activation_bytes / GiB,

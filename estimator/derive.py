@@ -56,6 +56,14 @@ def gib_bytes(x: float | None) -> int | None:
     return None if x is None else int(round(float(x) * GiB))
 
 
+def graphs_on_top(requested: float, weights: float, activation: float, non_torch: float, graphs: float,
+                  kv: float) -> bool:
+    """Printed figures (any one unit) that say the CUDA graphs were not subtracted before sizing
+    the KV cache: requested − W − P − N is nearer the KV pool than requested − W − P − N − G."""
+    rest = requested - weights - activation - non_torch - kv
+    return abs(rest) < abs(rest - graphs)
+
+
 def derive(facts, est: Estimate | None) -> MemoryState:
     """Combine paste facts with the forward estimate (may be None when the model is unknown)."""
     st = MemoryState()

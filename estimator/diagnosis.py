@@ -20,6 +20,7 @@ from estimator.derive import (
     derive,
     gib_bytes,
     graph_from_facts,
+    graphs_on_top,
     kv_formula,
     kv_pool_from_facts,
     need_sentence,
@@ -167,8 +168,7 @@ def _graphs_after_kv_from_facts(facts) -> bool | None:
              f("cuda_graph_gib"), f("kv_cache_gib")]
     if any(not isinstance(x, (int, float)) for x in parts) or float(parts[4]) < 0.05:
         return None
-    req, w, p, n, g, kv = (float(x) for x in parts)
-    return abs(req - w - p - n - kv) < abs(req - w - p - n - g - kv)
+    return graphs_on_top(*(float(x) for x in parts))
 
 
 def _rank_notes(facts) -> list[str]:
