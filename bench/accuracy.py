@@ -161,7 +161,8 @@ def gpu_for(case: dict) -> str:
         known = lookup_gpu(name)
     except KvdoctorError:
         known = None
-    if known and total and abs(known.total_bytes / GiB - total) / total < 0.1:
+    if known and total and (known.assumed or abs(known.total_bytes / GiB - total) / total < 0.1):
+        # the total vLLM printed, where it agrees with the card or the card's size is only nominal
         return f"{total}GiB"
     if known:
         return name

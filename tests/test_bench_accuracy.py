@@ -69,3 +69,11 @@ def test_llm_keyword_arguments_in_the_notes_are_read_both_ways(accuracy):
     s = accuracy.settings_for({"paste": "", "other_flags": "LLM(enable_chunked_prefill=False, enforce_eager=True, "
                                                            "block_size=32)"})
     assert (s.enable_chunked_prefill, s.enforce_eager, s.block_size) == (False, True, 32)
+
+
+def test_a_printed_total_wins_over_a_nominal_card_size(accuracy):
+    """vllm#13882 printed total_gpu_memory 8.00 GiB for an "RTX 4060 (8 GB)", a card the catalog does
+    not have: its "8 GB" is only a nominal size (6.98 GiB by the decimal rule), so the printed total
+    is what vLLM saw and what the bench sizes."""
+    case = {"gpu": "RTX 4060 (8 GB)", "observed": {"total_gpu_memory_gib": 8.0}, "notes": ""}
+    assert accuracy.gpu_for(case) == "8.0GiB"
