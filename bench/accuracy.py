@@ -12,6 +12,7 @@ error per quantity; the last line is the KV summary.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -40,6 +41,18 @@ def repo_id(text: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+@functools.lru_cache(maxsize=8)
+def _read(paste: str):
+    from estimator.paste import read_paste
+
+    return read_paste(paste)
+
+
+def paste_facts(case: dict):
+    """The case's paste as `diagnose` reads it, read once per case."""
+    return _read(case.get("paste") or "")
+
+
 def settings_for(case: dict) -> EngineSettings:
     ver_text = str(case.get("vllm_version") or "")
     m = _VER.search(ver_text)
@@ -51,9 +64,7 @@ def settings_for(case: dict) -> EngineSettings:
     # As `diagnose` does: the stated version, else the one the paste's message formats point to,
     # both placed by the case's date.
     from estimator.diagnosis import modelled_version
-    from estimator.paste import read_paste
-
-    facts = read_paste(case.get("paste") or "")
+    facts = paste_facts(case)
     engine = engine or facts.extra.get("engine")
     version = modelled_version(version or facts.get("vllm_version"), facts.extra.get("version_hint"),
                                engine, case.get("date"))[0]
@@ -145,9 +156,8 @@ def gpu_for(case: dict) -> str:
     if not name and not total:
         # no card in the fields: the one the paste names or prints, as `diagnose` reads it
         from estimator.diagnosis import gpu_ref
-        from estimator.paste import read_paste
 
-        return gpu_ref(read_paste(case.get("paste") or ""), None) or ""
+        return gpu_ref(paste_facts(case), None) or ""
     smi = smi_total_mib(case)
     if smi:
         # The corpus took this total from nvidia-smi (its notes say so): vLLM budgets from torch's
@@ -173,9 +183,7 @@ def _model_of(case: dict):
     """The case's model offline: the repo its `model` field names, else the one its paste names
     (as `diagnose` reads it) — a field may describe a local copy ("… AutoRound INT4 (local
     checkpoint ~/.cache/huggingface/…)") where the paste has the repo id."""
-    from estimator.paste import read_paste
-
-    for rid in (repo_id(case.get("model")), read_paste(case.get("paste") or "").get("model")):
+    for rid in (repo_id(case.get("model")), paste_facts(case).get("model")):
         if rid:
             try:
                 return load_model(str(rid), offline=True)
