@@ -19,6 +19,7 @@ from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 from estimator.gpus import lookup_gpu
 from estimator.memory import Estimate, GiB, cc_number, rerun, stage_sizes, vision_encoder_peak
+from estimator.paste import CONFIG_ERRORS
 from estimator.vllm import ceil_div, v0_keeps_chunked_prefill_off
 
 FP8_KV = "fp8"
@@ -720,9 +721,6 @@ def _load_oom_fixes(facts) -> list[dict]:
                            f"card: they need at least {more} GPUs (how many exactly, and whether a quantized "
                            "checkpoint fits on fewer, follows from the model id)"})
     return out
-
-
-CONFIG_ERRORS = ("tp_divisibility", "bf16_compute_capability", "max_model_len_derived")
 
 
 def config_error_fixes(facts) -> list[dict]:

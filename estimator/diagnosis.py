@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from estimator.advice import CONFIG_ERRORS
 from estimator.derive import (
     activation_from_facts,
     derive,
@@ -29,6 +28,7 @@ from estimator.derive import (
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.memory import CUDA_CONTEXT, Estimate, GiB
+from estimator.paste import CONFIG_ERRORS
 from estimator.render import redact, render_markdown, render_slack, render_text
 
 # "RTX 4090 48GB", "16303MiB": a GPU reference that states its size
@@ -771,7 +771,8 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
                      "figures disagree with vLLM's (see Checks), so the fixes it re-checked are less certain.")
     elif d.unchecked:
         u = d.unchecked[0]
-        parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}.")
+        lead = "Fix" if kind in CONFIG_ERRORS else "Likely fix"     # a setting vLLM accepts, not a guess
+        parts.append(f"{lead}: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}.")
         if d.missing:
             parts.append("To re-check it with vLLM's arithmetic I need " + " and ".join(d.missing) + ".")
     elif d.disagrees:

@@ -47,6 +47,8 @@ ERROR_KINDS: tuple[str, ...] = (
     "cuda_oom_profile", "cuda_oom_graph", "cuda_oom_runtime", "tp_divisibility", "bf16_compute_capability",
     "max_model_len_derived", "mamba_blocks", "startup_log_ok", "other",
 )
+# Start-up errors about settings, not memory: answered from vLLM's own numbers, no memory estimate.
+CONFIG_ERRORS: tuple[str, ...] = ("tp_divisibility", "bf16_compute_capability", "max_model_len_derived")
 _INT_KEYS = frozenset({
     "gpu_count", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
     "max_num_batched_tokens", "gpu_blocks", "block_size", "kv_tokens_capacity", "error_max_tokens_in_kv",
@@ -748,7 +750,7 @@ def _derive_gpu_count(chosen: dict, extra: dict) -> None:
 # error kind
 
 _SPECIFIC = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup", "mamba_blocks",
-             "tp_divisibility", "bf16_compute_capability", "max_model_len_derived")
+             *CONFIG_ERRORS)
 _VLLM_CONTEXT = regex.compile(
     r"(?i)\bvllm\b|\bv?llm[_.-]?engine\b|\[(?:gpu_worker|kv_cache_utils|worker|model_runner|core|llm_engine|api_server)\.py:\d+\]"
     r"|--gpu[-_]memory[-_]utilization|gpu_memory_utilization|EngineCore|\bLLM\(|aphrodite")

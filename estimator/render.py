@@ -13,8 +13,8 @@ import re
 
 import regex
 
-from estimator.advice import CONFIG_ERRORS
 from estimator.memory import Estimate, GiB
+from estimator.paste import CONFIG_ERRORS
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
 SECRET_SHAPES = regex.compile(
@@ -103,17 +103,17 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         for u in diag.unchecked:
             unchecked.append(f"- {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}")
         unchecked.append("")
-    if getattr(diag, "disagrees", False):
+    if diag.disagrees:
         body += unchecked
     if diag.suggestions:
         body.append("**Fixes** (each re-checked with vLLM's arithmetic"
-                    + (" on the model's own state):" if getattr(diag, "disagrees", False) else "):"))
+                    + (" on the model's own state):" if diag.disagrees else "):"))
         body.append("")
         for i, s in enumerate(diag.suggestions, 1):
             body.append(f"{i}. `{s['flags']}` → {_effect(s)} — {s['why']}")
             body.append(f"   ```\n   {s['command']}\n   ```")
         body.append("")
-    if not getattr(diag, "disagrees", False):
+    if not diag.disagrees:
         body += unchecked
     if diag.full_context:
         body += [f"**To serve the whole context:** {diag.full_context}", ""]
@@ -170,8 +170,10 @@ def render_slack(diag) -> dict:
         section("\n".join(f"• {_slack(n)}" for n in diag.notes[:4]))
     if diag.checks:      # where vLLM's numbers and the model disagree: Slack readers need it as much
         section("*Checks:* " + " ".join(_sentence(c) for c in diag.checks))
-    disagrees = getattr(diag, "disagrees", False)
-    unchecked = [("*From vLLM's own numbers:* " if disagrees else "*Likely fix* (not re-checked): ")
+    disagrees = diag.disagrees
+    lead = ("*From vLLM's own numbers:* " if disagrees else
+            "*Fix* (a setting vLLM accepts): " if diag.error_kind in CONFIG_ERRORS else "*Likely fix* (not re-checked): ")
+    unchecked = [lead
                  + (f"`{u['flags']}` — " if u["flags"] else "") + u["why"] for u in diag.unchecked[:4]]
     for text in unchecked if disagrees else []:
         section(text)

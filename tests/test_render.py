@@ -103,6 +103,18 @@ def test_markdown_reply_has_a_table():
     assert "48 layers" in md and "8 KV heads" in md and "128" in md and "196,608" in md
 
 
+def test_a_settings_error_is_headed_as_a_fix_in_slack_as_in_markdown():
+    """Heads not divisible by TP: the fix is a setting vLLM accepts, not an unchecked guess, in both
+    formats (Slack said "Likely fix (not re-checked)" while markdown said "Fixes")."""
+    d = diagnose("$ vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-7B --tensor-parallel-size 8\n"
+                 "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).\n",
+                 offline=True, explain=True)
+    assert "**Fixes** (settings vLLM accepts" in render_markdown(d)
+    sections = [b["text"]["text"] for b in render_slack(d)["blocks"] if b.get("type") == "section"]
+    assert any(t.startswith("*Fix* (a setting vLLM accepts): `--tensor-parallel-size 4") for t in sections)
+    assert not any("Likely fix" in t for t in sections)
+
+
 def test_text_reply_has_no_markdown_markers():
     d = diagnose(SEED.read_text(), offline=True)
     text = render_text(d)
