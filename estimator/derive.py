@@ -435,7 +435,8 @@ def no_blocks_disagreement(facts, est: Estimate | None) -> str | None:
         return None
     s, p = est.settings, est.profile
     msg = (f"vLLM found no memory for the KV cache, but the model leaves {est.kv_cache_bytes / GiB:.2f} GiB for it "
-           f"({s.gpu_memory_utilization:g} × {est.gpu_total_bytes / GiB:.2f} GiB): something the model does not see "
+           f"of the {s.gpu_memory_utilization:g} × {est.gpu_total_bytes / GiB:.2f} GiB budget: something the model "
+           "does not see "
            "took that memory — ")
     if p.context_in_non_torch:
         msg += (f"vLLM {p.release} counts the memory other processes hold on the GPU (another vLLM "
