@@ -220,7 +220,8 @@ def _read(raw: str) -> Facts:
     code = _search(_ENGINE_PATHS, text) if "vllm/" in text or "raise_if_cache" in text else None
     if code is not None:
         engines.append((3, "v1" if code.group("v1") else "v0"))   # code that ran: outranks an env var
-    backend = _search(_MXFP4_BACKEND, pt.clean) if "fp4" in low else None   # `[mxfp4.py:N]` is in the prefix
+    # the `[mxfp4.py:N]` tag is in the log prefix, which `text` no longer has
+    backend = _search(_MXFP4_BACKEND, pt.clean) if "fp4" in pt.clean or "FP4" in pt.clean else None
     if backend is not None:
         extra["mxfp4_backend"] = _mxfp4_backend_name(backend)
     sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
