@@ -158,23 +158,27 @@ def _check(est: Estimate, **changes) -> tuple[Estimate, bool, int]:
     return e, fits, fit
 
 
-def _length_sets_profile(est: Estimate, length: int) -> bool:
-    """Does max_model_len size the profile run? V0 without chunked prefill batches max(max_model_len,
-    2048) tokens (vllm/engine/arg_utils.py), so a shorter context also shrinks the activation peak
-    and the length that fits is longer than the one today's KV pool holds."""
-    return est.profile.engine == "v0" and \
-        rerun(est, max_model_len=length).settings.max_num_batched_tokens != est.settings.max_num_batched_tokens
+def _length_sets_profile(est: Estimate, length: int, **changes) -> bool:
+    """Does max_model_len size the profile run (with `changes`)? V0 without chunked prefill batches
+    max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py), so a shorter context also shrinks
+    the activation peak and the length that fits is longer than the one the KV pool holds now."""
+    if est.profile.engine != "v0":
+        return False
+    base = rerun(est, **changes) if changes else est
+    return rerun(est, **changes, max_model_len=length).settings.max_num_batched_tokens \
+        != base.settings.max_num_batched_tokens
 
 
-def _largest_fitting_len(est: Estimate, low: int) -> int:
-    """The largest max_model_len under the requested one that fits when re-run (bisection: each
-    length has its own profile run). `low` fits with today's pool, so it fits with a smaller peak."""
+def _largest_fitting_len(est: Estimate, low: int, **changes) -> int:
+    """The largest max_model_len under the requested one that fits with `changes` when re-run
+    (bisection: each length has its own profile run). `low` fits with the pool the full length
+    leaves, so it fits with a smaller peak."""
     lo, hi = low, est.max_model_len - 1
-    if not _check(est, max_model_len=lo)[1]:
+    if not _check(est, **changes, max_model_len=lo)[1]:
         return low
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _check(est, max_model_len=mid)[1]:
+        if _check(est, **changes, max_model_len=mid)[1]:
             lo = mid
         else:
             hi = mid - 1
@@ -191,6 +195,8 @@ def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: 
     if not ok:
         if fit <= 0:
             return None
+        if _length_sets_profile(est, fit, **changes):
+            fit = _largest_fitting_len(est, fit, **changes)    # V0: a shorter context profiles less too
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, **changes, max_model_len=target)
             if ok:

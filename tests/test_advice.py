@@ -355,6 +355,18 @@ def test_a_v0_length_fix_without_chunked_prefill_searches_its_own_profile_run():
     assert "profiles one forward pass over max_model_len tokens" in first["why"]
 
 
+def test_a_lever_paired_with_a_v0_length_searches_that_lengths_profile_run_too():
+    """Llama-3.1-8B on an A10G, V0 0.4, 32,768 tokens: the plain length fix already counts the smaller
+    profile run of a shorter context; a lever that also needs a shorter context (more utilization)
+    must too, or it would be paired with a length shorter than cutting the length alone."""
+    s = EngineSettings(vllm_version="0.4.0", engine="v0", max_model_len=32768)
+    est = run_estimate(load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec, "A10G", s)
+    fixes = suggest(est, error_kind="kv_capacity_v0")
+    plain = next(x for x in fixes if x.flags.startswith("--max-model-len"))
+    util = next(x for x in fixes if x.flags.startswith("--gpu-memory-utilization"))
+    assert util.changes["max_model_len"] > plain.changes["max_model_len"] and util.estimate.fits
+
+
 # dusty-nv/jetson-containers#795's shape: V0 on a Jetson, the shell's "Killed" after start-up.
 JETSON = """llm = LLM(model="Qwen/Qwen2-7B", max_model_len=200, max_num_seqs=1)   # Jetson Orin NX 16G, vLLM 0.6.3
 INFO 01-23 07:32:42 model_runner.py:1071] Loading model weights took 4.3752 GB
