@@ -600,9 +600,11 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,
             cands = in_focal
         elif not in_focal and focal > 0 and key in _SETTING_FACTS:
             # The failing run has its own command line and it does not set this flag: vLLM used its
-            # default, not the value another attempt that failed on its own passed. (A command
-            # echoed without its own error — a log line, a retelling — is not such an attempt.)
-            cands = [o for o in cands if run_of(o.start) not in failed_runs or o.source not in _RUN_SOURCES]
+            # default, not the value another attempt passed — one that failed on its own, or one
+            # after it (vllm PR10511 shows a TP 1 run, then `-tp 2`). A command before it without an
+            # error of its own may be the real one the log echoes (`vllm serve MODEL` after docker).
+            cands = [o for o in cands if o.source not in _RUN_SOURCES
+                     or run_of(o.start) < focal and run_of(o.start) not in failed_runs]
             if not cands:
                 return None, [], []
     top = max(o.priority for o in cands)

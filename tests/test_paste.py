@@ -679,3 +679,20 @@ def test_worker_ranks_under_data_parallelism_are_not_a_tensor_split(flag):
     f = read_paste(f"vllm serve Qwen/Qwen3-8B {flag}\n" + lines)
     assert f.get("tensor_parallel_size") is None and f.extra["data_parallel_size"] > 1
     assert read_paste("vllm serve Qwen/Qwen3-8B\n" + lines).get("tensor_parallel_size") == 4
+
+
+def test_a_later_attempts_flags_do_not_describe_the_run_that_printed_the_numbers():
+    """vllm PR10511: a TP 1 run prints its whole memory split, then `vllm serve … -tp 2` prints a
+    truncated one. The numbers are the first run's, so its settings are too: no TP 2 from the
+    second command (the weights, 14.96 GiB, are the whole Llama-3-8B)."""
+    text = ("$ vllm serve meta-llama/Meta-Llama-3-8B\n"
+            "INFO 12-13 19:54:18 worker.py:243] Memory profiling results:\n"
+            "INFO 12-13 19:54:18 worker.py:243] total_gpu_memory     79.22GiB\n"
+            "INFO 12-13 19:54:18 worker.py:243] model weights take   14.96GiB\n"
+            "INFO 12-13 19:54:18 worker.py:243] available_kv_cache_memory    53.29GiB\n\n"
+            "$ vllm serve meta-llama/Meta-Llama-3-8B -tp 2\n"
+            "INFO 12-13 19:55:25 worker.py:243] Memory profiling results:\n"
+            "INFO 12-13 19:55:25 worker.py:243] model weights take   7.48GiB\n")
+    f = read_paste(text)
+    assert (f.get("weights_gib"), f.get("kv_cache_gib")) == (14.96, 53.29)
+    assert f.get("tensor_parallel_size") is None
