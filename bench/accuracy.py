@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from estimator.api import load_model, run_estimate  # noqa: E402
-from estimator.derive import graphs_on_top  # noqa: E402
+from estimator.derive import graphs_on_top, other_worker_pool  # noqa: E402
 from estimator.errors import KvdoctorError  # noqa: E402
 from estimator.memory import GiB  # noqa: E402
 from estimator.vllm import EngineSettings  # noqa: E402
@@ -211,18 +211,39 @@ def observed_values(obs: dict, utilization: float | None = None) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def predicted_values(est) -> dict:
+def predicted_values(est, observed: dict | None = None) -> dict:
+    """The estimate's figures for the rank whose memory line the case printed.
+
+    V0 with tensor parallelism: every worker logs its own line, but only the driver samples
+    (memory.v0_driver_extra_bytes) and vLLM sizes every GPU by the driver's blocks. A printed pool
+    larger than the printed capacity by about the sampler is another worker's line
+    (derive.other_worker_pool, as `explain` reads it): its pool and activation are compared with
+    that worker's (the driver's plus / minus the sampler), the capacity with the driver's."""
+    extra = 0
+    if observed:
+        worker = other_worker_pool(_Observed(observed), est)
+        extra = worker.extra if worker else 0
     return {
-        "kv_cache_gib": est.kv_cache_bytes / GiB,
+        "kv_cache_gib": (est.kv_cache_bytes + extra) / GiB,
         "kv_tokens": est.kv_cache_tokens,
         "gpu_blocks": est.gpu_blocks,
         "weights_gib": est.weights_bytes / GiB,
-        "activation_peak_gib": est.activation_bytes / GiB,
+        "activation_peak_gib": (est.activation_bytes - extra) / GiB,
         "non_torch_gib": est.non_torch_bytes / GiB,
-        "overhead_gib": (est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes) / GiB,
+        "overhead_gib": (est.activation_bytes - extra + est.non_torch_bytes + est.cuda_graph_bytes) / GiB,
         "estimated_max_model_len": est.max_model_len_fit,
         "kv_needed_gib": est.kv_needed_bytes / GiB,
     }
+
+
+class _Observed:
+    """A case's `observed` numbers read the way `derive` reads a paste's facts (`.get(key)`)."""
+
+    def __init__(self, observed: dict):
+        self._obs = observed
+
+    def get(self, key: str):
+        return self._obs.get(key)
 
 
 def pct(pred: float, obs: float) -> float | None:
@@ -262,7 +283,7 @@ def main(argv: list[str]) -> int:
             skipped += 1
             continue
         evaluated += 1
-        pred = predicted_values(est)
+        pred = predicted_values(est, case.get("observed") or {})
         for q, o in obs.items():
             p = pred.get(q)
             if p is None:

@@ -2,7 +2,9 @@
 
 Why: kvdoctor must answer with no network at all (air-gapped clusters, CI, a Hub outage), and the
 models people ask about most are a small set. The files in `estimator/catalog/` are copies of the
-configs in `../shared/data/models/`; `index.json` records for each repo id where the copy came
+configs in `../shared/data/models/`, plus configs the project found itself for models its users
+paste (entries with an `added` note; an official view of a key may `correct` a derivative's copy);
+`index.json` records for each repo id where the copy came
 from (`source_url`, `kind`: OFFICIAL / DUPLICATE / GITHUB COPY / PROXY, the research `notes`), the
 keys we DROPPED because they belong to a derivative (e.g. the MLX `quantization_config` block in a
 proxy copy) or to a runtime dump (generation defaults such as `max_length: 20`), and markers of

@@ -128,7 +128,12 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             "less than the line shows — that is the capacity in the error.")
     elif kv_read is not None:
         st.add(Figure("kv_pool", kv_read, "read", "KV cache memory printed by vLLM"))
-    elif blocks is not None and blocks >= 0 and bpb:
+    elif blocks == 0 and solved is None and est is not None and bpb:
+        # vLLM clamps the count at 0 and the model already leaves less than a block: its remainder stands
+        st.add(Figure("kv_pool", est.kv_cache_bytes, "estimated",
+                      f"forward model; vLLM printed 0 blocks (it clamps the count at 0: less than one "
+                      f"{bpb / 2**20:.2f} MiB block was left, by how much it does not say)"))
+    elif blocks is not None and bpb:
         low, high = blocks * bpb, (blocks + 1) * bpb
         st.add(Figure("kv_pool", low, "derived", f"{blocks:,} blocks × {bpb / 2**20:.2f} MiB per block",
                       low=low, high=high))
@@ -465,8 +470,17 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     if not bpb:
         return None
     mib = f"{bpb / 2**20:.2f} MiB per block"
-    if f("gpu_blocks") is not None and f("gpu_blocks") >= 0:
-        return int(f("gpu_blocks")) * bpb, f"{int(f('gpu_blocks')):,} blocks × {mib}"
+    blocks = f("gpu_blocks")
+    if blocks is not None and int(blocks) != 0:
+        # a negative count is vLLM 0.1's unclamped floor division (vllm#184: "# GPU blocks: -1"): the
+        # budget fell short by less than |count| blocks, as a positive count bounds the pool from below
+        return int(blocks) * bpb, f"{int(blocks):,} blocks × {mib}"
+    if blocks is not None:
+        # 0: vLLM clamps the count (worker.py `max(num_gpu_blocks, 0)`), so it says only that less than
+        # one block was left — how far below, it does not say. Where the model agrees, nothing to solve.
+        if est.kv_cache_bytes < bpb:
+            return None
+        return 0, f"0 blocks × {mib} (vLLM clamps the count at 0: at most one block was left)"
     bs = est.layout.block_size
     cap = f("error_max_tokens_in_kv") or (f("kv_tokens_capacity") if est.profile.engine == "v0" else None)
     if cap and est.layout.num_groups <= 1:

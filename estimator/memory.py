@@ -510,8 +510,10 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         return KVLayout([], 0, bs, 0, 0, "attention-free model")
     if settings.block_size is None and states and attn:
         # Attention block size raised so one attention page ≥ one Mamba page
-        # (HybridAttentionMambaModelConfig, vllm/model_executor/models/config.py; A = 16).
-        a = 16
+        # (HybridAttentionMambaModelConfig, vllm/model_executor/models/config.py): A = 16, or 64 for
+        # MLA backends (128 with CUTLASS_MLA, which kvdoctor cannot see) — vllm#28228's Kimi-Linear on
+        # two RTX 3090s: 960-token blocks give its 75,840 tokens exactly, 944 would give 76,464.
+        a = 64 if any(isinstance(lk, MLA) for lk in attn) else 16
         attn_ppt = max(lk.bytes_per_token(tp, kv_bytes) for lk in attn)
         mamba_page = max(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
         bs = a * ceil_div(mamba_page, a * attn_ppt)

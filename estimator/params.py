@@ -99,6 +99,9 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     t, h, mt = spec.text, spec.hidden_size, spec.model_type
     out: list[_W] = []
     a = f"{pfx}.self_attn"
+    lk = spec.layers[i] if i < len(spec.layers) else None
+    if isinstance(lk, MambaState):
+        return _state_layer_weights(spec, lk, i, pfx)   # hybrids with MLA too (kimi_linear's KDA layers)
     if spec.mla:
         m = spec.mla
         heads = spec.num_attention_heads
@@ -131,9 +134,6 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
                     _W("router", f"{a}.indexer.weights_proj", ih, h, kind="router", layer=i, tp="replicate")]
         return out
 
-    lk = spec.layers[i] if i < len(spec.layers) else None
-    if isinstance(lk, MambaState):
-        return _state_layer_weights(spec, lk, i, pfx)
     if kind == "none":
         return out
 
@@ -194,6 +194,22 @@ def _state_layer_weights(spec: ModelSpec, lk: MambaState, i: int, pfx: str) -> l
                 _W("attention", f"{a}.A_log_dt_bias", 2 * lk.n_heads, kind="param", layer=i),
                 _W("norms", f"{a}.norm", lk.v_dim, kind="norm", layer=i, tp="replicate"),
                 _W("attention", f"{a}.out_proj", h, vd, layer=i)]
+    if lk.variant == "kda":
+        # KimiDeltaAttention (vllm/model_executor/layers/kda.py): q/k/v, low-rank f (gate) and g
+        # (output gate) projections whose first halves are replicated, b_proj, three short convs,
+        # A_log and dt_bias (the convs, A_log and dt_bias are float32 in vLLM: ≈0.1 MB per layer more
+        # than counted here at the model dtype), o_norm, o_proj
+        inner, d = lk.n_heads * lk.head_dim, lk.head_dim
+        return [_W("attention", f"{a}.qkv_proj", 3 * inner, h, layer=i),
+                _W("attention", f"{a}.f_a_proj", d, h, layer=i, tp="replicate"),
+                _W("attention", f"{a}.f_b_proj", inner, d, layer=i),
+                _W("attention", f"{a}.g_a_proj", d, h, layer=i, tp="replicate"),
+                _W("attention", f"{a}.g_b_proj", inner, d, layer=i),
+                _W("attention", f"{a}.b_proj", lk.n_heads, h, layer=i),
+                _W("attention", f"{a}.conv1d", 3 * inner, lk.conv_kernel, kind="conv", layer=i),
+                _W("attention", f"{a}.A_log_dt_bias", lk.n_heads + inner, kind="param", layer=i),
+                _W("norms", f"{a}.o_norm", d, kind="norm", layer=i, tp="replicate"),
+                _W("attention", f"{a}.o_proj", h, inner, layer=i)]
     if lk.variant == "linear":
         inner = lk.n_heads * lk.head_dim
         return [_W("attention", f"{a}.qkv_proj", 3 * inner, h, layer=i),
@@ -247,8 +263,9 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     out.append(_W("router", f"{m}.gate", e, h, kind="router", layer=i, tp="replicate"))
     if mt.startswith("gpt_oss") or t.get("router_bias"):
         out.append(_W("router", f"{m}.gate.bias", e, kind="bias", layer=i, tp="replicate"))
-    if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias"):
-        # DeepSeek-V3 style e_score_correction_bias (deepseek_v2.py / minimax_m2.py).
+    if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt == "kimi_linear":
+        # DeepSeek-V3 style e_score_correction_bias (deepseek_v2.py / minimax_m2.py; kimi_linear.py
+        # KimiMoE always has one: the Kimi-Linear-48B checkpoint's tensors sum to 26 × 256 more).
         out.append(_W("router", f"{m}.gate.e_score_correction_bias", e, kind="param", layer=i, tp="replicate"))
     if mt.startswith("gemma4"):  # gemma-4 router: learned input scale + per-expert scale
         out.append(_W("router", f"{m}.router.scales", h + e, kind="param", layer=i, tp="replicate"))

@@ -338,10 +338,23 @@ def _read(raw: str) -> Facts:
             extra["host_killed"] = True
     if engine:
         extra["engine"] = engine
+    _capacity_rule_hint(facts, hints)
     hint = _intersect(hints)
     if hint:
         extra["version_hint"] = hint
     return facts
+
+
+def _capacity_rule_hint(facts, hints: list) -> None:
+    """From 0.21 V1 prints "GPU KV cache size" as int(concurrency × max_model_len)
+    (vllm/v1/core/kv_cache_utils.py), so the two printed figures agree to the concurrency's two
+    decimals; a hybrid model's earlier figure (blocks ÷ KV groups × block size) need not. Where they
+    disagree the paste predates 0.21 (vllm#28228: 75,840 tokens beside 2.48× at 120,000)."""
+    tokens, conc, length = (facts.get(k) for k in ("kv_tokens_capacity", "max_concurrency", "max_model_len"))
+    if not (tokens and conc and length) or float(length) <= 0:
+        return
+    if abs(float(tokens) / float(length) - float(conc)) > 0.006:
+        hints.append(("0.1.0", "0.21.0"))
 
 
 _LOAD_MODEL = regex.compile(r"Starting[ ]+to[ ]+load[ ]+model[ ]+(?P<path>[^\s]+?)\.{0,3}(?=\s|$)")

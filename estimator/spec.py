@@ -153,13 +153,13 @@ class MambaState(LayerKV):
     """
 
     kind: str = "mamba"
-    variant: str = "mamba2"  # mamba1 | mamba2 | gdn | linear | short_conv
+    variant: str = "mamba2"  # mamba1 | mamba2 | gdn | kda | linear | short_conv
     conv_kernel: int = 4
     d_inner: int = 0         # mamba1/mamba2/short_conv intermediate size
     d_state: int = 16
     n_groups: int = 1
-    n_heads: int = 0         # mamba2 heads / gdn value heads / linear heads
-    head_dim: int = 0        # mamba2 head dim / linear head dim
+    n_heads: int = 0         # mamba2 heads / gdn value heads / kda or linear heads
+    head_dim: int = 0        # mamba2 head dim / kda or linear head dim
     k_heads: int = 0         # gdn key heads
     k_dim: int = 0           # gdn key head dim
     v_dim: int = 0           # gdn value head dim
@@ -179,6 +179,10 @@ class MambaState(LayerKV):
         if self.variant == "gdn":
             conv = k * ((2 * self.k_heads * self.k_dim + self.n_heads * self.v_dim) // tp)
             return conv, (self.n_heads // tp) * self.k_dim * self.v_dim
+        if self.variant == "kda":
+            # MambaStateShapeCalculator.kda_state_shape: one (K−1) × H·d/tp conv state each for q, k
+            # and v (later releases pack them into one of the same size), (H/tp) × d × d recurrent
+            return 3 * k * (self.n_heads * self.head_dim // tp), (self.n_heads // tp) * self.head_dim * self.head_dim
         if self.variant == "linear":
             return 0, (self.n_heads // tp) * self.head_dim * self.head_dim
         if self.variant == "short_conv":
@@ -381,6 +385,12 @@ def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
             else:
                 out.append("full")
         return out
+    lac = text.get("linear_attn_config")
+    if isinstance(lac, dict) and isinstance(lac.get("kda_layers"), list):
+        # Kimi-Linear: 1-based layer numbers of the KDA (linear) layers; the rest are MLA
+        # (vllm/model_executor/models/kimi_linear.py: is_kda = layer_idx + 1 in kda_layers)
+        kda = {int(x) for x in lac["kda_layers"]}
+        return ["linear" if i + 1 in kda else "full" for i in range(n)]
     if isinstance(text.get("layers_block_type"), list):  # jamba/zamba style
         return ["mamba" if str(t).lower() == "mamba" else "full" for t in text["layers_block_type"][:n]]
     if isinstance(text.get("hybrid_override_pattern"), str):  # nemotron-h: M mamba, * attention, - mlp
@@ -428,6 +438,12 @@ def _mamba_state(text: dict, kind: str, mtype: str, hidden: int) -> MambaState:
             k_dim=int(text.get("linear_key_head_dim", 128)), v_dim=int(text.get("linear_value_head_dim", 128)),
             ssm_dtype_bytes=ssm_b,
         )
+    lac = text.get("linear_attn_config")
+    if kind == "linear" and isinstance(lac, dict) and lac.get("kda_layers"):
+        # Kimi Delta Attention (vllm/model_executor/layers/kda.py): q/k/v short-conv states in the
+        # cache dtype and a float32 recurrent state (MambaStateDtypeCalculator.kda_state_dtype)
+        return MambaState(kind="linear", variant="kda", conv_kernel=int(lac.get("short_conv_kernel_size", 4)),
+                          n_heads=int(lac["num_heads"]), head_dim=int(lac["head_dim"]), ssm_dtype_bytes=4)
     if kind == "linear":  # lightning attention (MiniMax-Text-01): heads × head_dim²
         heads = int(_first(text, "num_attention_heads", default=1))
         hd = int(_first(text, "head_dim", default=hidden // max(1, heads)))
@@ -601,9 +617,10 @@ def _moe(text: dict, n: int, inter: int) -> MoE | None:
     experts = _positive_int(_first(text, "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"))
     if not experts or experts <= 1:
         return None
-    topk = _positive_int(_first(text, "num_experts_per_tok", "experts_per_token", "top_k_experts", "moe_topk")) or 1
+    topk = _positive_int(_first(text, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
+                                "top_k_experts", "moe_topk")) or 1
     e_inter = _positive_int(_first(text, "moe_intermediate_size", "expert_intermediate_size")) or inter
-    shared = _positive_int(text.get("n_shared_experts")) or 0
+    shared = _positive_int(_first(text, "n_shared_experts", "num_shared_experts")) or 0   # kimi_linear: num_…
     shared_inter = _positive_int(_first(text, "shared_expert_intermediate_size", "shared_intermediate_size")) or 0
     if shared and not shared_inter:
         shared_inter = shared * e_inter
@@ -630,7 +647,7 @@ _KNOWN_TYPES = {
     "gemma3", "gemma3_text", "gemma4", "gemma4_text", "gpt_oss", "llama4", "llama4_text", "deepseek_v2",
     "deepseek_v3", "deepseek_v32", "deepseek_v4", "kimi_k2", "glm_moe_dsa", "glm4_moe", "minimax_m2",
     "minimax_text_01", "phi3", "phi", "phi4", "falcon", "refinedwebmodel", "refinedweb", "jamba", "falcon_h1",
-    "granitemoehybrid", "nemotron_h", "bamba", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
+    "granitemoehybrid", "nemotron_h", "bamba", "kimi_linear", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
     "pixtral", "cohere", "cohere2", "starcoder2", "gpt_bigcode", "gpt_neox", "mpt", "dbrx", "internlm2",
     "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2",
 }

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from estimator.memory import GiB
+from estimator.vllm import EngineSettings
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -77,3 +80,37 @@ def test_a_printed_total_wins_over_a_nominal_card_size(accuracy):
     is what vLLM saw and what the bench sizes."""
     case = {"gpu": "RTX 4060 (8 GB)", "observed": {"total_gpu_memory_gib": 8.0}, "notes": ""}
     assert accuracy.gpu_for(case) == "8.0GiB"
+
+
+def test_a_v0_workers_memory_line_is_compared_with_that_worker(accuracy):
+    """vllm#13061 (V0, TP 2, R1-Distill-Qwen-14B): the memory line the user quoted (KV 8.69 GiB,
+    activation 0.19) is a non-driver worker's — 81,536 tokens × 96 KiB per token per rank is only
+    7.46 GiB — while vLLM sized both GPUs by the driver, which also samples. The bench compares that
+    line with the worker (driver pool + sampler, activation − sampler), the capacity with the driver."""
+    from estimator.api import load_model
+
+    spec = load_model("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", offline=True).spec
+    s = EngineSettings(vllm_version="0.7.2", engine="v0", tensor_parallel_size=2,
+                       gpu_memory_utilization=0.98)
+    est = accuracy.run_estimate(spec, "RTX 4090", s)
+    # V0 sampler on 256 dummy rows of the full 152,064 vocab (40 B per element) vs one layer's
+    # forward over 2,048 tokens (chunked prefill above 32K): (3 × 13,824 / 2 + 3 × 5,120) × 2 B each.
+    sampler, forward = 256 * 152064 * 40, 2048 * (3 * 13824 // 2 + 3 * 5120) * 2
+    assert est.activation_bytes == sampler
+    observed = {"kv_cache_gib": 8.69, "activation_peak_gib": 0.19, "error_max_tokens_in_kv": 81536}
+    worker = accuracy.predicted_values(est, observed)
+    assert worker["kv_cache_gib"] * GiB == est.kv_cache_bytes + sampler - forward
+    assert worker["activation_peak_gib"] * GiB == forward
+    assert worker["kv_tokens"] == est.kv_cache_tokens
+    # a pool that the capacity accounts for is the driver's own line: nothing moves
+    driver = accuracy.predicted_values(est, {"kv_cache_gib": 81536 * 196608 / 2 / GiB,
+                                             "error_max_tokens_in_kv": 81536})
+    assert driver["kv_cache_gib"] * GiB == est.kv_cache_bytes
+
+
+def test_vllm_use_v1_0_in_the_notes_runs_the_v0_engine(accuracy):
+    """vllm#16199 forced V0 on 0.8.3 (`VLLM_USE_V1=0 vllm serve …`): its budget and profile run are
+    V0's even where the case's era field says v1."""
+    s = accuracy.settings_for({"paste": "", "era": "v1", "vllm_version": "0.8.3 (VLLM_USE_V1=0)",
+                               "other_flags": "VLLM_USE_V1=0 --distributed-executor-backend ray"})
+    assert (s.vllm_version, s.engine) == ("0.8.3", "v0")

@@ -74,10 +74,52 @@ def test_index_provenance_matches_params_jsonl():
         rows[r["model"]] = r
     for repo_id, entry in _index().items():
         assert entry["kind"] in KINDS, repo_id
+        if "added" in entry:
+            continue    # researched for the catalog, not a shared research copy (next test)
         assert entry["source_url"] == rows[repo_id]["config_source_url"]
         assert entry["notes"] == rows[repo_id]["notes"]
         # a PROXY row in the research notes is a PROXY here
         assert (entry["kind"] == "PROXY") == ("PROXY" in rows[repo_id]["notes"]), repo_id
+
+
+def test_configs_added_beyond_the_shared_copies_say_where_they_come_from():
+    """Entries the project researched itself (not in ../shared/data/models) carry their source, their
+    kind, the keys dropped or set from an official view, and only those changes."""
+    added = {rid: e for rid, e in _index().items() if "added" in e}
+    assert len(added) >= 12
+    for repo_id, entry in added.items():
+        assert entry["kind"] in KINDS and entry["source_url"] and entry["notes"], repo_id
+        assert (entry["kind"] == "PROXY") == entry["notes"].startswith("CONFIG: PROXY"), repo_id
+        _, cfg, _ = catalog.lookup(repo_id)
+        for key in (entry.get("dropped") or {}).get("keys", {}):
+            assert key not in cfg, (repo_id, key)
+        for key, change in (entry.get("corrected") or {}).get("keys", {}).items():
+            assert cfg[key] == change["official"] != change["copy"], (repo_id, key)
+    # CodeLlama's fine-tune copy said float16; the official commit 173c00e shows bfloat16
+    _, code, _ = catalog.lookup("codellama/CodeLlama-13b-Instruct-hf")
+    assert code["torch_dtype"] == "bfloat16" and "_name_or_path" not in code
+    assert catalog.entry("deepseek-ai/DeepSeek-Coder-V2-Instruct")["trimmed"]
+
+
+def test_added_models_resolve_with_the_architecture_their_sources_show():
+    """Figures read from the source copies (see index notes), not from the code."""
+    from estimator.api import load_model
+    from estimator.memory import estimate
+    from estimator.vllm import EngineSettings
+
+    def est(repo_id, version="0.7.2"):
+        spec = load_model(repo_id, offline=True).spec
+        return estimate(spec, gpu_total_bytes=80 * 2**30, settings=EngineSettings(vllm_version=version))
+
+    # 48 layers × 8 KV heads × head_dim 5120 / 40 = 128 × K and V × 2 B; max_position_embeddings 131072
+    r1 = est("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B")
+    assert (r1.layout.kv_bytes_per_token, r1.max_model_len) == (48 * 8 * 128 * 2 * 2, 131072)
+    code = est("codellama/CodeLlama-13b-Instruct-hf")
+    assert (code.layout.kv_bytes_per_token, code.max_model_len) == (40 * 40 * 128 * 2 * 2, 16384)  # MHA
+    orca = est("Open-Orca/LlongOrca-7B-16k", "0.2.0")
+    assert orca.max_model_len == 16384 * 4                  # linear rope factor 4 (vllm#1267: 65536)
+    coder = load_model("deepseek-ai/DeepSeek-Coder-V2-Instruct", offline=True)
+    assert any("TRIMMED" in a for a in coder.spec.assumptions)
 
 
 def test_derivative_keys_are_dropped_and_real_quantization_kept():

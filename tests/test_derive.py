@@ -473,3 +473,47 @@ def test_graphs_read_from_the_equivalent_utilization_follow_the_implied_card():
     total = d.derived["figures"]["total"]
     assert total["provenance"] == "derived" and "no GPU in the paste" in total["how"]
     assert abs(d.estimate["memory"]["cuda_graph_bytes"] - (0.8800 - 0.8592) * total["value"]) < 2**20
+
+
+def test_a_negative_block_count_bounds_the_pool_and_a_zero_only_caps_it():
+    """vLLM 0.1 printed its unclamped floor division (vllm#184: "# GPU blocks: -1" for vicuna-7b on
+    a T4): the pool lay within one block below zero, so the parts the paste leaves out are solved to
+    fill the budget. Later versions clamp the count at 0 (worker.py `max(num_gpu_blocks, 0)`): a 0
+    says less than one block was left, not how much less, so the model's own peak stands."""
+    neg = ("llm = LLM(model=\"lmsys/vicuna-7b-v1.3\") on an AWS g4dn.xlarge (T4)\n"
+           "INFO 06-21 10:00:18 llm_engine.py:128] # GPU blocks: -1, # CPU blocks: 512\n"
+           "RuntimeError: Trying to create tensor with negative dimension -1: [-1, 32, 16, 16, 8]\n")
+    d = diagnose(neg, offline=True)
+    fig = d.derived["figures"]
+    block = 16 * 32 * 2 * 32 * 128 * 2                    # 16 tokens × 32 layers × K,V × 32 heads × 128 × 2 B
+    assert fig["kv_pool"]["value"] == -block
+    # budget − weights − non-torch − (−1 block) is what the profile run took
+    assert fig["activation"]["provenance"] == "derived"
+    assert fig["activation"]["value"] == fig["budget"]["value"] - fig["weights"]["value"] \
+        - fig["non_torch"]["value"] + block
+    zero = ("vllm serve meta-llama/Llama-3.1-8B-Instruct on my RTX 3090, vllm 0.5.0\n"
+            "INFO 06-21 10:00:18 gpu_executor.py:83] # GPU blocks: 0, # CPU blocks: 2048\n"
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+            "when initializing the engine.\n")
+    d = diagnose(zero, offline=True)
+    fig = d.derived["figures"]
+    # V0 without chunked prefill profiles 131,072 tokens: (3 × 14,336 + 3 × 4,096) × 2 B each
+    assert fig["activation"]["provenance"] == "estimated"
+    assert fig["activation"]["value"] == 131072 * (3 * 14336 + 3 * 4096) * 2
+    assert fig["kv_pool"]["value"] < 0 and "clamps the count at 0" in fig["kv_pool"]["how"]
+
+
+def test_a_printed_total_beyond_its_rounding_replaces_the_catalogs():
+    """vllm#16570: an A100-PCIE-40GB printed total_gpu_memory 39.38 GiB; the catalog only assumes
+    the SXM4's 39.39 for it. 0.013 GiB is more than the 2-decimal rounding, so vLLM's figure sizes
+    the budget: 39.38 × 0.95 − 34.43 − 0.43 − 2.51 = 0.04 GiB, the KV vLLM printed."""
+    text = ("vllm serve Qwen/Qwen2.5-VL-72B-Instruct --tensor-parallel-size 4 --gpu_memory_utilization 0.95 "
+            "--max_num_seqs 2 --max_model_len 8192 on 4x NVIDIA A100-PCIE-40GB, vLLM 0.8.3\n"
+            "INFO 04-15 00:05:58 [worker.py:267] the current vLLM instance can use total_gpu_memory (39.38GiB) x "
+            "gpu_memory_utilization (0.95) = 37.41GiB\n"
+            "INFO 04-15 00:05:58 [worker.py:267] model weights take 34.43GiB; non_torch_memory takes 0.43GiB; "
+            "PyTorch activation peak memory takes 2.51GiB; the rest of the memory reserved for KV Cache is 0.04GiB.\n")
+    d = diagnose(text, offline=True, explain=True)
+    e = d.estimate
+    assert e["gpu"]["total_bytes"] == round(39.38 * 2**30)
+    assert e["memory"]["kv_cache_bytes"] / 2**30 == pytest.approx(0.04, abs=0.002)

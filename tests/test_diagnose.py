@@ -235,6 +235,11 @@ def test_corpus_estimate_reproduces_vllms_kv_figure(case_id):
     f, e = d.facts, d.estimate
     checked = False
     kv = f.get("kv_cache_gib") or f.get("kv_available_gib")
+    pool = d.derived["figures"].get("kv_pool") or {}
+    if kv is not None and "is another worker's" in pool.get("how", ""):
+        # a V0 TP worker's memory line (derive.other_worker_pool, vllm#13061): vLLM sized every GPU by
+        # the driver's blocks, derived from the capacity the paste printed
+        kv = pool["value"] / GiB
     if kv is not None:
         # vLLM prints GiB to 2 decimals: ±0.005 GiB, plus 2% for versions that print another quantity.
         assert e["memory"]["kv_cache_bytes"] / GiB == pytest.approx(kv, rel=0.02, abs=0.006)
@@ -247,7 +252,12 @@ def test_corpus_estimate_reproduces_vllms_kv_figure(case_id):
         assert e["kv_cache_tokens"] == pytest.approx(f["kv_tokens_capacity"], rel=0.03)
         checked = True
     if f.get("gpu_blocks") is not None and e["settings"]["engine"] == "v0":
-        assert e["gpu_blocks"] == f["gpu_blocks"]
+        if f["gpu_blocks"] < 0:
+            # vLLM 0.1 printed its unclamped floor division (vllm#184: -1): the pool lies within that block
+            bpb = e["settings"]["block_size"] * e["model"]["kv_bytes_per_token"]
+            assert f["gpu_blocks"] * bpb <= e["memory"]["kv_cache_bytes"] < (f["gpu_blocks"] + 1) * bpb
+        else:
+            assert e["gpu_blocks"] == f["gpu_blocks"]
         checked = True
     if not checked:
         pytest.skip("the paste prints no KV figure to compare with")
@@ -385,7 +395,14 @@ def _estimate_settings_flags(e: dict) -> list[str]:
 
 
 # (case, flags) → why `kvdoctor estimate` with the same flags disagrees with the suggestion.
+_VLLM16570 = (
+    "every part of the budget is printed (weights 34.43, activation 2.51, non-torch 0.43 GiB of 37.41): "
+    "vLLM's own state leaves 0.04 GiB = 528 tokens (1,056 with fp8 KV), the fix is checked there; kvdoctor "
+    "estimate's forward model (weights 34.22, V0 activation over the 32,768-token image + video dummy prompt "
+    "2.85 GiB, 12% above the printed peak) leaves none, so no length fits through the CLI")
 CLI_MISFITS: dict[tuple[str, str], str] = {
+    ("vllm16570-4xa100-40-qwen25-vl-72b", "--max-model-len 528"): _VLLM16570,
+    ("vllm16570-4xa100-40-qwen25-vl-72b", "--kv-cache-dtype fp8 --max-model-len 1024"): _VLLM16570,
 }
 
 

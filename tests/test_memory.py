@@ -15,7 +15,7 @@ import pytest
 
 from estimator import catalog
 from estimator.memory import estimate, rerun, resolve_max_model_len
-from estimator.spec import spec_from_config
+from estimator.spec import MambaState, spec_from_config
 from estimator.vllm import EngineSettings, parse_flags, profile_for
 
 GiB = 2**30
@@ -702,6 +702,26 @@ def test_qwen3_next_layout_tp4(qwen3_next):
     assert state == 274_432
     assert e.layout.block_size == 16 * cdiv(state, 16 * 1024) == 272
     assert e.layout.bytes_per_block == 12 * 272 * 1024
+
+
+def test_kimi_linear_kda_mla_hybrid_layout():
+    """Kimi-Linear-48B (kimi_linear): 20 KDA layers and 7 MLA layers (linear_attn_config, 1-based).
+    vllm#28228 (TP 2, 0.11): "Add 1 padding layers", 2.30 GiB → "GPU KV cache size: 75,840 tokens"."""
+    spec = load("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    kda = [lk for lk in spec.layers if isinstance(lk, MambaState)]
+    assert len(kda) == 20 and len(spec.layers) - len(kda) == 7
+    # kda_state_shape at TP 2: q/k/v convs (4 − 1) × 32·128/2 each in bf16, recurrent 16 × 128 × 128 fp32
+    state = 3 * 3 * (32 * 128 // 2) * 2 + (32 // 2) * 128 * 128 * 4
+    assert kda[0].state_bytes(2, 2) == state == 1_085_440
+    pool = 2469606195                                          # 2.30 GiB as printed (2.30 × 2^30)
+    e = run_pool(spec, "0.11.0", pool, tensor_parallel_size=2, max_model_len=120_000, enable_prefix_caching=False)
+    # MLA page per token per layer: (512 + 64) × 2 B; the block is aligned to 64 for MLA backends
+    bs = 64 * cdiv(state, 64 * 1152)
+    assert bs == 960 and e.layout.block_size == 960
+    # 7 MLA + 20 KDA → groups of 7: 1 attention + 3 KDA groups (21 slots: 1 padding layer)
+    assert e.layout.num_groups == 4 and e.layout.bytes_per_block == 7 * 960 * 1152
+    assert e.gpu_blocks == pool // (7 * 960 * 1152) == 319
+    assert e.kv_cache_tokens == (319 // 4) * 960 == 75_840      # what vLLM printed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -419,3 +419,20 @@ def test_k_eq_v_layers_store_no_v_proj_but_vllm_allocates_its_rows():
     # self_attn is excluded from NVFP4 (hf_quant_config exclude_modules): the V rows are bf16.
     assert checkpoint_bytes(stored) - checkpoint_bytes(k_eq_v) == 2 * v_rows
     assert weight_bytes(stored).bytes_total == weight_bytes(k_eq_v).bytes_total
+
+
+def test_kimi_linear_counts_kda_and_mla_layers_apart():
+    """Kimi-Linear-48B-A3B: a report summing the checkpoint's tensors gives 49,122,681,728; here by
+    hand from the config (hidden 2,304, 27 layers: 20 KDA + 7 MLA, 256 experts × 1,024 + 1 shared,
+    first layer dense 9,216, vocab 163,840 untied)."""
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    spec = spec_from_config(config, cid)
+    h, inner, d = 2304, 32 * 128, 128
+    kda = (3 * inner * h + 2 * d * h + 2 * inner * d + 32 * h + 3 * inner * 4 + 32 + inner + d + h * inner)
+    mla = 32 * 192 * h + 576 * h + 512 + 32 * 256 * 512 + h * 32 * 128       # q, kv_a (+norm), kv_b, o
+    moe = 26 * (256 * 3 * h * 1024 + 3 * h * 1024 + 256 * h + 256)          # experts, shared, gate, bias
+    norms = 27 * 2 * h + h
+    total = 2 * 163840 * h + 20 * kda + 7 * mla + moe + 3 * h * 9216 + norms
+    assert count_params(spec).params_total == total == 49_122_681_728

@@ -696,3 +696,16 @@ def test_a_later_attempts_flags_do_not_describe_the_run_that_printed_the_numbers
     f = read_paste(text)
     assert (f.get("weights_gib"), f.get("kv_cache_gib")) == (14.96, 53.29)
     assert f.get("tensor_parallel_size") is None
+
+
+def test_capacity_and_concurrency_that_disagree_date_the_paste_before_0_21():
+    """From 0.21 "GPU KV cache size" is int(concurrency × max_model_len), so the two agree; a hybrid
+    model's older figure (blocks ÷ groups × block size) need not: vllm#28228 printed 75,840 tokens
+    beside 2.48× at 120,000 (0.63×) — before 0.21, whatever the newest format allows."""
+    lines = ("(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1229] GPU KV cache size: {n} tokens\n"
+             "(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1234] Maximum concurrency for "
+             "120,000 tokens per request: {c}x\n")
+    hybrid = read_paste(lines.format(n="75,840", c="2.48")).extra.get("version_hint")
+    assert hybrid is not None and hybrid[1] is not None and hybrid[1] < "0.21"
+    agree = read_paste(lines.format(n="297,600", c="2.48")).extra.get("version_hint")
+    assert agree is None or agree[1] is None or agree[1] >= "0.21"
