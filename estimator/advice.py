@@ -603,6 +603,44 @@ def _unified_gpu(name) -> bool:
         return False
 
 
+# vLLM 0.2.0–0.2.1 refused a context whose attention logits (one float32 per token of the padded
+# context, plus a 512-float buffer) exceed the GPU's shared memory per block (worker.py
+# _check_if_can_support_max_seq_len, vllm PR #1154); 0.2.2 switches long contexts to PagedAttention
+# V2 instead (vllm PR #1510).
+SHARED_MEM_BUFFER_FLOATS = 512
+
+
+def shared_memory_max_len(available: int, block_size: int) -> int:
+    """The longest max_model_len whose (padded context + buffer) × 4 B fits `available` bytes."""
+    return available // 4 - SHARED_MEM_BUFFER_FLOATS - (block_size - 1)
+
+
+def shared_memory_fixes(facts, est: Estimate | None) -> list[dict]:
+    """The context length the attention kernel of 0.2.0–0.2.1 can hold, re-checked against the KV
+    cache where the model is known, and the upgrade that removes the limit."""
+    x, f = facts.extra, facts.get
+    avail, bs = x.get("shared_mem_available"), f("block_size") or 16
+    if not isinstance(avail, (int, float)):
+        return []
+    cap = shared_memory_max_len(int(avail), int(bs))
+    target = friendly_len(cap)
+    why = (f"vLLM 0.2.0–0.2.1's attention kernel keeps one float per context token in shared memory: "
+           f"({target:,} + {int(bs) - 1} padding + {SHARED_MEM_BUFFER_FLOATS} buffer) × 4 B = "
+           f"{(target + int(bs) - 1 + SHARED_MEM_BUFFER_FLOATS) * 4:,} B of the {int(avail):,} B this GPU has "
+           f"(at most {cap:,} tokens)")
+    out: list[dict] = []
+    if est is not None:
+        e = rerun(est, max_model_len=target)
+        s = Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False).to_json()
+        out.append(s)
+    else:
+        out.append({"flags": _flag("max-model-len", target), "checked": False, "why": why})
+    out.append({"flags": "", "checked": False,
+                "why": "or upgrade vLLM: from 0.2.2 long contexts run on PagedAttention V2 (vllm PR #1510), "
+                       "which has no such limit"})
+    return out
+
+
 def facts_fixes(facts) -> list[dict]:
     """Fixes that follow from vLLM's own printed numbers alone (no model config to re-check with).
 
@@ -612,6 +650,8 @@ def facts_fixes(facts) -> list[dict]:
     f = facts.get
     kind = facts.error_kind
     out: list[dict] = []
+    if facts.extra.get("shared_mem_available") is not None:
+        return shared_memory_fixes(facts, None)
     if kind in ("kv_capacity_v0", "kv_capacity_v1"):
         cap = f("estimated_max_model_len") if kind == "kv_capacity_v1" else f("error_max_tokens_in_kv")
         cap = cap or f("error_max_tokens_in_kv") or f("estimated_max_model_len")

@@ -525,7 +525,8 @@ def kv_formula(est: Estimate) -> str:
     states = " (plus a fixed state per request in the linear-attention/Mamba layers)" if est.layout.state_bytes_per_request else ""
     if not layers:
         return "no layer keeps per-token KV" + states
-    if spec.uses_mla or any(getattr(lk, "fixed_bytes", 0) or getattr(lk, "indexer_bytes", 0) for lk in layers):
+    # the layers as this version caches them: MLA before 0.7.1 keeps K and V per head (memory.effective_layers)
+    if any(lk.kind == "mla" or getattr(lk, "fixed_bytes", 0) or getattr(lk, "indexer_bytes", 0) for lk in layers):
         mla = spec.mla or {}
         idx = [lk for lk in layers if getattr(lk, "indexer_bytes", 0)]
         packed = [lk for lk in layers if getattr(lk, "fixed_bytes", 0)]

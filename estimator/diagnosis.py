@@ -311,6 +311,11 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
             est, int(facts.extra["sampler_warmup_requests"]),
             gib_bytes(tried) if isinstance(tried, (int, float)) else None,
             gib_bytes(free) if isinstance(free, (int, float)) else None)]
+    elif est is not None and facts.extra.get("shared_mem_available") is not None:
+        from estimator.advice import shared_memory_fixes
+
+        # not the KV cache: the attention kernel's shared memory bounds the context (0.2.0–0.2.1)
+        suggestions = [s for s in shared_memory_fixes(facts, est) if s["flags"]]
     elif est is not None:
         from estimator.advice import suggest
 
@@ -349,6 +354,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         d.unchecked = facts_fixes(facts)
         d.specific = d.specific or bool(d.unchecked)
     d.notes = state.notes + _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
+    if est is not None and facts.extra.get("shared_mem_available") is not None:
+        from estimator.advice import shared_memory_fixes
+
+        d.notes += [s["why"][0].upper() + s["why"][1:] + "." for s in shared_memory_fixes(facts, est) if not s["flags"]]
     d.summary = _summary(d, facts, est)
     return d
 
@@ -410,8 +419,8 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
         hi, dated = then, f" and the post's date ({str(posted)[:10]}) point"
     if engine == "v0":
         if hi and parse_version(hi) <= parse_version(V0_ASSUMED):
-            return str(hi), (f"version not stated; the message format{dated or ' points'} to vLLM {lo or '?'}–{hi}: "
-                             f"modelled as {hi}")
+            span = str(hi) if lo == hi else f"{lo or '?'}–{hi}"
+            return str(hi), f"version not stated; the message format{dated or ' points'} to vLLM {span}: modelled as {hi}"
         if lo and parse_version(lo) > parse_version(V0_ASSUMED):
             return str(lo), f"version not stated; the V0 message format points to vLLM ≥ {lo}: modelled as {lo}"
         return V0_ASSUMED, (f"the message format is vLLM's V0 engine; version not stated, so V0 rules of "
@@ -757,6 +766,12 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
                      "and max_num_seqs is larger than the number of blocks.")
     elif kind in CONFIG_ERRORS:
         parts.append("**A settings error, not a memory one**: " + _settings_error_text(kind, facts))
+    elif facts.extra.get("shared_mem_available") is not None:
+        need, have = facts.extra.get("shared_mem_required"), facts.extra["shared_mem_available"]
+        parts.append(f"Not a GPU-memory shortage: vLLM {'' if est is None else est.profile.release + ' '}refused "
+                     f"max_model_len {f('max_model_len') or '?':,} because its attention kernel (PagedAttention V1, "
+                     f"vLLM 0.2.0–0.2.1) keeps one float per context token in the GPU's shared memory: "
+                     f"{float(need or 0):,.0f} B needed, {float(have):,.0f} B per block on this GPU.")
     else:
         parts.append(f"vLLM reported a memory-related problem ({kind}).")
         if est is not None and est.fits:

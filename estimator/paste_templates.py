@@ -226,6 +226,13 @@ TEMPLATES: tuple[Template, ...] = (
        r"User-specified[ \n]+max_model_len[ \n]+\((?P<max_model_len>" + INT + r")\)[ \n]+is[ \n]+greater[ \n]+than[ \n]+the[ \n]+derived"
        r"[ \n]+max_model_len[ \n]+\((?P<x_derived_key>\w+)=(?P<x_derived_max_model_len>[\d.]+)",
        P_ERROR, "max_model_len_derived"),
+    # vLLM 0.2.0–0.2.1: PagedAttention V1 keeps a context's attention logits in shared memory
+    # (worker.py _check_if_can_support_max_seq_len, vllm PR #1154; removed by PR #1510 in 0.2.2)
+    _t("shared_mem_max_len",
+       r"vLLM[ \n]+cannot[ \n]+currently[ \n]+support[ \n]+max_model_len=(?P<max_model_len>" + INT + r")[ \n]+with[ \n]+"
+       r"block_size=(?P<block_size>\d+)[ \n]+on[ \n]+GPU[ \n]+with[ \n]+compute[ \n]+capability[ \n]+\([ \n]*\d+,[ \n]*\d+\)"
+       r"[ \n]+\(required[ \n]+shared[ \n]+memory[ \n]+(?P<x_shared_mem_required>[\d.]+)[ \n]+>[ \n]+available[ \n]+shared"
+       r"[ \n]+memory[ \n]+(?P<x_shared_mem_available>\d+)\)", P_ERROR, "other", ("0.2.0", "0.2.2"), "v0"),
     # Mamba / hybrid block shortage (V1 hybrid models)
     _t("mamba_blocks",
        r"max_num_seqs[ \n]+\((?P<max_num_seqs>" + INT + r")\)[ \n]+exceeds[ \n]+available[ \n]+Mamba[ \n]+cache[ \n]+blocks[ \n]+"
@@ -297,5 +304,6 @@ ANCHORS: dict[str, str] = {
     "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling": "profiling", "chunked_prefill_tb": "chunked",
     "long_context_warning": "context", "tp_heads": "divisible", "pp_layers": "divisible", "quant_shape": "quantiz",
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
+    "shared_mem_max_len": "shared memory",
     "tb_lt_len": "max_num_batched_tokens", "tb_lt_seqs": "max_num_batched_tokens", "api_server_version": "version",
 }

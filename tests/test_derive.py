@@ -517,3 +517,40 @@ def test_a_printed_total_beyond_its_rounding_replaces_the_catalogs():
     e = d.estimate
     assert e["gpu"]["total_bytes"] == round(39.38 * 2**30)
     assert e["memory"]["kv_cache_bytes"] / 2**30 == pytest.approx(0.04, abs=0.002)
+
+
+def test_the_0_2_attention_kernels_shared_memory_limit_is_not_a_memory_shortage():
+    """vllm#1267 (0.2.0, RTX 6000 Ada): PagedAttention V1 needs (padded context + 512) floats of shared
+    memory — (65,536 + 15 + 512) × 4 = 264,252 B, as printed — and the GPU has 101,376 B per block:
+    101,376 / 4 − 512 − 15 = 24,817 tokens at most, whatever the KV cache holds (48,448 here)."""
+    text = ("INFO 10-05 12:28:40 llm_engine.py:205] # GPU blocks: 3028, # CPU blocks: 512\n"
+            "RuntimeError: vLLM cannot currently support max_model_len=65536 with block_size=16 on GPU with compute "
+            "capability (8, 9) (required shared memory 264252.0 > available shared memory 101376). This will be "
+            "fixed in a future release.\n")
+    assert (65536 + 15 + 512) * 4 == 264252
+    from estimator.advice import shared_memory_max_len
+
+    assert shared_memory_max_len(101376, 16) == 24817
+    d = diagnose("llm = LLM(model=\"Open-Orca/LlongOrca-7B-16k\") on 1 x RTX 6000 Ada\n" + text, offline=True)
+    assert d.error_kind == "other"          # the contract's kinds have no name for it
+    assert d.suggestions[0]["flags"] == "--max-model-len 24576"
+    assert "Not a GPU-memory shortage" in d.summary
+    assert any("0.2.2" in n and "PagedAttention V2" in n for n in d.notes)
+    # no model: the same fix from the printed numbers alone, and the upgrade
+    bare = diagnose(text, offline=True)
+    assert [u["flags"] for u in bare.unchecked] == ["--max-model-len 24576", ""]
+
+
+def test_the_kv_formula_of_an_mla_model_before_0_7_1_shows_k_and_v_per_head():
+    """vLLM before 0.7.1 cached MLA models' K and V for every head (qk_nope 128 + rope 64 = 192
+    dims): DeepSeek-Coder-V2 at TP 8 keeps 128 / 8 = 16 heads per GPU — 60 × 16 × 192 × 2 × 2 B."""
+    from estimator.api import load_model
+    from estimator.derive import kv_formula
+    from estimator.memory import estimate
+    from estimator.vllm import EngineSettings
+
+    spec = load_model("deepseek-ai/DeepSeek-Coder-V2-Instruct", offline=True).spec
+    e = estimate(spec, gpu_total_bytes=80 * 2**30,
+                 settings=EngineSettings(vllm_version="0.5.4", tensor_parallel_size=8, max_model_len=16000))
+    assert e.layout.kv_bytes_per_token == 60 * 16 * 192 * 2 * 2 == 737_280
+    assert kv_formula(e).startswith("60 layers × 16 KV heads per GPU × 192 head_dim × 2 (K,V)")
