@@ -148,10 +148,10 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     # qwen3_next.py / qwen3_5.py: a sigmoid output gate rides on q_proj (on unless attn_output_gate is false).
     gate = t.get("attn_output_gate", True if mt.startswith(("qwen3_next", "qwen3_5")) else False)
     q_out = heads * hd * (2 if gate else 1)
-    qkv_bias = bool(_get(t, "qkv_bias", "attention_bias", "bias", default=_is(mt, _QKV_BIAS_TYPES)))
+    qkv_bias = bool(_get(t, "qkv_bias", "attention_bias", "bias", "enable_bias", default=_is(mt, _QKV_BIAS_TYPES)))
     if _is(mt, _QKV_BIAS_TYPES) and t.get("qkv_bias") is not False:
         qkv_bias = True
-    o_bias = bool(_get(t, "attention_bias", "bias", default=False)) and not _is(mt, _QKV_BIAS_TYPES)
+    o_bias = bool(_get(t, "attention_bias", "bias", "enable_bias", default=False)) and not _is(mt, _QKV_BIAS_TYPES)
     falcon_fused = mt.startswith(("falcon", "refinedweb"))
     if falcon_fused:
         # falcon.py: one fused query_key_value (+dense); old MQA configs have 1 KV head.
@@ -239,7 +239,7 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     t, h, mt, moe = spec.text, spec.hidden_size, spec.model_type, spec.moe
     gated = _gated(mt, t)
     mats = 3 if gated else 2
-    mlp_bias = bool(_get(t, "mlp_bias", "use_bias", default=False))
+    mlp_bias = bool(_get(t, "mlp_bias", "use_bias", "enable_bias", default=False))   # opt: enable_bias
     out: list[_W] = []
 
     def dense(inter: int, name: str, part: str = "mlp") -> list[_W]:
@@ -299,6 +299,9 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
 
 def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     t, h, mt = spec.text, spec.hidden_size, spec.model_type
+    if mt == "opt":
+        # opt.py: self_attn_layer_norm and final_layer_norm are LayerNorms with bias
+        return [_W("norms", f"{pfx}.layernorms", 2 * 2 * h, kind="norm", layer=i, tp="replicate")]
     if mt.startswith(("falcon", "refinedweb")):
         # falcon.py: LayerNorm with bias; parallel-attention layers share one norm unless the new
         # decoder architecture (ln_attn + ln_mlp).
@@ -331,7 +334,7 @@ def _layer_kinds(spec: ModelSpec) -> list[str]:
 
 def _vocab_layer_norm(spec: ModelSpec) -> int:
     """Final norm size: LayerNorm (weight+bias) for falcon-style models, RMSNorm weight otherwise."""
-    return 2 * spec.hidden_size if spec.model_type.startswith(("falcon", "refinedweb")) else spec.hidden_size
+    return 2 * spec.hidden_size if spec.model_type.startswith(("falcon", "refinedweb", "opt")) else spec.hidden_size
 
 
 def _mtp_weights(spec: ModelSpec, kinds: list[str]) -> tuple[list[_W], bool]:
@@ -449,6 +452,10 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     t = spec.text
     kinds = _layer_kinds(spec)
     ws: list[_W] = [_W("embed", "model.embed_tokens", V, h, kind="embed", tp="vocab")]
+    if spec.model_type == "opt":
+        # opt.py OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows (OPT's offset), replicated
+        ws.append(_W("embed", "model.embed_positions", int(_get(t, "max_position_embeddings", default=2048)) + 2, h,
+                     kind="embed", tp="replicate"))
     hpl = int(_get(t, "hidden_size_per_layer_input", default=0) or 0)
     if hpl:  # gemma-3n/4 per-layer input embeddings + projection
         vpl = int(_get(t, "vocab_size_per_layer_input", default=V))

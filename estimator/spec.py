@@ -323,6 +323,8 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "falcon": {"tie_word_embeddings": True},
     "refinedwebmodel": {"tie_word_embeddings": True},
     "refinedweb": {"tie_word_embeddings": True},
+    # OPTConfig: tie_word_embeddings and enable_bias default to True (vLLM opt.py ties lm_head)
+    "opt": {"tie_word_embeddings": True, "enable_bias": True},
     "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
                             "num_attention_heads": 12, "image_size": 224, "patch_size": 16, "num_channels": 3},
 }
@@ -649,5 +651,5 @@ _KNOWN_TYPES = {
     "minimax_text_01", "phi3", "phi", "phi4", "falcon", "refinedwebmodel", "refinedweb", "jamba", "falcon_h1",
     "granitemoehybrid", "nemotron_h", "bamba", "kimi_linear", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
     "pixtral", "cohere", "cohere2", "starcoder2", "gpt_bigcode", "gpt_neox", "mpt", "dbrx", "internlm2",
-    "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2",
+    "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2", "opt",
 }

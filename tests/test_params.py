@@ -436,3 +436,26 @@ def test_kimi_linear_counts_kda_and_mla_layers_apart():
     norms = 27 * 2 * h + h
     total = 2 * 163840 * h + 20 * kda + 7 * mla + moe + 3 * h * 9216 + norms
     assert count_params(spec).params_total == total == 49_122_681_728
+
+
+def test_opt_counts_biases_layernorms_and_learned_positions():
+    """facebook/opt-125m (vLLM opt.py): biased q/k/v/out and fc1/fc2, LayerNorms with bias, 2,050
+    learned positions (OPT's offset of 2) and the head tied to the embedding: 125,239,296."""
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup("facebook/opt-125m")
+    spec = spec_from_config(config, cid)
+    h, f, n, v = 768, 3072, 12, 50272
+    layer = (3 * h * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    assert count_params(spec).params_total == v * h + 2050 * h + n * layer + 2 * h == 125_239_296
+
+
+def test_added_catalog_models_match_their_hub_totals():
+    """Exact totals a source shows for models the catalog researched itself: the HF API's for
+    DeepSeek-R1-Distill-Llama-8B (8,030,261,248) and a tensor sum for Qwen2.5-3B-Instruct."""
+    from estimator.catalog import lookup
+
+    for repo_id, total in (("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", 8_030_261_248),
+                           ("Qwen/Qwen2.5-3B-Instruct", 3_085_938_688)):
+        cid, config, _ = lookup(repo_id)
+        assert count_params(spec_from_config(config, cid)).params_total == total, repo_id
