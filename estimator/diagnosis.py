@@ -33,6 +33,9 @@ from estimator.render import redact, render_markdown, render_slack, render_text
 
 # "RTX 4090 48GB", "16303MiB": a GPU reference that states its size
 _SIZE_IN_TEXT = re.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
+# A size that belongs to the card named just before it ("RTX 4090 with 48GB", "A100 (80GB)",
+# "RTX 5070 Ti 16303MiB"), not one further on ("T4 and only takes ~10GB/15GB" is the usage).
+_SIZE_AFTER_NAME = re.compile(r"(?i)^[\s(\[,:-]*(?:(?:GPUs?|cards?|with|w/)[\s(\[,:-]*)*~?\d+(?:\.\d+)?\s*(?:GB|GiB|MiB)\b")
 
 V0_ASSUMED = "0.7.3"  # newest release whose default engine was V0 (docs era table)
 
@@ -206,7 +209,7 @@ def gpu_ref(facts, gpu: str | None) -> str | None:
         # "RTX 5070 Ti 16303MiB" (nvidia-smi) gives the size of a card the catalog lacks.
         fact = facts.values["gpu"]
         tail = (facts.text or "")[fact.span[1]: fact.span[1] + 32].split("\n")[0]
-        return str(fact.value) + (" " + tail if _SIZE_IN_TEXT.search(tail) else "")
+        return str(fact.value) + (" " + tail if _SIZE_AFTER_NAME.search(tail) else "")
     if facts.get("total_gpu_memory_gib"):
         rows = facts.extra.get("nvidia_smi_memory_mib") or []
         if facts.values["total_gpu_memory_gib"].source == "nvidia_smi_total" and rows:

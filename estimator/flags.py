@@ -464,6 +464,10 @@ _KV_PAIR = regex.compile(
     r"[\"']?(?:\s*=\s*|[ \t]*:[ \t]*)|(?P<k2>" + _KV_KEYS.replace("_", "-").replace("|dtype", "") + r")[ ]+(?=[\d.]))"
     r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|\d{1,3}(?:,\d{3})+(?![\d])|[A-Za-z0-9_.+-]+)")
 
+# A JSON config's model entry (Triton's vLLM backend model.json, an engine-args file): only the quoted
+# key form, so prose such as "model: the 7B one" is not read as a model.
+_JSON_MODEL = regex.compile(r'"model"[ \t]*:[ \t]*"(?P<v>[^"\n]{1,300})"')
+
 _ENV = regex.compile(
     r"(?<![\w-])(?P<k>VLLM_[A-Z0-9_]+|CUDA_VISIBLE_DEVICES|PYTORCH_CUDA_ALLOC_CONF|CUDA_DEVICE_ORDER)"
     r"\s*[=:]\s*[\"']?(?P<v>[^\s\"'`]*)")
@@ -908,6 +912,9 @@ def scan_key_values(text: str) -> list[Setting]:
         value = normalise(key, m.group("v").rstrip(".,;"))
         if value is not None:
             out.append(Setting(key, value, _value_span(m, "v"), "kv", m.group(0)))
+    for m in _safe_finditer(_JSON_MODEL, text, limit=20):
+        if not is_suggestion(text, m.start()) and not _in_dict_setting(text, m.start()):
+            out.append(Setting("model", m.group("v").strip(), m.span("v"), "kv", m.group(0)))
     return out
 
 

@@ -139,7 +139,9 @@ TEMPLATES: tuple[Template, ...] = (
     _t("v1_available_kv", r"Available[ \n]+KV[ \n]+cache[ \n]+memory:[ \n]*(?P<kv_available_gib>" + NUM + r")[ \n]*Gi?B",
        P_CAPACITY, None, ("0.9.1", None), "v1"),
     # 2.6 blocks / capacity / concurrency
-    _t("blocks_gpu_cpu", r"\#[ ]*GPU[ ]+blocks:[ ]*(?P<gpu_blocks>" + INT + r"),[ ]*\#[ ]*CPU[ ]+blocks:[ ]*(?P<x_cpu_blocks>" + INT + r")",
+    # (a line cut off after "# GPU blocks: 260, #" still has V0's comma: triton-inference-server#7562)
+    _t("blocks_gpu_cpu", r"\#[ ]*GPU[ ]+blocks:[ ]*(?P<gpu_blocks>" + INT + r"),[ ]*\#(?:[ ]*CPU[ ]+blocks:[ ]*(?P<x_cpu_blocks>"
+       + INT + r"))?",
        P_CAPACITY, None, ("0.1.0", "0.7.0"), "v0"),
     _t("blocks_gpu_only", r"\#[ ]*GPU[ ]+blocks:[ ]*(?P<gpu_blocks>" + INT + r")(?![,\d])", P_CAPACITY, None, ("0.7.0", "0.7.4"), "v1"),
     _t("blocks_CUDA", r"\#[ ]*CUDA[ ]+blocks:[ ]*(?P<gpu_blocks>" + INT + r")(?:,[ ]*\#[ ]*CPU[ ]+blocks:[ ]*(?P<x_cpu_blocks>" + INT + r"))?",

@@ -554,3 +554,16 @@ def test_the_kv_formula_of_an_mla_model_before_0_7_1_shows_k_and_v_per_head():
                  settings=EngineSettings(vllm_version="0.5.4", tensor_parallel_size=8, max_model_len=16000))
     assert e.layout.kv_bytes_per_token == 60 * 16 * 192 * 2 * 2 == 737_280
     assert kv_formula(e).startswith("60 layers × 16 KV heads per GPU × 192 head_dim × 2 (K,V)")
+
+
+def test_a_size_further_on_is_not_the_named_cards():
+    """"it works in GPU T4 and only takes ~10GB/15GB": the 10 GB is the usage, not a 10 GB T4; a size
+    right after the name ("RTX 4090 with 48GB", "A100 (80GB)") still names the variant."""
+    from estimator.diagnosis import gpu_ref
+
+    def ref(text):
+        return gpu_ref(read_paste(text), None)
+
+    assert ref("When I run 2 containers it works in GPU T4 and only takes ~10GB/15GB of it") == "T4"
+    assert "48GB" in ref("serving on an RTX 4090 with 48GB of VRAM")
+    assert "80GB" in ref("on an A100 (80GB) card")

@@ -709,3 +709,17 @@ def test_capacity_and_concurrency_that_disagree_date_the_paste_before_0_21():
     assert hybrid is not None and hybrid[1] is not None and hybrid[1] < "0.21"
     agree = read_paste(lines.format(n="297,600", c="2.48")).extra.get("version_hint")
     assert agree is None or agree[1] is None or agree[1] >= "0.21"
+
+
+def test_a_triton_model_json_names_the_model_and_a_cut_blocks_line_still_counts():
+    """triton-inference-server#7562: the vLLM backend's model.json gives `"model": "/models/gemma-2b-it/"`
+    (the family names the organisation), and the log line was cut after "# GPU blocks: 260, #"."""
+    text = ('model.json config.\n```\n{\n    "model":"/models/gemma-2b-it/",\n    "gpu_memory_utilization": 0.47,\n'
+            '    "enforce_eager": true,\n    "max_model_len": 64\n}\n```\n'
+            "INFO 08-22 15:08:23 model_runner.py:732] Loading model weights took 4.7384 GB\n"
+            "INFO 08-22 15:08:24 gpu_executor.py:102] # GPU blocks: 260, #\n")
+    f = read_paste(text)
+    assert f.get("model") == "google/gemma-2b-it"
+    assert f.get("gpu_blocks") == 260
+    # prose is not a JSON key: no model read from it
+    assert read_paste("my model: the 7B one, gpu_memory_utilization: 0.9").get("model") is None
