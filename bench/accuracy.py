@@ -221,7 +221,7 @@ def predicted_values(est, observed: dict | None = None) -> dict:
     that worker's (the driver's plus / minus the sampler), the capacity with the driver's."""
     extra = 0
     if observed:
-        worker = other_worker_pool(_Observed(observed), est)
+        worker = other_worker_pool(observed, est)      # reads the figures with .get, as a paste's facts
         extra = worker.extra if worker else 0
     return {
         "kv_cache_gib": (est.kv_cache_bytes + extra) / GiB,
@@ -234,16 +234,6 @@ def predicted_values(est, observed: dict | None = None) -> dict:
         "estimated_max_model_len": est.max_model_len_fit,
         "kv_needed_gib": est.kv_needed_bytes / GiB,
     }
-
-
-class _Observed:
-    """A case's `observed` numbers read the way `derive` reads a paste's facts (`.get(key)`)."""
-
-    def __init__(self, observed: dict):
-        self._obs = observed
-
-    def get(self, key: str):
-        return self._obs.get(key)
 
 
 def pct(pred: float, obs: float) -> float | None:

@@ -603,36 +603,36 @@ def _unified_gpu(name) -> bool:
         return False
 
 
-# vLLM 0.2.0–0.2.1 refused a context whose attention logits (one float32 per token of the padded
-# context, plus a 512-float buffer) exceed the GPU's shared memory per block (worker.py
-# _check_if_can_support_max_seq_len, vllm PR #1154); 0.2.2 switches long contexts to PagedAttention
-# V2 instead (vllm PR #1510).
+# vLLM 0.2.0–0.2.1 refused a context whose attention logits — one float32 per token of the context
+# padded to the block size — exceed the GPU's shared memory per block (worker.py
+# _check_if_can_support_max_seq_len, vllm PR #1154: `padded × 4 > max_shared_mem` raises; the
+# message's "required" figure adds a 512-float buffer for the kernel's other shared arrays). 0.2.2
+# switches long contexts to PagedAttention V2 instead (vllm PR #1510).
 SHARED_MEM_BUFFER_FLOATS = 512
 
 
 def shared_memory_max_len(available: int, block_size: int) -> int:
-    """The longest max_model_len whose (padded context + buffer) × 4 B fits `available` bytes."""
-    return available // 4 - SHARED_MEM_BUFFER_FLOATS - (block_size - 1)
+    """The longest max_model_len vLLM's check accepts: (L + block_size − 1) × 4 B ≤ `available`."""
+    return available // 4 - (block_size - 1)
 
 
 def shared_memory_fixes(facts, est: Estimate | None) -> list[dict]:
-    """The context length the attention kernel of 0.2.0–0.2.1 can hold, re-checked against the KV
-    cache where the model is known, and the upgrade that removes the limit."""
+    """The context length the attention kernel of 0.2.0–0.2.1 can hold (a round one that also
+    leaves the kernel's buffer), re-checked against the KV cache where the model is known, and the
+    upgrade that removes the limit."""
     x, f = facts.extra, facts.get
-    avail, bs = x.get("shared_mem_available"), f("block_size") or 16
+    avail, bs = x.get("shared_mem_available"), int(f("block_size") or 16)
     if not isinstance(avail, (int, float)):
         return []
-    cap = shared_memory_max_len(int(avail), int(bs))
-    target = friendly_len(cap)
-    why = (f"vLLM 0.2.0–0.2.1's attention kernel keeps one float per context token in shared memory: "
-           f"({target:,} + {int(bs) - 1} padding + {SHARED_MEM_BUFFER_FLOATS} buffer) × 4 B = "
-           f"{(target + int(bs) - 1 + SHARED_MEM_BUFFER_FLOATS) * 4:,} B of the {int(avail):,} B this GPU has "
-           f"(at most {cap:,} tokens)")
+    cap = shared_memory_max_len(int(avail), bs)
+    target = friendly_len(cap - SHARED_MEM_BUFFER_FLOATS)
+    why = (f"vLLM 0.2.0–0.2.1 keeps one float per context token in the GPU's shared memory and checks "
+           f"(max_model_len + {bs - 1}) × 4 B against the {int(avail):,} B it has: at most {cap:,} tokens; "
+           f"{target:,} also leaves the {SHARED_MEM_BUFFER_FLOATS}-float buffer its message counts for the kernel")
     out: list[dict] = []
     if est is not None:
         e = rerun(est, max_model_len=target)
-        s = Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False).to_json()
-        out.append(s)
+        out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False).to_json())
     else:
         out.append({"flags": _flag("max-model-len", target), "checked": False, "why": why})
     out.append({"flags": "", "checked": False,

@@ -9,10 +9,15 @@ paste, with the text), "derived" (with the formula), "assumed" (with the reason)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes
 from estimator.vllm import OTHERS_OWN_SHARE_FROM
+
+if TYPE_CHECKING:
+    from estimator.paste import Facts
 
 
 @dataclass
@@ -347,7 +352,7 @@ class OtherWorker:
     how: str
 
 
-def other_worker_pool(facts, est: Estimate | None) -> OtherWorker | None:
+def other_worker_pool(facts: Facts | Mapping, est: Estimate | None) -> OtherWorker | None:
     """A printed KV pool larger than the block count (or capacity) vLLM printed, by about the sampler.
 
     V0 with tensor parallelism: every worker profiles and logs its own memory line, but only the
@@ -355,6 +360,7 @@ def other_worker_pool(facts, est: Estimate | None) -> OtherWorker | None:
     sampler's memory, and the executor gives every worker the smallest block count
     (memory.v0_driver_extra_bytes). A line copied from another worker ("(VllmWorkerProcess …)")
     then shows more KV than the engine has: the capacity and the block count are the driver's.
+    `facts`: a paste's facts, or any mapping of the same keys (the bench's observed figures).
     """
     f = facts.get
     printed = f("kv_cache_gib")
@@ -480,7 +486,7 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
         # one block was left — how far below, it does not say. Where the model agrees, nothing to solve.
         if est.kv_cache_bytes < bpb:
             return None
-        return 0, f"0 blocks × {mib} (vLLM clamps the count at 0: at most one block was left)"
+        return 0, f"0 blocks × {mib} (vLLM clamps the count at 0: less than one block was left)"
     bs = est.layout.block_size
     cap = f("error_max_tokens_in_kv") or (f("kv_tokens_capacity") if est.profile.engine == "v0" else None)
     if cap and est.layout.num_groups <= 1:
@@ -534,7 +540,7 @@ def kv_formula(est: Estimate) -> str:
                   if packed else f"{len(layers)} MLA layers × ({mla.get('kv_lora_rank', '?')} + "
                   f"{mla.get('qk_rope_head_dim', '?')}) × dtype bytes")
         indexer = f" + {len(idx)} indexer key caches × {idx[0].indexer_bytes} B" if idx else ""
-        return f"{latent}{indexer} = {total:,} B per token (not split by TP)"
+        return f"{latent}{indexer} = {total:,} B per token (not split by TP){states}"
     terms: dict[tuple, int] = {}
     for lk in layers:
         window = getattr(lk, "window", None) or getattr(lk, "chunk", None)

@@ -33,9 +33,12 @@ from estimator.render import redact, render_markdown, render_slack, render_text
 
 # "RTX 4090 48GB", "16303MiB": a GPU reference that states its size
 _SIZE_IN_TEXT = re.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
-# A size that belongs to the card named just before it ("RTX 4090 with 48GB", "A100 (80GB)",
-# "RTX 5070 Ti 16303MiB"), not one further on ("T4 and only takes ~10GB/15GB" is the usage).
-_SIZE_AFTER_NAME = re.compile(r"(?i)^[\s(\[,:-]*(?:(?:GPUs?|cards?|with|w/)[\s(\[,:-]*)*~?\d+(?:\.\d+)?\s*(?:GB|GiB|MiB)\b")
+# A size that belongs to the card named just before it ("RTX 4090 with 48GB", "A100 (80GB)", "my A100
+# is 40GB", "RTX 5070 Ti 16303MiB"), not a usage figure ("T4 and only takes ~10GB/15GB") nor the
+# total of several cards ("A10*4, 96GB VRAM").
+_SIZE_TOKEN = re.compile(r"(?i)\d+(?:\.\d+)?\s*(?:GB|GiB|MiB)\b")
+_USAGE_BEFORE_SIZE = re.compile(r"(?i)\b(?:takes?|taking|uses?|using|used|only|free|left|of\s+it|occupie[sd]|total)\b|/"
+                                r"|^\s*[*×x]\s*\d")     # "A10*4, 96GB": the size of all the cards together
 
 V0_ASSUMED = "0.7.3"  # newest release whose default engine was V0 (docs era table)
 
@@ -209,7 +212,10 @@ def gpu_ref(facts, gpu: str | None) -> str | None:
         # "RTX 5070 Ti 16303MiB" (nvidia-smi) gives the size of a card the catalog lacks.
         fact = facts.values["gpu"]
         tail = (facts.text or "")[fact.span[1]: fact.span[1] + 32].split("\n")[0]
-        return str(fact.value) + (" " + tail if _SIZE_AFTER_NAME.search(tail) else "")
+        m = _SIZE_TOKEN.search(tail)
+        if m and not _USAGE_BEFORE_SIZE.search(tail[:m.start()]):
+            return f"{fact.value} {m.group(0)}"
+        return str(fact.value)
     if facts.get("total_gpu_memory_gib"):
         rows = facts.extra.get("nvidia_smi_memory_mib") or []
         if facts.values["total_gpu_memory_gib"].source == "nvidia_smi_total" and rows:
@@ -300,6 +306,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         # the re-checked fixes rest on it, so the reply leads with vLLM's own numbers
         est.reconciliation.failed = True
     suggestions = []
+    shm_notes: list[str] = []
     full = ""
     killed = kind == "other" and bool(facts.extra.get("host_killed"))
     if est is not None and killed:
@@ -318,7 +325,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.advice import shared_memory_fixes
 
         # not the KV cache: the attention kernel's shared memory bounds the context (0.2.0–0.2.1)
-        suggestions = [s for s in shared_memory_fixes(facts, est) if s["flags"]]
+        shm = shared_memory_fixes(facts, est)
+        suggestions = [s for s in shm if s["flags"]]
+        shm_notes = [s["why"][0].upper() + s["why"][1:] + "." for s in shm if not s["flags"]]
     elif est is not None:
         from estimator.advice import suggest
 
@@ -357,10 +366,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         d.unchecked = facts_fixes(facts)
         d.specific = d.specific or bool(d.unchecked)
     d.notes = state.notes + _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
-    if est is not None and facts.extra.get("shared_mem_available") is not None:
-        from estimator.advice import shared_memory_fixes
-
-        d.notes += [s["why"][0].upper() + s["why"][1:] + "." for s in shared_memory_fixes(facts, est) if not s["flags"]]
+    d.notes += shm_notes
     d.summary = _summary(d, facts, est)
     return d
 
@@ -770,11 +776,12 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif kind in CONFIG_ERRORS:
         parts.append("**A settings error, not a memory one**: " + _settings_error_text(kind, facts))
     elif facts.extra.get("shared_mem_available") is not None:
-        need, have = facts.extra.get("shared_mem_required"), facts.extra["shared_mem_available"]
+        need, have, want = facts.extra.get("shared_mem_required"), facts.extra["shared_mem_available"], f("max_model_len")
+        needed = f"{float(need):,.0f} B needed, " if isinstance(need, (int, float)) else ""
         parts.append(f"Not a GPU-memory shortage: vLLM {'' if est is None else est.profile.release + ' '}refused "
-                     f"max_model_len {f('max_model_len') or '?':,} because its attention kernel (PagedAttention V1, "
-                     f"vLLM 0.2.0–0.2.1) keeps one float per context token in the GPU's shared memory: "
-                     f"{float(need or 0):,.0f} B needed, {float(have):,.0f} B per block on this GPU.")
+                     f"max_model_len {f'{int(want):,}' if isinstance(want, (int, float)) else '(not shown)'} because "
+                     f"its attention kernel (PagedAttention V1, vLLM 0.2.0–0.2.1) keeps one float per context token "
+                     f"in the GPU's shared memory: {needed}{float(have):,.0f} B per block on this GPU.")
     else:
         parts.append(f"vLLM reported a memory-related problem ({kind}).")
         if est is not None and est.fits:

@@ -467,6 +467,7 @@ _KV_PAIR = regex.compile(
 # A JSON config's model entry (Triton's vLLM backend model.json, an engine-args file): only the quoted
 # key form, so prose such as "model: the 7B one" is not read as a model.
 _JSON_MODEL = regex.compile(r'"model"[ \t]*:[ \t]*"(?P<v>[^"\n]{1,300})"')
+_API_BODY = regex.compile(r'"(?:messages|prompt|max_tokens|temperature)"[ \t]*:|\bcurl\b')
 
 _ENV = regex.compile(
     r"(?<![\w-])(?P<k>VLLM_[A-Z0-9_]+|CUDA_VISIBLE_DEVICES|PYTORCH_CUDA_ALLOC_CONF|CUDA_DEVICE_ORDER)"
@@ -913,8 +914,15 @@ def scan_key_values(text: str) -> list[Setting]:
         if value is not None:
             out.append(Setting(key, value, _value_span(m, "v"), "kv", m.group(0)))
     for m in _safe_finditer(_JSON_MODEL, text, limit=20):
-        if not is_suggestion(text, m.start()) and not _in_dict_setting(text, m.start()):
-            out.append(Setting("model", m.group("v").strip(), m.span("v"), "kv", m.group(0)))
+        if is_suggestion(text, m.start()) or _in_dict_setting(text, m.start()):
+            continue
+        # an OpenAI-style request body names the served alias, not the checkpoint
+        if _API_BODY.search(text[max(0, m.start() - 200): m.end() + 300]):
+            continue
+        raw = m.group("v").strip()
+        value = normalise("model", raw) if raw and not any(c in raw for c in "$<{") else None
+        if value:
+            out.append(Setting("model", value, m.span("v"), "kv", m.group(0)))
     return out
 
 

@@ -467,10 +467,10 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
                                                            settings.pp_layer_partition) + draft,
                               (settings.kv_cache_dtype or "auto").lower(), assumptions)
     if spec_k:
-        # Gated DeltaNet keeps the last k speculative tokens' inputs in its conv state:
-        # (conv_kernel − 1 + num_spec) rows (mamba_utils.py gated_delta_net_state_shape).
+        # Gated DeltaNet and KDA keep the last k speculative tokens' inputs in their conv states:
+        # (conv_kernel − 1 + num_spec) rows (mamba_utils.py gated_delta_net_state_shape, kda_state_shape).
         layers = [dataclasses.replace(lk, conv_kernel=lk.conv_kernel + spec_k)
-                  if isinstance(lk, MambaState) and lk.variant == "gdn" else lk for lk in layers]
+                  if isinstance(lk, MambaState) and lk.variant in ("gdn", "kda") else lk for lk in layers]
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]
@@ -514,6 +514,9 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         # MLA backends (128 with CUTLASS_MLA, which kvdoctor cannot see) — vllm#28228's Kimi-Linear on
         # two RTX 3090s: 960-token blocks give its 75,840 tokens exactly, 944 would give 76,464.
         a = 64 if any(isinstance(lk, MLA) for lk in attn) else 16
+        if a == 64:
+            assumptions.append("MLA hybrid: attention blocks aligned to 64 tokens (vLLM 0.11's rule for MLA backends; "
+                               "128 with CUTLASS_MLA, and later releases may take the backend's own kernel block size)")
         attn_ppt = max(lk.bytes_per_token(tp, kv_bytes) for lk in attn)
         mamba_page = max(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
         bs = a * ceil_div(mamba_page, a * attn_ppt)

@@ -451,11 +451,17 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     h, V = spec.hidden_size, spec.vocab_size
     t = spec.text
     kinds = _layer_kinds(spec)
-    ws: list[_W] = [_W("embed", "model.embed_tokens", V, h, kind="embed", tp="vocab")]
-    if spec.model_type == "opt":
-        # opt.py OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows (OPT's offset), replicated
+    opt = spec.model_type == "opt"
+    # opt.py: tokens are embedded at word_embed_proj_dim (project_in/out bridge it to hidden_size)
+    e = int(_get(t, "word_embed_proj_dim", default=h) or h) if opt else h
+    ws: list[_W] = [_W("embed", "model.embed_tokens", V, e, kind="embed", tp="vocab")]
+    if opt:
+        # OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows (OPT's offset), replicated
         ws.append(_W("embed", "model.embed_positions", int(_get(t, "max_position_embeddings", default=2048)) + 2, h,
                      kind="embed", tp="replicate"))
+        if e != h:
+            ws += [_W("embed", "model.project_in", h, e, tp="replicate"),
+                   _W("embed", "model.project_out", e, h, tp="replicate")]
     hpl = int(_get(t, "hidden_size_per_layer_input", default=0) or 0)
     if hpl:  # gemma-3n/4 per-layer input embeddings + projection
         vpl = int(_get(t, "vocab_size_per_layer_input", default=V))
@@ -463,9 +469,10 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
                _W("mlp", "model.per_layer_model_projection", spec.num_layers * hpl, h)]
     for i in range(spec.num_layers):
         ws += _decoder_layer(spec, i, kinds, f"model.layers.{i}")
-    ws.append(_W("norms", "model.norm", _vocab_layer_norm(spec), kind="norm", tp="replicate"))
+    if not opt or (t.get("do_layer_norm_before", True) and not t.get("_remove_final_layer_norm")):
+        ws.append(_W("norms", "model.norm", _vocab_layer_norm(spec), kind="norm", tp="replicate"))
     if not spec.tie_word_embeddings:
-        ws.append(_W("lm_head", "lm_head", V, h, kind="lm_head", tp="vocab"))
+        ws.append(_W("lm_head", "lm_head", V, e, kind="lm_head", tp="vocab"))
     vis, notes = _vision_weights(spec)
     ws += vis
     mtp, _ = _mtp_weights(spec, kinds)

@@ -395,7 +395,9 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
         if tok.startswith("VLLM_USE_V1="):
             # vLLM 0.8–0.10 ran V0 when told so (vllm/envs.py VLLM_USE_V1); the engine's budget
             # and profile run differ (V0 worker.py vs V1 gpu_worker.py)
-            s.engine = "v1" if parse_bool(tok.partition("=")[2]) else "v0"
+            b = parse_bool(tok.partition("=")[2])
+            if b is not None:      # an unset or templated value ("${USE_V1}") says nothing
+                s.engine = "v1" if b else "v0"
             continue
         if tok.startswith("VLLM_MXFP4_USE_MARLIN="):
             if parse_bool(tok.partition("=")[2]):

@@ -114,3 +114,11 @@ def test_vllm_use_v1_0_in_the_notes_runs_the_v0_engine(accuracy):
     s = accuracy.settings_for({"paste": "", "era": "v1", "vllm_version": "0.8.3 (VLLM_USE_V1=0)",
                                "other_flags": "VLLM_USE_V1=0 --distributed-executor-backend ray"})
     assert (s.vllm_version, s.engine) == ("0.8.3", "v0")
+
+
+def test_an_unreadable_vllm_use_v1_value_leaves_the_engine_alone():
+    """`VLLM_USE_V1=${USE_V1}` (a template) or an empty value says nothing about the engine."""
+    from estimator.vllm import parse_flags
+
+    assert parse_flags(["VLLM_USE_V1=${USE_V1}"], EngineSettings(vllm_version="0.8.3")).engine is None
+    assert parse_flags(["VLLM_USE_V1=1"], EngineSettings(vllm_version="0.8.3")).engine == "v1"

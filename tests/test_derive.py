@@ -520,9 +520,10 @@ def test_a_printed_total_beyond_its_rounding_replaces_the_catalogs():
 
 
 def test_the_0_2_attention_kernels_shared_memory_limit_is_not_a_memory_shortage():
-    """vllm#1267 (0.2.0, RTX 6000 Ada): PagedAttention V1 needs (padded context + 512) floats of shared
-    memory — (65,536 + 15 + 512) × 4 = 264,252 B, as printed — and the GPU has 101,376 B per block:
-    101,376 / 4 − 512 − 15 = 24,817 tokens at most, whatever the KV cache holds (48,448 here)."""
+    """vllm#1267 (0.2.0, RTX 6000 Ada): vLLM checks the context padded to the block, one float each
+    — (65,536 + 15) × 4 B — against the GPU's 101,376 B of shared memory per block (its message adds a
+    512-float buffer: (65,536 + 15 + 512) × 4 = 264,252 B, as printed). At most 101,376 / 4 − 15 =
+    25,329 tokens pass, whatever the KV cache holds (48,448 here); 24,576 also leaves the buffer."""
     text = ("INFO 10-05 12:28:40 llm_engine.py:205] # GPU blocks: 3028, # CPU blocks: 512\n"
             "RuntimeError: vLLM cannot currently support max_model_len=65536 with block_size=16 on GPU with compute "
             "capability (8, 9) (required shared memory 264252.0 > available shared memory 101376). This will be "
@@ -530,7 +531,8 @@ def test_the_0_2_attention_kernels_shared_memory_limit_is_not_a_memory_shortage(
     assert (65536 + 15 + 512) * 4 == 264252
     from estimator.advice import shared_memory_max_len
 
-    assert shared_memory_max_len(101376, 16) == 24817
+    assert shared_memory_max_len(101376, 16) == 25329
+    assert (25329 + 15) * 4 <= 101376 < (25330 + 15) * 4
     d = diagnose("llm = LLM(model=\"Open-Orca/LlongOrca-7B-16k\") on 1 x RTX 6000 Ada\n" + text, offline=True)
     assert d.error_kind == "other"          # the contract's kinds have no name for it
     assert d.suggestions[0]["flags"] == "--max-model-len 24576"
@@ -554,6 +556,11 @@ def test_the_kv_formula_of_an_mla_model_before_0_7_1_shows_k_and_v_per_head():
                  settings=EngineSettings(vllm_version="0.5.4", tensor_parallel_size=8, max_model_len=16000))
     assert e.layout.kv_bytes_per_token == 60 * 16 * 192 * 2 * 2 == 737_280
     assert kv_formula(e).startswith("60 layers × 16 KV heads per GPU × 192 head_dim × 2 (K,V)")
+    # an MLA model with linear-attention layers (Kimi-Linear) says its per-request state too
+    kimi = load_model("moonshotai/Kimi-Linear-48B-A3B-Instruct", offline=True).spec
+    k = estimate(kimi, gpu_total_bytes=24 * 2**30,
+                 settings=EngineSettings(vllm_version="0.11.0", tensor_parallel_size=2))
+    assert kv_formula(k).startswith("7 MLA layers") and "fixed state per request" in kv_formula(k)
 
 
 def test_a_size_further_on_is_not_the_named_cards():
@@ -565,5 +572,9 @@ def test_a_size_further_on_is_not_the_named_cards():
         return gpu_ref(read_paste(text), None)
 
     assert ref("When I run 2 containers it works in GPU T4 and only takes ~10GB/15GB of it") == "T4"
-    assert "48GB" in ref("serving on an RTX 4090 with 48GB of VRAM")
-    assert "80GB" in ref("on an A100 (80GB) card")
+    assert ref("serving on an RTX 4090 with 48GB of VRAM").endswith(" 48GB")
+    assert ref("on an A100 (80GB) card").endswith(" 80GB")
+    assert ref("my A100 is 40GB, vllm 0.6") .endswith(" 40GB")
+    assert ref("one A100 using 35GB of it") == "A100"
+    # several cards' total is not one card's size
+    assert ref("**Hardware**: A10*4, 96GB VRAM") == "A10"

@@ -161,7 +161,7 @@ def test_key_values_in_prose_and_yaml():
     # JSON, as in a Triton vLLM backend's model.json (triton-inference-server#7562)
     s = settings('{\n    "model":"/models/gemma-2b-it/",\n    "gpu_memory_utilization": 0.47,\n'
                  '    "enforce_eager": true,\n    "max_model_len": 64\n}')
-    assert s == {"model": "/models/gemma-2b-it/", "gpu_memory_utilization": 0.47, "enforce_eager": True,
+    assert s == {"model": "/models/gemma-2b-it", "gpu_memory_utilization": 0.47, "enforce_eager": True,
                  "max_model_len": 64}
 
 

@@ -459,3 +459,15 @@ def test_added_catalog_models_match_their_hub_totals():
                            ("Qwen/Qwen2.5-3B-Instruct", 3_085_938_688)):
         cid, config, _ = lookup(repo_id)
         assert count_params(spec_from_config(config, cid)).params_total == total, repo_id
+
+
+def test_opt_350m_embeds_at_its_projection_width():
+    """opt-350m's shape (word_embed_proj_dim 512 < hidden 1,024, post-norm: no final LayerNorm): vLLM's
+    opt.py embeds at 512 and bridges with project_in / project_out — 331,196,416 parameters."""
+    cfg = {"architectures": ["OPTForCausalLM"], "model_type": "opt", "vocab_size": 50272, "hidden_size": 1024,
+           "word_embed_proj_dim": 512, "ffn_dim": 4096, "num_hidden_layers": 24, "num_attention_heads": 16,
+           "max_position_embeddings": 2048, "do_layer_norm_before": False, "torch_dtype": "float16"}
+    h, f = 1024, 4096
+    layer = (3 * h * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    total = 50272 * 512 + 2050 * h + 2 * 512 * h + 24 * layer
+    assert count_params(spec_from_config(cfg, "facebook/opt-350m")).params_total == total == 331_196_416

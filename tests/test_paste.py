@@ -705,10 +705,17 @@ def test_capacity_and_concurrency_that_disagree_date_the_paste_before_0_21():
     lines = ("(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1229] GPU KV cache size: {n} tokens\n"
              "(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1234] Maximum concurrency for "
              "120,000 tokens per request: {c}x\n")
+    from estimator.vllm import parse_version
+
     hybrid = read_paste(lines.format(n="75,840", c="2.48")).extra.get("version_hint")
-    assert hybrid is not None and hybrid[1] is not None and hybrid[1] < "0.21"
+    assert hybrid is not None and hybrid[1] is not None and parse_version(hybrid[1]) < (0, 21, 0)
     agree = read_paste(lines.format(n="297,600", c="2.48")).extra.get("version_hint")
-    assert agree is None or agree[1] is None or agree[1] >= "0.21"
+    assert agree is None or agree[1] is None or parse_version(agree[1]) >= (0, 21, 0)
+    # int() truncation at a short context: 6,429 / 64 = 100.45 beside 100.46× is 0.21+'s own rounding
+    short = ("INFO [kv_cache_utils.py:1229] GPU KV cache size: 6,429 tokens\n"
+             "INFO [kv_cache_utils.py:1234] Maximum concurrency for 64 tokens per request: 100.46x\n")
+    hint = read_paste(short).extra.get("version_hint")
+    assert hint is None or hint[1] is None or parse_version(hint[1]) >= (0, 21, 0)
 
 
 def test_a_triton_model_json_names_the_model_and_a_cut_blocks_line_still_counts():
@@ -721,5 +728,10 @@ def test_a_triton_model_json_names_the_model_and_a_cut_blocks_line_still_counts(
     f = read_paste(text)
     assert f.get("model") == "google/gemma-2b-it"
     assert f.get("gpu_blocks") == 260
-    # prose is not a JSON key: no model read from it
+    # prose is not a JSON key, a placeholder is not a model, and an API request names the served alias
     assert read_paste("my model: the 7B one, gpu_memory_utilization: 0.9").get("model") is None
+    assert read_paste('{"model": "${MODEL_ID}", "max_model_len": 64}').get("model") is None
+    assert read_paste('{"model": "None", "max_model_len": 64}').get("model") is None
+    body = read_paste('curl localhost:8000/v1/chat/completions -d \'{"model": "my-alias", '
+                      '"messages": [{"role": "user", "content": "hi"}]}\'')
+    assert body.get("model") is None
