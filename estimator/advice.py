@@ -89,7 +89,10 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     return out
 
 
-_SECRET_FLAG = re.compile(r"(?i)^--?[\w-]*(?:key|token|secret|password)[\w-]*$")
+# A flag whose name has a word key/token/secret/password (--api-key, --hf-token, --hf_token): not
+# --max-num-batched-tokens, --num-speculative-tokens or --tokenizer, whose values are settings.
+_SECRET_FLAG = re.compile(r"(?i)^--?(?:[a-z0-9]+[-_])*(?:api[-_]?key|key|token|secret|password|passwd)(?:[-_][a-z0-9]+)*$")
+
 
 
 def command_with(base: list[str], flags: str) -> str:
@@ -234,7 +237,9 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         out += _free_memory_fixes(est)
     if kind == "mamba_blocks" or est.error_kind == "mamba_blocks":
         out += _mamba_fixes(est)
-    if kind == "no_cache_blocks":
+    if kind == "no_cache_blocks" or (kind == "startup_log_ok" and est.activation_bytes > max(est.kv_cache_bytes, 0)):
+        # a start-up log whose profile run took more than the KV cache got (vllm#28228: 64,000 batched
+        # tokens, 7.25 GiB of activation beside a 2.30 GiB pool): the profile-run levers come first
         out += _activation_fixes(est)
 
     if kind in ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "cuda_oom_profile") or not est.fits:
@@ -435,22 +440,26 @@ def _mamba_fixes(est: Estimate) -> list[Suggestion]:
 
 def _activation_fixes(est: Estimate) -> list[Suggestion]:
     s, out = est.settings, []
-    seqs = max(16, (s.max_num_seqs or 256) // 4)
+    now = s.max_num_seqs or 256
+    seqs = max(16, now // 4)
     e, ok, _ = _check(est, max_num_seqs=seqs)
     if ok and e.max_concurrency > 0:
         # More sequences than the KV cache can hold (with room for requests 4× shorter than
         # max_model_len) only cost sampler memory: size max_num_seqs to the cache.
         useful = 1 << max(4, math.ceil(math.log2(max(1.0, e.max_concurrency * 4))))
         seqs = min(seqs, useful)
-    out.append(_with_len(est, {"max_num_seqs": seqs}, "the profile run's sampler scales with max_num_seqs × vocab; "
-                         f"{seqs} sequences are as many as this KV cache can serve at once",
-                         True, flags=[_flag("max-num-seqs", seqs)]))
+    if seqs < now:      # a lever lowers the sampler's rows, never raises them (--max-num-seqs 8 stays)
+        out.append(_with_len(est, {"max_num_seqs": seqs}, "the profile run's sampler scales with max_num_seqs × "
+                             f"vocab; {seqs} sequences are as many as this KV cache can serve at once",
+                             True, flags=[_flag("max-num-seqs", seqs)]))
     tb = max(2048, (s.max_num_batched_tokens or 8192) // 4)
     if tb < (s.max_num_batched_tokens or 0):
         out.append(_with_len(est, {"max_num_batched_tokens": tb, "enable_chunked_prefill": True},
                              "the profile run's forward pass scales with max_num_batched_tokens", True,
                              flags=[_flag("max-num-batched-tokens", tb)]))
-    return [x for x in out if x]
+    # a lever that frees nothing (vllm#16570: V0 profiles the 32,768-token multimodal dummy prompt
+    # whatever the batch) is no fix
+    return [x for x in out if x and x.estimate.kv_cache_bytes > est.kv_cache_bytes]
 
 
 def _multimodal_fixes(est: Estimate) -> list[Suggestion]:

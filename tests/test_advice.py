@@ -194,6 +194,11 @@ def test_fix_drops_the_device_list_when_it_changes_the_gpu_count_and_hides_keys(
     assert command_with(base, "--tensor-parallel-size 4") == \
         "vllm serve m/x --api-key '[redacted]' '--hf-token=[redacted]' --tensor-parallel-size 4"
     assert command_with(base, "--max-model-len 4096").startswith("CUDA_VISIBLE_DEVICES=0,1 vllm serve m/x")
+    # settings whose names merely contain "token" are not secrets (vllm#28228's --max_num_batched_tokens 64000)
+    kept = ["vllm", "serve", "m/x", "--max_num_batched_tokens", "64000", "--tokenizer", "org/tok",
+            "--num-speculative-tokens", "3"]
+    assert command_with(kept, "--max-num-seqs 8") == ("vllm serve m/x --max_num_batched_tokens 64000 --tokenizer org/tok "
+                                                      "--num-speculative-tokens 3 --max-num-seqs 8")
 
 
 def test_user_command_reads_the_run_with_its_environment_and_refuses_prose():
@@ -545,3 +550,22 @@ def test_settings_errors_get_their_standard_fixes_not_memory_levers():
     assert long.error_kind == "max_model_len_derived"
     assert [u["flags"] for u in long.unchecked] == ["--max-model-len 32768", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"]
     assert "(131,072) is longer than the model's config allows (32,768)" in long.summary
+
+
+def test_a_start_up_log_whose_profile_run_outweighs_the_kv_cache_leads_with_the_batch_lever():
+    """vllm#28228's shape: --max-num-batched-tokens 65536 makes the profile run take more memory than
+    the KV cache gets (4.7 GiB beside 1.20 GiB here); a start-up log without an error then gets the
+    profile-run lever first (a quarter of the batch), and never a larger max_num_seqs than the 8 set."""
+    from estimator.diagnosis import diagnose
+
+    text = ("vllm serve Qwen/Qwen3-8B --max-model-len 4096 --max-num-batched-tokens 65536 --max-num-seqs 8 "
+            "--gpu-memory-utilization 0.9\non one RTX 4090, vLLM 0.10.1\n"
+            "(EngineCore_0 pid=1) INFO 08-01 10:00:00 [gpu_worker.py:276] Available KV cache memory: 1.20 GiB\n"
+            "(EngineCore_0 pid=1) INFO 08-01 10:00:00 [kv_cache_utils.py:849] GPU KV cache size: 8,736 tokens\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "startup_log_ok"
+    assert d.derived["figures"]["activation"]["value"] > d.derived["figures"]["kv_pool"]["value"]
+    first = d.suggestions[0]
+    assert first["flags"].startswith("--max-num-batched-tokens 16384")
+    assert first["kv_cache_tokens"] > 8736 and first["fits"]
+    assert not any("--max-num-seqs" in s["flags"] for s in d.suggestions)
