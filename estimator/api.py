@@ -69,11 +69,17 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
 
 
 # Suffixes quantized exports add to their base model's name (…-FP8, …-AWQ, …-GPTQ-Int4,
-# …-unsloth-bnb-4bit, …-int4-AutoRound-awq-sym). The architecture (layers, heads, KV) is the base's.
+# …-unsloth-bnb-4bit, …-int4-AutoRound-awq-sym), and 16-bit re-uploads (TheBloke's …-fp16 of a
+# Meta …-hf repo). The architecture (layers, heads, KV) is the base's.
 _QUANT_SUFFIX = re.compile(
     r"(?i)[-_.](?:fp8(?:-dynamic|-block)?|w8a8|w8a16|w4a16|int4|int8|awq|gptq|bnb|nvfp4|mxfp4|autoround|"
-    r"4bit|8bit|unsloth|quantized|dynamic|gguf|q4_k_m|q8_0)(?:[-_.].*)?$"
+    r"4bit|8bit|unsloth|quantized|dynamic|gguf|q4_k_m|q8_0|fp16|bf16)(?:[-_.].*)?$"
 )
+
+
+def _bare_name(name: str) -> str:
+    """A repo name without Meta's "-hf" (Hugging Face format) suffix, lower-cased, for comparing."""
+    return re.sub(r"(?i)-hf$", "", name).lower()
 
 
 def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
@@ -95,7 +101,7 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     org = ref.split("/")[0] if "/" in ref else None
     if org and canonical_id(f"{org}/{stem}"):
         return canonical_id(f"{org}/{stem}"), quant
-    hits = [cid for cid in catalog_ids() if cid.split("/")[-1].lower() == stem.lower()]
+    hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)]
     return (hits[0], quant) if len(hits) == 1 else None
 
 

@@ -191,3 +191,16 @@ def test_an_export_resolves_to_its_base_and_says_what_it_cannot_know():
         dynamic = load_model(ref, offline=True).spec
         assert dynamic.quantization["quant_method"] == "bitsandbytes"
         assert any("may keep some modules in 16-bit" in a for a in dynamic.assumptions)
+
+
+def test_a_16_bit_re_upload_resolves_to_the_meta_hf_repo_it_copies():
+    """vllm#2136 served TheBloke/CodeLlama-13B-Instruct-fp16, a 16-bit re-upload of Meta's
+    codellama/CodeLlama-13b-Instruct-hf: the architecture is the catalog's, nothing is quantized."""
+    from estimator.api import base_model_candidate, load_model
+
+    assert base_model_candidate("TheBloke/CodeLlama-13B-Instruct-fp16") == ("codellama/CodeLlama-13b-Instruct-hf", None)
+    assert base_model_candidate("TheBloke/Llama-2-70B-fp16") == ("meta-llama/Llama-2-70b-hf", None)
+    spec = load_model("TheBloke/CodeLlama-13B-Instruct-fp16", offline=True).spec
+    assert spec.quantization is None and spec.num_layers == 40
+    assert any("used the config of its base model codellama/CodeLlama-13b-Instruct-hf (same architecture)" in a
+               for a in spec.assumptions)
