@@ -572,6 +572,8 @@ def _estimate_reason(name: str, est: Estimate) -> str:
         "weights": "parameters × bytes per parameter for this checkpoint format, per GPU rank",
         "activation": f"profile run over {s.max_num_batched_tokens:,} tokens and a {min(s.max_num_seqs or 0, s.max_num_batched_tokens or 0)}"
                       "-row sampler (estimate)",
-        "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)",
+        "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)" + (
+            f", plus the {est.others_charged_bytes / GiB:.2f} GiB other processes hold (vLLM {est.profile.release} "
+            "counts it as this instance's)" if est.others_charged_bytes else ""),
         "cuda_graphs": "CUDA-graph pool (estimate)" if est.cuda_graph_bytes else "not counted by this vLLM version",
     }[name]

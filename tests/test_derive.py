@@ -326,6 +326,10 @@ def test_v0_064_charges_other_processes_to_this_instance():
     # within 0.6.4, the second instance's utilization has to cover the first's memory as well
     fix = d.suggestions[0]
     assert fix["flags"].startswith("--gpu-memory-utilization") and "has to cover theirs too" in fix["why"]
+    # the line cut after initial_memory_usage (the dev excerpt): the non-torch row says whose it mostly is
+    cut = text.split(" peak_torch_memory")[0] + "\nValueError: No available memory for the cache blocks.\n"
+    nt = diagnose(cut, offline=True, explain=True).derived["figures"]["non_torch"]
+    assert nt["provenance"] == "estimated" and "plus the 58.26 GiB other processes hold" in nt["how"]
 
 
 def test_v0_without_chunked_prefill_is_offered_it():
