@@ -649,7 +649,7 @@ _KNOWN_TYPES = {
     "gemma3", "gemma3_text", "gemma4", "gemma4_text", "gpt_oss", "llama4", "llama4_text", "deepseek_v2",
     "deepseek_v3", "deepseek_v32", "deepseek_v4", "kimi_k2", "glm_moe_dsa", "glm4_moe", "minimax_m2",
     "minimax_text_01", "phi3", "phi", "phi4", "falcon", "refinedwebmodel", "refinedweb", "jamba", "falcon_h1",
-    "granitemoehybrid", "nemotron_h", "bamba", "kimi_linear", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
+    "granitemoehybrid", "nemotron_h", "bamba", "kimi_linear", "qwen3_vl_text", "qwen3_vl_moe_text", "qwen3_5_moe_text", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
     "pixtral", "cohere", "cohere2", "starcoder2", "gpt_bigcode", "gpt_neox", "mpt", "dbrx", "internlm2",
     "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2", "opt",
 }

@@ -86,11 +86,12 @@ def test_configs_added_beyond_the_shared_copies_say_where_they_come_from():
     """Entries the project researched itself (not in ../shared/data/models) carry their source, their
     kind, the keys dropped or set from an official view, and only those changes."""
     added = {rid: e for rid, e in _index().items() if "added" in e}
-    assert len(added) >= 12
+    assert len(added) >= 60
     for repo_id, entry in added.items():
         assert entry["kind"] in KINDS and entry["source_url"] and entry["notes"], repo_id
         assert (entry["kind"] == "PROXY") == entry["notes"].startswith("CONFIG: PROXY"), repo_id
-        _, cfg, _ = catalog.lookup(repo_id)
+        _, cfg, comps = catalog.lookup(repo_id)
+        assert set(comps) == set(entry.get("companions") or {}), repo_id      # every companion file ships
         for key in (entry.get("dropped") or {}).get("keys", {}):
             assert key not in cfg, (repo_id, key)
         for key, change in (entry.get("corrected") or {}).get("keys", {}).items():
