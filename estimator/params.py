@@ -257,13 +257,19 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
 
     e, ei = moe.num_experts, moe.expert_intermediate
     m = f"{pfx}.mlp"
-    out.append(_W("experts", f"{m}.experts", mats * ei, h, copies=e, layer=i))
+    latent = int(_get(t, "moe_latent_size", default=0) or 0)
+    if latent:
+        # LatentMoE (nemotron_h.py): the experts run in a `moe_latent_size` space between two
+        # projections, fc1_latent_proj (h → latent) and fc2_latent_proj back, kept on every rank
+        out += [_W("experts", f"{m}.fc1_latent_proj", latent, h, layer=i, tp="replicate"),
+                _W("experts", f"{m}.fc2_latent_proj", h, latent, layer=i, tp="replicate")]
+    out.append(_W("experts", f"{m}.experts", mats * ei, latent or h, copies=e, layer=i))
     if mt.startswith("gpt_oss"):  # gpt_oss.py: experts carry biases (gate_up and down)
         out.append(_W("experts", f"{m}.experts.bias", (mats - 1) * ei + h, copies=e, kind="bias", layer=i))
     out.append(_W("router", f"{m}.gate", e, h, kind="router", layer=i, tp="replicate"))
     if mt.startswith("gpt_oss") or t.get("router_bias"):
         out.append(_W("router", f"{m}.gate.bias", e, kind="bias", layer=i, tp="replicate"))
-    if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt == "kimi_linear":
+    if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt in ("kimi_linear", "nemotron_h"):
         # DeepSeek-V3 style e_score_correction_bias (deepseek_v2.py / minimax_m2.py; kimi_linear.py
         # KimiMoE always has one: the Kimi-Linear-48B checkpoint's tensors sum to 26 × 256 more).
         out.append(_W("router", f"{m}.gate.e_score_correction_bias", e, kind="param", layer=i, tp="replicate"))
@@ -285,6 +291,9 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
     t, moe, n = spec.text, spec.moe, spec.num_layers
     if moe is None:
         return False
+    c = _block_char(spec, i)
+    if c is not None:
+        return c == "E"
     types = t.get("mlp_layer_types")
     if isinstance(types, list) and len(types) >= n:
         return str(types[i]).lower() != "dense"
@@ -317,7 +326,19 @@ def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     return [_W("norms", f"{pfx}.layernorms", n * h + n_scalar, kind="norm", layer=i, tp="replicate")]
 
 
+def _block_char(spec: ModelSpec, i: int) -> str | None:
+    """nemotron-h's layer i: one mixer per layer (hybrid_override_pattern M Mamba, * attention,
+    - MLP, E MoE; vllm/model_executor/models/nemotron_h.py), each behind one norm."""
+    pattern = spec.text.get("hybrid_override_pattern")
+    return pattern[i] if spec.model_type == "nemotron_h" and isinstance(pattern, str) and i < len(pattern) else None
+
+
 def _decoder_layer(spec: ModelSpec, i: int, kinds: list[str], pfx: str) -> list[_W]:
+    c = _block_char(spec, i)
+    if c is not None:
+        mixer = _attention_weights(spec, i, kinds[i], pfx) if c in "M*" else \
+            _mlp_weights(spec, i, pfx) if c in "-E" else []
+        return mixer + [_W("norms", f"{pfx}.norm", spec.hidden_size, kind="norm", layer=i, tp="replicate")]
     return _attention_weights(spec, i, kinds[i], pfx) + _mlp_weights(spec, i, pfx) + _norm_weights(spec, i, pfx)
 
 

@@ -623,7 +623,8 @@ def _moe(text: dict, n: int, inter: int) -> MoE | None:
                                 "top_k_experts", "moe_topk")) or 1
     e_inter = _positive_int(_first(text, "moe_intermediate_size", "expert_intermediate_size")) or inter
     shared = _positive_int(_first(text, "n_shared_experts", "num_shared_experts")) or 0   # kimi_linear: num_…
-    shared_inter = _positive_int(_first(text, "shared_expert_intermediate_size", "shared_intermediate_size")) or 0
+    shared_inter = _positive_int(_first(text, "shared_expert_intermediate_size", "shared_intermediate_size",
+                                        "moe_shared_expert_intermediate_size")) or 0
     if shared and not shared_inter:
         shared_inter = shared * e_inter
     if shared_inter and not shared:
@@ -639,6 +640,12 @@ def _moe(text: dict, n: int, inter: int) -> MoE | None:
     only = text.get("mlp_only_layers")
     if isinstance(only, list) and only:
         moe_layers -= len([i for i in only if i < n])
+    pattern = text.get("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        # nemotron-h: one mixer per layer — E MoE, - dense MLP, M Mamba, * attention (nemotron_h.py)
+        moe_layers = pattern[:n].count("E")
+        return MoE(num_experts=experts, experts_per_tok=topk, expert_intermediate=e_inter, shared_experts=shared,
+                   shared_intermediate=shared_inter, moe_layers=moe_layers, dense_layers=pattern[:n].count("-"))
     return MoE(num_experts=experts, experts_per_tok=topk, expert_intermediate=e_inter, shared_experts=shared,
                shared_intermediate=shared_inter, moe_layers=moe_layers, dense_layers=n - moe_layers)
 

@@ -436,3 +436,13 @@ def test_explain_posted_date_places_a_build_of_main(offline_env):
     d = ok_json(kvdoctor(offline_env, "explain", "-", "--offline", "--json", "--posted", "2026-08-20", stdin=paste))
     assert d["estimate"]["settings"]["vllm_version"] == "0.28.0"
     assert "build of main" in json.dumps(d["reply"])
+
+
+def test_estimate_table_says_why_a_hybrid_model_does_not_fit(offline_env):
+    """Nemotron-3-Nano on an H100 with V1's 1,024 sequences: the context fits, but vLLM needs one Mamba
+    state block per running sequence and the pool holds fewer — the table says so beside "DOES NOT FIT"."""
+    proc = kvdoctor(offline_env, "estimate", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "--gpu", "H100")
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    assert "DOES NOT FIT" in out
+    assert "max_num_seqs 1,024 is more than the" in out and "Mamba state block" in out

@@ -471,3 +471,23 @@ def test_opt_350m_embeds_at_its_projection_width():
     layer = (3 * h * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
     total = 50272 * 512 + 2050 * h + 2 * 512 * h + 24 * layer
     assert count_params(spec_from_config(cfg, "facebook/opt-350m")).params_total == total == 331_196_416
+
+
+def test_nemotron_h_layers_hold_one_mixer_each():
+    """Nemotron-3-Nano-30B-A3B (nemotron_h.py): hybrid_override_pattern gives each layer one mixer —
+    23 Mamba-2 (M), 6 attention (*), 23 MoE (E) — behind one norm; non-gated relu² experts and a shared
+    expert; 31.6 B parameters in all, not an attention + MLP stack per layer."""
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    spec = spec_from_config(config, cid)
+    h = 2688
+    mamba = (2 * 4096 + 2 * 8 * 128 + 64) * h + (4096 + 2 * 8 * 128) * 5 + 3 * 64 + 4096 + h * 4096
+    attn = 32 * 128 * h + 2 * 2 * 128 * h + h * 32 * 128
+    moe = 128 * 2 * 1856 * h + (128 * h + 128) + 2 * 3712 * h      # experts, router + bias, shared expert
+    total = 23 * mamba + 6 * attn + 23 * moe + 52 * h + h + 2 * 131072 * h
+    assert count_params(spec).params_total == total == 31_577_940_288
+    # LatentMoE (Nemotron-3-Super): 512 experts run in a 1,024-wide latent between two projections
+    cid, config, _ = lookup("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    parts = count_params(spec_from_config(config, cid)).params_by_part
+    assert parts["experts"] == 40 * (512 * 2 * 2688 * 1024 + 2 * 4096 * 1024)
