@@ -56,9 +56,21 @@ def catalog_ids() -> list[str]:
     return sorted(_index())
 
 
+# Repos renamed on the Hub (the old id redirects there): Meta dropped "Meta-" from the Llama 3.1 names
+# in July 2024 (meta-llama/Meta-Llama-3.1-8B-Instruct → meta-llama/Llama-3.1-8B-Instruct).
+_RENAMED = (("meta-llama/meta-llama-3.1-", "meta-llama/llama-3.1-"),)
+
+
 def canonical_id(repo_id: str) -> str | None:
-    """The catalog's spelling of `repo_id` (case-insensitive match), or None when absent."""
-    return _by_lower().get(repo_id.strip().lower())
+    """The catalog's spelling of `repo_id` (case-insensitive match, or the id a renamed repo now has),
+    or None when absent."""
+    want = repo_id.strip().lower()
+    hit = _by_lower().get(want)
+    if hit is None:
+        for old, new in _RENAMED:
+            if want.startswith(old):
+                hit = _by_lower().get(new + want[len(old):])
+    return hit
 
 
 def entry(repo_id: str) -> dict | None:

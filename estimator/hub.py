@@ -726,6 +726,8 @@ def _from_catalog(repo_id: str, revision: str | None) -> ModelSource | None:
         return None
     cid, config, companions = hit
     assumptions = _catalog.describe(cid)
+    if cid.lower() != repo_id.strip().lower():
+        assumptions.insert(0, f"{repo_id.strip()} is now {cid} on the Hub (the repo was renamed)")
     if revision:
         assumptions.append(f"revision '{revision}' was asked for, but the catalog copy is not tied to a revision")
     return ModelSource(model_id=cid, config=config, companions=companions, origin="catalog",

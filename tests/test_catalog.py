@@ -205,3 +205,14 @@ def test_a_16_bit_re_upload_resolves_to_the_meta_hf_repo_it_copies():
     assert spec.quantization is None and spec.num_layers == 40
     assert any("used the config of its base model codellama/CodeLlama-13b-Instruct-hf (same architecture)" in a
                for a in spec.assumptions)
+
+
+def test_a_renamed_repo_is_found_under_its_new_id():
+    """Meta renamed the Llama 3.1 repos in July 2024 (the old ids redirect): a paste from before names
+    meta-llama/Meta-Llama-3.1-8B-Instruct, the catalog has meta-llama/Llama-3.1-8B-Instruct."""
+    src = resolve_model("meta-llama/Meta-Llama-3.1-8B-Instruct", offline=True)
+    assert src.model_id == "meta-llama/Llama-3.1-8B-Instruct"
+    assert src.assumptions[0] == ("meta-llama/Meta-Llama-3.1-8B-Instruct is now meta-llama/Llama-3.1-8B-Instruct "
+                                  "on the Hub (the repo was renamed)")
+    # a name the catalog holds under its old spelling stays itself
+    assert resolve_model("meta-llama/Meta-Llama-3.1-8B", offline=True).model_id == "meta-llama/Meta-Llama-3.1-8B"
