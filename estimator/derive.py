@@ -188,9 +188,16 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                 "prints: non-torch memory (CUDA context, NCCL, cuBLAS workspaces; usually 0.1–0.6 GiB) and "
                 "anything else counted against the budget (other processes' growth on shared or unified memory).")
         elif gap > 0.5 * GiB:
-            st.checks.append(
-                f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory that the model does not explain "
-                "(other processes on the GPU, a different vLLM version, or a different checkpoint/dtype)")
+            msg = (f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory that the model does not explain "
+                   "(other processes on the GPU, a different vLLM version, or a different checkpoint/dtype)")
+            p = est.profile if est is not None else None
+            if p is not None and p.engine == "v0" and (0, 2, 5) <= p.version < (0, 6, 4) \
+                    and est.settings.tensor_parallel_size > 1:
+                # vllm PR #2031 (0.2.5): peak = total − free after the profile run, no longer torch's peak
+                msg += ("; from 0.2.5 vLLM measures its peak as the GPU's used memory (vllm PR #2031), which with "
+                        "tensor parallelism charges memory outside PyTorch to the budget — in that PR's own run "
+                        "Llama-2-70B at TP 4 went from 31,615 to 20,865 blocks (≈ 13 GiB per GPU)")
+            st.checks.append(msg)
         elif gap < -0.5 * GiB:
             # vLLM had more KV than the budget leaves: the budget (card or utilization) is not the one assumed.
             assumed = [k for k in ("total", "utilization") if st.figures[k].provenance != "read"] \

@@ -582,3 +582,14 @@ def test_a_size_further_on_is_not_the_named_cards():
     assert ref("one A100 using 35GB of it") == "A100"
     # several cards' total is not one card's size
     assert ref("**Hardware**: A10*4, 96GB VRAM") == "A10"
+
+
+def test_vllm_0_2_5s_profiler_is_named_when_tp_leaves_memory_unexplained():
+    """vllm#2136: the same CodeLlama-13B command printed 1,464 blocks on 0.2.3/0.2.4 and 112 on 0.2.5,
+    whose profiler counts the GPU's used memory (vllm PR #2031); the check says so."""
+    text = ("vLLM 0.2.5, 2x RTX 4090\npython -m vllm.entrypoints.openai.api_server --model=TheBloke/CodeLlama-13B-Instruct-fp16 "
+            "--max-model-len=16384 --max-num-seqs=16 --tensor-parallel-size=2 --gpu-memory-utilization=0.95\n"
+            "INFO 12-15 10:00:00 llm_engine.py:223] # GPU blocks: 112, # CPU blocks: 1310\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.disagrees
+    assert any("vllm PR #2031" in c and "20,865 blocks" in c for c in d.checks)
