@@ -78,13 +78,17 @@ _QUANT_SUFFIX = re.compile(
 
 
 def _bare_name(name: str) -> str:
-    """A repo name without Meta's "-hf" (Hugging Face format) suffix, lower-cased, for comparing."""
-    return re.sub(r"(?i)-hf$", "", name).lower()
+    """A repo name as the family knows it, for comparing an export's stem with the catalog: lower-cased,
+    without Meta's "-hf" (Hugging Face format) or a precision/format suffix (NVIDIA's …-BF16 / …-FP8
+    siblings), and with the renamed Llama 3.1 prefix (Meta-Llama-3.1-… is now Llama-3.1-…)."""
+    m = _QUANT_SUFFIX.search(name)
+    bare = re.sub(r"(?i)-hf$", "", name[: m.start()] if m else name).lower()
+    return re.sub(r"^meta-llama-3\.1-", "llama-3.1-", bare)
 
 
 def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     """The catalog model a quantized export is derived from, and the format its name says."""
-    from estimator.catalog import canonical_id, catalog_ids
+    from estimator.catalog import canonical_id, catalog_ids, lookup
 
     name = ref.rstrip("/").split("/")[-1]
     m = _QUANT_SUFFIX.search(name)
@@ -102,6 +106,13 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     if org and canonical_id(f"{org}/{stem}"):
         return canonical_id(f"{org}/{stem}"), quant
     hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)]
+    if len(hits) > 1:
+        # several precisions of one model (NVIDIA's -BF16 / -FP8 / -NVFP4): the unquantized one; the
+        # same model under an old and a new name (Meta-Llama-3.1-8B, Llama-3.1-8B): either
+        plain = [cid for cid in hits if not _QUANT_SUFFIX.search(cid.split("/")[-1])
+                 or re.search(r"(?i)[-_.](?:bf16|fp16)$", cid)] or hits
+        if all(lookup(cid)[1] == lookup(plain[0])[1] for cid in plain):
+            hits = plain[:1]
     return (hits[0], quant) if len(hits) == 1 else None
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator import params
-from estimator.params import Mxfp4Layout, pp_partition
+from estimator.params import Mxfp4Layout, gated_mlp, pp_partition
 from estimator.spec import (
     MLA,
     ChunkedLocal,
@@ -657,7 +657,11 @@ def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int
     m = spec.moe
     dp = max(1, s.data_parallel_size or 1)
     routed = tokens * dp
-    per_token = m.experts_per_tok * (3 * m.expert_intermediate // tp + h) + 3 * m.shared_intermediate // tp
+    # gated experts keep 2·I + I per routed token, plain ones (relu²) I + I; LatentMoE (nemotron_h.py)
+    # runs them in moe_latent_size, so their output cache is that wide, not hidden
+    mats = 3 if gated_mlp(spec) else 2
+    out_w = int(spec.text.get("moe_latent_size") or 0) or h
+    per_token = m.experts_per_tok * (mats * m.expert_intermediate // tp + out_w) + mats * m.shared_intermediate // tp
     moe = factor * (min(routed, FUSED_MOE_CHUNK_TOKENS) * per_token + tokens * (attn + 3 * h)) * dtype_b
     if dp > 1:
         moe += 2 * routed * h * dtype_b

@@ -15,6 +15,7 @@ packed quantized tensors counted as the parameters they encode). Bytes are per G
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import math
 from dataclasses import dataclass, field
@@ -85,6 +86,11 @@ def _get(d: dict, *keys: str, default: Any = None) -> Any:
 
 def _is(mtype: str, families: tuple[str, ...]) -> bool:
     return any(mtype == f or mtype.startswith(f + "_") for f in families)
+
+
+def gated_mlp(spec: ModelSpec) -> bool:
+    """Gated (gate·up, SiLU/GELU-and-mul) MLPs and experts hold 2·I then I; plain ones (relu², GELU) I."""
+    return _gated(spec.model_type, spec.text)
 
 
 def _gated(mtype: str, text: dict) -> bool:
@@ -338,6 +344,10 @@ def _decoder_layer(spec: ModelSpec, i: int, kinds: list[str], pfx: str) -> list[
     if c is not None:
         mixer = _attention_weights(spec, i, kinds[i], pfx) if c in "M*" else \
             _mlp_weights(spec, i, pfx) if c in "-E" else []
+        # the checkpoint names every mixer `backbone.layers.N.mixer.*` (matched against ignore lists
+        # such as the NVFP4 exports' exclude_modules: _norm_name maps backbone. → model.)
+        for part in ("mamba", "self_attn", "mlp"):
+            mixer = [dataclasses.replace(w, name=w.name.replace(f"{pfx}.{part}.", f"{pfx}.mixer.")) for w in mixer]
         return mixer + [_W("norms", f"{pfx}.norm", spec.hidden_size, kind="norm", layer=i, tp="replicate")]
     return _attention_weights(spec, i, kinds[i], pfx) + _mlp_weights(spec, i, pfx) + _norm_weights(spec, i, pfx)
 
@@ -697,7 +707,7 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
 
 def _norm_name(name: str) -> str:
     for a, b in (("model.language_model.", "model."), ("language_model.model.", "model."),
-                 ("model.text_model.", "model."), ("language_model.lm_head", "lm_head")):
+                 ("model.text_model.", "model."), ("language_model.lm_head", "lm_head"), ("backbone.", "model.")):
         name = name.replace(a, b)
     return name
 

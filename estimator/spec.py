@@ -393,10 +393,10 @@ def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
         # (vllm/model_executor/models/kimi_linear.py: is_kda = layer_idx + 1 in kda_layers)
         kda = {int(x) for x in lac["kda_layers"]}
         return ["linear" if i + 1 in kda else "full" for i in range(n)]
+    if isinstance(text.get("hybrid_override_pattern"), str):  # nemotron-h: M mamba, * attention, - mlp, E moe
+        return [{"M": "mamba", "*": "full"}.get(c, "none") for c in text["hybrid_override_pattern"][:n]]
     if isinstance(text.get("layers_block_type"), list):  # jamba/zamba style
         return ["mamba" if str(t).lower() == "mamba" else "full" for t in text["layers_block_type"][:n]]
-    if isinstance(text.get("hybrid_override_pattern"), str):  # nemotron-h: M mamba, * attention, - mlp
-        return [{"M": "mamba", "*": "full"}.get(c, "none") for c in text["hybrid_override_pattern"][:n]]
     if isinstance(text.get("attn_type_list"), list):  # minimax: 1 softmax attention, 0 lightning
         return ["full" if int(t) == 1 else "linear" for t in text["attn_type_list"][:n]]
     if "attn_layer_period" in text and "attn_layer_offset" in text:  # jamba
@@ -475,6 +475,20 @@ def _positive_int(v: Any) -> int | None:
     return iv if iv > 0 else None
 
 
+_NEMOTRON_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _nemotron_pattern(text: dict) -> None:
+    """Newer Nemotron-H configs list the layers (`layers_block_type`: mamba / attention / mlp / moe)
+    where older ones have `hybrid_override_pattern` (M * - E); vLLM reads either. Both become the
+    pattern string here, which the layer kinds, the MoE layer count and the weights read."""
+    blocks = text.get("layers_block_type")
+    if isinstance(text.get("hybrid_override_pattern"), str) or not isinstance(blocks, list):
+        return
+    if all(str(b).lower() in _NEMOTRON_BLOCKS for b in blocks):
+        text["hybrid_override_pattern"] = "".join(_NEMOTRON_BLOCKS[str(b).lower()] for b in blocks)
+
+
 def spec_from_config(config: dict, model_id: str = "", companions: dict | None = None) -> ModelSpec:
     """Build a ModelSpec from a config.json dict. Never raises on odd configs: guesses go to assumptions."""
     if not isinstance(config, dict):
@@ -489,7 +503,11 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     arch = archs[0] if archs else (config.get("model_type") or "unknown")
     mtype = str(text.get("model_type") or config.get("model_type") or "").lower()
 
+    if mtype == "nemotron_h":
+        _nemotron_pattern(text)
     n = _positive_int(_first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers"))
+    if mtype == "nemotron_h" and isinstance(text.get("hybrid_override_pattern"), str):
+        n = len(text["hybrid_override_pattern"])      # nemotron_h.py builds one layer per pattern character
     hidden = _positive_int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
     heads = _positive_int(_first(text, "num_attention_heads", "n_head", "n_heads", "num_heads"))
     if not n:

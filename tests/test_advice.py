@@ -196,9 +196,10 @@ def test_fix_drops_the_device_list_when_it_changes_the_gpu_count_and_hides_keys(
     assert command_with(base, "--max-model-len 4096").startswith("CUDA_VISIBLE_DEVICES=0,1 vllm serve m/x")
     # settings whose names merely contain "token" are not secrets (vllm#28228's --max_num_batched_tokens 64000)
     kept = ["vllm", "serve", "m/x", "--max_num_batched_tokens", "64000", "--tokenizer", "org/tok",
-            "--num-speculative-tokens", "3"]
+            "--num-speculative-tokens", "3", "--long-prefill-token-threshold", "4096"]
     assert command_with(kept, "--max-num-seqs 8") == ("vllm serve m/x --max_num_batched_tokens 64000 --tokenizer org/tok "
-                                                      "--num-speculative-tokens 3 --max-num-seqs 8")
+                                                      "--num-speculative-tokens 3 --long-prefill-token-threshold 4096 "
+                                                      "--max-num-seqs 8")
 
 
 def test_user_command_reads_the_run_with_its_environment_and_refuses_prose():
@@ -569,3 +570,8 @@ def test_a_start_up_log_whose_profile_run_outweighs_the_kv_cache_leads_with_the_
     assert first["flags"].startswith("--max-num-batched-tokens 16384")
     assert first["kv_cache_tokens"] > 8736 and first["fits"]
     assert not any("--max-num-seqs" in s["flags"] for s in d.suggestions)
+    # a start-up log whose KV cache got more than the profile run took: no profile-run lever first
+    calm = text.replace("--max-num-batched-tokens 65536 ", "").replace("1.20 GiB", "4.20 GiB").replace("8,736", "30,576")
+    d = diagnose(calm, offline=True, explain=True)
+    assert d.derived["figures"]["activation"]["value"] < d.derived["figures"]["kv_pool"]["value"]
+    assert not any(s["flags"].startswith("--max-num-batched-tokens") for s in d.suggestions)

@@ -201,6 +201,12 @@ def test_a_16_bit_re_upload_resolves_to_the_meta_hf_repo_it_copies():
 
     assert base_model_candidate("TheBloke/CodeLlama-13B-Instruct-fp16") == ("codellama/CodeLlama-13b-Instruct-hf", None)
     assert base_model_candidate("TheBloke/Llama-2-70B-fp16") == ("meta-llama/Llama-2-70b-hf", None)
+    # exports that keep Meta's old Llama 3.1 names, and NVIDIA's precision siblings of one model
+    assert base_model_candidate("unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit") == \
+        ("meta-llama/Llama-3.1-8B-Instruct", "bitsandbytes")
+    assert base_model_candidate("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8") == ("meta-llama/Llama-3.1-70B-Instruct", "fp8")
+    assert base_model_candidate("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8") == \
+        ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "fp8")
     spec = load_model("TheBloke/CodeLlama-13B-Instruct-fp16", offline=True).spec
     assert spec.quantization is None and spec.num_layers == 40
     assert any("used the config of its base model codellama/CodeLlama-13b-Instruct-hf (same architecture)" in a

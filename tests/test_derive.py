@@ -593,3 +593,6 @@ def test_vllm_0_2_5s_profiler_is_named_when_tp_leaves_memory_unexplained():
     d = diagnose(text, offline=True, explain=True)
     assert d.disagrees
     assert any("vllm PR #2031" in c and "20,865 blocks" in c for c in d.checks)
+    # on one GPU the profiler change is not the explanation offered
+    one = diagnose(text.replace("--tensor-parallel-size=2 ", ""), offline=True, explain=True)
+    assert not any("PR #2031" in c for c in one.checks)

@@ -491,3 +491,26 @@ def test_nemotron_h_layers_hold_one_mixer_each():
     cid, config, _ = lookup("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
     parts = count_params(spec_from_config(config, cid)).params_by_part
     assert parts["experts"] == 40 * (512 * 2 * 2688 * 1024 + 2 * 4096 * 1024)
+
+
+def test_nemotron_h_layer_list_reads_like_the_pattern_and_mixers_match_export_excludes():
+    """Newer configs list the layers (`layers_block_type`) instead of hybrid_override_pattern; vLLM reads
+    either, so the same Nano config in list form gives the same 31,577,940,288. The NVFP4 export excludes
+    mixers by their checkpoint names (backbone.layers.5.mixer.q_proj): the weights carry those names."""
+    import copy
+
+    from estimator.catalog import lookup
+    from estimator.params import _ignored, _inventory, _resolve_format
+
+    cid, config, companions = lookup("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    listed = copy.deepcopy(config)
+    names = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+    listed["layers_block_type"] = [names[c] for c in listed.pop("hybrid_override_pattern")]
+    assert count_params(spec_from_config(listed, cid)).params_total == 31_577_940_288
+    cid, config, companions = lookup("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4")
+    spec = spec_from_config(config, cid, companions)
+    weights = [w.name for w in _inventory(spec)[0]]
+    assert "model.layers.5.mixer.q_proj" in weights and "model.layers.4.mixer.in_proj" in weights
+    fmt = _resolve_format(spec, None, [])
+    assert fmt.kind == "nvfp4"
+    assert _ignored(fmt, "model.layers.5.mixer.q_proj") and not _ignored(fmt, "model.layers.1.mixer.experts")
