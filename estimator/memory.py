@@ -983,7 +983,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         error, fits = "mamba_blocks", False
     elif not fits:
         error = "kv_capacity_v0" if profile.engine == "v0" else "kv_capacity_v1"
-    if auto_len and profile.auto_max_model_len and not fits and fit_len > 0:
+    if auto_len and profile.auto_max_model_len and error in ("kv_capacity_v0", "kv_capacity_v1") and fit_len > 0:
+        # auto-fit only shortens the context: the start-up check and the Mamba-blocks check still fail
         assumptions.append(f"--max-model-len auto: vLLM reduces it from {max_len} to {fit_len}")
         max_len, fits, error = fit_len, True, None
     if layout.note:

@@ -446,3 +446,12 @@ def test_estimate_table_says_why_a_hybrid_model_does_not_fit(offline_env):
     out = proc.stdout.decode()
     assert "DOES NOT FIT" in out
     assert "max_num_seqs 1,024 is more than the" in out and "Mamba state block" in out
+
+
+def test_auto_max_model_len_does_not_hide_a_mamba_block_shortage(offline_env):
+    """--max-model-len auto only shortens the context (vLLM's auto-fit); max_num_seqs above the Mamba
+    state blocks still stops the engine, so the estimate still does not fit."""
+    proc = kvdoctor(offline_env, "estimate", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "--gpu", "H100",
+                    "--max-model-len", "auto", "--json")
+    d = ok_json(proc)
+    assert d["fits"] is False and d["error_kind"] == "mamba_blocks"
