@@ -365,6 +365,15 @@ def mtp_layers(spec: ModelSpec) -> int:
     return int(t.get("num_nextn_predict_layers") or t.get("mtp_num_hidden_layers") or 0)
 
 
+def _mtp_attention_layers(spec: ModelSpec) -> int:
+    """Attention layers per MTP step: one, except where Nemotron-H's `mtp_hybrid_override_pattern`
+    lists the step's layers (nemotron_h_mtp.py: `*` attention with a KV cache, `E` MoE without)."""
+    pattern = (spec.text or {}).get("mtp_hybrid_override_pattern")
+    if spec.model_type == "nemotron_h" and isinstance(pattern, str) and pattern:
+        return pattern.count("*")
+    return 1
+
+
 def _first_global_attention(spec: ModelSpec, kinds: tuple) -> LayerKV | None:
     """The model's first attention layer that sees the whole context (no window, chunk or cross
     attention): the shape a speculative head's own layer takes."""
@@ -408,7 +417,7 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
         if not s.num_speculative_tokens:
             assumptions.append(f"num_speculative_tokens not given: vLLM's default for MTP, {k}")
         attn = _first_global_attention(spec, (FullAttention, MLA))
-        layers = [attn] * n_mtp if attn is not None else []
+        layers = [attn] * (n_mtp * _mtp_attention_layers(spec)) if attn is not None else []
         assumptions.append(f"MTP speculative decoding ({k} token(s) per step): {n_mtp} MTP layer(s) loaded "
                            "with their own KV cache")
         return layers, k, True

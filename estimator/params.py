@@ -382,6 +382,9 @@ def _mtp_weights(spec: ModelSpec, kinds: list[str]) -> tuple[list[_W], bool]:
     n_ds = int(_get(t, "num_nextn_predict_layers", default=0) or 0)
     n_qw = int(_get(t, "mtp_num_hidden_layers", default=0) or 0)
     out: list[_W] = []
+    pattern = t.get("mtp_hybrid_override_pattern") if spec.model_type == "nemotron_h" else None
+    if n_ds and isinstance(pattern, str) and pattern:
+        return _nemotron_mtp_weights(spec, kinds, n_ds, pattern), True
     if n_ds:
         last = spec.num_layers - 1
         for j in range(n_ds):
@@ -404,6 +407,31 @@ def _mtp_weights(spec: ModelSpec, kinds: list[str]) -> tuple[list[_W], bool]:
             out.append(_W("mtp", "mtp.embed_tokens", V, h, kind="embed", tp="vocab"))
         return out, True
     return out, False
+
+
+def _nemotron_mtp_weights(spec: ModelSpec, kinds: list[str], steps: int, pattern: str) -> list[_W]:
+    """Nemotron-H's MTP block (nemotron_h_mtp.py): one layer per character of
+    `mtp_hybrid_override_pattern` (`*` attention, `E` MoE, as in the backbone), the step's first
+    layer with enorm + hnorm + eh_proj (2h → h), its last with a final norm. The draft reads the
+    backbone's embeddings and lm_head (load_weights maps `backbone.embeddings`), so the checkpoint
+    stores no copies of them, unlike DeepSeek's MTP modules."""
+    h, main = spec.hidden_size, spec.text.get("hybrid_override_pattern") or ""
+    out: list[_W] = []
+    for j in range(steps * len(pattern)):
+        k, c = j % len(pattern), pattern[j % len(pattern)]
+        ref = main.find(c)          # a backbone layer with the same mixer gives its shapes
+        if ref < 0:
+            continue
+        pfx = f"mtp.layers.{j}"
+        out += [dataclasses.replace(w, part="mtp", name=w.name.replace(f"model.layers.{ref}.", f"{pfx}."),
+                                    layer=None)
+                for w in _decoder_layer(spec, ref, kinds, f"model.layers.{ref}")]
+        if k == 0:
+            out += [_W("mtp", f"{pfx}.eh_proj", h, 2 * h),
+                    _W("mtp", f"{pfx}.enorm_hnorm", 2 * h, kind="norm", tp="replicate")]
+        if k == len(pattern) - 1:
+            out.append(_W("mtp", f"{pfx}.final_layernorm", h, kind="norm", tp="replicate"))
+    return out
 
 
 # ---- vision towers ---------------------------------------------------------------------------

@@ -481,12 +481,15 @@ _NEMOTRON_BLOCKS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
 def _nemotron_pattern(text: dict) -> None:
     """Newer Nemotron-H configs list the layers (`layers_block_type`: mamba / attention / mlp / moe)
     where older ones have `hybrid_override_pattern` (M * - E); vLLM reads either. Both become the
-    pattern string here, which the layer kinds, the MoE layer count and the weights read."""
-    blocks = text.get("layers_block_type")
-    if isinstance(text.get("hybrid_override_pattern"), str) or not isinstance(blocks, list):
-        return
-    if all(str(b).lower() in _NEMOTRON_BLOCKS for b in blocks):
-        text["hybrid_override_pattern"] = "".join(_NEMOTRON_BLOCKS[str(b).lower()] for b in blocks)
+    pattern string here, which the layer kinds, the MoE layer count and the weights read. The MTP
+    block's list (`mtp_layers_block_type`) becomes `mtp_hybrid_override_pattern` the same way."""
+    for listed, pattern in (("layers_block_type", "hybrid_override_pattern"),
+                            ("mtp_layers_block_type", "mtp_hybrid_override_pattern")):
+        blocks = text.get(listed)
+        if isinstance(text.get(pattern), str) or not isinstance(blocks, list):
+            continue
+        if all(str(b).lower() in _NEMOTRON_BLOCKS for b in blocks):
+            text[pattern] = "".join(_NEMOTRON_BLOCKS[str(b).lower()] for b in blocks)
 
 
 def spec_from_config(config: dict, model_id: str = "", companions: dict | None = None) -> ModelSpec:

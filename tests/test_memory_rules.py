@@ -290,6 +290,30 @@ def test_mtp_drafter_adds_its_layer_to_the_kv_pool_and_its_weights():
     assert e1.weights_bytes > e0.weights_bytes
 
 
+def test_nemotron_mtp_step_caches_kv_for_its_attention_layers_only():
+    """Nemotron-3-Super's MTP step is "*E" (nemotron_h_mtp.py): its attention layer gets a KV cache in the
+    pool, its MoE layer none. A step listing two attention layers would cache two."""
+    import copy
+
+    from estimator.catalog import lookup
+    from estimator.spec import spec_from_config
+
+    cid, config, companions = lookup("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    s = EngineSettings(vllm_version="0.20.0", tensor_parallel_size=4, max_model_len=32768,
+                       kv_cache_dtype="bfloat16")
+    mtp = s.replace(speculative_method="mtp")
+    spec = spec_from_config(config, cid, companions)
+    per_layer = 1 * 128 * 2 * 2               # 2 KV heads < TP 4: each rank holds one, K and V, bf16
+    base = estimate(spec, gpu_total_bytes=80 * GiB, settings=s).layout.kv_bytes_per_token
+    one = estimate(spec, gpu_total_bytes=80 * GiB, settings=mtp).layout.kv_bytes_per_token
+    assert one - base == per_layer
+    doubled = copy.deepcopy(config)
+    doubled["mtp_hybrid_override_pattern"] = "**E"
+    spec2 = spec_from_config(doubled, cid, companions)
+    two = estimate(spec2, gpu_total_bytes=80 * GiB, settings=mtp).layout.kv_bytes_per_token
+    assert two - base == 2 * per_layer
+
+
 def test_mtp_weights_are_the_counted_mtp_parameters_without_embedding_copies():
     from estimator.params import count_params
 

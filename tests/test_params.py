@@ -514,3 +514,27 @@ def test_nemotron_h_layer_list_reads_like_the_pattern_and_mixers_match_export_ex
     fmt = _resolve_format(spec, None, [])
     assert fmt.kind == "nvfp4"
     assert _ignored(fmt, "model.layers.5.mixer.q_proj") and not _ignored(fmt, "model.layers.1.mixer.experts")
+
+
+def test_nemotron_h_mtp_block_follows_its_own_pattern():
+    """Nemotron-3-Super's MTP step (nemotron_h_mtp.py) is `mtp_hybrid_override_pattern` "*E": an attention
+    layer opening with enorm + hnorm + eh_proj (2h → h) and a LatentMoE layer closing with a final norm.
+    It reads the backbone's embeddings and lm_head, so the checkpoint has no copies of them (DeepSeek's MTP
+    modules do). The list form (`mtp_layers_block_type`, Nemotron-3 Ultra/Lightning) reads the same."""
+    import copy
+
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    h = 4096
+    attn = 32 * 128 * h + 2 * 2 * 128 * h + h * 32 * 128 + h       # q, k, v (2 KV heads), o, norm
+    fusion = h * 2 * h + 2 * h                                        # eh_proj, enorm + hnorm
+    moe = (512 * 2 * 2688 * 1024 + 2 * 1024 * h + 512 * h + 512      # latent experts, projections, router + bias
+           + 2 * 5376 * h + h)                                        # relu² shared expert, norm
+    expected = attn + fusion + moe + h                                # + final_layernorm
+    assert expected == 2_942_325_248
+    assert count_params(spec_from_config(config, cid)).params_by_part["mtp"] == expected
+    listed = copy.deepcopy(config)
+    listed["mtp_layers_block_type"] = ["attention", "moe"]
+    del listed["mtp_hybrid_override_pattern"]
+    assert count_params(spec_from_config(listed, cid)).params_by_part["mtp"] == expected
