@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes
+from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes, window_tokens
 from estimator.vllm import OTHERS_OWN_SHARE_FROM
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ def _need_counting(est: Estimate) -> str:
 
 def _needed_how(est: Estimate, bs: int | None) -> str:
     """How one max_model_len request's KV was counted: all tokens × bytes per token, except that
-    V1's sliding-window and chunked-local groups only keep their window (plus one batch of new tokens,
+    V1's sliding-window and chunked-local groups only keep their window (plus the batches in flight,
     vllm/v1/kv_cache_interface.py max_memory_usage_bytes) and Mamba groups one state."""
     length = est.max_model_len
     counting = _need_counting(est)
@@ -312,7 +312,7 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
                 f"{est.settings.vllm_version} checks the whole model's need against one stage's memory")
     if counting == "per token":
         return f"{length:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"
-    tb = est.settings.max_num_batched_tokens or 2048
+    tb = window_tokens(est.settings, est.profile)
     parts = []
     for g in est.layout.groups:
         if g.kind in ("sliding", "chunked"):
@@ -512,8 +512,9 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
         how = f"{int(tokens):,} tokens ÷ {smallest} per block × {len(groups)} KV groups × {mib}"
     else:
         length = est.max_model_len
-        per_request = sum(g.blocks_per_request(length, est.settings.max_num_batched_tokens or 2048, est.profile)
-                          for g in groups)
+        # the estimate's own blocks per request (its Mamba states and speculative blocks included)
+        per_request = round(est.gpu_blocks / est.max_concurrency) if est.gpu_blocks and est.max_concurrency else \
+            sum(g.blocks_per_request(length, window_tokens(est.settings, est.profile), est.profile) for g in groups)
         blocks = -(-int(tokens) * per_request // length) if length else 0
         how = (f"{int(tokens):,} tokens = concurrency × {length:,}; one {length:,}-token request takes {per_request:,} "
                f"blocks, so {blocks:,} blocks × {mib}")

@@ -114,11 +114,14 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     if f("enforce_eager") is not None:
         s.enforce_eager = bool(f("enforce_eager"))
     # Read as extras (not fact keys): engine arguments that change the memory arithmetic.
-    for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel"):
+    for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel", "async_scheduling"):
         if isinstance(facts.extra.get(key), bool):
             setattr(s, key, facts.extra[key])
-    if s.enable_prefix_caching is None and facts.extra.get("mamba_align"):
-        s.enable_prefix_caching = True     # the log says the hybrid model runs with prefix caching ("align")
+    mode = facts.extra.get("mamba_cache_mode")
+    if mode in ("all", "align", "none"):
+        s.mamba_cache_mode = mode          # the log says how the hybrid model caches its states
+        if s.enable_prefix_caching is None and mode != "none":
+            s.enable_prefix_caching = True     # a Mamba cache mode other than none means prefix caching
     dp = facts.extra.get("data_parallel_size")
     if isinstance(dp, int) and dp > 1:
         s.data_parallel_size = dp

@@ -78,6 +78,8 @@ FLAG_KEYS: dict[str, str] = {
     "limit_mm_per_prompt": "limit_mm_per_prompt",
     "disable_hybrid_kv_cache_manager": "disable_hybrid_kv_cache_manager",
     "calculate_kv_scales": "calculate_kv_scales",
+    "async_scheduling": "async_scheduling",
+    "mamba_cache_mode": "mamba_cache_mode",
     "max_logprobs": "max_logprobs",
     "seed": "seed",
     "port": "port",
@@ -107,7 +109,7 @@ _ALL_FLAGS: tuple[str, ...] = tuple(sorted(set(FLAG_KEYS) | set(_OTHER_FLAGS)))
 BOOL_KEYS = frozenset({
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "trust_remote_code",
     "enable_expert_parallel", "disable_custom_all_reduce", "disable_hybrid_kv_cache_manager",
-    "calculate_kv_scales",
+    "calculate_kv_scales", "async_scheduling",
 })
 INT_KEYS = frozenset({
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
@@ -215,6 +217,9 @@ def normalise(key: str, raw: object) -> object | None:
     if key in ("kv_cache_dtype", "quantization"):
         t = t.lower()
         return t if regex.fullmatch(r"[a-z][\w.-]{0,30}", t) else None
+    if key == "mamba_cache_mode":
+        t = t.lower()
+        return t if t in ("all", "align", "none") else None
     if key == "model":
         t = t.rstrip("/") if len(t) > 1 else t
         return t or None

@@ -91,6 +91,69 @@ GRAPH_BYTES_PER_LAYER_DENSE = int(0.24 * MiB)
 GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 
 
+# Speculative methods that keep vLLM's default async scheduling (vllm/config/vllm.py 0.26.0: EAGLE,
+# the MTP family, DFlash, GPU n-gram, DSpark); any other method turns it off unless it is asked for.
+_ASYNC_SPEC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "dflash", "ngram_gpu", "dspark")
+
+
+# Families whose Mamba layers support prefix caching per block, the "all" mode
+# (SupportsMambaPrefixCaching in vllm/model_executor/models/: mamba, mamba2, nemotron_h, jamba,
+# zamba2, falcon_h1, granitemoehybrid, bamba; 0.11.2–0.32 — 0.33 keeps only "align").
+_MAMBA_ALL_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "jamba", "zamba2", "falcon_h1",
+                    "granitemoehybrid", "bamba")
+
+
+def mamba_cache_mode(spec: ModelSpec, s: EngineSettings, profile: Profile, has_attention: bool) -> str:
+    """How a hybrid model's Mamba states are cached per request: "none" (one state), "align" (two:
+    the running one and the last block-aligned one) or "all" (one per block of the context).
+
+    Prefix caching is off by default for hybrid models until 0.27 (engine/arg_utils.py keeps it
+    opt-in) and on from 0.28; attention-free models never default to it. 0.11.2–0.14: with it, models
+    that support Mamba prefix caching keep a state per block (MambaSpec: cdiv(max_model_len,
+    mamba_block_size) pages), the others turn it off (models/config.py MambaModelConfig). 0.15–0.32:
+    `--mamba-cache-mode` all | align, by default "all" where supported, else "align"; 0.33: "align".
+    Before 0.11.2 MambaSpec kept one state whatever the flag said.
+    """
+    if profile.engine != "v1" or profile.version < (0, 11, 2):
+        return "none"
+    prefix = s.enable_prefix_caching
+    if prefix is None:
+        prefix = has_attention and profile.version >= (0, 28, 0)
+    if not prefix:
+        return "none"
+    supports = spec.model_type in _MAMBA_ALL_TYPES
+    if profile.version < (0, 15, 0):
+        return "all" if supports else "none"
+    if profile.version >= (0, 33, 0):
+        return "align"
+    if s.mamba_cache_mode == "align" or (s.mamba_cache_mode != "all" and not supports):
+        return "align"
+    return "all" if supports else "align"
+
+
+def window_tokens(s: EngineSettings, profile: Profile) -> int:
+    """Tokens a sliding-window or chunked-local layer holds beyond its window for one request.
+
+    Up to 0.25 one batch: max_num_batched_tokens. From 0.26 `VllmConfig.max_in_flight_tokens`:
+    max_concurrent_batches × max_num_batched_tokens, because out-of-window blocks are freed only once
+    a step is processed. max_concurrent_batches (vllm/config/vllm.py) is 2 with async scheduling
+    (on by default) and PP 1, PP + 1 under the V2 model runner with async scheduling, else PP.
+    The V2 runner is counted only where VLLM_USE_V2_MODEL_RUNNER says so; it changes the count
+    only with pipeline parallelism.
+    """
+    tb = s.max_num_batched_tokens or 2048
+    if not profile.window_in_flight:
+        return tb
+    pp = max(1, s.pipeline_parallel_size)
+    async_on = s.async_scheduling
+    if async_on is None:
+        method = (s.speculative_method or "").lower()
+        async_on = not method or method in _ASYNC_SPEC_METHODS or method.endswith("mtp")
+    if not async_on:
+        return pp * tb
+    return (pp + 1 if s.model_runner_v2 else (2 if pp == 1 else pp)) * tb
+
+
 @dataclass
 class KVGroup:
     """One V1 KV-cache group: layers of one spec type sharing block ids."""
@@ -101,11 +164,14 @@ class KVGroup:
     block_size: int          # tokens per block for this group
     spec: LayerKV
 
-    def blocks_per_request(self, max_len: int, tb: int, profile: Profile, mamba_extra: int = 0) -> int:
-        """`max_memory_usage_bytes / page` for one request at max_len (vllm/v1/kv_cache_interface.py)."""
+    def blocks_per_request(self, max_len: int, tb: int, profile: Profile, mamba_extra: int = 0,
+                           mamba_all: bool = False) -> int:
+        """`max_memory_usage_bytes / page` for one request at max_len (vllm/v1/kv_cache_interface.py).
+        `tb`: the tokens a windowed layer holds beyond its window (`window_tokens`); a Mamba group
+        holds 1 + `mamba_extra` states, or one per block of the context in the "all" mode."""
         bs = self.block_size
         if isinstance(self.spec, MambaState):
-            return 1 + mamba_extra
+            return (ceil_div(max_len, bs) if mamba_all else 1) + mamba_extra
         if isinstance(self.spec, SlidingWindow) and profile.sliding_spec:
             return ceil_div(min(self.spec.window - 1 + tb, max_len), bs) + 1
         if isinstance(self.spec, ChunkedLocal) and profile.chunked_local_spec:
@@ -125,6 +191,7 @@ class KVLayout:
     note: str = ""
     layers: list = field(default_factory=list)   # this rank's layers as vLLM sizes them
     state_page: int = 0                          # one Mamba page (padded to the attention page)
+    mamba_mode: str = "none"                     # Mamba prefix-caching mode: none | align | all
 
     @property
     def num_groups(self) -> int:
@@ -287,9 +354,10 @@ def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Pr
     mml = spec.text.get("model_max_length")
     if profile.version >= (0, 8, 3) and isinstance(mml, int) and mml > 0:
         derived = mml
-    if spec.model_type == "gemma2" and (0, 5, 1) <= profile.version <= (0, 6, 3) and spec.sliding_window:
-        # vllm/config.py 0.5.1–0.6.3: Gemma 2's sliding window was unsupported, so vLLM disabled it
-        # and capped the length to the window ("capping the max length to the sliding window size").
+    if spec.model_type == "gemma2" and (0, 5, 1) <= profile.version <= (0, 6, 4) and spec.sliding_window:
+        # vllm/config.py 0.5.1–0.6.4: Gemma 2's sliding window was unsupported, so vLLM disabled it
+        # and capped the length to the window ("capping the max length to the sliding window size");
+        # from 0.6.5 only when VLLM_ATTENTION_BACKEND=XFORMERS is set.
         derived = min(derived, spec.sliding_window)
         assumptions.append(f"vLLM {profile.release} caps Gemma 2 at its "
                            f"{spec.sliding_window}-token sliding window")
@@ -306,7 +374,10 @@ def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Pr
             derived = int(derived * float(factor))
     user = settings.max_model_len
     if user in (None, "auto"):
-        if rtype == "longrope" and profile.version >= (0, 11, 2) and spec.text.get("original_max_position_embeddings"):
+        # 0.11.2+: LongRoPE defaults to original_max_position_embeddings (vllm/config/model.py); the
+        # legacy "su" type is renamed to longrope first (transformers_utils/config.py patch_rope_scaling_dict)
+        if rtype in ("longrope", "su") and profile.version >= (0, 11, 2) \
+                and spec.text.get("original_max_position_embeddings"):
             return int(spec.text["original_max_position_embeddings"])
         return int(derived)
     return int(user)
@@ -517,19 +588,37 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         kinds.setdefault(kind, []).append(lk)
     if not kinds:
         return KVLayout([], 0, bs, 0, 0, "attention-free model")
-    if settings.block_size is None and states and attn:
-        # Attention block size raised so one attention page ≥ one Mamba page
-        # (HybridAttentionMambaModelConfig, vllm/model_executor/models/config.py): A = 16, or 64 for
-        # MLA backends (128 with CUTLASS_MLA, which kvdoctor cannot see) — vllm#28228's Kimi-Linear on
-        # two RTX 3090s: 960-token blocks give its 75,840 tokens exactly, 944 would give 76,464.
-        a = 64 if any(isinstance(lk, MLA) for lk in attn) else 16
-        if a == 64:
-            assumptions.append("MLA hybrid: attention blocks aligned to 64 tokens (vLLM 0.11's rule for MLA backends; "
-                               "128 with CUTLASS_MLA, and later releases may take the backend's own kernel block size)")
+    mamba_mode = mamba_cache_mode(spec, settings, profile, bool(attn)) if states else "none"
+    if states and attn:
+        # Attention block size raised so one attention page ≥ one Mamba page (vLLM's
+        # HybridAttentionMambaModelConfig: vllm/model_executor/models/config.py to 0.19,
+        # vllm/platforms/interface.py from 0.20): a multiple of the kernel alignment A = 16, or 64 for
+        # MLA backends (128 with CUTLASS_MLA, which kvdoctor cannot see; the first MLA hybrid,
+        # kimi_linear.py, came after 0.11.0 together with that rule) — vllm#28228's
+        # Kimi-Linear on two RTX 3090s: 960-token blocks give its 75,840 tokens exactly, 944 would give
+        # 76,464. From 0.20 A is also at least the cache's own block size (the MLA backend's 64/128, or
+        # --block-size). A block size already set (--block-size, the MLA backend's) stays when it is large
+        # enough ("override ... if the user has set it too small").
+        mla = any(isinstance(lk, MLA) for lk in attn)
+        a = 64 if mla else (settings.hybrid_block_align or 16)
+        current = settings.block_size
+        if current and profile.version >= (0, 20, 0):
+            a = max(a, current)
         attn_ppt = max(lk.bytes_per_token(tp, kv_bytes) for lk in attn)
         mamba_page = max(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
-        bs = a * ceil_div(mamba_page, a * attn_ppt)
-        assumptions.append(f"hybrid Mamba model: attention block size raised to {bs} tokens (vLLM aligns pages)")
+        need = a * ceil_div(mamba_page, a * attn_ppt)
+        if mamba_mode == "all":
+            # the "all" mode aligns the block to the Mamba kernel's chunk (ModelConfig.get_mamba_chunk_size:
+            # mamba_chunk_size, else chunk_size, else 2048): lcm(chunk, A) × cdiv(tokens per state, lcm)
+            chunk = int(spec.text.get("mamba_chunk_size") or spec.text.get("chunk_size") or 2048)
+            c = math.lcm(chunk, a)
+            need = c * ceil_div(ceil_div(mamba_page, attn_ppt), c)
+        if current is None or current < need:
+            bs = need
+            if mla:
+                assumptions.append(f"MLA hybrid: attention blocks aligned to {a} tokens (vLLM's rule for MLA "
+                                   "backends; 128 with CUTLASS_MLA)")
+            assumptions.append(f"hybrid Mamba model: attention block size raised to {bs} tokens (vLLM aligns pages)")
     # Page per token of each kind (one layer). Unify pages: larger per-token pages keep bs,
     # smaller ones get a proportionally larger block size (0.33 unify_kv_cache_spec_page_size).
     ppt = {k: max(lk.bytes_per_token(tp, kv_bytes) for lk in v) for k, v in kinds.items() if k != "mamba"}
@@ -542,9 +631,13 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
             sum(lk.state_bytes(tp, model_dtype_bytes) for lk in members)
         g = KVGroup(k, len(members), page_sum // max(1, len(members)), bs, members[0])
         return KVLayout([g], page_sum, bs, per_token, state_req, layers=layers,
-                        state_page=page_sum // max(1, len(members)) if k == "mamba" else 0)
+                        state_page=page_sum // max(1, len(members)) if k == "mamba" else 0, mamba_mode=mamba_mode)
     groups: list[KVGroup] = []
     group_size = min(len(v) for v in kinds.values())
+    if profile.version >= (0, 18, 0) and max(len(v) for v in kinds.values()) < 1.5 * group_size:
+        # vllm/v1/core/kv_cache_utils.py 0.18+: nearly equal layer counts (gpt-oss-20b + EAGLE: 12
+        # sliding + 13 full) share the larger count as group size, padding one layer, not 12
+        group_size = max(len(v) for v in kinds.values())
     page = max_ppt * bs if max_ppt else max(lk.state_bytes(tp, model_dtype_bytes) for lk in states)
     for k, members in kinds.items():
         if k == "mamba":
@@ -559,7 +652,7 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
     if padded:
         note += f" ({padded} padding layers)"
     return KVLayout(groups, group_size * page, bs, per_token, state_req, note, layers=layers,
-                    state_page=page if states else 0)
+                    state_page=page if states else 0, mamba_mode=mamba_mode)
 
 
 # ------------------------------------------------------------------------------------------
@@ -885,6 +978,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             s.block_size = 64
         elif cc >= 10.0:
             s.block_size = 128
+    cc = cc_number(compute_capability)
+    # models/config.py 0.11.2–0.17: FlashInfer (the default backend there) does not take 16-token
+    # blocks with head size 256 on Blackwell (flashinfer#1993): hybrid blocks align to 32
+    s.hybrid_block_align = 32 if (profile.engine == "v1" and (0, 11, 2) <= profile.version < (0, 18, 0)
+                                  and cc and 10.0 <= cc < 11.0 and not spec.uses_mla
+                                  and spec.head_dim == 256) else None
     if s.kv_cache_memory_bytes and not profile.kv_memory_flag:
         assumptions.append("--kv-cache-memory-bytes exists from vLLM 0.10.2; ignored for this version")
         s.kv_cache_memory_bytes = None
@@ -928,19 +1027,25 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # ---- blocks and capacity ----
     bpb = layout.bytes_per_block
     blocks = max(0, kv_pool // bpb) if bpb else 0
-    # Mamba prefix caching ("align" mode) keeps 2 state blocks per running sequence instead of 1
-    # (vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes). Dev cases qevos (0.21) and
-    # talos#1995 with --enable-prefix-caching match 2 blocks per Mamba group. Counted only when the
-    # flag is given: the default for hybrid models changed across versions.
-    mamba_extra = 1 if (s.enable_prefix_caching and layout.state_bytes_per_request
-                        and profile.version >= (0, 11, 0)) else 0
+    # Mamba prefix caching (vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes): the
+    # "align" mode keeps 2 state blocks per running sequence instead of 1 — dev cases qevos (0.21) and
+    # talos#1995 with --enable-prefix-caching match 2 blocks per Mamba group —, the "all" mode one per
+    # block of the context (mamba_cache_mode says which, per version and model family).
+    mamba_all = layout.mamba_mode == "all"
+    mamba_extra = 1 if layout.mamba_mode == "align" else 0
     spec_k = draft_info[1]
-    if spec_k and layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 2):
+    if spec_k and layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 2) \
+            and (not mamba_all or profile.version >= (0, 26, 0)):
         mamba_extra += spec_k   # MambaSpec.num_speculative_blocks = num_speculative_tokens
-    tb = s.max_num_batched_tokens
+    if layout.mamba_mode != "none":
+        assumptions.append(
+            f"prefix caching on ({'vLLM ≥ 0.28 default for hybrid models' if s.enable_prefix_caching is None else 'flag'}):"
+            f" Mamba cache mode '{layout.mamba_mode}' keeps "
+            + ("a state per block of each request" if mamba_all else "2 states per request per Mamba group"))
+    tb = window_tokens(s, profile)
 
     def blocks_needed(length: int) -> int:
-        return sum(g.blocks_per_request(length, tb, profile, mamba_extra) for g in layout.groups)
+        return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all) for g in layout.groups)
 
     check_layout = layout
     if profile.pp_global_check and s.pipeline_parallel_size > 1:
@@ -950,7 +1055,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append("vLLM 0.14–0.16 checks the KV need of all pipeline stages against one stage's memory")
 
     def check_blocks(length: int) -> int:
-        return sum(g.blocks_per_request(length, tb, profile, mamba_extra) for g in check_layout.groups)
+        return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all) for g in check_layout.groups)
 
     def needed(length: int) -> int:
         return kv_needed_bytes(check_layout, profile, s, length, check_blocks, kvb, mdb)
@@ -1089,19 +1194,21 @@ def kv_needed_bytes(layout: KVLayout, profile: Profile, s: EngineSettings, lengt
 
     V0: every attention layer at full length (cache_engine.get_cache_block_size). V1 0.7–0.13:
     Σ over layers of `max_memory_usage_bytes` (vllm/v1/core/kv_cache_utils.py
-    check_enough_kv_cache_memory) — sliding layers at their window from 0.8.3, before any
-    unification or padding. 0.14–0.18: group-aware, but only the FIRST group was counted in the
+    check_enough_kv_cache_memory) — sliding layers at their window from 0.8.3, chunked-local layers at
+    their chunk from 0.10, before any unification or padding. 0.14–0.18: group-aware, but only the FIRST group was counted in the
     multi-group case (fixed in 0.19); 0.19+: bytes_per_block × Σ_groups blocks.
     """
     rule = profile.needed_rule
-    bs, tp, tb = layout.block_size, s.tensor_parallel_size, s.max_num_batched_tokens or 2048
+    bs, tp, tb = layout.block_size, s.tensor_parallel_size, window_tokens(s, profile)
     if rule == "v0":
         return ceil_div(length, bs) * layout.bytes_per_block
     if rule == "layers":
         total = 0
         for lk in layout.layers:
             if isinstance(lk, MambaState):
-                total += layout.state_page or lk.state_bytes(tp, model_dtype_bytes)
+                # one page; one per block of the context when prefix caching keeps them all (0.11.2–0.13)
+                pages = ceil_div(length, bs) if layout.mamba_mode == "all" else 1
+                total += pages * (layout.state_page or lk.state_bytes(tp, model_dtype_bytes))
                 continue
             if isinstance(lk, CrossAttention):
                 continue
@@ -1110,7 +1217,9 @@ def kv_needed_bytes(layout: KVLayout, profile: Profile, s: EngineSettings, lengt
                 continue
             if isinstance(lk, SlidingWindow) and profile.sliding_spec:
                 n = ceil_div(min(lk.window - 1 + tb, length), bs) + 1
-            elif isinstance(lk, ChunkedLocal) and profile.chunked_local_spec:
+            elif isinstance(lk, ChunkedLocal) and profile.version >= (0, 10, 0):
+                # 0.10.1–0.13 check the per-layer ChunkedLocalAttentionSpec before the hybrid manager
+                # (off by default for chunked attention) unifies it to full attention (get_kv_cache_config)
                 n = ceil_div(min(lk.chunk + tb, length), bs)
             else:
                 n = ceil_div(length, bs)

@@ -205,7 +205,7 @@ def _read(raw: str) -> Facts:
         elif s.key in ("data_parallel_size", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_chunked_prefill",
                        "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching",
                        "enable_expert_parallel", "speculative_config", "speculative_model", "num_speculative_tokens",
-                       "limit_mm_per_prompt"):
+                       "limit_mm_per_prompt", "async_scheduling", "mamba_cache_mode"):
             xvals.setdefault(s.key, []).append((s.span[0], s.value))
     _, dumps = _flags.scan_config_dump(text)
     for eng, ver, span in dumps:
@@ -227,8 +227,12 @@ def _read(raw: str) -> Facts:
     sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
-    if "mamba" in low and _search(_MAMBA_ALIGN, text) is not None:
-        extra["mamba_align"] = True
+    mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
+    if mamba_mode is not None:
+        extra["mamba_cache_mode"] = mamba_mode.group(1)
+    async_line = _search(_ASYNC_SCHEDULING, text) if "scheduling is" in low else None
+    if async_line is not None and "async_scheduling" not in xvals:
+        extra["async_scheduling"] = async_line.group(1) == "enabled"
     env = extra.get("env", {})
     if isinstance(env, dict):
         if str(env.get("VLLM_USE_V1", "")) in ("0", "1"):
@@ -494,7 +498,9 @@ _SAMPLER_IMPL = regex.compile(
 
 # vLLM logs this only when prefix caching is on for a hybrid model (vllm/model_executor/models/config.py):
 # "align" mode keeps two state blocks per running request (memory.py), flag or default.
-_MAMBA_ALIGN = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'align'")
+# vllm/config/vllm.py (0.26+): "Asynchronous scheduling is enabled." / "... disabled."
+_ASYNC_SCHEDULING = regex.compile(r"Asynchronous[ \n]+scheduling[ \n]+is[ \n]+(enabled|disabled)\b")
+_MAMBA_MODE = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'(align|all)'")
 
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"

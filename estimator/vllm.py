@@ -212,6 +212,9 @@ class Profile:
     # total" with the "is equivalent to --gpu-memory-utilization" line (0.9750 → 0.9683), i.e. the
     # estimate is subtracted; PR48601's main build of July 2026 did not. Same first release as above.
     v2_runner_budgets_graphs: bool
+    # sliding-window / chunked-local requests reserve for every batch in flight (async scheduling,
+    # PP), not one max_num_batched_tokens: vllm/v1/kv_cache_interface.py 0.26.0 (0.25.0 uses Tb)
+    window_in_flight: bool = False
     # What the fixes may use. --kv-cache-dtype fp8 (e5m2) came with vllm PR #2279, in 0.3.0
     # (2024-01-31). --quantization fp8 (dynamic W8A8, CUTLASS) came in 0.4.1 and needs compute
     # capability 8.9 (Ada/Hopper); the FP8 Marlin weight-only path opened it to Ampere (8.0) in 0.5.1.
@@ -312,6 +315,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         pp_global_check=engine == "v1" and (0, 14, 0) <= v < (0, 17, 0),
         v2_runner_profiles_sampler=v >= (0, 26, 0),
         v2_runner_budgets_graphs=v >= (0, 26, 0),
+        window_in_flight=engine == "v1" and v >= (0, 26, 0),
         fp8_kv_cache=v >= (0, 3, 0),
         fp8_weights_min_cc=None if v < (0, 4, 1) else 8.9 if v < (0, 5, 1) else 8.0,
         chunked_prefill_flag=v >= (0, 4, 0),
@@ -341,11 +345,14 @@ class EngineSettings:
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
     enable_expert_parallel: bool = False
+    async_scheduling: bool | None = None          # --[no-]async-scheduling; None = vLLM's default
+    mamba_cache_mode: str | None = None           # --mamba-cache-mode all|align|none (0.15+); None = derived
     speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
     num_speculative_tokens: int | None = None
     limit_mm_per_prompt: dict | None = None       # {"image": 1, "video": 0}; None = 1 per modality
     pp_layer_partition: list[int] | None = None   # VLLM_PP_LAYER_PARTITION ("16,32"): layers per stage
     pp_stage: int | None = None                   # internal: the one PP stage being sized
+    hybrid_block_align: int | None = None         # internal: the hybrid block alignment the card imposes
     model_runner_v2: bool = False                 # VLLM_USE_V2_MODEL_RUNNER=1 (vllm/v1/worker/gpu/)
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
@@ -364,7 +371,7 @@ _FIELDS = {
     "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
-    "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
+    "async_scheduling", "mamba_cache_mode", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
 }
 
 

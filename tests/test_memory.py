@@ -433,6 +433,12 @@ def test_max_len_longrope_defaults_to_original_from_0112():
         rope_scaling={"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}), "synthetic/longrope")
     assert _mml(spec, "0.11.0") == 131_072    # longrope: no scaling
     assert _mml(spec, "0.11.2") == 4_096      # 0.11.2+: default = original_max_position_embeddings
+    # early Phi-3-128k configs spell it "su"; vLLM renames that to longrope (patch_rope_scaling_dict)
+    su = spec_from_config(_llama_cfg(
+        max_position_embeddings=131072, original_max_position_embeddings=4096,
+        rope_scaling={"type": "su", "long_factor": [1.0], "short_factor": [1.0]}), "synthetic/su")
+    assert _mml(su, "0.11.0") == 131_072
+    assert _mml(su, "0.11.2") == 4_096
 
 
 def test_max_len_no_key_defaults_to_2048_and_user_value_wins(llama8b):
@@ -547,9 +553,13 @@ def test_gpt_oss_estimated_max_len_with_sliding_group(gpt_oss):
     e = run_pool(gpt_oss, "0.21.0", 5_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
     assert e.error_kind == "kv_capacity_v1"
     assert e.max_model_len_fit == 4_479 * 16 == 71_664
-    # 0.29+: one block reserved → cdiv(L,16) ≤ 4,478 → 71,648
+    # 0.29+: one block reserved; from 0.26 the sliding group holds the two batches in flight (async
+    # scheduling): cdiv(127 + 2 × 8,192, 16) + 1 = 1,033 → cdiv(L,16) ≤ 4,999 − 1,033 = 3,966 → 63,456
     e29 = run_pool(gpt_oss, "0.29.0", 5_000 * GPT_OSS_BPB, max_num_batched_tokens=8192)
-    assert e29.max_model_len_fit == 4_478 * 16 == 71_648
+    assert e29.max_model_len_fit == 3_966 * 16 == 63_456
+    # without async scheduling one batch: cdiv(L,16) ≤ 4,999 − 521 = 4,478 → 71,648
+    e29s = run_pool(gpt_oss, "0.29.0", 5_000 * GPT_OSS_BPB, max_num_batched_tokens=8192, async_scheduling=False)
+    assert e29s.max_model_len_fit == 4_478 * 16 == 71_648
 
 
 @pytest.fixture(scope="module")
@@ -656,7 +666,9 @@ def test_scout_hybrid_manager_off_0101_to_013(scout):
     # chunked layers converted to full: one group of 48 layers, block = 48 × 64 KiB = 3 MiB
     assert e.layout.num_groups == 1
     assert e.layout.bytes_per_block == 48 * SCOUT_PAGE == 3 * MiB
-    assert e.kv_needed_bytes == cdiv(131_072, 16) * 3 * MiB
+    # ... but the admission check ran before that, on the per-layer ChunkedLocalAttentionSpec
+    # (kv_cache_utils.py get_kv_cache_configs: check_enough_kv_cache_memory, then get_kv_cache_groups)
+    assert e.kv_needed_bytes == (12 * cdiv(131_072, 16) + 36 * cdiv(8192 + 8192, 16)) * SCOUT_PAGE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -870,16 +882,18 @@ def test_deepseek_v3_before_071_has_no_mla_cache():
 
 
 # ---------------------------------------------------------------------------------------------
-# Gemma-2's sliding-window cap in 0.5.1–0.6.3 (§3 step 2)
+# Gemma-2's sliding-window cap in 0.5.1–0.6.4 (§3 step 2 says 0.6.3; the 0.6.4 wheel's
+# vllm/config.py still caps unconditionally, 0.6.5 only with VLLM_ATTENTION_BACKEND=XFORMERS)
 # ---------------------------------------------------------------------------------------------
 
 
-def test_gemma2_max_len_from_064_is_max_position_embeddings(gemma2):
-    assert _mml(gemma2, "0.6.4") == 8192
+def test_gemma2_max_len_from_065_is_max_position_embeddings(gemma2):
+    assert _mml(gemma2, "0.6.5") == 8192
 
 
-def test_gemma2_max_len_capped_to_window_051_to_063(gemma2):
+def test_gemma2_max_len_capped_to_window_051_to_064(gemma2):
     assert _mml(gemma2, "0.6.3") == 4096
+    assert _mml(gemma2, "0.6.4") == 4096
 
 
 # ---------------------------------------------------------------------------------------------
@@ -903,3 +917,72 @@ def test_estimate_fills_v1_batch_defaults(llama8b, gpu_name, total, usage, seqs,
     assert e.settings.max_num_seqs == seqs
     assert e.settings.max_num_batched_tokens == tb   # ≤ S × L, never binding here
     assert e.settings.gpu_memory_utilization == 0.92
+
+
+def test_hybrid_block_alignment_overrides_a_block_size_that_is_too_small():
+    """HybridAttentionMambaModelConfig: vLLM raises the attention block size "if either (a) the user has
+    not set it or (b) the user has set it too small". FlashMLA's 64-token default on Hopper is too small
+    for Kimi-Linear's KDA state, so the hybrid alignment (960 at TP 2) still applies there."""
+    spec = load("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    state = 3 * 3 * (32 * 128 // 2) * 2 + (32 // 2) * 128 * 128 * 4          # 1,085,440 B per KDA layer
+    need = 64 * cdiv(state, 64 * 1152)
+    hopper = run_pool(spec, "0.14.0", 4 * GiB, tensor_parallel_size=2, max_model_len=32768, block_size=64)
+    assert need == 960 and hopper.layout.block_size == 960
+    assert run_pool(spec, "0.14.0", 4 * GiB, tensor_parallel_size=2, max_model_len=32768,
+                    block_size=16).layout.block_size == 960
+    big = run_pool(spec, "0.14.0", 4 * GiB, tensor_parallel_size=2, max_model_len=32768, block_size=2048)
+    assert big.layout.block_size == 2048                       # large enough: kept
+    # 0.20+ (platforms/interface.py): the alignment is max(backend's kernel block, cache block size)
+    e20 = run_pool(spec, "0.20.0", 4 * GiB, tensor_parallel_size=2, max_model_len=32768, block_size=128)
+    assert e20.layout.block_size == 128 * cdiv(state, 128 * 1152) == 1024
+
+
+def test_nearly_equal_layer_counts_share_the_larger_group_size_from_0_18():
+    """vllm/v1/core/kv_cache_utils.py 0.18+: when max < 1.5 × min layers per spec, the group size is the
+    larger count. gpt-oss-20b + EAGLE-3: 12 sliding (W 128) + 13 full layers (the head's one added),
+    8 KV heads × 64 × 2 × 2 B = 2,048 B per token per layer, a 32,768 B page."""
+    spec = load("openai/gpt-oss-20b")
+    pool = 40 * GiB
+    kw = dict(max_model_len=131072, max_num_batched_tokens=8192, speculative_method="eagle3",
+              num_speculative_tokens=3)
+    old, new = run_pool(spec, "0.17.0", pool, **kw), run_pool(spec, "0.21.0", pool, **kw)
+    # 0.17: groups of 12 → 1 sliding + 2 full groups (11 padding layers); 0.18+: 2 groups of 13
+    assert old.layout.num_groups == 3 and old.layout.bytes_per_block == 12 * 32768
+    assert new.layout.num_groups == 2 and new.layout.bytes_per_block == 13 * 32768
+    blocks = pool // (13 * 32768)
+    assert new.gpu_blocks == blocks == 100_824
+    per_request = cdiv(131072, 16) + cdiv(127 + 8192, 16) + 1             # 8,192 + 521
+    assert new.kv_cache_tokens == int(blocks / per_request * 131072)
+
+
+def test_chunked_local_layers_checked_at_their_chunk_before_unification_0_10_1_to_0_13():
+    """vllm/v1/core/kv_cache_utils.py 0.10.1–0.13: check_enough_kv_cache_memory runs on the per-layer
+    ChunkedLocalAttentionSpec before the hybrid manager (off by default for chunked attention) unifies
+    those layers to full attention. Llama-4-Scout at TP 8: 12 full + 36 chunked (8,192) layers, one KV
+    head per rank → 1 × 128 × 2 × 2 B = 512 B per token, an 8,192 B page."""
+    spec = load("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    e = run(spec, "0.10.1", tensor_parallel_size=8, max_model_len=1_048_576, max_num_batched_tokens=8192)
+    page = 16 * 512
+    need = 12 * cdiv(1_048_576, 16) * page + 36 * cdiv(8192 + 8192, 16) * page
+    assert e.kv_needed_bytes == need == 6_744_440_832
+    assert e.layout.num_groups == 1                      # the pool itself: all 48 layers as full attention
+    assert e.layout.bytes_per_block == 48 * page
+    # 0.9.2 had no chunked spec: every layer at full length
+    assert run(spec, "0.9.2", tensor_parallel_size=8, max_model_len=1_048_576,
+               max_num_batched_tokens=8192).kv_needed_bytes == 48 * cdiv(1_048_576, 16) * page
+
+
+def test_blackwell_head_256_hybrid_blocks_align_to_32_in_0_11_2_to_0_17(qwen3_next):
+    """models/config.py 0.11.2–0.17: on compute capability 10.x with head size 256 (FlashInfer, the
+    default backend) the hybrid block is a multiple of 32, not 16. Qwen3-Next at TP 4: GDN state
+    274,432 B over 1,024 B per attention token → 16 × 17 = 272 elsewhere, 32 × 9 = 288 on a B200."""
+    def est(version, cc):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=4, max_model_len=262_144,
+                           max_num_batched_tokens=8192, kv_cache_memory_bytes=16 * GiB)
+        return estimate(qwen3_next, gpu_total_bytes=180 * GiB, settings=s, compute_capability=cc,
+                        weights_bytes=0, activation_bytes=0, non_torch_bytes=0, cuda_graph_bytes=0)
+
+    assert 32 * cdiv(274_432, 32 * 1024) == 288 and 16 * cdiv(274_432, 16 * 1024) == 272
+    assert est("0.14.0", "10.0").layout.block_size == 288
+    assert est("0.14.0", "9.0").layout.block_size == 272
+    assert est("0.18.0", "10.0").layout.block_size == 272

@@ -13,7 +13,7 @@ from test_memory import cdiv, load  # the same catalog loader and ceil-div as th
 from estimator import diagnose
 from estimator.advice import suggest
 from estimator.gpus import lookup_gpu
-from estimator.memory import estimate
+from estimator.memory import estimate, window_tokens
 from estimator.params import weight_bytes
 from estimator.vllm import EngineSettings, parse_flags
 
@@ -492,6 +492,42 @@ def test_gemma4_k_eq_v_layers_keep_k_and_v_in_the_cache():
     assert 8 < e21.kv_cache_tokens / e20.kv_cache_tokens < 12
 
 
+def test_windowed_layers_reserve_every_batch_in_flight_from_0_26():
+    """vllm/v1/kv_cache_interface.py 0.26.0: a sliding-window request holds min(W − 1 + F, L) tokens,
+    F = VllmConfig.max_in_flight_tokens = max_concurrent_batches × max_num_batched_tokens; async
+    scheduling (default on; off for n-gram / draft-model speculation or --no-async-scheduling) makes it
+    2 batches at PP 1. 0.25.0 still holds one batch."""
+    spec = load("nvidia/Gemma-4-31B-IT-NVFP4")           # 50 sliding (W 1,024) + 10 global layers
+    pool = 50 * GiB
+
+    def est(version, **kw):
+        s = EngineSettings(vllm_version=version, kv_cache_dtype="bfloat16", max_model_len=262144,
+                           max_num_batched_tokens=2048, kv_cache_memory_bytes=pool, **kw)
+        return estimate(spec, gpu_total_bytes=int(79.15 * GiB), settings=s, weights_bytes=0, activation_bytes=0,
+                        non_torch_bytes=0, cuda_graph_bytes=0)
+
+    blocks = pool // (10 * 262_144)
+    one_batch = 262_144 // 32 + 5 * (cdiv(1023 + 2048, 16) + 1)            # 9,157 blocks per request
+    two_batches = 262_144 // 32 + 5 * (cdiv(1023 + 2 * 2048, 16) + 1)      # 9,797
+    assert (one_batch, two_batches) == (9_157, 9_797)
+    assert est("0.25.0").kv_cache_tokens == int(blocks / one_batch * 262_144) == 586_295
+    e26 = est("0.26.0")
+    assert e26.gpu_blocks == blocks
+    assert e26.kv_cache_tokens == int(blocks / two_batches * 262_144) == 547_995
+    assert est("0.26.0", async_scheduling=False).kv_cache_tokens == 586_295
+    assert est("0.26.0", speculative_method="ngram", num_speculative_tokens=3).kv_cache_tokens == 586_295
+    # max_concurrent_batches: EAGLE keeps async scheduling on; PP 3 holds 3 batches, 4 under the V2 runner
+    prof = est("0.26.0").profile
+    base = EngineSettings(max_num_batched_tokens=2048)
+    assert window_tokens(base.replace(speculative_method="eagle"), prof) == 2 * 2048
+    assert window_tokens(base.replace(pipeline_parallel_size=3), prof) == 3 * 2048
+    assert window_tokens(base.replace(pipeline_parallel_size=3, model_runner_v2=True), prof) == 4 * 2048
+    assert window_tokens(base.replace(pipeline_parallel_size=3, async_scheduling=False,
+                                      model_runner_v2=True), prof) == 3 * 2048
+    flags = parse_flags(["--no-async-scheduling"], EngineSettings())
+    assert flags.async_scheduling is False
+
+
 def test_kv_shared_layers_hold_no_cache_but_keep_their_weights():
     """gemma-3n / gemma-4 E-models: the last num_kv_shared_layers layers read an earlier layer's
     cache (vLLM skips layers with kv_sharing_target_layer_name in get_kv_cache_spec). The 31B
@@ -675,3 +711,67 @@ def test_mtp_graph_sizes_use_the_default_token_count():
                                                       num_speculative_tokens=1))
     plain = cuda_graph_memory(spec, p, EngineSettings(vllm_version="0.22.0"))
     assert implicit == given != plain
+
+
+# ---- Mamba prefix caching modes ---------------------------------------------------------------
+
+
+def _nano(version, **kw):
+    """Nemotron-3-Nano (23 Mamba-2 + 6 attention layers, chunk_size 128) on a fixed 10 GiB pool."""
+    s = EngineSettings(vllm_version=version, max_model_len=262144, max_num_seqs=8,
+                       kv_cache_memory_bytes=10 * GiB, **kw)
+    return estimate(load("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"), gpu_total_bytes=80 * GiB, settings=s,
+                    weights_bytes=0, activation_bytes=0, non_torch_bytes=0, cuda_graph_bytes=0)
+
+
+def test_hybrid_prefix_caching_default_and_mamba_cache_modes():
+    """Prefix caching is opt-in for hybrid models until 0.27 and on by default from 0.28
+    (engine/arg_utils.py); with it Nemotron-H (SupportsMambaPrefixCaching) takes the "all" mode
+    0.15–0.32, which aligns the attention block to the Mamba chunk and keeps a state per block
+    (MambaSpec.max_memory_usage_bytes: cdiv(L, bs) pages); 0.33 has only "align" (2 states).
+    Mamba-2 state per layer: conv (4 − 1) × (4,096 + 2 × 8 × 128) × 2 B + 64 heads × 64 × 128 × 4 B
+    = 2,134,016 B = 2,084 tokens of one attention layer (2 KV heads × 128 × 2 × 2 B = 1,024 B)."""
+    state = 3 * (4096 + 2 * 8 * 128) * 2 + 64 * 64 * 128 * 4
+    assert state == 2_134_016 and cdiv(state, 1024) == 2_084
+    none_bs, all_bs = 16 * cdiv(state, 16 * 1024), 128 * cdiv(2_084, 128)
+    assert (none_bs, all_bs) == (2_096, 2_176)
+    L = 262144
+    e26, e28, e33 = _nano("0.26.0"), _nano("0.28.0"), _nano("0.33.0")
+    # 29 layers → groups of 6: 1 attention + 4 Mamba groups
+    assert e26.layout.num_groups == 5
+    assert e26.layout.block_size == none_bs and e26.max_concurrency == pytest.approx(
+        e26.gpu_blocks / (cdiv(L, none_bs) + 4 * 1))                           # 126 + 4
+    assert e28.layout.block_size == all_bs and e28.max_concurrency == pytest.approx(
+        e28.gpu_blocks / (5 * cdiv(L, all_bs)))                                # 5 × 121
+    assert e28.gpu_blocks == 10 * GiB // (6 * all_bs * 1024)
+    assert e33.layout.block_size == none_bs and e33.max_concurrency == pytest.approx(
+        e33.gpu_blocks / (cdiv(L, none_bs) + 4 * 2))                           # 126 + 8
+    # the flags decide: prefix caching off, or the align mode asked for
+    off = _nano("0.28.0", enable_prefix_caching=False)
+    assert off.layout.block_size == none_bs and off.max_concurrency == pytest.approx(off.gpu_blocks / 130)
+    align = _nano("0.29.0", mamba_cache_mode="align")
+    assert align.layout.block_size == none_bs and align.max_concurrency == pytest.approx(align.gpu_blocks / 134)
+    # 0.11.2–0.14: with the flag a supporting model keeps a state per block; before 0.11.2, one state
+    e14 = _nano("0.14.0", enable_prefix_caching=True)
+    assert e14.layout.block_size == all_bs
+    assert _nano("0.11.0", enable_prefix_caching=True).layout.block_size == none_bs
+
+
+def test_models_without_mamba_prefix_caching_use_align_or_none():
+    """Qwen3-Next has no SupportsMambaPrefixCaching: "align" with prefix caching from 0.15 (0.28's
+    default), and 0.11.2–0.14 turn prefix caching off for it (MambaModelConfig)."""
+    spec = load("Qwen/Qwen3-Next-80B-A3B-Thinking")
+
+    def est(version, **kw):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=4, max_model_len=262144,
+                           max_num_batched_tokens=8192, kv_cache_memory_bytes=16 * GiB, **kw)
+        return estimate(spec, gpu_total_bytes=80 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                        non_torch_bytes=0, cuda_graph_bytes=0)
+
+    per_attn = cdiv(262144, 272)                        # 964 blocks of 272 tokens (TP 4)
+    e28 = est("0.28.0")
+    assert e28.layout.block_size == 272 and e28.layout.mamba_mode == "align"
+    assert e28.max_concurrency == pytest.approx(e28.gpu_blocks / (per_attn + 3 * 2))
+    e14 = est("0.14.0", enable_prefix_caching=True)
+    assert e14.layout.mamba_mode == "none"
+    assert e14.max_concurrency == pytest.approx(e14.gpu_blocks / (per_attn + 3 * 1))

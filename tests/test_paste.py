@@ -735,3 +735,26 @@ def test_a_triton_model_json_names_the_model_and_a_cut_blocks_line_still_counts(
     body = read_paste('curl localhost:8000/v1/chat/completions -d \'{"model": "my-alias", '
                       '"messages": [{"role": "user", "content": "hi"}]}\'')
     assert body.get("model") is None
+
+
+def test_async_scheduling_is_read_from_the_log_line_and_the_flag():
+    """0.26+ logs "Asynchronous scheduling is enabled/disabled." (vllm/config/vllm.py); the flag
+    --no-async-scheduling says the same. Either sets how many batches a sliding window holds."""
+    log = ("(EngineCore pid=12) INFO 08-01 10:00:00 [vllm.py:1111] Asynchronous scheduling is disabled.\n"
+           "ValueError: To serve at least one request with the models's max seq len (131072), (19.5 GiB KV "
+           "cache is needed, which is larger than the available KV cache memory (13.57 GiB).")
+    assert read_paste(log).extra["async_scheduling"] is False
+    assert read_paste(log.replace("disabled", "enabled")).extra["async_scheduling"] is True
+    cmd = "vllm serve google/gemma-3-27b-it --no-async-scheduling\n" + log.split("\n", 1)[1]
+    assert read_paste(cmd).extra["async_scheduling"] is False
+    assert "async_scheduling" not in read_paste(log.split("\n", 1)[1]).extra
+
+
+def test_mamba_cache_mode_line_is_read():
+    """vllm/model_executor/models/config.py MambaModelConfig logs the mode it picked; the estimate sizes
+    the Mamba states per request from it (2 for 'align', one per block for 'all')."""
+    line = ("WARNING 08-30 10:00:00 [config.py:560] Mamba cache mode is set to 'all' for "
+            "NemotronHForCausalLM by default when prefix caching is enabled\n")
+    assert read_paste(line).extra["mamba_cache_mode"] == "all"
+    assert read_paste(line.replace("'all'", "'align'")).extra["mamba_cache_mode"] == "align"
+    assert "mamba_cache_mode" not in read_paste("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16\n").extra
