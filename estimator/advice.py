@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 from estimator.gpus import lookup_gpu
-from estimator.memory import Estimate, GiB, cc_number, rerun, stage_sizes, vision_encoder_peak
+from estimator.memory import (
+    Estimate,
+    GiB,
+    cc_number,
+    graphs_after_kv,
+    length_over_config,
+    rerun,
+    stage_sizes,
+    vision_encoder_peak,
+)
 from estimator.paste import CONFIG_ERRORS
 from estimator.vllm import ceil_div, v0_keeps_chunked_prefill_off
 
@@ -43,7 +52,11 @@ class Suggestion:
         words = self.full_flags.split()
         env = [w for w in words if is_env_word(w)]
         rest = " ".join(w for w in words if not is_env_word(w))
-        return " ".join(env + [f"vllm serve {model_id} {rest}".strip()])
+        # `vllm serve` came with vLLM 0.5.2 (vllm PR #5090; PR #6431 switched the docs "since v0.5.2 has
+        # been released"): older releases start the same server as a module
+        serve = f"vllm serve {model_id}" if self.estimate.profile.version >= (0, 5, 2) else \
+            f"python -m vllm.entrypoints.openai.api_server --model {model_id}"
+        return " ".join(env + [f"{serve} {rest}".strip()])
 
     @property
     def full_flags(self) -> str:
@@ -65,10 +78,19 @@ class Suggestion:
         }
 
 
-# Settings of the user's run that a fix's command must repeat, as `vllm serve` spells them. Not
-# the quantization: it is often read from the model's name, and vLLM takes it from the checkpoint.
+# Settings of the user's run that a fix's command must repeat, as `vllm serve` spells them: the
+# fix was checked with them, so a command without them would run another configuration.
 _CONTEXT_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "kv_cache_dtype",
-                 "cpu_offload_gb", "max_model_len")
+                 "cpu_offload_gb", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+                 "max_num_batched_tokens", "dtype", "block_size", "kv_cache_memory_bytes", "mamba_cache_mode")
+# Boolean settings repeated when the user's run set them (the V0-era `--enable-chunked-prefill False`
+# is left out: off was V0's default for short contexts).
+_CONTEXT_SWITCHES = (("enforce_eager", True, "--enforce-eager"),
+                     ("enable_chunked_prefill", True, "--enable-chunked-prefill"),
+                     ("enable_prefix_caching", True, "--enable-prefix-caching"),
+                     ("enable_prefix_caching", False, "--no-enable-prefix-caching"),
+                     ("async_scheduling", False, "--no-async-scheduling"),
+                     ("enable_expert_parallel", True, "--enable-expert-parallel"))
 
 
 def context_flags(est: Estimate, changed: set[str]) -> list[str]:
@@ -84,9 +106,28 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
         if key in changed or value in (None, "", "auto", 0, 0.0) or (key.endswith("_size") and value == 1):
             continue
         out.append(_flag(key.replace("_", "-"), value))
-    if given.enable_expert_parallel and "enable_expert_parallel" not in changed:
-        out.append("--enable-expert-parallel")
+    # Online quantization (a 16-bit checkpoint quantized while loading) exists only through the flag;
+    # a checkpoint's own format (or one read from its name) vLLM finds without it.
+    if given.quantization and "quantization" not in changed and not est.spec.quantization \
+            and str(given.quantization).lower() in _ONLINE_QUANT:
+        out.append(_flag("quantization", given.quantization))
+    for key, value, flag in _CONTEXT_SWITCHES:
+        if key not in changed and getattr(given, key, None) is value:
+            out.append(flag)
+    method = (given.speculative_method or "").lower()
+    if method.endswith("mtp") and "speculative_method" not in changed:
+        spec = {"method": given.speculative_method}
+        if given.num_speculative_tokens:
+            spec["num_speculative_tokens"] = given.num_speculative_tokens
+        out.append("--speculative-config " + shlex.quote(json.dumps(spec, separators=(",", ":"))))
     return out
+
+
+# --quantization methods that quantize a 16-bit checkpoint while loading (vllm/model_executor/
+# layers/quantization: fp8 online, the 0.20+ per-tensor/-channel/-block names, bitsandbytes in-flight,
+# experts_int8, ptpc_fp8)
+_ONLINE_QUANT = ("fp8", "fp8_per_tensor", "fp8_per_channel", "fp8_per_block", "bitsandbytes",
+                 "experts_int8", "ptpc_fp8")
 
 
 # A flag whose name ends in the word key/token/secret/password (--api-key, --hf-token, --hf_token): not
@@ -129,7 +170,16 @@ def command_with(base: list[str], flags: str) -> str:
             continue
         out.append(tok)
         i += 1
-    return shlex.join(env + out + fix)
+    return _shell_join(env + out + fix)
+
+
+# Words the shell would leave alone, plus `~` and `$VAR` / `${VAR}` the user wrote to be expanded:
+# shlex.join would single-quote those and turn `--download-dir ~/models` into a literal '~/models'.
+_EXPANDABLE = re.compile(r"[\w@%+=:,./~-]*(?:\$\{?\w+\}?[\w@%+=:,./~-]*)*")
+
+
+def _shell_join(words: list[str]) -> str:
+    return " ".join(w if w and _EXPANDABLE.fullmatch(w) else shlex.quote(w) for w in words)
 
 
 def friendly_len(n: int) -> int:
@@ -215,6 +265,8 @@ def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: 
 def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | None = None) -> list[Suggestion]:
     """Ranked fixes for the situation `est` describes (error_kind from the paste when known)."""
     kind = error_kind or est.error_kind
+    if kind == "max_model_len_derived" and error_kind is None and est.error_kind == kind:
+        return _over_config_fixes(est)   # the estimate's own check (a pasted one: config_error_fixes)
     if kind in CONFIG_ERRORS:
         return []          # a settings error, not a memory one: config_error_fixes answers it
     if est.spec.kv_unmodelled and kind not in ("cuda_oom_load", "cuda_oom_graph", "cuda_oom_runtime"):
@@ -232,7 +284,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         out += _activation_fixes(est)
     if kind in ("cuda_oom_graph", "cuda_oom_runtime"):
         # Outside vLLM's budget: the KV levers below do not apply.
-        return _dedupe_fitting(_graph_fixes(est))
+        return _dedupe_fitting(_graph_fixes(est, kind))
     if kind in ("free_memory_startup",):
         out += _free_memory_fixes(est)
     if kind == "mamba_blocks" or est.error_kind == "mamba_blocks":
@@ -250,7 +302,12 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     if est.reconciliation.plain is not None:
         fit = min(fit, est.reconciliation.plain.max_model_len_fit)  # also fit the model's own state (see _check)
     profiled = False
-    if fit > 0 and not est.fits and _length_sets_profile(est, fit):
+    if fit <= 0 and not est.fits and _length_sets_profile(est, 2048) and _check(est, max_model_len=2048)[1]:
+        # no KV block at the asked length, but V0's profile shrinks with the context: one that fits
+        # with its own (smaller) profile run, from the 2,048 tokens every V0 profile batches at least
+        shown = fit = _largest_fitting_len(est, 2048)
+        profiled = True
+    elif fit > 0 and not est.fits and _length_sets_profile(est, fit):
         longer = _largest_fitting_len(est, fit)
         profiled = longer > fit
         if profiled:
@@ -312,14 +369,18 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             out.append(sug)
     # 3. fp8 KV cache.
     gpu = est.gpu
-    fp8_ok = est.profile.fp8_kv_cache and (bool(gpu and gpu.fp8) or (est.profile.engine == "v0"))
+    fp8_ok = est.profile.fp8_kv_cache and (bool(gpu and gpu.fp8) or (est.profile.engine == "v0")) \
+        and _v1_runs_fp8_kv(est)
     if (s.kv_cache_dtype or "auto") == "auto" and fp8_ok and est.layout.kv_bytes_per_token:
         sug = _with_len(est, {"kv_cache_dtype": FP8_KV}, "halves the bytes per token of KV", True,
                         "small accuracy cost; check your backend supports it", [_flag("kv-cache-dtype", FP8_KV)])
         if sug:
             out.append(sug)
-    # 4. More GPUs with tensor parallelism.
+    # 4. More GPUs with tensor parallelism: the fewest that run, or twice as many where those keep the
+    # whole context (a 70B model at 8,192 tokens: TP 4 rather than TP 2 with 5,120).
     pp = max(1, s.pipeline_parallel_size)
+    first: Suggestion | None = None
+    first_tp = 0
     for tp in (2, 4, 8):
         if tp <= s.tensor_parallel_size or est.spec.num_attention_heads % tp:
             continue
@@ -328,17 +389,37 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                         f"splits weights{'' if est.spec.uses_mla else ' and KV heads'} over {gpus}", True,
                         "needs that many GPUs" + (" (MLA KV is replicated on every rank)" if est.spec.uses_mla else ""),
                         [_flag("tensor-parallel-size", tp)])
-        if sug:
-            out.append(sug)
+        if sug and sug.keeps_goal and (not first_tp or tp <= 2 * first_tp):
+            first = sug
             break
+        if sug and not first:
+            first, first_tp = sug, tp
+    if first:
+        out.append(first)
     # 5. A quantized (FP8) checkpoint or on-the-fly FP8 weights.
-    if not s.quantization and not est.spec.quantization and _fp8_weights_ok(est):
-        sug = _with_len(est, {"quantization": "fp8"}, "FP8 weights take about half the memory of 16-bit ones", True,
-                        "or use an FP8/AWQ checkpoint of the same model", [_flag("quantization", "fp8")])
-        if sug:
-            out.append(sug)
+    sug = _online_fp8_fix(est, "FP8 weights take about half the memory of 16-bit ones",
+                          "or use an FP8/AWQ checkpoint of the same model")
+    if sug:
+        out.append(sug)
     # already in rank order: error-specific fixes, then the levers
     return _last_resorts_last(_dedupe_fitting(out), est.max_model_len)
+
+
+def _over_config_fixes(est: Estimate) -> list[Suggestion]:
+    """A requested length above the config's (memory.length_over_config): the config's length, or the
+    override variable where the KV cache holds the requested length."""
+    cap = length_over_config(est.spec, est.settings, est.profile)
+    out: list[Suggestion | None] = []
+    if cap:
+        out.append(_with_len(est, {"max_model_len": cap}, "the longest context the model's config allows", False,
+                             flags=[_flag("max-model-len", cap)]))
+    e = rerun(est, allow_long_max_model_len=True)
+    if e.fits:
+        out.append(Suggestion("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", {"allow_long_max_model_len": True}, e,
+                              "lets vLLM go past the config's length", True,
+                              "only for a model that really handles longer contexts (RoPE scaling), else its "
+                              "outputs degrade"))
+    return [x for x in out if x]
 
 
 def _rebalance_stages(est: Estimate) -> Suggestion | None:
@@ -409,6 +490,38 @@ def _fp8_weights_ok(est: Estimate) -> bool:
     return need is not None and (cc is None or cc >= need)
 
 
+def _v1_runs_fp8_kv(est: Estimate) -> bool:
+    """V1's attention backends that take an FP8 KV cache: none before 0.8 (the V1 FlashAttention path
+    ignored or refused it); the MLA backends refuse it until 0.11 ("FlashMLA V1 with FP8 KV cache not
+    yet supported", vllm/v1/attention/backends/mla/flashmla.py and triton_mla.py up to 0.10)."""
+    p = est.profile
+    if p.engine != "v1":
+        return True
+    if p.version < (0, 8, 0):
+        return False
+    return not (est.spec.uses_mla and p.version < (0, 11, 0))
+
+
+def _online_fp8_fix(est: Estimate, why: str, caveat: str) -> Suggestion | None:
+    """FP8 weights quantized while loading a 16-bit checkpoint, where that can work.
+
+    Before 0.16 online FP8 allocates the 16-bit weights and quantizes them after loading
+    (quantization/fp8.py: weights in params_dtype, "wait until process_weights_after_loading"), so
+    they must fit on the card first; 0.16 builds them on the meta device and quantizes layer by
+    layer (Fp8OnlineLinearMethod / Fp8OnlineMoEMethod). The flag: `fp8` until 0.30; later main
+    refuses online quantization under that name ("Please use `--quantization fp8_per_tensor`"),
+    which exists from 0.20 — so `fp8_per_tensor` from 0.20."""
+    s = est.settings
+    if s.quantization or est.spec.quantization or not _fp8_weights_ok(est):
+        return None
+    if est.profile.version < (0, 16, 0):
+        room = est.gpu_total_bytes - (est.inputs.get("other_process_bytes") or 0)
+        if est.weights_bytes + est.non_torch_bytes > room:
+            return None
+    flag = "fp8_per_tensor" if est.profile.version >= (0, 20, 0) else "fp8"
+    return _with_len(est, {"quantization": "fp8"}, why, True, caveat, [_flag("quantization", flag)])
+
+
 def _last_resorts_last(out: list[Suggestion], goal: int) -> list[Suggestion]:
     """A fix that leaves under a quarter of the requested context (192 of 2,048 tokens) is not a
     working deployment while another fix serves all of it: it goes after the others."""
@@ -454,9 +567,12 @@ def _activation_fixes(est: Estimate) -> list[Suggestion]:
                              True, flags=[_flag("max-num-seqs", seqs)]))
     tb = max(2048, (s.max_num_batched_tokens or 8192) // 4)
     if tb < (s.max_num_batched_tokens or 0):
+        # V0 refuses a batch smaller than max_model_len without chunked prefill ("max_num_batched_tokens
+        # (…) is smaller than max_model_len (…)", vllm/config.py SchedulerConfig): the fix says both
+        chunked = ["--enable-chunked-prefill"] if est.profile.engine == "v0" and not s.enable_chunked_prefill else []
         out.append(_with_len(est, {"max_num_batched_tokens": tb, "enable_chunked_prefill": True},
                              "the profile run's forward pass scales with max_num_batched_tokens", True,
-                             flags=[_flag("max-num-batched-tokens", tb)]))
+                             flags=[_flag("max-num-batched-tokens", tb)] + chunked))
     # a lever that frees nothing (vllm#16570: V0 profiles the 32,768-token multimodal dummy prompt
     # whatever the batch) is no fix
     return [x for x in out if x and x.estimate.kv_cache_bytes > est.kv_cache_bytes]
@@ -470,28 +586,44 @@ def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
         return []
     limits = dict(s.limit_mm_per_prompt or {})
     video = bool(spec.config.get("video_token_id"))
-    out: list[Suggestion] = []
+    out: list[Suggestion | None] = []
+
+    def frees(new: dict) -> bool:      # a limit that reserves nothing less is no fix
+        return rerun(est, limit_mm_per_prompt=new).kv_cache_bytes > est.kv_cache_bytes
+
     if video and limits.get("video", 1) > 0:
         new = {**limits, "image": limits.get("image", 1), "video": 0}
-        out.append(_with_len(est, {"limit_mm_per_prompt": new}, "the profile run reserves memory for a max-size "
-                             "video as well as an image; with no videos, nothing is reserved for them", True,
-                             "requests with videos are then refused",
-                             [f"--limit-mm-per-prompt '{_mm_json(new)}'"]))
+        if frees(new):
+            out.append(_with_len(est, {"limit_mm_per_prompt": new}, "the profile run reserves memory for a max-size "
+                                 "video as well as an image; with no videos, nothing is reserved for them", True,
+                                 "requests with videos are then refused", [_mm_flag(est, new)]))
     if any(v > 0 for v in {**{"image": 1}, **limits}.values()):
         new = {"image": 0, **({"video": 0} if video else {})}
-        out.append(_with_len(est, {"limit_mm_per_prompt": new}, "text-only serving: no dummy images in the profile "
-                             "run", True, "only if you send no images",
-                             [f"--limit-mm-per-prompt '{_mm_json(new)}'"]))
+        if frees(new):
+            out.append(_with_len(est, {"limit_mm_per_prompt": new}, "text-only serving: no dummy images in the "
+                                 "profile run", True, "only if you send no images", [_mm_flag(est, new)]))
     return [x for x in out if x]
 
 
-def _mm_json(limits: dict) -> str:
-    return json.dumps({k: int(v) for k, v in limits.items()})
+def _mm_flag(est: Estimate, limits: dict) -> str:
+    """--limit-mm-per-prompt as the version parses it: `image=1,video=0` until 0.9 (vllm/engine/arg_utils.py
+    nullable_kvs; 0.8.5 also takes JSON, and drops KEY=VALUE "in v0.10.0"), JSON from 0.10."""
+    pairs = {k: int(v) for k, v in limits.items()}
+    if est.profile.version < (0, 10, 0):
+        return "--limit-mm-per-prompt " + ",".join(f"{k}={v}" for k, v in pairs.items())
+    return f"--limit-mm-per-prompt '{json.dumps(pairs)}'"
 
 
-def _graph_fixes(est: Estimate) -> list[Suggestion]:
-    out = [_with_len(est, {"enforce_eager": True}, "no CUDA graphs: their memory is outside vLLM's budget in "
-                     "most versions", True, "slower decoding", ["--enforce-eager"])]
+def _graph_fixes(est: Estimate, kind: str) -> list[Suggestion]:
+    """An OOM outside vLLM's budget: capture no graphs, or leave more of the card outside the budget.
+    Where the version budgets the graphs (V1 0.20+, memory.graphs_after_kv), eager mode only gives
+    their memory to the KV cache: it avoids a capture OOM but leaves a runtime OOM's margin as it was."""
+    budgeted = est.profile.cuda_graphs_budgeted and not graphs_after_kv(est.profile, est.settings)
+    out: list[Suggestion | None] = []
+    if not (budgeted and kind == "cuda_oom_runtime"):
+        out.append(_with_len(est, {"enforce_eager": True}, "no CUDA graphs: " + (
+            "nothing is captured, so the capture cannot run out of memory" if budgeted else
+            "their memory is outside vLLM's budget in this version"), True, "slower decoding", ["--enforce-eager"]))
     u = max(0.5, round((est.settings.gpu_memory_utilization or 0.9) - 0.05, 2))
     out.append(_with_len(est, {"gpu_memory_utilization": u}, "leaves more room outside the budget for CUDA graphs "
                          "and the sampler", True, flags=[_flag("gpu-memory-utilization", u)]))
@@ -580,11 +712,10 @@ def _weights_fixes(est: Estimate, gpu_count: int | None) -> list[Suggestion]:
             if sug:
                 out.append(sug)
                 break
-    if not s.quantization and not est.spec.quantization and _fp8_weights_ok(est):
-        sug = _with_len(est, {"quantization": "fp8"}, "FP8 weights take about half the memory", True,
-                        flags=[_flag("quantization", "fp8")])
-        if sug:
-            out.append(sug)
+    sug = _online_fp8_fix(est, "FP8 weights take about half the memory",
+                          "or use an FP8/AWQ checkpoint of the same model")
+    if sug:
+        out.append(sug)
     return out
 
 
@@ -778,6 +909,17 @@ def _load_oom_fixes(facts) -> list[dict]:
     return out
 
 
+def _version_of(facts) -> tuple[int, int, int]:
+    """The paste's vLLM version (the newest when it does not say or cannot be read)."""
+    from estimator.errors import BadInput
+    from estimator.vllm import parse_version
+
+    try:
+        return parse_version(facts.get("vllm_version"))
+    except BadInput:
+        return parse_version(None)
+
+
 def config_error_fixes(facts) -> list[dict]:
     """The standard fixes for the start-up errors that are about settings, not memory: they follow
     from the numbers vLLM printed (vllm/config checks), so no memory arithmetic is involved."""
@@ -787,15 +929,22 @@ def config_error_fixes(facts) -> list[dict]:
     tp, heads = f("tensor_parallel_size"), x.get("num_heads")
     if kind == "tp_divisibility" and isinstance(tp, int) and isinstance(heads, (int, float)) and tp > 1:
         heads = int(heads)
-        # the largest TP that splits the heads and the GPUs: pipeline stages take the rest
+        # the largest TP that splits the heads and the GPUs: pipeline stages take the rest — from 0.5.1,
+        # the first release with pipeline parallelism in the engine (vllm PR #4412)
         d = math.gcd(heads, tp)
-        # TP stated even when 1: the fix replaces the TP that failed, it is not added beside it
-        flags = f"--tensor-parallel-size {d}" + (f" --pipeline-parallel-size {tp // d}" if tp // d > 1 else "")
-        why = (f"{d} tensor-parallel GPUs split the {heads} heads evenly and {tp // d} pipeline stages use the "
-               f"other GPUs" if d > 1 else
-               f"no tensor-parallel size above 1 divides both {heads} and {tp}: {tp} pipeline stages split the "
-               "layers instead, with no head split")
-        out.append({"flags": flags, "checked": False, "why": why})
+        if _version_of(facts) < (0, 5, 1):
+            if d > 1:
+                out.append({"flags": f"--tensor-parallel-size {d}", "checked": False,
+                            "why": f"{d} GPUs split the {heads} heads evenly (this vLLM has no pipeline parallelism "
+                                   "for the other GPUs: it came in 0.5.1)"})
+        else:
+            # TP stated even when 1: the fix replaces the TP that failed, it is not added beside it
+            flags = f"--tensor-parallel-size {d}" + (f" --pipeline-parallel-size {tp // d}" if tp // d > 1 else "")
+            why = (f"{d} tensor-parallel GPUs split the {heads} heads evenly and {tp // d} pipeline stages use the "
+                   f"other GPUs" if d > 1 else
+                   f"no tensor-parallel size above 1 divides both {heads} and {tp}: {tp} pipeline stages split the "
+                   "layers instead, with no head split")
+            out.append({"flags": flags, "checked": False, "why": why})
         fewer = max((k for k in range(2, tp) if heads % k == 0), default=0)
         if fewer and fewer != d:
             out.append({"flags": f"--tensor-parallel-size {fewer}", "checked": False,

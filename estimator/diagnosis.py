@@ -102,7 +102,9 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     from estimator.vllm import EngineSettings
 
     f = facts.get
-    s = EngineSettings(vllm_version=version, engine=engine)
+    # a paste is what vLLM did with these settings: a length above the config's either got past its
+    # check (overrides the paste need not show) or the paste's own error says so
+    s = EngineSettings(vllm_version=version, engine=engine, allow_long_max_model_len=True)
     for key in ("gpu_memory_utilization", "max_model_len", "dtype", "kv_cache_dtype", "quantization",
                 "max_num_seqs", "max_num_batched_tokens", "block_size"):
         v = f(key)

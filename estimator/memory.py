@@ -347,6 +347,35 @@ def resolve_dtype(spec: ModelSpec, settings: EngineSettings, profile: Profile,
 def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Profile,
                           assumptions: list[str]) -> int:
     """vLLM's `_get_and_verify_max_len` (vllm/config/model.py; docs §3)."""
+    derived, rtype = derived_max_model_len(spec, profile, assumptions)
+    user = settings.max_model_len
+    if user in (None, "auto"):
+        # 0.11.2+: LongRoPE defaults to original_max_position_embeddings (vllm/config/model.py); the
+        # legacy "su" type is renamed to longrope first (transformers_utils/config.py patch_rope_scaling_dict)
+        if rtype in ("longrope", "su") and profile.version >= (0, 11, 2) \
+                and spec.text.get("original_max_position_embeddings"):
+            return int(spec.text["original_max_position_embeddings"])
+        return int(derived)
+    return int(user)
+
+
+def length_over_config(spec: ModelSpec, settings: EngineSettings, profile: Profile) -> int | None:
+    """The config's length when the user's max_model_len exceeds it and vLLM refuses to start:
+    "User-specified max_model_len (L) is greater than the derived max_model_len …" unless
+    model_max_length allows it or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm/config/model.py
+    _get_and_verify_max_len). None when the length is accepted."""
+    user = settings.max_model_len
+    if not isinstance(user, int) or settings.allow_long_max_model_len:
+        return None
+    derived, _ = derived_max_model_len(spec, profile, [])
+    mml = spec.text.get("model_max_length")
+    if user > derived and not (isinstance(mml, int) and mml > 0 and user <= mml):
+        return int(derived)
+    return None
+
+
+def derived_max_model_len(spec: ModelSpec, profile: Profile, assumptions: list[str]) -> tuple[int, str]:
+    """(the length vLLM derives from the config, the RoPE scaling type) — docs §3."""
     derived, key = spec.derived_max_len()
     if derived is None:
         derived = 2048
@@ -372,15 +401,7 @@ def resolve_max_model_len(spec: ModelSpec, settings: EngineSettings, profile: Pr
                 derived = int(orig * float(factor))
         elif factor:
             derived = int(derived * float(factor))
-    user = settings.max_model_len
-    if user in (None, "auto"):
-        # 0.11.2+: LongRoPE defaults to original_max_position_embeddings (vllm/config/model.py); the
-        # legacy "su" type is renamed to longrope first (transformers_utils/config.py patch_rope_scaling_dict)
-        if rtype in ("longrope", "su") and profile.version >= (0, 11, 2) \
-                and spec.text.get("original_max_position_embeddings"):
-            return int(spec.text["original_max_position_embeddings"])
-        return int(derived)
-    return int(user)
+    return int(derived), rtype
 
 
 # ------------------------------------------------------------------------------------------
@@ -958,6 +979,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile, assumptions)
     s.kv_cache_dtype = s.kv_cache_dtype or "auto"
     auto_len = s.max_model_len == "auto"
+    if auto_len and not profile.auto_max_model_len:
+        assumptions.append(f"--max-model-len auto / -1 came with vLLM 0.14: {profile.release} rejects it; "
+                           "modelled with the config's length (omit the flag for that)")
     max_len = resolve_max_model_len(spec, s, profile, assumptions)
     if s.max_num_seqs is None:
         s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, gpu_name)
@@ -1082,7 +1106,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         fits = kv_pool > 0 and kv_needed <= check_pool
     error = None
     startup_free = gpu_total_bytes - other_process_bytes
-    if profile.free_memory_check and other_process_bytes and startup_free < budget \
+    cap = length_over_config(spec, s, profile)
+    if cap is not None:
+        # the engine's config check comes before any memory is touched
+        error, fits = "max_model_len_derived", False
+        assumptions.append(f"vLLM refuses --max-model-len {max_len:,}: the model's config allows {cap:,} tokens "
+                           "(set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or configure RoPE scaling, to go past it); "
+                           "the memory figures are for the requested length")
+    elif profile.free_memory_check and other_process_bytes and startup_free < budget \
             and not s.kv_cache_memory_bytes:
         # vllm/v1/worker/gpu_worker.py init_device (0.9.1+): free memory at start must cover T × u.
         error, fits = "free_memory_startup", False

@@ -676,17 +676,21 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
         notes.append(f"GGUF {typ.upper()}: {bpw} bits/weight average over all 2-D tensors (llama.cpp table; "
                      "exact per-tensor types vary)")
         return _Fmt(f"gguf-{typ}", "gguf", bits=bpw)
-    if method in ("fp8", "fbgemm-fp8", "ptpc-fp8", "fp8-dynamic"):
+    if method in ("fp8", "fbgemm-fp8", "ptpc-fp8", "fp8-dynamic", "fp8-per-tensor", "fp8-per-channel",
+                  "fp8-per-block"):
         block = q.get("weight_block_size")
         # DeepSeek-V4 checkpoints: `expert_dtype: fp4` — FP8 blocks everywhere but the routed
         # experts, which are FP4 with a ue8m0 scale per 32 values (config.json; vllm deepseek_v4).
         fp4 = str(spec.text.get("expert_dtype") or spec.config.get("expert_dtype") or "").lower() == "fp4"
         if fp4:
             notes.append("routed experts stored as FP4 (expert_dtype fp4): 4.25 bits per weight; the rest FP8")
+        if method == "fp8-per-block":
+            block = block or [128, 128]      # online block quantization: 128 × 128 scales
         if block:
             return _Fmt("fp8-block", "fp8", 8, block=(int(block[0]), int(block[1])), ignore=ignore,
                         experts_fp4=fp4)
-        return _Fmt("fp8", "fp8", 8, channel=method != "fp8", ignore=ignore, experts_fp4=fp4)
+        return _Fmt("fp8", "fp8", 8, channel=method not in ("fp8", "fp8-per-tensor"), ignore=ignore,
+                    experts_fp4=fp4)
     if method == "mxfp4":
         return _Fmt("mxfp4", "mxfp4", 4, group=32, experts_only=True, ignore=ignore)
     if method in ("awq", "awq-marlin", "gptq", "gptq-marlin", "gptq-marlin-24", "auto-round", "autoround"):

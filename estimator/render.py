@@ -223,6 +223,8 @@ def estimate_text(est: Estimate) -> str:
         f"max_model_len {est.max_model_len:,}: {'fits' if est.fits else 'DOES NOT FIT'} "
         f"(largest that fits: {est.max_model_len_fit:,}; needs {g(est.kv_needed_bytes)} GiB of KV)",
     ]
+    if not est.fits and est.error_kind == "max_model_len_derived":
+        lines.append("  — longer than the model's config allows: vLLM refuses the length before it looks at memory")
     if not est.fits and est.error_kind == "mamba_blocks":
         # the length fits; what fails is one Mamba state block per running sequence (vLLM's check)
         lines.append(f"  — max_num_seqs {s.max_num_seqs:,} is more than the {est.gpu_blocks:,} cache blocks: each running "

@@ -353,6 +353,9 @@ class EngineSettings:
     pp_layer_partition: list[int] | None = None   # VLLM_PP_LAYER_PARTITION ("16,32"): layers per stage
     pp_stage: int | None = None                   # internal: the one PP stage being sized
     hybrid_block_align: int | None = None         # internal: the hybrid block alignment the card imposes
+    # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or RoPE scaling set on the command line (--rope-scaling,
+    # --hf-overrides): a max_model_len above the config's is accepted
+    allow_long_max_model_len: bool = False
     model_runner_v2: bool = False                 # VLLM_USE_V2_MODEL_RUNNER=1 (vllm/v1/worker/gpu/)
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
@@ -376,7 +379,8 @@ _FIELDS = {
 
 
 # Environment variables vLLM reads that change memory; parse_flags takes them as `NAME=value` words.
-ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_MXFP4_USE_MARLIN")
+ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_MXFP4_USE_MARLIN",
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
 
 
 def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
@@ -406,6 +410,11 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             if b is not None:      # an unset or templated value ("${USE_V1}") says nothing
                 s.engine = "v1" if b else "v0"
             continue
+        if tok.startswith("VLLM_ALLOW_LONG_MAX_MODEL_LEN="):
+            s.allow_long_max_model_len = bool(parse_bool(tok.partition("=")[2]))
+            continue
+        if tok.split("=", 1)[0] in ("--rope-scaling", "--rope_scaling", "--hf-overrides", "--hf_overrides"):
+            s.allow_long_max_model_len = True      # the config's length is overridden: not checked here
         if tok.startswith("VLLM_MXFP4_USE_MARLIN="):
             if parse_bool(tok.partition("=")[2]):
                 s.mxfp4_backend = "Marlin"

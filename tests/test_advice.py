@@ -300,11 +300,12 @@ def test_command_with_environment_words():
 def test_a_fix_without_the_users_command_repeats_the_run_it_was_checked_for(mixed_pp):
     """No `vllm serve` line in the paste: the command still carries the run's pipeline split, its
     layer partition and context length, or a copied TP fix would run on 2 GPUs instead of 4."""
-    sug = next(s for s in suggest(mixed_pp) if s.changes.get("tensor_parallel_size") == 2)
+    sug = next(s for s in suggest(mixed_pp) if s.changes.get("tensor_parallel_size"))
+    tp = sug.changes["tensor_parallel_size"]
     cmd = sug.to_json()["command"]
     assert cmd.startswith("VLLM_PP_LAYER_PARTITION=16,32 vllm serve ")
-    assert "--pipeline-parallel-size 2" in cmd and "--tensor-parallel-size 2" in cmd
-    assert "4 GPUs in all" in sug.why
+    assert "--pipeline-parallel-size 2" in cmd and f"--tensor-parallel-size {tp}" in cmd
+    assert f"{2 * tp} GPUs in all" in sug.why
 
 
 def test_rebalance_over_four_unequal_stages():
@@ -534,6 +535,13 @@ def test_settings_errors_get_their_standard_fixes_not_memory_levers():
                      "vllm serve x --tensor-parallel-size 3\n", offline=True, explain=True)
     # no TP above 1 splits 32 heads 3 ways: TP 1 replaces the failing 3 (kept, it would still fail)
     assert prime.unchecked[0]["flags"] == "--tensor-parallel-size 1 --pipeline-parallel-size 3"
+    # before 0.5.1 (vllm PR #4412) the engine had no pipeline parallelism: only head splits are offered
+    old = diagnose("INFO 05-02 10:00:00 api_server.py:1] vLLM API server version 0.4.2\n"
+                   "$ python -m vllm.entrypoints.openai.api_server --model x --tensor-parallel-size 8\n"
+                   "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).\n",
+                   offline=True, explain=True)
+    assert old.unchecked[0]["flags"] == "--tensor-parallel-size 4"
+    assert not any("pipeline" in u["flags"] for u in old.unchecked)
     # layers not divisible by the pipeline size, with no tensor parallelism: 30 layers, PP 4 → 3
     pp = diagnose("vllm serve x --pipeline-parallel-size 4\nValueError: Total number of hidden layers (30) must be "
                   "divisible by pipeline parallel size (4).\n", offline=True, explain=True)
@@ -575,3 +583,160 @@ def test_a_start_up_log_whose_profile_run_outweighs_the_kv_cache_leads_with_the_
     d = diagnose(calm, offline=True, explain=True)
     assert d.derived["figures"]["activation"]["value"] < d.derived["figures"]["kv_pool"]["value"]
     assert not any(s["flags"].startswith("--max-num-batched-tokens") for s in d.suggestions)
+
+
+def test_a_fix_command_runs_the_configuration_it_was_checked_with(llama8b):
+    """A fix's command repeats the user's settings the check used (utilization, max_num_seqs, eager,
+    online quantization …): estimating that very command gives the predicted tokens. Without them
+    `vllm serve MODEL --max-model-len 45056` would run at 0.90 with 256 sequences and not fit."""
+    import shlex
+
+    from estimator.vllm import parse_flags
+
+    base = EngineSettings(vllm_version="0.6.3", gpu_memory_utilization=0.95, max_num_seqs=64,
+                          enforce_eager=True, max_model_len=65536)
+    est = run_estimate(llama8b, "A10G", base)
+    sugs = suggest(est)
+    assert sugs
+    for sug in sugs:
+        words = shlex.split(sug.command("meta-llama/Llama-3.1-8B-Instruct"))
+        assert words[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+        again = run_estimate(llama8b, "A10G", parse_flags(words[3:], EngineSettings(vllm_version="0.6.3")))
+        assert (again.kv_cache_tokens, again.fits) == (sug.estimate.kv_cache_tokens, sug.estimate.fits), sug.flags
+    assert "--gpu-memory-utilization 0.95" in sugs[0].command("m") and "--enforce-eager" in sugs[0].command("m")
+
+
+def test_online_fp8_names_and_the_16_bit_load_before_0_16(llama8b):
+    """--quantization fp8 on a 16-bit checkpoint: later vLLM refuses that name for online quantization
+    ("Please use `--quantization fp8_per_tensor`", which exists from 0.20); before 0.16 the 16-bit weights
+    are allocated first, so the fix is not offered where they do not fit on the card."""
+    def fp8_flags(version, gpu):
+        est = run_estimate(llama8b, gpu, EngineSettings(vllm_version=version, max_model_len=131072))
+        return [s.flags for s in suggest(est) if "quantization" in s.changes]
+
+    assert any("--quantization fp8_per_tensor" in f for f in fp8_flags("0.33.0", "L4"))
+    assert any(f.startswith("--quantization fp8") and "per_tensor" not in f for f in fp8_flags("0.10.1", "L4"))
+    # 8B in bf16 is 14.99 GiB, more than a 12 GB RTX 4070 holds
+    assert fp8_flags("0.10.1", "RTX 4070") == []          # the 16-bit load does not fit before 0.16
+    assert fp8_flags("0.20.0", "RTX 4070")                # meta-device loading from 0.16
+
+
+def test_limit_mm_flag_is_written_as_the_version_parses_it():
+    """vllm/engine/arg_utils.py: --limit-mm-per-prompt takes KEY=VALUE pairs (nullable_kvs) until 0.9,
+    deprecated "in v0.10.0" for JSON; a JSON fix for 0.7.3 would fail at argument parsing."""
+    spec = load_model("Qwen/Qwen2.5-VL-7B-Instruct", offline=True).spec
+
+    def mm_flags(version):
+        est = run_estimate(spec, "RTX 3090", EngineSettings(vllm_version=version, max_model_len=32768))
+        return [s.flags for s in suggest(est) if "limit_mm_per_prompt" in s.changes]
+
+    old, new = mm_flags("0.8.5"), mm_flags("0.10.1")
+    assert old and all(f.startswith("--limit-mm-per-prompt image=") and "{" not in f for f in old)
+    assert new and all(f.startswith("--limit-mm-per-prompt '{") for f in new)
+
+
+def test_a_limit_that_frees_nothing_is_not_offered():
+    """gemma-3-27b on 0.8.5 (V1): the encoder's dummy images are not what limits this run — a
+    --limit-mm-per-prompt fix must free KV memory to be offered at all."""
+    spec = load_model("google/gemma-3-27b-it", offline=True).spec
+    est = run_estimate(spec, "A100-80GB", EngineSettings(vllm_version="0.8.5", max_model_len=131072))
+    assert rerun(est, limit_mm_per_prompt={"image": 0}).kv_cache_bytes == est.kv_cache_bytes
+    assert not [s for s in suggest(est) if "limit_mm_per_prompt" in s.changes]
+
+
+def test_eager_mode_is_no_fix_for_a_runtime_oom_where_graphs_are_budgeted(llama8b):
+    """V1 0.20+ subtracts the CUDA graphs before sizing the KV cache: --enforce-eager hands their memory
+    to the KV cache and leaves the (1 − u) margin a runtime OOM hit unchanged. Before, it frees memory
+    outside the budget."""
+    def eager(version, kind):
+        est = run_estimate(llama8b, "L4", EngineSettings(vllm_version=version, max_model_len=8192))
+        return [s.flags for s in suggest(est, error_kind=kind) if s.changes.get("enforce_eager")]
+
+    assert eager("0.27.0", "cuda_oom_runtime") == []
+    assert eager("0.27.0", "cuda_oom_graph") == ["--enforce-eager"]
+    assert eager("0.10.1", "cuda_oom_runtime") == ["--enforce-eager"]
+
+
+def test_a_length_above_the_config_is_refused_unless_overridden():
+    """vllm/config/model.py _get_and_verify_max_len: "User-specified max_model_len (131072) is greater
+    than the derived max_model_len (max_position_embeddings=32768 …)" unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+    (or RoPE scaling set with --hf-overrides / --rope-scaling). Qwen2.5-7B-Instruct's config has 32,768."""
+    from estimator.vllm import parse_flags
+
+    spec = load_model("Qwen/Qwen2.5-7B-Instruct", offline=True).spec
+
+    def est(*flags):
+        return run_estimate(spec, "RTX 4090", parse_flags(["--max-model-len", "65536", *flags],
+                                                           EngineSettings(vllm_version="0.7.3")))
+
+    refused = est()
+    assert (refused.error_kind, refused.fits) == ("max_model_len_derived", False)
+    fixes = suggest(refused)
+    assert [f.flags for f in fixes] == ["--max-model-len 32768", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"]
+    assert fixes[1].command("Qwen/Qwen2.5-7B-Instruct").startswith("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve ")
+    assert est("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1").error_kind is None
+    assert est("--hf-overrides", '{"rope_scaling": {"rope_type": "yarn", "factor": 4}}').error_kind is None
+    assert run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.7.3", max_model_len=32768)).error_kind is None
+
+
+def test_v0_batch_lever_turns_chunked_prefill_on_in_its_command(llama8b):
+    """V0 without chunked prefill refuses max_num_batched_tokens < max_model_len (SchedulerConfig):
+    the smaller-batch fix was checked with chunked prefill on, so its command says so."""
+    est = run_estimate(llama8b, "A10G", EngineSettings(vllm_version="0.6.3", max_model_len=32768))
+    batch = [s for s in suggest(est, error_kind="cuda_oom_profile") if "max_num_batched_tokens" in s.changes]
+    assert batch and all("--enable-chunked-prefill" in s.flags for s in batch)
+
+
+def test_fix_commands_keep_the_users_home_and_variables_expandable():
+    """shlex.join would write '~/models' and '$HOME/tpl.jinja' in single quotes, where the shell no longer
+    expands them; words with spaces or quotes are still quoted."""
+    base = ["vllm", "serve", "m/x", "--download-dir", "~/models", "--chat-template", "$HOME/tpl.jinja",
+            "--served-model-name", "my model", "--kv-transfer-config", '{"kv_connector":"X"}']
+    assert command_with(base, "--max-model-len 4096") == (
+        "vllm serve m/x --download-dir ~/models --chat-template $HOME/tpl.jinja --served-model-name 'my model' "
+        "--kv-transfer-config '{\"kv_connector\":\"X\"}' --max-model-len 4096")
+
+
+def test_no_fp8_kv_fix_where_v1_backends_refuse_it():
+    """vllm/v1/attention/backends/mla/flashmla.py and triton_mla.py up to 0.10: "FlashMLA V1 with FP8 KV
+    cache not yet supported"; 0.11 takes it. Dense models on V1 0.8+ keep the fix."""
+    spec = load_model("deepseek-ai/DeepSeek-V3", offline=True).spec
+
+    def fp8_kv(version):
+        est = run_estimate(spec, "H200", EngineSettings(vllm_version=version, tensor_parallel_size=8,
+                                                         max_model_len=163840, gpu_memory_utilization=0.66))
+        return [s.flags for s in suggest(est) if s.changes.get("kv_cache_dtype")]
+
+    assert fp8_kv("0.10.1") == []
+    assert fp8_kv("0.11.0")
+
+
+def test_tp_fix_prefers_keeping_the_context_within_twice_the_gpus():
+    """Llama-3.1-70B (131 GiB of bf16) on one H100: TP 2 runs only 5,808 tokens, TP 4 the asked 8,192 —
+    the fix offered is TP 4. (The seed, whose 1M context needs TP 8, still gets TP 2 with a shorter one.)"""
+    spec = load_model("meta-llama/Llama-3.1-70B-Instruct", offline=True).spec
+    est = run_estimate(spec, "H100", EngineSettings(vllm_version="0.8.5", max_model_len=8192))
+    assert rerun(est, tensor_parallel_size=2).max_model_len_fit < 8192
+    tps = [s for s in suggest(est) if "tensor_parallel_size" in s.changes]
+    assert [s.changes for s in tps] == [{"tensor_parallel_size": 4}] and tps[0].keeps_goal
+
+
+def test_commands_before_0_5_2_start_the_server_module(llama8b):
+    """`vllm serve` came with vLLM 0.5.2; a fix for 0.4.x runs python -m vllm.entrypoints.openai.api_server."""
+    est = run_estimate(llama8b, "A10G", EngineSettings(vllm_version="0.4.2", max_model_len=131072))
+    sug = suggest(est)[0]
+    assert sug.command("meta-llama/Llama-3.1-8B-Instruct").startswith(
+        "python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-8B-Instruct ")
+
+
+def test_v0_no_cache_blocks_still_gets_the_plain_length_fix():
+    """Llama-3.2-11B-Vision on a 4090, V0 0.6.3, 32,768 tokens: no KV block at that length, but V0's
+    profile run shrinks with max_model_len, so a shorter context fits with its own profile — the plain
+    length fix is searched from 2,048 tokens up (each length re-run with its own profile)."""
+    spec = load_model("meta-llama/Llama-3.2-11B-Vision-Instruct", offline=True).spec
+    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.6.3", max_model_len=32768))
+    assert est.error_kind == "no_cache_blocks" and est.max_model_len_fit == 0
+    plain = [s for s in suggest(est) if set(s.changes) == {"max_model_len"}]
+    assert plain and plain[0].fits
+    target = plain[0].changes["max_model_len"]
+    assert rerun(est, max_model_len=target).fits and not rerun(est, max_model_len=target + 2048).fits

@@ -422,12 +422,17 @@ def test_explain_posted_date_caps_the_assumed_version(offline_env):
 
 
 def test_estimate_of_a_command_line_shows_fixes_as_that_command(offline_env):
+    # (Llama-3.1-8B: its config allows 131,072 tokens; Qwen2.5-7B's 32,768 would refuse the length)
     d = ok_json(kvdoctor(offline_env, "estimate", "--offline", "--gpu", "RTX 3060", "--json", "--",
-                         "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "131072", "--port", "8001"))
+                         "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072",
+                         "--port", "8001"))
     assert d["suggestions"]
     for s in d["suggestions"]:
-        assert s["command"].startswith("vllm serve Qwen/Qwen2.5-7B-Instruct --port 8001 "), s["command"]
-        assert s["command"].endswith(s["flags"]) and "131072" not in s["command"]
+        assert s["command"].startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct "), s["command"]
+        assert "--port 8001" in s["command"] and s["command"].endswith(s["flags"])
+        if "--max-model-len" in s["flags"]:          # the fix's length replaces the user's
+            assert "131072" not in s["command"]
+    assert any("--max-model-len" in s["flags"] for s in d["suggestions"])
 
 
 def test_explain_posted_date_places_a_build_of_main(offline_env):

@@ -354,6 +354,10 @@ def test_auto_reduces_to_largest_fitting_length(llama8b):
     assert e14.max_model_len == 16 * 1000 and e14.fits is True and e14.error_kind is None
     e33 = run_pool(llama8b, "0.33.0", pool, max_model_len="auto")
     assert e33.max_model_len == 16 * 999 and e33.fits is True
+    # before 0.14 the value is not accepted: the config's length is modelled, and the reply says so
+    e13 = run_pool(llama8b, "0.13.0", pool, max_model_len="auto")
+    assert e13.max_model_len == 131_072 and not e13.fits
+    assert any("came with vLLM 0.14" in a for a in e13.assumptions)
 
 
 def test_auto_keeps_derived_length_when_it_fits(llama8b):

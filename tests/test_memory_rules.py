@@ -400,9 +400,10 @@ def test_multimodal_fix_is_offered_first_and_rechecked():
     est = estimate(spec, gpu_total_bytes=gpu.total_bytes, settings=s, gpu_name=gpu.name)
     assert not est.fits
     fixes = suggest(est)
-    assert fixes[0].flags == """--limit-mm-per-prompt '{"image": 1, "video": 0}'"""
+    # 0.8.4 parses KEY=VALUE pairs (vllm/engine/arg_utils.py nullable_kvs; JSON from 0.10)
+    assert fixes[0].flags == "--limit-mm-per-prompt image=1,video=0"
     again = estimate(spec, gpu_total_bytes=gpu.total_bytes, gpu_name=gpu.name,
-                     settings=parse_flags(["--limit-mm-per-prompt", '{"image": 1, "video": 0}'], s.replace()))
+                     settings=parse_flags(["--limit-mm-per-prompt", "image=1,video=0"], s.replace()))
     assert again.fits and again.kv_cache_tokens == fixes[0].estimate.kv_cache_tokens
 
 
