@@ -489,7 +489,8 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
     free = gib_bytes(f("free_memory_gib"))
     initial = facts.extra.get("initial_memory_usage_gib")
     if free is not None and total:
-        overrides["other_process_bytes"] = max(0, total - free)
+        # vLLM measures free memory after creating its CUDA context: the rest is other processes
+        overrides["other_process_bytes"] = max(0, total - free - CUDA_CONTEXT)
     stage_gpus = _stage_gpus(facts, settings)
     if stage_gpus:
         overrides["stage_gpus"] = stage_gpus

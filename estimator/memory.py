@@ -983,12 +983,16 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"--max-model-len auto / -1 came with vLLM 0.14: {profile.release} rejects it; "
                            "modelled with the config's length (omit the flag for that)")
     max_len = resolve_max_model_len(spec, s, profile, assumptions)
-    if s.max_num_seqs is None:
+    seqs_defaulted = s.max_num_seqs is None
+    if seqs_defaulted:
         s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, gpu_name)
     chunked = v0_chunked_prefill(profile, max_len, spec, s) if profile.engine == "v0" else True
     if s.max_num_batched_tokens is None:
         s.max_num_batched_tokens = default_max_num_batched_tokens(
             profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal)
+    if seqs_defaulted and profile.engine == "v1" and profile.version >= (0, 10, 1):
+        # engine/arg_utils.py 0.10.1+: a default max_num_seqs never exceeds max_num_batched_tokens
+        s.max_num_seqs = min(s.max_num_seqs, s.max_num_batched_tokens)
     if profile.engine == "v0" and chunked and s.enable_chunked_prefill is None and max_len > 32768:
         assumptions.append(f"V0 turns chunked prefill on for max_model_len > 32K: max_num_batched_tokens "
                            f"{s.max_num_batched_tokens}")
@@ -1105,7 +1109,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         fit_len = _largest_fitting(needed, check_pool, max_len)
         fits = kv_pool > 0 and kv_needed <= check_pool
     error = None
-    startup_free = gpu_total_bytes - other_process_bytes
+    # free memory when vLLM takes its start-up snapshot: after this process's CUDA context is made
+    startup_free = gpu_total_bytes - other_process_bytes - CUDA_CONTEXT
     cap = length_over_config(spec, s, profile)
     if cap is not None:
         # the engine's config check comes before any memory is touched
@@ -1113,12 +1118,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"vLLM refuses --max-model-len {max_len:,}: the model's config allows {cap:,} tokens "
                            "(set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or configure RoPE scaling, to go past it); "
                            "the memory figures are for the requested length")
-    elif profile.free_memory_check and other_process_bytes and startup_free < budget \
-            and not s.kv_cache_memory_bytes:
-        # vllm/v1/worker/gpu_worker.py init_device (0.9.1+): free memory at start must cover T × u.
+    elif profile.free_memory_check and startup_free < budget:
+        # vllm/v1/worker/gpu_worker.py init_device (0.9.1+; v1/worker/utils.py request_memory from
+        # 0.14): free memory at start must cover T × u — also with --kv-cache-memory-bytes, and the
+        # CUDA context is already out of it (so u ≈ 0.98+ fails on a 24 GB card with nothing else on it)
         error, fits = "free_memory_startup", False
-        assumptions.append(f"only {startup_free / GiB:.2f} GiB is free at start-up but vLLM asks for "
-                           f"{budget / GiB:.2f} GiB (utilization × total): it stops before loading")
+        assumptions.append(f"only {startup_free / GiB:.2f} GiB is free at start-up (after the CUDA context, about "
+                           f"{CUDA_CONTEXT / GiB:.2f} GiB) but vLLM asks for {budget / GiB:.2f} GiB "
+                           "(utilization × total): it stops before loading")
     elif kv_pool <= 0 or blocks == 0:
         error = "no_cache_blocks"
     elif layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 0) \

@@ -524,8 +524,8 @@ def default_max_num_seqs(p: Profile, gpu_total_bytes: int, gpu_name: str = "") -
     if v < (0, 9, 0):
         return 1024 if gib >= 70 else 256
     big = gib >= 70 and "a100" not in name and not (v >= (0, 33, 0) and "gb10" in name)
-    if v >= (0, 30, 0) and gib >= 160:
-        big = True
+    if v >= (0, 28, 0) and gib >= 160:
+        big = True          # engine/arg_utils.py 0.28+: cards of 160 GiB and more
     return 1024 if big else 256
 
 
@@ -539,9 +539,10 @@ def v0_chunked_prefill(p: Profile, max_model_len: int, spec, settings: EngineSet
 
 
 def v0_keeps_chunked_prefill_off(p: Profile, spec, settings: EngineSettings) -> bool:
-    """The models V0 never chunks by itself (vllm/engine/arg_utils.py): sliding-window ones; in
-    0.5.x with prefix caching or Mamba-type layers, from 0.6 multimodal ones; from 0.8 MLA."""
-    if spec.sliding_window is not None:
+    """The models V0 never chunks by itself (vllm/engine/arg_utils.py): sliding-window ones, runs with
+    speculative decoding; in 0.5.x with prefix caching or Mamba-type layers, from 0.6 multimodal
+    ones; from 0.8 MLA."""
+    if spec.sliding_window is not None or settings.speculative_method:
         return True
     if p.version < (0, 6, 0):
         if settings.enable_prefix_caching or spec.state_layers:
@@ -558,12 +559,15 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
     if p.engine == "v0":
         if not chunked:
             tb = max(max_model_len, 2048)
-            if multimodal and v >= (0, 6, 0):
-                tb = max(tb, 5120 if v >= (0, 6, 3) else 4096)
-            return tb
-        if v < (0, 4, 2):
-            return 768
-        return 512 if v < (0, 6, 5) else 2048
+        elif v < (0, 4, 2):
+            tb = 768
+        else:
+            tb = 512 if v < (0, 6, 5) else 2048
+        if multimodal and v >= (0, 6, 0):
+            # vllm/config.py SchedulerConfig 0.6.x: multimodal models batch at least 5,120 tokens,
+            # chunked or not (_MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS)
+            tb = max(tb, 5120 if v >= (0, 6, 3) else 4096)
+        return tb
     name, gib = gpu_name.lower(), gpu_total_bytes / 2**30
     if v < (0, 8, 5):
         big = "h100" in name or "h200" in name
@@ -571,16 +575,19 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
         big = gib >= 70
     else:
         big = gib >= 70 and "a100" not in name and not (v >= (0, 33, 0) and "gb10" in name)
-    if v >= (0, 30, 0) and gib >= 160:
-        tb = 16384
+    if v >= (0, 28, 0) and gib >= 160:
+        tb = 16384          # engine/arg_utils.py 0.28+: cards of 160 GiB and more (B200/B300)
     elif settings.usage == "llm":
         tb = 16384 if big else 8192
     else:
         tb = 8192 if big else 2048
-    if v >= (0, 9, 2):
+    if v >= (0, 11, 2):
+        # engine/arg_utils.py 0.11.2+: without chunked prefill the batch holds a whole prompt; the
+        # default then never exceeds max_num_seqs × max_model_len. (Before, V1 set the default
+        # ahead of SchedulerConfig, whose clamp and multimodal minimum only ran for an unset value.)
+        if settings.enable_chunked_prefill is False:
+            tb = max(max_model_len, tb)
         tb = min(tb, max_num_seqs * max_model_len)
-    if multimodal:
-        tb = max(tb, 5120)
     return tb
 
 

@@ -228,8 +228,8 @@ def _tb(version, gpu, *, engine=None, usage="server", L=131072, S=256, chunked=T
         ("0.8.5", A100_80, "llm", 16384),
         ("0.9.0", A100_80, "server", 2048),   # 0.9.0+: ≥70 GiB and not A100
         ("0.9.0", H100, "server", 8192),
-        ("0.29.0", B200, "server", 8192),
-        ("0.30.0", B200, "server", 16384),    # 0.30+: ≥160 GiB → 16384 / 16384
+        ("0.27.0", B200, "server", 8192),
+        ("0.28.0", B200, "server", 16384),    # 0.28+ (engine/arg_utils.py@0.28.0): ≥160 GiB → 16384 / 16384
         ("0.30.0", B200, "llm", 16384),
         ("0.30.0", H100, "server", 8192),
     ],
@@ -238,10 +238,11 @@ def test_v1_default_max_num_batched_tokens(version, gpu, usage, expected):
     assert _tb(version, gpu, usage=usage) == expected
 
 
-def test_v1_max_num_batched_tokens_clamped_to_seqs_times_len_from_092():
-    # 0.9.2+: Tb ≤ S × L. S = 4, L = 256 → min(2048, 4 × 256 = 1024) = 1024
-    assert _tb("0.9.2", A6000, L=256, S=4) == 4 * 256
-    # 0.9.1: no clamp → 2048
+def test_v1_max_num_batched_tokens_clamped_to_seqs_times_len_from_0112():
+    # 0.11.2+ (engine/arg_utils.py): a default Tb ≤ S × L. S = 4, L = 256 → min(2048, 4 × 256) = 1024
+    assert _tb("0.11.2", A6000, L=256, S=4) == 4 * 256
+    # 0.9.2–0.11.0 clamp only in SchedulerConfig's unset branch, which V1's own default pre-empts → 2048
+    assert _tb("0.10.1", A6000, L=256, S=4) == 2048
     assert _tb("0.9.1", A6000, L=256, S=4) == 2048
 
 
@@ -498,3 +499,67 @@ def test_a_build_of_main_is_the_release_that_followed_its_date():
     assert release_after("2026-08-20") == "0.28.0"
     assert release_after("2026-08-26") == "0.29.0"
     assert release_after("2026-11-30") is None and release_after(None) is None
+
+
+def test_batch_defaults_read_from_the_released_engine_args():
+    """engine/arg_utils.py per release: V1 sets its default before SchedulerConfig, whose multimodal
+    5,120-token minimum then never runs (0.8.5, 0.10.1; gone from 0.11.2); V0 0.6.x applies that
+    minimum chunked or not (config.py SchedulerConfig); from 0.11.2 a V1 run without chunked prefill
+    batches a whole prompt, max(max_model_len, default)."""
+    assert _tb("0.10.1", A6000, L=32768, mm=True) == 2048
+    assert _tb("0.20.0", A6000, L=32768, mm=True) == 2048
+    assert _tb("0.6.5", A6000, engine="v0", L=65536, mm=True, chunked=True) == 5120
+    assert _tb("0.6.5", A6000, engine="v0", L=65536, mm=False, chunked=True) == 2048
+    name, total = H100
+    off = EngineSettings(vllm_version="0.20.0", enable_chunked_prefill=False)
+    assert default_max_num_batched_tokens(profile_for("0.20.0", None), off, 32768, 1024, total, name, True, False) \
+        == 32768
+    off10 = EngineSettings(vllm_version="0.10.1", enable_chunked_prefill=False)
+    assert default_max_num_batched_tokens(profile_for("0.10.1", None), off10, 32768, 1024, total, name, True, False) \
+        == 8192                      # 0.10.1 runs V1 with chunked prefill whatever the flag says
+
+
+def test_v0_keeps_chunked_prefill_off_with_speculative_decoding():
+    """engine/arg_utils.py 0.6.3: the > 32K switch needs `not use_spec_decode` (and no LoRA)."""
+    from estimator.vllm import v0_chunked_prefill
+
+    cid, config, _ = catalog.lookup("meta-llama/Llama-3.1-8B-Instruct")
+    spec = spec_from_config(config, cid)
+    p = profile_for("0.6.3", "v0")
+    assert v0_chunked_prefill(p, 65536, spec, EngineSettings()) is True
+    assert v0_chunked_prefill(p, 65536, spec, EngineSettings(speculative_method="ngram")) is False
+
+
+def test_startup_free_memory_check_counts_the_cuda_context_and_runs_with_a_fixed_pool():
+    """v1/worker/utils.py request_memory (0.14+; gpu_worker.py init_device from 0.9.1): free memory,
+    measured after the CUDA context exists, must cover ceil(T × u) — always, --kv-cache-memory-bytes or
+    not. On a 24 GB card with nothing else on it u = 0.99 asks for 23.40 of 23.64 GiB; about 0.45 GiB
+    of context leaves 23.19 free."""
+    from estimator.memory import CUDA_CONTEXT, estimate
+
+    cid, config, _ = catalog.lookup("meta-llama/Llama-3.2-1B-Instruct")
+    spec = spec_from_config(config, cid)
+    total = int(23.64 * GiB)
+    assert math.ceil(total * 0.99) > total - CUDA_CONTEXT > math.ceil(total * 0.97)
+
+    def est(u, **kw):
+        return estimate(spec, gpu_total_bytes=total, settings=EngineSettings(
+            vllm_version="0.20.0", gpu_memory_utilization=u, max_model_len=8192, **kw))
+
+    assert est(0.99).error_kind == "free_memory_startup"
+    assert est(0.97).error_kind is None
+    assert est(0.99, kv_cache_memory_bytes=4 * GiB).error_kind == "free_memory_startup"
+
+
+def test_default_max_num_seqs_never_exceeds_the_batch_from_0_10_1():
+    """engine/arg_utils.py 0.10.1+: max_num_seqs = min(default, max_num_batched_tokens) when unset."""
+    from estimator.memory import estimate
+
+    cid, config, _ = catalog.lookup("meta-llama/Llama-3.1-8B-Instruct")
+    spec = spec_from_config(config, cid)
+    e = estimate(spec, gpu_total_bytes=H100[1], gpu_name=H100[0], settings=EngineSettings(
+        vllm_version="0.20.0", max_num_batched_tokens=512, max_model_len=8192))
+    assert e.settings.max_num_seqs == 512
+    mine = estimate(spec, gpu_total_bytes=H100[1], gpu_name=H100[0], settings=EngineSettings(
+        vllm_version="0.20.0", max_num_batched_tokens=512, max_num_seqs=600, max_model_len=8192))
+    assert mine.settings.max_num_seqs == 600
