@@ -414,10 +414,14 @@ def kv_dtype_bytes_for(settings: EngineSettings, model_dtype: str, spec: ModelSp
     kv = (settings.kv_cache_dtype or "auto").lower()
     if kv == "auto":
         q = spec.quantization or {}
-        if profile.version >= (0, 14, 0) and (q.get("kv_cache_quant_algo") or q.get("kv_cache_scheme")):
+        # ModelOpt's kv_cache_quant_algo from 0.14 (utils/torch_utils.py get_kv_cache_quant_algo_string);
+        # a compressed-tensors kv_cache_scheme from 0.15 (attention/layer.py switches the cache to fp8)
+        since = (0, 14, 0) if q.get("kv_cache_quant_algo") else (0, 15, 0)
+        if (q.get("kv_cache_quant_algo") or q.get("kv_cache_scheme")) and profile.version >= since:
             if assumptions is not None:
                 assumptions.append("KV cache in fp8 (1 byte per value): the checkpoint's quantization config "
-                                   "quantizes the KV cache, and --kv-cache-dtype auto follows it from vLLM 0.14")
+                                   "quantizes the KV cache, and --kv-cache-dtype auto follows it from vLLM "
+                                   + ("0.14" if since == (0, 14, 0) else "0.15"))
             return 1
         return dtype_bytes(model_dtype)
     return dtype_bytes(kv, 1)
@@ -531,24 +535,41 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
 
 
 def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], kv_cache_dtype: str,
-                     assumptions: list[str]) -> list[LayerKV]:
+                     assumptions: list[str], kv_bytes: int = 2, cc: float | None = None) -> list[LayerKV]:
     """Layers as this vLLM version caches them.
 
     MLA before 0.7.1 had no latent cache: K and V per head of qk_nope+qk_rope dims (docs §2.1).
     V1 0.11+ stores DeepSeek-V3.2-style sparse MLA with an fp8 KV cache as "fp8_ds_mla", 656 B
-    per token per layer.
+    per token per layer (FlashMLA's sparse format): in 0.11.0 whatever the dtype ("auto" too,
+    models/config.py), from 0.11.2 for an fp8 cache — the flag's or the checkpoint's —, except on
+    Blackwell from 0.19, where the FlashInfer sparse backend takes plain fp8 (platforms/cuda.py).
     """
     out: list[LayerKV] = []
-    ds_mla = kv_cache_dtype == "fp8_ds_mla" or (
-        kv_cache_dtype.startswith("fp8") and profile.engine == "v1" and profile.version >= (0, 11, 0))
+    fp8 = kv_cache_dtype.startswith("fp8") or (kv_cache_dtype == "auto" and kv_bytes == 1)
+    v = profile.version
+    ds_mla = kv_cache_dtype == "fp8_ds_mla" or (profile.engine == "v1" and (
+        (0, 11, 0) <= v < (0, 11, 2) and (fp8 or kv_cache_dtype == "auto")
+        or v >= (0, 11, 2) and fp8 and not (cc is not None and cc >= 10.0 and v >= (0, 19, 0))))
     # the packed format is chosen for the whole (sparse-attention) model, also for its layers
     # that share another layer's indexer
     sparse = any(getattr(lk, "indexer_bytes", 0) for lk in spec.layers)
     for lk in layers:
+        if isinstance(lk, CrossAttention) and profile.engine == "v0":
+            # V0's cache engine gives every decoder layer a KV page, cross-attention ones too
+            # (worker/cache_engine.py: get_num_attention_layers = the text config's num_hidden_layers)
+            lk = FullAttention(kv_heads=lk.kv_heads, head_dim=lk.head_dim)
+        if isinstance(lk, MambaState) and lk.variant in ("mamba1", "mamba2", "gdn"):
+            ssm = _ssm_state_bytes(spec, profile, lk.ssm_dtype_bytes)
+            if ssm != lk.ssm_dtype_bytes:
+                lk = dataclasses.replace(lk, ssm_dtype_bytes=ssm)
         if isinstance(lk, MLA):
             if not profile.mla_cache:
                 mla = spec.mla or {}
                 hd = int(mla.get("qk_nope_head_dim") or 128) + int(mla.get("qk_rope_head_dim") or 64)
+                if profile.version < (0, 7, 0) and spec.model_type in ("deepseek_v2", "deepseek_v3"):
+                    # config.py get_head_size up to 0.6.6: "FlashAttention supports only head_size 32, 64,
+                    # 128, 256, we need to pad head_size 192 to 256" (K and V alike)
+                    hd = 256
                 lk = FullAttention(kv_heads=spec.num_kv_heads, head_dim=hd)
             elif ds_mla and (sparse or kv_cache_dtype == "fp8_ds_mla"):
                 lk = dataclasses.replace(lk, fixed_bytes=656)
@@ -556,6 +577,21 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
     if spec.uses_mla and not profile.mla_cache:
         assumptions.append("vLLM before 0.7.1 has no MLA cache: it stores K and V for every head")
     return out
+
+
+def _ssm_state_bytes(spec: ModelSpec, profile: Profile, from_config: int | None) -> int | None:
+    """Bytes of one SSM state element (None: the model dtype, vLLM's mamba_ssm_cache_dtype "auto").
+    vLLM reads a config's dtype only for some families (vllm/model_executor/models/config.py):
+    Nemotron-H from 0.13 (NemotronHForCausalLMConfig: the config's mamba_ssm_cache_dtype, else float16,
+    float32 from 0.20), Qwen3.5 from 0.17 (its mamba_ssm_dtype)."""
+    v, mt = profile.version, spec.model_type
+    if mt == "nemotron_h":
+        if v < (0, 13, 0):
+            return None
+        return from_config or (2 if v < (0, 20, 0) else 4)
+    if mt.startswith("qwen3_5"):
+        return from_config if v >= (0, 17, 0) else None
+    return from_config
 
 
 def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_bytes: int,
@@ -566,12 +602,15 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
     draft, spec_k, _w = draft_info or drafter(spec, settings, profile, [])
     layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp, settings.pp_stage,
                                                            settings.pp_layer_partition) + draft,
-                              (settings.kv_cache_dtype or "auto").lower(), assumptions)
+                              (settings.kv_cache_dtype or "auto").lower(), assumptions, kv_bytes,
+                              settings.compute_capability)
     if spec_k:
         # Gated DeltaNet and KDA keep the last k speculative tokens' inputs in their conv states:
         # (conv_kernel − 1 + num_spec) rows (mamba_utils.py gated_delta_net_state_shape, kda_state_shape).
+        # (KDA's num_spec argument is used from 0.27: mamba_utils.py kda_state_shape ignored it before)
+        spec_rows = ("gdn", "kda") if profile.version >= (0, 27, 0) else ("gdn",)
         layers = [dataclasses.replace(lk, conv_kernel=lk.conv_kernel + spec_k)
-                  if isinstance(lk, MambaState) and lk.variant in ("gdn", "kda") else lk for lk in layers]
+                  if isinstance(lk, MambaState) and lk.variant in spec_rows else lk for lk in layers]
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]
@@ -966,6 +1005,11 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         return _tightest_stage(spec, inputs)
     s = base.replace()
     assumptions: list[str] = list(spec.assumptions)
+    if s.engine is None and spec.model_type.startswith("mllama") and profile_for(s.vllm_version, None).engine == "v1" \
+            and profile_for(s.vllm_version, None).version < (0, 10, 0):
+        # mllama.py is SupportsV0Only through 0.9: vLLM runs it on the V0 engine
+        s.engine = "v0"
+        assumptions.append("Llama-3.2-Vision (mllama) runs on vLLM's V0 engine in this version")
     profile = profile_for(s.vllm_version, s.engine)
     s.engine = profile.engine
     if s.vllm_version is None:
@@ -1007,6 +1051,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         elif cc >= 10.0:
             s.block_size = 128
     cc = cc_number(compute_capability)
+    s.compute_capability = cc
     # models/config.py 0.11.2–0.17: FlashInfer (the default backend there) does not take 16-token
     # blocks with head size 256 on Blackwell (flashinfer#1993): hybrid blocks align to 32
     s.hybrid_block_align = 32 if (profile.engine == "v1" and (0, 11, 2) <= profile.version < (0, 18, 0)

@@ -449,7 +449,8 @@ def _mamba_state(text: dict, kind: str, mtype: str, hidden: int) -> MambaState:
     if kind == "linear":  # lightning attention (MiniMax-Text-01): heads × head_dim²
         heads = int(_first(text, "num_attention_heads", default=1))
         hd = int(_first(text, "head_dim", default=hidden // max(1, heads)))
-        return MambaState(kind="linear", variant="linear", n_heads=heads, head_dim=hd, ssm_dtype_bytes=ssm_b or 4)
+        # its state is in the cache dtype (mamba_utils.py linear_attention_state_dtype: the model dtype)
+        return MambaState(kind="linear", variant="linear", n_heads=heads, head_dim=hd, ssm_dtype_bytes=ssm_b)
     d_state = int(_first(text, "mamba_d_state", "ssm_state_size", "state_size", "d_state", default=16))
     conv = int(_first(text, "mamba_d_conv", "conv_kernel", "d_conv", default=4))
     expand = _first(text, "mamba_expand", "expand", default=2)

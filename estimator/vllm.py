@@ -353,6 +353,7 @@ class EngineSettings:
     pp_layer_partition: list[int] | None = None   # VLLM_PP_LAYER_PARTITION ("16,32"): layers per stage
     pp_stage: int | None = None                   # internal: the one PP stage being sized
     hybrid_block_align: int | None = None         # internal: the hybrid block alignment the card imposes
+    compute_capability: float | None = None       # internal: the card's, for backend choices in the layout
     # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or RoPE scaling set on the command line (--rope-scaling,
     # --hf-overrides): a max_model_len above the config's is accepted
     allow_long_max_model_len: bool = False

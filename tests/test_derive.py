@@ -549,7 +549,8 @@ def test_the_0_2_attention_kernels_shared_memory_limit_is_not_a_memory_shortage(
 
 def test_the_kv_formula_of_an_mla_model_before_0_7_1_shows_k_and_v_per_head():
     """vLLM before 0.7.1 cached MLA models' K and V for every head (qk_nope 128 + rope 64 = 192
-    dims): DeepSeek-Coder-V2 at TP 8 keeps 128 / 8 = 16 heads per GPU — 60 × 16 × 192 × 2 × 2 B."""
+    dims, padded to 256 up to 0.6.6 — config.py get_head_size: FlashAttention head sizes): DeepSeek-Coder-V2
+    at TP 8 keeps 128 / 8 = 16 heads per GPU — 60 × 16 × 256 × 2 × 2 B on 0.5.4."""
     from estimator.api import load_model
     from estimator.derive import kv_formula
     from estimator.memory import estimate
@@ -558,8 +559,8 @@ def test_the_kv_formula_of_an_mla_model_before_0_7_1_shows_k_and_v_per_head():
     spec = load_model("deepseek-ai/DeepSeek-Coder-V2-Instruct", offline=True).spec
     e = estimate(spec, gpu_total_bytes=80 * 2**30,
                  settings=EngineSettings(vllm_version="0.5.4", tensor_parallel_size=8, max_model_len=16000))
-    assert e.layout.kv_bytes_per_token == 60 * 16 * 192 * 2 * 2 == 737_280
-    assert kv_formula(e).startswith("60 layers × 16 KV heads per GPU × 192 head_dim × 2 (K,V)")
+    assert e.layout.kv_bytes_per_token == 60 * 16 * 256 * 2 * 2 == 983_040
+    assert kv_formula(e).startswith("60 layers × 16 KV heads per GPU × 256 head_dim × 2 (K,V)")
     # an MLA model with linear-attention layers (Kimi-Linear) says its per-request state too
     kimi = load_model("moonshotai/Kimi-Linear-48B-A3B-Instruct", offline=True).spec
     k = estimate(kimi, gpu_total_bytes=24 * 2**30,

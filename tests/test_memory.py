@@ -843,6 +843,11 @@ def test_kv_auto_follows_checkpoint_fp8_from_014():
     # ≤0.13: auto = model dtype → 80 × 8 × 128 × 2 × 2 B; 0.14+: checkpoint fp8 → × 1 B
     assert e13.layout.kv_bytes_per_token == 80 * 8 * 128 * 2 * 2 == 327_680
     assert e14.layout.kv_bytes_per_token == 80 * 8 * 128 * 2 * 1 == 163_840
+    # a compressed-tensors kv_cache_scheme is followed from 0.15 (attention/layer.py), not 0.14
+    ct = spec_from_config(_llama_cfg(max_position_embeddings=8192, quantization_config={
+        "quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float"}}), "synthetic/ct")
+    assert run_pool(ct, "0.14.0", 8 * GiB, max_model_len=8192).layout.kv_bytes_per_token == \
+        2 * run_pool(ct, "0.15.0", 8 * GiB, max_model_len=8192).layout.kv_bytes_per_token
 
 
 def test_fp32_config_runs_16_bit_so_kv_is_2_bytes():

@@ -755,7 +755,28 @@ def test_hybrid_prefix_caching_default_and_mamba_cache_modes():
     # 0.11.2–0.14: with the flag a supporting model keeps a state per block; before 0.11.2, one state
     e14 = _nano("0.14.0", enable_prefix_caching=True)
     assert e14.layout.block_size == all_bs
-    assert _nano("0.11.0", enable_prefix_caching=True).layout.block_size == none_bs
+    # (before 0.13 vLLM kept Nemotron-H's SSM state in the model dtype: (18,432 + 524,288) × 2 B per layer)
+    bf16_state = (3 * (4096 + 2 * 8 * 128) + 64 * 64 * 128) * 2
+    assert bf16_state == 1_085_440
+    assert _nano("0.11.0", enable_prefix_caching=True).layout.block_size == 16 * cdiv(bf16_state, 16 * 1024) == 1072
+
+
+def test_nemotron_h_ssm_state_dtype_per_version():
+    """models/config.py NemotronHForCausalLMConfig: from 0.13 the config's mamba_ssm_cache_dtype, else
+    float16; float32 from 0.20; before 0.13 the model dtype. Nemotron-H-56B (no such key) at TP 4:
+    conv 3 × (16,384 + 2 × 8 × 256) / 4 = 15,360 elements × 2 B, SSM 256/4 heads × 64 × 256 elements."""
+    spec = load("nvidia/Nemotron-H-56B-Base-8K")
+
+    def state(version):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=4, max_model_len=8192,
+                           kv_cache_memory_bytes=8 * GiB)
+        e = estimate(spec, gpu_total_bytes=80 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                     non_torch_bytes=0, cuda_graph_bytes=0)
+        return e.layout.state_bytes_per_request // 54
+
+    conv, ssm = 15_360, 64 * 64 * 256
+    assert state("0.12.0") == state("0.14.0") == conv * 2 + ssm * 2 == 2_127_872
+    assert state("0.22.0") == conv * 2 + ssm * 4 == 4_225_024
 
 
 def test_models_without_mamba_prefix_caching_use_align_or_none():
@@ -776,3 +797,66 @@ def test_models_without_mamba_prefix_caching_use_align_or_none():
     e14 = est("0.14.0", enable_prefix_caching=True)
     assert e14.layout.mamba_mode == "none"
     assert e14.max_concurrency == pytest.approx(e14.gpu_blocks / (per_attn + 3 * 1))
+
+
+def test_sparse_mla_cache_format_per_version_and_card():
+    """DeepSeek-V3.2 (61 MLA layers, 132 B of indexer cache each): FlashMLA's sparse "fp8_ds_mla" format is
+    656 B per token per layer — in 0.11.0 whatever the dtype (models/config.py sets it for "auto" too),
+    from 0.11.2 for an fp8 cache, the checkpoint's as well as the flag's (NVIDIA's NVFP4 export quantizes
+    its KV cache); on Blackwell from 0.19 the FlashInfer sparse backend keeps plain fp8, 576 B."""
+    def bpt(model, gpu, version, **kw):
+        spec = load(model)
+        g = lookup_gpu(gpu)
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=8, max_model_len=32768, **kw)
+        return estimate(spec, gpu_total_bytes=g.total_bytes, gpu_name=g.name, compute_capability=g.compute_capability,
+                        settings=s).layout.kv_bytes_per_token
+
+    assert bpt("deepseek-ai/DeepSeek-V3.2", "H200", "0.11.0") == 61 * (656 + 132) == 48_068
+    assert bpt("deepseek-ai/DeepSeek-V3.2", "H200", "0.11.2") == 61 * (576 * 2 + 132) == 78_324
+    assert bpt("nvidia/DeepSeek-V3.2-NVFP4", "H200", "0.22.0") == 48_068
+    assert bpt("deepseek-ai/DeepSeek-V3.2", "B200", "0.22.0", kv_cache_dtype="fp8") == 61 * (576 + 132) == 43_188
+    assert bpt("deepseek-ai/DeepSeek-V3.2", "B200", "0.18.0", kv_cache_dtype="fp8") == 48_068
+
+
+def test_lightning_attention_state_is_in_the_model_dtype():
+    """mamba_utils.py linear_attention_state_dtype (0.10.2+): MiniMax-Text-01's lightning-attention state
+    is kept in the cache dtype, the model's bf16 — not fp32. 64 heads / TP 8 × 128 × 128 × 2 B per layer."""
+    from estimator.spec import spec_from_config
+
+    cfg = {"architectures": ["MiniMaxText01ForCausalLM"], "model_type": "minimax_text_01", "hidden_size": 6144,
+           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 80,
+           "attn_type_list": ([0] * 7 + [1]) * 10, "intermediate_size": 9216, "num_local_experts": 32,
+           "num_experts_per_tok": 2, "vocab_size": 200064, "max_position_embeddings": 10240000,
+           "torch_dtype": "bfloat16", "tie_word_embeddings": False, "rotary_dim": 64}
+    spec = spec_from_config(cfg, "synthetic/minimax-text-01")
+    s = EngineSettings(vllm_version="0.11.0", tensor_parallel_size=8, max_model_len=32768,
+                       kv_cache_memory_bytes=8 * GiB)
+    e = estimate(spec, gpu_total_bytes=80 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                 non_torch_bytes=0, cuda_graph_bytes=0)
+    assert e.layout.state_bytes_per_request == 70 * 8 * 128 * 128 * 2 == 18_350_080
+
+
+def test_mllama_runs_v0_and_caches_its_cross_attention_layers_there():
+    """Llama-3.2-11B-Vision: mllama.py is SupportsV0Only through 0.9, and V0's cache engine pages all 40
+    decoder layers (32 self + 8 cross-attention): 40 × 8 × 128 × 2 × 2 B = 163,840 B per token."""
+    spec = load("meta-llama/Llama-3.2-11B-Vision-Instruct")
+    for version in ("0.6.3", "0.9.2"):
+        e = estimate(spec, gpu_total_bytes=80 * GiB, settings=EngineSettings(vllm_version=version, max_model_len=8192))
+        assert e.profile.engine == "v0"
+        assert e.layout.kv_bytes_per_token == 40 * 8 * 128 * 2 * 2 == 163_840
+
+
+def test_kda_conv_state_takes_speculative_rows_from_0_27():
+    """mamba_utils.py kda_state_shape uses num_spec from 0.27 (ignored before): Kimi-Linear at TP 2 with
+    3 speculative tokens keeps 3 × (4 − 1 + 3) × 2,048 × 2 B of conv state + 16 × 128 × 128 × 4 B."""
+    spec = load("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+
+    def kda(version):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=2, max_model_len=32768,
+                           speculative_method="ngram", num_speculative_tokens=3, kv_cache_memory_bytes=4 * GiB)
+        e = estimate(spec, gpu_total_bytes=24 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                     non_torch_bytes=0, cuda_graph_bytes=0)
+        return e.layout.state_bytes_per_request // 20
+
+    assert kda("0.22.0") == 3 * 3 * 2048 * 2 + 16 * 128 * 128 * 4 == 1_085_440
+    assert kda("0.27.0") == 3 * 6 * 2048 * 2 + 16 * 128 * 128 * 4 == 1_122_304
