@@ -118,19 +118,56 @@ def settings_for(case: dict) -> EngineSettings:
             setattr(s, key, case[key])
     if isinstance(case.get("max_model_len"), int):
         s.max_model_len = case["max_model_len"]
-    for key in ("dtype", "kv_cache_dtype", "quantization"):
+    for key in ("dtype", "kv_cache_dtype"):
         v = case.get(key)
         if isinstance(v, str) and v.strip():
-            word = v.split()[0].strip("(),").lower()
-            if key == "quantization" and word not in ("fp8", "awq", "gptq", "bitsandbytes", "mxfp4", "nvfp4"):
-                continue
-            setattr(s, key, word)
+            setattr(s, key, v.split()[0].strip("(),").lower())
+    quant = quant_word(case.get("quantization"))
+    if not (quant or s.quantization):
+        # no format in the field or the paste: the checkpoint as the case describes it ("AutoRound
+        # int4 checkpoint of Qwen3.6-27B", "Gemma 4 26B-A4B AWQ"), where the repo id is the base model's
+        quant = quant_word(f"{case.get('model') or ''} {case.get('other_flags') or ''}", weights_only=True)
+    if quant:
+        s.quantization = quant
     if case.get("enforce_eager") is not None:
         s.enforce_eager = bool(case["enforce_eager"])
     s.unknown_flags = []
     return s
 
 
+# A checkpoint format as free text words it, most specific first: the method vLLM loads, else the
+# weight bits (which the estimator reads as compressed-tensors' integer layouts, params._resolve_format).
+_QUANT_WORDS = (
+    (re.compile(r"(?i)\bgguf\b\W*(q\d\w*)?"), "gguf"),
+    (re.compile(r"(?i)\bauto[-_ ]?round\b"), "auto_round"),
+    (re.compile(r"(?i)\bawq\b"), "awq"),
+    (re.compile(r"(?i)\bgptq\b"), "gptq"),
+    (re.compile(r"(?i)\b(?:bitsandbytes|bnb)\b"), "bitsandbytes"),
+    (re.compile(r"(?i)\bnvfp4\b"), "nvfp4"),
+    (re.compile(r"(?i)\bmxfp4\b"), "mxfp4"),
+    (re.compile(r"(?i)\bw8a16\b|\bint8\b"), "w8a16"),
+    (re.compile(r"(?i)\bfp8\b"), "fp8"),
+    (re.compile(r"(?i)\bw4a16\b|\bint4\b|\b4-?bit\b"), "int4"),
+)
+
+
+def quant_word(text, weights_only: bool = False) -> str | None:
+    """The quantization a case's free text names ("awq (AutoRound int4 sym)" → awq: a leading method
+    word wins; "compressed-tensors W8A16 (int8 weights)" → w8a16, "gguf (Q4_K_M)" → gguf_q4_k_m), None
+    when it names none. `weights_only`: text that may speak of the KV cache ("fp8_e5m2 KV") — no fp8."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    for part in (text.split()[0], text):
+        for pattern, word in _QUANT_WORDS:
+            if weights_only and word == "fp8":
+                continue
+            m = pattern.search(part) and pattern.search(text)     # the whole text for gguf's type
+            if m:
+                return f"gguf_{m.group(1).lower()}" if word == "gguf" and m.group(1) else word
+    return None
+
+
+_SIZE = re.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
 _SMI_NOTE = re.compile(r"total_gpu_memory_gib\b[^.;]*?\b(\d{1,3}(?:,\d{3})+|\d{4,6})\s?MiB")
 
 
@@ -174,6 +211,15 @@ def gpu_for(case: dict) -> str:
     if known and total and (known.assumed or abs(known.total_bytes / GiB - total) / total < 0.1):
         # the total vLLM printed, where it agrees with the card or the card's size is only nominal
         return f"{total}GiB"
+    weights = (case.get("observed") or {}).get("weights_gib")
+    if known and not total and isinstance(weights, (int, float)) and not _SIZE.search(name):
+        # as `diagnose` reads a paste: the card loaded the weights vLLM printed, so an "A100" that
+        # loaded 48.5 GiB was an 80 GB one (gpus.family_card_holding)
+        from estimator.gpus import family_card_holding
+
+        held = family_card_holding(name, int(weights * GiB))
+        if held is not None:
+            return held.name
     if known:
         return name
     return f"{total}GiB" if total else name
@@ -265,6 +311,13 @@ def main(argv: list[str]) -> int:
             skipped += 1
             continue
         gpu_arg = gpu_for(case)
+        if not gpu_arg:
+            # no card in the case or its paste: a forward estimate would be of a default card the
+            # author did not have (`diagnose` asks for `nvidia-smi` instead)
+            if verbose:
+                print(f"{case['id'][:58]:<58} skipped: no GPU in the case or its paste")
+            skipped += 1
+            continue
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings_for(case))
         except KvdoctorError as exc:
@@ -283,7 +336,7 @@ def main(argv: list[str]) -> int:
                 errors[q].append(e)
             print(f"{case['id'][:58]:<58} {q:<24} {o:>12,.2f} {p:>12,.2f} {'' if e is None else f'{e:7.1f}'}")
     print()
-    print(f"cases evaluated: {evaluated}, skipped (no observed numbers or model config offline): {skipped}")
+    print(f"cases evaluated: {evaluated}, skipped (no observed numbers, model config offline or GPU): {skipped}")
     print(f"{'quantity':<24} {'n':>4} {'median%':>9} {'p90%':>9}")
     for q in QUANTITIES:
         v = sorted(errors[q])

@@ -37,7 +37,8 @@ _SIZE_IN_TEXT = re.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
 # is 40GB", "RTX 5070 Ti 16303MiB"), not a usage figure ("T4 and only takes ~10GB/15GB") nor the
 # total of several cards ("A10*4, 96GB VRAM").
 _SIZE_TOKEN = re.compile(r"(?i)\d+(?:\.\d+)?\s*(?:GB|GiB|MiB)\b")
-_USAGE_BEFORE_SIZE = re.compile(r"(?i)\b(?:takes?|taking|uses?|using|used|only|free|left|of\s+it|occupie[sd]|total)\b|/"
+_USAGE_BEFORE_SIZE = re.compile(r"(?i)\b(?:takes?|took|taking|uses?|using|used|only|free|left|of\s+it|occupie[sd]|total|"
+                                r"loading|loaded|weights?|cache|needs?|needed|requires?|allocated?)\b|/"
                                 r"|^\s*[*×x]\s*\d")     # "A10*4, 96GB": the size of all the cards together
 
 V0_ASSUMED = "0.7.3"  # newest release whose default engine was V0 (docs era table)
@@ -494,8 +495,22 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
     stage_gpus = _stage_gpus(facts, settings)
     if stage_gpus:
         overrides["stage_gpus"] = stage_gpus
+    held = None
+    if card_ref and overrides["weights_bytes"] and not total and not stage_gpus \
+            and not _SIZE_IN_TEXT.search(card_ref):
+        from estimator.gpus import family_card_holding
+
+        held = family_card_holding(str(card_ref), overrides["weights_bytes"])
+        if held is not None:
+            named = card_ref
+            card_ref = held.name
     est = run_estimate(loaded.spec, card_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
+    if held is not None:
+        est.assumptions.append(f"the paste names the {named} without its size, but vLLM loaded "
+                               f"{overrides['weights_bytes'] / GiB:.2f} GiB of weights per GPU, more than that "
+                               f"card's smallest version holds: modelled as the {held.name} "
+                               f"({held.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
     if total and abs(total - est.gpu_total_bytes) > 0.0051 * GiB:
         # beyond the printed figure's rounding (2 decimals): vLLM's own total is the better evidence
         # (vllm#16570: an A100-PCIE-40GB printed 39.38 GiB; the catalog assumes the SXM4's 39.39)

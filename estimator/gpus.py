@@ -249,6 +249,15 @@ def lookup_gpu(text: str) -> Gpu:
     raise UnknownGpu(f"unknown GPU {text.strip()[:60]!r}{hint} (or give its memory, e.g. 24GB or 47.54GiB)")
 
 
+def _family_row_of_size(row: _Row, stated_gb: float) -> _Row | None:
+    """The catalog card of `row`'s family marketed at `stated_gb` (within 5%), the first listed on
+    a tie (the SXM card before its PCIe twin, as the bare alias goes to the first)."""
+    fam = family(row.name)
+    near = [r for r in _rows() if r is not row and r.marketed_gb and family(r.name) == fam
+            and abs(r.marketed_gb - stated_gb) / stated_gb <= 0.05]
+    return min(near, key=lambda r: abs(r.marketed_gb - stated_gb)) if near else None
+
+
 _COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
 _REPORTED = regex.compile(r"(\d+(?:\.\d+)?)\s*gib\b")
 _SMI = regex.compile(r"(?<![\d.])(\d{4,6})\s*mib\b")
@@ -274,6 +283,12 @@ def _alias_in_text(key: str) -> Gpu | None:
         m = _NOMINAL.search(text, timeout=0.1)
         stated = float(m.group(1)) if m else None
         if stated and row.marketed_gb and abs(stated - row.marketed_gb) / row.marketed_gb > 0.25:
+            sibling = _family_row_of_size(row, stated)
+            if sibling is not None:
+                # "A100 (numbers imply 80GB)": the family's own card of that size, with the total
+                # torch reports for it, not the 40 GB card's total plus 40 GiB
+                return dataclasses.replace(_to_gpu(sibling), assumed=f"read the GPU as {sibling.name} from the "
+                                           f"text ({row.name.replace('NVIDIA ', '')} family, {stated:g} GB)")
             # A variant the catalog does not list (a 48 GB modded 4090, the 141 GB H20): the stated
             # size wins; the name still gives compute capability and dtype support. Memory comes in
             # binary sizes (a "24 GB" card carries 24 GiB of chips) and the driver's reservation
@@ -328,3 +343,20 @@ def family_variants(name: str) -> list[Gpu]:
     """Every catalog card of the same family as `name` (all sizes and form factors)."""
     fam = family(name)
     return [g for r, g in _catalog() if fam and family(r.name) == fam]
+
+
+def family_card_holding(text: str, loaded_bytes: int) -> Gpu | None:
+    """The smallest card of the family `text` names that holds `loaded_bytes`, when the card the
+    name resolves to cannot; None when it can, or no card of the family can.
+
+    Why: vLLM printed the weights it had loaded on one GPU, so that GPU held them. "A100" resolves to
+    the 40 GB card (gpus.csv's alias), but an A100 that loaded 48.5 GiB of weights was an 80 GB one.
+    A name that states its size is not second-guessed here (the caller checks)."""
+    try:
+        named = lookup_gpu(text)
+    except UnknownGpu:
+        return None
+    if named.total_bytes > loaded_bytes:
+        return None
+    bigger = [g for g in family_variants(named.name) if g.total_bytes > loaded_bytes]
+    return min(bigger, key=lambda g: g.total_bytes) if bigger else None

@@ -122,3 +122,53 @@ def test_an_unreadable_vllm_use_v1_value_leaves_the_engine_alone():
 
     assert parse_flags(["VLLM_USE_V1=${USE_V1}"], EngineSettings(vllm_version="0.8.3")).engine is None
     assert parse_flags(["VLLM_USE_V1=1"], EngineSettings(vllm_version="0.8.3")).engine == "v1"
+
+
+def test_a_card_named_without_its_size_is_the_one_that_held_the_printed_weights(accuracy):
+    """A blog's "A100" run printed `Model loading took 48.5 GiB`: the 40 GB card (what the bare alias
+    means in gpus.csv, 39.39 GiB to torch) cannot hold that, so the bench sizes the family's 80 GB
+    card (79.15 GiB), as `diagnose` does; a name with its size, or weights that fit, stay as named."""
+    case = {"gpu": "NVIDIA A100", "observed": {"weights_gib": 48.5, "kv_cache_gib": 21.5}, "notes": ""}
+    assert accuracy.gpu_for(case) == "NVIDIA A100-SXM4-80GB"
+    assert accuracy.gpu_for(dict(case, observed={"weights_gib": 13.72})) == "NVIDIA A100"
+    assert accuracy.gpu_for(dict(case, gpu="NVIDIA A100 40GB")) == "NVIDIA A100 40GB"
+
+
+def test_a_case_with_no_card_anywhere_is_skipped_not_run_on_a_default(accuracy, tmp_path, capsys):
+    """vLLM's example output (no card named, no total printed) cannot be predicted forward: the
+    bench skips it instead of comparing vLLM's 16.20 GiB with a default card's pool."""
+    import json
+
+    case = {"id": "no-card", "model": "Qwen/Qwen2.5-0.5B-Instruct", "gpu": None, "date": "2025-07-03",
+            "paste": "INFO 07-03 07:12:56 [gpu_worker.py:232] Available KV cache memory: 16.20 GiB",
+            "observed": {"kv_cache_gib": 16.2}}
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    assert accuracy.gpu_for(case) == ""
+    assert accuracy.main([str(path), "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert "no-card" in out and "skipped: no GPU" in out
+    assert "cases evaluated: 0" in out
+
+
+@pytest.mark.parametrize("text,word", [
+    ("awq (AutoRound int4 sym)", "awq"),                 # the leading method word is what vLLM loads
+    ("compressed-tensors W8A16 (int8 weights)", "w8a16"),
+    ("gguf (Q4_K_M)", "gguf_q4_k_m"),
+    ("4-bit (unspecified; ~20 GB weights)", "int4"),
+    ("fp8 (Marlin weight-only fallback on Ampere)", "fp8"),
+    ("none", None),
+])
+def test_a_quantization_field_in_words_is_read(accuracy, text, word):
+    assert accuracy.quant_word(text) == word
+
+
+def test_a_checkpoint_format_in_the_description_is_read_but_not_a_kv_dtype(accuracy):
+    """club-3090#104 names the base repo (Qwen/Qwen3.6-27B) with "AutoRound int4 checkpoint" in its
+    flags text and no quantization field: 16-bit weights would not even fit two 3090s' budget. An
+    "fp8_e5m2 KV" in the same text is the cache's dtype, not the weights'."""
+    case = {"paste": "", "model": "Qwen/Qwen3.6-27B", "quantization": None,
+            "other_flags": "AutoRound int4 checkpoint of Qwen3.6-27B (per title); PCIe x8"}
+    assert accuracy.settings_for(case).quantization == "auto_round"
+    kv_only = dict(case, other_flags="--kv-cache-dtype fp8_e5m2; fp8 KV cache")
+    assert accuracy.settings_for(kv_only).quantization is None

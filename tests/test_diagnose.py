@@ -569,6 +569,27 @@ def test_card_named_without_its_size_takes_the_variant_the_pool_implies():
     assert any("without its size" in a for a in d.assumptions)
 
 
+GEMMA4_A100_PROFILE_OOM = """vllm serve google/gemma-4-26B-A4B --max-model-len 131072 --enforce-eager
+on our A100: Model loading took 48.5 GiB memory and 10.090812 seconds
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+"""
+
+
+def test_card_named_without_its_size_is_the_one_that_held_the_printed_weights():
+    # No KV figure to imply the size (the profile run failed), but vLLM had loaded 48.5 GiB of
+    # weights on the GPU: the "A100" of gpus.csv's bare alias (40 GB, 39.39 GiB to torch) cannot
+    # hold that, the family's 80 GB card (79.15 GiB) can. "A100: Model loading took 48.5 GiB" is a
+    # usage figure after the name, not the card's size.
+    d = diagnose(GEMMA4_A100_PROFILE_OOM, offline=True, explain=True, posted="2026-04-17")
+    assert d.estimate["gpu"]["name"] == "NVIDIA A100-SXM4-80GB"
+    assert d.estimate["gpu"]["total_bytes"] == 84987740160
+    assert any("loaded 48.50 GiB of weights" in a for a in d.assumptions)
+    # a card whose smallest version holds the weights stays as named
+    small = GEMMA4_A100_PROFILE_OOM.replace("48.5 GiB", "30.5 GiB")
+    assert diagnose(small, offline=True, explain=True, posted="2026-04-17").estimate["gpu"]["name"] \
+        == "NVIDIA A100-SXM4-40GB"
+
+
 FOUR_RANKS = """**vLLM**: v0.8.5
 **Hardware**: A10*4, 96GB VRAM
 qwen3-1  | (VllmWorker rank=0 pid=105) INFO 04-29 01:07:41 [gpu_model_runner.py:1347] Model loading took 14.2474 GiB and 558.868858 seconds

@@ -125,6 +125,19 @@ def test_a_stated_variant_adds_the_extra_memory(text, expected_gib):
     assert "variant" in g.name
 
 
+@pytest.mark.parametrize("text,expected_name,expected_gib", [
+    # the bare alias is the 40 GB card; a size in the text picks its 80 GB sibling (deviceQuery
+    # 84,987,740,160 B = 79.15 GiB in gpus.csv), not 39.39 + 40 = 79.39 GiB
+    ("NVIDIA A100 (numbers imply 80GB)", "NVIDIA A100-SXM4-80GB", 79.15),
+    # the H20's 141 GB row: 141 × 1024 MiB − 480 MiB = 143,904 MiB = 140.53 GiB, not 94.50 + 45
+    ("NVIDIA H20 (memory size not stated; numbers imply the ~141GB variant)", "NVIDIA H20 141GB", 140.53),
+])
+def test_a_stated_size_picks_the_familys_own_card(text, expected_name, expected_gib):
+    g = lookup_gpu(text)
+    assert g.name == expected_name and "variant" not in g.name
+    assert g.total_bytes / 2**30 == pytest.approx(expected_gib, abs=0.005)
+
+
 def test_h20_is_known():
     """vllm#51041 and recipes#12 run on H20s; nvidia-smi shows 97,871 MiB (as the GH200 96GB)."""
     g = lookup_gpu("8x H20")
