@@ -245,8 +245,8 @@ def observed_values(obs: dict, utilization: float | None = None) -> dict:
         out["kv_cache_gib"] = obs.get("kv_available_gib")  # V1 prints the pool as "available KV cache memory"
     out["kv_tokens"] = obs.get("kv_tokens_capacity") or obs.get("error_max_tokens_in_kv")
     parts = [obs.get(k) for k in ("activation_peak_gib", "non_torch_gib")]
-    if all(p is not None for p in parts):
-        graphs = obs.get("cuda_graph_gib") or 0
+    if all(_number(p) for p in parts):
+        graphs = obs.get("cuda_graph_gib") if _number(obs.get("cuda_graph_gib")) else 0
         # The printed graph memory is part of the overhead only where vLLM subtracted it before sizing
         # the KV cache; the printed figures themselves say which (requested − W − P − N [− G] = KV).
         known = [obs.get("total_gpu_memory_gib"), utilization, obs.get("weights_gib"), out.get("kv_cache_gib")]
@@ -254,7 +254,12 @@ def observed_values(obs: dict, utilization: float | None = None) -> dict:
                 and graphs_on_top(known[0] * known[1], known[2], parts[0], parts[1], graphs, known[3]):
             graphs = 0
         out["overhead_gib"] = sum(parts) + graphs
-    return {k: v for k, v in out.items() if v is not None}
+    return {k: v for k, v in out.items() if _number(v)}
+
+
+def _number(v) -> bool:
+    """A figure a case recorded as a number ("n/a", true or a string is not compared)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def predicted_values(est, observed: dict | None = None) -> dict:
@@ -301,10 +306,19 @@ def main(argv: list[str]) -> int:
     errors: dict[str, list[float]] = {q: [] for q in QUANTITIES}
     evaluated = skipped = 0
     print(f"{'case':<58} {'quantity':<24} {'observed':>12} {'predicted':>12} {'err%':>7}")
-    for line in path.read_text().splitlines():
+    for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue
-        case = json.loads(line)
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            print(f"line {number}: not JSON ({exc.msg}); skipped", file=sys.stderr)
+            skipped += 1
+            continue
+        if not isinstance(case, dict):
+            skipped += 1
+            continue
+        name = str(case.get("id") or f"line {number}")[:58]
         obs = observed_values(case.get("observed") or {}, case.get("gpu_memory_utilization"))
         loaded = _model_of(case) if obs else None
         if loaded is None:
@@ -315,14 +329,14 @@ def main(argv: list[str]) -> int:
             # no card in the case or its paste: a forward estimate would be of a default card the
             # author did not have (`diagnose` asks for `nvidia-smi` instead)
             if verbose:
-                print(f"{case['id'][:58]:<58} skipped: no GPU in the case or its paste")
+                print(f"{name:<58} skipped: no GPU in the case or its paste")
             skipped += 1
             continue
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings_for(case))
         except KvdoctorError as exc:
             if verbose:
-                print(f"{case['id'][:58]:<58} skipped: {exc}")
+                print(f"{name:<58} skipped: {exc}")
             skipped += 1
             continue
         evaluated += 1
@@ -334,7 +348,7 @@ def main(argv: list[str]) -> int:
             e = pct(p, o)
             if e is not None:
                 errors[q].append(e)
-            print(f"{case['id'][:58]:<58} {q:<24} {o:>12,.2f} {p:>12,.2f} {'' if e is None else f'{e:7.1f}'}")
+            print(f"{name:<58} {q:<24} {o:>12,.2f} {p:>12,.2f} {'' if e is None else f'{e:7.1f}'}")
     print()
     print(f"cases evaluated: {evaluated}, skipped (no observed numbers, model config offline or GPU): {skipped}")
     print(f"{'quantity':<24} {'n':>4} {'median%':>9} {'p90%':>9}")

@@ -172,3 +172,20 @@ def test_a_checkpoint_format_in_the_description_is_read_but_not_a_kv_dtype(accur
     assert accuracy.settings_for(case).quantization == "auto_round"
     kv_only = dict(case, other_flags="--kv-cache-dtype fp8_e5m2; fp8 KV cache")
     assert accuracy.settings_for(kv_only).quantization is None
+
+
+def test_a_malformed_corpus_line_is_skipped_not_a_traceback(accuracy, tmp_path, capsys):
+    """A line that is not JSON, a JSON list, a figure recorded as text and a case without an id:
+    the bench reports and goes on (the case without an id is named by its line)."""
+    import json
+
+    good = {"model": "Qwen/Qwen2.5-0.5B-Instruct", "gpu": "NVIDIA A10", "observed": {"kv_cache_gib": 5}}
+    lines = ["not json", "[1, 2]", json.dumps({"id": "text-figure", "observed": {"kv_cache_gib": "n/a"}}),
+             json.dumps(good)]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert accuracy.main([str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "line 1: not JSON" in captured.err
+    assert "line 4" in captured.out and "cases evaluated: 1, skipped" in captured.out
+    assert "text-figure" not in captured.out
