@@ -13,7 +13,6 @@ error per quantity; the last line is the KV summary.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import statistics
@@ -22,7 +21,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from corpus_reader import read_cases  # noqa: E402
 
 from estimator.api import load_model, run_estimate  # noqa: E402
 from estimator.derive import graphs_on_top, other_worker_pool  # noqa: E402
@@ -306,19 +308,11 @@ def main(argv: list[str]) -> int:
     errors: dict[str, list[float]] = {q: [] for q in QUANTITIES}
     evaluated = skipped = 0
     print(f"{'case':<58} {'quantity':<24} {'observed':>12} {'predicted':>12} {'err%':>7}")
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            case = json.loads(line)
-        except json.JSONDecodeError as exc:
-            print(f"line {number}: not JSON ({exc.msg}); skipped", file=sys.stderr)
+    for name, case in read_cases(path):
+        if case is None:
             skipped += 1
             continue
-        if not isinstance(case, dict):
-            skipped += 1
-            continue
-        name = str(case.get("id") or f"line {number}")[:58]
+        name = name[:58]
         obs = observed_values(case.get("observed") or {}, case.get("gpu_memory_utilization"))
         loaded = _model_of(case) if obs else None
         if loaded is None:

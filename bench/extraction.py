@@ -12,13 +12,15 @@ The last line prints the totals.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus_reader import read_cases  # noqa: E402
 
 from estimator.paste import read_paste  # noqa: E402
 
@@ -271,7 +273,10 @@ def main(argv: list[str]) -> int:
         return 2
     verbose = "--verbose" in argv or "-v" in argv
     path = Path([a for a in argv if not a.startswith("-")][0])
-    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not path.is_file():
+        print(f"extraction: no corpus file at {path}", file=sys.stderr)
+        return 2
+    cases = [dict(case, id=name) for name, case in read_cases(path) if case is not None]
     stats: dict[str, list[int]] = {}     # key → [shown, extracted, correct]
     kind_total = kind_ok = 0
     for case in cases:

@@ -117,3 +117,20 @@ def test_shows_helper_is_strict():
     assert bench.shows("Qwen3-235B-A22B-FP8", "quantization", "fp8")
     assert bench.shows("dtype=torch.bfloat16", "dtype", "bfloat16")
     assert not bench.shows("kv_cache_dtype=auto", "dtype", "auto")
+
+
+def test_the_extraction_bench_skips_a_malformed_line(tmp_path, capsys):
+    """A corpus line that is not a JSON object costs that line, not the run."""
+    import json
+
+    case = {"id": "ok", "paste": "INFO worker.py:267] Memory profiling takes 3.25 seconds\n"
+                                 "the current vLLM instance can use total_gpu_memory (8.00GiB) x "
+                                 "gpu_memory_utilization (0.70) = 5.60GiB",
+            "gpu_memory_utilization": 0.7}
+    path = tmp_path / "c.jsonl"
+    path.write_text("{truncated\n" + json.dumps([1]) + "\n" + json.dumps(case) + "\n")
+    assert bench.main([str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "line 1: not JSON" in captured.err and "line 2: not a JSON object" in captured.err
+    assert "gpu_memory_utilization" in captured.out and "TOTAL cases=1 " in captured.out
+    assert bench.main([str(tmp_path / "missing.jsonl")]) == 2
