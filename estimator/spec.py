@@ -454,15 +454,18 @@ def _mamba_state(text: dict, kind: str, mtype: str, hidden: int) -> MambaState:
     d_state = int(_first(text, "mamba_d_state", "ssm_state_size", "state_size", "d_state", default=16))
     conv = int(_first(text, "mamba_d_conv", "conv_kernel", "d_conv", default=4))
     expand = _first(text, "mamba_expand", "expand", default=2)
-    n_heads = _first(text, "mamba_n_heads", "mamba_num_heads", "num_heads_mamba")
-    head_dim = _first(text, "mamba_d_head", "mamba_head_dim")
+    # Zamba2 spells them n_mamba_heads / mamba_headdim / mamba_ngroups (vllm zamba2.py)
+    n_heads = _first(text, "mamba_n_heads", "mamba_num_heads", "num_heads_mamba", "n_mamba_heads")
+    head_dim = _first(text, "mamba_d_head", "mamba_head_dim", "mamba_headdim")
     d_inner = _first(text, "mamba_d_ssm", "intermediate_size_mamba")
+    if mtype == "zamba2" and not n_heads and head_dim:
+        n_heads = int(expand * hidden) // int(head_dim)     # transformers' Zamba2Config derives it so
     if n_heads and head_dim and not d_inner:
         d_inner = int(n_heads) * int(head_dim)
     d_inner = int(d_inner or int(expand * hidden))
     if n_heads:  # Mamba-2
         return MambaState(variant="mamba2", conv_kernel=conv, d_inner=d_inner, d_state=d_state,
-                          n_groups=int(_first(text, "mamba_n_groups", "n_groups", default=1)),
+                          n_groups=int(_first(text, "mamba_n_groups", "n_groups", "mamba_ngroups", default=1)),
                           n_heads=int(n_heads), head_dim=int(head_dim or d_inner // int(n_heads)),
                           ssm_dtype_bytes=ssm_b)
     return MambaState(variant="mamba1", conv_kernel=conv, d_inner=d_inner, d_state=d_state, ssm_dtype_bytes=ssm_b)
@@ -587,6 +590,20 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
                   and not isinstance(lk, CrossAttention) else lk for i, lk in enumerate(layers)]
         assumptions.append(f"num_kv_shared_layers: the last {n_shared} layers reuse earlier layers' KV cache "
                            "and hold none of their own")
+    if mtype == "zamba2":
+        # vllm zamba2.py: a "hybrid" layer runs a shared transformer block AND a Mamba-2 layer; the
+        # block's Attention has num_attention_heads K/V heads (no separate KV count) of
+        # attention_head_dim = attention_hidden_size / heads (transformers: 2 × hidden / heads), and
+        # each hybrid layer keeps its own cache although the blocks' weights are shared.
+        z_hd = _positive_int(text.get("attention_head_dim")) or \
+            (_positive_int(text.get("attention_hidden_size")) or 2 * hidden) // heads
+        ms = _mamba_state(text, "mamba", mtype, hidden)
+        hybrid = [i for i, lk in enumerate(layers) if isinstance(lk, FullAttention)]
+        layers = [FullAttention(kv_heads=heads, head_dim=z_hd) if i in hybrid else lk
+                  for i, lk in enumerate(layers)] + [ms] * len(hybrid)
+        if hybrid:
+            assumptions.append(f"Zamba2: {len(hybrid)} hybrid layers keep attention KV ({heads} heads × {z_hd}) "
+                               "and a Mamba-2 state each")
     if mtype == "falcon_h1" or text.get("parallel_hybrid"):
         # Falcon-H1: every layer has attention AND a Mamba-2 mixer in parallel.
         ms = _mamba_state(text, "mamba", mtype, hidden)

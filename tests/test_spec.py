@@ -312,3 +312,27 @@ def test_compressed_kv_caches_are_said_to_be_unmodelled():
     assert suggest(est, error_kind="kv_capacity_v1") == []
     plain = load_model("Qwen/Qwen3-8B", offline=True).spec
     assert plain.kv_unmodelled == ""
+
+
+def test_zamba2_hybrid_layers_keep_attention_and_a_mamba2_state():
+    """vllm zamba2.py: every layer runs a Mamba-2 mixer and each "hybrid" layer adds a shared
+    transformer block whose Attention has num_attention_heads K/V heads of attention_head_dim.
+    Zamba2 names the mixer's keys n_mamba_heads / mamba_headdim / mamba_ngroups (they were missed,
+    reading the state as Mamba-1). Hand arithmetic for this synthetic config (TP 1, bf16):
+    KV per token 2 hybrid layers × 32 heads × 128 × 2 (K,V) × 2 B = 32,768 B;
+    one Mamba-2 state = conv 3 × (4,096 + 2 × 1 × 64) × 2 B = 25,344 B + SSM 64 heads × 64 × 64 × 2 B
+    = 524,288 B → 549,632 B, six of them (all layers)."""
+    cfg = {"architectures": ["Zamba2ForCausalLM"], "model_type": "zamba2", "hidden_size": 2048,
+           "num_hidden_layers": 6, "layers_block_type": ["mamba", "mamba", "hybrid", "mamba", "mamba", "hybrid"],
+           "mamba_expand": 2, "mamba_headdim": 64, "n_mamba_heads": 64, "mamba_ngroups": 1, "mamba_d_state": 64,
+           "mamba_d_conv": 4, "num_attention_heads": 32, "num_key_value_heads": 32, "attention_head_dim": 128,
+           "attention_hidden_size": 4096, "intermediate_size": 8192, "vocab_size": 32000,
+           "torch_dtype": "bfloat16", "max_position_embeddings": 4096}
+    spec = spec_from_config(cfg, "synthetic/zamba2")
+    assert sum(lk.bytes_per_token(1, 2) for lk in spec.attention_layers) == 32_768
+    states = spec.state_layers
+    assert len(states) == 6 and {st.variant for st in states} == {"mamba2"}
+    assert all(st.state_bytes(1, 2) == 549_632 for st in states)
+    # without n_mamba_heads (transformers derives it: expand × hidden / headdim) the same state
+    derived = spec_from_config({k: v for k, v in cfg.items() if k != "n_mamba_heads"}, "synthetic/zamba2")
+    assert derived.state_layers[0].state_bytes(1, 2) == 549_632
