@@ -558,7 +558,9 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
                                    chunked: bool, multimodal: bool) -> int:
     v = p.version
     if p.engine == "v0":
-        if not chunked:
+        if not chunked or v < (0, 4, 1):
+            # 0.4.0 added chunked prefill without a default of its own (vllm/config.py
+            # SchedulerConfig: max(max_model_len, 2048) either way); 0.4.1 chose 768
             tb = max(max_model_len, 2048)
         elif v < (0, 4, 2):
             tb = 768

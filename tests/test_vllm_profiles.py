@@ -563,3 +563,13 @@ def test_default_max_num_seqs_never_exceeds_the_batch_from_0_10_1():
     mine = estimate(spec, gpu_total_bytes=H100[1], gpu_name=H100[0], settings=EngineSettings(
         vllm_version="0.20.0", max_num_batched_tokens=512, max_num_seqs=600, max_model_len=8192))
     assert mine.settings.max_num_seqs == 600
+
+
+@pytest.mark.parametrize(("version", "expected"), [
+    ("0.4.0", 32768),   # 0.4.0 vllm/config.py SchedulerConfig: max(max_model_len, 2048), chunked or not
+    ("0.4.1", 768),     # 0.4.1: chunked prefill's own default
+    ("0.4.2", 512),     # 0.4.2–0.6.4: 512
+    ("0.6.5", 2048),
+])
+def test_v0_chunked_prefill_batch_default_per_release(version, expected):
+    assert _tb(version, A6000, engine="v0", L=32768) == expected
