@@ -887,7 +887,9 @@ def _load_oom_fixes(facts) -> list[dict]:
     """A weight-loading OOM from torch's own numbers: whether other processes held the card (free it)
     or, with nothing else on it, the weights being created filled it themselves (more GPUs).
     torch's message: "this process has X in use", "Of the allocated memory Y is allocated by PyTorch"."""
-    oom, tp = facts.extra.get("torch_oom") or {}, facts.get("tensor_parallel_size")
+    from estimator.paste import torch_oom_records
+
+    oom, tp = (torch_oom_records(facts) or [{}])[0], facts.get("tensor_parallel_size")
     total, free = oom.get("total_capacity_gib"), oom.get("free_gib")
     mine, torch_bytes = oom.get("this_process_in_use_gib"), oom.get("allocated_by_pytorch_gib")
     out: list[dict] = []

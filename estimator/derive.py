@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes, window_tokens
+from estimator.paste import torch_oom_records
 from estimator.vllm import OTHERS_OWN_SHARE_FROM
 
 if TYPE_CHECKING:
@@ -219,8 +220,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("kv_needed_printed", gib_bytes(f("kv_needed_gib")), "read", "KV needed, as vLLM printed it"))
 
     # ---- a PyTorch OOM: what it tried, what was free, what this process held ----
-    ooms = facts.extra.get("torch_oom")
-    if isinstance(ooms, list) and ooms and isinstance(ooms[0], dict):
+    ooms = torch_oom_records(facts)
+    if ooms:
         oom = ooms[0]
         where = f" on GPU {oom['gpu_index']}" if oom.get("gpu_index") is not None else ""
         for key, name, how in (("tried_to_allocate_gib", "oom_request", f"the allocation that failed{where}"),

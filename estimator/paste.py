@@ -517,6 +517,15 @@ def _log_prefix_hints(raw: str, hints: list) -> None:
         pass
 
 
+def torch_oom_records(facts) -> list[dict]:
+    """The PyTorch OOM messages a paste holds, first first: `extra["torch_oom"]` is one record for
+    one message and a list for several (readers take the first)."""
+    ooms = facts.extra.get("torch_oom")
+    if isinstance(ooms, dict):
+        return [ooms]
+    return [o for o in ooms if isinstance(o, dict)] if isinstance(ooms, list) else []
+
+
 def _torch_oom(text: str, pt: PasteText, occs: list[_Occ], kinds: list, extra: dict) -> None:
     ooms = []
     covered: list[tuple[int, int]] = []

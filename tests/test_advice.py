@@ -500,8 +500,9 @@ def test_graph_capture_oom_without_a_model_still_gets_vllms_levers():
 
 def test_no_chunked_prefill_fix_where_v0_keeps_it_off():
     """V0 turns chunked prefill off by itself for sliding-window models (Mistral-7B-v0.1's 4,096
-    window): the fix is not offered there, while a full-attention model of the same run gets it."""
-    s = EngineSettings(vllm_version="0.4.0", engine="v0", max_model_len=32768)
+    window): the fix is not offered there, while a full-attention model of the same run gets it.
+    (0.4.2: chunked prefill batches 512 tokens; 0.4.0's chunked default was max(L, 2048), no help.)"""
+    s = EngineSettings(vllm_version="0.4.2", engine="v0", max_model_len=32768)
     mistral = run_estimate(load_model("mistralai/Mistral-7B-v0.1", offline=True).spec, "A10G", s)
     llama = run_estimate(load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec, "A10G", s)
     assert not mistral.fits and not llama.fits

@@ -597,3 +597,22 @@ def test_vllm_0_2_5s_profiler_is_named_when_tp_leaves_memory_unexplained():
     # on one GPU the profiler change is not the explanation offered
     one = diagnose(text.replace("--tensor-parallel-size=2 ", ""), offline=True, explain=True)
     assert not any("PR #2031" in c for c in one.checks)
+
+
+_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "23.57 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 22.44 GiB memory in "
+        "use. Of the allocated memory 21.80 GiB is allocated by PyTorch, and 300.00 MiB is reserved by PyTorch "
+        "but unallocated.\n")
+
+
+def test_one_or_several_torch_oom_messages_give_their_read_figures():
+    """One OOM message is kept as one record, several as a list: both are read (a single message's
+    figures used to be skipped, and two messages crashed the load-OOM fixes)."""
+    from estimator.derive import derive
+
+    for text in (_OOM, _OOM + "retry\n" + _OOM.replace("2.00 GiB. GPU 0", "1.00 GiB. GPU 0")):
+        figures = derive(read_paste(text), None).figures
+        assert figures["oom_request"].value == 2 * 2**30 and figures["oom_request"].provenance == "read"
+        assert figures["oom_free"].value == round(1.12 * 2**30)
+        d = diagnose(text, offline=True, explain=True)
+        assert d.error_kind.startswith("cuda_oom")
