@@ -349,19 +349,24 @@ def _read(raw: str) -> Facts:
     return facts
 
 
+# the first release whose "GPU KV cache size" is int(concurrency × max_model_len) (vllm.py capacity_rule)
+CONCURRENCY_CAPACITY_FROM = "0.20.1"
+
+
 def _capacity_rule_hint(facts, hints: list) -> None:
-    """From 0.21 V1 prints "GPU KV cache size" as int(concurrency × max_model_len)
-    (vllm/v1/core/kv_cache_utils.py), so the two printed figures agree to the concurrency's two
-    decimals; the earlier figure (blocks × block size, ÷ KV groups for a hybrid model) need not. Where they
-    disagree the paste predates 0.21 (vllm#28228: 75,840 tokens beside 2.48× at 120,000)."""
+    """From 0.20.1 V1 prints "GPU KV cache size" as int(concurrency × max_model_len)
+    (vllm/v1/core/kv_cache_utils.py _report_kv_cache_config; vllm#40691's fix, in the 0.20.1 wheel,
+    not in 0.20.0's), so the two printed figures agree to the concurrency's two decimals; the earlier
+    figure (blocks × block size, ÷ KV groups for a hybrid model) need not. Where they disagree the
+    paste predates 0.20.1 (vllm#28228: 75,840 tokens beside 2.48× at 120,000)."""
     tokens, conc, length = (facts.get(k) for k in ("kv_tokens_capacity", "max_concurrency", "max_model_len"))
     if not (tokens and conc and length) or float(length) <= 0:
         return
-    if any(_vkey(h[0]) >= _vkey("0.21.0") for h in hints):
+    if any(_vkey(h[0]) >= _vkey(CONCURRENCY_CAPACITY_FROM) for h in hints):
         return      # another message already dates the paste; the figures may be another run's
     # the concurrency is printed to 2 decimals and the tokens are truncated: |N/L − C| ≤ 0.005 + 1/L
     if abs(float(tokens) / float(length) - float(conc)) > 0.005 + 1 / float(length) + 1e-9:
-        hints.append(("0.1.0", "0.21.0"))
+        hints.append(("0.1.0", CONCURRENCY_CAPACITY_FROM))
 
 
 _LOAD_MODEL = regex.compile(r"Starting[ ]+to[ ]+load[ ]+model[ ]+(?P<path>[^\s]+?)\.{0,3}(?=\s|$)")

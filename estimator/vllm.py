@@ -272,7 +272,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         capacity = "v0"
     elif v < (0, 9, 1):
         capacity = "v1_blocks"
-    elif v < (0, 21, 0):
+    elif v < (0, 20, 1):
+        # 0.20.1 (not 0.20.0) prints int(concurrency × max_model_len): kv_cache_utils.py in the wheels
         capacity = "v1_groups"
     else:
         capacity = "v1_concurrency"

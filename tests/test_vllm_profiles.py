@@ -130,9 +130,10 @@ def test_reserved_null_block_from_029(version, reserved):
         ("0.7.3", None, "v0"),
         ("0.8.0", None, "v1_blocks"),          # N = n × bs (0.8.0–0.9.0)
         ("0.9.0", None, "v1_blocks"),
-        ("0.9.1", None, "v1_groups"),          # N = (n // groups) × bs (0.9.1–0.20.x)
+        ("0.9.1", None, "v1_groups"),          # N = (n // groups) × bs (0.9.1–0.20.0)
         ("0.20.0", None, "v1_groups"),
-        ("0.21.0", None, "v1_concurrency"),    # N = int(c × L) (0.21+)
+        ("0.20.1", None, "v1_concurrency"),    # N = int(c × L): kv_cache_utils.py of the 0.20.1 wheel
+        ("0.21.0", None, "v1_concurrency"),
         ("0.33.0", None, "v1_concurrency"),
     ],
 )
