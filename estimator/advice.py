@@ -27,6 +27,7 @@ from estimator.memory import (
     rerun,
     stage_sizes,
     vision_encoder_peak,
+    vision_tower_skipped,
 )
 from estimator.paste import CONFIG_ERRORS
 from estimator.vllm import ceil_div, v0_keeps_chunked_prefill_off
@@ -600,8 +601,11 @@ def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
     if any(v > 0 for v in {**{"image": 1}, **limits}.values()):
         new = {"image": 0, **({"video": 0} if video else {})}
         if frees(new):
-            out.append(_with_len(est, {"limit_mm_per_prompt": new}, "text-only serving: no dummy images in the "
-                                 "profile run", True, "only if you send no images", [_mm_flag(est, new)]))
+            why = "text-only serving: no dummy images in the profile run"
+            if vision_tower_skipped(spec, s.replace(limit_mm_per_prompt=new), est.profile):
+                why += " and no vision tower loaded"       # memory.TOWER_SKIP_FROM
+            out.append(_with_len(est, {"limit_mm_per_prompt": new}, why, True, "only if you send no images",
+                                 [_mm_flag(est, new)]))
     return [x for x in out if x]
 
 

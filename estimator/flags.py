@@ -76,6 +76,7 @@ FLAG_KEYS: dict[str, str] = {
     "compilation_config": "compilation_config",
     "mm_processor_kwargs": "mm_processor_kwargs",
     "limit_mm_per_prompt": "limit_mm_per_prompt",
+    "language_model_only": "language_model_only",
     "disable_hybrid_kv_cache_manager": "disable_hybrid_kv_cache_manager",
     "calculate_kv_scales": "calculate_kv_scales",
     "async_scheduling": "async_scheduling",
@@ -109,7 +110,7 @@ _ALL_FLAGS: tuple[str, ...] = tuple(sorted(set(FLAG_KEYS) | set(_OTHER_FLAGS)))
 BOOL_KEYS = frozenset({
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "trust_remote_code",
     "enable_expert_parallel", "disable_custom_all_reduce", "disable_hybrid_kv_cache_manager",
-    "calculate_kv_scales", "async_scheduling",
+    "calculate_kv_scales", "async_scheduling", "language_model_only",
 })
 INT_KEYS = frozenset({
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
@@ -127,7 +128,7 @@ _STORE_TRUE_FLAGS = frozenset({
     "disable_hybrid_kv_cache_manager", "enable_sleep_mode", "calculate_kv_scales",
     "enable_prompt_tokens_details", "no_enable_prefix_caching", "no_enforce_eager",
     "no_enable_chunked_prefill", "disable_frontend_multiprocessing", "skip_tokenizer_init",
-    "disable_sliding_window", "async_scheduling", "omni", "headless",
+    "disable_sliding_window", "async_scheduling", "omni", "headless", "language_model_only",
 })
 
 _DTYPES = {

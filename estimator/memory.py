@@ -1366,6 +1366,23 @@ def mxfp4_backend(profile: Profile, compute_capability: str | None, named: str |
     return "Marlin"
 
 
+# vllm/model_executor/models/interfaces.py _mark_tower_model (0.15.0+): a tower whose modalities are
+# all limited to 0 is replaced by a placeholder and its weights are not loaded.
+TOWER_SKIP_FROM = (0, 15, 0)
+
+
+def vision_tower_skipped(spec: ModelSpec, s: EngineSettings, profile: Profile) -> bool:
+    """Whether vLLM leaves the vision tower out: every modality it serves (image, and video where the
+    config has a video token) limited to 0, from 0.15. Unlisted modalities keep vLLM's default
+    (non-zero) limit, so `image=0` alone keeps a Qwen-VL tower for video."""
+    limits = s.limit_mm_per_prompt
+    if not (spec.is_multimodal and limits) or profile.version < TOWER_SKIP_FROM:
+        return False
+    modalities = ["image"] + (["video"] if spec.config.get("video_token_id") or spec.config.get("video_token_index")
+                              else [])
+    return all(int(limits.get(m, 1) or 0) == 0 for m in modalities)
+
+
 def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str],
              with_mtp: bool, compute_capability: str | None = None) -> int:
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
@@ -1374,15 +1391,17 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     pp = s.pipeline_parallel_size
     part = tuple(stage_sizes(spec, profile, pp, s.pp_layer_partition)) if pp > 1 else None
     layout = MXFP4_LAYOUTS[mxfp4_backend(profile, compute_capability, s.mxfp4_backend)]
+    vision = not vision_tower_skipped(spec, s, profile)
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep,
-           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout)
+           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout, vision)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
                                          tp=s.tensor_parallel_size, pp=s.pipeline_parallel_size, ep=ep,
                                          safetensors_bytes_by_dtype=st, with_mtp=with_mtp,
                                          pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
-                                         layer_partition=list(part) if part else None, mxfp4_layout=layout)
+                                         layer_partition=list(part) if part else None, mxfp4_layout=layout,
+                                         with_vision=vision)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

@@ -965,7 +965,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  tp: int = 1, pp: int = 1, pp_rank: int | None = None, ep: int = 1,
                  safetensors_bytes_by_dtype: dict[str, int] | None = None,
                  with_mtp: bool = False, layer_partition: list[int] | None = None,
-                 mxfp4_layout: Mxfp4Layout | None = None) -> WeightBreakdown:
+                 mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -973,6 +973,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     `with_mtp` (MTP speculative decoding): the MTP layers are loaded on the last stage; their
     embedding and lm_head copies are not, the drafter shares the target's (vllm/v1/spec_decode/eagle.py
     load_model).
+    `with_vision` False: the vision tower is not built (every modality limited to 0, vLLM 0.15+).
     """
     tp, pp, ep = max(1, int(tp)), max(1, int(pp)), max(1, int(ep))
     notes: list[str] = []
@@ -1006,7 +1007,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                     continue  # tied models keep the embedding on the last stage too (llama.py)
                 if (w.kind == "lm_head" or w.name == "model.norm") and not last:
                     continue
-                if w.part == "vision" and not first:
+                if w.part == "vision" and not (first and with_vision):
                     continue
             copies = w.copies
             if ep > 1 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
@@ -1071,7 +1072,10 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                 (["fp32 biases"] if lay.bias_bytes == 4 else [])
         notes.append(f"MXFP4 experts as vLLM's {lay.name} MoE backend holds them"
                      + (f": {', '.join(pads + extra)}" if pads or extra else ": unpadded"))
-    if fmt.kind != "none" and spec.vision:
+    if not with_vision and spec.vision:
+        notes.append("vision tower not loaded: every modality's limit is 0 (--language-model-only or "
+                     "--limit-mm-per-prompt 0; vllm _mark_tower_model, 0.15+)")
+    elif fmt.kind != "none" and spec.vision:
         notes.append("vision tower kept at the base dtype (quantizers usually skip it)")
     if ep > 1:
         notes.append(f"expert parallelism over {ep} ranks: each holds {-(-(spec.moe.num_experts if spec.moe else 0) // ep)} "

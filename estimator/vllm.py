@@ -380,6 +380,10 @@ _FIELDS = {
 }
 
 
+# --language-model-only as the limits it sets (vllm/config/multimodal.py get_limit_per_prompt)
+TEXT_ONLY_LIMITS = {"image": 0, "video": 0, "audio": 0}
+
+
 # Environment variables vLLM reads that change memory; parse_flags takes them as `NAME=value` words.
 ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_MXFP4_USE_MARLIN",
                 "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
@@ -432,6 +436,15 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             continue
         negated = name.startswith("--no-")
         key = flag_key("--" + name[5:] if negated else name)
+        if key == "language_model_only":
+            # vllm/config/multimodal.py (0.17+): every modality's limit is 0 — no dummy media in the
+            # profile run and, from 0.15's _mark_tower_model, no vision tower loaded
+            on = not negated if not eq else normalise(key, inline)
+            if on is None:
+                raise BadInput(f"{name} takes true/false, got {inline!r}")
+            if on:
+                s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
+            continue
         if key not in _FIELDS:
             s.unknown_flags.append(tok)
             continue

@@ -860,3 +860,39 @@ def test_kda_conv_state_takes_speculative_rows_from_0_27():
 
     assert kda("0.22.0") == 3 * 3 * 2048 * 2 + 16 * 128 * 128 * 4 == 1_085_440
     assert kda("0.27.0") == 3 * 6 * 2048 * 2 + 16 * 128 * 128 * 4 == 1_122_304
+
+
+def test_language_model_only_leaves_the_vision_tower_out_from_0_15():
+    """`--language-model-only` sets every modality's limit to 0 (vllm/config/multimodal.py); from 0.15
+    `_mark_tower_model` then skips the vision tower's weights. Qwen3.6-27B's tower by hand
+    (qwen3_vl.py, vision_config: depth 27, hidden 1152, MLP 4304, patch 16 × 16 × 2, 2304 positions,
+    merger 4 × 1152 → 5120): patch embed 3·2·16·16·1152 + 1152 = 1,770,624; positions 2304 × 1152 =
+    2,654,208; a block = norms 2 × 2,304 + qkv 1152·3456 + 3456 + proj 1152² + 1152 + fc1 1152·4304 + 4304
+    + fc2 4304·1152 + 1152 = 15,239,504, × 27 = 411,466,608; merger norm 2,304 + 4608² + 4608 +
+    4608·5120 + 5120 = 44,838,656 → 460,730,096 parameters = 921,460,192 B in bf16. The 0.20.1 log
+    of such a run printed 50.22 GiB of weights (MASS_delivery qwen36 setup; modelled 50.13)."""
+    from estimator.api import load_model, run_estimate
+
+    spec = load_model("Qwen/Qwen3.6-27B", offline=True).spec
+    base = EngineSettings(vllm_version="0.20.1", max_model_len=32768)
+    full = run_estimate(spec, "A100 80GB", base)
+    text = run_estimate(spec, "A100 80GB", parse_flags(["--language-model-only"], base.replace()))
+    assert full.weights_bytes - text.weights_bytes == 921_460_192
+    assert text.activation_bytes < full.activation_bytes       # no dummy image in the profile run either
+    # before 0.15 the tower is built whatever the limits
+    old = EngineSettings(vllm_version="0.14.0", max_model_len=32768)
+    assert run_estimate(spec, "A100 80GB", parse_flags(["--language-model-only"], old)).weights_bytes \
+        == run_estimate(spec, "A100 80GB", old.replace()).weights_bytes
+    # image=0 alone keeps it: the same tower serves video
+    img0 = run_estimate(spec, "A100 80GB", parse_flags(["--limit-mm-per-prompt", "image=0"], base.replace()))
+    assert img0.weights_bytes == full.weights_bytes
+
+
+def test_language_model_only_is_read_from_a_paste():
+    from estimator.diagnosis import settings_from_facts
+    from estimator.paste import read_paste
+
+    facts = read_paste("non-default args: {'model': 'Qwen/Qwen3.6-27B', 'language_model_only': True}\n")
+    assert settings_from_facts(facts, "0.20.1", "v1").limit_mm_per_prompt == {"image": 0, "video": 0, "audio": 0}
+    off = read_paste("vllm serve Qwen/Qwen3.6-27B --max-model-len 32768\n")
+    assert settings_from_facts(off, "0.20.1", "v1").limit_mm_per_prompt is None
