@@ -747,7 +747,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     per_elem = profile.sampler_bytes_per_elem
     if profile.engine == "v1" and per_elem and s.flashinfer_sampler is not None:
         # the log named the sampler: FlashInfer's kernel samples without sorting the vocabulary
-        # (≈ the 10 B of 0.20+), the PyTorch-native path sorts it (≈ 32 B); see vllm.py
+        # (≈ the 10 B of 0.20+), the PyTorch-native path sorts it (≈ 38 B); see vllm.py
         per_elem = SAMPLER_BYTES_FLASHINFER if s.flashinfer_sampler else SAMPLER_BYTES_NATIVE
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:

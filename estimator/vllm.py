@@ -233,7 +233,13 @@ class Profile:
 # in profile_for). A log that names the sampler ("Using FlashInfer for top-p & top-k sampling." /
 # "Falling back to the PyTorch-native implementation") picks one (memory.activation_peak).
 SAMPLER_BYTES_FLASHINFER = 10
-SAMPLER_BYTES_NATIVE = 32
+# The native path's peak, element by element (v1/sample/sampler.py + ops/topk_topp_sampler.py): the
+# bf16 logits (2) the caller still holds, their fp32 copy (4), sort's values (4) and int64 indices
+# (8), and while it sorts its own int64 index input (8) and radix-sort double buffers (4 + 8) = 38 B.
+# Measured: gpt-oss (1,024 rows × 201,088 vocab, H100) peaks at 7.35–7.38 GiB in four runs — llm-d's
+# empirical table (120b and 20b alike: 7.38), vllm#23278 (0.10.1) and vllm#27508 (0.11.0) solved
+# from their pools — i.e. 38.3–38.5 B per element.
+SAMPLER_BYTES_NATIVE = 38
 
 
 # The first release per engine whose budget no longer charges other processes' memory to this
@@ -295,8 +301,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # V0 runs the full sampler (fp32 upcast, sort, softmax, cumsum, log_softmax, multinomial):
         # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
         # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1 0.8–0.19: torch-native top-k/top-p
-        # (fp32 logits, sort values + int64 indices, softmax, cumsum, scatter) ≈ 32 B (docs §6
-        # range 25–40). 0.20+: 10 B, fitted on the one dev case that prints its peak with the
+        # (bf16 + fp32 logits, sort values + int64 indices and the sort's own buffers) ≈ 38 B
+        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40). 0.20+: 10 B, fitted on the one dev case that prints its peak with the
         # sampler in it (recipes#893 GLM-5.3 on 0.28 ≈ 11 B) — kernels that skip the sort; thin
         # evidence, and the release where this changed is not pinned down (0.20 is an estimate).
         # vllm PR48601 is no evidence: its V2 model runner did not profile the sampler at all
@@ -304,8 +310,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # Which one 0.8–0.19 runs depends on the install: V1 takes FlashInfer's sampler when it is
         # importable (VLLM_USE_FLASHINFER_SAMPLER unset "means True" in V1's topk_topp_sampler.py),
         # and docker images ship it — a 0.8.5 image (vllm#17327) and a 0.10.1 run left ≤ 0.3 GiB
-        # for a 256-row sampler that 32 B would put at 1.16 GiB. A log that names the sampler
-        # decides (SAMPLER_BYTES_*); without one, 32 B stays the cautious choice.
+        # for a 256-row sampler that 38 B would put at 1.38 GiB. A log that names the sampler
+        # decides (SAMPLER_BYTES_*); without one, the native 38 B stays the cautious choice.
         sampler_bytes_per_elem=40 if engine == "v0" else (
             0 if v < (0, 8, 0) else SAMPLER_BYTES_NATIVE if v < (0, 20, 0) else SAMPLER_BYTES_FLASHINFER),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),

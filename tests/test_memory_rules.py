@@ -439,7 +439,7 @@ def test_mixed_cards_put_the_tightest_stage_on_the_small_card():
     assert e.layout.kv_bytes_per_token == 16 * 4 * 128 * 2 * 2
     # Stage 0 runs no sampler: its activation is the forward alone, below the last stage's.
     last = estimate(spec, gpu_total_bytes=big, settings=s.replace(pp_stage=1))
-    sampler = 256 * 151936 * 32                          # V1 0.8–0.19: 256 rows × vocab × 32 B
+    sampler = 256 * 151936 * 38                          # V1 0.8–0.19: 256 rows × vocab × 38 B
     assert e.activation_bytes < sampler <= last.activation_bytes
     assert e.gpu_blocks < last.gpu_blocks
     # vLLM printed 3.18 GiB for this stage; the estimate is within 10% (its activation is a fit).
@@ -640,7 +640,7 @@ def test_v1_profiles_qwen25_vl_with_its_longest_video():
 
 def test_a_log_naming_the_v1_sampler_sets_its_memory():
     """V1 logs "Using FlashInfer for top-p & top-k sampling." (no vocabulary sort: ≈10 B per row ×
-    vocab element) or falls back to the PyTorch-native path (sort: ≈32 B). 256 rows × 151,936 vocab."""
+    vocab element) or falls back to the PyTorch-native path (sort: ≈38 B). 256 rows × 151,936 vocab."""
     from estimator.memory import activation_peak
     from estimator.paste import read_paste
     from estimator.vllm import profile_for
@@ -659,7 +659,7 @@ def test_a_log_naming_the_v1_sampler_sets_its_memory():
 
     # forward: 1.3 × 2,048 × (3 × 12,288 + 48 × 128 + 3 × 4,096) × 2 B = 294 MB, under either sampler
     assert act(True) == 256 * 151_936 * 10
-    assert act(False) == 256 * 151_936 * 32 == act(None)
+    assert act(False) == 256 * 151_936 * 38 == act(None)
 
 
 def test_the_align_warning_says_a_hybrid_model_runs_with_prefix_caching():
@@ -896,3 +896,19 @@ def test_language_model_only_is_read_from_a_paste():
     assert settings_from_facts(facts, "0.20.1", "v1").limit_mm_per_prompt == {"image": 0, "video": 0, "audio": 0}
     off = read_paste("vllm serve Qwen/Qwen3.6-27B --max-model-len 32768\n")
     assert settings_from_facts(off, "0.20.1", "v1").limit_mm_per_prompt is None
+
+
+def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
+    """vllm#23278 (0.10.1, gpt-oss-120b on one H100, defaults): 'Model loading took 65.9651 GiB',
+    'Available KV cache memory: -2.14 GiB'. On an ≥ 70 GiB card V1 runs 1,024 sequences, and the
+    dummy sampler over 1,024 × 201,088 vocabulary elements at 38 B (SAMPLER_BYTES_NATIVE) is
+    7,824,801,792 B = 7.29 GiB, far above the 8,192-token forward. By hand: 0.9 × 79.18 = 71.26 GiB
+    − 65.91 (Marlin MXFP4 weights) − 7.29 − 0.15 non-torch = −2.09 GiB (printed −2.14; at 32 B the
+    sampler would be 6.14 GiB and the pool −0.94)."""
+    from estimator.api import load_model, run_estimate
+
+    spec = load_model("openai/gpt-oss-120b", offline=True).spec
+    est = run_estimate(spec, "H100", EngineSettings(vllm_version="0.10.1"))
+    assert est.settings.max_num_seqs == 1024
+    assert est.activation_bytes == 1024 * 201_088 * 38
+    assert abs(est.kv_cache_bytes / GiB - (-2.14)) < 0.1
