@@ -125,10 +125,15 @@ def settings_for(case: dict) -> EngineSettings:
         if isinstance(v, str) and v.strip():
             setattr(s, key, v.split()[0].strip("(),").lower())
     quant = quant_word(case.get("quantization"))
-    if not (quant or s.quantization):
-        # no format in the field or the paste: the checkpoint as the case describes it ("AutoRound
-        # int4 checkpoint of Qwen3.6-27B", "Gemma 4 26B-A4B AWQ"), where the repo id is the base model's
-        quant = quant_word(f"{case.get('model') or ''} {case.get('other_flags') or ''}", weights_only=True)
+    generic = str(case.get("quantization") or s.quantization or "").lower().replace("_", "-") in (
+        "modelopt", "compressed-tensors")
+    if not (quant or s.quantization) or (generic and not quant):
+        # no format in the field or the paste, or only a toolkit's name ("modelopt" serves FP8 and
+        # NVFP4 exports alike): the checkpoint as the case describes it ("AutoRound int4 checkpoint of
+        # Qwen3.6-27B", "single-nvfp4 compose"), where the repo id is the base model's
+        named = " ".join(str(x) for x in (case.get("model"), case.get("other_flags"), facts.get("model"),
+                                          facts.extra.get("model_path")) if x)   # … the path it served
+        quant = quant_word(named, weights_only=True)
     if quant:
         s.quantization = quant
     if case.get("enforce_eager") is not None:

@@ -645,13 +645,22 @@ def _ignore_list(q: dict) -> tuple[str, ...]:
     return tuple(out)
 
 
+# --quantization values that name a toolkit whose checkpoints come in several formats
+_CHECKPOINT_DECIDES = ("modelopt", "compressed-tensors")
+
+
 def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str]) -> _Fmt:
     """The weight format vLLM will use: --quantization, else the checkpoint's quantization_config."""
     q = dict(spec.quantization or {})
     method = str(quantization or q.get("quant_method") or "").lower().replace("_", "-")
     if quantization and q.get("quant_method") and str(q["quant_method"]).lower().replace("_", "-") != method \
             and not method.startswith(str(q["quant_method"]).lower()):
-        if q.get("_from_name"):
+        if q.get("_from_name") and method in _CHECKPOINT_DECIDES:
+            # `--quantization modelopt` / `compressed-tensors` names a toolkit; the checkpoint's own
+            # config picks the format (vLLM's override_quantization_method: an NVFP4 ModelOpt export
+            # served with `modelopt` runs as modelopt_fp4), and here the repo name says which
+            method = str(q["quant_method"]).lower().replace("_", "-")
+        elif q.get("_from_name"):
             q = {}  # the format was only guessed from the repo name: the flag is better evidence
         else:
             # A quantized checkpoint loads in its own format (vllm/config/model.py

@@ -189,3 +189,14 @@ def test_a_malformed_corpus_line_is_skipped_not_a_traceback(accuracy, tmp_path, 
     assert "line 1: not JSON" in captured.err
     assert "line 4" in captured.out and "cases evaluated: 1, skipped" in captured.out
     assert "text-figure" not in captured.out
+
+
+def test_a_toolkit_name_takes_the_format_the_served_path_names(accuracy):
+    """club-3090#612: `'quantization': 'modelopt'` serving `~/.cache/huggingface/qwen3.6-35b-a3b-nvfp4`
+    (case model: the base repo). ModelOpt exports come as FP8 or NVFP4 and the checkpoint decides;
+    the served path says NVFP4 (FP8 weights, 34 GiB, would not even load on the 32 GB card)."""
+    paste = ("(APIServer pid=1) INFO 07-06 22:50:34 [api_utils.py:273] non-default args: {'model_tag': "
+             "'~/.cache/huggingface/qwen3.6-35b-a3b-nvfp4', 'model': '~/.cache/huggingface/qwen3.6-35b-a3b-nvfp4', "
+             "'max_model_len': 131072, 'quantization': 'modelopt', 'kv_cache_dtype': 'fp8'}\n")
+    case = {"paste": paste, "model": "Qwen/Qwen3.6-35B-A3B", "quantization": "modelopt", "other_flags": ""}
+    assert accuracy.settings_for(case).quantization == "nvfp4"

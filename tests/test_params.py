@@ -538,3 +538,15 @@ def test_nemotron_h_mtp_block_follows_its_own_pattern():
     listed["mtp_layers_block_type"] = ["attention", "moe"]
     del listed["mtp_hybrid_override_pattern"]
     assert count_params(spec_from_config(listed, cid)).params_by_part["mtp"] == expected
+
+
+def test_a_toolkit_flag_keeps_the_format_the_repo_name_gives():
+    """`--quantization modelopt` on a repo named …-nvfp4 (no config to read offline): vLLM lets the
+    checkpoint pick FP8 or NVFP4 (override_quantization_method), so the name's NVFP4 stands; a flag
+    that names a format (fp8) still wins over a guess from the name."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    spec = load_model("Qwen/qwen3.6-35b-a3b-nvfp4", offline=True).spec
+    assert weight_bytes(spec, quantization="modelopt").format == weight_bytes(spec).format == "nvfp4"
+    assert weight_bytes(spec, quantization="fp8").format == "fp8"
