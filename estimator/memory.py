@@ -837,16 +837,27 @@ MAX_DYNAMIC_IMAGE_TOKENS = 16384
 _TOKENS_PER_IMAGE_KEYS = ("mm_tokens_per_image", "vision_soft_tokens_per_image", "image_seq_length")
 
 
-def qwen2_vl_video_tokens(frame_tokens: int, max_len: int) -> int:
+def qwen2_vl_video_tokens(frame_tokens: int, max_len: int, *, videos: int = 1, start_frames: int = 1) -> int:
     """LLM tokens of the longest dummy video Qwen2-VL / Qwen2.5-VL are profiled with in V1
     (vllm/model_executor/models/qwen2_vl.py get_num_frames_with_most_features): as many frames of
-    the largest size as max_model_len holds, at most _MAX_FRAMES_PER_VIDEO = 14, two frames per
-    temporal patch. A 0.23 log (max_model_len 128,000): "Encoder cache will be initialized with a
-    budget of 114688 tokens, and profiled with 1 video items" = 7 × 16,384."""
-    frames = 1
-    while frames < QWEN2_VL_MAX_FRAMES and ceil_div(frames + 1, 2) * frame_tokens <= max_len:
+    the largest size as the token budget holds (_get_max_video_frames, counting from `start_frames`:
+    0 up to 0.10.1, 1 from 0.11), shared by the `videos` the profiler counts, at most
+    _MAX_FRAMES_PER_VIDEO = 14 and at least 1 per video, two frames per temporal patch. A 0.23 log
+    (max_model_len 128,000): "Encoder cache will be initialized with a budget of 114688 tokens, and
+    profiled with 1 video items" = 7 × 16,384."""
+    frames = start_frames
+    while ceil_div(frames + 1, 2) * frame_tokens <= max_len:
         frames += 1
-    return ceil_div(frames, 2) * frame_tokens
+    per_video = max(1, min(frames // max(1, videos), QWEN2_VL_MAX_FRAMES))
+    return ceil_div(per_video, 2) * frame_tokens
+
+
+# V1's profiler asks the model for one item per modality from 0.11.2 (multimodal/registry.py
+# get_max_tokens_per_item_by_modality: {modality: 1}); before, it passed the per-prompt limits —
+# 999 for a modality left unset (config get_limit_per_prompt: "999 if VLLM_USE_V1 else 1") — and
+# up to 0.10.1 the video's frames were what max_model_len left after that many max-size images.
+V1_ONE_ITEM_PER_MODALITY_FROM = (0, 11, 2)
+V1_UNSET_MM_LIMIT = 999
 
 
 QWEN2_VL_MAX_FRAMES = 14
@@ -900,7 +911,15 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
     video_tokens = tokens
     if video and profile.engine == "v1" and max_len and spec.model_type in _QWEN2_VL_TYPES:
-        video_tokens = qwen2_vl_video_tokens(tokens, max_len)
+        if profile.version >= V1_ONE_ITEM_PER_MODALITY_FROM:
+            video_tokens = qwen2_vl_video_tokens(tokens, max_len)
+        else:
+            set_limits = s.limit_mm_per_prompt or {}
+            n_images = int(set_limits.get("image", V1_UNSET_MM_LIMIT))
+            n_videos = int(set_limits.get("video", V1_UNSET_MM_LIMIT))
+            budget = max_len - (tokens * n_images if profile.version < (0, 10, 2) else 0)
+            video_tokens = qwen2_vl_video_tokens(tokens, budget, videos=n_videos,
+                                                 start_frames=0 if profile.version < (0, 11, 0) else 1)
     # --limit-mm-per-prompt: items of each modality per prompt (vLLM's default: 1 of each).
     limits = s.limit_mm_per_prompt or {}
     n_img = max(0, int(limits.get("image", 1)))

@@ -628,7 +628,8 @@ def test_limit_mm_flag_is_written_as_the_version_parses_it():
     spec = load_model("Qwen/Qwen2.5-VL-7B-Instruct", offline=True).spec
 
     def mm_flags(version):
-        est = run_estimate(spec, "RTX 3090", EngineSettings(vllm_version=version, max_model_len=32768))
+        est = run_estimate(spec, "RTX 3090", EngineSettings(vllm_version=version, max_model_len=128000))
+        assert not est.fits
         return [s.flags for s in suggest(est) if "limit_mm_per_prompt" in s.changes]
 
     old, new = mm_flags("0.8.5"), mm_flags("0.10.1")

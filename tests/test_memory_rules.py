@@ -912,3 +912,30 @@ def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
     assert est.settings.max_num_seqs == 1024
     assert est.activation_bytes == 1024 * 201_088 * 38
     assert abs(est.kv_cache_bytes / GiB - (-2.14)) < 0.1
+
+
+@pytest.mark.parametrize("version,limits,tokens,what", [
+    # 0.8.2 V1, limits unset (999 each): 128,000 − 999 images' tokens leaves no frames → 1 frame per
+    # video = one 16,384-token temporal patch, a tie with the image, and the image is profiled: the
+    # QwenLM/Qwen3-VL#1057 log on 0.8.2 says "profiled with 1 image items of the maximum feature size"
+    ("0.8.2", None, 16_384, "image(s)"),
+    # 0.10.1, one image and one video: 128,000 − 16,384 = 111,616 holds 12 frames (counting from 0;
+    # 13 frames = 7 patches = 114,688 is over) → 6 temporal patches = 98,304
+    ("0.10.1", {"image": 1, "video": 1}, 98_304, "video(s)"),
+    # 0.11.0: no image subtraction, counting from 1: 14 frames fit 128,000 → 7 patches = 114,688 …
+    ("0.11.0", {"image": 1, "video": 1}, 114_688, "video(s)"),
+    # … but with the video limit unset, 14 frames // 999 videos → 1 frame: the image again
+    ("0.11.0", None, 16_384, "image(s)"),
+    # 0.11.2+: one item per modality whatever the limits (the 0.23 log's 114,688)
+    ("0.11.2", None, 114_688, "video(s)"),
+])
+def test_v1_qwen25_vl_dummy_video_per_release(version, limits, tokens, what):
+    from estimator.memory import activation_peak
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    s = EngineSettings(vllm_version=version, max_num_seqs=256, max_num_batched_tokens=2048,
+                       limit_mm_per_prompt=limits)
+    notes: list[str] = []
+    activation_peak(spec, profile_for(version), s, 2, notes, max_len=128_000)
+    assert any(f"1 max-size dummy {what} of {tokens:,} tokens" in n for n in notes), notes
