@@ -132,6 +132,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         s.mxfp4_backend = facts.extra["mxfp4_backend"]
     if isinstance(facts.extra.get("flashinfer_sampler"), bool):
         s.flashinfer_sampler = facts.extra["flashinfer_sampler"]
+    if facts.extra.get("encoder_profile"):
+        s.encoder_profile = tuple(facts.extra["encoder_profile"])
     warmup = facts.extra.get("sampler_warmup_requests")
     if s.max_num_seqs is None and isinstance(warmup, int) and warmup > 0:
         s.max_num_seqs = warmup        # the warm-up samples min(max_num_seqs, max_num_batched_tokens) rows

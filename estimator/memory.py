@@ -940,6 +940,14 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
             # V1 profiles the modality whose largest item has the most tokens: here the video
             tokens, patches, what = video_tokens, video_tokens * merge * merge, "video(s)"
         items = max(1, min(max(tb, tokens) // tokens, seqs * per_prompt))
+        if s.encoder_profile and s.encoder_profile[1] > 0:
+            # the log says what V1 profiled: K items of one modality within a budget of N tokens
+            # (N = max(Tb, tokens of the largest item), K items of it) — one item holds more than
+            # N / (K + 1) tokens and at most N / K; the model's own size stands where it fits
+            modality, n, budget = s.encoder_profile
+            per = tokens if budget // (n + 1) < tokens <= budget // n else budget // n
+            patches = max(1, patches * per // max(1, tokens))
+            tokens, items, what = per, n, f"{modality}(s)"
     per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
     peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "

@@ -227,6 +227,10 @@ def _read(raw: str) -> Facts:
     sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
+    encoder = _search(_ENCODER_PROFILE, text) if "encoder cache will be" in low else None
+    if encoder is not None:
+        extra["encoder_profile"] = (encoder.group("modality"), int(encoder.group("items")),
+                                    int(encoder.group("budget")))
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
     if mamba_mode is not None:
         extra["mamba_cache_mode"] = mamba_mode.group(1)
@@ -496,6 +500,12 @@ def _mxfp4_backend_name(m) -> str:
 
 # V1's top-k/top-p sampler as its log names it (vllm/v1/sample/ops/topk_topp_sampler.py): FlashInfer's
 # kernel or the PyTorch-native fallback, which sorts the vocabulary (vllm.SAMPLER_BYTES_*).
+# V1 gpu_model_runner.py profile_run (0.8+): what the encoder was profiled with
+_ENCODER_PROFILE = regex.compile(
+    r"Encoder[ ]+cache[ ]+will[ ]+be[ ]+initialized[ ]+with[ ]+a[ ]+budget[ ]+of[ ]+(?P<budget>\d{1,9})[ ]+tokens,"
+    r"[ ]+and[ ]+profiled[ ]+with[ ]+(?P<items>\d{1,6})[ ]+(?P<modality>[a-z_]{1,20})[ ]+items")
+
+
 _SAMPLER_IMPL = regex.compile(
     r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"
     r"|Falling[ ]+back[ ]+to[ ]+the[ ]+PyTorch-native[ ]+implementation[ ]+of[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling")

@@ -368,6 +368,9 @@ class EngineSettings:
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
     flashinfer_sampler: bool | None = None        # the log says which top-k/top-p sampler V1 uses
+    # the log's "Encoder cache will be initialized with a budget of N tokens, and profiled with K
+    # <modality> items": (modality, items, budget tokens) of V1's encoder dummy batch
+    encoder_profile: tuple[str, int, int] | None = None
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 

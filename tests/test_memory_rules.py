@@ -939,3 +939,24 @@ def test_v1_qwen25_vl_dummy_video_per_release(version, limits, tokens, what):
     notes: list[str] = []
     activation_peak(spec, profile_for(version), s, 2, notes, max_len=128_000)
     assert any(f"1 max-size dummy {what} of {tokens:,} tokens" in n for n in notes), notes
+
+
+def test_the_logged_encoder_profile_decides_what_the_vision_encoder_ran():
+    """V1 logs "Encoder cache will be initialized with a budget of N tokens, and profiled with K
+    <modality> items of the maximum feature size": the profile the ViT actually ran. A Qwen2.5-VL run
+    that logged one 16,384-token image (QwenLM/Qwen3-VL#1057, its limits 10/10 not in the paste) is
+    sized by that image's 65,536 patches even where the release rule would pick a 7-patch video."""
+    from estimator.memory import FORWARD_FACTOR, activation_peak
+    from estimator.paste import read_paste
+    from estimator.vllm import profile_for
+
+    line = ("INFO 04-03 09:07:49 [gpu_model_runner.py:1456] Encoder cache will be initialized with a budget of "
+            "16384 tokens, and profiled with 1 image items of the maximum feature size.\n")
+    assert read_paste(line).extra["encoder_profile"] == ("image", 1, 16384)
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    s = EngineSettings(vllm_version="0.23.0", max_num_seqs=256, max_num_batched_tokens=2048,
+                       encoder_profile=("image", 1, 16384))
+    notes: list[str] = []
+    peak = activation_peak(spec, profile_for("0.23.0"), s, 2, notes, max_len=128_000)
+    assert peak == int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280 + 3 * 1280) * 2)
+    assert any("1 max-size dummy image(s) of 16,384 tokens" in n for n in notes)
