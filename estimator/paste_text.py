@@ -180,16 +180,20 @@ def worker_grid(lines: list[LineInfo]) -> tuple[int, int, str] | None:
     pids: set[int] = set()
     named = False
     for li in lines:
-        if not li.rank:
-            continue
-        if li.rank[0] == "pid":
+        m = _PROC_RANK.search(li.proc or "") if li.proc and "_" in li.proc else None
+        if not li.rank and not (m and li.proc.startswith("Worker_")):
+            continue        # rank 0's lines count only for the V1 worker names (`Worker_TP0`)
+        if li.rank and li.rank[0] == "pid":
             pids.add(li.rank[1])
             continue
-        m = _PROC_RANK.search(li.proc or "")
         if m and (m.group("tp") is not None or m.group("pp2") is not None):
             named = True
-            tp = max(tp, int(m.group("tp") or 0) + 1)
-            pp = max(pp, int(m.group("pp") or m.group("pp2") or 0) + 1)
+            # vllm/v1/executor/multiproc_executor.py names a worker `_TP{rank}` only when
+            # tensor_parallel_size > 1 and `_PP{rank}` only when pipeline_parallel_size > 1:
+            # a lone `Worker_TP0` line already says at least two
+            tp = max(tp, int(m.group("tp") or 0) + 1, 2 if m.group("tp") is not None else 1)
+            pp = max(pp, int(m.group("pp") or m.group("pp2") or 0) + 1,
+                     2 if (m.group("pp") or m.group("pp2")) is not None else 1)
         else:
             world = max(world, li.rank[1] + 1)
     if named:

@@ -620,6 +620,12 @@ def test_worker_ranks_give_the_parallel_size_no_flag_states():
     (["(Worker_PP0_TP1 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x", "(Worker_PP1_TP0 pid=2) INFO 01-01 "
       "00:00:00 [gpu_worker.py:1] x"], (2, 2)),
     (["(Worker_TP1 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (2, None)),
+    # multiproc_executor.py adds `_TP{rank}` only when tensor_parallel_size > 1 (and `_PP{rank}` only
+    # when pipeline_parallel_size > 1): rank 0's line alone says at least two (club-3090#642)
+    (["(Worker_TP0 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] Available KV cache memory: 11.05 GiB"], (2, None)),
+    (["(Worker_PP0 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (None, 2)),
+    # the engine core's own lines (TP 1: the worker runs in-process) say nothing
+    (["(EngineCore pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (None, None)),
     # data parallel engines own their ranks: nothing is derived
     (["(EngineCore_DP1 pid=1) INFO 01-01 00:00:00 [core.py:1] x", "(VllmWorker rank=1 pid=2) INFO 01-01 00:00:00 "
       "[gpu_worker.py:1] x"], (None, None)),
