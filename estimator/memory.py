@@ -1165,7 +1165,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     kv_needed = needed(max_len)
     if profile.engine == "v0":
         capacity = layout.block_size * (blocks // v0_capacity_divisor(profile, s))
-        concurrency = capacity / max_len if max_len else 0.0
+        # the printed concurrency does not divide by the pipeline stages: blocks × block size / L
+        # (vllm/executor/executor_base.py initialize_cache), though the capacity check does
+        concurrency = blocks * layout.block_size / max_len if max_len else 0.0
         fits = blocks > 0 and max_len <= capacity
         fit_len = capacity
     else:

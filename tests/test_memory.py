@@ -279,6 +279,8 @@ def test_v0_capacity_divided_by_pp_from_080(llama8b):
     assert e7.gpu_blocks == e8.gpu_blocks == 14_848
     assert e7.kv_cache_tokens == 16 * 14_848
     assert e8.kv_cache_tokens == 16 * (14_848 // 2)
+    # the concurrency line is not divided: 14,848 × 16 / 8,192 = 29.0× (executor_base.py)
+    assert e8.max_concurrency == pytest.approx(29.0)
 
 
 @pytest.mark.parametrize(("version", "engine"), [("0.7.3", None), ("0.9.1", None), ("0.33.0", None)])
