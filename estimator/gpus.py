@@ -199,24 +199,40 @@ def _from_smi_mib(mib: int) -> Gpu:
 
 
 def _from_nominal_gb(gb: float) -> Gpu:
-    """"24GB": the catalog card(s) marketed at that size when they agree within 1%, else decimal GB."""
-    gpus = [g for r, g in _catalog() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD") and not r.unified]
+    """"24GB": what the catalog's cards marketed at that size show to torch.
+
+    Why not 24 × 10^9 bytes: cards carry binary-sized memory (a "24 GB" card has 24 GiB of chips;
+    ECC and the driver's reservation take some back), so the decimal reading falls below every real
+    card of the size (24GB: 21.88 GiB against 21.99–23.98; 32GB: 29.33 against 31.37–31.74). Where
+    the catalog's cards agree within 1% their total is used; where they differ (ECC data-centre
+    cards against GeForce), the middle one's (the lower of two middles), with the range said; with
+    no card of that size, the binary size less the usual reservation."""
+    gpus = sorted((g for r, g in _catalog() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD")
+                   and not r.unified), key=lambda g: g.total_bytes)
     if gpus:
-        lo, hi = min(g.total_bytes for g in gpus), max(g.total_bytes for g in gpus)
+        lo, hi = gpus[0].total_bytes, gpus[-1].total_bytes
+        names = ", ".join(x.name for x in gpus)
         if hi - lo <= 0.01 * hi:
-            g = min(gpus, key=lambda g: g.total_bytes)
-            names = ", ".join(x.name for x in gpus)
+            g = gpus[0]
             return Gpu(f"{gb:g} GB GPU", g.total_bytes, g.compute_capability, g.bf16, g.fp8,
                        f"{gb:g}GB is a nominal size; catalog cards of that size ({names}) show "
                        + (f"{lo / GIB:.2f} GiB" if lo == hi else f"{lo / GIB:.2f}–{hi / GIB:.2f} GiB")
                        + f" to torch; used {g.total_bytes / GIB:.2f} GiB")
-    total = int(gb * 1e9) - SMI_RESERVED_MIB * MIB
-    listed = "; ".join(f"{g.name} {g.total_bytes / GIB:.2f} GiB" for g in gpus)
-    note = (f"{gb:g}GB read as {gb:g} × 10^9 bytes minus the usual ~{SMI_RESERVED_MIB} MiB reservation = "
-            f"{total / GIB:.2f} GiB")
-    if listed:
-        note += f"; cards sold as {gb:g}GB differ ({listed}) — name the card for an exact figure"
-    return Gpu(f"{gb:g} GB GPU", total, None, True, False, note)
+        mid = gpus[(len(gpus) - 1) // 2]
+        listed = "; ".join(f"{g.name} {g.total_bytes / GIB:.2f} GiB" for g in gpus)
+        return Gpu(f"{gb:g} GB GPU", mid.total_bytes, None, True, False,
+                   f"{gb:g}GB is a nominal size and cards sold as {gb:g}GB differ ({listed}); used the middle "
+                   f"one, {mid.total_bytes / GIB:.2f} GiB — name the card for an exact figure")
+    if gb != int(gb):
+        # "49.1 GB": a figure someone read off a tool, not a size cards are sold in — decimal bytes
+        total = int(gb * 1e9) - SMI_RESERVED_MIB * MIB
+        return Gpu(f"{gb:g} GB GPU", total, None, True, False,
+                   f"{gb:g}GB read as {gb:g} × 10^9 bytes minus the usual ~{SMI_RESERVED_MIB} MiB reservation = "
+                   f"{total / GIB:.2f} GiB")
+    total = int(gb * GIB) - SMI_RESERVED_MIB * MIB
+    return Gpu(f"{gb:g} GB GPU", total, None, True, False,
+               f"{gb:g}GB read as {gb:g} GiB of memory chips minus the usual ~{SMI_RESERVED_MIB} MiB reservation = "
+               f"{total / GIB:.2f} GiB (no catalog card of that size; name the card for an exact figure)")
 
 
 def lookup_gpu(text: str) -> Gpu:

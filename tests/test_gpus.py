@@ -57,12 +57,15 @@ def test_smi_mib_unknown_card_subtracts_reservation():
     assert g.assumed and "30,000 MiB" in g.assumed
 
 
-def test_nominal_gb_ambiguous_is_decimal_minus_reservation():
+def test_nominal_gb_ambiguous_takes_the_middle_card_of_that_size():
+    # "24GB" cards show 21.99 (A10), 22.05 (L4), 22.06 (A10G), 23.53 (A30), 23.53 (RTX A5000), 23.64 (4090),
+    # 23.69 (3090) and 23.98 GiB (RX 7900 XTX) to torch: the lower middle of the eight is 23.53 GiB (the
+    # decimal 24e9 B − 480 MiB = 21.88 GiB was below every one of them)
     g = lookup_gpu("24GB")
-    # 3090 (23.69 GiB) and A10 (21.99 GiB) are both "24GB" cards → decimal: 24e9 B − 480 MiB = 21.88 GiB.
-    assert g.total_bytes == 24 * 10**9 - 480 * MIB
-    assert round(g.total_bytes / GIB, 2) == 21.88
+    assert round(g.total_bytes / GIB, 2) == 23.53
     assert "RTX 3090" in g.assumed and "name the card" in g.assumed
+    # no card sold at that size: binary chips less the reservation, 20 GiB − 480 MiB = 19.53 GiB
+    assert lookup_gpu("20GB").total_bytes == 20 * GIB - 480 * MIB
 
 
 def test_nominal_gb_unambiguous_maps_to_card():
@@ -152,7 +155,8 @@ def test_h20_is_known():
 def test_a_bare_size_never_names_a_unified_memory_board():
     """The Jetson Orin Nano is the catalog's only card marketed at 8 GB, but "8GB" alone is far more
     often a discrete card: reading it as the Jetson (7.44 GiB, unified) would bring Jetson advice to
-    an RTX user. A bare size is read as decimal GB less the usual reservation instead."""
+    an RTX user. With no discrete card of that size in the catalog, a bare size is read as that many
+    GiB of memory chips less the usual reservation: 8 GiB − 480 MiB = 7.53 GiB."""
     g = lookup_gpu("8GB")
-    assert not g.unified and g.total_bytes == int(8e9) - 480 * 2**20
+    assert not g.unified and g.total_bytes == 8 * 2**30 - 480 * 2**20
     assert lookup_gpu("Jetson Orin Nano").unified
