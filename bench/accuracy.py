@@ -144,32 +144,48 @@ def settings_for(case: dict) -> EngineSettings:
 
 # A checkpoint format as free text words it, most specific first: the method vLLM loads, else the
 # weight bits (which the estimator reads as compressed-tensors' integer layouts, params._resolve_format).
+# Words end at anything but a letter or digit, so vLLM's own names (awq_marlin, modelopt_fp4) match.
+_W = r"(?<![A-Za-z0-9])"
+_E = r"(?![A-Za-z0-9])"
 _QUANT_WORDS = (
-    (re.compile(r"(?i)\bgguf\b\W*(q\d\w*)?"), "gguf"),
-    (re.compile(r"(?i)\bauto[-_ ]?round\b"), "auto_round"),
-    (re.compile(r"(?i)\bawq\b"), "awq"),
-    (re.compile(r"(?i)\bgptq\b"), "gptq"),
-    (re.compile(r"(?i)\b(?:bitsandbytes|bnb)\b"), "bitsandbytes"),
-    (re.compile(r"(?i)\bnvfp4\b"), "nvfp4"),
-    (re.compile(r"(?i)\bmxfp4\b"), "mxfp4"),
-    (re.compile(r"(?i)\bw8a16\b|\bint8\b"), "w8a16"),
-    (re.compile(r"(?i)\bfp8\b"), "fp8"),
-    (re.compile(r"(?i)\bw4a16\b|\bint4\b|\b4-?bit\b"), "int4"),
+    # vLLM's online int8 for MoE experts only: no whole-model format the estimator can take from a word
+    (re.compile(rf"(?i){_W}experts[-_]int8{_E}"), None, True),
+    (re.compile(rf"(?i){_W}gguf{_E}\W*(q\d\w*)?"), "gguf", True),
+    (re.compile(rf"(?i){_W}auto[-_ ]?round{_E}"), "auto_round", True),
+    (re.compile(rf"(?i){_W}awq(?:[-_]marlin)?{_E}"), "awq", True),
+    (re.compile(rf"(?i){_W}gptq(?:[-_]marlin(?:[-_]24)?)?{_E}"), "gptq", True),
+    (re.compile(rf"(?i){_W}(?:bitsandbytes|bnb){_E}"), "bitsandbytes", True),
+    (re.compile(rf"(?i){_W}(?:nvfp4|modelopt[-_]fp4){_E}"), "nvfp4", True),
+    (re.compile(rf"(?i){_W}mxfp4{_E}"), "mxfp4", True),
+    (re.compile(rf"(?i){_W}(?:w8a16|int8){_E}"), "w8a16", False),
+    (re.compile(rf"(?i){_W}(?:fbgemm[-_])?fp8{_E}(?![-_ ]?(?:e4m3|e5m2)?[-_ ]?kv)"), "fp8", True),
+    (re.compile(rf"(?i){_W}(?:w4a16|int4|4-?bit){_E}"), "int4", False),
 )
+# an fp8 that belongs to the KV cache ("fp8 KV cache", "kv_cache_dtype fp8", "fp8_e5m2 KV")
+_KV_FP8 = re.compile(r"(?i)kv[-_ ]?(?:cache)?[-_ ]?(?:dtype)?\W{0,3}fp8|fp8(?:[-_]e[45]m[23])?\W{0,3}kv")
+_NO_QUANT = ("none", "null", "no", "n/a", "auto", "bf16", "bfloat16", "fp16", "float16", "half", "fp32", "float32")
 
 
 def quant_word(text, weights_only: bool = False) -> str | None:
-    """The quantization a case's free text names ("awq (AutoRound int4 sym)" → awq: a leading method
-    word wins; "compressed-tensors W8A16 (int8 weights)" → w8a16, "gguf (Q4_K_M)" → gguf_q4_k_m), None
-    when it names none. `weights_only`: text that may speak of the KV cache ("fp8_e5m2 KV") — no fp8."""
+    """The quantization a case's free text names, None when it names none. A leading method word wins
+    ("awq (AutoRound int4 sym)" → awq; a leading "none"/"bf16" says there is none); then the text's
+    words in order of specificity ("compressed-tensors W8A16 (int8 weights)" → w8a16, "gguf (Q4_K_M)" →
+    gguf_q4_k_m). An fp8 beside "KV" is the cache's, never the weights'; with `weights_only` (text
+    that may describe the cache anywhere) no fp8 is read at all."""
     if not isinstance(text, str) or not text.strip():
         return None
-    for part in (text.split()[0], text):
-        for pattern, word in _QUANT_WORDS:
-            if weights_only and word == "fp8":
+    first = text.split()[0].strip("(),;:").lower()
+    if first in _NO_QUANT:
+        return None
+    cleaned = _KV_FP8.sub(" ", text)
+    for part, methods_only in ((first, True), (cleaned, False)):
+        for pattern, word, is_method in _QUANT_WORDS:
+            if (methods_only and not is_method) or (weights_only and word == "fp8"):
                 continue
-            m = pattern.search(part) and pattern.search(text)     # the whole text for gguf's type
+            m = pattern.search(part) and pattern.search(cleaned)     # the whole text for gguf's type
             if m:
+                if word is None:
+                    return None
                 return f"gguf_{m.group(1).lower()}" if word == "gguf" and m.group(1) else word
     return None
 

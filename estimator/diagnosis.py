@@ -160,6 +160,7 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     if facts.extra.get("language_model_only") is True:
         from estimator.vllm import TEXT_ONLY_LIMITS
 
+        s.language_model_only = True
         s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
     for key in ("cpu_offload_gb", "kv_cache_memory_bytes"):
         v = facts.extra.get(key)

@@ -837,27 +837,55 @@ MAX_DYNAMIC_IMAGE_TOKENS = 16384
 _TOKENS_PER_IMAGE_KEYS = ("mm_tokens_per_image", "vision_soft_tokens_per_image", "image_seq_length")
 
 
-def qwen2_vl_video_tokens(frame_tokens: int, max_len: int, *, videos: int = 1, start_frames: int = 1) -> int:
-    """LLM tokens of the longest dummy video Qwen2-VL / Qwen2.5-VL are profiled with in V1
+def qwen2_vl_video_tokens(frame_tokens: int, budget: int, *, videos: int = 1, start_frames: int = 1) -> int:
+    """LLM tokens of the longest video Qwen2-VL / Qwen2.5-VL build for a token budget
     (vllm/model_executor/models/qwen2_vl.py get_num_frames_with_most_features): as many frames of
-    the largest size as the token budget holds (_get_max_video_frames, counting from `start_frames`:
-    0 up to 0.10.1, 1 from 0.11), shared by the `videos` the profiler counts, at most
-    _MAX_FRAMES_PER_VIDEO = 14 and at least 1 per video, two frames per temporal patch. A 0.23 log
-    (max_model_len 128,000): "Encoder cache will be initialized with a budget of 114688 tokens, and
-    profiled with 1 video items" = 7 × 16,384."""
+    the largest size as the budget holds (_get_max_video_frames, counting from `start_frames`),
+    shared by `videos`, at most _MAX_FRAMES_PER_VIDEO = 14 and at least 1 per video, two frames per
+    temporal patch. A 0.23 log (max_model_len 128,000): "Encoder cache will be initialized with a
+    budget of 114688 tokens, and profiled with 1 video items" = 7 × 16,384."""
     frames = start_frames
-    while ceil_div(frames + 1, 2) * frame_tokens <= max_len:
+    while ceil_div(frames + 1, 2) * frame_tokens <= budget:
         frames += 1
     per_video = max(1, min(frames // max(1, videos), QWEN2_VL_MAX_FRAMES))
     return ceil_div(per_video, 2) * frame_tokens
 
 
-# V1's profiler asks the model for one item per modality from 0.11.2 (multimodal/registry.py
-# get_max_tokens_per_item_by_modality: {modality: 1}); before, it passed the per-prompt limits —
-# 999 for a modality left unset (config get_limit_per_prompt: "999 if VLLM_USE_V1 else 1") — and
-# up to 0.10.1 the video's frames were what max_model_len left after that many max-size images.
-V1_ONE_ITEM_PER_MODALITY_FROM = (0, 11, 2)
+# Releases where V1's profiler changed how it sizes Qwen2-VL's dummy video (the wheels):
+# multimodal/registry.py get_max_tokens_per_item_by_modality passes the per-prompt limits as the
+# item counts up to 0.8.3 (999 when unset, config get_limit_per_prompt) and {modality: 1} from 0.8.4;
+# qwen2_vl.py takes the images' tokens out of the frames' budget up to 0.10.1 and counts frames
+# from 0 up to 0.10.2, from 1 after; gpu_model_runner.py builds the dummy batch it encodes with
+# seq_len = max_num_batched_tokens up to 0.10.2, with max_model_len from 0.11.0.
+V1_MM_COUNTS_ONE_FROM = (0, 8, 4)
+V1_VIDEO_NO_IMAGE_SHARE_FROM = (0, 10, 2)
+V1_FRAMES_FROM_ONE_FROM = (0, 11, 0)
+V1_DUMMY_AT_MAX_LEN_FROM = (0, 11, 0)
 V1_UNSET_MM_LIMIT = 999
+
+
+def qwen2_vl_dummy_video(profile: Profile, s: EngineSettings, frame_tokens: int, max_len: int,
+                         tb: int) -> tuple[int, int]:
+    """(tokens of the largest video item, tokens of the video the profile run encodes) for V1.
+
+    The first decides whether the video is profiled and how many items the encoder budget holds;
+    the second is what the ViT runs on. Up to 0.10.2 they differ: a default 128,000-token run on
+    0.10.1 sizes the budget for a 98,304-token video but encodes one built for the 2,048-token batch
+    — a single 16,384-token frame pair."""
+    v = profile.version
+    limits = s.limit_mm_per_prompt or {}
+    one = v >= V1_MM_COUNTS_ONE_FROM
+    images = 1 if one else int(limits.get("image", V1_UNSET_MM_LIMIT))
+    videos = 1 if one else int(limits.get("video", V1_UNSET_MM_LIMIT))
+    start = 1 if v >= V1_FRAMES_FROM_ONE_FROM else 0
+    share = frame_tokens * images if v < V1_VIDEO_NO_IMAGE_SHARE_FROM else 0
+    largest = qwen2_vl_video_tokens(frame_tokens, max_len - share, videos=videos, start_frames=start)
+    if v >= V1_DUMMY_AT_MAX_LEN_FROM:
+        return largest, largest
+    # the dummy batch: {video: 1} from 0.8.4 (no images beside it); up to 0.8.3 the whole dummy
+    # prompt with the limits' counts
+    run = qwen2_vl_video_tokens(frame_tokens, tb - (0 if one else share), videos=videos, start_frames=start)
+    return largest, run
 
 
 QWEN2_VL_MAX_FRAMES = 14
@@ -909,17 +937,11 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         patches = tokens * merge * merge
         video = bool(spec.config.get("video_token_id"))
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
-    video_tokens = tokens
+    # a Qwen2-VL video: tokens of the largest item (which picks the modality and the item count)
+    # and of the item the profile run actually encodes (qwen2_vl_dummy_video)
+    video_tokens = video_run = tokens
     if video and profile.engine == "v1" and max_len and spec.model_type in _QWEN2_VL_TYPES:
-        if profile.version >= V1_ONE_ITEM_PER_MODALITY_FROM:
-            video_tokens = qwen2_vl_video_tokens(tokens, max_len)
-        else:
-            set_limits = s.limit_mm_per_prompt or {}
-            n_images = int(set_limits.get("image", V1_UNSET_MM_LIMIT))
-            n_videos = int(set_limits.get("video", V1_UNSET_MM_LIMIT))
-            budget = max_len - (tokens * n_images if profile.version < (0, 10, 2) else 0)
-            video_tokens = qwen2_vl_video_tokens(tokens, budget, videos=n_videos,
-                                                 start_frames=0 if profile.version < (0, 11, 0) else 1)
+        video_tokens, video_run = qwen2_vl_dummy_video(profile, s, tokens, max_len, tb)
     # --limit-mm-per-prompt: items of each modality per prompt (vLLM's default: 1 of each).
     limits = s.limit_mm_per_prompt or {}
     n_img = max(0, int(limits.get("image", 1)))
@@ -936,18 +958,23 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     if profile.engine == "v0":
         items = max(1, min(seqs, tb // media)) * per_prompt
     else:
-        if n_vid and video_tokens > tokens:
-            # V1 profiles the modality whose largest item has the most tokens: here the video
-            tokens, patches, what = video_tokens, video_tokens * merge * merge, "video(s)"
+        run = tokens
+        logged = s.encoder_profile if s.encoder_profile and s.encoder_profile[1] > 0 else None
+        if (logged and logged[0] == "video" and n_vid) or \
+                (not logged and n_vid and (video_tokens > tokens or not n_img)):
+            # V1 profiles the modality whose largest item has the most tokens (a tie keeps the
+            # image, listed first) — here the video; or the log says so
+            tokens, run, what = video_tokens, video_run, "video(s)"
+        # items: the encoder budget max(Tb, largest item) over the largest item (vllm/v1/worker/
+        # gpu_model_runner.py profile_run; utils compute_encoder_budget)
         items = max(1, min(max(tb, tokens) // tokens, seqs * per_prompt))
-        if s.encoder_profile and s.encoder_profile[1] > 0:
-            # the log says what V1 profiled: K items of one modality within a budget of N tokens
-            # (N = max(Tb, tokens of the largest item), K items of it) — one item holds more than
-            # N / (K + 1) tokens and at most N / K; the model's own size stands where it fits
-            modality, n, budget = s.encoder_profile
-            per = tokens if budget // (n + 1) < tokens <= budget // n else budget // n
-            patches = max(1, patches * per // max(1, tokens))
-            tokens, items, what = per, n, f"{modality}(s)"
+        if logged:
+            # the log says what V1 profiled: its modality and item count stand; each item is the
+            # size the release's dummy builder makes (above)
+            items, what = logged[1], f"{logged[0]}(s)"
+        if video:
+            patches = run * merge * merge       # a dynamic-resolution item: its tokens × the merge
+        tokens = run
     per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
     peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
@@ -1407,9 +1434,15 @@ def vision_tower_skipped(spec: ModelSpec, s: EngineSettings, profile: Profile) -
     limits = s.limit_mm_per_prompt
     if not (spec.is_multimodal and limits) or profile.version < TOWER_SKIP_FROM:
         return False
-    modalities = ["image"] + (["video"] if spec.config.get("video_token_id") or spec.config.get("video_token_index")
-                              else [])
+    # the tower's modalities as each model file marks them: {"image", "video"} for Qwen-VL, InternVL,
+    # MiniCPM-V, GLM-4.1V, Gemma 4 … (whatever the config says about video), "image" for these
+    modalities = ["image"] if spec.config.get("model_type") in _IMAGE_ONLY_TOWERS else ["image", "video"]
     return all(int(limits.get(m, 1) or 0) == 0 for m in modalities)
+
+
+# model types whose vision tower vLLM marks for "image" alone (gemma3_mm.py, mistral3.py, pixtral.py,
+# llava.py, mllama4.py, kimi_vl.py in 0.33)
+_IMAGE_ONLY_TOWERS = ("gemma3", "mistral3", "pixtral", "llava", "llama4", "kimi_vl")
 
 
 def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str],
@@ -1421,6 +1454,9 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     part = tuple(stage_sizes(spec, profile, pp, s.pp_layer_partition)) if pp > 1 else None
     layout = MXFP4_LAYOUTS[mxfp4_backend(profile, compute_capability, s.mxfp4_backend)]
     vision = not vision_tower_skipped(spec, s, profile)
+    if s.language_model_only and profile.version < (0, 17, 0):
+        assumptions.append("--language-model-only is a vLLM 0.17+ flag: this release refuses it "
+                           "(use --limit-mm-per-prompt with every modality at 0)")
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep,
            tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout, vision)
     cache = spec.__dict__.setdefault("_weights_cache", {})

@@ -371,6 +371,7 @@ class EngineSettings:
     # the log's "Encoder cache will be initialized with a budget of N tokens, and profiled with K
     # <modality> items": (modality, items, budget tokens) of V1's encoder dummy batch
     encoder_profile: tuple[str, int, int] | None = None
+    language_model_only: bool = False             # --language-model-only (0.17+): every modality limited to 0
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -447,12 +448,12 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
         key = flag_key("--" + name[5:] if negated else name)
         if key == "language_model_only":
             # vllm/config/multimodal.py (0.17+): every modality's limit is 0 — no dummy media in the
-            # profile run and, from 0.15's _mark_tower_model, no vision tower loaded
+            # profile run and, from 0.15's _mark_tower_model, no vision tower loaded; it wins over
+            # --limit-mm-per-prompt wherever that stands (get_limit_per_prompt checks it first)
             on = not negated if not eq else normalise(key, inline)
             if on is None:
                 raise BadInput(f"{name} takes true/false, got {inline!r}")
-            if on:
-                s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
+            s.language_model_only = bool(on)
             continue
         if key not in _FIELDS:
             s.unknown_flags.append(tok)
@@ -489,6 +490,8 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
                 raise BadInput(f"{name}: no speculative method or draft model in {inline!r}")
             continue
         setattr(s, key, _value(key, inline, name))
+    if s.language_model_only:
+        s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
     return s
 
 

@@ -158,6 +158,12 @@ def test_a_case_with_no_card_anywhere_is_skipped_not_run_on_a_default(accuracy, 
     ("4-bit (unspecified; ~20 GB weights)", "int4"),
     ("fp8 (Marlin weight-only fallback on Ampere)", "fp8"),
     ("none", None),
+    # vLLM's own method names: a word ends at anything but a letter or digit
+    ("awq_marlin", "awq"), ("gptq_marlin", "gptq"), ("modelopt_fp4", "nvfp4"), ("fbgemm_fp8", "fp8"),
+    ("int4 AWQ", "awq"),                                 # a method word wins over a bits word
+    # an fp8 that is the KV cache's is not the weights'
+    ("none (fp8 KV cache)", None), ("bf16; kv fp8", None), ("fp8 KV cache", None),
+    ("experts_int8", None),                              # online int8 for MoE experts only
 ])
 def test_a_quantization_field_in_words_is_read(accuracy, text, word):
     assert accuracy.quant_word(text) == word

@@ -886,6 +886,13 @@ def test_language_model_only_leaves_the_vision_tower_out_from_0_15():
     # image=0 alone keeps it: the same tower serves video
     img0 = run_estimate(spec, "A100 80GB", parse_flags(["--limit-mm-per-prompt", "image=0"], base.replace()))
     assert img0.weights_bytes == full.weights_bytes
+    # the flag wins over a --limit-mm-per-prompt in either order (get_limit_per_prompt checks it first)
+    for argv in (["--language-model-only", "--limit-mm-per-prompt", '{"image": 2}'],
+                 ["--limit-mm-per-prompt", '{"image": 2}', "--language-model-only"]):
+        assert parse_flags(argv).limit_mm_per_prompt == {"image": 0, "video": 0, "audio": 0}
+    # before 0.17 vLLM does not know the flag: the reply says so
+    assert any("0.17+" in a for a in run_estimate(spec, "A100 80GB", parse_flags(["--language-model-only"],
+               EngineSettings(vllm_version="0.16.0", max_model_len=32768))).assumptions)
 
 
 def test_language_model_only_is_read_from_a_paste():
@@ -915,19 +922,21 @@ def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
 
 
 @pytest.mark.parametrize("version,limits,tokens,what", [
-    # 0.8.2 V1, limits unset (999 each): 128,000 − 999 images' tokens leaves no frames → 1 frame per
-    # video = one 16,384-token temporal patch, a tie with the image, and the image is profiled: the
-    # QwenLM/Qwen3-VL#1057 log on 0.8.2 says "profiled with 1 image items of the maximum feature size"
+    # 0.8.2 V1 passed the per-prompt limits (999 when unset) as item counts: 128,000 − 999 images'
+    # tokens leaves no frames → 1 frame per video = one 16,384-token temporal patch, a tie with the
+    # image, and the image is profiled: the QwenLM/Qwen3-VL#1057 log on 0.8.2 says "profiled with 1
+    # image items of the maximum feature size"
     ("0.8.2", None, 16_384, "image(s)"),
-    # 0.10.1, one image and one video: 128,000 − 16,384 = 111,616 holds 12 frames (counting from 0;
-    # 13 frames = 7 patches = 114,688 is over) → 6 temporal patches = 98,304
-    ("0.10.1", {"image": 1, "video": 1}, 98_304, "video(s)"),
-    # 0.11.0: no image subtraction, counting from 1: 14 frames fit 128,000 → 7 patches = 114,688 …
-    ("0.11.0", {"image": 1, "video": 1}, 114_688, "video(s)"),
-    # … but with the video limit unset, 14 frames // 999 videos → 1 frame: the image again
-    ("0.11.0", None, 16_384, "image(s)"),
-    # 0.11.2+: one item per modality whatever the limits (the 0.23 log's 114,688)
-    ("0.11.2", None, 114_688, "video(s)"),
+    # 0.8.4–0.10.1: one item per modality; the largest video is what 128,000 − 16,384 = 111,616 holds,
+    # 12 frames counting from 0 (13 frames = 7 patches = 114,688 is over) = 98,304 > 16,384, so the
+    # video is profiled — but the item encoded is built for the 2,048-token batch: one frame pair,
+    # 16,384 tokens (gpu_model_runner.py seq_len=self.max_num_tokens)
+    ("0.10.1", None, 16_384, "video(s)"),
+    ("0.10.1", {"image": 1, "video": 1}, 16_384, "video(s)"),
+    # 0.11.0+: no image share, frames from 1, and the dummy built for max_model_len: 14 frames
+    # (the cap) = 7 patches = 114,688 — the 0.23 log's budget
+    ("0.11.0", None, 114_688, "video(s)"),
+    ("0.11.2", {"image": 1, "video": 1}, 114_688, "video(s)"),
 ])
 def test_v1_qwen25_vl_dummy_video_per_release(version, limits, tokens, what):
     from estimator.memory import activation_peak
@@ -960,3 +969,24 @@ def test_the_logged_encoder_profile_decides_what_the_vision_encoder_ran():
     peak = activation_peak(spec, profile_for("0.23.0"), s, 2, notes, max_len=128_000)
     assert peak == int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280 + 3 * 1280) * 2)
     assert any("1 max-size dummy image(s) of 16,384 tokens" in n for n in notes)
+
+
+def test_an_image_only_tower_goes_with_image_zero_a_video_tower_needs_both():
+    """gemma3_mm.py marks its SigLIP tower for "image" alone, qwen2_5_vl.py for {"image", "video"}
+    (0.33): `image=0` drops Gemma 3's tower, not Qwen2.5-VL's (video keeps its default limit).
+    Gemma-3-27B's tower by hand (siglip: 27 layers of hidden 1152, MLP 4304, 896² images in 14²
+    patches): a layer = 4 × (1152² + 1152) + 1152·4304 + 4304 + 4304·1152 + 1152 + 2 × 2,304
+    = 15,239,504, × 27 = 411,466,608; patch embed 3·14·14·1152 + 1152 = 678,528; 4,096 positions ×
+    1152 = 4,718,592; post norm 2,304; projector 1152 × 5376 + 1152 = 6,194,304 → 423,060,336
+    parameters = 846,120,672 B in bf16."""
+    from estimator.api import load_model, run_estimate
+
+    gemma = load_model("google/gemma-3-27b-it", offline=True).spec
+    base = EngineSettings(vllm_version="0.20.1", max_model_len=8192)
+    full = run_estimate(gemma, "H100", base)
+    no_img = run_estimate(gemma, "H100", parse_flags(["--limit-mm-per-prompt", "image=0"], base.replace()))
+    assert full.weights_bytes - no_img.weights_bytes == 846_120_672
+    qwen = load_model("Qwen/Qwen2.5-VL-7B-Instruct", offline=True).spec
+    q_full = run_estimate(qwen, "H100", base.replace())
+    q_img0 = run_estimate(qwen, "H100", parse_flags(["--limit-mm-per-prompt", "image=0"], base.replace()))
+    assert q_img0.weights_bytes == q_full.weights_bytes
