@@ -78,13 +78,15 @@ _PREFIX = regex.compile(
     r"""(?xm)^(?:
         [ ]{0,8}(?:[>▎┃│][ ]?)+
       | [\w.-]{1,40}[ ]+\|[ ]+(?=\(|(?:INFO|WARNING|ERROR|DEBUG)[ ]|\[rank\d|\d{4}-\d\d-\d\d)
-      | [ ]{0,8}\(?[ ]?(?:(?P<proc>[A-Za-z_][\w-]{0,40})[ ]+)?(?:rank=(?P<rank>\d{1,4})[ ]+)?pid=(?P<pid>\d{1,10})\)[ ]*
+      | [ ]{0,8}\(?[ ]?(?:(?P<proc>[A-Za-z_][\w-]{0,40}(?:[ ](?:PP\d{1,3}(?:_TP\d{1,3})?|TP\d{1,3}))?)[ ]+)?(?:rank=(?P<rank>\d{1,4})[ ]+)?pid=(?P<pid>\d{1,10})\)[ ]*
       | [ ]{0,8}\[rank(?P<rank2>\d{1,4})\]:?[ ]*
       | [ ]{0,8}(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+(?:\[[^\]\n]{1,80}\]|[\w.-]{1,60}:\d{1,6}\])[ ]?
       | [ ]{0,8}(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[ ]+
       | [ ]{0,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?[ ]+(?:(?:INFO|WARNING|ERROR|DEBUG)[ ]+)?
     )+""")
-_PROC_RANK = regex.compile(r"(?:Worker_)?(?:PP(?P<pp>\d+)_)?TP(?P<tp>\d+)|Worker_PP(?P<pp2>\d+)")
+# V1 worker names: `Worker_TP1`, `Worker_PP1_TP0`, `Worker_DP0_PP1` (0.10.2+), `VllmWorker TP1`,
+# `VllmWorker PP0_TP1` (0.10.1); each tag only when its size is above one (multiproc_executor.py)
+_PROC_RANK = regex.compile(r"(?:(?<![A-Za-z])PP(?P<pp>\d+)_)?(?<![A-Za-z])TP(?P<tp>\d+)|(?<![A-Za-z])PP(?P<pp2>\d+)")
 
 
 @dataclass
@@ -180,8 +182,8 @@ def worker_grid(lines: list[LineInfo]) -> tuple[int, int, str] | None:
     pids: set[int] = set()
     named = False
     for li in lines:
-        m = _PROC_RANK.search(li.proc or "") if li.proc and "_" in li.proc else None
-        if not li.rank and not (m and li.proc.startswith("Worker_")):
+        m = _PROC_RANK.search(li.proc) if li.proc else None
+        if not li.rank and not (m and li.proc.startswith(("Worker_", "VllmWorker "))):
             continue        # rank 0's lines count only for the V1 worker names (`Worker_TP0`)
         if li.rank and li.rank[0] == "pid":
             pids.add(li.rank[1])

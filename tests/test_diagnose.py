@@ -624,6 +624,10 @@ def test_worker_ranks_give_the_parallel_size_no_flag_states():
     # when pipeline_parallel_size > 1): rank 0's line alone says at least two (club-3090#642)
     (["(Worker_TP0 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] Available KV cache memory: 11.05 GiB"], (2, None)),
     (["(Worker_PP0 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (None, 2)),
+    # 0.10.1 named them `VllmWorker TP1` / `VllmWorker PP0_TP1`, same rule; data-parallel ranks come first
+    (["(VllmWorker TP0 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (2, None)),
+    (["(VllmWorker PP1_TP1 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (2, 2)),
+    (["(Worker_DP0_PP1 pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (None, 2)),
     # the engine core's own lines (TP 1: the worker runs in-process) say nothing
     (["(EngineCore pid=1) INFO 01-01 00:00:00 [gpu_worker.py:1] x"], (None, None)),
     # data parallel engines own their ranks: nothing is derived
