@@ -715,11 +715,14 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
     if "quantization" in chosen and chosen["quantization"].priority >= _tpl.P_GUESS:
         return
     names = []
-    if "model" in chosen:
-        names.append((chosen["model"], str(chosen["model"].value)))
+    served = chosen.get("model")
+    if served is not None:
+        names.append((served, str(served.value)))
     for p in model_paths:
         names.append((None, p))
     for o in by_key.get("model", []):
+        if served is not None and served.source.startswith("cmdline") and o.value != served.value:
+            continue    # the command says which model ran; another one the prose compares it with is not it
         names.append((o, str(o.value)))
     for occ, name in names:
         q = _prose.quantization_in_name(name.rsplit("/", 1)[-1])
