@@ -709,11 +709,18 @@ def _pick_by_version(text: str, lst: list[_Occ], version: str) -> _Occ | None:
     return hits[0] if len(vals) == 1 else None
 
 
+# `quantization=None` in the engine's config dump (llm_engine.py / v1 core.py "with config: …"): the
+# method vLLM resolved from the flag and the checkpoint — none
+_DUMP_NO_QUANT = regex.compile(r"(?<![\w'\"-])quantization=None(?=[,\s]|$)")
+
+
 def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text: str) -> None:
     """Quantization named in the model id (or a path / recipe file named after it) when nothing
     stronger said it; a bare word in prose ("AWQ", below P_GUESS) yields to the model's name."""
     if "quantization" in chosen and chosen["quantization"].priority >= _tpl.P_GUESS:
         return
+    if "quantization=None" in text and _search(_DUMP_NO_QUANT, text) is not None:
+        return      # the engine's config dump says the model ran unquantized, whatever names say
     names = []
     served = chosen.get("model")
     if served is not None:

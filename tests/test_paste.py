@@ -758,3 +758,17 @@ def test_mamba_cache_mode_line_is_read():
     assert read_paste(line).extra["mamba_cache_mode"] == "all"
     assert read_paste(line.replace("'all'", "'align'")).extra["mamba_cache_mode"] == "align"
     assert "mamba_cache_mode" not in read_paste("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16\n").extra
+
+
+def test_quantization_is_not_taken_from_a_model_the_run_did_not_serve():
+    """A blog comparing runs: `vllm serve Qwen/Qwen3-14B` with "Qwen3-14B-AWQ" elsewhere in the text
+    served the 16-bit model (it printed 27.52 GiB of weights); and an engine config dump's
+    `quantization=None` means vLLM resolved no quantization, whatever model names a loop lists."""
+    served = read_paste("측정 환경: vLLM 0.28.0 · Qwen3-14B / Qwen3-14B-AWQ\n\nvllm serve Qwen/Qwen3-14B --disable-log-stats\n"
+                        "Model loading took 27.52 GiB and 6.27 seconds\n")
+    assert served.get("model") == "Qwen/Qwen3-14B" and served.get("quantization") is None
+    assert read_paste("vllm serve Qwen/Qwen3-14B-AWQ --max-model-len 4096\n").get("quantization") == "awq"
+    looped = read_paste("for M in Qwen/Qwen2.5-7B-Instruct \\\n         Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 ; do\n"
+                        "  hf download \"$M\"\ndone\n[bf16]        quantization=None\n"
+                        "[bf16]        Model loading took 14.2488 GiB\n")
+    assert looped.get("quantization") is None
