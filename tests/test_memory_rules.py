@@ -911,7 +911,8 @@ def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
     dummy sampler over 1,024 × 201,088 vocabulary elements at 38 B (SAMPLER_BYTES_NATIVE) is
     7,824,801,792 B = 7.29 GiB, far above the 8,192-token forward. By hand: 0.9 × 79.18 = 71.26 GiB
     − 65.91 (Marlin MXFP4 weights) − 7.29 − 0.15 non-torch = −2.09 GiB (printed −2.14; at 32 B the
-    sampler would be 6.14 GiB and the pool −0.94)."""
+    sampler would be 6.14 GiB and the pool −0.94). This run is one of the four the 38 B rests on: the
+    test pins the arithmetic, it is not an independent check of the constant."""
     from estimator.api import load_model, run_estimate
 
     spec = load_model("openai/gpt-oss-120b", offline=True).spec
