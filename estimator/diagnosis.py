@@ -148,6 +148,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     from estimator.vllm import ENV_SETTINGS, parse_flags
 
     for name, value in (facts.extra.get("env") or {}).items():
+        if name == "VLLM_USE_FLASHINFER_SAMPLER" and isinstance(facts.extra.get("flashinfer_sampler"), bool):
+            continue        # the log's own line says which sampler ran
         if name in ENV_SETTINGS:        # VLLM_PP_LAYER_PARTITION, VLLM_USE_V2_MODEL_RUNNER: read as the CLI reads them
             try:
                 parse_flags([f"{name}={str(value).replace(' ', '')}"], s)

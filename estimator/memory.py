@@ -32,7 +32,6 @@ from estimator.spec import (
 )
 from estimator.vllm import (
     SAMPLER_BYTES_FLASHINFER,
-    SAMPLER_BYTES_NATIVE,
     EngineSettings,
     Profile,
     ceil_div,
@@ -40,6 +39,7 @@ from estimator.vllm import (
     default_max_num_batched_tokens,
     default_max_num_seqs,
     full_graph_sizes,
+    native_sampler_bytes,
     profile_for,
     requested_bytes,
     v0_chunked_prefill,
@@ -746,9 +746,10 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     vocab = spec.vocab_size
     per_elem = profile.sampler_bytes_per_elem
     if profile.engine == "v1" and per_elem and s.flashinfer_sampler is not None:
-        # the log named the sampler: FlashInfer's kernel samples without sorting the vocabulary
-        # (≈ the 10 B of 0.20+), the PyTorch-native path sorts it (≈ 38 B); see vllm.py
-        per_elem = SAMPLER_BYTES_FLASHINFER if s.flashinfer_sampler else SAMPLER_BYTES_NATIVE
+        # the log (or VLLM_USE_FLASHINFER_SAMPLER) named the sampler: FlashInfer's kernel samples
+        # without sorting the vocabulary (≈ 10 B), the PyTorch-native path sorts it (≈ 38 B) or, from
+        # 0.17, masks it with a Triton kernel (≈ 29 B); see vllm.py
+        per_elem = SAMPLER_BYTES_FLASHINFER if s.flashinfer_sampler else native_sampler_bytes(profile.version)
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only

@@ -240,6 +240,22 @@ SAMPLER_BYTES_FLASHINFER = 10
 # empirical table (120b and 20b alike: 7.38), vllm#23278 (0.10.1) and vllm#27508 (0.11.0) solved
 # from their pools — i.e. 38.3–38.5 B per element.
 SAMPLER_BYTES_NATIVE = 38
+# From 0.17 the native path masks top-k/top-p with a Triton kernel in place for batches of 8 or more
+# (v1/sample/ops/topk_topp_triton.py), no sort: bf16 + fp32 logits, softmax probs and the noise
+# tensor are 14 B by the code; one log prints the whole peak — akiyax/kvcache-lab on 0.26 with
+# VLLM_USE_FLASHINFER_SAMPLER=0 (RTX 4080, Qwen2.5-7B-AWQ): 1.04 GiB over 256 × 152,064 = 28.7 B.
+# A fit on that one log.
+SAMPLER_BYTES_TRITON = 29
+# The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):
+# FlashInfer's when importable up to 0.11.0 (VLLM_USE_FLASHINFER_SAMPLER unset "means True"), the
+# native one 0.11.2–0.20 (FlashInfer opt-in: unset reads as None), FlashInfer again from 0.21 (unset = True).
+NATIVE_SAMPLER_DEFAULT = ((0, 11, 1), (0, 21, 0))
+TRITON_TOPK_TOPP_FROM = (0, 17, 0)
+
+
+def native_sampler_bytes(version: tuple) -> int:
+    """Per row × vocab element of the PyTorch-native top-k/top-p sampler in this release."""
+    return SAMPLER_BYTES_TRITON if version >= TRITON_TOPK_TOPP_FROM else SAMPLER_BYTES_NATIVE
 
 
 # The first release per engine whose budget no longer charges other processes' memory to this
@@ -302,9 +318,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
         # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1 0.8–0.19: torch-native top-k/top-p
         # (bf16 + fp32 logits, sort values + int64 indices and the sort's own buffers) ≈ 38 B
-        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40). 0.20+: 10 B, fitted on the one dev case that prints its peak with the
-        # sampler in it (recipes#893 GLM-5.3 on 0.28 ≈ 11 B) — kernels that skip the sort; thin
-        # evidence, and the release where this changed is not pinned down (0.20 is an estimate).
+        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40). FlashInfer's (0.21+ default): 10 B, fitted on the
+        # one dev case that prints its peak with the sampler in it (recipes#893 GLM-5.3 on 0.28 ≈ 11 B).
         # vllm PR48601 is no evidence: its V2 model runner did not profile the sampler at all
         # (the PR adds that), so its 1.54 GiB peak is the forward pass and vision encoder.
         # Which one 0.8–0.19 runs depends on the install: V1 takes FlashInfer's sampler when it is
@@ -312,8 +327,12 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # and docker images ship it — a 0.8.5 image (vllm#17327) and a 0.10.1 run left ≤ 0.3 GiB
         # for a 256-row sampler that 38 B would put at 1.38 GiB. A log that names the sampler
         # decides (SAMPLER_BYTES_*); without one, the native 38 B stays the cautious choice.
+        # Per release (NATIVE_SAMPLER_DEFAULT): 0.8–0.11.0 take FlashInfer's sampler only where it is
+        # installed — the native 38 B stays the cautious choice there; 0.11.2–0.16 the native sort (38 B);
+        # 0.17–0.20 the native Triton masking (29 B); 0.21+ FlashInfer (10 B).
         sampler_bytes_per_elem=40 if engine == "v0" else (
-            0 if v < (0, 8, 0) else SAMPLER_BYTES_NATIVE if v < (0, 20, 0) else SAMPLER_BYTES_FLASHINFER),
+            0 if v < (0, 8, 0) else native_sampler_bytes(v) if v < NATIVE_SAMPLER_DEFAULT[1]
+            else SAMPLER_BYTES_FLASHINFER),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
         needed_rule="v0" if engine == "v0" else (
@@ -396,7 +415,7 @@ TEXT_ONLY_LIMITS = {"image": 0, "video": 0, "audio": 0}
 
 # Environment variables vLLM reads that change memory; parse_flags takes them as `NAME=value` words.
 ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_MXFP4_USE_MARLIN",
-                "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_FLASHINFER_SAMPLER")
 
 
 def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
@@ -431,6 +450,11 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             continue
         if tok.split("=", 1)[0] in ("--rope-scaling", "--rope_scaling", "--hf-overrides", "--hf_overrides"):
             s.allow_long_max_model_len = True      # the config's length is overridden: not checked here
+        if tok.startswith("VLLM_USE_FLASHINFER_SAMPLER="):
+            b = parse_bool(tok.partition("=")[2])     # which top-k/top-p sampler V1 runs (envs.py)
+            if b is not None:
+                s.flashinfer_sampler = b
+            continue
         if tok.startswith("VLLM_MXFP4_USE_MARLIN="):
             if parse_bool(tok.partition("=")[2]):
                 s.mxfp4_backend = "Marlin"

@@ -991,3 +991,25 @@ def test_an_image_only_tower_goes_with_image_zero_a_video_tower_needs_both():
     q_full = run_estimate(qwen, "H100", base.replace())
     q_img0 = run_estimate(qwen, "H100", parse_flags(["--limit-mm-per-prompt", "image=0"], base.replace()))
     assert q_img0.weights_bytes == q_full.weights_bytes
+
+
+@pytest.mark.parametrize("version,env,per_elem", [
+    ("0.10.1", None, 38),     # FlashInfer only where installed: the native sort stays the cautious default
+    ("0.16.0", None, 38),     # 0.11.2–0.16: FlashInfer opt-in (envs.py: unset = None), native sort
+    ("0.17.0", None, 29),     # 0.17–0.20: the native path masks with topk_topp_triton.py, no sort
+    ("0.20.1", None, 29),
+    ("0.21.0", None, 10),     # 0.21+: VLLM_USE_FLASHINFER_SAMPLER unset = True
+    ("0.26.0", "0", 29),      # turned off: the Triton path (akiyax/kvcache-lab's 0.26 log, 1.04 GiB)
+    ("0.14.0", "1", 10),      # opted in
+])
+def test_v1_sampler_per_release_and_env(version, env, per_elem):
+    """The dummy sampler's bytes per row × vocab element as each release picks the sampler
+    (v1/sample/ops/topk_topp_sampler.py and envs.py in the wheels); 256 rows × 151,936 vocab."""
+    from estimator.memory import activation_peak
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen3-8B")
+    s = EngineSettings(vllm_version=version, max_num_seqs=256, max_num_batched_tokens=2048)
+    if env is not None:
+        s = parse_flags([f"VLLM_USE_FLASHINFER_SAMPLER={env}"], s)
+    assert activation_peak(spec, profile_for(version), s, 2, []) == 256 * 151_936 * per_elem
