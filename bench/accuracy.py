@@ -347,8 +347,15 @@ def main(argv: list[str]) -> int:
                 print(f"{name:<58} skipped: no GPU in the case or its paste")
             skipped += 1
             continue
+        settings = settings_for(case)
+        if not isinstance(case.get("tensor_parallel_size"), int):
+            # as `diagnose` does: a TP size read as a lower bound from the workers' lines is
+            # sharpened by the weights each rank printed
+            from estimator.diagnosis import _tp_from_weights
+
+            _tp_from_weights(paste_facts(case), loaded.spec, settings)
         try:
-            est = run_estimate(loaded.spec, gpu_arg, settings_for(case))
+            est = run_estimate(loaded.spec, gpu_arg, settings)
         except KvdoctorError as exc:
             if verbose:
                 print(f"{name:<58} skipped: {exc}")

@@ -773,10 +773,11 @@ def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int 
     if how == "pids":
         stated = chosen.get("gpu_count")
         p2p = _search(_P2P_CACHE, pt.clean) if "p2p_access_cache" in pt.clean else None
-        seen = int(stated.value) if stated is not None else len(p2p.group("devs").split(",")) if p2p else 0
+        rows = int(extra.get("gpu_rows") or 0)      # the GPUs collect_env / nvidia-smi list
+        seen = int(stated.value) if stated is not None else len(p2p.group("devs").split(",")) if p2p else rows
         if seen >= tp:
             tp = seen
-            src = "worker_processes" if stated is not None else "p2p_cache"
+            src = "worker_processes" if stated is not None or not p2p else "p2p_cache"
         elif tp & (tp - 1):
             return          # neither a stated count nor a power of two: too unsure to guess
     if tp > 1:

@@ -650,6 +650,19 @@ V1_ERROR_NO_GPU = ("ERROR 07-28 21:25:41 [core.py:632] ValueError: To serve at l
                    '  File "/venv/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 86, in __init__\n')
 
 
+def test_v0_worker_processes_take_the_gpus_collect_env_lists():
+    """vllm#6746 (8× H100, V0 0.5): four `(VllmWorkerProcess pid=…)` lines beside the driver are a
+    lower bound of five, not a size; collect_env's "GPU 0 … GPU 7" rows say the workers were eight."""
+    from estimator.paste import read_paste
+
+    rows = "".join(f"GPU {i}: NVIDIA H100 80GB HBM3\n" for i in range(8))
+    workers = "".join(f"(VllmWorkerProcess pid={p}) INFO 07-24 14:07:31 model_runner.py:692] Loading model weights "
+                      "took 57.7520 GB\n" for p in (6494, 6498, 6499, 6500))
+    f = read_paste("GPU models and configuration:\n" + rows + "...\n" + workers)
+    tp = f.values["tensor_parallel_size"]
+    assert (tp.value, tp.source) == (8, "worker_processes")
+
+
 def test_card_implied_by_the_pool_uses_that_cards_own_defaults():
     """No GPU named: the size vLLM's pool implies must reproduce the pool with the defaults of a card
     of that size. With an 80 GB card's defaults (1,024 sampler rows) the non-KV part is ~19 GiB and
