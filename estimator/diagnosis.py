@@ -348,7 +348,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
     if est is not None:
-        _in_users_command(suggestions, facts)
+        _in_users_command(suggestions, facts, est.spec.model_id)
         est.suggestions = suggestions
     if est is not None and kind in ("kv_capacity_v0", "kv_capacity_v1"):
         from estimator.advice import full_context_plan
@@ -454,9 +454,11 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     return None, ""
 
 
-def _in_users_command(suggestions: list[dict], facts) -> None:
+def _in_users_command(suggestions: list[dict], facts, model_id: str | None = None) -> None:
     """Show each fix as the user's own command with the fix applied (their TP, model path and
-    other flags kept), when the paste holds a `vllm serve` command."""
+    other flags kept), when the paste holds a `vllm serve` command; without one, a command that
+    serves the local path the user's run served, not the repo id kvdoctor read it as (a log's
+    `'model': '~/.cache/huggingface/qwen3.6-27b-autoround-int4'` is not a Hub repo)."""
     from estimator.advice import command_with
     from estimator.flags import user_command
 
@@ -465,6 +467,13 @@ def _in_users_command(suggestions: list[dict], facts) -> None:
     if base:
         for s in suggestions:
             s["command"] = command_with(base, s["flags"])
+        return
+    path = str(facts.extra.get("model_path") or "")
+    if model_id and path and not any(c.isspace() or c in "'\"`;|&$" for c in path):
+        for s in suggestions:
+            cmd = str(s.get("command") or "")
+            s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {path}", 1) \
+                .replace(f"--model {model_id}", f"--model {path}", 1)
 
 
 def _public(message: str) -> str:

@@ -890,3 +890,17 @@ def test_oom_phase_from_the_log_below_a_title_or_from_words(text):
     from estimator.paste import read_paste
 
     assert read_paste(text).error_kind == "cuda_oom_graph"
+
+
+def test_a_fix_without_the_users_command_serves_the_path_the_log_served():
+    """club-3090#642 prints only the non-default args: `'model': '~/.cache/huggingface/qwen3.6-27b-autoround-int4'`
+    is a local checkpoint, read as the guessed repo Qwen/qwen3.6-27b-autoround-int4 for its config. The fix
+    commands serve that path, not the guessed id, which is no Hub repo."""
+    text = ("(Worker_TP0 pid=101) INFO 07-08 15:38:03 [gpu_worker.py:508] Available KV cache memory: 11.05 GiB\n"
+            "(APIServer pid=1) INFO 07-07 19:59:04 [api_utils.py:273] non-default args: {'model_tag': "
+            "'~/.cache/huggingface/qwen3.6-27b-autoround-int4', 'model': '~/.cache/huggingface/qwen3.6-27b-autoround-int4', "
+            "'dtype': 'float16', 'max_model_len': 262144, 'quantization': 'auto_round'}\n")
+    d = diagnose(text, offline=True, explain=True, gpu="RTX 3090")
+    commands = [s["command"] for s in d.suggestions]
+    assert commands and all("vllm serve ~/.cache/huggingface/qwen3.6-27b-autoround-int4 " in c for c in commands)
+    assert not any("Qwen/qwen3.6-27b-autoround-int4" in c for c in commands)
