@@ -104,13 +104,18 @@ def _rows() -> tuple[_Row, ...]:
     return tuple(out)
 
 
+# Words that name no card once a vendor is stripped from an alias ("intel gpu max" → "max"): "Pro Max",
+# "Max-Q" and "max_model_len" are everywhere in pastes.
+_GENERIC_KEYS = {"max", "pro", "gpu", "ultra", "plus", "super", "mini", "data center", "workstation"}
+
+
 @lru_cache(maxsize=1)
 def _index() -> dict[str, _Row]:
     idx: dict[str, _Row] = {}
     for row in _rows():
         for key in (row.name, *row.aliases):
             for k in (_norm(key), _strip_vendor(_norm(key))):
-                if k:
+                if k and k not in _GENERIC_KEYS:
                     idx.setdefault(k, row)
                     idx.setdefault(k.replace(" ", ""), row)
     return idx
@@ -207,8 +212,10 @@ def _from_nominal_gb(gb: float) -> Gpu:
     the catalog's cards agree within 1% their total is used; where they differ (ECC data-centre
     cards against GeForce), the middle one's (the lower of two middles), with the range said; with
     no card of that size, the binary size less the usual reservation."""
+    # a row whose torch total is a fraction of its marketed size describes one die of a multi-die
+    # board (MI250X "per GCD": 64 GiB of a 128 GB card) — not what a bare "128GB" means
     gpus = sorted((g for r, g in _catalog() if r.marketed_gb == gb and r.vendor in ("NVIDIA", "AMD")
-                   and not r.unified), key=lambda g: g.total_bytes)
+                   and not r.unified and g.total_bytes >= 0.8 * gb * GIB), key=lambda g: g.total_bytes)
     if gpus:
         lo, hi = gpus[0].total_bytes, gpus[-1].total_bytes
         names = ", ".join(x.name for x in gpus)

@@ -160,3 +160,12 @@ def test_a_bare_size_never_names_a_unified_memory_board():
     g = lookup_gpu("8GB")
     assert not g.unified and g.total_bytes == 8 * 2**30 - 480 * 2**20
     assert lookup_gpu("Jetson Orin Nano").unified
+
+
+def test_generic_words_and_per_die_rows_name_no_card():
+    """"Dell Pro Max GB10" once matched the Intel Max 1550 through its vendor-stripped alias "max";
+    a bare "128GB" took the MI250X's per-GCD 63.98 GiB (one die of a 128 GB board)."""
+    with pytest.raises(UnknownGpu):
+        lookup_gpu("NVIDIA GB10 (DGX Spark-class Dell Pro Max GB10, unified memory)")
+    assert lookup_gpu("intel max 1550").name.startswith("Intel Data Center GPU Max 1550")
+    assert lookup_gpu("128GB").total_bytes == 128 * GIB - 480 * MIB       # no whole card of that size
