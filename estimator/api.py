@@ -69,11 +69,12 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
 
 
 # Suffixes quantized exports add to their base model's name (…-FP8, …-AWQ, …-GPTQ-Int4,
-# …-unsloth-bnb-4bit, …-int4-AutoRound-awq-sym), and 16-bit re-uploads (TheBloke's …-fp16 of a
-# Meta …-hf repo). The architecture (layers, heads, KV) is the base's.
+# …-unsloth-bnb-4bit, …-int4-AutoRound-awq-sym), 16-bit re-uploads (TheBloke's …-fp16 of a
+# Meta …-hf repo), and the words people give a local copy of a repo (an HF cache dir renamed
+# models--Qwen--Qwen3.6-27B-local). The architecture (layers, heads, KV) is the base's.
 _QUANT_SUFFIX = re.compile(
     r"(?i)[-_.](?:fp8(?:-dynamic|-block)?|w8a8|w8a16|w4a16|int4|int8|awq|gptq|bnb|nvfp4|mxfp4|autoround|"
-    r"4bit|8bit|unsloth|quantized|dynamic|gguf|q4_k_m|q8_0|fp16|bf16)(?:[-_.].*)?$"
+    r"4bit|8bit|unsloth|quantized|dynamic|gguf|q4_k_m|q8_0|fp16|bf16|local|copy|mirror|backup|bak)(?:[-_.].*)?$"
 )
 
 

@@ -222,3 +222,14 @@ def test_a_renamed_repo_is_found_under_its_new_id():
                                   "on the Hub (the repo was renamed)")
     # a name the catalog holds under its old spelling stays itself
     assert resolve_model("meta-llama/Meta-Llama-3.1-8B", offline=True).model_id == "meta-llama/Meta-Llama-3.1-8B"
+
+
+def test_a_renamed_local_copy_takes_its_base_models_config():
+    """`vllm serve ~/hf_cache/models--Qwen--Qwen3.6-27B-local`: a cache dir renamed with "-local" is read
+    as the repo Qwen/Qwen3.6-27B-local, which no hub or catalog has; it is the catalog's Qwen3.6-27B,
+    unquantized (a "-AWQ-local" copy keeps the AWQ its name says)."""
+    from estimator.api import load_model
+
+    local = load_model("Qwen/Qwen3.6-27B-local", offline=True)
+    assert local.spec.num_layers == 64 and not local.spec.quantization
+    assert load_model("Qwen/Qwen3.6-27B-AWQ-local", offline=True).spec.quantization["quant_method"] == "awq"

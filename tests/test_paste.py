@@ -772,3 +772,10 @@ def test_quantization_is_not_taken_from_a_model_the_run_did_not_serve():
                         "  hf download \"$M\"\ndone\n[bf16]        quantization=None\n"
                         "[bf16]        Model loading took 14.2488 GiB\n")
     assert looped.get("quantization") is None
+
+
+def test_a_weights_line_quoted_without_its_tail_is_read():
+    """A setup guide quotes "Model loading took 50.22 GiB memory" (0.11.2+ wording) without the
+    "and N seconds" that follows in the log: still vLLM's figure."""
+    assert read_paste("Model loading took 50.22 GiB memory\nGPU KV cache size: 262,872 tokens\n").get("weights_gib") == 50.22
+    assert read_paste("Model loading took 50.22 GiB memory usage is high\n").get("weights_gib") is None
