@@ -31,7 +31,6 @@ from estimator.spec import (
     dtype_bytes,
 )
 from estimator.vllm import (
-    SAMPLER_BYTES_FLASHINFER,
     EngineSettings,
     Profile,
     ceil_div,
@@ -39,9 +38,9 @@ from estimator.vllm import (
     default_max_num_batched_tokens,
     default_max_num_seqs,
     full_graph_sizes,
-    native_sampler_bytes,
     profile_for,
     requested_bytes,
+    sampler_bytes,
     v0_chunked_prefill,
 )
 
@@ -745,11 +744,11 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     per_elem = profile.sampler_bytes_per_elem
-    if profile.engine == "v1" and per_elem and s.flashinfer_sampler is not None:
-        # the log (or VLLM_USE_FLASHINFER_SAMPLER) named the sampler: FlashInfer's kernel samples
-        # without sorting the vocabulary (≈ 10 B), the PyTorch-native path sorts it (≈ 38 B) or, from
-        # 0.17, masks it with a Triton kernel (≈ 29 B); see vllm.py
-        per_elem = SAMPLER_BYTES_FLASHINFER if s.flashinfer_sampler else native_sampler_bytes(profile.version)
+    if profile.engine == "v1" and per_elem:
+        # the release's sampler for these rows, or the one the log (or VLLM_USE_FLASHINFER_SAMPLER)
+        # names: FlashInfer's kernel samples without sorting the vocabulary (≈ 10 B), the PyTorch-native
+        # path sorts it (≈ 38 B) or, from 0.17, masks it with a Triton kernel (≈ 29 B); see vllm.py
+        per_elem = sampler_bytes(profile.version, s.flashinfer_sampler, rows)
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only

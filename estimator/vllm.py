@@ -248,14 +248,30 @@ SAMPLER_BYTES_NATIVE = 38
 SAMPLER_BYTES_TRITON = 29
 # The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):
 # FlashInfer's when importable up to 0.11.0 (VLLM_USE_FLASHINFER_SAMPLER unset "means True"), the
-# native one 0.11.2–0.20 (FlashInfer opt-in: unset reads as None), FlashInfer again from 0.21 (unset = True).
-NATIVE_SAMPLER_DEFAULT = ((0, 11, 1), (0, 21, 0))
+# native one 0.11.2–0.20 (FlashInfer opt-in: unset reads as None), FlashInfer again from 0.21 (unset =
+# True) — but from 0.21 the profile run's dummy sampler also warms the native path (a second call with
+# a generator, gpu_model_runner.py "Also warm forward_native"), so its peak is the native one whatever
+# the sampler: FlashInfer's 10 B only counts before 0.21.
+NATIVE_WARMED_TOO_FROM = (0, 21, 0)
 TRITON_TOPK_TOPP_FROM = (0, 17, 0)
+TRITON_ANY_BATCH_FROM = (0, 30, 0)     # before, the Triton masking only for batches of 8 rows or more
 
 
-def native_sampler_bytes(version: tuple) -> int:
+def native_sampler_bytes(version: tuple, rows: int = 8) -> int:
     """Per row × vocab element of the PyTorch-native top-k/top-p sampler in this release."""
-    return SAMPLER_BYTES_TRITON if version >= TRITON_TOPK_TOPP_FROM else SAMPLER_BYTES_NATIVE
+    if version >= TRITON_TOPK_TOPP_FROM and (rows >= 8 or version >= TRITON_ANY_BATCH_FROM):
+        return SAMPLER_BYTES_TRITON
+    return SAMPLER_BYTES_NATIVE
+
+
+def sampler_bytes(version: tuple, flashinfer: bool | None, rows: int) -> int:
+    """V1's dummy-sampler bytes per row × vocab element: FlashInfer's where it runs alone (before
+    0.21, installed up to 0.11.0 or opted in 0.11.2–0.20), else the native path's."""
+    if version < NATIVE_WARMED_TOO_FROM:
+        default_fi = False              # up to 0.11.0 only where installed: the native peak is the cautious one
+        if flashinfer if flashinfer is not None else default_fi:
+            return SAMPLER_BYTES_FLASHINFER
+    return native_sampler_bytes(version, rows)
 
 
 # The first release per engine whose budget no longer charges other processes' memory to this
@@ -327,12 +343,11 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # and docker images ship it — a 0.8.5 image (vllm#17327) and a 0.10.1 run left ≤ 0.3 GiB
         # for a 256-row sampler that 38 B would put at 1.38 GiB. A log that names the sampler
         # decides (SAMPLER_BYTES_*); without one, the native 38 B stays the cautious choice.
-        # Per release (NATIVE_SAMPLER_DEFAULT): 0.8–0.11.0 take FlashInfer's sampler only where it is
-        # installed — the native 38 B stays the cautious choice there; 0.11.2–0.16 the native sort (38 B);
-        # 0.17–0.20 the native Triton masking (29 B); 0.21+ FlashInfer (10 B).
-        sampler_bytes_per_elem=40 if engine == "v0" else (
-            0 if v < (0, 8, 0) else native_sampler_bytes(v) if v < NATIVE_SAMPLER_DEFAULT[1]
-            else SAMPLER_BYTES_FLASHINFER),
+        # Per release (sampler_bytes): 0.8–0.11.0 take FlashInfer's sampler only where it is installed —
+        # the native 38 B stays the cautious choice; 0.11.2–0.16 the native sort (38 B); from 0.17 the
+        # native Triton masking (29 B), which 0.21+ also warm beside FlashInfer's. memory.activation_peak
+        # refines this with the rows and a sampler the log names.
+        sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else sampler_bytes(v, None, 8)),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
         needed_rule="v0" if engine == "v0" else (

@@ -998,9 +998,12 @@ def test_an_image_only_tower_goes_with_image_zero_a_video_tower_needs_both():
     ("0.16.0", None, 38),     # 0.11.2–0.16: FlashInfer opt-in (envs.py: unset = None), native sort
     ("0.17.0", None, 29),     # 0.17–0.20: the native path masks with topk_topp_triton.py, no sort
     ("0.20.1", None, 29),
-    ("0.21.0", None, 10),     # 0.21+: VLLM_USE_FLASHINFER_SAMPLER unset = True
+    # 0.21+: FlashInfer by default (unset = True), but the profile run also warms the native path
+    # with a generator ("Also warm forward_native", gpu_model_runner.py): the native peak counts
+    ("0.21.0", None, 29),
+    ("0.26.0", "1", 29),
     ("0.26.0", "0", 29),      # turned off: the Triton path (akiyax/kvcache-lab's 0.26 log, 1.04 GiB)
-    ("0.14.0", "1", 10),      # opted in
+    ("0.14.0", "1", 10),      # opted in before 0.21: FlashInfer's alone
 ])
 def test_v1_sampler_per_release_and_env(version, env, per_elem):
     """The dummy sampler's bytes per row × vocab element as each release picks the sampler
@@ -1013,3 +1016,13 @@ def test_v1_sampler_per_release_and_env(version, env, per_elem):
     if env is not None:
         s = parse_flags([f"VLLM_USE_FLASHINFER_SAMPLER={env}"], s)
     assert activation_peak(spec, profile_for(version), s, 2, []) == 256 * 151_936 * per_elem
+
+
+@pytest.mark.parametrize("version,per_elem", [("0.20.0", 38), ("0.30.0", 29)])
+def test_v1_native_sampler_below_eight_rows(version, per_elem):
+    """0.17–0.29 mask with the Triton kernel only for 8 rows or more (topk_topp_sampler.py
+    `logits.shape[0] >= 8`) and sort below; from 0.30 the Triton path takes any batch.
+    4 rows × 151,936 vocab; the forward over 2,048 tokens is larger, so compare the sampler alone."""
+    from estimator.vllm import sampler_bytes
+
+    assert sampler_bytes(tuple(int(x) for x in version.split(".")), None, 4) == per_elem
