@@ -468,12 +468,20 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
         for s in suggestions:
             s["command"] = command_with(base, s["flags"])
         return
+    import shlex
+
     path = str(facts.extra.get("model_path") or "")
-    if model_id and path and not any(c.isspace() or c in "'\"`;|&$" for c in path):
-        for s in suggestions:
-            cmd = str(s.get("command") or "")
-            s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {path}", 1) \
-                .replace(f"--model {model_id}", f"--model {path}", 1)
+    served = facts.values.get("model")
+    # only where the estimate's model is the one kvdoctor read from that path (not a model= the
+    # caller gave), and the path is no shell variable ("$MODEL" would be the user's own script)
+    if not (model_id and path and served is not None and served.guess and str(served.value) == model_id) \
+            or "$" in path:
+        return
+    quoted = "~/" + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
+    for s in suggestions:
+        cmd = str(s.get("command") or "")
+        s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {quoted}", 1) \
+            .replace(f"--model {model_id}", f"--model {quoted}", 1)
 
 
 def _public(message: str) -> str:

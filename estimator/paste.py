@@ -714,12 +714,22 @@ def _pick_by_version(text: str, lst: list[_Occ], version: str) -> _Occ | None:
 _DUMP_NO_QUANT = regex.compile(r"(?<![\w'\"-])quantization=None(?=[,\s]|$)")
 
 
+def _dump_says_unquantized(text: str) -> bool:
+    """A `quantization=None` of the engine's config dump — not the 0.4–0.8 api_server's `args:
+    Namespace(…)` (the flag, before vLLM reads the checkpoint's own method) nor user code's `LLM(…)`."""
+    for m in _finditer(_DUMP_NO_QUANT, text, limit=20):
+        line = text[text.rfind("\n", 0, m.start()) + 1: m.start()]
+        if not any(w in line for w in ("Namespace(", "LLM(", "args:", "args =")):
+            return True
+    return False
+
+
 def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text: str) -> None:
     """Quantization named in the model id (or a path / recipe file named after it) when nothing
     stronger said it; a bare word in prose ("AWQ", below P_GUESS) yields to the model's name."""
     if "quantization" in chosen and chosen["quantization"].priority >= _tpl.P_GUESS:
         return
-    if "quantization=None" in text and _search(_DUMP_NO_QUANT, text) is not None:
+    if "quantization=None" in text and _dump_says_unquantized(text):
         return      # the engine's config dump says the model ran unquantized, whatever names say
     names = []
     served = chosen.get("model")
@@ -728,7 +738,8 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
     for p in model_paths:
         names.append((None, p))
     for o in by_key.get("model", []):
-        if served is not None and served.source.startswith("cmdline") and o.value != served.value:
+        if served is not None and served.source.startswith("cmdline") and not served.guess \
+                and o.value != served.value:
             continue    # the command says which model ran; another one the prose compares it with is not it
         names.append((o, str(o.value)))
     for occ, name in names:
@@ -773,13 +784,23 @@ def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int 
     if how == "pids":
         stated = chosen.get("gpu_count")
         p2p = _search(_P2P_CACHE, pt.clean) if "p2p_access_cache" in pt.clean else None
-        rows = int(extra.get("gpu_rows") or 0)      # the GPUs collect_env / nvidia-smi list
-        seen = int(stated.value) if stated is not None else len(p2p.group("devs").split(",")) if p2p else rows
-        if seen >= tp:
-            tp = seen
-            src = "worker_processes" if stated is not None or not p2p else "p2p_cache"
-        elif tp & (tp - 1):
-            return          # neither a stated count nor a power of two: too unsure to guess
+        if stated is not None or p2p:
+            seen = int(stated.value) if stated is not None else len(p2p.group("devs").split(","))
+            if seen >= tp:
+                tp = seen
+                src = "worker_processes" if stated is not None else "p2p_cache"
+            elif tp & (tp - 1):
+                return      # neither a stated count nor a power of two: too unsure to guess
+        else:
+            # the workers beside the driver are a lower bound; tensor parallelism comes in powers of
+            # two, and the GPUs the host lists (collect_env / nvidia-smi, every one on the host, or
+            # CUDA_VISIBLE_DEVICES') cap it (vllm#6746: four workers + the driver on eight H100s → 8)
+            visible = extra.get("cuda_visible_devices")
+            cap = len(visible) if isinstance(visible, list) and visible else int(extra.get("gpu_rows") or 0)
+            p2 = 1 << (tp - 1).bit_length()
+            if tp & (tp - 1) and not (cap and p2 <= cap):
+                return      # not a power of two and nothing says the next one fits: too unsure
+            tp = p2
     if tp > 1:
         chosen["tensor_parallel_size"] = _Occ("tensor_parallel_size", tp, 0, 0, src, _tpl.P_GUESS, None, True)
     if pp > 1:

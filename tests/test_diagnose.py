@@ -904,3 +904,10 @@ def test_a_fix_without_the_users_command_serves_the_path_the_log_served():
     commands = [s["command"] for s in d.suggestions]
     assert commands and all("vllm serve ~/.cache/huggingface/qwen3.6-27b-autoround-int4 " in c for c in commands)
     assert not any("Qwen/qwen3.6-27b-autoround-int4" in c for c in commands)
+    # a path the shell would split or glob is quoted (the ~/ kept outside the quotes to expand)
+    odd = text.replace("~/.cache/huggingface/qwen3.6-27b-autoround-int4", "~/models (v2)/qwen3.6-27b-autoround-int4")
+    cmds = [s["command"] for s in diagnose(odd, offline=True, explain=True, gpu="RTX 3090").suggestions]
+    assert cmds and all("vllm serve ~/'models (v2)/qwen3.6-27b-autoround-int4' " in c for c in cmds)
+    # a model the caller names is served as named, not the log's path
+    named = diagnose(text, offline=True, explain=True, gpu="RTX 3090", model="Qwen/Qwen3.6-27B")
+    assert all("~/.cache" not in s["command"] for s in named.suggestions)

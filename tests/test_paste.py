@@ -779,3 +779,28 @@ def test_a_weights_line_quoted_without_its_tail_is_read():
     "and N seconds" that follows in the log: still vLLM's figure."""
     assert read_paste("Model loading took 50.22 GiB memory\nGPU KV cache size: 262,872 tokens\n").get("weights_gib") == 50.22
     assert read_paste("Model loading took 50.22 GiB memory usage is high\n").get("weights_gib") is None
+
+
+@pytest.mark.parametrize("workers,rows,cvd,tp", [
+    (1, 8, None, 2),       # one worker beside the driver on an 8-GPU host: 2, not every GPU listed
+    (3, 8, None, 4),       # a lower bound of 4 is a power of two already
+    (4, 8, None, 8),       # vllm#6746: a bound of 5 → the next power of two, 8, which the host has
+    (1, 8, "0,1", 2),
+    (4, 0, None, None),    # 5 and no GPU list to say 8 fits: not guessed
+])
+def test_v0_worker_processes_give_a_power_of_two_the_host_can_hold(workers, rows, cvd, tp):
+    text = ("" if cvd is None else f"CUDA_VISIBLE_DEVICES={cvd} python -m vllm.entrypoints.openai.api_server --model m\n")
+    text += "".join(f"GPU {i}: NVIDIA H100 80GB HBM3\n" for i in range(rows))
+    text += "".join(f"(VllmWorkerProcess pid={100 + p}) INFO 07-24 14:07:31 model_runner.py:692] Loading model weights "
+                    "took 7.5 GB\n" for p in range(workers))
+    assert read_paste(text).get("tensor_parallel_size") == tp
+
+
+def test_the_api_servers_args_are_not_the_config_dump():
+    """0.4–0.8's api_server logs `args: Namespace(… quantization=None …)` — the flag, before vLLM reads
+    the checkpoint's own method — so an AWQ repo stays AWQ; a served path's guessed repo does not
+    overrule a quantized model named in the prose."""
+    args = ("INFO 01-01 00:00:00 api_server.py:178] args: Namespace(host=None, model='TheBloke/Llama-2-7B-Chat-AWQ', "
+            "quantization=None, max_model_len=4096)\n")
+    assert read_paste(args).get("quantization") == "awq"
+    assert read_paste("Model: Qwen3-14B-AWQ\nvllm serve /models/qwen3-14b\n").get("quantization") == "awq"
