@@ -229,9 +229,10 @@ class Profile:
 
 
 # V1's dummy sampler per (row × vocab) element by implementation: FlashInfer's kernel, or the
-# PyTorch-native top-k/top-p that sorts the vocabulary (fitted values: see sampler_bytes_per_elem
-# in profile_for). A log that names the sampler ("Using FlashInfer for top-p & top-k sampling." /
-# "Falling back to the PyTorch-native implementation") picks one (memory.activation_peak).
+# PyTorch-native top-k/top-p that sorts the vocabulary or, from 0.17, masks it (fitted values: see
+# sampler_bytes_per_elem in profile_for). A log that names the sampler ("Using FlashInfer for top-p &
+# top-k sampling." / "Falling back to the PyTorch-native implementation") picks one before 0.21
+# (sampler_bytes). FlashInfer's: ≤ 8 B measured where a 0.8.5 / 0.10.1 log named it; 10 B kept.
 SAMPLER_BYTES_FLASHINFER = 10
 # The native path's peak, element by element (v1/sample/sampler.py + ops/topk_topp_sampler.py): the
 # bf16 logits (2) the caller still holds, their fp32 copy (4), sort's values (4) and int64 indices
@@ -332,17 +333,20 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         auto_max_model_len=v >= (0, 14, 0),
         # V0 runs the full sampler (fp32 upcast, sort, softmax, cumsum, log_softmax, multinomial):
         # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
-        # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1 0.8–0.19: torch-native top-k/top-p
+        # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1: the native top-k/top-p — the sort
         # (bf16 + fp32 logits, sort values + int64 indices and the sort's own buffers) ≈ 38 B
-        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40). FlashInfer's (0.21+ default): 10 B, fitted on the
-        # one dev case that prints its peak with the sampler in it (recipes#893 GLM-5.3 on 0.28 ≈ 11 B).
+        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40), from 0.17 the Triton masking ≈ 29 B
+        # (SAMPLER_BYTES_TRITON) — or FlashInfer's, 10 B (SAMPLER_BYTES_FLASHINFER), which counts alone only
+        # before 0.21 (from 0.21 the native path is warmed too, sampler_bytes). Its evidence: a 0.8.5
+        # image (vllm#17327) and a 0.10.1 run that left ≤ 0.3 GiB for a 256-row sampler over a 151,936
+        # vocabulary (≤ 8 B; the native 38 B would be 1.38 GiB). recipes#893 (GLM-5.3 on 0.28), once
+        # read as ≈ 11 B of FlashInfer, is a 0.21+ run whose peak is the native warm-up's.
         # vllm PR48601 is no evidence: its V2 model runner did not profile the sampler at all
         # (the PR adds that), so its 1.54 GiB peak is the forward pass and vision encoder.
-        # Which one 0.8–0.19 runs depends on the install: V1 takes FlashInfer's sampler when it is
-        # importable (VLLM_USE_FLASHINFER_SAMPLER unset "means True" in V1's topk_topp_sampler.py),
-        # and docker images ship it — a 0.8.5 image (vllm#17327) and a 0.10.1 run left ≤ 0.3 GiB
-        # for a 256-row sampler that 38 B would put at 1.38 GiB. A log that names the sampler
-        # decides (SAMPLER_BYTES_*); without one, the native 38 B stays the cautious choice.
+        # Which one 0.8–0.11.0 runs depends on the install: V1 takes FlashInfer's sampler when it is
+        # importable (VLLM_USE_FLASHINFER_SAMPLER unset "means True" in V1's topk_topp_sampler.py)
+        # and docker images ship it. A log that names the sampler decides (SAMPLER_BYTES_*); without
+        # one, the native 38 B stays the cautious choice.
         # Per release (sampler_bytes): 0.8–0.11.0 take FlashInfer's sampler only where it is installed —
         # the native 38 B stays the cautious choice; 0.11.2–0.16 the native sort (38 B); from 0.17 the
         # native Triton masking (29 B), which 0.21+ also warm beside FlashInfer's. memory.activation_peak
