@@ -142,25 +142,11 @@ def settings_for(case: dict) -> EngineSettings:
     return s
 
 
-# A checkpoint format as free text words it, most specific first: the method vLLM loads, else the
-# weight bits (which the estimator reads as compressed-tensors' integer layouts, params._resolve_format).
-# Words end at anything but a letter or digit, so vLLM's own names (awq_marlin, modelopt_fp4) match.
-_W = r"(?<![A-Za-z0-9])"
-_E = r"(?![A-Za-z0-9])"
-_QUANT_WORDS = (
-    # vLLM's online int8 for MoE experts only: no whole-model format the estimator can take from a word
-    (re.compile(rf"(?i){_W}experts[-_]int8{_E}"), None, True),
-    (re.compile(rf"(?i){_W}gguf{_E}\W*(q\d\w*)?"), "gguf", True),
-    (re.compile(rf"(?i){_W}auto[-_ ]?round{_E}"), "auto_round", True),
-    (re.compile(rf"(?i){_W}awq(?:[-_]marlin)?{_E}"), "awq", True),
-    (re.compile(rf"(?i){_W}gptq(?:[-_]marlin(?:[-_]24)?)?{_E}"), "gptq", True),
-    (re.compile(rf"(?i){_W}(?:bitsandbytes|bnb){_E}"), "bitsandbytes", True),
-    (re.compile(rf"(?i){_W}(?:nvfp4|modelopt[-_]fp4){_E}"), "nvfp4", True),
-    (re.compile(rf"(?i){_W}mxfp4{_E}"), "mxfp4", True),
-    (re.compile(rf"(?i){_W}(?:w8a16|int8){_E}"), "w8a16", False),
-    (re.compile(rf"(?i){_W}(?:fbgemm[-_])?fp8{_E}(?![-_ ]?(?:e4m3|e5m2)?[-_ ]?kv)"), "fp8", True),
-    (re.compile(rf"(?i){_W}(?:w4a16|int4|4-?bit){_E}"), "int4", False),
-)
+# A case's free text about its checkpoint, read with the paste reader's own format words
+# (paste_prose.quantization_in_name); what is particular to a corpus field is handled here.
+# vLLM's online int8 for MoE experts only: no whole-model format the estimator can take from a word.
+_EXPERTS_INT8 = re.compile(r"(?i)(?<![A-Za-z0-9])experts[-_]int8(?![A-Za-z0-9])")
+_GGUF_TYPE = re.compile(r"(?i)(?<![A-Za-z0-9])gguf\W*(q\d\w*)")
 # an fp8 that belongs to the KV cache ("fp8 KV cache", "kv_cache_dtype fp8", "fp8_e5m2 KV")
 _KV_FP8 = re.compile(r"(?i)kv[-_ ]?(?:cache)?[-_ ]?(?:dtype)?\W{0,3}fp8|fp8(?:[-_]e[45]m[23])?\W{0,3}kv")
 _NO_QUANT = ("none", "null", "no", "n/a", "auto", "bf16", "bfloat16", "fp16", "float16", "half", "fp32", "float32")
@@ -172,25 +158,23 @@ def quant_word(text, weights_only: bool = False) -> str | None:
     words in order of specificity ("compressed-tensors W8A16 (int8 weights)" → w8a16, "gguf (Q4_K_M)" →
     gguf_q4_k_m). An fp8 beside "KV" is the cache's, never the weights'; with `weights_only` (text
     that may describe the cache anywhere) no fp8 is read at all."""
+    from estimator.paste_prose import QUANT_BITS_WORDS, quantization_in_name
+
     if not isinstance(text, str) or not text.strip():
         return None
     first = text.split()[0].strip("(),;:").lower()
-    if first in _NO_QUANT:
+    if first in _NO_QUANT or _EXPERTS_INT8.search(text):
         return None
     cleaned = _KV_FP8.sub(" ", text)
-    for part, methods_only in ((first, True), (cleaned, False)):
-        for pattern, word, is_method in _QUANT_WORDS:
-            if (methods_only and not is_method) or (weights_only and word == "fp8"):
-                continue
-            m = pattern.search(part) and pattern.search(cleaned)     # the whole text for gguf's type
-            if m:
-                if word is None:
-                    return None
-                return f"gguf_{m.group(1).lower()}" if word == "gguf" and m.group(1) else word
-    return None
+    word = quantization_in_name(cleaned.split()[0]) if cleaned.split() else None
+    if word in QUANT_BITS_WORDS or (word == "fp8" and weights_only) or word is None:
+        word = quantization_in_name(cleaned.replace("fp8", "").replace("FP8", "") if weights_only else cleaned)
+    if word == "gguf":
+        m = _GGUF_TYPE.search(cleaned)
+        return f"gguf_{m.group(1).lower()}" if m else word
+    return word
 
 
-_SIZE = re.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
 _SMI_NOTE = re.compile(r"total_gpu_memory_gib\b[^.;]*?\b(\d{1,3}(?:,\d{3})+|\d{4,6})\s?MiB")
 
 
@@ -235,7 +219,9 @@ def gpu_for(case: dict) -> str:
         # the total vLLM printed, where it agrees with the card or the card's size is only nominal
         return f"{total}GiB"
     weights = (case.get("observed") or {}).get("weights_gib")
-    if known and not total and isinstance(weights, (int, float)) and not _SIZE.search(name):
+    from estimator.diagnosis import _SIZE_IN_TEXT
+
+    if known and not total and isinstance(weights, (int, float)) and not _SIZE_IN_TEXT.search(name):
         # as `diagnose` reads a paste: the card loaded the weights vLLM printed, so an "A100" that
         # loaded 48.5 GiB was an 80 GB one (gpus.family_card_holding)
         from estimator.gpus import family_card_holding

@@ -90,19 +90,16 @@ def _bare_name(name: str) -> str:
 def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     """The catalog model a quantized export is derived from, and the format its name says."""
     from estimator.catalog import canonical_id, catalog_ids, lookup
+    from estimator.paste_prose import quantization_in_name
 
     name = ref.rstrip("/").split("/")[-1]
     m = _QUANT_SUFFIX.search(name)
     if not m:
         return None
     stem = name[: m.start()]
-    tail = m.group(0).lower()
-    quant = next((q for q in ("nvfp4", "mxfp4", "fp8", "awq", "gptq", "bnb", "gguf") if q in tail), None)
-    if quant is None and ("int4" in tail or "4bit" in tail or "w4a16" in tail):
-        quant = "awq" if "awq" in tail else "gptq"
-    if quant is None and ("int8" in tail or "w8a16" in tail or "w8a8" in tail or "8bit" in tail):
-        quant = "int8"
-    quant = {"bnb": "bitsandbytes"}.get(quant, quant)
+    # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout
+    quant = quantization_in_name(m.group(0))
+    quant = {"int4": "gptq", "w8a16": "int8"}.get(quant, quant)
     org = ref.split("/")[0] if "/" in ref else None
     if org and canonical_id(f"{org}/{stem}"):
         return canonical_id(f"{org}/{stem}"), quant

@@ -160,10 +160,7 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
 
         s.limit_mm_per_prompt = read_mm_limits(facts.extra["limit_mm_per_prompt"]) or None
     if facts.extra.get("language_model_only") is True:
-        from estimator.vllm import TEXT_ONLY_LIMITS
-
-        s.language_model_only = True
-        s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
+        parse_flags(["--language-model-only"], s)      # the flag's own reading: every modality limited to 0
     for key in ("cpu_offload_gb", "kv_cache_memory_bytes"):
         v = facts.extra.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:

@@ -1059,8 +1059,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         return _tightest_stage(spec, inputs)
     s = base.replace()
     assumptions: list[str] = list(spec.assumptions)
-    if s.engine is None and spec.model_type.startswith("mllama") and profile_for(s.vllm_version, None).engine == "v1" \
-            and profile_for(s.vllm_version, None).version < (0, 10, 0):
+    default = profile_for(s.vllm_version, None) if s.engine is None and spec.model_type.startswith("mllama") else None
+    if default is not None and default.engine == "v1" and default.version < (0, 10, 0):
         # mllama.py is SupportsV0Only through 0.9: vLLM runs it on the V0 engine
         s.engine = "v0"
         assumptions.append("Llama-3.2-Vision (mllama) runs on vLLM's V0 engine in this version")

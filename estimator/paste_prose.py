@@ -482,18 +482,25 @@ def config_file_models(text: str) -> list[str]:
 # quantization named in a model id
 
 # In order of preference: a format/method beats a bit width ("…-int4-AutoRound-awq-sym" is AWQ).
-_QUANT_IN_NAME = (
-    (r"gguf|q[2-8]_k(?:_[sml])?|q8_0|q4_0", "gguf"), (r"awq", "awq"), (r"gptq", "gptq"), (r"nvfp4", "nvfp4"),
-    (r"mxfp4", "mxfp4"), (r"fp8", "fp8"), (r"bnb|bitsandbytes", "bitsandbytes"),
-    (r"autoround|auto-round", "auto_round"), (r"w8a8|int8", "int8"), (r"int4|w4a16", "int4"),
-)
+# Format words, most specific first: the method vLLM loads (its own names included: awq_marlin,
+# modelopt_fp4, fbgemm_fp8), then the weight bits. A word ends at anything but a letter or digit.
+_QUANT_IN_NAME = tuple(
+    (regex.compile(r"(?<![a-z0-9])(?:" + pat + r")(?![a-z0-9])"), q) for pat, q in (
+        (r"gguf|q[2-8]_k(?:_[sml])?|q8_0|q4_0", "gguf"), (r"awq", "awq"), (r"gptq", "gptq"),
+        (r"nvfp4|modelopt[-_]fp4", "nvfp4"), (r"mxfp4", "mxfp4"), (r"fp8", "fp8"), (r"bnb|bitsandbytes", "bitsandbytes"),
+        (r"autoround|auto[-_ ]round", "auto_round"), (r"w8a16", "w8a16"), (r"w8a8|int8|8-?bit", "int8"),
+        (r"int4|w4a16|4-?bit", "int4"),
+    ))
+# the weight-bits words above: a count of bits, not a method
+QUANT_BITS_WORDS = ("w8a16", "int8", "int4")
 
 
 def quantization_in_name(name: str) -> str | None:
-    """Quantization a model id names ('…-AWQ', '…-FP8', '….Q4_K_M.gguf')."""
+    """Quantization a model id (or a word about a checkpoint) names ('…-AWQ', '…-FP8',
+    '….Q4_K_M.gguf', 'awq_marlin')."""
     low = name.lower()
-    for pat, q in _QUANT_IN_NAME:
-        if regex.search(r"(?<![a-z0-9])(?:" + pat + r")(?![a-z0-9])", low):
+    for pattern, q in _QUANT_IN_NAME:
+        if pattern.search(low, timeout=0.1):
             return q
     return None
 

@@ -268,10 +268,9 @@ def native_sampler_bytes(version: tuple, rows: int = 8) -> int:
 def sampler_bytes(version: tuple, flashinfer: bool | None, rows: int) -> int:
     """V1's dummy-sampler bytes per row × vocab element: FlashInfer's where it runs alone (before
     0.21, installed up to 0.11.0 or opted in 0.11.2–0.20), else the native path's."""
-    if version < NATIVE_WARMED_TOO_FROM:
-        default_fi = False              # up to 0.11.0 only where installed: the native peak is the cautious one
-        if flashinfer if flashinfer is not None else default_fi:
-            return SAMPLER_BYTES_FLASHINFER
+    # unnamed (None): up to 0.11.0 FlashInfer runs only where installed — the native peak is the cautious one
+    if version < NATIVE_WARMED_TOO_FROM and flashinfer:
+        return SAMPLER_BYTES_FLASHINFER
     return native_sampler_bytes(version, rows)
 
 
