@@ -590,25 +590,25 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
                   and not isinstance(lk, CrossAttention) else lk for i, lk in enumerate(layers)]
         assumptions.append(f"num_kv_shared_layers: the last {n_shared} layers reuse earlier layers' KV cache "
                            "and hold none of their own")
-    if mtype == "zamba2":
-        # vllm zamba2.py: a "hybrid" layer runs a shared transformer block AND a Mamba-2 layer; the
-        # block's Attention has num_attention_heads K/V heads (no separate KV count) of
-        # attention_head_dim = attention_hidden_size / heads (transformers: 2 × hidden / heads), and
-        # each hybrid layer keeps its own cache although the blocks' weights are shared.
+    # Layers that run a Mamba-2 mixer beside their attention keep both a KV cache and a state:
+    # every layer of Falcon-H1; each "hybrid" layer of Zamba2 (vllm zamba2.py: a shared transformer
+    # block AND a Mamba-2 layer, the block's Attention with num_attention_heads K/V heads of
+    # attention_head_dim = attention_hidden_size / heads — transformers: 2 × hidden / heads — and its
+    # own cache per hybrid layer although the blocks' weights are shared).
+    both: list[int] = []
+    if mtype == "falcon_h1" or text.get("parallel_hybrid"):
+        both = list(range(n))
+        assumptions.append("parallel hybrid: each layer keeps both attention KV and a Mamba-2 state")
+    elif mtype == "zamba2":
         z_hd = _positive_int(text.get("attention_head_dim")) or \
             (_positive_int(text.get("attention_hidden_size")) or 2 * hidden) // heads
-        ms = _mamba_state(text, "mamba", mtype, hidden)
-        hybrid = [i for i, lk in enumerate(layers) if isinstance(lk, FullAttention)]
-        layers = [FullAttention(kv_heads=heads, head_dim=z_hd) if i in hybrid else lk
-                  for i, lk in enumerate(layers)] + [ms] * len(hybrid)
-        if hybrid:
-            assumptions.append(f"Zamba2: {len(hybrid)} hybrid layers keep attention KV ({heads} heads × {z_hd}) "
+        both = [i for i, lk in enumerate(layers) if isinstance(lk, FullAttention)]
+        layers = [FullAttention(kv_heads=heads, head_dim=z_hd) if i in both else lk for i, lk in enumerate(layers)]
+        if both:
+            assumptions.append(f"Zamba2: {len(both)} hybrid layers keep attention KV ({heads} heads × {z_hd}) "
                                "and a Mamba-2 state each")
-    if mtype == "falcon_h1" or text.get("parallel_hybrid"):
-        # Falcon-H1: every layer has attention AND a Mamba-2 mixer in parallel.
-        ms = _mamba_state(text, "mamba", mtype, hidden)
-        layers = layers + [ms] * n
-        assumptions.append("parallel hybrid: each layer keeps both attention KV and a Mamba-2 state")
+    if both:
+        layers = layers + [_mamba_state(text, "mamba", mtype, hidden)] * len(both)
 
     max_len_keys = {k: int(text[k]) for k in MAX_LEN_KEYS if _positive_int(text.get(k))}
     rope = text.get("rope_scaling") or text.get("rope_parameters")
