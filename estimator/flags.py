@@ -442,7 +442,28 @@ def is_suggestion(text: str, pos: int) -> bool:
     cut = regex.search(r"[ ]#[ ]", line[len(head):])    # a trailing comment explains, it does not propose
     if cut:
         line = line[: len(head) + cut.start()]
-    return FIX_LINE.search(line) is not None
+    if FIX_LINE.search(line) is None:
+        return False
+    return not _introduces_failure(text, pos, line)
+
+
+# "Later, after reducing `max-model-len` to 2048 and raising `gpu-memory-utilization` to 0.95:" over
+# the error it got: the change it tells is the failing run's setting, not a proposal or a cure.
+_AFTER_CHANGE = regex.compile(r"(?i)\bafter[ ]+(?:\w+[ ]+){0,2}?(?:setting|reducing|raising|lowering|increasing|decreasing"
+                              r"|changing|adding|using|bumping|passing)\b")
+_PROPOSAL = regex.compile(r"(?i)\b(?:try(?:ing)?|should|could|would|suggest\w*|recommend\w*|instead|workaround|fix(?:es|ed)?"
+                          r"|solv\w+|resolved?|worked|works|started)\b")
+_FAILURE_AHEAD = regex.compile(r"(?:Error|Exception)\b|out[ ]of[ ]memory|larger[ ]than[ ]the[ ]maximum|No[ ]available[ ]memory")
+
+
+def _introduces_failure(text: str, pos: int, line: str) -> bool:
+    """A line telling what was changed ("after raising … to 0.95") that ends in a colon and is
+    followed within a few lines by vLLM's failure: the settings of the run that failed."""
+    if not line.rstrip().endswith(":") or _PROPOSAL.search(line) or not _AFTER_CHANGE.search(line):
+        return False
+    le = text.find("\n", pos)
+    ahead = text[le + 1: le + 400] if le >= 0 else ""
+    return _FAILURE_AHEAD.search(ahead) is not None
 
 
 _KWARGS_CALL = regex.compile(r"\b(?:LLM|AsyncEngineArgs|EngineArgs|AsyncLLM)\s*\(")

@@ -903,13 +903,22 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     modality as the encoder budget max(Tb, tokens per item) holds, docs §1.10; none when every
     limit is 0). Dynamic-resolution models that take video (a `video_token_id` in the config) get
     a video of the image's maximum size too: vLLM's own warning reports e.g. {'image': 16384,
-    'video': 16384} for Qwen2.5-VL. One ViT layer
-    on all the patches of one modality is the peak: MLP (≈3·I) plus qkv (3·H) split by TP — vLLM
-    builds these encoders from column/row-parallel linears — and residual/norm buffers (3·H)
-    replicated, with the same fragmentation factor as the LLM forward. An estimate, said as one:
-    fitted on nothing, checked on vllm PR48601 (Qwen3.6-27B, TP4: printed peak 1.54 GiB, modelled
-    1.20) and on a 0.23 Qwen2.5-VL-7B log profiling one 114,688-token video (solved 15.34 GiB,
-    modelled 19.9: the factor overstates a single huge item by about a third).
+    'video': 16384} for Qwen2.5-VL. One ViT block on all the patches of one modality is the peak,
+    in whichever of its two halves holds more (qwen2_5_vl.py / qwen3_vl.py vision blocks, the
+    encoders vLLM builds from column/row-parallel linears):
+    - the MLP: the column-parallel output (gate and up, 2·I, for a SiLU-gated MLP — Qwen2.5-VL,
+      Pixtral; fc1, I, for a plain GELU one — SigLIP, Qwen2-VL, Qwen3-VL) and the activation (I),
+      split by TP, beside the block's input, the residual sum and the norm (3·H) replicated;
+    - the attention: the block's input and its norm (2·H), the local qkv (3·H/tp), which
+      Qwen2_5_VisionAttention.split_qkv all-gathers at TP > 1 (3·H replicated), and the rotated
+      q/k copies and the output (≈ 5·H/tp). This half is why a tower's peak shrinks far less
+      than 1/tp: Qwen3.6-27B's logs print 2.2 / 1.8 / 1.5 GiB of encoder peak at TP 1 / 2 / 4.
+    Times the LLM forward's fragmentation factor. An estimate, said as one, checked on V1 logs that
+    profile one huge item: Qwen2.5-VL-7B's 114,688-token video on 0.23 (solved 15.34 GiB, modelled
+    15.66) and 16,384-token image on an L4 on 0.9.0.1 (KV 1.81 GiB printed, 1.53 modelled);
+    Qwen3.6's image at TP 1 / 2 / 4 (club-3090#652 on 0.24, #487 on 0.23, vllm PR48601 on 0.25.1:
+    modelled 14%, 7% and 17% under the peaks their KV figures imply). It was MLP plus qkv before,
+    which overstated TP 1 by a third and understated TP 4.
     """
     v = spec.vision or {}
     hv = int(v.get("hidden_size") or v.get("embed_dim") or 0)
@@ -921,7 +930,9 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     tp = max(1, s.tensor_parallel_size)
     iv = int(v.get("intermediate_size") or 4 * hv)
     patch = int(v.get("patch_size") or 14)
-    merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size") or 1)
+    # Qwen2-VL / Qwen2.5-VL vision configs that leave it out merge 2×2 (their config class default)
+    merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size")
+                or (2 if spec.model_type in _QWEN2_VL_TYPES else 1))
     pool = int(v.get("pooling_kernel_size") or 1)
     fixed = next((int(spec.config[k]) for k in _TOKENS_PER_IMAGE_KEYS if spec.config.get(k)), 0)
     fixed = fixed or int(v.get("default_output_length") or 0)
@@ -975,7 +986,13 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         if video:
             patches = run * merge * merge       # a dynamic-resolution item: its tokens × the merge
         tokens = run
-    per_patch = 3 * iv // tp + 3 * hv // tp + 3 * hv
+    # SiLU-activated vision MLPs are the gated ones (Qwen2.5-VL's Qwen2_5_VisionMLP, Pixtral's); a
+    # Qwen2.5-VL config that leaves the key out gets its class default, "silu"
+    act = v.get("hidden_act") or v.get("hidden_activation") or ("silu" if spec.model_type == "qwen2_5_vl" else "")
+    gated = str(act).lower() in ("silu", "swiglu", "swish")
+    mlp = (3 if gated else 2) * iv // tp + 3 * hv
+    attention = 2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp
+    per_patch = max(mlp, attention)
     peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")

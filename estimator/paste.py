@@ -679,6 +679,9 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,
             # the most specific spelling of the same GPU ("H100 NVL" over "H100")
             return max(group, key=lambda o: (len(str(o.value)), -o.start)), per_rank, []
         return group[0], per_rank, []
+    workers = _per_worker_lines(key, group)
+    if workers:
+        return workers[0], [o.value for o in workers], []
     if key == "model" and top <= _tpl.P_PROSE + 10:
         first = min(group, key=lambda o: o.start)     # the subject is named first
         return first, per_rank, [o.value for o in group if norm(o) != norm(first)]
@@ -688,6 +691,27 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,
         same = [o for o in group if norm(o) == norm(first)]
         return max(same, key=lambda o: (len(str(o.value)), -o.start)), per_rank, [o.value for o in group if norm(o) != norm(first)]
     return None, per_rank, [o.value for o in group]
+
+
+# V1 up to 0.10.x sizes the KV cache once per worker in the engine core, in rank order, and each
+# call logs its own "GPU KV cache size" / "Maximum concurrency" pair before the blocks are unified
+# to the smallest (vllm/v1/engine/core.py _initialize_kv_caches → kv_cache_utils.get_kv_cache_config,
+# then unify_kv_cache_configs). The lines carry no worker prefix; their values differ by each
+# rank's free memory, a fraction of a percent — not by a change of settings between two runs.
+_PER_WORKER_SOURCES = {"kv_tokens_capacity": ("kv_cache_size",), "max_concurrency": ("max_concurrency",)}
+_PER_WORKER_SPREAD = 0.05
+
+
+def _per_worker_lines(key: str, group: list[_Occ]) -> list[_Occ]:
+    """The engine core's per-worker capacity lines of one run, in order (the first is rank 0's),
+    when `group` is such lines; else []."""
+    sources = _PER_WORKER_SOURCES.get(key)
+    if not sources or any(o.source not in sources for o in group):
+        return []
+    vals = [float(o.value) for o in group]
+    if min(vals) <= 0 or (max(vals) - min(vals)) / max(vals) > _PER_WORKER_SPREAD:
+        return []
+    return sorted(group, key=lambda o: o.start)
 
 
 _LINE_VERSION = regex.compile(r"(?i)(?<![\w.])v?(\d+\.\d+(?:\.\d+)?)(?![\d]|\.\d)")
@@ -737,10 +761,18 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
         names.append((served, str(served.value)))
     for p in model_paths:
         names.append((None, p))
+    ran = served is not None and served.source.removesuffix("_model") in _RUN_SOURCES and not served.guess
+    word = chosen.get("quantization")
     for o in by_key.get("model", []):
-        if served is not None and served.source.startswith("cmdline") and not served.guess \
-                and o.value != served.value:
-            continue    # the command says which model ran; another one the prose compares it with is not it
+        if ran and o.value != served.value:
+            # the command (or its `--model` flag, a YAML args list, the printed arguments) says which
+            # model ran; another one the prose compares it with, or switched to later, is not it —
+            # nor is a bare word that is that other model's format ("serving `…-AWQ` via AWQ")
+            if word is not None and _prose.quantization_in_name(str(o.value).rsplit("/", 1)[-1]) == word.value \
+                    and not _prose.quantization_in_name(str(served.value).rsplit("/", 1)[-1]):
+                del chosen["quantization"]
+                word = None
+            continue
         names.append((o, str(o.value)))
     for occ, name in names:
         q = _prose.quantization_in_name(name.rsplit("/", 1)[-1])
@@ -945,7 +977,10 @@ def _oom_phase(text: str, pos: int, run_start: int, from_template: bool, log_lin
 def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, run_starts: list[int], log_lines: set,
                 engine: str | None = None):
     in_focal = [k for k in kinds if focal is None or run_of(k[0]) == focal]
-    for pos, kind, src in in_focal:
+    # Two different checks failing in one account ("No available memory for the cache blocks" …
+    # "Later, after reducing max-model-len … larger than the maximum number of tokens … (1936)"): the
+    # later message is the later attempt, the one whose figures the paste goes on with.
+    for pos, kind, src in reversed(in_focal):
         if kind in _SPECIFIC:
             return kind, (pos, pos + 1), src
     context = bool(memory_logs or log_lines) or _search(_VLLM_CONTEXT, text) is not None

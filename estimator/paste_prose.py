@@ -564,7 +564,11 @@ _VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
     ("kv_cache_gib", regex.compile(r"(?i)(?<![\d.])" + _F + r"[ ]?GiB(?:[ ]+of[ \n]+|[ ]*\n[ ]*of[ ]+|[ ]+for[ \n]+|[ ]*\n[ ]*for[ ]+|[ ]+)(?:the[ ]+)?KV(?:[ ]+cache)?\b"
                                    r"(?![ ]+(?:(?:is|cache[ ]+is)[ ]+)?needed)"), "prose_kv_gib"),
     ("block_size", regex.compile(r"(?i)\bblock[ _-]?size[ ]+(?:of|is|=)[ ]+(?P<n>\d{1,4})\b"), "prose_block_size"),
-    ("gpu_memory_utilization", regex.compile(r"(?i)(?<![\d.])(?P<f>0?\.\d{1,4})[ ]+(?:gpu[ _-]?)?(?:mem(?:ory)?[ _-]?)?util(?:ization)?\b"),
+    # "0.95 GPU util", and the flag named in words with its value ("raising `gpu-memory-utilization`
+    # to 0.95", "gpu_memory_utilization at 0.8"); a proposal ("try raising … to 0.95") is skipped below
+    ("gpu_memory_utilization", regex.compile(r"(?i)(?<![\d.])(?P<f>0?\.\d{1,4})[ ]+(?:gpu[ _-]?)?(?:mem(?:ory)?[ _-]?)?util(?:ization)?\b"
+                                             r"|(?<![\w-])`?(?:--)?gpu[_-]memory[_-]utilization`?[ ]+(?:at|of|to|is|was)[ ]+"
+                                             r"(?P<f>0?\.\d{1,4})(?![\d.])"),
      "prose_util"),
     ("estimated_max_model_len", regex.compile(r"(?i)\bestimat(?:es|ed|ing)[ ]+(?:the[ ]+)?max(?:imum)?(?:[ ]+model)?(?:[ ]+len(?:gth)?)?"
                                               r"(?:[ ]+(?:is|of|at|as))?[ ]+" + _N + r"\b"), "prose_estimate"),

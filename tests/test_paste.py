@@ -804,3 +804,54 @@ def test_the_api_servers_args_are_not_the_config_dump():
             "quantization=None, max_model_len=4096)\n")
     assert read_paste(args).get("quantization") == "awq"
     assert read_paste("Model: Qwen3-14B-AWQ\nvllm serve /models/qwen3-14b\n").get("quantization") == "awq"
+
+
+def test_v1_per_worker_capacity_lines_read_as_ranks():
+    """V1 up to 0.10 logs one "GPU KV cache size" / "Maximum concurrency" pair per worker in rank
+    order, before unifying the blocks to the smallest (vllm#16692: TP 16 on two 8×H800 nodes):
+    rank 0's figures are read, every rank's kept; two runs whose figures differ widely are not merged."""
+    lines = [(305216, 9.31), (304704, 9.30), (305216, 9.31)]
+    text = "INFO 04-16 10:29:53 [core.py:61] Initializing a V1 LLM engine (v0.8.4) with config: model='deepseek-ai/DeepSeek-V3'\n"
+    text += "".join(f"INFO 04-16 10:31:19 [kv_cache_utils.py:634] GPU KV cache size: {t:,} tokens\n"
+                    f"INFO 04-16 10:31:19 [kv_cache_utils.py:637] Maximum concurrency for 32,768 tokens per request: {c:.2f}x\n"
+                    for t, c in lines)
+    f = read_paste(text)
+    assert f.get("kv_tokens_capacity") == 305216 and f.get("max_concurrency") == 9.31
+    assert f.extra["per_rank"]["kv_tokens_capacity"] == [305216, 304704, 305216]
+    # 305,216 vs 150,000: a change between two runs, not per-rank free memory (≤ 5% apart)
+    two = text.replace("304,704", "150,000")
+    assert read_paste(two).get("kv_tokens_capacity") is None
+
+
+def test_a_quantization_word_about_another_model_is_not_the_served_ones():
+    """A write-up that served the fp16 model in its YAML args and names the AWQ copy it switched to
+    ("serving `TheBloke/…-AWQ` via AWQ 4-bit quantization"): the served model is 16-bit."""
+    text = ("vLLM pod serving `TheBloke/Mistral-7B-Instruct-v0.2-AWQ` via AWQ 4-bit quantization.\n"
+            "Before:\n```yaml\nargs:\n  - \"--model\"\n  - \"mistralai/Mistral-7B-Instruct-v0.2\"\n"
+            "  - \"--dtype\"\n  - \"half\"\n```\n"
+            "ValueError: The model's max seq len (2048) is larger than the maximum number of tokens that can "
+            "be stored in KV cache (1936).\n")
+    f = read_paste(text)
+    assert f.get("model") == "mistralai/Mistral-7B-Instruct-v0.2"
+    assert f.get("quantization") is None
+    # the same word beside the served AWQ model is its format
+    assert read_paste(text.replace('"mistralai/Mistral-7B-Instruct-v0.2"', '"TheBloke/Mistral-7B-Instruct-v0.2-AWQ"')
+                      ).get("quantization") == "awq"
+
+
+def test_the_change_a_failing_run_was_started_with_is_its_setting():
+    """"Later, after reducing `max-model-len` to 2048 and raising `gpu-memory-utilization` to 0.95:"
+    over the error it got tells that run's settings; the later of two different errors is the one
+    diagnosed (its figures are the ones read). A proposal ("try raising … to 0.95") stays unread."""
+    text = ("Logs showed:\n```\nValueError: No available memory for the cache blocks.\n```\n"
+            "Later, after reducing `max-model-len` to 2048 and raising `gpu-memory-utilization` to 0.95:\n"
+            "```\nValueError: The model's max seq len (2048) is larger than the maximum number of\n"
+            "tokens that can be stored in KV cache (1936).\n```\n")
+    f = read_paste(text)
+    assert f.get("gpu_memory_utilization") == 0.95
+    assert f.get("error_kind") == "kv_capacity_v0" and f.get("error_max_tokens_in_kv") == 1936
+    proposal = text.replace("Later, after reducing", "Try reducing")
+    assert read_paste(proposal).get("gpu_memory_utilization") is None
+    # a value stated as the setting in use is read wherever the line is
+    assert read_paste("My gpu_memory_utilization is 0.85 and vLLM says: ValueError: No available memory for the "
+                      "cache blocks.").get("gpu_memory_utilization") == 0.85
