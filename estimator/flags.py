@@ -416,12 +416,17 @@ _LOOSE_FLAG = regex.compile(
 
 # A line that proposes a change rather than saying what was run ("--gpu-memory-utilization 0.85
 # fixes it", "try --max-model-len 8192"): its flags and numbers are not the user's settings.
-FIX_LINE = regex.compile(
-    r"(?i)\b(?:fix(?:es|ed)?|solv(?:es|ed)|suggest(?:s|ed|ion)?|recommend(?:s|ed)?|try(?:ing)?|instead|bump(?:ing)?"
-    r"|should|could|would|workaround|resolved?|lower(?:ing)?|rais(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|increas(?:e|ing)"
-    r"|replac(?:e|ing)"  # vLLM's own "Replace gpu_memory_utilization config with `--kv-cache-memory=…`"
-    # a report of what worked after the failure ("I set max_num_seqs = 4 … started normally now")
-    r"|worked|works[ ]now|started[ ]normally|starts[ ]normally|i[ ]set|i[ ]changed|after[ ]setting)\b")
+# Words of a line that proposes a change or reports a cure ("try …", "should", "worked", "started
+# normally now"), and the verbs of a change itself ("lowering …", "raise …", "I set max_num_seqs = 4").
+_PROPOSAL_WORDS = (r"fix(?:es|ed)?|solv(?:es|ed)|suggest(?:s|ed|ion)?|recommend(?:s|ed)?|try(?:ing)?|instead|should|could"
+                   r"|would|workaround|resolved?"
+                   # a report of what worked after the failure ("I set max_num_seqs = 4 … started normally now")
+                   r"|worked|works[ ]now|started[ ]normally|starts[ ]normally")
+_CHANGE_WORDS = (r"bump(?:ing)?|lower(?:ing)?|rais(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|increas(?:e|ing)"
+                 r"|replac(?:e|ing)"  # vLLM's own "Replace gpu_memory_utilization config with `--kv-cache-memory=…`"
+                 r"|i[ ]set|i[ ]changed|after[ ]setting")
+FIX_LINE = regex.compile(r"(?i)\b(?:" + _PROPOSAL_WORDS + "|" + _CHANGE_WORDS + r")\b")
+_PROPOSAL = regex.compile(r"(?i)\b(?:" + _PROPOSAL_WORDS + r")\b")
 
 
 def line_of(text: str, pos: int) -> str:
@@ -451,14 +456,13 @@ def is_suggestion(text: str, pos: int) -> bool:
 # the error it got: the change it tells is the failing run's setting, not a proposal or a cure.
 _AFTER_CHANGE = regex.compile(r"(?i)\bafter[ ]+(?:\w+[ ]+){0,2}?(?:setting|reducing|raising|lowering|increasing|decreasing"
                               r"|changing|adding|using|bumping|passing)\b")
-_PROPOSAL = regex.compile(r"(?i)\b(?:try(?:ing)?|should|could|would|suggest\w*|recommend\w*|instead|workaround|fix(?:es|ed)?"
-                          r"|solv\w+|resolved?|worked|works|started)\b")
 _FAILURE_AHEAD = regex.compile(r"(?:Error|Exception)\b|out[ ]of[ ]memory|larger[ ]than[ ]the[ ]maximum|No[ ]available[ ]memory")
 
 
 def _introduces_failure(text: str, pos: int, line: str) -> bool:
-    """A line telling what was changed ("after raising … to 0.95") that ends in a colon and is
-    followed within a few lines by vLLM's failure: the settings of the run that failed."""
+    """A line telling what was changed ("after raising … to 0.95") that ends in a colon, proposes and
+    cures nothing, and is followed within a few lines by vLLM's failure: the settings of the run
+    that failed."""
     if not line.rstrip().endswith(":") or _PROPOSAL.search(line) or not _AFTER_CHANGE.search(line):
         return False
     le = text.find("\n", pos)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator import params
-from estimator.params import Mxfp4Layout, gated_mlp, pp_partition
+from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated
 from estimator.spec import (
     MLA,
     ChunkedLocal,
@@ -906,8 +906,9 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     'video': 16384} for Qwen2.5-VL. One ViT block on all the patches of one modality is the peak,
     in whichever of its two halves holds more (qwen2_5_vl.py / qwen3_vl.py vision blocks, the
     encoders vLLM builds from column/row-parallel linears):
-    - the MLP: the column-parallel output (gate and up, 2·I, for a SiLU-gated MLP — Qwen2.5-VL,
-      Pixtral; fc1, I, for a plain GELU one — SigLIP, Qwen2-VL, Qwen3-VL) and the activation (I),
+    - the MLP: the column-parallel output (gate and up, 2·I, for a gated MLP — Qwen2.5-VL, Pixtral,
+      Gemma 4, params.vision_mlp_gated; fc1, I, for a plain GELU one — SigLIP, Qwen2-VL, Qwen3-VL)
+      and the activation (I),
       split by TP, beside the block's input, the residual sum and the norm (3·H) replicated;
     - the attention: the block's input and its norm (2·H), the local qkv (3·H/tp), which
       Qwen2_5_VisionAttention.split_qkv all-gathers at TP > 1 (3·H replicated), and the rotated
@@ -930,9 +931,7 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     tp = max(1, s.tensor_parallel_size)
     iv = int(v.get("intermediate_size") or 4 * hv)
     patch = int(v.get("patch_size") or 14)
-    # Qwen2-VL / Qwen2.5-VL vision configs that leave it out merge 2×2 (their config class default)
-    merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size")
-                or (2 if spec.model_type in _QWEN2_VL_TYPES else 1))
+    merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size") or 1)
     pool = int(v.get("pooling_kernel_size") or 1)
     fixed = next((int(spec.config[k]) for k in _TOKENS_PER_IMAGE_KEYS if spec.config.get(k)), 0)
     fixed = fixed or int(v.get("default_output_length") or 0)
@@ -986,11 +985,7 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         if video:
             patches = run * merge * merge       # a dynamic-resolution item: its tokens × the merge
         tokens = run
-    # SiLU-activated vision MLPs are the gated ones (Qwen2.5-VL's Qwen2_5_VisionMLP, Pixtral's); a
-    # Qwen2.5-VL config that leaves the key out gets its class default, "silu"
-    act = v.get("hidden_act") or v.get("hidden_activation") or ("silu" if spec.model_type == "qwen2_5_vl" else "")
-    gated = str(act).lower() in ("silu", "swiglu", "swish")
-    mlp = (3 if gated else 2) * iv // tp + 3 * hv
+    mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv
     attention = 2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp
     per_patch = max(mlp, attention)
     peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)

@@ -93,6 +93,16 @@ def gated_mlp(spec: ModelSpec) -> bool:
     return _gated(spec.model_type, spec.text)
 
 
+def vision_mlp_gated(spec: ModelSpec) -> bool:
+    """A vision tower's MLP is gated (gate·up) when SiLU-activated (Qwen2.5-VL, Pixtral) and in Gemma's
+    own towers (gemma4), plain fc1/fc2 in SigLIP, Qwen2-VL, Qwen3-VL and the rest."""
+    v = spec.vision or {}
+    vt = str(v.get("model_type") or spec.config.get("model_type") or "").lower()
+    gemma = str(spec.config.get("model_type") or "").lower().startswith("gemma") or vt.startswith("gemma")
+    act = str(_get(v, "hidden_act", "hidden_activation", default="gelu")).lower()
+    return act in ("silu", "swiglu") or (gemma and not vt.startswith("siglip"))
+
+
 def _gated(mtype: str, text: dict) -> bool:
     if _is(mtype, _NON_GATED_TYPES):
         return False
@@ -462,7 +472,7 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     act = str(_get(v, "hidden_act", "hidden_activation", default="gelu")).lower()
     qwen = top.startswith("qwen") or vt.startswith("qwen")
     gemma = top.startswith("gemma") or vt.startswith("gemma")
-    gated = act in ("silu", "swiglu") or (gemma and not vt.startswith("siglip"))
+    gated = vision_mlp_gated(spec)
     rms = (qwen and act == "silu") or vt.startswith("gemma4")
     bias = not vt.startswith("gemma4")  # siglip/qwen towers use biases; gemma-4's tower does not
     norm = (1 if rms else 2) * vh

@@ -748,6 +748,11 @@ def _dump_says_unquantized(text: str) -> bool:
     return False
 
 
+def _repo_quant(name: object) -> str | None:
+    """The quantization a model id or path names in its last component ("…/Qwen3-14B-AWQ" → awq)."""
+    return _prose.quantization_in_name(str(name).rsplit("/", 1)[-1])
+
+
 def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text: str) -> None:
     """Quantization named in the model id (or a path / recipe file named after it) when nothing
     stronger said it; a bare word in prose ("AWQ", below P_GUESS) yields to the model's name."""
@@ -768,14 +773,13 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
             # the command (or its `--model` flag, a YAML args list, the printed arguments) says which
             # model ran; another one the prose compares it with, or switched to later, is not it —
             # nor is a bare word that is that other model's format ("serving `…-AWQ` via AWQ")
-            if word is not None and _prose.quantization_in_name(str(o.value).rsplit("/", 1)[-1]) == word.value \
-                    and not _prose.quantization_in_name(str(served.value).rsplit("/", 1)[-1]):
+            if word is not None and _repo_quant(o.value) == word.value and not _repo_quant(served.value):
                 del chosen["quantization"]
                 word = None
             continue
         names.append((o, str(o.value)))
     for occ, name in names:
-        q = _prose.quantization_in_name(name.rsplit("/", 1)[-1])
+        q = _repo_quant(name)
         if q:
             if occ is not None:
                 chosen["quantization"] = _Occ("quantization", q, occ.start, occ.end, "model_name", _tpl.P_GUESS, None, True)

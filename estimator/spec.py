@@ -329,6 +329,14 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
                             "num_attention_heads": 12, "image_size": 224, "patch_size": 16, "num_channels": 3},
 }
 
+# Vision-config class defaults (transformers Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig) that
+# config copies leave out, keyed by the model's type: the tower's depth, its activation (whether its
+# MLP is gated, params.vision_mlp_gated), and the merge (its patches per token, its merger's size).
+_VISION_DEFAULTS: dict[str, dict[str, Any]] = {
+    "qwen2_vl": {"depth": 32, "hidden_act": "quick_gelu", "spatial_merge_size": 2},
+    "qwen2_5_vl": {"depth": 32, "hidden_act": "silu", "spatial_merge_size": 2},
+}
+
 _TEXT_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
 
 
@@ -628,6 +636,8 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
         quant = {"quant_method": "gptq", **companions["quantize_config.json"]}
 
     vision = config.get("vision_config") if isinstance(config.get("vision_config"), dict) else None
+    if vision:
+        vision = {**_VISION_DEFAULTS.get(str(config.get("model_type") or ""), {}), **vision}
     is_mm = bool(vision) or any(k in config for k in ("image_token_index", "image_token_id", "vision_start_token_id"))
     known = mtype in _KNOWN_TYPES or any(a in _KNOWN_TYPES for a in (arch,))
     if not known:

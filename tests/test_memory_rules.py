@@ -240,7 +240,9 @@ def test_gated_vision_mlp_keeps_gate_and_up():
     assert 2.2 * GiB < peak < 2.3 * GiB
     # its copy has neither hidden_act nor spatial_merge_size: silu and 2×2 by the class defaults
     no_act = load("Qwen/Qwen2.5-VL-32B-Instruct")
-    assert "hidden_act" not in no_act.vision and "spatial_merge_size" not in no_act.vision
+    raw = no_act.config["vision_config"]
+    assert "hidden_act" not in raw and "spatial_merge_size" not in raw
+    assert (no_act.vision["hidden_act"], no_act.vision["spatial_merge_size"]) == ("silu", 2)
     peak32, _ = vision_encoder_peak(no_act, profile_for("0.9.0"), s, 2, [])
     assert peak32 == int(1.3 * 65536 * (3 * 3456 + 3 * 1280) * 2)
 
@@ -256,8 +258,9 @@ def test_fixed_size_image_tokens_come_from_the_config():
     peak, tokens = vision_encoder_peak(spec, profile_for("0.33"), s, 2, notes)
     assert tokens == 280
     items = 4096 // 280                                 # V1 encoder budget max(Tb, 280) → 14 images
-    # plain GELU MLP: fc1 + act 2·4304 + 3·1152 = 12,064 over the attention's 10·1152 at TP1
-    assert peak == int(1.3 * items * 280 * 9 * (2 * 4304 + 3 * 1152) * 2)
+    # Gemma's own tower has a gated MLP (params.vision_mlp_gated, as its weights are counted):
+    # gate/up + act 3·4304 + 3·1152 = 16,368 over the attention's 10·1152 at TP1
+    assert peak == int(1.3 * items * 280 * 9 * (3 * 4304 + 3 * 1152) * 2)
     assert "14 max-size dummy image(s) of 280 tokens (2,520 patches)" in notes[-1]
 
 

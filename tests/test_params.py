@@ -550,3 +550,28 @@ def test_a_toolkit_flag_keeps_the_format_the_repo_name_gives():
     spec = load_model("Qwen/qwen3.6-35b-a3b-nvfp4", offline=True).spec
     assert weight_bytes(spec, quantization="modelopt").format == weight_bytes(spec).format == "nvfp4"
     assert weight_bytes(spec, quantization="fp8").format == "fp8"
+
+
+def test_qwen25_vl_vision_config_copy_takes_the_class_defaults():
+    """A Qwen2.5-VL config copy without the vision tower's depth / hidden_act / spatial_merge_size has
+    the class defaults (32 blocks, silu → a gated MLP, 2×2 merge → the patch merger): counted as if
+    stated, where the tower had not been counted at all."""
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "estimator" / "catalog"
+                      / "Qwen__Qwen2.5-VL-32B-Instruct.config.json").read_text())
+    assert not {"depth", "hidden_act", "spatial_merge_size"} & set(cfg["vision_config"])
+    stated = json.loads(json.dumps(cfg))
+    stated["vision_config"].update(depth=32, hidden_act="silu", spatial_merge_size=2)
+    def vision(c):
+        return count_params(spec(c)).params_by_part["vision"]
+
+    assert vision(cfg) == vision(stated)
+    # against a plain GELU tower with a 1×1 merge: the 2×2 merger RMSNorm(1280) + (1280·4)² + 5120 +
+    # 5120 · 5120 (out_hidden) + 5120 instead of LayerNorm(2·1280) + 1280² + 1280 + 1280 · 5120 + 5120;
+    # the gate matrix and its bias (1280 × 3456 + 3456) in each of 32 blocks; RMSNorms without the
+    # LayerNorms' 1280 biases (two per block) and a patch embed without its 1280 bias
+    plain = json.loads(json.dumps(cfg))
+    plain["vision_config"].update(depth=32, hidden_act="gelu", spatial_merge_size=1)
+    merger = (1280 + 5120 * 5120 + 5120 + 5120 * 5120 + 5120) - (2560 + 1280 * 1280 + 1280 + 1280 * 5120 + 5120)
+    gate = 32 * (1280 * 3456 + 3456)
+    biases = 32 * 2 * 1280 + 1280
+    assert vision(stated) - vision(plain) == merger + gate - biases
