@@ -60,14 +60,18 @@ def settings_for(case: dict) -> EngineSettings:
     m = _VER.search(ver_text)
     # the whole token, so that a build of main ("0.1.dev19754+g3a0914114") reads as one, not as 0.1
     version = ver_text[m.start():].split()[0] if m else None
+    # The engine that printed the paste's lines (its message formats) first, as `diagnose` reads it;
+    # then a "V0" in the version field, then the case's era: notes about other attempts
+    # ("other attempts with VLLM_USE_V1=0") do not turn a V1 log into a V0 run.
+    from estimator.diagnosis import modelled_version
+    facts = paste_facts(case)
+    pasted_engine = facts.extra.get("engine")
     engine = case.get("era") if case.get("era") in ("v0", "v1") else None
     if "V0" in ver_text:
         engine = "v0"
+    engine = pasted_engine or engine
     # As `diagnose` does: the stated version, else the one the paste's message formats point to,
     # both placed by the case's date.
-    from estimator.diagnosis import modelled_version
-    facts = paste_facts(case)
-    engine = engine or facts.extra.get("engine")
     version = modelled_version(version or facts.get("vllm_version"), facts.extra.get("version_hint"),
                                engine, case.get("date"))[0]
     # What the paste itself says (its `vllm serve` command, the engine's config line) first: a
@@ -112,6 +116,8 @@ def settings_for(case: dict) -> EngineSettings:
             i += len(chunk)
         else:
             i += 1
+    if pasted_engine:
+        s.engine = pasted_engine
     for key in ("tensor_parallel_size", "pipeline_parallel_size"):
         if isinstance(case.get(key), int):
             setattr(s, key, case[key])

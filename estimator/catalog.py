@@ -3,7 +3,8 @@
 Why: kvdoctor must answer with no network at all (air-gapped clusters, CI, a Hub outage), and the
 models people ask about most are a small set. The files in `estimator/catalog/` are copies of the
 configs in `../shared/data/models/`, plus configs the project found itself for models its users
-paste (entries with an `added` note; an official view of a key may `correct` a derivative's copy);
+paste (entries with an `added` note; an official view of a key may `correct` a derivative's copy, and
+verbatim copies of the file may `complete` a truncated one);
 `index.json` records for each repo id where the copy came
 from (`source_url`, `kind`: OFFICIAL / DUPLICATE / GITHUB COPY / PROXY, the research `notes`), the
 keys we DROPPED because they belong to a derivative (e.g. the MLX `quantization_config` block in a
@@ -121,9 +122,15 @@ def describe(repo_id: str) -> list[str]:
     if dropped:
         keys = ", ".join(sorted(dropped["keys"]))
         out.append(f"dropped from the catalog copy: {keys} ({dropped['reason']})")
+    completed = e.get("completed")
     for path, text in (e.get("truncated") or {}).items():
         where = path.rsplit(".", 1)[0] if "." in path else "the top level"
-        out.append(f"the catalog copy is TRUNCATED (in {where}): {text}")
+        if completed:
+            keys = ", ".join(sorted(completed["keys"]))
+            out.append(f"the catalog copy was TRUNCATED (in {where}) and has been COMPLETED: {keys} set from "
+                       f"{completed['source']}")
+        else:
+            out.append(f"the catalog copy is TRUNCATED (in {where}): {text}")
     if e.get("trimmed"):
         out.append("the catalog copy is TRIMMED: only part of the official config was kept")
     return out

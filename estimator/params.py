@@ -472,9 +472,13 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     act = str(_get(v, "hidden_act", "hidden_activation", default="gelu")).lower()
     qwen = top.startswith("qwen") or vt.startswith("qwen")
     gemma = top.startswith("gemma") or vt.startswith("gemma")
+    # Pixtral (pixtral.py PixtralHFVisionModel; Mistral 3 / Pixtral-12B): RMSNorm, no biases, a 2-D
+    # RoPE instead of position embeddings, one ln_pre norm instead of a post-layernorm
+    pixtral = vt == "pixtral"
     gated = vision_mlp_gated(spec)
-    rms = (qwen and act == "silu") or vt.startswith("gemma4")
-    bias = not vt.startswith("gemma4")  # siglip/qwen towers use biases; gemma-4's tower does not
+    rms = (qwen and act == "silu") or vt.startswith("gemma4") or pixtral
+    # siglip/qwen towers use biases; gemma-4's and Pixtral's do not
+    bias = not (vt.startswith("gemma4") or pixtral)
     norm = (1 if rms else 2) * vh
     per_block = (4 * vh * vh + (4 * vh if bias else 0)
                  + (3 if gated else 2) * vh * vi + (((2 if gated else 1) * vi + vh) if bias else 0)
@@ -488,16 +492,24 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     ws.append(_W("vision", "vision_tower.patch_embed", ch * tpatch * patch * patch * vh + (vh if (bias and not rms) else 0),
                  kind="param", tp="replicate"))
     npos = _get(v, "num_position_embeddings", "position_embedding_size")
-    if not npos and v.get("image_size") and not qwen:
+    if not npos and v.get("image_size") and not (qwen or pixtral):
         npos = (int(v["image_size"]) // patch) ** 2
     if npos:
         mult = 2 if vt.startswith("gemma4") else 1  # gemma-4: separate x/y position tables
         ws.append(_W("vision", "vision_tower.pos_embed", int(npos) * mult, vh, kind="param", tp="replicate"))
     if vt.startswith("siglip") or (not qwen and not gemma):
-        ws.append(_W("vision", "vision_tower.post_layernorm", 2 * vh, kind="norm", tp="replicate"))
+        ws.append(_W("vision", "vision_tower.ln_pre" if pixtral else "vision_tower.post_layernorm",
+                     norm, kind="norm", tp="replicate"))
     text_h = int(_get(v, "out_hidden_size", default=spec.hidden_size))
     merge = int(_get(v, "spatial_merge_size", default=0) or 0)
-    if merge:
+    if top == "mistral3":
+        # mistral3.py Mistral3MultiModalProjector: RMSNorm, the patch merger (spatial_merge_size² × vision
+        # hidden → vision hidden, no bias), linear_1 and linear_2 (biases per multimodal_projector_bias)
+        m = int(spec.config.get("spatial_merge_size") or 2)
+        pb = text_h if spec.config.get("multimodal_projector_bias", False) else 0
+        ws.append(_W("vision", "multi_modal_projector",
+                     vh + vh * m * m * vh + vh * text_h + pb + text_h * text_h + pb, tp="split"))
+    elif merge:
         cat = vh * merge * merge
         merger = norm + cat * cat + cat + cat * text_h + text_h
         deep = len(v.get("deepstack_visual_indexes") or [])

@@ -116,6 +116,18 @@ def test_vllm_use_v1_0_in_the_notes_runs_the_v0_engine(accuracy):
     assert (s.vllm_version, s.engine) == ("0.8.3", "v0")
 
 
+def test_the_engine_that_printed_the_paste_wins_over_other_attempts_in_the_notes(accuracy):
+    """vllm#16128's notes mention "other attempts with VLLM_USE_V1=0", but the figures come from a V1
+    log (EngineCore, "GPU KV cache size"): the run is V1's. A paste with no engine-specific line leaves
+    the notes' VLLM_USE_V1=0 in charge (the test above)."""
+    v1_log = ("INFO 04-07 09:54:39 [kv_cache_utils.py:578] GPU KV cache size: 35,392 tokens\n"
+              "INFO 04-07 09:54:39 [kv_cache_utils.py:581] Maximum concurrency for 4,096 tokens per request: 8.64x\n")
+    case = {"paste": v1_log, "era": "v1", "vllm_version": "0.8.3",
+            "other_flags": "--distributed-executor-backend ray; other attempts with VLLM_USE_V1=0"}
+    assert accuracy.settings_for(case).engine == "v1"
+    assert accuracy.settings_for(dict(case, paste="")).engine == "v0"
+
+
 def test_an_unreadable_vllm_use_v1_value_leaves_the_engine_alone():
     """`VLLM_USE_V1=${USE_V1}` (a template) or an empty value says nothing about the engine."""
     from estimator.vllm import parse_flags

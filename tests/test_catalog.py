@@ -50,6 +50,14 @@ def test_every_shared_config_is_bundled_minus_exactly_the_dropped_keys():
             _drop(expected, key)
         for key in entry.get("truncated") or {}:
             _drop(expected, key)
+        for key, value in (entry.get("completed") or {}).get("keys", {}).items():
+            # a truncated copy completed from verbatim copies of the file: the keys it lacked, set
+            node = expected
+            *parents, last = key.split(".")
+            for p in parents:
+                node = node[p]
+            assert last not in node, f"{path.name}: completed key {key} was in the shared copy"
+            node[last] = value
         _, bundled, _ = catalog.lookup(f"{org}/{name}")
         assert bundled == expected, path.name
         # the index keeps the dropped values, so nothing is lost
@@ -150,6 +158,21 @@ def test_truncated_copy_is_flagged_in_index_and_assumptions():
     assert any("TRUNCATED" in a for a in src.assumptions)
     scout = resolve_model("meta-llama/Llama-4-Scout-17B-16E-Instruct", offline=True)
     assert any("TRIMMED" in a for a in scout.assumptions)
+
+
+def test_a_truncated_copy_completed_from_verbatim_copies_says_so_and_counts_its_tower():
+    """The shared Mistral Small 3.1 copy stops inside vision_config; the bundled one carries the keys it
+    lacked (depth 24, MLP 4096, 16 heads, patch 14, model_type pixtral …) with where they came from, so
+    the 0.44 B-parameter vision tower is counted (it was left out: "vision_config lacks depth")."""
+    entry = catalog.entry("mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    assert entry["completed"]["keys"]["vision_config.num_hidden_layers"] == 24
+    src = resolve_model("mistralai/Mistral-Small-3.1-24B-Instruct-2503", offline=True)
+    said = [a for a in src.assumptions if "TRUNCATED" in a]
+    assert said and "COMPLETED" in said[0] and "vision_config.patch_size" in said[0]
+    from estimator.params import count_params
+    from estimator.spec import spec_from_config
+
+    assert count_params(spec_from_config(src.config)).params_by_part["vision"] == 438_958_080
 
 
 def test_catalog_lookup_is_case_insensitive_and_says_where_it_came_from():

@@ -575,3 +575,24 @@ def test_qwen25_vl_vision_config_copy_takes_the_class_defaults():
     gate = 32 * (1280 * 3456 + 3456)
     biases = 32 * 2 * 1280 + 1280
     assert vision(stated) - vision(plain) == merger + gate - biases
+
+
+def test_pixtral_tower_and_mistral3_projector_by_hand():
+    """Mistral Small 3.1's vision side as vLLM builds it (pixtral.py PixtralHFVisionModel, mistral3.py
+    Mistral3MultiModalProjector), by hand from its config (vision hidden 1024, MLP 4096, 24 blocks,
+    patch 14, text hidden 5120, 2×2 merge, no projector bias):
+    patch_conv 3·14·14·1024 = 602,112 (no bias) + ln_pre RMSNorm 1,024; a block = attention_norm 1,024
+    + q/k/v/o 4·1024² = 4,194,304 (no biases) + ffn_norm 1,024 + gate/up 2·4096·1024 + down 4096·1024 =
+    12,582,912 → 16,779,264, × 24 = 402,702,336; no position embeddings (2-D RoPE); projector = RMSNorm
+    1,024 + patch merger 4·1024·1024 = 4,194,304 + linear_1 1024·5120 = 5,242,880 + linear_2 5120² =
+    26,214,400 → 438,958,080 in all. Read as a llava-style tower with LayerNorms, biases, a learned
+    position table of (1540/14)² rows and no merger it was 447.5 M."""
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "estimator" / "catalog"
+                      / "mistralai__Mistral-Small-3.1-24B-Instruct-2503.config.json").read_text())
+    block = 1024 + 4 * 1024 * 1024 + 1024 + 3 * 4096 * 1024
+    tower = 3 * 14 * 14 * 1024 + 1024 + 24 * block
+    projector = 1024 + 4 * 1024 * 1024 + 1024 * 5120 + 5120 * 5120
+    assert count_params(spec(cfg)).params_by_part["vision"] == tower + projector == 438_958_080
+    # multimodal_projector_bias adds linear_1's and linear_2's biases (5,120 each)
+    biased = dict(cfg, multimodal_projector_bias=True)
+    assert count_params(spec(biased)).params_by_part["vision"] == 438_958_080 + 2 * 5120
