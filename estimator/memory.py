@@ -1003,11 +1003,30 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> 
     activation peaks of 0.94–15.73 GiB (vllm#11251: 0.39 beside 2.53). Only the pre-release log of
     vllm PR10511 (its tabular format, never released) shows the activation in it (1.79 GiB at TP1).
     """
+    if profile.budget_rule == "v0_allocated":
+        return 0    # ≤ 0.2.4 subtracts torch.cuda.max_memory_allocated(): nothing outside torch counts
     world = s.tensor_parallel_size * s.pipeline_parallel_size
     n = NON_TORCH_SINGLE + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0)
     if profile.context_in_non_torch:
         n += CUDA_CONTEXT + other_process_bytes
     return n
+
+
+def cached_all_reduce_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int) -> int:
+    """How much the profile's all-reduced activations can leave cached where V0 measures with
+    mem_get_info and no empty_cache (0.2.5–0.6.3, `v0_total_free` / `v0_classic`); 0 elsewhere.
+
+    Eager V0 all-reduces each layer's attention and MLP output in place with torch.distributed
+    (vllm/model_executor/parallel_utils/communication_op.py; 0.5–0.6.3 parallel_state.py leaves pynccl
+    for graph capture), whose NCCL stream holds every such block until the GPU catches up, so the
+    caching allocator takes new memory instead of reusing it. Up to 2 × layers × Tb × hidden. Not
+    subtracted: how much stays cached depends on how far the CPU runs ahead and on the allocator's
+    flushes when the card fills (vllm PR #2031: Llama-2-70B TP 4 at 4,096 tokens ≈ 12 GiB, i.e. all
+    of it and more; vllm#2136: CodeLlama-13B TP 2 at 16,384 tokens ≈ 8 of the 12.5 GiB)."""
+    if profile.budget_rule not in ("v0_total_free", "v0_classic") or s.tensor_parallel_size <= 1:
+        return 0
+    layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size))
+    return 2 * layers * (s.max_num_batched_tokens or 2048) * spec.hidden_size * dtype_b
 
 
 def graphs_after_kv(profile: Profile, s: EngineSettings) -> bool:
@@ -1141,6 +1160,15 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
         else activation_bytes
     nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes
+    held = cached_all_reduce_bytes(spec, profile, s, mdb)
+    if held:
+        assumptions.append(
+            f"vLLM {profile.release} with tensor parallelism counts what PyTorch still caches after the profile "
+            f"run, and the all-reduced activations wait on NCCL's stream before they can be reused: up to "
+            f"{held / GiB:.1f} GiB (2 per layer × {s.max_num_batched_tokens:,} tokens × hidden) on top of this "
+            "estimate, varying from run to run and capped by the free memory — the KV cache can be that much "
+            "smaller (vllm PR #2031's Llama-2-70B TP 4: 20,865 blocks where the torch peak allows 31,000). "
+            "vLLM 0.6.4+ empties the cache before measuring; a smaller max_num_batched_tokens shrinks it")
     # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
     # a budget item even when the log prints their size
     after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted

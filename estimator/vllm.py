@@ -274,6 +274,14 @@ def sampler_bytes(version: tuple, flashinfer: bool | None, rows: int) -> int:
     return native_sampler_bytes(version, rows)
 
 
+# What V0 subtracted from the budget before 0.4 (vllm/worker/worker.py in the wheels): up to 0.2.4
+# torch.cuda.max_memory_allocated() after the profile run — torch's own tensors only, no CUDA
+# context, NCCL or other processes; 0.2.5–0.3.0 total − free from torch.cuda.mem_get_info() (vllm
+# PR #2031: everything on the card, this process's context and other processes included); from 0.3.1
+# the free memory at start minus the free memory after profiling (init_gpu_memory), as in 0.4–0.6.3.
+V0_TOTAL_FREE_FROM = (0, 2, 5)
+V0_INIT_FREE_FROM = (0, 3, 1)
+
 # The first release per engine whose budget no longer charges other processes' memory to this
 # instance (0.6.5's memory_profiling, 0.9.1's V1 worker): Profile.context_in_non_torch ends here.
 OTHERS_OWN_SHARE_FROM = {"v0": (0, 6, 5), "v1": (0, 9, 1)}
@@ -289,7 +297,11 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
     if v < (0, 7, 0) and engine == "v1":
         engine = "v0"  # 0.6.x V1 prototype used the V0-classic formula
     if engine == "v0":
-        if v < (0, 6, 4):
+        if v < V0_TOTAL_FREE_FROM:
+            era, rule = "V0 max-allocated", "v0_allocated"
+        elif v < V0_INIT_FREE_FROM:
+            era, rule = "V0 total−free", "v0_total_free"
+        elif v < (0, 6, 4):
             era, rule = "V0 classic", "v0_classic"
         elif v < OTHERS_OWN_SHARE_FROM["v0"]:
             era, rule = "V0 0.6.4 non-torch", "v0_nontorch"
@@ -327,7 +339,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         chunked_local_spec=engine == "v1" and (v == (0, 10, 0) or v >= (0, 14, 0)),
         yarn_scales_max_len=v < (0, 30, 0),
         requested_ceil=engine == "v1" and v >= (0, 14, 0),
-        context_in_non_torch=rule in ("v0_nontorch", "v1_peak"),
+        context_in_non_torch=rule in ("v0_total_free", "v0_nontorch", "v1_peak"),
         free_memory_check=engine == "v1" and v >= (0, 9, 1),
         auto_max_model_len=v >= (0, 14, 0),
         # V0 runs the full sampler (fp32 upcast, sort, softmax, cumsum, log_softmax, multinomial):

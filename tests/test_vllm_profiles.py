@@ -64,6 +64,11 @@ def test_parse_version_forms():
 @pytest.mark.parametrize(
     ("version", "engine", "want_engine", "rule"),
     [
+        ("0.2.0", None, "v0", "v0_allocated"),       # torch.cuda.max_memory_allocated() up to 0.2.4
+        ("0.2.4", None, "v0", "v0_allocated"),
+        ("0.2.5", None, "v0", "v0_total_free"),      # total − free, 0.2.5–0.3.0 (vllm PR #2031)
+        ("0.3.0", None, "v0", "v0_total_free"),
+        ("0.3.1", None, "v0", "v0_classic"),         # init_gpu_memory − free from 0.3.1
         ("0.4.0", None, "v0", "v0_classic"),         # V0 classic 0.4.0–0.6.3 (§1.2)
         ("0.6.3", None, "v0", "v0_classic"),
         ("0.6.4", None, "v0", "v0_nontorch"),        # V0 0.6.4 only (§1.3)
@@ -574,3 +579,44 @@ def test_default_max_num_seqs_never_exceeds_the_batch_from_0_10_1():
 ])
 def test_v0_chunked_prefill_batch_default_per_release(version, expected):
     assert _tb(version, A6000, engine="v0", L=32768) == expected
+
+
+def test_v0_before_0_4_charges_what_its_release_measured():
+    """vllm/worker/worker.py in the wheels: up to 0.2.4 the budget loses torch.cuda.max_memory_allocated()
+    (torch's own tensors: nothing outside torch), 0.2.5–0.3.0 total − free (vllm PR #2031: the CUDA
+    context, NCCL and cuBLAS workspaces, other processes too), 0.3.1+ the free memory at start minus
+    the free memory after the profile (non-torch, but not the context made before the first reading).
+    Llama-2-7B on an A100-80GB with benchmark_throughput's defaults, as PR #2031 ran it: the PR printed
+    7,351 blocks, the main branch before it 7,449. A block is 32 layers × 2 × 4,096 × 2 B × 16 = 8 MiB,
+    so 0.2.5 has (0.45 GiB context + 0.15 GiB non-torch) / 8 MiB = 76.8 → 77 blocks fewer than 0.2.4,
+    and 0.3.1 (no context) 0.15 GiB / 8 MiB = 19.2 → 19 or 20 fewer."""
+    from estimator.api import load_model, run_estimate
+
+    spec = load_model("meta-llama/Llama-2-7b-hf", offline=True).spec
+    blocks = {v: run_estimate(spec, "A100 80GB", EngineSettings(vllm_version=v, gpu_memory_utilization=0.9))
+              for v in ("0.2.4", "0.2.5", "0.3.1")}
+    assert blocks["0.2.4"].non_torch_bytes == 0
+    assert blocks["0.2.4"].gpu_blocks - blocks["0.2.5"].gpu_blocks == 77
+    assert blocks["0.2.4"].gpu_blocks - blocks["0.3.1"].gpu_blocks in (19, 20)
+    # within 1% of what PR #2031 printed for its main branch (0.2.4's rule) and for the PR (0.2.5's)
+    assert abs(blocks["0.2.4"].gpu_blocks / 7449 - 1) < 0.01 and abs(blocks["0.2.5"].gpu_blocks / 7351 - 1) < 0.01
+
+
+def test_v0_with_tp_warns_about_cached_all_reduce_buffers_where_the_release_counts_them():
+    """0.2.5–0.6.3 measure with mem_get_info and no empty_cache, and eager TP all-reduces leave their
+    blocks cached behind NCCL's stream: the reply says how much that can be (2 × layers × Tb × hidden ×
+    2 B) where it applies. vllm#2136 (CodeLlama-13B, TP 2, 16,384 tokens): 2 × 40 × 16,384 × 5,120 ×
+    2 B = 12.5 GiB; nothing at TP 1, nothing on 0.2.4 (torch's peak) or 0.6.4 (empty_cache first)."""
+    from estimator.api import load_model, run_estimate
+
+    spec = load_model("codellama/CodeLlama-13b-Instruct-hf", offline=True).spec
+
+    def said(version, tp):
+        est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version=version, tensor_parallel_size=tp,
+                                                            max_model_len=16384, max_num_seqs=16))
+        return [a for a in est.assumptions if "NCCL's stream" in a]
+
+    assert 2 * 40 * 16384 * 5120 * 2 / 2**30 == 12.5
+    assert said("0.2.5", 2) and "up to 12.5 GiB" in said("0.2.5", 2)[0]
+    assert said("0.6.3", 2)
+    assert not said("0.2.5", 1) and not said("0.2.4", 2) and not said("0.6.4", 2)
