@@ -13,8 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes, window_tokens
+from estimator.memory import (
+    Estimate,
+    GiB,
+    cached_all_reduce_bytes,
+    resolve_dtype,
+    v0_capacity_divisor,
+    v0_driver_extra_bytes,
+    window_tokens,
+)
 from estimator.paste import torch_oom_records
+from estimator.spec import dtype_bytes
 from estimator.vllm import OTHERS_OWN_SHARE_FROM
 
 if TYPE_CHECKING:
@@ -191,13 +200,16 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         elif gap > 0.5 * GiB:
             msg = (f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory that the model does not explain "
                    "(other processes on the GPU, a different vLLM version, or a different checkpoint/dtype)")
-            p = est.profile if est is not None else None
-            if p is not None and p.engine == "v0" and (0, 2, 5) <= p.version < (0, 6, 4) \
-                    and est.settings.tensor_parallel_size > 1:
-                # vllm PR #2031 (0.2.5): peak = total − free after the profile run, no longer torch's peak
-                msg += ("; from 0.2.5 vLLM measures its peak as the GPU's used memory (vllm PR #2031), which with "
-                        "tensor parallelism charges memory outside PyTorch to the budget — in that PR's own run "
-                        "Llama-2-70B at TP 4 went from 31,615 to 20,865 blocks (≈ 13 GiB per GPU)")
+            held = cached_all_reduce_bytes(est.spec, est.profile, est.settings,
+                                           dtype_bytes(resolve_dtype(est.spec, est.settings, est.profile,
+                                                                     est.compute_capability, []))) if est else 0
+            if held:
+                # vllm PR #2031 (0.2.5) to 0.6.3: the peak is the used memory after the profile run, PyTorch's
+                # cache included (memory.cached_all_reduce_bytes)
+                msg = (f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory beyond the model's estimate; "
+                       f"vLLM {est.profile.release} with tensor parallelism counts what PyTorch still caches after the "
+                       f"profile run, and the all-reduced activations held for NCCL can take up to {held / GiB:.1f} GiB "
+                       "here (see the assumptions) — the likely cause")
             st.checks.append(msg)
         elif gap < -0.5 * GiB:
             # vLLM had more KV than the budget leaves: the budget (card or utilization) is not the one assumed.
