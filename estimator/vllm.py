@@ -242,11 +242,20 @@ SAMPLER_BYTES_FLASHINFER = 10
 # from their pools — i.e. 38.3–38.5 B per element.
 SAMPLER_BYTES_NATIVE = 38
 # From 0.17 the native path masks top-k/top-p with a Triton kernel in place for batches of 8 or more
-# (v1/sample/ops/topk_topp_triton.py), no sort: bf16 + fp32 logits, softmax probs and the noise
-# tensor are 14 B by the code; one log prints the whole peak — akiyax/kvcache-lab on 0.26 with
-# VLLM_USE_FLASHINFER_SAMPLER=0 (RTX 4080, Qwen2.5-7B-AWQ): 1.04 GiB over 256 × 152,064 = 28.7 B.
-# A fit on that one log.
-SAMPLER_BYTES_TRITON = 29
+# (v1/sample/ops/topk_topp_triton.py), no sort: the bf16 logits (2), their fp32 copy (4), the softmax
+# probs (4) and the exponential noise (4) = 14 B by the code (0.17–0.26 alike). Logs of 0.17–0.20
+# agree: TheBuccaneer/vllm-offload-profiles on 0.17.1 (RTX 3090, 256 rows) leaves 0.49 GiB for
+# Llama-3.1-8B (128,256 vocab) and 0.59 for Qwen2.5-7B (152,064) beside 0.15 of non-torch, ≈ 16 B;
+# tokenkaki's Qwen3-8B on 0.19.1 fits 14 B within 0.2 GiB where 29 B leaves 0.4 too little.
+SAMPLER_BYTES_TRITON = 14
+# From 0.21 (NATIVE_WARMED_TOO_FROM: the dummy sampler runs twice, FlashInfer's or the native path,
+# then the native one with a generator) the logs show about twice the code's figure, for a reason the
+# code does not show: akiyax/kvcache-lab on 0.26 with VLLM_USE_FLASHINFER_SAMPLER=0 (RTX 4080,
+# Qwen2.5-7B-AWQ) prints a 1.04 GiB peak over 256 × 152,064 = 28.7 B; 0.21–0.30 pools on consumer
+# cards (vllm#38516 Qwen3-4B on an RTX 5080, RTX 5090 Qwen3-4B, L40S Qwen3-14B) sit within 0.3 GiB of
+# it where 14 B leaves 0.3–0.5 GiB too much KV — and others (RTX PRO 6000 Qwen3-32B at 1,024 rows on
+# 0.27.1, A5000 Qwen3-8B on 0.21) fit 14 B better. A fit, kept at the one printed peak.
+SAMPLER_BYTES_TRITON_WARMED = 29
 # The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):
 # FlashInfer's when importable up to 0.11.0 (VLLM_USE_FLASHINFER_SAMPLER unset "means True"), the
 # native one 0.11.2–0.20 (FlashInfer opt-in: unset reads as None), FlashInfer again from 0.21 (unset =
@@ -261,7 +270,7 @@ TRITON_ANY_BATCH_FROM = (0, 30, 0)     # before, the Triton masking only for bat
 def native_sampler_bytes(version: tuple, rows: int = 8) -> int:
     """Per row × vocab element of the PyTorch-native top-k/top-p sampler in this release."""
     if version >= TRITON_TOPK_TOPP_FROM and (rows >= 8 or version >= TRITON_ANY_BATCH_FROM):
-        return SAMPLER_BYTES_TRITON
+        return SAMPLER_BYTES_TRITON_WARMED if version >= NATIVE_WARMED_TOO_FROM else SAMPLER_BYTES_TRITON
     return SAMPLER_BYTES_NATIVE
 
 
@@ -346,9 +355,9 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
         # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1: the native top-k/top-p — the sort
         # (bf16 + fp32 logits, sort values + int64 indices and the sort's own buffers) ≈ 38 B
-        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40), from 0.17 the Triton masking ≈ 29 B
-        # (SAMPLER_BYTES_TRITON) — or FlashInfer's, 10 B (SAMPLER_BYTES_FLASHINFER), which counts alone only
-        # before 0.21 (from 0.21 the native path is warmed too, sampler_bytes). Its evidence: a 0.8.5
+        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40), from 0.17 the Triton masking ≈ 14 B
+        # (SAMPLER_BYTES_TRITON), ≈ 29 B as 0.21+ logs show it (SAMPLER_BYTES_TRITON_WARMED) — or
+        # FlashInfer's, 10 B (SAMPLER_BYTES_FLASHINFER), which counts alone only before 0.21 (from 0.21 the native path is warmed too, sampler_bytes). Its evidence: a 0.8.5
         # image (vllm#17327) and a 0.10.1 run that left ≤ 0.3 GiB for a 256-row sampler over a 151,936
         # vocabulary (≤ 8 B; the native 38 B would be 1.38 GiB). recipes#893 (GLM-5.3 on 0.28), once
         # read as ≈ 11 B of FlashInfer, is a 0.21+ run whose peak is the native warm-up's.
@@ -360,8 +369,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # one, the native 38 B stays the cautious choice.
         # Per release (sampler_bytes): 0.8–0.11.0 take FlashInfer's sampler only where it is installed —
         # the native 38 B stays the cautious choice; 0.11.2–0.16 the native sort (38 B); from 0.17 the
-        # native Triton masking (29 B), which 0.21+ also warm beside FlashInfer's. memory.activation_peak
-        # refines this with the rows and a sampler the log names.
+        # native Triton masking (14 B; 29 B as measured from 0.21, which also warms it beside
+        # FlashInfer's). memory.activation_peak refines this with the rows and a sampler the log names.
         sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else sampler_bytes(v, None, 8)),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
