@@ -634,6 +634,10 @@ class _Fmt:
     experts_only: bool = False
     ignore: tuple[str, ...] = ()
     experts_fp4: bool = False   # routed experts stored as FP4 (e2m1 + e8m0 scale per 32) inside an FP8 checkpoint
+    # mixed precision: each listed checkpoint module's own format (normalised names); a linear listed
+    # nowhere stays unquantized (ModelOpt MIXED_PRECISION `quantized_layers`, compressed-tensors
+    # config_groups whose targets name modules)
+    layers: dict[str, _Fmt] | None = None
 
 
 @dataclass(frozen=True)
@@ -733,7 +737,13 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
         if q.get("load_in_8bit"):
             return _Fmt("bnb-8bit", "bnb8", 8, ignore=ignore)
         return _Fmt("bnb-4bit", "bnb4", 4, double_quant=bool(q.get("bnb_4bit_use_double_quant", True)), ignore=ignore)
-    if method in ("compressed-tensors", "modelopt", "modelopt-fp4", "nvfp4", "modelopt-nvfp4"):
+    if method in ("compressed-tensors", "modelopt", "modelopt-fp4", "nvfp4", "modelopt-nvfp4", "modelopt-mixed"):
+        mixed = _mixed_layers(q)
+        if mixed:
+            kinds = sorted({f.name for f in mixed.values()})
+            notes.append(f"mixed-precision checkpoint: {', '.join(kinds)} per layer as its quantization config "
+                         "lists them; linears listed nowhere stay 16-bit")
+            return _Fmt("mixed (" + " + ".join(kinds) + ")", "mixed", layers=mixed, ignore=ignore)
         algo = str(q.get("quant_algo") or "").upper()
         if method in ("nvfp4", "modelopt-fp4", "modelopt-nvfp4") or "FP4" in algo:
             return _Fmt("nvfp4", "nvfp4", 4, group=int(q.get("group_size") or 16), ignore=ignore)
@@ -744,18 +754,9 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
             if isinstance(g, dict) and isinstance(g.get("weights"), dict):
                 w = g["weights"]
                 break
-        bits, typ = int(w.get("num_bits") or 8), str(w.get("type") or "float")
-        strat = str(w.get("strategy") or "tensor")
-        if typ == "float" and bits == 4:
-            return _Fmt("nvfp4", "nvfp4", 4, group=int(w.get("group_size") or 16), ignore=ignore)
-        if typ == "float":
-            bs = w.get("block_structure")
-            if strat == "block" and bs:
-                return _Fmt("fp8-block", "fp8", 8, block=(int(bs[0]), int(bs[1])), ignore=ignore)
-            return _Fmt("fp8", "fp8", 8, channel=strat == "channel", ignore=ignore)
-        group = int(w.get("group_size") or 0) if strat == "group" else 0
-        return _Fmt(f"int{bits}" + (f"-g{group}" if group else ""), "int", bits, group=group,
-                    zeros=not w.get("symmetric", True), ignore=ignore)
+        single = _group_format(w)
+        single.ignore = ignore
+        return single
     # Format words that are not vLLM method names but say the bits (read from a repo name or prose:
     # "INT8-W8A16", "int4"): weight-only integer layouts as compressed-tensors loads them.
     if method in ("int8", "w8a16", "w8a8", "int8-w8a16", "int8-w8a8"):
@@ -766,6 +767,74 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
         return _Fmt("int4-g128", "int", 4, group=128, ignore=ignore)
     notes.append(f"quantization {method!r} is not modelled; weights counted at the base dtype")
     return _Fmt("none")
+
+
+def _algo_format(algo: str, group: int | None) -> _Fmt | None:
+    """A ModelOpt per-layer quant_algo as a format (vllm/model_executor/layers/quantization/modelopt.py)."""
+    a = algo.upper()
+    if "FP4" in a:
+        return _Fmt("nvfp4", "nvfp4", 4, group=int(group or 16))
+    if a.startswith("FP8"):
+        return _Fmt("fp8", "fp8", 8, channel="PER_CHANNEL" in a)
+    return None
+
+
+def _group_format(w: dict) -> _Fmt | None:
+    """A compressed-tensors config group's weight scheme as a format."""
+    bits, typ = int(w.get("num_bits") or 8), str(w.get("type") or "float")
+    strat = str(w.get("strategy") or "tensor")
+    if typ == "float" and bits == 4:
+        return _Fmt("nvfp4", "nvfp4", 4, group=int(w.get("group_size") or 16))
+    if typ == "float":
+        bs = w.get("block_structure")
+        if strat == "block" and bs:
+            return _Fmt("fp8-block", "fp8", 8, block=(int(bs[0]), int(bs[1])))
+        return _Fmt("fp8", "fp8", 8, channel=strat == "channel")
+    group = int(w.get("group_size") or 0) if strat == "group" else 0
+    return _Fmt(f"int{bits}" + (f"-g{group}" if group else ""), "int", bits, group=group,
+                zeros=not w.get("symmetric", True))
+
+
+def _mixed_layers(q: dict) -> dict[str, _Fmt] | None:
+    """Per-module formats of a mixed-precision checkpoint, None for a single-format one.
+
+    ModelOpt MIXED_PRECISION lists every quantized module with its quant_algo (`quantized_layers`,
+    read by vLLM's ModelOptMixedPrecisionConfig); compressed-tensors lists modules per config group
+    (`targets`: module names; a class name such as "Linear" or a `re:` pattern means one format for
+    all, read by the single-format path)."""
+    table: dict[str, _Fmt] = {}
+    layers = q.get("quantized_layers")
+    if isinstance(layers, dict) and layers:
+        for name, cfg in layers.items():
+            if isinstance(cfg, dict) and (f := _algo_format(str(cfg.get("quant_algo") or ""), cfg.get("group_size"))):
+                table[_norm_name(str(name))] = f
+        return table or None
+    groups = [g for g in (q.get("config_groups") or {}).values() if isinstance(g, dict)]
+    named = [g for g in groups if isinstance(g.get("weights"), dict) and g.get("targets")
+             and all("." in str(x) and not str(x).startswith("re:") for x in g["targets"])]
+    if len(groups) < 2 or len(named) != len(groups):
+        return None
+    for g in named:
+        f = _group_format(g["weights"])
+        for name in g["targets"]:
+            table[_norm_name(str(name))] = f
+    return table or None
+
+
+# vLLM's fused linears and the checkpoint modules they load (packed_modules_mapping in the model files)
+_PACKED = {"gate_up_proj": ("gate_proj", "up_proj"), "qkv_proj": ("q_proj", "k_proj", "v_proj"),
+           "in_proj_qkvz": ("in_proj_qkv", "in_proj_z"), "in_proj_ba": ("in_proj_b", "in_proj_a")}
+
+
+def _layer_fmt(fmt: _Fmt, name: str) -> _Fmt | None:
+    """The format a mixed-precision checkpoint gives this (possibly fused) linear; None: unquantized."""
+    n = _norm_name(name)
+    head, _, last = n.rpartition(".")
+    for part in _PACKED.get(last, (last,)):
+        f = (fmt.layers or {}).get(f"{head}.{part}" if head else part)
+        if f is not None:
+            return f
+    return None
 
 
 def _norm_name(name: str) -> str:
@@ -800,6 +869,10 @@ def _quantized(fmt: _Fmt, w: _W) -> bool:
         return False
     if fmt.kind == "gguf":
         return w.kind in ("linear", "embed", "lm_head") and w.part != "vision"
+    if fmt.layers is not None:
+        # a mixed-precision checkpoint says module by module, lm_head included where it lists it
+        # (ModelOpt NVFP4 exports store lm_head in FP4, and vLLM loads it so)
+        return w.kind in ("linear", "lm_head") and w.part != "vision" and _layer_fmt(fmt, w.name) is not None
     if w.kind != "linear" or w.part == "vision":
         return False
     if fmt.experts_only and w.part not in ("experts",):
@@ -812,6 +885,8 @@ def _wbytes(fmt: _Fmt, w: _W, rows: int, cols: int, copies: int) -> int:
     checkpoint that stores them so (fmt.experts_fp4)."""
     if fmt.experts_fp4 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
         return _qbytes(_Fmt("fp4-experts", "mxfp4", 4, group=32), rows, cols, copies)
+    if fmt.layers is not None:
+        return _qbytes(_layer_fmt(fmt, w.name) or fmt, rows, cols, copies)
     return _qbytes(fmt, rows, cols, copies)
 
 

@@ -163,9 +163,23 @@ def test_a_bare_size_never_names_a_unified_memory_board():
 
 
 def test_generic_words_and_per_die_rows_name_no_card():
-    """"Dell Pro Max GB10" once matched the Intel Max 1550 through its vendor-stripped alias "max";
-    a bare "128GB" took the MI250X's per-GCD 63.98 GiB (one die of a 128 GB board)."""
+    """"Dell Pro Max GB10" once matched the Intel Max 1550 through its vendor-stripped alias "max" —
+    it is the GB10 (DGX Spark-class) board; a bare "128GB" took the MI250X's per-GCD 63.98 GiB (one die
+    of a 128 GB board), and names neither that nor the 128 GB unified GB10."""
+    dell = lookup_gpu("NVIDIA GB10 (DGX Spark-class Dell Pro Max GB10, unified memory)")
+    assert dell.name == "NVIDIA GB10 (DGX Spark)" and dell.unified
     with pytest.raises(UnknownGpu):
-        lookup_gpu("NVIDIA GB10 (DGX Spark-class Dell Pro Max GB10, unified memory)")
+        lookup_gpu("Dell Pro Max workstation")
     assert lookup_gpu("intel max 1550").name.startswith("Intel Data Center GPU Max 1550")
     assert lookup_gpu("128GB").total_bytes == 128 * GIB - 480 * MIB       # no whole card of that size
+
+
+def test_gb10_is_known_with_the_total_vllm_prints():
+    """DGX Spark's GB10: vLLM's start-up lines print "Free memory on device (112.26/119.63 GiB) …
+    Desired GPU memory utilization is (0.92, 110.06 GiB)" (110.06 / 0.92 = 119.63); its memory is
+    the CPU's too (unified), sm_121."""
+    for name in ("GB10", "NVIDIA DGX Spark", "2x DGX Spark (GB10, 128 GB unified memory)"):
+        g = lookup_gpu(name)
+        assert g.name == "NVIDIA GB10 (DGX Spark)" and g.unified and g.compute_capability == "12.1"
+        assert g.total_bytes / GIB == pytest.approx(119.63, abs=0.005)
+    assert 110.06 / 0.92 == pytest.approx(119.63, abs=0.01)

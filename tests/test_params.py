@@ -596,3 +596,47 @@ def test_pixtral_tower_and_mistral3_projector_by_hand():
     # multimodal_projector_bias adds linear_1's and linear_2's biases (5,120 each)
     biased = dict(cfg, multimodal_projector_bias=True)
     assert count_params(spec(biased)).params_by_part["vision"] == 438_958_080 + 2 * 5120
+
+
+def test_modelopt_mixed_precision_takes_each_layers_own_format():
+    """nvidia/Qwen3.6-27B-NVFP4 is ModelOpt MIXED_PRECISION: its `quantized_layers` give the MLPs and
+    lm_head W4A16_NVFP4 (group 16) and the attention / linear-attention projections FP8; in_proj_b/a
+    are listed nowhere and stay bf16. By hand, an NVFP4 tensor of n weights is n/2 + n/16 + 8 B:
+    gate_up 34,816 × 5,120 → 100,270,088 B, down 5,120 × 17,408 → 50,135,048 B, × 64 layers =
+    9,625,928,704 B; lm_head 248,320 × 5,120 → 715,161,608 B. Read as FP8 throughout (the first
+    config group's format) the weights were 28.3 GiB where vLLM printed 19.78 ("Model loading took
+    19.78 GiB", a DGX Spark log); now 19.66."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    spec = load_model("nvidia/Qwen3.6-27B-NVFP4", offline=True).spec
+    b = weight_bytes(spec)
+    assert b.bytes_by_part["mlp"] == 64 * (100_270_088 + 50_135_048) == 9_625_928_704
+    assert b.bytes_by_part["lm_head"] == 715_161_608
+    assert b.format == "mixed (fp8 + nvfp4)"
+    assert abs(b.bytes_total / 2**30 - 19.78) < 0.2
+
+
+def test_compressed_tensors_groups_that_name_modules_are_mixed_precision():
+    """compressed-tensors config groups whose targets are module names: each module takes its group's
+    scheme (a class target such as "Linear" keeps the single-format reading). Llama-3.1-8B with the
+    MLPs in int4 (group 128) and the attention projections in FP8 with per-channel fp32 scales: by
+    hand the attention is, per layer, q and o 4,096 × 4,096 + 4,096 × 4 B, k and v 1,024 × 4,096 +
+    1,024 × 4 B = 41,984,000 B, × 32 = 1,343,488,000 B; the MLPs are what an all-int4 checkpoint has."""
+    layers = 32
+    mlp = [f"model.layers.{i}.mlp.{p}" for i in range(layers) for p in ("gate_proj", "up_proj", "down_proj")]
+    attn = [f"model.layers.{i}.self_attn.{p}" for i in range(layers) for p in ("q_proj", "k_proj", "v_proj", "o_proj")]
+    int4 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}
+    fp8 = {"num_bits": 8, "type": "float", "strategy": "channel"}
+    cfg = dict(LLAMA_31_8B, quantization_config={"quant_method": "compressed-tensors", "config_groups": {
+        "group_0": {"weights": int4, "targets": mlp}, "group_1": {"weights": fp8, "targets": attn}}})
+    whole = dict(LLAMA_31_8B, quantization_config={"quant_method": "compressed-tensors", "config_groups": {
+        "group_0": {"weights": int4, "targets": ["Linear"]}}})
+    mixed, all_int4 = weight_bytes(spec(cfg)), weight_bytes(spec(whole))
+    assert mixed.format == "mixed (fp8 + int4-g128)" and all_int4.format == "int4-g128"
+    assert mixed.bytes_by_part["mlp"] == all_int4.bytes_by_part["mlp"]
+    per_layer = 2 * (4096 * 4096 + 4096 * 4) + 2 * (1024 * 4096 + 1024 * 4)
+    assert per_layer == 41_984_000
+    assert mixed.bytes_by_part["attention"] == layers * per_layer
+    # lm_head is in neither group: 16-bit, as in the all-Linear checkpoint (which skips lm_head too)
+    assert mixed.bytes_by_part["lm_head"] == 128256 * 4096 * 2
