@@ -95,6 +95,11 @@ GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 _ASYNC_SPEC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "dflash", "ngram_gpu", "dspark")
 
 
+# The first release without MLA matrix absorption (VLLM_MLA_PERFORM_MATRIX_ABSORPTION, 0.7.1–0.7.3;
+# vllm/attention/backends/mla/utils.py in the wheels)
+MLA_ABSORPTION_UNTIL = (0, 8, 0)
+
+
 # Families whose Mamba layers support prefix caching per block, the "all" mode
 # (SupportsMambaPrefixCaching in vllm/model_executor/models/: mamba, mamba2, nemotron_h, jamba,
 # zamba2, falcon_h1, granitemoehybrid, bamba; 0.11.2–0.32 — 0.33 keeps only "align").
@@ -1497,8 +1502,10 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     if s.language_model_only and profile.version < (0, 17, 0):
         assumptions.append("--language-model-only is a vLLM 0.17+ flag: this release refuses it "
                            "(use --limit-mm-per-prompt with every modality at 0)")
+    # 0.7.1–0.7.3 precompute MLA decode matrices at load (params._mla_matrix_absorption_bytes)
+    absorption = profile.mla_cache and profile.version < MLA_ABSORPTION_UNTIL
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep,
-           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout, vision)
+           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout, vision, absorption)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
@@ -1506,7 +1513,7 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                                          safetensors_bytes_by_dtype=st, with_mtp=with_mtp,
                                          pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
                                          layer_partition=list(part) if part else None, mxfp4_layout=layout,
-                                         with_vision=vision)
+                                         with_vision=vision, mla_absorption=absorption)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

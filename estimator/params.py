@@ -1062,6 +1062,34 @@ def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_
     return int(m["kv_lora_rank"]) * heads * (nope + v) * dtype_b * n_layers
 
 
+def _mla_matrix_absorption_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_b: int) -> int:
+    """The decode matrices vLLM 0.7.1–0.7.3 precompute per MLA layer after loading, beside the weights.
+
+    vllm/attention/backends/mla/utils.py process_weights_after_loading with
+    VLLM_MLA_PERFORM_MATRIX_ABSORPTION (default on; 0.8.0 dropped it): W_Q_UK = W_Q·W_UK
+    [q_lora_rank (or hidden), heads × kv_lora_rank], W_UV_O = W_UV·W_O [heads × kv_lora_rank, hidden]
+    — requantized to FP8 with the checkpoint's block scales when the weights are FP8, else in the
+    model dtype — and W_QR, a contiguous copy of q_proj's RoPE columns [q_in, heads × rope] in the
+    model dtype. DeepSeek-R1 at TP 8: 12,582,912 + 58,720,256 + 3,145,728 B and scales per layer,
+    4.2 GiB over 61 layers."""
+    if not spec.mla:
+        return 0
+    m = spec.mla
+    heads = spec.num_attention_heads // max(1, tp)
+    lora = int(m["kv_lora_rank"])
+    q_in = int(m.get("q_lora_rank") or 0) or spec.hidden_size
+    rope = int(m.get("qk_rope_head_dim") or 0)
+
+    def absorbed(rows: int, cols: int) -> int:
+        if fmt.kind != "fp8":
+            return rows * cols * dtype_b
+        bn, bk = fmt.block or (rows, cols)       # per-tensor FP8: one scale
+        return rows * cols + math.ceil(rows / bn) * math.ceil(cols / bk) * 4
+
+    per_layer = absorbed(q_in, heads * lora) + absorbed(heads * lora, spec.hidden_size) + q_in * heads * rope * dtype_b
+    return per_layer * n_layers
+
+
 # --------------------------------------------------------------------------------------------
 # weight_bytes
 # --------------------------------------------------------------------------------------------
@@ -1071,7 +1099,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  tp: int = 1, pp: int = 1, pp_rank: int | None = None, ep: int = 1,
                  safetensors_bytes_by_dtype: dict[str, int] | None = None,
                  with_mtp: bool = False, layer_partition: list[int] | None = None,
-                 mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True) -> WeightBreakdown:
+                 mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True,
+                 mla_absorption: bool = False) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -1167,6 +1196,12 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     if absorb:
         by["mla_absorbed"] = absorb
         notes.append("MLA: quantized kv_b_proj is dequantized into 16-bit W_UK/W_UV copies at load")
+    if mla_absorption and spec.mla:
+        extra = _mla_matrix_absorption_bytes(spec, fmt, tp, n_stage_layers, db)
+        by["mla_absorbed"] = by.get("mla_absorbed", 0) + extra
+        absorb += extra
+        notes.append(f"MLA matrix absorption (vLLM 0.7.1–0.7.3): W_Q_UK, W_UV_O and W_QR precomputed per layer, "
+                     f"{extra / 2**30:.2f} GiB beside the weights")
     if fmt.kind == "mxfp4" and mxfp4_layout is None:
         notes.append("MXFP4 experts counted unpadded; some vLLM MoE backends pad hidden/intermediate to "
                      "multiples of 64–256, adding a few percent")

@@ -1079,3 +1079,25 @@ def test_v1_0_17_sampler_peak_matches_a_printed_pool():
     assert est.activation_bytes == 256 * 128_256 * 14
     assert abs(est.weights_bytes / GiB - 14.99) < 0.01
     assert abs(est.kv_cache_bytes / GiB - 0.95) < 0.1
+
+
+def test_mla_matrix_absorption_weights_in_0_7_1_to_0_7_3():
+    """vLLM 0.7.1–0.7.3 precompute MLA decode matrices at load (VLLM_MLA_PERFORM_MATRIX_ABSORPTION,
+    vllm/attention/backends/mla/utils.py; dropped in 0.8.0), counted in "Loading model weights took".
+    DeepSeek-R1 (FP8, 128 × 128 blocks) at TP 8, 16 heads per rank, per layer: W_Q_UK 1,536 × 8,192
+    FP8 + 12 × 64 fp32 scales = 12,582,912 + 3,072 B; W_UV_O 8,192 × 7,168 FP8 + 64 × 56 scales =
+    58,720,256 + 14,336 B; W_QR 1,536 × (16 × 64) bf16 = 3,145,728 B → 74,466,304 B × 61 layers.
+    vllm PR12676's DeepSeek-R1 on 8× H200 (0.7.x V0) printed 30,218 blocks, which leaves 14.6 GiB
+    beside the weights where 3.3 GiB had been modelled; this is 4.2 GiB of it."""
+    from estimator.api import load_model, run_estimate
+
+    spec = load_model("deepseek-ai/DeepSeek-R1", offline=True).spec
+
+    def weights(version):
+        return run_estimate(spec, "H200", EngineSettings(vllm_version=version, engine="v0", tensor_parallel_size=8,
+                                                           max_model_len=16384)).weights_bytes
+
+    per_layer = (12_582_912 + 3_072) + (58_720_256 + 14_336) + 3_145_728
+    assert per_layer == 74_466_304
+    assert weights("0.7.3") - weights("0.8.0") == 61 * per_layer
+    assert weights("0.7.1") == weights("0.7.3") and weights("0.7.0") == weights("0.8.0")
