@@ -752,7 +752,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     if profile.engine == "v1" and per_elem:
         # the release's sampler for these rows, or the one the log (or VLLM_USE_FLASHINFER_SAMPLER)
         # names: FlashInfer's kernel samples without sorting the vocabulary (≈ 10 B), the PyTorch-native
-        # path sorts it (≈ 38 B) or, from 0.17, masks it with a Triton kernel (14 B; ≈ 29 B measured from 0.21); see vllm.py
+        # path sorts it (≈ 38 B) or, from 0.17, masks it with a Triton kernel (14 B; ≈ 29 B measured
+        # from 0.21); see vllm.py
         per_elem = sampler_bytes(profile.version, s.flashinfer_sampler, rows)
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:

@@ -779,7 +779,7 @@ def _algo_format(algo: str, group: int | None) -> _Fmt | None:
     return None
 
 
-def _group_format(w: dict) -> _Fmt | None:
+def _group_format(w: dict) -> _Fmt:
     """A compressed-tensors config group's weight scheme as a format."""
     bits, typ = int(w.get("num_bits") or 8), str(w.get("type") or "float")
     strat = str(w.get("strategy") or "tensor")
@@ -885,8 +885,8 @@ def _wbytes(fmt: _Fmt, w: _W, rows: int, cols: int, copies: int) -> int:
     checkpoint that stores them so (fmt.experts_fp4)."""
     if fmt.experts_fp4 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
         return _qbytes(_Fmt("fp4-experts", "mxfp4", 4, group=32), rows, cols, copies)
-    if fmt.layers is not None:
-        return _qbytes(_layer_fmt(fmt, w.name) or fmt, rows, cols, copies)
+    if fmt.layers is not None:      # mixed precision: only called for a listed module (_quantized)
+        fmt = _layer_fmt(fmt, w.name) or fmt
     return _qbytes(fmt, rows, cols, copies)
 
 

@@ -357,8 +357,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         # (bf16 + fp32 logits, sort values + int64 indices and the sort's own buffers) ≈ 38 B
         # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40), from 0.17 the Triton masking ≈ 14 B
         # (SAMPLER_BYTES_TRITON), ≈ 29 B as 0.21+ logs show it (SAMPLER_BYTES_TRITON_WARMED) — or
-        # FlashInfer's, 10 B (SAMPLER_BYTES_FLASHINFER), which counts alone only before 0.21 (from 0.21 the native path is warmed too, sampler_bytes). Its evidence: a 0.8.5
-        # image (vllm#17327) and a 0.10.1 run that left ≤ 0.3 GiB for a 256-row sampler over a 151,936
+        # FlashInfer's, 10 B (SAMPLER_BYTES_FLASHINFER), which counts alone only before 0.21 (from 0.21
+        # the native path is warmed too, sampler_bytes). Its evidence: a 0.8.5 image (vllm#17327) and a 0.10.1 run that left ≤ 0.3 GiB for a 256-row sampler over a 151,936
         # vocabulary (≤ 8 B; the native 38 B would be 1.38 GiB). recipes#893 (GLM-5.3 on 0.28), once
         # read as ≈ 11 B of FlashInfer, is a 0.21+ run whose peak is the native warm-up's.
         # vllm PR48601 is no evidence: its V2 model runner did not profile the sampler at all
