@@ -25,8 +25,8 @@ GIB = 2**30
 MIB = 2**20
 
 # nvidia-smi total − torch total, in MiB: the median over the 25 catalog rows that have both
-# figures (256–869 MiB; 480.5 median; the RTX 6000 Ada row is left out because its torch figure
-# is an ECC-on observation against an ECC-off smi figure). Driver/context reservation.
+# figures (256–869 MiB; 480.5 median; the RTX 6000 Ada row was left out: the shared catalog's torch
+# figure is an ECC-on observation against an ECC-off smi figure). Driver/context reservation.
 SMI_RESERVED_MIB = 480
 
 

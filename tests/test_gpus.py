@@ -183,3 +183,15 @@ def test_gb10_is_known_with_the_total_vllm_prints():
         assert g.name == "NVIDIA GB10 (DGX Spark)" and g.unified and g.compute_capability == "12.1"
         assert g.total_bytes / GIB == pytest.approx(119.63, abs=0.005)
     assert 110.06 / 0.92 == pytest.approx(119.63, abs=0.01)
+
+
+def test_rtx_6000_ada_is_read_with_ecc_off_unless_named_with_ecc():
+    """Two vLLM runs on RTX 6000 Ada fit the ECC-off total: a RunPod log (vLLM 0.15.1, Llama-3.1-8B
+    fine-tune, 0.9) prints "VRAM: 47.4 GB" and a 26.43 GiB pool beside 14.99 GiB of weights, a 256 ×
+    128,257 × 38 B = 1.16 GiB sampler and 0.15 of non-torch: (26.43 + 14.99 + 1.16 + 0.15) / 0.9 =
+    47.48 GiB, where the ECC-on 44.43 GiB would leave 23.7. ECC on (nvidia-smi 46,068 MiB) is its own row."""
+    assert (26.43 + 14.99 + 1.16 + 0.15) / 0.9 == pytest.approx(47.48, abs=0.01)
+    g = lookup_gpu("NVIDIA RTX 6000 Ada Generation")
+    assert g.total_bytes / GIB == pytest.approx(47.4, abs=0.005) and not g.unified
+    ecc = lookup_gpu("RTX 6000 Ada ECC")
+    assert ecc.name == "NVIDIA RTX 6000 Ada Generation (ECC on)" and ecc.total_bytes / GIB == pytest.approx(44.43, abs=0.005)
