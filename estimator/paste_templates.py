@@ -248,8 +248,11 @@ TEMPLATES: tuple[Template, ...] = (
        r"max_num_batched_tokens[ \n]+\((?P<max_num_batched_tokens>" + INT + r")\)[ \n]+must[ \n]+be[ \n]+greater[ \n]+than[ \n]+or[ \n]+equal"
        r"[ \n]+to[ \n]+max_num_seqs[ \n]+\((?P<max_num_seqs>" + INT + r")\)", P_ERROR, "other"),
     # version lines
-    _t("api_server_version", r"vLLM[ \n]+API[ \n]+server[ \n]+version[ \n]+v?(?P<vllm_version>\d+\.\d+(?:\.\d+)?[\w.+-]*)", P_CONFIG,
-       None, None, None, False),
+    # "vLLM API server version X" (up to 0.10); from 0.11 vllm/entrypoints/utils.py log_version_and_model
+    # prints its logo with "█ ▀▄▀ █  version X" beside it, or "vLLM server version X, serving model Y"
+    # with VLLM_DISABLE_LOG_LOGO
+    _t("api_server_version", r"(?:vLLM[ \n]+(?:API[ \n]+)?server|▀▄▀[ ]█)[ \n]+version[ \n]+"
+       r"v?(?P<vllm_version>\d+\.\d+(?:\.\d+)?[\w.+-]*)", P_CONFIG, None, None, None, False),
 )
 
 # 4.12 PyTorch OOM — parsed by its own function (sizes carry units, several processes).

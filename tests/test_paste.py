@@ -855,3 +855,18 @@ def test_the_change_a_failing_run_was_started_with_is_its_setting():
     # a value stated as the setting in use is read wherever the line is
     assert read_paste("My gpu_memory_utilization is 0.85 and vLLM says: ValueError: No available memory for the "
                       "cache blocks.").get("gpu_memory_utilization") == 0.85
+
+
+def test_the_0_11_plus_version_banner_is_read():
+    """From 0.11 the API server logs its version beside the vLLM logo (vllm/entrypoints/utils.py
+    log_version_and_model), or as "vLLM server version X, serving model Y" with the logo disabled —
+    the only version line such a start-up log has."""
+    logo = ("(APIServer pid=1) INFO 07-02 21:27:15 [api_utils.py:339]  ▄▄ ▄█ █     █     █ ▀▄▀ █  "
+            "version 0.23.1rc1.dev531+ga65f93fb2\n"
+            "(APIServer pid=1) INFO 07-02 21:27:15 [api_utils.py:339]   █▄█▀ █     █     █     █  model   "
+            "nvidia/Qwen3.6-27B-NVFP4\n")
+    assert read_paste(logo).get("vllm_version") == "0.23.1rc1.dev531+ga65f93fb2"
+    plain = "INFO 02-19 17:09:29 [utils.py:325] vLLM server version 0.15.1, serving model Qwen/Qwen3-8B\n"
+    assert read_paste(plain).get("vllm_version") == "0.15.1"
+    assert read_paste("INFO 08-31 08:01:29 [api_server.py:1413] vLLM API server version 0.9.0.1\n").get(
+        "vllm_version") == "0.9.0.1"
