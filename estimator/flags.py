@@ -470,7 +470,9 @@ def _introduces_failure(text: str, pos: int, line: str) -> bool:
     return _FAILURE_AHEAD.search(ahead) is not None
 
 
-_KWARGS_CALL = regex.compile(r"\b(?:LLM|AsyncEngineArgs|EngineArgs|AsyncLLM)\s*\(")
+# `Namespace(…)`: the argparse arguments vLLM's 0.4–0.8 api_server logs ("args: Namespace(…)") and
+# its benchmark scripts print, i.e. the engine arguments of the run
+_KWARGS_CALL = regex.compile(r"\b(?:LLM|AsyncEngineArgs|EngineArgs|AsyncLLM|Namespace)\s*\(")
 _KWARG = regex.compile(
     r"""(?x)(?<![\w.])([A-Za-z_]\w*)\s*=\s*
     (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|True|False|None)(?=\s*[,)\n#])""")
@@ -965,9 +967,24 @@ def scan_env(text: str) -> list[Setting]:
     return out
 
 
+# V0's engine args warn so only when chunked prefill stays off for a context over 32K
+# (vllm/engine/arg_utils.py: `if not self.enable_chunked_prefill and use_long_context`)
+_LONG_CONTEXT_NO_CHUNKING = regex.compile(
+    r"The[ ]model[ ]has[ ]a[ ]long[ ]context[ ]length[ ]\(\d+\)\.[ \n]+This[ ]may[ ]cause[ ]OOM[ ]errors[ ]during[ ]"
+    r"the[ ]initial[ ]memory[ ]profiling[ ]phase")
+
+
+def scan_long_context_warning(text: str) -> list[Setting]:
+    """Chunked prefill off, as V0's long-context warning says: its profile run then covers the
+    whole context (max_num_batched_tokens = max_model_len)."""
+    return [Setting("enable_chunked_prefill", False, m.span(), "config_dump", m.group(0))
+            for m in _safe_finditer(_LONG_CONTEXT_NO_CHUNKING, text, limit=5)]
+
+
 def scan_text(text: str) -> list[Setting]:
     """Every setting found in `text`, in no particular order; callers rank by `source`."""
     out = scan_commands(text)
+    out += scan_long_context_warning(text)
     out += scan_kwargs(text)
     out += scan_nondefault_args(text)[0]
     out += scan_config_dump(text)[0]

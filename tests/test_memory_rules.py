@@ -1087,8 +1087,9 @@ def test_mla_matrix_absorption_weights_in_0_7_1_to_0_7_3():
     DeepSeek-R1 (FP8, 128 × 128 blocks) at TP 8, 16 heads per rank, per layer: W_Q_UK 1,536 × 8,192
     FP8 + 12 × 64 fp32 scales = 12,582,912 + 3,072 B; W_UV_O 8,192 × 7,168 FP8 + 64 × 56 scales =
     58,720,256 + 14,336 B; W_QR 1,536 × (16 × 64) bf16 = 3,145,728 B → 74,466,304 B × 61 layers.
-    vllm PR12676's DeepSeek-R1 on 8× H200 (0.7.x V0) printed 30,218 blocks, which leaves 14.6 GiB
-    beside the weights where 3.3 GiB had been modelled; this is 4.2 GiB of it."""
+    A 0.7.3 log of DeepSeek-R1 at TP 8 on H200 (hexoblog) printed "Loading model weights took 83.88 GB":
+    79.55 GiB modelled without them, 83.78 with; vllm PR12676's 8× H200 run printed 30,218 blocks, which
+    leaves 14.6 GiB beside the weights where 3.3 GiB had been modelled — 4.2 GiB of it is this."""
     from estimator.api import load_model, run_estimate
 
     spec = load_model("deepseek-ai/DeepSeek-R1", offline=True).spec

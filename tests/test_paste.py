@@ -870,3 +870,25 @@ def test_the_0_11_plus_version_banner_is_read():
     assert read_paste(plain).get("vllm_version") == "0.15.1"
     assert read_paste("INFO 08-31 08:01:29 [api_server.py:1413] vLLM API server version 0.9.0.1\n").get(
         "vllm_version") == "0.9.0.1"
+
+
+def test_namespace_arguments_and_v0s_long_context_warning_say_chunked_prefill_is_off():
+    """vLLM's benchmark scripts and the 0.4–0.8 api_server print their argparse `Namespace(…)`; V0's
+    engine args warn "The model has a long context length (N). This may cause OOM errors during the
+    initial memory profiling phase" only when chunked prefill stays off for a context over 32K
+    (vllm/engine/arg_utils.py) — then the profile run covers the whole context. An MI300X log of
+    Llama-3.1-8B at 131,072 on 0.6.4 printed 71,538 blocks: modelled with chunked prefill on (the
+    default above 32K) it was 79,858; off, 73,572."""
+    from estimator.diagnosis import settings_from_facts
+
+    ns = ("Namespace(backend='vllm', model='meta-llama/Llama-3.1-8B-Instruct', tensor_parallel_size=1, "
+          "max_model_len=None, gpu_memory_utilization=0.9, enforce_eager=False, enable_chunked_prefill=False, "
+          "max_num_batched_tokens=None)\n")
+    s = settings_from_facts(read_paste(ns), "0.6.4", "v0")
+    assert s.enable_chunked_prefill is False and s.enforce_eager is False and s.max_num_batched_tokens is None
+    warn = ("WARNING 10-30 19:10:24 arg_utils.py:963] The model has a long context length (131072). This may cause "
+            "OOM errors during the initial memory profiling phase, or result in low performance due to small KV "
+            "cache space. Consider setting --max-model-len to a smaller value.\n")
+    assert settings_from_facts(read_paste(warn), "0.6.4", "v0").enable_chunked_prefill is False
+    assert settings_from_facts(read_paste("vllm serve meta-llama/Llama-3.1-8B-Instruct\n"), "0.6.4",
+                               "v0").enable_chunked_prefill is None
