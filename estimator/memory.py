@@ -98,6 +98,9 @@ _ASYNC_SPEC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "dflash", "ng
 # The first release without MLA matrix absorption (VLLM_MLA_PERFORM_MATRIX_ABSORPTION, 0.7.1–0.7.3;
 # vllm/attention/backends/mla/utils.py in the wheels)
 MLA_ABSORPTION_UNTIL = (0, 8, 0)
+# The first release whose attention layers share one RoPE cos/sin cache (get_rope's _ROPE_DICT in
+# vllm/model_executor/layers/rotary_embedding.py; 0.2.0–0.2.2 register one buffer per layer)
+SHARED_ROPE_CACHE_FROM = (0, 2, 3)
 
 
 # Families whose Mamba layers support prefix caching per block, the "all" mode
@@ -1503,10 +1506,12 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     if s.language_model_only and profile.version < (0, 17, 0):
         assumptions.append("--language-model-only is a vLLM 0.17+ flag: this release refuses it "
                            "(use --limit-mm-per-prompt with every modality at 0)")
-    # 0.7.1–0.7.3 precompute MLA decode matrices at load (params._mla_matrix_absorption_bytes)
+    # 0.7.1–0.7.3 precompute MLA decode matrices at load (params._mla_matrix_absorption_bytes);
+    # up to 0.2.2 every attention layer holds its own RoPE cos/sin cache
     absorption = profile.mla_cache and profile.version < MLA_ABSORPTION_UNTIL
-    key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep,
-           tuple(sorted(st.items())) if st else None, with_mtp, s.pp_stage, part, layout, vision, absorption)
+    rope_per_layer = profile.version < SHARED_ROPE_CACHE_FROM
+    key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep, tuple(sorted(st.items())) if st else None,
+           with_mtp, s.pp_stage, part, layout, vision, absorption, rope_per_layer)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
@@ -1514,7 +1519,8 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                                          safetensors_bytes_by_dtype=st, with_mtp=with_mtp,
                                          pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
                                          layer_partition=list(part) if part else None, mxfp4_layout=layout,
-                                         with_vision=vision, mla_absorption=absorption)
+                                         with_vision=vision, mla_absorption=absorption,
+                                         rope_per_layer=rope_per_layer)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

@@ -1100,7 +1100,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  safetensors_bytes_by_dtype: dict[str, int] | None = None,
                  with_mtp: bool = False, layer_partition: list[int] | None = None,
                  mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True,
-                 mla_absorption: bool = False) -> WeightBreakdown:
+                 mla_absorption: bool = False, rope_per_layer: bool = False) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -1190,6 +1190,11 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
 
     rope, rnotes = rope_cache_bytes(spec, db)
     notes += rnotes
+    if rope and rope_per_layer:
+        # vLLM ≤ 0.2.2 (rotary_embedding.py): each attention layer registers its own cos/sin cache
+        # buffer; 0.2.3 shares one per setup (get_rope's _ROPE_DICT)
+        rope *= max(1, n_stage_layers)
+        notes.append(f"vLLM ≤ 0.2.2 keeps a cos/sin cache in every attention layer ({n_stage_layers} here)")
     if rope:
         by["rope_cache"] = rope
     absorb = _mla_absorb_bytes(spec, fmt, tp, n_stage_layers, db)

@@ -1102,3 +1102,21 @@ def test_mla_matrix_absorption_weights_in_0_7_1_to_0_7_3():
     assert per_layer == 74_466_304
     assert weights("0.7.3") - weights("0.8.0") == 61 * per_layer
     assert weights("0.7.1") == weights("0.7.3") and weights("0.7.0") == weights("0.8.0")
+
+
+def test_rope_cache_per_attention_layer_up_to_0_2_2():
+    """vLLM 0.2.0–0.2.2 (model_executor/layers/rotary_embedding.py) register a cos/sin cache buffer in
+    every attention layer; 0.2.3 shares one per setup (get_rope's _ROPE_DICT). LlongOrca-7B-16k (linear
+    RoPE scaling 4 over 16,384 positions): 65,536 × 128 × 2 B = 16,777,216 B per layer, 32 layers — 31
+    more copies on 0.2.2. vllm#1267 (0.2.0, RTX 6000 Ada) printed 3,028 blocks: 3,143 modelled with one
+    cache, 3,081 with 32."""
+    from estimator.api import load_model, run_estimate
+
+    spec = load_model("Open-Orca/LlongOrca-7B-16k", offline=True).spec
+
+    def weights(version):
+        return run_estimate(spec, "RTX 6000 Ada", EngineSettings(vllm_version=version)).weights_bytes
+
+    assert 65536 * 128 * 2 == 16_777_216
+    assert weights("0.2.2") - weights("0.2.3") == 31 * 16_777_216
+    assert weights("0.2.0") == weights("0.2.2")
