@@ -13,17 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from estimator.memory import (
-    Estimate,
-    GiB,
-    cached_all_reduce_bytes,
-    resolve_dtype,
-    v0_capacity_divisor,
-    v0_driver_extra_bytes,
-    window_tokens,
-)
+from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes, window_tokens
 from estimator.paste import torch_oom_records
-from estimator.spec import dtype_bytes
 from estimator.vllm import OTHERS_OWN_SHARE_FROM
 
 if TYPE_CHECKING:
@@ -200,9 +191,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         elif gap > 0.5 * GiB:
             msg = (f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory that the model does not explain "
                    "(other processes on the GPU, a different vLLM version, or a different checkpoint/dtype)")
-            held = cached_all_reduce_bytes(est.spec, est.profile, est.settings,
-                                           dtype_bytes(resolve_dtype(est.spec, est.settings, est.profile,
-                                                                     est.compute_capability, []))) if est else 0
+            held = est.cached_all_reduce_bytes if est else 0
             if held:
                 # vllm PR #2031 (0.2.5) to 0.6.3: the peak is the used memory after the profile run, PyTorch's
                 # cache included (memory.cached_all_reduce_bytes)

@@ -454,8 +454,8 @@ def is_suggestion(text: str, pos: int) -> bool:
 
 # "Later, after reducing `max-model-len` to 2048 and raising `gpu-memory-utilization` to 0.95:" over
 # the error it got: the change it tells is the failing run's setting, not a proposal or a cure.
-_AFTER_CHANGE = regex.compile(r"(?i)\bafter[ ]+(?:\w+[ ]+){0,2}?(?:setting|reducing|raising|lowering|increasing|decreasing"
-                              r"|changing|adding|using|bumping|passing)\b")
+_AFTER_CHANGE = regex.compile(r"(?i)\bafter[ ]+(?:\w+[ ]+){0,2}?(?:" + _CHANGE_WORDS
+                              + r"|setting|changing|adding|using|passing)\b")
 _FAILURE_AHEAD = regex.compile(r"(?:Error|Exception)\b|out[ ]of[ ]memory|larger[ ]than[ ]the[ ]maximum|No[ ]available[ ]memory")
 
 
@@ -870,26 +870,42 @@ _DUMP_KEYS = {
 _DUMP_KEY = regex.compile(r"\b(?:tokenizer_mode|skip_tokenizer_init|load_format|chunked_prefill_enabled|enforce_eager|kv_cache_dtype)=")
 
 
+# lines that pass arguments to vLLM rather than print what it resolved: the api_server's `args:
+# Namespace(…)`, a benchmark's Namespace, user code's `LLM(…)` (read by scan_kwargs)
+_ARGUMENT_LINE = ("Namespace(", "LLM(", "args:", "args =")
+
+
+def _config_dumps(text: str) -> tuple[list[tuple[str | None, str | None, tuple[int, int]]], list[tuple[int, int]]]:
+    """(engine, version, version span) of each config-dump header and the spans of every dump's
+    `key=value` run: after a header, or a headerless line holding several `name=value, ` pairs of the
+    dump's own keys (its header cut off) that is not an argument line."""
+    heads, spans = [], []
+    for m in _safe_finditer(_CONFIG_DUMP, text, limit=50):
+        heads.append((m.group("eng"), m.group("ver"), m.span("ver") if m.group("ver") else m.span()))
+        nl = text.find("\n", m.end())
+        spans.append((m.end(), nl if nl >= 0 else len(text)))
+    for m in _safe_finditer(_DUMP_KEY, text, limit=50):
+        ls = text.rfind("\n", 0, m.start()) + 1
+        le = text.find("\n", m.end())
+        le = len(text) if le < 0 else le
+        if not any(s <= m.start() < e for s, e in spans) and text.count("=", ls, le) >= 3 \
+                and not is_argument_line(text[ls:le]):
+            spans.append((ls, le))
+    return heads, spans
+
+
+def is_argument_line(line: str) -> bool:
+    """A line that passes arguments to vLLM (what it was given, not what it resolved)."""
+    return any(w in line for w in _ARGUMENT_LINE)
+
+
 def scan_config_dump(text: str) -> tuple[list[Setting], list[tuple[str | None, str | None, tuple[int, int]]]]:
     """The engine's own config line (`Initializing a V0 LLM engine (v0.7.1) with config: …`,
     vllm/engine/llm_engine.py and vllm/v1/engine/core.py), whose values are what vLLM used.
     Also matches `key=value` runs of such a dump when the header was cut off (`[...] dtype=…`).
     Returns the settings and (engine, version, version span) of each header."""
     out: list[Setting] = []
-    heads = []
-    seen_ranges: list[tuple[int, int]] = []
-    for m in _safe_finditer(_CONFIG_DUMP, text, limit=50):
-        heads.append((m.group("eng"), m.group("ver"), m.span("ver") if m.group("ver") else m.span()))
-        nl = text.find("\n", m.end())
-        end = nl if nl >= 0 else len(text)
-        seen_ranges.append((m.end(), end))
-    # headerless dumps: a line holding several `name=value, ` pairs of the dump's own keys
-    for m in _safe_finditer(_DUMP_KEY, text, limit=50):
-        ls = text.rfind("\n", 0, m.start()) + 1
-        le = text.find("\n", m.end())
-        le = len(text) if le < 0 else le
-        if not any(s <= m.start() < e for s, e in seen_ranges) and text.count("=", ls, le) >= 3:
-            seen_ranges.append((ls, le))
+    heads, seen_ranges = _config_dumps(text)
     for s, e in seen_ranges:
         for p in _safe_finditer(_EQ_PAIR, text, s, e, limit=400):
             key = _DUMP_KEYS.get(p.group(1))

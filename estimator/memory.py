@@ -31,6 +31,8 @@ from estimator.spec import (
     dtype_bytes,
 )
 from estimator.vllm import (
+    SAMPLER_BYTES_V0,
+    V1_SAMPLER_PROFILED_FROM,
     EngineSettings,
     Profile,
     ceil_div,
@@ -93,14 +95,6 @@ GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 # Speculative methods that keep vLLM's default async scheduling (vllm/config/vllm.py 0.26.0: EAGLE,
 # the MTP family, DFlash, GPU n-gram, DSpark); any other method turns it off unless it is asked for.
 _ASYNC_SPEC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "dflash", "ngram_gpu", "dspark")
-
-
-# The first release without MLA matrix absorption (VLLM_MLA_PERFORM_MATRIX_ABSORPTION, 0.7.1–0.7.3;
-# vllm/attention/backends/mla/utils.py in the wheels)
-MLA_ABSORPTION_UNTIL = (0, 8, 0)
-# The first release whose attention layers share one RoPE cos/sin cache (get_rope's _ROPE_DICT in
-# vllm/model_executor/layers/rotary_embedding.py; 0.2.0–0.2.2 register one buffer per layer)
-SHARED_ROPE_CACHE_FROM = (0, 2, 3)
 
 
 # Families whose Mamba layers support prefix caching per block, the "all" mode
@@ -245,6 +239,7 @@ class Estimate:
     assumptions: list[str] = field(default_factory=list)
     suggestions: list[dict] = field(default_factory=list)
     checkpoint_weights_bytes: int = 0           # the model's own weights per rank, whatever was printed
+    cached_all_reduce_bytes: int = 0            # V0 0.2.5–0.6.3 with TP: what the profile may leave cached
     # Not results of the arithmetic: what it was run with, and what the callers learnt about it.
     inputs: dict = field(default_factory=dict, repr=False, compare=False)   # estimate()'s arguments (rerun)
     tightest_stage: int = 0                     # mixed PP stages: the one whose block count all get
@@ -751,13 +746,16 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0")
     rows = min(seqs, tb)
     vocab = spec.vocab_size
-    per_elem = profile.sampler_bytes_per_elem
-    if profile.engine == "v1" and per_elem:
+    if profile.engine == "v0":
+        per_elem = SAMPLER_BYTES_V0
+    elif profile.version >= V1_SAMPLER_PROFILED_FROM:
         # the release's sampler for these rows, or the one the log (or VLLM_USE_FLASHINFER_SAMPLER)
         # names: FlashInfer's kernel samples without sorting the vocabulary (≈ 10 B), the PyTorch-native
         # path sorts it (≈ 38 B) or, from 0.17, masks it with a Triton kernel (14 B; ≈ 29 B measured
         # from 0.21); see vllm.py
         per_elem = sampler_bytes(profile.version, s.flashinfer_sampler, rows)
+    else:
+        per_elem = 0        # V1 0.7.x: the logits alone (below)
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only
@@ -769,7 +767,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                            "is not set aside (vllm PR48601 added it)")
     if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
-    elif profile.engine == "v1" and profile.version < (0, 8, 0):
+    elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
         sampler = rows * vocab * 4
     peak = max(forward, sampler, encoder)
     if profile.engine == "v0" and spec.state_layers:
@@ -1299,6 +1297,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         layout=layout, gpu_blocks=blocks, kv_cache_tokens=capacity, max_concurrency=concurrency,
         max_model_len=max_len, max_model_len_fit=fit_len, kv_needed_bytes=kv_needed, fits=fits,
         error_kind=error, assumptions=_dedupe(assumptions), checkpoint_weights_bytes=model_weights,
+        cached_all_reduce_bytes=held,
     )
     est.inputs = inputs
     return est
@@ -1506,10 +1505,7 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     if s.language_model_only and profile.version < (0, 17, 0):
         assumptions.append("--language-model-only is a vLLM 0.17+ flag: this release refuses it "
                            "(use --limit-mm-per-prompt with every modality at 0)")
-    # 0.7.1–0.7.3 precompute MLA decode matrices at load (params._mla_matrix_absorption_bytes);
-    # up to 0.2.2 every attention layer holds its own RoPE cos/sin cache
-    absorption = profile.mla_cache and profile.version < MLA_ABSORPTION_UNTIL
-    rope_per_layer = profile.version < SHARED_ROPE_CACHE_FROM
+    absorption, rope_per_layer = profile.mla_matrix_absorption, profile.rope_cache_per_layer
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep, tuple(sorted(st.items())) if st else None,
            with_mtp, s.pp_stage, part, layout, vision, absorption, rope_per_layer)
     cache = spec.__dict__.setdefault("_weights_cache", {})

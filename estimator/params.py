@@ -745,10 +745,14 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
                          "lists them; linears listed nowhere stay 16-bit")
             return _Fmt("mixed (" + " + ".join(kinds) + ")", "mixed", layers=mixed, ignore=ignore)
         algo = str(q.get("quant_algo") or "").upper()
-        if method in ("nvfp4", "modelopt-fp4", "modelopt-nvfp4") or "FP4" in algo:
-            return _Fmt("nvfp4", "nvfp4", 4, group=int(q.get("group_size") or 16), ignore=ignore)
-        if algo.startswith("FP8") or (method.startswith("modelopt") and not q.get("config_groups")):
-            return _Fmt("fp8", "fp8", 8, channel="PER_CHANNEL" in algo, ignore=ignore)
+        if method in ("nvfp4", "modelopt-fp4", "modelopt-nvfp4"):
+            algo = "NVFP4"
+        elif method.startswith("modelopt") and not q.get("config_groups") and "FP4" not in algo:
+            algo = algo if algo.startswith("FP8") else "FP8"    # ModelOpt's other whole-model format
+        single = _algo_format(algo, q.get("group_size"))
+        if single is not None:
+            single.ignore = ignore
+            return single
         w = {}
         for g in (q.get("config_groups") or {}).values():
             if isinstance(g, dict) and isinstance(g.get("weights"), dict):
@@ -826,15 +830,16 @@ _PACKED = {"gate_up_proj": ("gate_proj", "up_proj"), "qkv_proj": ("q_proj", "k_p
            "in_proj_qkvz": ("in_proj_qkv", "in_proj_z"), "in_proj_ba": ("in_proj_b", "in_proj_a")}
 
 
-def _layer_fmt(fmt: _Fmt, name: str) -> _Fmt | None:
-    """The format a mixed-precision checkpoint gives this (possibly fused) linear; None: unquantized."""
+def _checkpoint_names(name: str) -> list[str]:
+    """The checkpoint module names a (possibly fused) vLLM linear loads, normalised."""
     n = _norm_name(name)
     head, _, last = n.rpartition(".")
-    for part in _PACKED.get(last, (last,)):
-        f = (fmt.layers or {}).get(f"{head}.{part}" if head else part)
-        if f is not None:
-            return f
-    return None
+    return [f"{head}.{part}" if head else part for part in _PACKED.get(last, (last,))]
+
+
+def _layer_fmt(fmt: _Fmt, name: str) -> _Fmt | None:
+    """The format a mixed-precision checkpoint gives this (possibly fused) linear; None: unquantized."""
+    return next((f for n in _checkpoint_names(name) if (f := (fmt.layers or {}).get(n)) is not None), None)
 
 
 def _norm_name(name: str) -> str:
@@ -845,7 +850,12 @@ def _norm_name(name: str) -> str:
 
 
 def _ignored(fmt: _Fmt, name: str) -> bool:
-    n = _norm_name(name)
+    """Is this linear in the checkpoint's ignore list — by its own name or, for a fused vLLM linear,
+    a shard's (vLLM skips a fused layer whose shards are skipped; they must agree)."""
+    return any(_ignored_name(fmt, n) for n in _checkpoint_names(name))
+
+
+def _ignored_name(fmt: _Fmt, n: str) -> bool:
     for p in fmt.ignore:
         if p.startswith("re:"):
             try:
@@ -1047,47 +1057,45 @@ def rope_cache_bytes(spec: ModelSpec, dtype_b: int) -> tuple[int, list[str]]:
     return total, notes
 
 
-def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_b: int) -> int:
-    """MLA backends dequantize kv_b_proj into 16-bit W_UK/W_UV copies after loading when it is quantized.
+def _mla_absorb_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_b: int,
+                     matrix_absorption: bool = False) -> tuple[int, list[str]]:
+    """What MLA backends build from the attention weights after loading, beside them, and the notes.
 
-    vllm/v1/attention/backends/mla/common.py process_weights_after_loading: for an unquantized
-    kv_b_proj the copies are views (no memory); for a quantized one they are new tensors.
-    """
-    if not spec.mla or fmt.kind == "none":
-        return 0
-    m = spec.mla
-    heads = spec.num_attention_heads // max(1, tp)
-    nope = int(m.get("qk_nope_head_dim") or 0)
-    v = int(m.get("v_head_dim") or nope)
-    return int(m["kv_lora_rank"]) * heads * (nope + v) * dtype_b * n_layers
-
-
-def _mla_matrix_absorption_bytes(spec: ModelSpec, fmt: _Fmt, tp: int, n_layers: int, dtype_b: int) -> int:
-    """The decode matrices vLLM 0.7.1–0.7.3 precompute per MLA layer after loading, beside the weights.
-
-    vllm/attention/backends/mla/utils.py process_weights_after_loading with
-    VLLM_MLA_PERFORM_MATRIX_ABSORPTION (default on; 0.8.0 dropped it): W_Q_UK = W_Q·W_UK
-    [q_lora_rank (or hidden), heads × kv_lora_rank], W_UV_O = W_UV·W_O [heads × kv_lora_rank, hidden]
-    — requantized to FP8 with the checkpoint's block scales when the weights are FP8, else in the
-    model dtype — and W_QR, a contiguous copy of q_proj's RoPE columns [q_in, heads × rope] in the
-    model dtype. DeepSeek-R1 at TP 8: 12,582,912 + 58,720,256 + 3,145,728 B and scales per layer,
-    4.2 GiB over 61 layers."""
+    Copies of kv_b_proj as 16-bit W_UK/W_UV when it is quantized (vllm/v1/attention/backends/mla/
+    common.py process_weights_after_loading: views, no memory, for an unquantized one). With
+    `matrix_absorption` (0.7.1–0.7.3, VLLM_MLA_PERFORM_MATRIX_ABSORPTION; vllm/attention/backends/mla/
+    utils.py) also the decode matrices W_Q_UK = W_Q·W_UK [q_lora_rank (or hidden), heads × kv_lora_rank]
+    and W_UV_O = W_UV·W_O [heads × kv_lora_rank, hidden] — requantized to FP8 with the checkpoint's
+    block scales when the weights are FP8, else in the model dtype — and W_QR, a contiguous copy of
+    q_proj's RoPE columns [q_in, heads × rope]. DeepSeek-R1 at TP 8: 12,582,912 + 58,720,256 +
+    3,145,728 B and scales per layer, 4.2 GiB over 61 layers."""
     if not spec.mla:
-        return 0
+        return 0, []
     m = spec.mla
     heads = spec.num_attention_heads // max(1, tp)
     lora = int(m["kv_lora_rank"])
-    q_in = int(m.get("q_lora_rank") or 0) or spec.hidden_size
-    rope = int(m.get("qk_rope_head_dim") or 0)
+    total, notes = 0, []
+    if fmt.kind != "none":
+        nope = int(m.get("qk_nope_head_dim") or 0)
+        v = int(m.get("v_head_dim") or nope)
+        total += lora * heads * (nope + v) * dtype_b * n_layers
+        notes.append("MLA: quantized kv_b_proj is dequantized into 16-bit W_UK/W_UV copies at load")
+    if matrix_absorption:
+        q_in = int(m.get("q_lora_rank") or 0) or spec.hidden_size
+        rope = int(m.get("qk_rope_head_dim") or 0)
 
-    def absorbed(rows: int, cols: int) -> int:
-        if fmt.kind != "fp8":
-            return rows * cols * dtype_b
-        bn, bk = fmt.block or (rows, cols)       # per-tensor FP8: one scale
-        return rows * cols + math.ceil(rows / bn) * math.ceil(cols / bk) * 4
+        def absorbed(rows: int, cols: int) -> int:
+            if fmt.kind != "fp8":
+                return rows * cols * dtype_b
+            bn, bk = fmt.block or (rows, cols)       # per-tensor FP8: one scale
+            return rows * cols + math.ceil(rows / bn) * math.ceil(cols / bk) * 4
 
-    per_layer = absorbed(q_in, heads * lora) + absorbed(heads * lora, spec.hidden_size) + q_in * heads * rope * dtype_b
-    return per_layer * n_layers
+        extra = (absorbed(q_in, heads * lora) + absorbed(heads * lora, spec.hidden_size)
+                 + q_in * heads * rope * dtype_b) * n_layers
+        total += extra
+        notes.append(f"MLA matrix absorption (vLLM 0.7.1–0.7.3): W_Q_UK, W_UV_O and W_QR precomputed per layer, "
+                     f"{extra / 2**30:.2f} GiB beside the weights")
+    return total, notes
 
 
 # --------------------------------------------------------------------------------------------
@@ -1197,16 +1205,10 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
         notes.append(f"vLLM ≤ 0.2.2 keeps a cos/sin cache in every attention layer ({n_stage_layers} here)")
     if rope:
         by["rope_cache"] = rope
-    absorb = _mla_absorb_bytes(spec, fmt, tp, n_stage_layers, db)
+    absorb, anotes = _mla_absorb_bytes(spec, fmt, tp, n_stage_layers, db, mla_absorption)
+    notes += anotes
     if absorb:
         by["mla_absorbed"] = absorb
-        notes.append("MLA: quantized kv_b_proj is dequantized into 16-bit W_UK/W_UV copies at load")
-    if mla_absorption and spec.mla:
-        extra = _mla_matrix_absorption_bytes(spec, fmt, tp, n_stage_layers, db)
-        by["mla_absorbed"] = by.get("mla_absorbed", 0) + extra
-        absorb += extra
-        notes.append(f"MLA matrix absorption (vLLM 0.7.1–0.7.3): W_Q_UK, W_UV_O and W_QR precomputed per layer, "
-                     f"{extra / 2**30:.2f} GiB beside the weights")
     if fmt.kind == "mxfp4" and mxfp4_layout is None:
         notes.append("MXFP4 experts counted unpadded; some vLLM MoE backends pad hidden/intermediate to "
                      "multiples of 64–256, adding a few percent")

@@ -739,13 +739,11 @@ _DUMP_NO_QUANT = regex.compile(r"(?<![\w'\"-])quantization=None(?=[,\s]|$)")
 
 
 def _dump_says_unquantized(text: str) -> bool:
-    """A `quantization=None` of the engine's config dump — not the 0.4–0.8 api_server's `args:
-    Namespace(…)` (the flag, before vLLM reads the checkpoint's own method) nor user code's `LLM(…)`."""
-    for m in _finditer(_DUMP_NO_QUANT, text, limit=20):
-        line = text[text.rfind("\n", 0, m.start()) + 1: m.start()]
-        if not any(w in line for w in ("Namespace(", "LLM(", "args:", "args =")):
-            return True
-    return False
+    """A `quantization=None` of the engine's config dump, even an excerpt of it — not an argument line
+    (flags.is_argument_line: the 0.4–0.8 api_server's `args: Namespace(…)`, the flag before vLLM reads
+    the checkpoint's own method, nor user code's `LLM(…)`)."""
+    return any(not _flags.is_argument_line(text[text.rfind("\n", 0, m.start()) + 1: m.start()])
+               for m in _finditer(_DUMP_NO_QUANT, text, limit=20))
 
 
 def _repo_quant(name: object) -> str | None:

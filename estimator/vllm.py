@@ -199,9 +199,14 @@ class Profile:
     context_in_non_torch: bool       # CUDA context + other processes charged (0.6.4 V0, V1 ≤0.9.0)
     free_memory_check: bool          # startup check free ≥ T × u (V1 0.9.1+)
     auto_max_model_len: bool         # --max-model-len auto / -1 (0.14+)
-    sampler_bytes_per_elem: int      # dummy sampler bytes per (row × vocab) element; see memory.py
     logits_all_tokens: bool          # V1 0.7.0–0.7.2 computes logits for all Tb tokens
     mla_cache: bool                  # MLA latent cache (0.7.1+); before, K and V per head
+    # MLA decode matrices precomputed at load (VLLM_MLA_PERFORM_MATRIX_ABSORPTION, 0.7.1–0.7.3;
+    # vllm/attention/backends/mla/utils.py, gone in 0.8.0): params._mla_absorb_bytes
+    mla_matrix_absorption: bool
+    # a RoPE cos/sin cache in every attention layer (0.2.0–0.2.2 rotary_embedding.py; from 0.2.3
+    # get_rope's _ROPE_DICT shares one per setup)
+    rope_cache_per_layer: bool
     needed_rule: str                 # admission need: "v0" | "layers" (0.7–0.13) | "first_group" (0.14–0.18) | "groups"
     kv_memory_flag: bool             # --kv-cache-memory-bytes exists (0.10.2+)
     pp_global_check: bool            # 0.14.0–0.16.x: admission check over ALL PP stages' layers
@@ -229,11 +234,18 @@ class Profile:
 
 
 # V1's dummy sampler per (row × vocab) element by implementation: FlashInfer's kernel, or the
-# PyTorch-native top-k/top-p that sorts the vocabulary or, from 0.17, masks it (fitted values: see
-# sampler_bytes_per_elem in profile_for). A log that names the sampler ("Using FlashInfer for top-p &
-# top-k sampling." / "Falling back to the PyTorch-native implementation") picks one before 0.21
-# (sampler_bytes). FlashInfer's: ≤ 8 B measured where a 0.8.5 / 0.10.1 log named it; 10 B kept.
+# PyTorch-native top-k/top-p that sorts the vocabulary or, from 0.17, masks it (each value's evidence
+# beside it). A log that names the sampler ("Using FlashInfer for top-p & top-k sampling." / "Falling
+# back to the PyTorch-native implementation") picks one before 0.21 (sampler_bytes). FlashInfer's: ≤ 8 B
+# where a 0.8.5 image (vllm#17327) and a 0.10.1 run named it (they left ≤ 0.3 GiB for 256 rows × 151,936,
+# where the native 38 B would take 1.38 GiB); 10 B kept.
 SAMPLER_BYTES_FLASHINFER = 10
+# V0 runs the full sampler (fp32 upcast, sort, softmax, cumsum, log_softmax, multinomial): ≈ 40 B per
+# row × vocab element (docs §6: 256 × 152,064 × 40 B = 1.45 GiB vs 1.42 GiB measured in vllm#13882;
+# dev vllm15815 35 B, vllm10511 41 B).
+SAMPLER_BYTES_V0 = 40
+# V1 samples in the profile run from 0.8 (before, only the logits count: memory.activation_peak)
+V1_SAMPLER_PROFILED_FROM = (0, 8, 0)
 # The native path's peak, element by element (v1/sample/sampler.py + ops/topk_topp_sampler.py): the
 # bf16 logits (2) the caller still holds, their fp32 copy (4), sort's values (4) and int64 indices
 # (8), and while it sorts its own int64 index input (8) and radix-sort double buffers (4 + 8) = 38 B.
@@ -351,29 +363,10 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         context_in_non_torch=rule in ("v0_total_free", "v0_nontorch", "v1_peak"),
         free_memory_check=engine == "v1" and v >= (0, 9, 1),
         auto_max_model_len=v >= (0, 14, 0),
-        # V0 runs the full sampler (fp32 upcast, sort, softmax, cumsum, log_softmax, multinomial):
-        # ≈40 B per row×vocab element (docs §6: 256×152064×40 B = 1.45 GiB vs 1.42 GiB measured in
-        # vllm#13882; dev vllm15815 35 B, vllm10511 41 B). V1: the native top-k/top-p — the sort
-        # (bf16 + fp32 logits, sort values + int64 indices and the sort's own buffers) ≈ 38 B
-        # (SAMPLER_BYTES_NATIVE; docs §6 range 25–40), from 0.17 the Triton masking ≈ 14 B
-        # (SAMPLER_BYTES_TRITON), ≈ 29 B as 0.21+ logs show it (SAMPLER_BYTES_TRITON_WARMED) — or
-        # FlashInfer's, 10 B (SAMPLER_BYTES_FLASHINFER), which counts alone only before 0.21 (from 0.21
-        # the native path is warmed too, sampler_bytes). Its evidence: a 0.8.5 image (vllm#17327) and a 0.10.1 run that left ≤ 0.3 GiB for a 256-row sampler over a 151,936
-        # vocabulary (≤ 8 B; the native 38 B would be 1.38 GiB). recipes#893 (GLM-5.3 on 0.28), once
-        # read as ≈ 11 B of FlashInfer, is a 0.21+ run whose peak is the native warm-up's.
-        # vllm PR48601 is no evidence: its V2 model runner did not profile the sampler at all
-        # (the PR adds that), so its 1.54 GiB peak is the forward pass and vision encoder.
-        # Which one 0.8–0.11.0 runs depends on the install: V1 takes FlashInfer's sampler when it is
-        # importable (VLLM_USE_FLASHINFER_SAMPLER unset "means True" in V1's topk_topp_sampler.py)
-        # and docker images ship it. A log that names the sampler decides (SAMPLER_BYTES_*); without
-        # one, the native 38 B stays the cautious choice.
-        # Per release (sampler_bytes): 0.8–0.11.0 take FlashInfer's sampler only where it is installed —
-        # the native 38 B stays the cautious choice; 0.11.2–0.16 the native sort (38 B); from 0.17 the
-        # native Triton masking (14 B; 29 B as measured from 0.21, which also warms it beside
-        # FlashInfer's). memory.activation_peak refines this with the rows and a sampler the log names.
-        sampler_bytes_per_elem=40 if engine == "v0" else (0 if v < (0, 8, 0) else sampler_bytes(v, None, 8)),
         logits_all_tokens=engine == "v1" and (0, 7, 0) <= v < (0, 7, 3),
         mla_cache=v >= (0, 7, 1),
+        mla_matrix_absorption=(0, 7, 1) <= v < (0, 8, 0),
+        rope_cache_per_layer=v < (0, 2, 3),
         needed_rule="v0" if engine == "v0" else (
             "layers" if v < (0, 14, 0) else "first_group" if v < (0, 19, 0) else "groups"),
         kv_memory_flag=v >= (0, 10, 2),
