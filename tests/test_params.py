@@ -640,3 +640,17 @@ def test_compressed_tensors_groups_that_name_modules_are_mixed_precision():
     assert mixed.bytes_by_part["attention"] == layers * per_layer
     # lm_head is in neither group: 16-bit, as in the all-Linear checkpoint (which skips lm_head too)
     assert mixed.bytes_by_part["lm_head"] == 128256 * 4096 * 2
+
+
+def test_an_ignore_list_naming_shards_leaves_the_fused_linear_unquantized():
+    """vLLM fuses gate_proj and up_proj into gate_up_proj (packed_modules_mapping) and skips a fused
+    layer whose shards the checkpoint's ignore list names. Llama-3.1-8B, int4 group 128 everywhere but
+    layer 0's gate and up: that 28,672 × 4,096 tensor stays bf16 (234,881,024 B) instead of int4
+    (58,720,256 B packed + 917,504 fp16 group scales = 60,555,264 B): 174,325,760 B more."""
+    int4 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}
+    q = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": int4, "targets": ["Linear"]}}}
+    plain = weight_bytes(spec(dict(LLAMA_31_8B, quantization_config=q)))
+    skip = dict(q, ignore=["lm_head", "model.layers.0.mlp.gate_proj", "model.layers.0.mlp.up_proj"])
+    kept = weight_bytes(spec(dict(LLAMA_31_8B, quantization_config=skip)))
+    assert 28672 * 4096 * 2 - (28672 * 4096 // 2 + 28672 * 4096 // 128 * 2) == 174_325_760
+    assert kept.bytes_by_part["mlp"] - plain.bytes_by_part["mlp"] == 174_325_760

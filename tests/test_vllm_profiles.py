@@ -620,3 +620,12 @@ def test_v0_with_tp_warns_about_cached_all_reduce_buffers_where_the_release_coun
     assert said("0.2.5", 2) and "up to 12.5 GiB" in said("0.2.5", 2)[0]
     assert said("0.6.3", 2)
     assert not said("0.2.5", 1) and not said("0.2.4", 2) and not said("0.6.4", 2)
+
+
+def test_after_load_rules_are_version_profile_rules():
+    """MLA matrix absorption ran 0.7.1–0.7.3 (VLLM_MLA_PERFORM_MATRIX_ABSORPTION, gone in 0.8.0);
+    0.2.0–0.2.2 keep a RoPE cache per attention layer (0.2.3's get_rope shares one)."""
+    assert [profile_for(v).mla_matrix_absorption for v in ("0.7.0", "0.7.1", "0.7.3", "0.8.0")] == \
+        [False, True, True, False]
+    assert [profile_for(v).rope_cache_per_layer for v in ("0.2.0", "0.2.2", "0.2.3", "0.33.0")] == \
+        [True, True, False, False]
