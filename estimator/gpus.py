@@ -282,9 +282,16 @@ def _family_row_of_size(row: _Row, stated_gb: float) -> _Row | None:
 
 
 _COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
+# Words that make another product of a model number: a Ti / SUPER / D / Laptop card is not its base
+# card (often other memory: 3080 Ti 12 GB against 10, 3060 Ti 8 against 12, 4090 Laptop 16 against 24)
+_VARIANT_WORDS = r"(?:ti|super|d|laptop|mobile|max-q|xt|xtx)"
+_VARIANT_AFTER = regex.compile(r" " + _VARIANT_WORDS + r"\b")
+# ... and the generation words that tell cards of one model number apart (Quadro RTX 6000, RTX 6000 Ada)
+_PRODUCT_MARKS = regex.compile(r"(?<![\w-])(?:" + _VARIANT_WORDS[3:-1] + r"|ada|blackwell|quadro|titan)(?![\w-])")
 _REPORTED = regex.compile(r"(\d+(?:\.\d+)?)\s*gib\b")
 _SMI = regex.compile(r"(?<![\d.])(\d{4,6})\s*mib\b")
-_NOMINAL = regex.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*gb\b")
+# "80GB", and "80G" as Chinese-language posts write it ("A100 80G", "4090 24G")
+_NOMINAL = regex.compile(r"(?|(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*gb\b|(?<![\w.])(\d{2,3})\s*g\b)")
 
 
 def _alias_in_text(key: str) -> Gpu | None:
@@ -298,8 +305,12 @@ def _alias_in_text(key: str) -> Gpu | None:
     for alias, row in _index().items():
         if len(alias) < 3 or alias.isdigit() and len(alias) < 4:
             continue
-        if f" {alias} " in text and (best is None or len(alias) > best[0]):
-            best = (len(alias), row)
+        at = text.find(f" {alias} ")
+        if at < 0 or (best is not None and len(alias) <= best[0]):
+            continue
+        if _VARIANT_AFTER.match(text, at + len(alias) + 1):     # "rtx 3080 ti" is not the "rtx 3080" row
+            continue
+        best = (len(alias), row)
     if best is not None:
         row = best[1]
         gpu = _to_gpu(row)
@@ -350,7 +361,7 @@ def cards_near(total_bytes: int, tolerance: float = 0.04) -> list[Gpu]:
     return [g for _o, g in sorted(out, key=lambda t: (not t[1].name.startswith("NVIDIA"), t[0]))]
 
 
-_FAMILY_NOISE = {"nvidia", "amd", "geforce", "radeon", "rtx", "tesla", "quadro", "instinct"}
+_FAMILY_NOISE = {"nvidia", "amd", "intel", "geforce", "radeon", "rtx", "gtx", "tesla", "quadro", "instinct", "pro", "ai", "arc"}
 
 
 def family(name: str) -> str:
@@ -363,9 +374,11 @@ def family(name: str) -> str:
 
 
 def family_variants(name: str) -> list[Gpu]:
-    """Every catalog card of the same family as `name` (all sizes and form factors)."""
-    fam = family(name)
-    return [g for r, g in _catalog() if fam and family(r.name) == fam]
+    """Every catalog card of the same family as `name` (all sizes and form factors), the same product:
+    an RTX 4090's variants are not the 4090 D or the 4090 Laptop GPU."""
+    fam, marks = family(name), set(_PRODUCT_MARKS.findall(name.lower()))
+    return [g for r, g in _catalog() if fam and family(r.name) == fam
+            and set(_PRODUCT_MARKS.findall(r.name.lower())) == marks]
 
 
 def family_card_holding(text: str, loaded_bytes: int) -> Gpu | None:

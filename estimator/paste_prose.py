@@ -139,7 +139,7 @@ _GPU = regex.compile(
       | RTX[ ]?\d{4}[ ]?Ada(?:[ ]+Generation)?
       | RTX[ ]?A\d{4}
       | (?:RTX|GTX)[ ]?\d{4}(?:[ ]?(?:Ti|SUPER|D)\b)*(?:[ ]?Laptop)?
-      | (?:GH200|GB200|GB300|B200|B300|B100|H100|H200|H800|H20|A800|A100|L40S|L40|A10G|A10|A30|A40|A16|A2|L4|T4|V100S?|P100|P40|K80|GB10
+      | (?:GH200|GB200|GB300|B200|B300|B100|H100|H200|H800|H20|A800|A100|L40S|L40|L20|A10G|A10|A30|A40|A16|A2|L4|T4|V100S?|P100|P40|K80|GB10
          |A[2-6]000|A[45]500)
         (?:[ -]?(?:SXM\d?|PCIE|PCIe|NVL|HBM3e?|MIG|\d{2,3}[ ]?G[Bi]?B?)(?![\w]))*
       | Jetson[ ]+(?:AGX[ ]+)?Orin(?:[ ]+(?:NX|Nano))?(?:[ ]+\d+G[Bi]?B?)?
@@ -160,7 +160,8 @@ def _card_size(name: str, gb: int) -> bool:
     4090" is a model's size, "80GB A100" and a modded "48GB 4090" are the card's."""
     from estimator.gpus import family_variants
 
-    sizes = [g.total_bytes / 2**30 for g in family_variants(name)]
+    # desktop and data-centre variants: a laptop chip of the name carries less ("RTX 4090 Laptop" 16 GB)
+    sizes = [g.total_bytes / 2**30 for g in family_variants(name) if "laptop" not in g.name.lower()]
     return not sizes or gb >= 0.9 * min(sizes)
 # "on 4A10", "8H100": a data-centre GPU name with a count glued on (the space or 'x' eaten)
 _GPU_GLUED = regex.compile(

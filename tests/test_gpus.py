@@ -58,14 +58,15 @@ def test_smi_mib_unknown_card_subtracts_reservation():
 
 
 def test_nominal_gb_ambiguous_takes_the_middle_card_of_that_size():
-    # "24GB" cards show 21.99 (A10), 22.05 (L4), 22.06 (A10G), 23.53 (A30), 23.53 (RTX A5000), 23.64 (4090),
-    # 23.69 (3090) and 23.98 GiB (RX 7900 XTX) to torch: the lower middle of the eight is 23.53 GiB (the
-    # decimal 24e9 B − 480 MiB = 21.88 GiB was below every one of them)
+    # "24GB" cards show 21.99 (A10), 22.05 (L4), 22.06 (A10G), 22.38 (P40), 23.42 (RTX PRO 4000), 23.53 (A30,
+    # RTX A5000 and five cards known by their marketed size only), 23.62 (TITAN RTX), 23.64 (4090), 23.65
+    # (Quadro RTX 6000), 23.68 (3090 Ti), 23.69 (3090) and 23.98 GiB (RX 7900 XTX) to torch: the lower
+    # middle of the seventeen is 23.53 GiB (the decimal 24e9 B − 480 MiB = 21.88 GiB is below all of them)
     g = lookup_gpu("24GB")
     assert round(g.total_bytes / GIB, 2) == 23.53
     assert "RTX 3090" in g.assumed and "name the card" in g.assumed
-    # no card sold at that size: binary chips less the reservation, 20 GiB − 480 MiB = 19.53 GiB
-    assert lookup_gpu("20GB").total_bytes == 20 * GIB - 480 * MIB
+    # no card sold at that size: binary chips less the reservation, 28 GiB − 480 MiB = 27.53 GiB
+    assert lookup_gpu("28GB").total_bytes == 28 * GIB - 480 * MIB
 
 
 def test_nominal_gb_unambiguous_maps_to_card():
@@ -153,12 +154,13 @@ def test_h20_is_known():
 
 
 def test_a_bare_size_never_names_a_unified_memory_board():
-    """The Jetson Orin Nano is the catalog's only card marketed at 8 GB, but "8GB" alone is far more
-    often a discrete card: reading it as the Jetson (7.44 GiB, unified) would bring Jetson advice to
-    an RTX user. With no discrete card of that size in the catalog, a bare size is read as that many
-    GiB of memory chips less the usual reservation: 8 GiB − 480 MiB = 7.53 GiB."""
+    """The Jetson Orin Nano is marketed at 8 GB, but "8GB" alone is far more often a discrete card:
+    reading it as the Jetson (7.44 GiB, unified) would bring Jetson advice to an RTX user. The
+    discrete 8 GB cards (GTX 1070 … RTX 5060: 6.96–7.93 GiB) give the middle figure, the Jetson is
+    not among them."""
     g = lookup_gpu("8GB")
-    assert not g.unified and g.total_bytes == 8 * 2**30 - 480 * 2**20
+    assert not g.unified and "Jetson" not in g.assumed and "RTX 3070" in g.assumed
+    assert 6.9 * 2**30 < g.total_bytes < 7.95 * 2**30
     assert lookup_gpu("Jetson Orin Nano").unified
 
 
@@ -195,3 +197,23 @@ def test_rtx_6000_ada_is_read_with_ecc_off_unless_named_with_ecc():
     assert g.total_bytes / GIB == pytest.approx(47.4, abs=0.005) and not g.unified
     ecc = lookup_gpu("RTX 6000 Ada ECC")
     assert ecc.name == "NVIDIA RTX 6000 Ada Generation (ECC on)" and ecc.total_bytes / GIB == pytest.approx(44.43, abs=0.005)
+
+
+def test_a_size_written_with_g_alone_picks_the_variant():
+    # Chinese-language posts write "A100 80G", "4090 24G": the A100's 80 GB card (79.15 GiB), not the
+    # 40 GB one the bare alias names; a name's own letters ("A10G") are no size
+    assert lookup_gpu("NVIDIA A100 80G").name == "NVIDIA A100-SXM4-80GB"
+    assert lookup_gpu("8x A100 80G").total_bytes == 84_987_740_160     # the catalog's exact bytes
+    assert lookup_gpu("A100 40G").name == "NVIDIA A100-SXM4-40GB"
+    assert lookup_gpu("NVIDIA A10G (24 GB)").name == "NVIDIA A10G"
+
+
+def test_a_ti_super_or_laptop_card_is_not_its_base_models_row():
+    # "RTX 3080 Ti" holds the alias "rtx 3080", but the Ti has 12 GB to the 3080's 10: its own row
+    # (11.77 GiB seen by torch), and a variant the catalog lacks is unknown rather than the base card
+    assert lookup_gpu("NVIDIA GeForce RTX 3080 Ti").name == "NVIDIA GeForce RTX 3080 Ti"
+    assert round(lookup_gpu("RTX 3080 Ti").total_bytes / GIB, 2) == 11.77
+    assert lookup_gpu("RTX 4070 Ti SUPER").name == "NVIDIA GeForce RTX 4070 Ti SUPER"
+    with pytest.raises(UnknownGpu):
+        lookup_gpu("RTX 3070 Laptop")
+    assert lookup_gpu("RTX 3090").name == "NVIDIA GeForce RTX 3090"
