@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from estimator.memory import Estimate, GiB, v0_capacity_divisor, v0_driver_extra_bytes, window_tokens
+from estimator.memory import (
+    Estimate,
+    GiB,
+    graphs_after_kv,
+    v0_capacity_divisor,
+    v0_driver_extra_bytes,
+    window_tokens,
+)
 from estimator.paste import torch_oom_records
 from estimator.vllm import OTHERS_OWN_SHARE_FROM
 
@@ -585,5 +592,15 @@ def _estimate_reason(name: str, est: Estimate) -> str:
         "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)" + (
             f", plus the {est.others_charged_bytes / GiB:.2f} GiB other processes hold (vLLM {est.profile.release} "
             "counts it as this instance's)" if est.others_charged_bytes else ""),
-        "cuda_graphs": "CUDA-graph pool (estimate)" if est.cuda_graph_bytes else "not counted by this vLLM version",
+        "cuda_graphs": "CUDA-graph pool (estimate)" if est.cuda_graph_bytes else _graphs_not_counted(est),
     }[name]
+
+
+def _graphs_not_counted(est: Estimate) -> str:
+    """Why the budget holds no CUDA graphs: eager mode, a release before graph profiling, or the V2
+    model runner before 0.29, which captures them after sizing the KV cache (memory.graphs_after_kv)."""
+    if est.settings.enforce_eager:
+        return "none: --enforce-eager"
+    if est.profile.cuda_graphs_budgeted and graphs_after_kv(est.profile, est.settings):
+        return "captured after the KV cache is sized (Model Runner V2 before 0.29): outside this budget"
+    return "not counted by this vLLM version"

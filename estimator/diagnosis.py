@@ -132,6 +132,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         s.mxfp4_backend = facts.extra["mxfp4_backend"]
     if isinstance(facts.extra.get("flashinfer_sampler"), bool):
         s.flashinfer_sampler = facts.extra["flashinfer_sampler"]
+    if isinstance(facts.extra.get("model_runner_v2"), bool):
+        s.model_runner_v2 = facts.extra["model_runner_v2"]     # the log says which runner ran
     if facts.extra.get("encoder_profile"):
         s.encoder_profile = tuple(facts.extra["encoder_profile"])
     warmup = facts.extra.get("sampler_warmup_requests")
@@ -150,6 +152,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     for name, value in (facts.extra.get("env") or {}).items():
         if name == "VLLM_USE_FLASHINFER_SAMPLER" and isinstance(facts.extra.get("flashinfer_sampler"), bool):
             continue        # the log's own line says which sampler ran
+        if name == "VLLM_USE_V2_MODEL_RUNNER" and isinstance(facts.extra.get("model_runner_v2"), bool):
+            continue        # ... and which model runner
         if name in ENV_SETTINGS:        # VLLM_PP_LAYER_PARTITION, VLLM_USE_V2_MODEL_RUNNER: read as the CLI reads them
             try:
                 parse_flags([f"{name}={str(value).replace(' ', '')}"], s)
@@ -169,7 +173,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         s.dtype = "auto"
     if isinstance(s.kv_cache_dtype, str) and s.kv_cache_dtype.startswith("auto"):
         s.kv_cache_dtype = "auto"
-    s.graphs_after_kv = _graphs_after_kv_from_facts(facts) if s.model_runner_v2 else None
+    # (None: the release's default runner, which may be V2)
+    s.graphs_after_kv = _graphs_after_kv_from_facts(facts) if s.model_runner_v2 is not False else None
     return s
 
 

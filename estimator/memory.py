@@ -39,6 +39,7 @@ from estimator.vllm import (
     cuda_graph_sizes,
     default_max_num_batched_tokens,
     default_max_num_seqs,
+    default_model_runner_v2,
     full_graph_sizes,
     profile_for,
     requested_bytes,
@@ -138,9 +139,8 @@ def window_tokens(s: EngineSettings, profile: Profile) -> int:
     Up to 0.25 one batch: max_num_batched_tokens. From 0.26 `VllmConfig.max_in_flight_tokens`:
     max_concurrent_batches × max_num_batched_tokens, because out-of-window blocks are freed only once
     a step is processed. max_concurrent_batches (vllm/config/vllm.py) is 2 with async scheduling
-    (on by default) and PP 1, PP + 1 under the V2 model runner with async scheduling, else PP.
-    The V2 runner is counted only where VLLM_USE_V2_MODEL_RUNNER says so; it changes the count
-    only with pipeline parallelism.
+    (on by default) and PP 1, PP + 1 under the V2 model runner with async scheduling, else PP
+    (the V2 runner, by default or by VLLM_USE_V2_MODEL_RUNNER, changes the count only with PP).
     """
     tb = s.max_num_batched_tokens or 2048
     if not profile.window_in_flight:
@@ -759,12 +759,17 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only
-    if s.model_runner_v2 and not profile.v2_runner_profiles_sampler:
-        # The V2 model runner's profile run left the sampler out until vllm PR48601 added it
-        # (its OOM: the top-k/top-p sampler warm-up after the KV cache had taken the budget).
-        sampler = 0
-        assumptions.append("V2 model runner: the profile run does not include the sampler, so its memory "
-                           "is not set aside (vllm PR48601 added it)")
+    # Model Runner V2 (by default from 0.22, vllm.py default_model_runner_v2) samples its dummy batch
+    # greedily by the code (v1/worker/gpu/model_runner.py `_dummy_sampler_run`: no top-k/top-p or
+    # processing until 0.33's warm-up pass, i.e. about the logits alone), yet its measured profile
+    # peaks are V1's: akiyax's 0.26.0 run (Qwen2.5-7B-AWQ, RTX 4080, 256 rows) prints 1.04 GiB of
+    # peak activation = 28.7 B per row × vocab element where the code's sampler is 74 MiB and the
+    # forward 0.36 GiB; in vllm#50159's A/B (Qwen2.5-0.5B, 0.26.0, eager) both runners leave
+    # exactly the same KV; a 0.28 L40S Qwen3-14B / -AWQ blog and 0.28–0.30 consumer-card logs fit
+    # V1's figure within 3–7% where the logits alone leave 5–50% too much KV. Two 1,024-row runs with
+    # tensor parallelism fit the logits alone (RTX PRO 6000 Qwen3-32B TP 2 on 0.27.1, vllm PR48601's
+    # Qwen3.6-27B TP 4), what the code does not explain either. So V2 takes V1's figure, a fit on
+    # those logs; what the code settles is where its CUDA graphs go (graphs_after_kv).
     if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
@@ -1037,11 +1042,13 @@ def cached_all_reduce_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings
 
 
 def graphs_after_kv(profile: Profile, s: EngineSettings) -> bool:
-    """The V2 model runner before 0.26 (VLLM_USE_V2_MODEL_RUNNER=1, vllm/v1/worker/gpu/model_runner.py)
-    answers `profile_cudagraph_memory()` with 0 ("It is TBD whether we keep this API"), so nothing is
+    """The V2 model runner before 0.29 (vllm/v1/worker/gpu/model_runner.py) answers
+    `profile_cudagraph_memory()` with 0 ("It is TBD whether we keep this API"), so nothing is
     subtracted and the graphs are captured on top of the KV cache: vllm PR48601's log (main, 2026-07)
-    prints 2.04 GiB of graphs yet "kv cache memory in use" = requested − W − P − N. A log whose own
-    figures show it (`graphs_after_kv` read from the paste) decides over the version's rule."""
+    prints 2.04 GiB of graphs yet "kv cache memory in use" = requested − W − P − N, and akiyax's
+    0.26.0 run (Qwen2.5-7B-AWQ, V2 by default) 14.39 − 5.29 − 1.04 − 0.06 = 8.00 GiB of KV beside
+    0.48 GiB of graphs. A log whose own figures show it (`graphs_after_kv` read from the paste)
+    decides over the version's rule."""
     if s.graphs_after_kv is not None:
         return s.graphs_after_kv
     return s.model_runner_v2 and not profile.v2_runner_budgets_graphs
@@ -1149,6 +1156,15 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     s.hybrid_block_align = 32 if (profile.engine == "v1" and (0, 11, 2) <= profile.version < (0, 18, 0)
                                   and cc and 10.0 <= cc < 11.0 and not spec.uses_mla
                                   and spec.head_dim == 256) else None
+    if s.model_runner_v2 is None:
+        s.model_runner_v2 = default_model_runner_v2(
+            profile, spec.architecture, moe=spec.moe is not None, hybrid=spec.is_hybrid_state,
+            quantized=spec.config.get("quantization_config") is not None,
+            attention_free=not spec.attention_layers, speculative_method=s.speculative_method,
+            rocm=any(w in gpu_name.lower() for w in ("amd", "instinct", "radeon")))
+        if s.model_runner_v2 and not profile.v2_runner_budgets_graphs:
+            assumptions.append(f"vLLM {profile.release} runs this model on Model Runner V2 by default "
+                               "(VLLM_USE_V2_MODEL_RUNNER unset)")
     if s.kv_cache_memory_bytes and not profile.kv_memory_flag:
         assumptions.append("--kv-cache-memory-bytes exists from vLLM 0.10.2; ignored for this version")
         s.kv_cache_memory_bytes = None

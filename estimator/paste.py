@@ -224,6 +224,9 @@ def _read(raw: str) -> Facts:
     backend = _search(_MXFP4_BACKEND, pt.clean) if "fp4" in pt.clean or "FP4" in pt.clean else None
     if backend is not None:
         extra["mxfp4_backend"] = _mxfp4_backend_name(backend)
+    runner = _search(_MODEL_RUNNER, text) if "odel" in text and "unner" in text else None
+    if runner is not None:
+        extra["model_runner_v2"] = runner.group("v1") is None
     sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
@@ -505,6 +508,13 @@ _ENCODER_PROFILE = regex.compile(
     r"Encoder[ ]+cache[ ]+will[ ]+be[ ]+initialized[ ]+with[ ]+a[ ]+budget[ ]+of[ ]+(?P<budget>\d{1,9})[ ]+tokens,"
     r"[ ]+and[ ]+profiled[ ]+with[ ]+(?P<items>\d{1,6})[ ]+(?P<modality>[a-z_]{1,20})[ ]+items")
 
+
+# Which model runner ran (vllm/v1/worker/gpu_worker.py "Using V2 Model Runner"; config/vllm.py's
+# fallback warning): the V2 runner sizes the KV cache differently (memory.py). Its load line's
+# [model_runner.py:N] tag is no sign: V0's worker/model_runner.py prints the same "Model loading took".
+_MODEL_RUNNER = regex.compile(
+    r"Using[ ]+V2[ ]+Model[ ]+Runner"
+    r"|(?P<v1>using[ ]+the[ ]+V1[ ]+model[ ]+runner[ ]+instead)", regex.IGNORECASE)
 
 _SAMPLER_IMPL = regex.compile(
     r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"

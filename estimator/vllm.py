@@ -210,12 +210,11 @@ class Profile:
     needed_rule: str                 # admission need: "v0" | "layers" (0.7–0.13) | "first_group" (0.14–0.18) | "groups"
     kv_memory_flag: bool             # --kv-cache-memory-bytes exists (0.10.2+)
     pp_global_check: bool            # 0.14.0–0.16.x: admission check over ALL PP stages' layers
-    # the V2 model runner's profile run includes the sampler: vllm PR48601 (main, July 2026, after
-    # 0.25.1 of 2026-07-14); 0.26.0 (2026-07-25) is the first release that can carry it
-    v2_runner_profiles_sampler: bool
-    # ... and its graphs: V2 runner builds of 0.26.1 print "Estimated MRV2 CUDA graph memory: 0.64 GiB
-    # total" with the "is equivalent to --gpu-memory-utilization" line (0.9750 → 0.9683), i.e. the
-    # estimate is subtracted; PR48601's main build of July 2026 did not. Same first release as above.
+    # ... and its graphs: `profile_cudagraph_memory()` answers 0 in the V2 runner of 0.22–0.28
+    # (v1/worker/gpu/model_runner.py, "It is TBD whether we keep this API"), so the KV cache is sized
+    # before the graphs and they are captured on top of it; 0.29 estimates them like V1
+    # (`_profile_cudagraph_memory`). (Derivative 0.26.1 builds that print "Estimated MRV2 CUDA graph
+    # memory" carry the later code.)
     v2_runner_budgets_graphs: bool
     # sliding-window / chunked-local requests reserve for every batch in flight (async scheduling,
     # PP), not one max_num_batched_tokens: vllm/v1/kv_cache_interface.py 0.26.0 (0.25.0 uses Tb)
@@ -371,8 +370,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
             "layers" if v < (0, 14, 0) else "first_group" if v < (0, 19, 0) else "groups"),
         kv_memory_flag=v >= (0, 10, 2),
         pp_global_check=engine == "v1" and (0, 14, 0) <= v < (0, 17, 0),
-        v2_runner_profiles_sampler=v >= (0, 26, 0),
-        v2_runner_budgets_graphs=v >= (0, 26, 0),
+        v2_runner_budgets_graphs=v >= V2_RUNNER_GRAPHS_FROM,
         window_in_flight=engine == "v1" and v >= (0, 26, 0),
         fp8_kv_cache=v >= (0, 3, 0),
         fp8_weights_min_cc=None if v < (0, 4, 1) else 8.9 if v < (0, 5, 1) else 8.0,
@@ -415,7 +413,7 @@ class EngineSettings:
     # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or RoPE scaling set on the command line (--rope-scaling,
     # --hf-overrides): a max_model_len above the config's is accepted
     allow_long_max_model_len: bool = False
-    model_runner_v2: bool = False                 # VLLM_USE_V2_MODEL_RUNNER=1 (vllm/v1/worker/gpu/)
+    model_runner_v2: bool | None = None           # VLLM_USE_V2_MODEL_RUNNER=0/1; None = the release's default
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
     flashinfer_sampler: bool | None = None        # the log says which top-k/top-p sampler V1 uses
@@ -593,6 +591,80 @@ def parse_bytes(text: str) -> int:
 # Defaults that depend on version, hardware and usage (docs §5; vllm/engine/arg_utils.py
 # _set_default_args / get_batch_defaults).
 # ------------------------------------------------------------------------------------------
+
+
+# Model Runner V2 (vllm/v1/worker/gpu/) as the default runner, VLLM_USE_V2_MODEL_RUNNER unset
+# (config/vllm.py `use_v2_model_runner` / `_is_default_v2_model_runner_model` in each wheel):
+# 0.22–0.23 the listed architectures when neither MoE nor quantized; 0.24 the listed ones;
+# 0.25–0.28 every non-MoE model and the listed MoE ones, hybrid (Mamba / linear-attention) models
+# excepted (0.27–0.28: unless listed); from 0.29 every model. A "does not yet support" feature sends
+# it back to V1 (ngram and the other unlisted speculative methods until 0.29).
+V2_RUNNER_DEFAULT_FROM = (0, 22, 0)
+V2_RUNNER_EVERY_MODEL_FROM = (0, 29, 0)
+V2_RUNNER_GRAPHS_FROM = (0, 29, 0)
+_V2_RUNNER_ARCHITECTURES = (
+    ((0, 22, 0), frozenset({"Qwen3ForCausalLM"})),
+    ((0, 23, 0), frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})),
+    ((0, 24, 0), frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
+                            "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"})),
+    ((0, 25, 0), frozenset({"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"})),
+    ((0, 26, 0), frozenset({"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                            "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+                            "Qwen2MoeForCausalLM"})),
+    ((0, 27, 0), frozenset({"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+                            "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration",
+                            "LongcatFlashNgramForCausalLM", "Qwen2MoeForCausalLM"})),
+    ((0, 28, 0), frozenset({"DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM",
+                            "InklingForCausalLM", "InklingForConditionalGeneration",
+                            "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+                            "Qwen2MoeForCausalLM"})),
+)
+# ROCm keeps these on V1 (ROCM_EXCLUDED_V2_MODEL_RUNNER_ARCHITECTURES 0.27–0.28,
+# ROCM_DEFAULT_MRV1_ARCHITECTURES from 0.29; 0.30 adds GlmMoeDsa)
+_V2_RUNNER_ROCM_V1 = (
+    ((0, 27, 0), frozenset({"KimiK3ForConditionalGeneration"})),
+    ((0, 29, 0), frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"})),
+    ((0, 30, 0), frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "GlmMoeDsaForCausalLM"})),
+)
+# speculative methods the V2 runner runs before 0.33 (0.23: eagle, eagle3, mtp; 0.24 dflash;
+# 0.25 dspark; 0.29 extract_hidden_states); 0.33 refuses only suffix and custom_class
+_V2_RUNNER_SPEC_METHODS = ("eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states")
+
+
+def _by_version(table: tuple, v: tuple) -> frozenset:
+    found: frozenset = frozenset()
+    for since, value in table:
+        if v >= since:
+            found = value
+    return found
+
+
+def default_model_runner_v2(p: Profile, architecture: str, *, moe: bool, hybrid: bool, quantized: bool,
+                            attention_free: bool, speculative_method: str | None, rocm: bool) -> bool:
+    """Whether this release runs the model on Model Runner V2 when VLLM_USE_V2_MODEL_RUNNER is unset.
+
+    Why it matters: V2's profile run samples without top-k/top-p (the dummy batch is greedy: the
+    logits alone) and until 0.29 it sizes the KV cache before its CUDA graphs, so the same flags
+    leave a different pool than V1 on the same release."""
+    v = p.version
+    if p.engine != "v1" or v < V2_RUNNER_DEFAULT_FROM:
+        return False
+    method = (speculative_method or "").lower()
+    if method and (method in ("suffix", "custom_class") if v >= (0, 33, 0) else
+                   not (method in _V2_RUNNER_SPEC_METHODS or method.endswith("mtp"))):
+        return False
+    if rocm and architecture in _by_version(_V2_RUNNER_ROCM_V1, v):
+        return False
+    if v >= V2_RUNNER_EVERY_MODEL_FROM:
+        return True
+    listed = architecture in _by_version(_V2_RUNNER_ARCHITECTURES, v)
+    if v < (0, 24, 0):
+        return listed and not moe and not quantized and not hybrid
+    if v < (0, 25, 0):
+        return listed and not hybrid
+    if attention_free or (hybrid and (v < (0, 27, 0) or not listed)):
+        return False
+    return listed or not moe
 
 
 def default_max_num_seqs(p: Profile, gpu_total_bytes: int, gpu_name: str = "") -> int:

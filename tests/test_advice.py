@@ -649,14 +649,18 @@ def test_a_limit_that_frees_nothing_is_not_offered():
 def test_eager_mode_is_no_fix_for_a_runtime_oom_where_graphs_are_budgeted(llama8b):
     """V1 0.20+ subtracts the CUDA graphs before sizing the KV cache: --enforce-eager hands their memory
     to the KV cache and leaves the (1 − u) margin a runtime OOM hit unchanged. Before, it frees memory
-    outside the budget."""
-    def eager(version, kind):
-        est = run_estimate(llama8b, "L4", EngineSettings(vllm_version=version, max_model_len=8192))
+    outside the budget — and so does Model Runner V2 before 0.29, which captures its graphs on top of
+    the KV cache (Llama runs on V2 by default from 0.23)."""
+    def eager(version, kind, v2=None):
+        est = run_estimate(llama8b, "L4", EngineSettings(vllm_version=version, max_model_len=8192,
+                                                         model_runner_v2=v2))
         return [s.flags for s in suggest(est, error_kind=kind) if s.changes.get("enforce_eager")]
 
-    assert eager("0.27.0", "cuda_oom_runtime") == []
-    assert eager("0.27.0", "cuda_oom_graph") == ["--enforce-eager"]
+    assert eager("0.27.0", "cuda_oom_runtime", v2=False) == []
+    assert eager("0.27.0", "cuda_oom_graph", v2=False) == ["--enforce-eager"]
     assert eager("0.10.1", "cuda_oom_runtime") == ["--enforce-eager"]
+    assert eager("0.27.0", "cuda_oom_runtime") == ["--enforce-eager"]      # V2 by default: graphs after KV
+    assert eager("0.29.0", "cuda_oom_runtime") == []                        # V2 budgets them from 0.29
 
 
 def test_a_length_above_the_config_is_refused_unless_overridden():

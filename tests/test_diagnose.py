@@ -912,3 +912,20 @@ def test_a_fix_without_the_users_command_serves_the_path_the_log_served():
     # a model the caller names is served as named, not the log's path
     named = diagnose(text, offline=True, explain=True, gpu="RTX 3090", model="Qwen/Qwen3.6-27B")
     assert all("~/.cache" not in s["command"] for s in named.suggestions)
+
+
+def test_a_v2_runner_log_on_0_27_says_its_graphs_sit_outside_the_budget():
+    """kubesimplify's Qwen3-32B TP 2 run on vLLM 0.27.1 (Qwen3 is on Model Runner V2 by default): the
+    KV pool is budget − weights − activation − non-torch, with no CUDA graphs in it (V2 answers
+    profile_cudagraph_memory() with 0 until 0.29), and the reply says why the graph row is empty."""
+    from estimator.render import breakdown_rows
+
+    text = ("vllm 0.27.1\nGPU 0: NVIDIA RTX PRO 6000 Blackwell Server Edition 95.01 GiB sm_120\n"
+            "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2 --gpu-memory-utilization 0.426 --max-model-len 32768\n"
+            "(Worker_TP0 pid=611) INFO [model_runner.py:329] Model loading took 30.59 GiB and 20.690370 seconds\n"
+            "(Worker_TP0 pid=611) INFO [gpu_worker.py:563] Available KV cache memory: 8.22 GiB\n"
+            "(EngineCore pid=411) INFO [kv_cache_utils.py:2235] GPU KV cache size: 67,296 tokens\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.estimate["memory"]["cuda_graph_bytes"] == 0 and d.estimate["settings"]["model_runner_v2"] is True
+    graphs = [r for r in breakdown_rows(d) if r[0] == "CUDA graphs"]
+    assert graphs and "after the KV cache is sized" in graphs[0][3]

@@ -82,7 +82,8 @@ def test_budget_and_kv_per_era(llama8b, version, engine):
 
 @pytest.mark.parametrize("version", ["0.20.0", "0.27.0", "0.33.0"])
 def test_budget_subtracts_graphs_from_020(llama8b, version):
-    e = run(llama8b, version, G=256 * MiB, gpu_memory_utilization=0.5, max_model_len=8192)
+    # the V1 model runner (VLLM_USE_V2_MODEL_RUNNER=0: Llama runs on V2 by default from 0.23)
+    e = run(llama8b, version, G=256 * MiB, gpu_memory_utilization=0.5, max_model_len=8192, model_runner_v2=False)
     # KV = 32 GiB − (16 + 1 + 0.5 + 0.25) GiB = 14.25 GiB → 14.25 × 512 = 7,296 blocks of 2 MiB
     assert e.kv_cache_bytes == int(14.25 * GiB)
     assert e.gpu_blocks == 7_296
@@ -144,19 +145,20 @@ def test_graph_estimate_counts_piecewise_and_full_captures(llama8b):
     assert e.cuda_graph_bytes == (4 + 3) * 32 * GRAPH_BYTES_PER_LAYER_DENSE      # [1,2,4,8] and [1,2,4]
 
 
-def test_v2_model_runner_sets_graphs_aside_from_026(llama8b):
-    """0.26.1 V2-runner logs print "Estimated MRV2 CUDA graph memory: 0.64 GiB total" with the
-    "is equivalent to --gpu-memory-utilization" line: the estimate is subtracted like V1's."""
+def test_v2_model_runner_sets_graphs_aside_from_029(llama8b):
+    """0.29's V2 runner estimates its graphs like V1 (`profile_cudagraph_memory` →
+    `_profile_cudagraph_memory`, v1/worker/gpu/model_runner.py); up to 0.28 it answered 0."""
     e = _graphs(llama8b, "0.33.0", model_runner_v2=True)
-    same = _graphs(llama8b, "0.33.0")
+    same = _graphs(llama8b, "0.33.0", model_runner_v2=False)
     assert e.cuda_graph_bytes == same.cuda_graph_bytes > 0
     assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB) - e.cuda_graph_bytes
+    assert _graphs(llama8b, "0.29.0", model_runner_v2=True).cuda_graph_bytes == e.cuda_graph_bytes
     # a log whose own figures show the graphs on top of the KV cache decides over the version
     after = _graphs(llama8b, "0.33.0", model_runner_v2=True, graphs_after_kv=True)
     assert after.cuda_graph_bytes == 0
 
 
-@pytest.mark.parametrize("version", ["0.20.0", "0.25.1"])
+@pytest.mark.parametrize("version", ["0.20.0", "0.25.1", "0.28.0"])
 def test_v2_model_runner_subtracts_no_graph_estimate(llama8b, version):
     # VLLM_USE_V2_MODEL_RUNNER=1: its profile_cudagraph_memory() returns 0, so the KV pool is
     # requested − W − P − N even when a graph figure is printed (vllm PR48601: G = 2.04 GiB printed,
@@ -170,24 +172,35 @@ def test_v2_model_runner_subtracts_no_graph_estimate(llama8b, version):
     printed = run(llama8b, version, G=2 * GiB, gpu_memory_utilization=0.5, max_model_len=8192,
                   model_runner_v2=True)
     assert printed.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB)
-    assert not parse_flags(["VLLM_USE_V2_MODEL_RUNNER=0"], EngineSettings()).model_runner_v2
+    assert parse_flags(["VLLM_USE_V2_MODEL_RUNNER=0"], EngineSettings()).model_runner_v2 is False
+    assert EngineSettings().model_runner_v2 is None          # unset: the release's default
 
 
-def test_v2_model_runner_profile_leaves_the_sampler_out_until_026(llama8b):
-    # Before vllm PR48601 (first possible release 0.26.0) the V2 runner's profile run had no
-    # sampler: the peak is the forward pass alone. Llama-3.1-8B: 1,024 rows × 128,256 vocab ×
-    # 29 B (0.21+ warm the native Triton path too) = 3.55 GiB of sampler dominates a 2,048-token
-    # forward; with max_num_seqs 1 the sampler (4.9 MB) is below the forward, so that estimate's
-    # peak is the forward pass.
+def test_llama_runs_on_v2_by_default_from_023_and_its_graphs_follow(llama8b):
+    """Llama-3.1-8B at defaults: V1 in 0.22 (V2 took only Qwen3 then), V2 from 0.23, so 0.23–0.28
+    size the KV cache before the graphs and 0.29 subtracts them again; it is said."""
+    def graphs(version):
+        return _graphs(llama8b, version).cuda_graph_bytes
+    assert graphs("0.22.0") > 0
+    assert graphs("0.23.0") == graphs("0.28.0") == 0
+    e = _graphs(llama8b, "0.27.0")
+    assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB)
+    assert any("Model Runner V2 by default" in a for a in e.assumptions)
+    assert graphs("0.29.0") == _graphs(llama8b, "0.29.0", model_runner_v2=False).cuda_graph_bytes > 0
+
+
+def test_v2_model_runner_profile_peak_is_v1s(llama8b):
+    # the V2 runner's measured profile peaks are V1's (memory.py activation_peak: akiyax 0.26.0,
+    # vllm#50159's eager A/B): Llama-3.1-8B at 1,024 rows × 128,256 vocab × 29 B (0.21+) = 3.55 GiB
+    # of sampler above a 2,048-token forward, with either runner
     def act(version, v2, seqs):
         s = EngineSettings(vllm_version=version, max_num_seqs=seqs, max_num_batched_tokens=2048,
                            max_model_len=8192, model_runner_v2=v2)
         return estimate(llama8b, gpu_total_bytes=80 * GiB, settings=s).activation_bytes
 
     forward = act("0.25.1", False, 1)
-    assert act("0.25.1", False, 1024) == 1024 * 128_256 * 29 > forward
-    assert act("0.25.1", True, 1024) == forward
-    assert act("0.26.0", True, 1024) == 1024 * 128_256 * 29
+    for version in ("0.25.1", "0.28.0"):
+        assert act(version, True, 1024) == act(version, False, 1024) == 1024 * 128_256 * 29 > forward
 
 
 def test_enforce_eager_means_no_graph_memory(llama8b):

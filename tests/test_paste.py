@@ -892,3 +892,15 @@ def test_namespace_arguments_and_v0s_long_context_warning_say_chunked_prefill_is
     assert settings_from_facts(read_paste(warn), "0.6.4", "v0").enable_chunked_prefill is False
     assert settings_from_facts(read_paste("vllm serve meta-llama/Llama-3.1-8B-Instruct\n"), "0.6.4",
                                "v0").enable_chunked_prefill is None
+
+
+def test_the_model_runner_a_log_names_is_read():
+    """gpu_worker.py's "Using V2 Model Runner" and config/vllm.py's fallback warning say which runner
+    ran; V0's worker/model_runner.py load line (0.8–0.10 "Model loading took … GiB and …") is no sign."""
+    v2 = "(Worker_TP0 pid=7) INFO 09-12 10:00:00 [gpu_worker.py:500] Using V2 Model Runner\n"
+    v1 = ("(EngineCore pid=5) WARNING 09-12 10:00:00 [vllm.py:620] Model Runner V2 does not yet support "
+          "ngram/ngram_gpu speculative decoding; using the V1 model runner instead.\n")
+    v0 = "INFO 05-01 10:00:00 [model_runner.py:1203] Model loading took 14.9888 GiB and 3.451223 seconds\n"
+    assert read_paste(v2).extra["model_runner_v2"] is True
+    assert read_paste(v1).extra["model_runner_v2"] is False
+    assert "model_runner_v2" not in read_paste(v0).extra

@@ -629,3 +629,45 @@ def test_after_load_rules_are_version_profile_rules():
         [False, True, True, False]
     assert [profile_for(v).rope_cache_per_layer for v in ("0.2.0", "0.2.2", "0.2.3", "0.33.0")] == \
         [True, True, False, False]
+
+
+def _v2(version, arch, *, moe=False, hybrid=False, quantized=False, attention_free=False, spec=None,
+        rocm=False):
+    from estimator.vllm import default_model_runner_v2
+    return default_model_runner_v2(profile_for(version), arch, moe=moe, hybrid=hybrid, quantized=quantized,
+                                   attention_free=attention_free, speculative_method=spec, rocm=rocm)
+
+
+def test_model_runner_v2_default_follows_each_releases_rule():
+    """config/vllm.py `use_v2_model_runner` with VLLM_USE_V2_MODEL_RUNNER unset, release by release
+    (the rollout vLLM's blog dates: Qwen3 canary, Llama/Mistral, the MoE families, quantized, all
+    dense models, all families from 0.29)."""
+    assert not _v2("0.21.0", "Qwen3ForCausalLM")
+    assert _v2("0.22.0", "Qwen3ForCausalLM")
+    assert not _v2("0.22.0", "Qwen3ForCausalLM", quantized=True)    # 0.22–0.23: not quantized ones
+    assert not _v2("0.22.0", "LlamaForCausalLM")
+    assert _v2("0.23.0", "LlamaForCausalLM") and _v2("0.23.0", "MistralForCausalLM")
+    assert not _v2("0.23.0", "Qwen2ForCausalLM")
+    assert _v2("0.24.0", "Qwen2MoeForCausalLM", moe=True)
+    assert _v2("0.24.0", "LlamaForCausalLM", quantized=True)
+    assert not _v2("0.24.0", "Qwen2ForCausalLM")
+    assert _v2("0.25.0", "Qwen2ForCausalLM", quantized=True)          # 0.25: every dense model
+    assert not _v2("0.25.0", "Qwen3MoeForCausalLM", moe=True)
+    assert not _v2("0.26.0", "Qwen3NextForCausalLM", moe=True, hybrid=True)
+    assert not _v2("0.27.1", "Qwen3_5ForConditionalGeneration", hybrid=True)
+    assert _v2("0.28.0", "DeepseekV4ForCausalLM", moe=True)
+    assert _v2("0.27.1", "KimiK3ForConditionalGeneration", moe=True)
+    assert not _v2("0.27.1", "KimiK3ForConditionalGeneration", moe=True, rocm=True)
+    assert _v2("0.29.0", "Qwen3MoeForCausalLM", moe=True) and _v2("0.29.0", "Qwen3NextForCausalLM", hybrid=True)
+    assert not _v2("0.29.0", "DeepseekV4ForCausalLM", moe=True, rocm=True)
+    assert _v2("0.29.0", "DeepseekV4ForCausalLM", moe=True)
+    # speculative methods V2 did not run fall back to V1 (ngram until 0.33; suffix still in 0.33)
+    assert not _v2("0.29.0", "LlamaForCausalLM", spec="ngram") and _v2("0.29.0", "LlamaForCausalLM", spec="eagle3")
+    assert _v2("0.33.0", "LlamaForCausalLM", spec="ngram") and not _v2("0.33.0", "LlamaForCausalLM", spec="suffix")
+    assert not default_v2_on_v0()
+
+
+def default_v2_on_v0():
+    from estimator.vllm import default_model_runner_v2
+    return default_model_runner_v2(profile_for("0.10.1", "v0"), "LlamaForCausalLM", moe=False, hybrid=False,
+                                   quantized=False, attention_free=False, speculative_method=None, rocm=False)
