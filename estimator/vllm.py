@@ -658,10 +658,8 @@ def default_model_runner_v2(p: Profile, architecture: str, *, moe: bool, hybrid:
     if v >= V2_RUNNER_EVERY_MODEL_FROM:
         return True
     listed = architecture in _by_version(_V2_RUNNER_ARCHITECTURES, v)
-    if v < (0, 24, 0):
-        return listed and not moe and not quantized and not hybrid
-    if v < (0, 25, 0):
-        return listed and not hybrid
+    if v < (0, 25, 0):      # the list alone (none of its models hybrid); 0.22–0.23 neither MoE nor quantized
+        return listed and (v >= (0, 24, 0) or not (moe or quantized))
     if attention_free or (hybrid and (v < (0, 27, 0) or not listed)):
         return False
     return listed or not moe
