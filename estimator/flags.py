@@ -709,10 +709,18 @@ def scan_commands(text: str) -> list[Setting]:
             continue
         if grp is None:
             continue
+        if key == "kv_cache_memory_bytes" and _VLLM_KV_SUGGESTION_TAIL.match(text, m.end(grp)):
+            continue       # vLLM's own suggestion quoted ("`--kv-cache-memory=7911991092` (7.37 GiB)")
         value = normalise(key, m.group(grp))
         if value is not None:
             out.append(Setting(key, value, m.span(grp), "flag", m.group(0)))
     return out
+
+
+# vLLM prints the --kv-cache-memory it suggests with its GiB figure in brackets (v1/worker/gpu_worker.py
+# "Replace gpu_memory_utilization config with `--kv-cache-memory=N` (X GiB) to fit into requested
+# memory"); a user who quotes that line has not set the flag
+_VLLM_KV_SUGGESTION_TAIL = regex.compile(r"[`'\" ]{0,4}[(（][ ]?\d+(?:\.\d+)?[ ]?GiB[ ]?[)）]")
 
 
 def _dict_value_at(text: str, pos: int) -> tuple[int, int] | None:

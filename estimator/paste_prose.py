@@ -321,6 +321,8 @@ _VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
     (regex.compile(r"(?i)\bvLLM[ ]+Version[ ]*:[ ]*" + _VER), 50, "collect_env"),
     (regex.compile(r"(?i)\bvllm-(?=\d)" + _VER + r"(?=[.+-](?:cu\d|cp\d|py\d)|-)"), 45, "wheel"),
     (regex.compile(r"(?i)\bvllm(?:-openai)?:" + _VER), 40, "docker_tag"),
+    # a markdown table row of the setup: "| **vLLM** | **0.26.0** |"
+    (regex.compile(r"(?im)^[ ]*\|[ ]*\*{0,2}vLLM\*{0,2}[ ]*\|[ ]*\*{0,2}" + _VER), 40, "table_version"),
     # a bug report is about the version where it fails ("Tested OK on 0.2.4. The test fails on 0.2.5")
     (regex.compile(r"(?i)\b(?:fails|failed|failing|breaks|broke|crash(?:es|ed))[ ]+(?:again[ ]+)?(?:on|with|in|since)[ ]+"
                    r"(?:vLLM[ ]+|(?=v?0\.\d))" + _VER), 35, "prose_version_failing"),

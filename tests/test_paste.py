@@ -904,3 +904,19 @@ def test_the_model_runner_a_log_names_is_read():
     assert read_paste(v2).extra["model_runner_v2"] is True
     assert read_paste(v1).extra["model_runner_v2"] is False
     assert "model_runner_v2" not in read_paste(v0).extra
+
+
+def test_vllms_own_kv_cache_memory_suggestion_quoted_is_not_a_setting():
+    """vLLM prints "Replace gpu_memory_utilization config with `--kv-cache-memory=N` (X GiB)"; a user
+    quoting it (akiyax/kvcache-lab: "日志中也提示了 `--kv-cache-memory=7911991092`（7.37 GiB）才是…")
+    did not run with it. The flag on a command line is read."""
+    quoted = "日志中也提示了\n`--kv-cache-memory=7911991092`（7.37 GiB）才是「恰好符合请求」的值。\n"
+    assert "kv_cache_memory_bytes" not in read_paste(quoted).extra
+    assert "kv_cache_memory_bytes" not in read_paste("the log says `--kv-cache-memory=7911991092` (7.37 GiB)\n").extra
+    assert read_paste("vllm serve Qwen/Qwen3-8B --kv-cache-memory=7911991092\n").extra["kv_cache_memory_bytes"] == 7911991092
+
+
+def test_a_setup_table_row_gives_the_version():
+    # "| **vLLM** | **0.26.0** |": the markdown table a blog lists its setup in
+    assert read_paste("| GPU | RTX 4080 |\n| **vLLM** | **0.26.0** |\n").get("vllm_version") == "0.26.0"
+    assert read_paste("| vLLM | 0.11.2 |\n").get("vllm_version") == "0.11.2"
