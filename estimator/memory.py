@@ -766,10 +766,14 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     # peak activation = 28.7 B per row × vocab element where the code's sampler is 74 MiB and the
     # forward 0.36 GiB; in vllm#50159's A/B (Qwen2.5-0.5B, 0.26.0, eager) both runners leave
     # exactly the same KV; a 0.28 L40S Qwen3-14B / -AWQ blog and 0.28–0.30 consumer-card logs fit
-    # V1's figure within 3–7% where the logits alone leave 5–50% too much KV. Two 1,024-row runs with
-    # tensor parallelism fit the logits alone (RTX PRO 6000 Qwen3-32B TP 2 on 0.27.1, vllm PR48601's
-    # Qwen3.6-27B TP 4), what the code does not explain either. So V2 takes V1's figure, a fit on
-    # those logs; what the code settles is where its CUDA graphs go (graphs_after_kv).
+    # V1's figure within 3–7% where the logits alone leave 5–50% too much KV. The difference looks like
+    # torch.compile's first compile inside the profile run: one Qwen3-8B / RTX 4090 / 0.27.1 setup
+    # printed 1.18 GiB of peak with a cold compile cache and 0.19 GiB with a warm one, and V2 logs
+    # from warm caches print the code's figure (Qwen2.5-0.5B 0.08 / 0.31 GiB, Llama-3.1-8B on an
+    # A100 1.44 GiB, two 1,024-row TP runs: RTX PRO 6000 Qwen3-32B TP 2 on 0.27.1, vllm PR48601's
+    # Qwen3.6-27B TP 4). A paste seldom says which; over 380 real KV figures V1's figure is right
+    # more often (median 5.7% against 5.9%, 184 within 5% against 176), so V2 takes it — a fit —
+    # and the code settles where V2's CUDA graphs go (graphs_after_kv).
     if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
