@@ -120,6 +120,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel", "async_scheduling"):
         if isinstance(facts.extra.get(key), bool):
             setattr(s, key, facts.extra[key])
+    if facts.extra.get("performance_mode") in ("balanced", "interactivity", "throughput"):
+        s.performance_mode = facts.extra["performance_mode"]
     mode = facts.extra.get("mamba_cache_mode")
     if mode in ("all", "align", "none"):
         s.mamba_cache_mode = mode          # the log says how the hybrid model caches its states

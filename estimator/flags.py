@@ -81,6 +81,7 @@ FLAG_KEYS: dict[str, str] = {
     "calculate_kv_scales": "calculate_kv_scales",
     "async_scheduling": "async_scheduling",
     "mamba_cache_mode": "mamba_cache_mode",
+    "performance_mode": "performance_mode",
     "max_logprobs": "max_logprobs",
     "seed": "seed",
     "port": "port",
@@ -221,6 +222,9 @@ def normalise(key: str, raw: object) -> object | None:
     if key == "mamba_cache_mode":
         t = t.lower()
         return t if t in ("all", "align", "none") else None
+    if key == "performance_mode":
+        t = t.lower()
+        return t if t in ("balanced", "interactivity", "throughput") else None
     if key == "model":
         t = t.rstrip("/") if len(t) > 1 else t
         return t or None

@@ -41,6 +41,7 @@ from estimator.vllm import (
     default_max_num_seqs,
     default_model_runner_v2,
     full_graph_sizes,
+    performance_mode,
     profile_for,
     requested_bytes,
     sampler_bytes,
@@ -1065,7 +1066,8 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     if s.enforce_eager or not profile.cuda_graphs_budgeted or graphs_after_kv(profile, s):
         return 0
     seqs, k = s.max_num_seqs or 256, speculative_tokens(spec, s)
-    sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k)
+    sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k,
+                             interactivity=performance_mode(profile, s) == "interactivity")
     graphs = len(sizes) + len(full_graph_sizes(sizes, seqs, k))       # PIECEWISE + FULL captures
     pp = max(1, s.pipeline_parallel_size)
     if s.pp_stage is not None and pp > 1:
@@ -1131,12 +1133,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            "modelled with the config's length (omit the flag for that)")
     max_len = resolve_max_model_len(spec, s, profile, assumptions)
     seqs_defaulted = s.max_num_seqs is None
+    doubled = performance_mode(profile, s) == "throughput"
     if seqs_defaulted:
-        s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, gpu_name)
+        s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, gpu_name) * (2 if doubled else 1)
     chunked = v0_chunked_prefill(profile, max_len, spec, s) if profile.engine == "v0" else True
     if s.max_num_batched_tokens is None:
         s.max_num_batched_tokens = default_max_num_batched_tokens(
-            profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal)
+            profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal, doubled)
     if seqs_defaulted and profile.engine == "v1" and profile.version >= (0, 10, 1):
         # engine/arg_utils.py 0.10.1+: a default max_num_seqs never exceeds max_num_batched_tokens
         s.max_num_seqs = min(s.max_num_seqs, s.max_num_batched_tokens)

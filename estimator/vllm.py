@@ -403,6 +403,7 @@ class EngineSettings:
     enable_expert_parallel: bool = False
     async_scheduling: bool | None = None          # --[no-]async-scheduling; None = vLLM's default
     mamba_cache_mode: str | None = None           # --mamba-cache-mode all|align|none (0.15+); None = derived
+    performance_mode: str | None = None           # --performance-mode balanced|interactivity|throughput (0.17+)
     speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
     num_speculative_tokens: int | None = None
     limit_mm_per_prompt: dict | None = None       # {"image": 1, "video": 0}; None = 1 per modality
@@ -435,7 +436,7 @@ _FIELDS = {
     "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
-    "async_scheduling", "mamba_cache_mode", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
+    "async_scheduling", "mamba_cache_mode", "performance_mode", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
 }
 
 
@@ -707,7 +708,8 @@ def v0_keeps_chunked_prefill_off(p: Profile, spec, settings: EngineSettings) -> 
 
 def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_model_len: int,
                                    max_num_seqs: int, gpu_total_bytes: int, gpu_name: str,
-                                   chunked: bool, multimodal: bool) -> int:
+                                   chunked: bool, multimodal: bool, doubled: bool = False) -> int:
+    """`doubled`: --performance-mode throughput doubles the default before the clamps below."""
     v = p.version
     if p.engine == "v0":
         if not chunked or v < (0, 4, 1):
@@ -736,6 +738,8 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
         tb = 16384 if big else 8192
     else:
         tb = 8192 if big else 2048
+    if doubled:
+        tb *= 2
     if v >= (0, 11, 2):
         # engine/arg_utils.py 0.11.2+: without chunked prefill the batch holds a whole prompt; the
         # default then never exceeds max_num_seqs × max_model_len. (Before, V1 set the default
@@ -746,7 +750,19 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
     return tb
 
 
-def cuda_graph_sizes(p: Profile, max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> list[int]:
+# --performance-mode (vllm/config/vllm.py PerformanceMode, 0.17+): "throughput" doubles the defaulted
+# max_num_batched_tokens and max_num_seqs (engine/arg_utils.py), "interactivity" captures a CUDA
+# graph for every batch size up to 32 (_set_cudagraph_sizes)
+PERFORMANCE_MODE_FROM = (0, 17, 0)
+
+
+def performance_mode(p: Profile, s: EngineSettings) -> str:
+    return (s.performance_mode or "balanced") if p.engine == "v1" and p.version >= PERFORMANCE_MODE_FROM \
+        else "balanced"
+
+
+def cuda_graph_sizes(p: Profile, max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
+                     interactivity: bool = False) -> list[int]:
     """Batch sizes (tokens) vLLM captures graphs for (docs §5 'CUDA graph sizes').
 
     0.14+ (vllm/config/vllm.py _set_cudagraph_sizes): up to min(max_num_seqs × q × 2, 512,
@@ -764,7 +780,8 @@ def cuda_graph_sizes(p: Profile, max_num_seqs: int, max_num_batched_tokens: int,
         return [1, 2, 4] + list(range(8, top + 1, 8))
     q = 1 + max(0, spec_tokens)
     top = min(2 * max_num_seqs * q, 512, max_num_batched_tokens)
-    sizes = [s for s in [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, top + 1, 16)) if s <= top]
+    small = list(range(1, 33)) if interactivity else [1, 2, 4]
+    sizes = sorted({s for s in small + list(range(8, 256, 8)) + list(range(256, top + 1, 16)) if s <= top})
     if q > 1:
         sizes = sorted({ceil_div(s, q) * q for s in sizes if ceil_div(s, q) * q <= top}) or ([q] if q <= top else [])
     return sizes

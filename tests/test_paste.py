@@ -920,3 +920,9 @@ def test_a_setup_table_row_gives_the_version():
     # "| **vLLM** | **0.26.0** |": the markdown table a blog lists its setup in
     assert read_paste("| GPU | RTX 4080 |\n| **vLLM** | **0.26.0** |\n").get("vllm_version") == "0.26.0"
     assert read_paste("| vLLM | 0.11.2 |\n").get("vllm_version") == "0.11.2"
+
+
+def test_performance_mode_is_read_from_a_command_or_the_non_default_args():
+    assert read_paste("vllm serve Qwen/Qwen3-8B --performance-mode throughput\n").extra["performance_mode"] == "throughput"
+    line = "INFO [utils.py:253] non-default args: {'model': 'Qwen/Qwen3-8B', 'performance_mode': 'interactivity'}\n"
+    assert read_paste(line).extra["performance_mode"] == "interactivity"

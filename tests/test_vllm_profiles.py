@@ -671,3 +671,30 @@ def default_v2_on_v0():
     from estimator.vllm import default_model_runner_v2
     return default_model_runner_v2(profile_for("0.10.1", "v0"), "LlamaForCausalLM", moe=False, hybrid=False,
                                    quantized=False, attention_free=False, speculative_method=None, rocm=False)
+
+
+def test_performance_mode_doubles_the_defaults_or_captures_every_small_batch():
+    """--performance-mode (0.17+, engine/arg_utils.py and config/vllm.py): "throughput" doubles the
+    max_num_batched_tokens and max_num_seqs vLLM would default to (not the ones given); "interactivity"
+    captures a graph for each batch size 1–32 before the 8-step sizes: at max_num_seqs 256 that is
+    32 + 27 (40…248) + 17 (256…512) = 76 sizes against balanced's 3 + 31 + 17 = 51."""
+    from estimator.api import load_model
+    from estimator.memory import estimate
+
+    assert parse_flags(["--performance-mode", "throughput"]).performance_mode == "throughput"
+    assert parse_flags(["--performance-mode=interactivity"]).performance_mode == "interactivity"
+    spec = load_model("meta-llama/Llama-3.1-8B", offline=True).spec
+
+    def run(version, **kw):
+        s = estimate(spec, gpu_total_bytes=22 * 2**30, gpu_name="NVIDIA L4",
+                     settings=EngineSettings(vllm_version=version, max_model_len=8192, **kw)).settings
+        return s.max_num_seqs, s.max_num_batched_tokens
+
+    assert run("0.27.0") == (256, 2048)
+    assert run("0.27.0", performance_mode="throughput") == (512, 4096)
+    assert run("0.27.0", performance_mode="throughput", max_num_seqs=64) == (64, 4096)
+    assert run("0.16.0", performance_mode="throughput") == (256, 2048)      # no such mode before 0.17
+    p = profile_for("0.27.0")
+    assert len(cuda_graph_sizes(p, 256, 8192)) == 51
+    inter = cuda_graph_sizes(p, 256, 8192, interactivity=True)
+    assert len(inter) == 76 and inter[:33] == list(range(1, 33)) + [40]
