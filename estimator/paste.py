@@ -228,6 +228,13 @@ def _read(raw: str) -> Facts:
     runner = _search(_MODEL_RUNNER, text) if "odel" in text and "unner" in text else None
     if runner is not None:
         extra["model_runner_v2"] = runner.group("v1") is None
+    load = _search(_V1_RUNNER_LOAD, pt.clean) if "gpu_model_runner" in pt.clean else None
+    if load is not None:
+        # the V1 runner's load line (v1/worker/gpu_model_runner.py), whose "GiB and" (no "memory")
+        # is the 0.8.3–0.11.0 wording; Model Runner V2's own line reads "GiB and" again
+        extra.setdefault("model_runner_v2", False)
+        if not load.group("memory"):
+            hints.append(("0.8.3", "0.11.2"))
     sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
@@ -516,6 +523,9 @@ _ENCODER_PROFILE = regex.compile(
 _MODEL_RUNNER = regex.compile(
     r"Using[ ]+V2[ ]+Model[ ]+Runner"
     r"|(?P<v1>using[ ]+the[ ]+V1[ ]+model[ ]+runner[ ]+instead)", regex.IGNORECASE)
+
+_V1_RUNNER_LOAD = regex.compile(
+    r"\[gpu_model_runner\.py:\d+\][^\n]{0,40}?Model[ ]+loading[ ]+took[ ]+[\d.]+[ ]*GiB[ ]+(?P<memory>memory[ ]+)?and")
 
 _SAMPLER_IMPL = regex.compile(
     r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"

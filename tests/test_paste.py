@@ -926,3 +926,17 @@ def test_performance_mode_is_read_from_a_command_or_the_non_default_args():
     assert read_paste("vllm serve Qwen/Qwen3-8B --performance-mode throughput\n").extra["performance_mode"] == "throughput"
     line = "INFO [utils.py:253] non-default args: {'model': 'Qwen/Qwen3-8B', 'performance_mode': 'interactivity'}\n"
     assert read_paste(line).extra["performance_mode"] == "interactivity"
+
+
+def test_the_v1_runners_load_line_says_the_runner_and_its_wording_the_release():
+    """v1/worker/gpu_model_runner.py printed "Model loading took X GiB and …" up to 0.11.0 and
+    "… GiB memory and …" from 0.11.2; a line from that file is the V1 runner whatever the release."""
+    old = ("(EngineCore_DP0 pid=643458) INFO 09-10 13:29:14 [gpu_model_runner.py:2235] Model loading took "
+           "1.1201 GiB and 0.596228 seconds\n")
+    f = read_paste(old)
+    assert f.extra["model_runner_v2"] is False
+    assert f.extra["version_hint"] == ("0.8.3", "0.11.0")
+    new = ("(EngineCore pid=9) INFO 05-10 13:29:14 [gpu_model_runner.py:4100] Model loading took "
+           "15.27 GiB memory and 3.5 seconds\n")
+    f = read_paste(new)
+    assert f.extra["model_runner_v2"] is False and f.extra["version_hint"][0] == "0.11.2"
