@@ -1186,7 +1186,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     offload = int(s.cpu_offload_gb * GiB)
     model_weights = max(0, _weights(spec, s, profile, model_dtype, assumptions if weights_bytes is None else [],
                                     with_mtp=draft_info[2], compute_capability=compute_capability) - offload)
-    weights_bytes = model_weights if weights_bytes is None else max(0, weights_bytes - offload)
+    # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
+    weights_bytes = model_weights if weights_bytes is None else weights_bytes
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
         else activation_bytes
     nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes

@@ -1011,3 +1011,15 @@ def test_blackwell_head_256_hybrid_blocks_align_to_32_in_0_11_2_to_0_17(qwen3_ne
     assert est("0.14.0", "10.0").layout.block_size == 288
     assert est("0.14.0", "9.0").layout.block_size == 272
     assert est("0.18.0", "10.0").layout.block_size == 272
+
+
+def test_printed_weights_are_what_the_gpu_holds_with_cpu_offload(llama8b):
+    """--cpu-offload-gb 12: the model's own weights figure drops by the 12 GiB offloaded
+    (14.99 → 2.99 GiB for Llama-3.1-8B), but vLLM's "Model loading took 2.91 GiB" is already the GPU's
+    share and is not reduced again (a 0.27 RTX 3090 log had been read as 0 GiB of weights)."""
+    s = EngineSettings(vllm_version="0.27.0", cpu_offload_gb=12.0, max_model_len=8192, model_runner_v2=False)
+    modelled = estimate(llama8b, gpu_total_bytes=24 * GiB, settings=s)
+    whole = estimate(llama8b, gpu_total_bytes=24 * GiB, settings=s.replace(cpu_offload_gb=0.0))
+    assert modelled.weights_bytes == whole.weights_bytes - 12 * GiB
+    printed = estimate(llama8b, gpu_total_bytes=24 * GiB, settings=s, weights_bytes=int(2.91 * GiB))
+    assert printed.weights_bytes == int(2.91 * GiB)
