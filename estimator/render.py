@@ -70,6 +70,11 @@ def breakdown_rows(diag) -> list[tuple[str, str, str, str]]:
         if key == "kv_pool" and f.value < 0:
             # vLLM clamps to 0 blocks; the negative figure is how far the rest overran the budget.
             val, how = "0.00", f"{how}: the rest of the memory overruns the budget by {-f.value / GiB:.2f} GiB"
+        if key == "non_kv" and f.value < 0:
+            # vLLM's pool is larger than the assumed budget: no real memory is negative, the budget
+            # (card size or utilization) is what is off, as the checks say
+            val, how = "—", (f"the KV pool is {-f.value / GiB:.2f} GiB larger than the assumed budget: the card "
+                             "or the utilization is not what was assumed (see the checks)")
         rows.append((label, val, _LABEL.get(f.provenance, f.provenance), how))
     return rows
 

@@ -202,3 +202,17 @@ def test_redact_bearer_and_plain_text():
     assert BEARER not in redact(f"Authorization: Bearer {BEARER}")
     plain = "max_model_len 1010000 on an RTX A6000: sk-learn is a library; hf_hub is a module."
     assert redact(plain) == plain  # short look-alikes are not secrets
+
+
+def test_a_pool_larger_than_the_assumed_budget_shows_no_negative_memory():
+    """A 30 GiB KV pool on a card taken as a 24 GB RTX 4090 (budget 21.28 GiB) leaves "everything
+    but KV" at −8.72 GiB: no memory is negative, the card or the utilization is not what was
+    assumed — the row says so instead of printing the negative figure."""
+    from estimator.diagnosis import diagnose
+    from estimator.render import breakdown_rows
+
+    text = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.9 --max-model-len 8192\n"
+            "(EngineCore_DP0 pid=1) INFO 05-01 10:00:00 [gpu_worker.py:440] Available KV cache memory: 30.00 GiB\n")
+    d = diagnose(text, gpu="RTX 4090", vllm_version="0.20.0", offline=True, explain=True)
+    row = next(r for r in breakdown_rows(d) if r[0] == "Everything but KV")
+    assert row[1] == "—" and "8.72 GiB larger than the assumed budget" in row[3]
