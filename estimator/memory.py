@@ -33,6 +33,7 @@ from estimator.spec import (
 from estimator.vllm import (
     SAMPLER_BYTES_V0,
     V1_SAMPLER_PROFILED_FROM,
+    V2_RUNNER_OFFLOAD_FROM,
     EngineSettings,
     Profile,
     ceil_div,
@@ -1184,6 +1185,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # ---- weights, activation, non-torch, graphs ----
     # the checkpoint's own weights even when a paste gave vLLM's figure: the two are compared
     offload = int(s.cpu_offload_gb * GiB)
+    if offload and s.model_runner_v2 and profile.version < V2_RUNNER_OFFLOAD_FROM:
+        # Model Runner V2 set no weight offloader until 0.28 (only v1/worker/gpu_model_runner.py
+        # calls set_offloader(create_offloader(...)); vllm#51396, fixed by #51413)
+        offload = 0
+        assumptions.append(f"Model Runner V2 in vLLM {profile.release} ignores --cpu-offload-gb (vllm#51396, fixed "
+                           "in 0.28): every weight stays on the GPU (VLLM_USE_V2_MODEL_RUNNER=0 offloads)")
     model_weights = max(0, _weights(spec, s, profile, model_dtype, assumptions if weights_bytes is None else [],
                                     with_mtp=draft_info[2], compute_capability=compute_capability) - offload)
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out

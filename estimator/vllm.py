@@ -603,6 +603,7 @@ def parse_bytes(text: str) -> int:
 V2_RUNNER_DEFAULT_FROM = (0, 22, 0)
 V2_RUNNER_EVERY_MODEL_FROM = (0, 29, 0)
 V2_RUNNER_GRAPHS_FROM = (0, 29, 0)
+V2_RUNNER_OFFLOAD_FROM = (0, 28, 0)   # the first V2 runner that honours --cpu-offload-gb
 _V2_RUNNER_ARCHITECTURES = (
     ((0, 22, 0), frozenset({"Qwen3ForCausalLM"})),
     ((0, 23, 0), frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})),

@@ -1023,3 +1023,18 @@ def test_printed_weights_are_what_the_gpu_holds_with_cpu_offload(llama8b):
     assert modelled.weights_bytes == whole.weights_bytes - 12 * GiB
     printed = estimate(llama8b, gpu_total_bytes=24 * GiB, settings=s, weights_bytes=int(2.91 * GiB))
     assert printed.weights_bytes == int(2.91 * GiB)
+
+
+def test_model_runner_v2_before_028_ignores_cpu_offload(llama8b):
+    """vllm#51396: Model Runner V2 set no weight offloader until 0.28 (#51413), so --cpu-offload-gb 8
+    leaves all 14.99 GiB of Llama-3.1-8B on the GPU where the V1 runner keeps 8 GiB fewer."""
+    def weights(version, v2=None):
+        s = EngineSettings(vllm_version=version, cpu_offload_gb=8.0, max_model_len=8192, model_runner_v2=v2)
+        return estimate(llama8b, gpu_total_bytes=24 * GiB, settings=s)
+
+    whole = estimate(llama8b, gpu_total_bytes=24 * GiB,
+                     settings=EngineSettings(vllm_version="0.27.0", max_model_len=8192)).weights_bytes
+    ignored = weights("0.27.0")                      # Llama on V2 by default from 0.23
+    assert ignored.weights_bytes == whole and any("ignores --cpu-offload-gb" in a for a in ignored.assumptions)
+    assert weights("0.27.0", v2=False).weights_bytes == whole - 8 * GiB
+    assert weights("0.28.0").weights_bytes == whole - 8 * GiB
