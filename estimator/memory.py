@@ -1169,7 +1169,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             profile, spec.architecture, moe=spec.moe is not None, hybrid=spec.is_hybrid_state,
             quantized=spec.config.get("quantization_config") is not None,
             attention_free=not spec.attention_layers, speculative_method=s.speculative_method,
-            rocm=any(w in gpu_name.lower() for w in ("amd", "instinct", "radeon")))
+            rocm=any(w in gpu_name.lower() for w in ("amd", "instinct", "radeon")),
+            pipeline_parallel=s.pipeline_parallel_size)
         if s.model_runner_v2 and not profile.v2_runner_budgets_graphs:
             assumptions.append(f"vLLM {profile.release} runs this model on Model Runner V2 by default "
                                "(VLLM_USE_V2_MODEL_RUNNER unset)")

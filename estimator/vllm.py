@@ -642,7 +642,8 @@ def _by_version(table: tuple, v: tuple) -> frozenset:
 
 
 def default_model_runner_v2(p: Profile, architecture: str, *, moe: bool, hybrid: bool, quantized: bool,
-                            attention_free: bool, speculative_method: str | None, rocm: bool) -> bool:
+                            attention_free: bool, speculative_method: str | None, rocm: bool,
+                            pipeline_parallel: int = 1) -> bool:
     """Whether this release runs the model on Model Runner V2 when VLLM_USE_V2_MODEL_RUNNER is unset.
 
     Why it matters: V2's profile run samples without top-k/top-p (the dummy batch is greedy: the
@@ -655,6 +656,8 @@ def default_model_runner_v2(p: Profile, architecture: str, *, moe: bool, hybrid:
     if method and (method in ("suffix", "custom_class") if v >= (0, 33, 0) else
                    not (method in _V2_RUNNER_SPEC_METHODS or method.endswith("mtp"))):
         return False
+    if method == "eagle3" and pipeline_parallel > 1 and v < (0, 30, 0):
+        return False        # "EAGLE3 with pipeline parallelism" is on V2's unsupported list to 0.29
     if rocm and architecture in _by_version(_V2_RUNNER_ROCM_V1, v):
         return False
     if v >= V2_RUNNER_EVERY_MODEL_FROM:

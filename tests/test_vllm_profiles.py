@@ -664,6 +664,11 @@ def test_model_runner_v2_default_follows_each_releases_rule():
     # speculative methods V2 did not run fall back to V1 (ngram until 0.33; suffix still in 0.33)
     assert not _v2("0.29.0", "LlamaForCausalLM", spec="ngram") and _v2("0.29.0", "LlamaForCausalLM", spec="eagle3")
     assert _v2("0.33.0", "LlamaForCausalLM", spec="ngram") and not _v2("0.33.0", "LlamaForCausalLM", spec="suffix")
+    from estimator.vllm import default_model_runner_v2
+    eagle_pp = dict(moe=False, hybrid=False, quantized=False, attention_free=False, speculative_method="eagle3",
+                    rocm=False, pipeline_parallel=2)
+    assert not default_model_runner_v2(profile_for("0.29.0"), "LlamaForCausalLM", **eagle_pp)   # to 0.29
+    assert default_model_runner_v2(profile_for("0.30.0"), "LlamaForCausalLM", **eagle_pp)
     assert not default_v2_on_v0()
 
 
