@@ -284,10 +284,10 @@ def _family_row_of_size(row: _Row, stated_gb: float) -> _Row | None:
 _COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
 # Words that make another product of a model number: a Ti / SUPER / D / Laptop card is not its base
 # card (often other memory: 3080 Ti 12 GB against 10, 3060 Ti 8 against 12, 4090 Laptop 16 against 24)
-_VARIANT_WORDS = r"(?:ti|super|d|laptop|mobile|max-q|xt|xtx)"
-_VARIANT_AFTER = regex.compile(r" " + _VARIANT_WORDS + r"\b")
+_VARIANT_WORDS = "ti|super|d|laptop|mobile|max-q|xt|xtx"
+_VARIANT_AFTER = regex.compile(r" (?:" + _VARIANT_WORDS + r")\b")
 # ... and the generation words that tell cards of one model number apart (Quadro RTX 6000, RTX 6000 Ada)
-_PRODUCT_MARKS = regex.compile(r"(?<![\w-])(?:" + _VARIANT_WORDS[3:-1] + r"|ada|blackwell|quadro|titan)(?![\w-])")
+_PRODUCT_MARKS = regex.compile(r"(?<![\w-])(?:" + _VARIANT_WORDS + r"|ada|blackwell|quadro|titan)(?![\w-])")
 _REPORTED = regex.compile(r"(\d+(?:\.\d+)?)\s*gib\b")
 _SMI = regex.compile(r"(?<![\d.])(\d{4,6})\s*mib\b")
 # "80GB", and "80G" as Chinese-language posts write it ("A100 80G", "4090 24G")

@@ -160,8 +160,7 @@ def _card_size(name: str, gb: int) -> bool:
     4090" is a model's size, "80GB A100" and a modded "48GB 4090" are the card's."""
     from estimator.gpus import family_variants
 
-    # desktop and data-centre variants: a laptop chip of the name carries less ("RTX 4090 Laptop" 16 GB)
-    sizes = [g.total_bytes / 2**30 for g in family_variants(name) if "laptop" not in g.name.lower()]
+    sizes = [g.total_bytes / 2**30 for g in family_variants(name)]
     return not sizes or gb >= 0.9 * min(sizes)
 # "on 4A10", "8H100": a data-centre GPU name with a count glued on (the space or 'x' eaten)
 _GPU_GLUED = regex.compile(

@@ -210,7 +210,7 @@ class Profile:
     needed_rule: str                 # admission need: "v0" | "layers" (0.7–0.13) | "first_group" (0.14–0.18) | "groups"
     kv_memory_flag: bool             # --kv-cache-memory-bytes exists (0.10.2+)
     pp_global_check: bool            # 0.14.0–0.16.x: admission check over ALL PP stages' layers
-    # ... and its graphs: `profile_cudagraph_memory()` answers 0 in the V2 runner of 0.22–0.28
+    # Model Runner V2's graphs: `profile_cudagraph_memory()` answers 0 in its releases 0.22–0.28
     # (v1/worker/gpu/model_runner.py, "It is TBD whether we keep this API"), so the KV cache is sized
     # before the graphs and they are captured on top of it; 0.29 estimates them like V1
     # (`_profile_cudagraph_memory`). (Derivative 0.26.1 builds that print "Estimated MRV2 CUDA graph
@@ -646,9 +646,8 @@ def default_model_runner_v2(p: Profile, architecture: str, *, moe: bool, hybrid:
                             pipeline_parallel: int = 1) -> bool:
     """Whether this release runs the model on Model Runner V2 when VLLM_USE_V2_MODEL_RUNNER is unset.
 
-    Why it matters: V2's profile run samples without top-k/top-p (the dummy batch is greedy: the
-    logits alone) and until 0.29 it sizes the KV cache before its CUDA graphs, so the same flags
-    leave a different pool than V1 on the same release."""
+    Why it matters: until 0.29 V2 sizes the KV cache before its CUDA graphs, and until 0.28 it ignores
+    --cpu-offload-gb, so the same flags leave a different pool than V1 on the same release."""
     v = p.version
     if p.engine != "v1" or v < V2_RUNNER_DEFAULT_FROM:
         return False
