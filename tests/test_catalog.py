@@ -256,3 +256,17 @@ def test_a_renamed_local_copy_takes_its_base_models_config():
     local = load_model("Qwen/Qwen3.6-27B-local", offline=True)
     assert local.spec.num_layers == 64 and not local.spec.quantization
     assert load_model("Qwen/Qwen3.6-27B-AWQ-local", offline=True).spec.quantization["quant_method"] == "awq"
+
+
+def test_qwen38_27b_stands_on_qwen36_27bs_config_and_says_so():
+    """No copy of Qwen/Qwen3.8-27B's config.json is public; its official safetensors index declares
+    55,562,855,904 B = 27,781,427,952 BF16 parameters, exactly Qwen/Qwen3.6-27B's count, so that
+    config stands in (DERIVED) — and the architecture it gives reproduces the figure: the parameters
+    vLLM loads plus the MTP layer it leaves out without speculative decoding."""
+    from estimator.api import load_model
+    from estimator.params import count_params
+
+    model = load_model("Qwen/Qwen3.8-27B", offline=True)
+    assert any("DERIVED" in a for a in model.spec.assumptions)
+    parts = count_params(model.spec)
+    assert parts.params_total + parts.params_by_part["mtp"] == 55_562_855_904 // 2
