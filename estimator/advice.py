@@ -562,10 +562,18 @@ def _activation_fixes(est: Estimate) -> list[Suggestion]:
         # max_model_len) only cost sampler memory: size max_num_seqs to the cache.
         useful = 1 << max(4, math.ceil(math.log2(max(1.0, e.max_concurrency * 4))))
         seqs = min(seqs, useful)
+    mllama_v0 = est.profile.engine == "v0" and est.spec.model_type.startswith("mllama")
+    while mllama_v0 and e.error_kind == "no_cache_blocks" and seqs > 1:
+        # V0 encodes one dummy image per max_num_seqs prompt (memory._mllama_v0_encoder_peak): halve
+        # the prompts until a block is left
+        seqs //= 2
+        e, ok, _ = _check(est, max_num_seqs=seqs)
+    why = (f"V0's profile run encodes one dummy image per sequence (max_num_seqs of them at once); with {seqs} "
+           "the vision tower's batch leaves room for the KV cache") if mllama_v0 else \
+        (f"the profile run's sampler scales with max_num_seqs × vocab; {seqs} sequences are as many as this "
+         "KV cache can serve at once")
     if seqs < now:      # a lever lowers the sampler's rows, never raises them (--max-num-seqs 8 stays)
-        out.append(_with_len(est, {"max_num_seqs": seqs}, "the profile run's sampler scales with max_num_seqs × "
-                             f"vocab; {seqs} sequences are as many as this KV cache can serve at once",
-                             True, flags=[_flag("max-num-seqs", seqs)]))
+        out.append(_with_len(est, {"max_num_seqs": seqs}, why, True, flags=[_flag("max-num-seqs", seqs)]))
     tb = max(2048, (s.max_num_batched_tokens or 8192) // 4)
     if tb < (s.max_num_batched_tokens or 0):
         # V0 refuses a batch smaller than max_model_len without chunked prefill ("max_num_batched_tokens

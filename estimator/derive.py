@@ -485,14 +485,21 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     other = other_worker_pool(facts, est)
     if other is not None:
         return other.pool, other.how
+    bpb = est.layout.bytes_per_block
+    blocks = f("gpu_blocks")
     for key in ("kv_cache_gib", "kv_available_gib"):
         if f(key) is not None:
-            return int(float(f(key)) * GiB), "KV cache memory printed by vLLM"
-    bpb = est.layout.bytes_per_block
+            pool = int(float(f(key)) * GiB)
+            if bpb and blocks is not None and int(blocks) > 0:
+                # V0 printed both: "reserved for KV Cache is 14.65GiB" (2 decimals, ±0.005 GiB) and
+                # "# CUDA blocks: 6001" = pool // bytes per block, the finer of the two where they agree
+                lo, hi = int(blocks) * bpb, (int(blocks) + 1) * bpb - 1
+                if lo - 0.0051 * GiB <= pool <= hi + 0.0051 * GiB:
+                    return min(max(pool, lo), hi), "KV cache memory printed by vLLM, to the block it printed"
+            return pool, "KV cache memory printed by vLLM"
     if not bpb:
         return None
     mib = f"{bpb / 2**20:.2f} MiB per block"
-    blocks = f("gpu_blocks")
     if blocks is not None and int(blocks) != 0:
         # a negative count is vLLM 0.1's unclamped floor division (vllm#184: "# GPU blocks: -1"): the
         # budget fell short by less than |count| blocks, as a positive count bounds the pool from below

@@ -983,6 +983,8 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     what = "image(s)" + (" and as many videos" if n_vid and n_img and profile.engine == "v0" else "")
     if not n_img:
         what = "video(s)"
+    if profile.engine == "v0" and spec.model_type.startswith("mllama"):
+        return _mllama_v0_encoder_peak(spec, v, seqs * n_img, tp, dtype_b, assumptions), media
     if profile.engine == "v0":
         items = max(1, min(seqs, tb // media)) * per_prompt
     else:
@@ -1010,6 +1012,26 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
     return peak, media
+
+
+def _mllama_v0_encoder_peak(spec: ModelSpec, v: dict, images: int, tp: int, dtype_b: int,
+                            assumptions: list[str]) -> int:
+    """Llama-3.2-Vision on V0: the encoder-decoder runner gives each of max_num_seqs dummy prompts its
+    images (worker/enc_dec_model_runner.py profile_run: no max_num_batched_tokens cap, unlike
+    model_runner.py), and the vision tower encodes them in one batch (mllama.py MllamaVisionModel).
+    Per image of T = tiles × (patches + CLS, padded to 8) tokens, what is live in its last layers: the
+    4-D aspect-ratio attention mask (T × T in the model dtype, built for every image and kept through
+    all layers), the intermediate hidden states it collects (intermediate_layers_indices) beside the
+    running one, and the MLP's fc1 output and GELU (2 × I/tp). vllm PR #12126's log (128 images of
+    4 × 1,608 tokens, H100) prints 36.63 GiB of peak activation; this gives 37.3."""
+    hv, iv = int(v.get("hidden_size") or 1280), int(v.get("intermediate_size") or 5120)
+    patches = (int(v.get("image_size") or 560) // int(v.get("patch_size") or 14)) ** 2 + 1
+    t = int(v.get("max_num_tiles") or 4) * (-(-patches // 8) * 8)
+    kept = len(v.get("intermediate_layers_indices") or ())
+    per_image = (t * t + (kept + 1) * t * hv + 2 * t * iv // tp) * dtype_b
+    assumptions.append(f"profile run encodes {images} dummy images of {t:,} vision tokens in one batch (V0 "
+                       "encoder-decoder runner: one per dummy prompt), with the vision tower's attention mask")
+    return images * per_image
 
 
 def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> int:

@@ -218,6 +218,10 @@ ANCHOR_MISSES = {
         "size: 612,157 tokens' vs the estimate's 632,141 (+3.3%): the paste cuts num_speculative_tokens off, so "
         "vLLM's default (1) is assumed; with 3 the estimate gives 612,158 (418 blocks / 179 per request), while "
         "612,157 is exactly int(425 / 182 × 262,144)"),
+    "talos-1995-qwen38-27b-fp8-2x3090-262k": (
+        "KV 4.99 GiB reproduced, but the paste names its fp8_e4m3 KV cache only in prose ('`fp8_e4m3` KV at "
+        "default', in a list of what was left unchanged), which is not read as a setting: at bf16 the hybrid "
+        "blocks hold 784 tokens, not the 1,568 the post's own arithmetic uses, so half the tokens"),
 }
 
 

@@ -1038,3 +1038,18 @@ def test_model_runner_v2_before_028_ignores_cpu_offload(llama8b):
     assert ignored.weights_bytes == whole and any("ignores --cpu-offload-gb" in a for a in ignored.assumptions)
     assert weights("0.27.0", v2=False).weights_bytes == whole - 8 * GiB
     assert weights("0.28.0").weights_bytes == whole - 8 * GiB
+
+
+def test_mllama_v0_encodes_an_image_per_dummy_prompt_with_its_attention_mask():
+    """Llama-3.2-11B-Vision on V0: enc_dec_model_runner.py gives every one of max_num_seqs (128) dummy
+    prompts an image (no max_num_batched_tokens cap) and the tower encodes them in one batch. Per image
+    T = 4 tiles × 1,608 tokens ((560/14)² + CLS = 1,601, padded to 8): the T × T bf16 mask, six
+    T × 1280 hidden states (five kept intermediates and the running one) and fc1 + GELU (2 × T × 5120),
+    by hand 128 × 313,264,128 B = 37.34 GiB (vllm PR #12126's log: 36.63)."""
+    spec = load("meta-llama/Llama-3.2-11B-Vision-Instruct")
+    s = EngineSettings(vllm_version="0.6.6", max_model_len=65536, max_num_seqs=128, enforce_eager=True)
+    e = estimate(spec, gpu_total_bytes=int(79.22 * GiB), settings=s)
+    t = 4 * 1608
+    per_image = (t * t + 6 * t * 1280 + 2 * t * 5120) * 2
+    assert per_image == (41_370_624 + 49_397_760 + 65_863_680) * 2 == 313_264_128
+    assert e.activation_bytes == 128 * per_image
