@@ -1009,9 +1009,33 @@ def scan_long_context_warning(text: str) -> list[Setting]:
             for m in _safe_finditer(_LONG_CONTEXT_NO_CHUNKING, text, limit=5)]
 
 
+# A KV-cache dtype told in prose: "`fp8_e4m3` KV at default", "FP8 KV cache", "KV cache: fp8" (talos
+# docs on a Qwen3.8-27B run). Not on a line proposing a change ("try an fp8 KV cache"); a flag wins.
+_KV_DTYPE_PROSE = regex.compile(
+    r"(?i)(?<![\w-])`?(?P<v>fp8(?:_e4m3|_e5m2)?|int8(?:_per_token_head)?)`?[ ]+KV(?:[ ]cache)?\b"
+    r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>fp8(?:_e4m3|_e5m2)?|int8(?:_per_token_head)?)\b")
+
+
+# advice in words reads like a setting ("consider using fp8 KV cache"): a prose KV dtype is taken only
+# from lines that tell what ran
+_KV_ADVICE = regex.compile(r"(?i)\b(?:consider|use|using|switch|enable|enabling|halve[sd]?|save[sd]?|might|may|"
+                           r"option|alternative|if[ ]you|you[ ]can|could|should|would)\b")
+
+
+def scan_kv_dtype_prose(text: str) -> list[Setting]:
+    out = []
+    for m in _safe_finditer(_KV_DTYPE_PROSE, text, limit=20):
+        grp = "v" if m.group("v") else "w"
+        if is_suggestion(text, m.start()) or _KV_ADVICE.search(line_of(text, m.start()), timeout=0.1):
+            continue
+        out.append(Setting("kv_cache_dtype", m.group(grp).lower(), m.span(grp), "prose", m.group(0)))
+    return out
+
+
 def scan_text(text: str) -> list[Setting]:
     """Every setting found in `text`, in no particular order; callers rank by `source`."""
     out = scan_commands(text)
+    out += scan_kv_dtype_prose(text)
     out += scan_long_context_warning(text)
     out += scan_kwargs(text)
     out += scan_nondefault_args(text)[0]

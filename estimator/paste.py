@@ -65,6 +65,7 @@ _RUN_SOURCES = frozenset({"cmdline", "kwargs", "nondefault_args", "config_dump",
 _SOURCE_PRIORITY = {
     "config_dump": _tpl.P_CONFIG, "nondefault_args": _tpl.P_NONDEFAULT, "cmdline": _tpl.P_CMDLINE,
     "kwargs": _tpl.P_CMDLINE, "env": _tpl.P_ENV, "flag": _tpl.P_FLAG, "kv": _tpl.P_KV,
+    "prose": _tpl.P_GUESS + 5,      # a setting told in words ("`fp8_e4m3` KV"): below any flag or log value
 }
 _BUDGET_S = 0.45     # skip the prose stage when a paste has used this much time already
 _DEADLINE_S = 0.6    # hard wall-clock budget of one paste (regex timeouts shrink to fit)

@@ -940,3 +940,15 @@ def test_the_v1_runners_load_line_says_the_runner_and_its_wording_the_release():
            "15.27 GiB memory and 3.5 seconds\n")
     f = read_paste(new)
     assert f.extra["model_runner_v2"] is False and f.extra["version_hint"][0] == "0.11.2"
+
+
+def test_a_kv_cache_dtype_told_in_prose_is_read_unless_it_is_advice():
+    # "`fp8_e4m3` KV at default" (a list of what a run kept) is what ran; "consider an fp8 KV cache" is not
+    ran = "Deliberately unchanged: `Qwen3.8-27B-FP8` checkpoint, `fp8_e4m3` KV at default (uncalibrated, scale 1.0)\n"
+    assert read_paste(ran).get("kv_cache_dtype") == "fp8_e4m3"
+    assert read_paste("KV cache dtype: fp8\n").get("kv_cache_dtype") == "fp8"
+    for advice in ("Consider using fp8 KV cache.\n", "You could try an fp8 KV cache to double the tokens\n",
+                   "fp8 KV halves the memory\n"):
+        assert read_paste(advice).get("kv_cache_dtype") is None, advice
+    # a flag outranks the words
+    assert read_paste("vllm serve x --kv-cache-dtype auto\nwith fp8 KV it was faster\n").get("kv_cache_dtype") == "auto"
