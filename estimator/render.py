@@ -13,7 +13,7 @@ import re
 
 import regex
 
-from estimator.memory import Estimate, GiB
+from estimator.memory import Estimate, GiB, graphs_after_kv
 from estimator.paste import CONFIG_ERRORS
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
@@ -201,6 +201,13 @@ def _slack(md: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"*\1*", md or "")
 
 
+def _graph_row_label(est: Estimate) -> str:
+    """'CUDA graphs', or why the budget holds none although vLLM captures them (V2 before 0.29)."""
+    after = not est.cuda_graph_bytes and not est.settings.enforce_eager and est.profile.cuda_graphs_budgeted \
+        and graphs_after_kv(est.profile, est.settings)
+    return "CUDA graphs (captured after KV)" if after else "CUDA graphs"
+
+
 def estimate_text(est: Estimate) -> str:
     """The readable table `kvdoctor estimate` prints by default."""
     s, m = est.settings, est
@@ -220,7 +227,7 @@ def estimate_text(est: Estimate) -> str:
         f"{'weights':<34}{g(m.weights_bytes):>10}",
         f"{'activation peak (estimate)':<34}{g(m.activation_bytes):>10}",
         f"{'non-torch (estimate)':<34}{g(m.non_torch_bytes):>10}",
-        f"{'CUDA graphs':<34}{g(m.cuda_graph_bytes):>10}",
+        f"{_graph_row_label(est):<34}{g(m.cuda_graph_bytes):>10}",
         f"{'KV cache':<34}{g(m.kv_cache_bytes):>10}",
         "",
         f"GPU blocks: {est.gpu_blocks:,};  KV cache: {est.kv_cache_tokens:,} tokens;  "

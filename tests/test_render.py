@@ -216,3 +216,17 @@ def test_a_pool_larger_than_the_assumed_budget_shows_no_negative_memory():
     d = diagnose(text, gpu="RTX 4090", vllm_version="0.20.0", offline=True, explain=True)
     row = next(r for r in breakdown_rows(d) if r[0] == "Everything but KV")
     assert row[1] == "—" and "8.72 GiB larger than the assumed budget" in row[3]
+
+
+def test_the_estimate_table_says_when_graphs_sit_outside_the_budget():
+    # Llama runs on Model Runner V2 by default from 0.23, which captures its graphs after the KV cache
+    # is sized until 0.29: the table's zero says so rather than looking like "no graphs"
+    from estimator.api import load_model, run_estimate
+    from estimator.render import estimate_text
+    from estimator.vllm import EngineSettings
+
+    spec = load_model("meta-llama/Llama-3.1-8B", offline=True).spec
+    def text(version):
+        return estimate_text(run_estimate(spec, "RTX 4090", EngineSettings(vllm_version=version, max_model_len=8192)))
+    assert "CUDA graphs (captured after KV)" in text("0.27.0")
+    assert "captured after KV" not in text("0.29.0") and "captured after KV" not in text("0.21.0")
