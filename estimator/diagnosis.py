@@ -312,7 +312,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     # refused (3 GPUs splitting 40 heads) would be a table of an impossible run
     if model_ref and kind not in CONFIG_ERRORS:
         try:
-            est = _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout)
+            est = _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout,
+                                     stated=bool(vllm_version or facts.get("vllm_version")))
+            if note and est.settings.vllm_version != version:
+                assumptions.remove(note)    # the checkpoint's format capped the assumed release
         except ModelUnavailable as exc:
             problem = str(exc)
             missing.append("the model's config.json (the model could not be looked up)")
@@ -503,11 +506,30 @@ def _has_numbers(facts) -> bool:
                                                    "kv_cache_gib", "kv_needed_gib"))
 
 
-def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout) -> Estimate:
+def _loadable_release(spec, settings) -> str | None:
+    """When the paste does not name its release and the one assumed cannot load the checkpoint's
+    format (GGUF left vLLM in 0.24, bitsandbytes in 0.28), the paste's own vLLM could: model the last
+    release that still had it. Sets the settings' version; returns the note that says so."""
+    from estimator.params import weight_format_kind
+    from estimator.vllm import last_release_before, parse_version, removed_quant_method
+
+    removed = removed_quant_method(weight_format_kind(spec, settings.quantization),
+                                   parse_version(settings.vllm_version))
+    before = last_release_before(removed[1]) if removed else None
+    if not before:
+        return None
+    settings.vllm_version = before
+    return (f"version not stated; vLLM ran these {removed[0]} weights, which releases from "
+            f"{'.'.join(map(str, removed[1][:2]))} cannot load: modelled as {before}, the last release before")
+
+
+def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout,
+                       stated: bool = True) -> Estimate:
     from estimator.api import load_model, run_estimate
 
     loaded = load_model(str(model_ref), offline=offline, timeout=hub_timeout)
     settings = settings_from_facts(facts, version, engine)
+    capped = None if stated else _loadable_release(loaded.spec, settings)
     _tp_from_weights(facts, loaded.spec, settings)
     f = facts.get
 
@@ -536,6 +558,8 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
             card_ref = held.name
     est = run_estimate(loaded.spec, card_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
+    if capped:
+        est.assumptions.insert(0, capped)
     if held is not None:
         est.assumptions.append(f"the paste names the {named} without its size, but vLLM loaded "
                                f"{overrides['weights_bytes'] / GiB:.2f} GiB of weights per GPU, more than that "

@@ -31,8 +31,11 @@ from estimator.spec import (
     dtype_bytes,
 )
 from estimator.vllm import (
+    BNB_MOE_FROM,
+    QUANT_METHOD_REMOVED,
     SAMPLER_BYTES_V0,
     V1_SAMPLER_PROFILED_FROM,
+    V2_RUNNER_ENCODER_PROFILED_FROM,
     V2_RUNNER_OFFLOAD_FROM,
     EngineSettings,
     Profile,
@@ -44,6 +47,7 @@ from estimator.vllm import (
     full_graph_sizes,
     performance_mode,
     profile_for,
+    removed_quant_method,
     requested_bytes,
     sampler_bytes,
     v0_chunked_prefill,
@@ -745,7 +749,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
             assumptions.append(f"V0 profile run: {seqs} dummy prompt(s) of {mm_tokens:,} media tokens, "
                                f"{tokens:,} tokens through the language model (more than "
                                f"max_num_batched_tokens {tb:,})")
-    forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0")
+    forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0") \
+        + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes)
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     if profile.engine == "v0":
@@ -846,6 +851,28 @@ def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int
     if dp > 1:
         moe += 2 * routed * h * dtype_b
     return int(max(dense if m.dense_layers else 0, moe))
+
+
+def bnb_dequant_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int) -> int:
+    """What bitsandbytes 4-bit weights add to the forward's peak: their dequantized copies.
+
+    A prefill matmul (more than one row) dequantizes its weight before multiplying:
+    layers/quantization/bitsandbytes.py `_apply_bnb_4bit` calls bitsandbytes' matmul_4bit one
+    shard at a time (gate, up, q, …), which builds the shard in 16 bits (dequantize_4bit) beside
+    the layer's output — the largest shard is the MLP's I × h (or the query's heads·d × h), split
+    by TP. From 0.10.1 a MoE layer's experts (BitsAndBytesMoEMethod `_apply_4bit_dequnt`)
+    dequantize w13 and w2 of every local expert at once before fused_experts: E × 3 · I_expert × h
+    over TP. Code, not a fit; bitsandbytes left vLLM in 0.28 (QUANT_METHOD_REMOVED)."""
+    if profile.version >= QUANT_METHOD_REMOVED["bitsandbytes"] or \
+            params.weight_format_kind(spec, s.quantization) != "bnb4":
+        return 0
+    tp, h = max(1, s.tensor_parallel_size), spec.hidden_size
+    dense = max(spec.intermediate_size, spec.num_attention_heads * spec.head_dim) // tp * h * dtype_b
+    m = spec.moe
+    if not (m and m.moe_layers) or profile.version < BNB_MOE_FROM:
+        return dense
+    experts = m.num_experts * (3 * m.expert_intermediate // tp) * h * dtype_b
+    return max(dense if m.dense_layers else 0, experts)
 
 
 # Image processors' default largest image for dynamic-resolution ViTs (Qwen2-VL / Qwen2.5-VL /
@@ -977,6 +1004,15 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     if n_img + n_vid == 0:
         assumptions.append("--limit-mm-per-prompt allows no images or videos: no multimodal dummy inputs in "
                            "the profile run")
+        return 0, 0
+    if s.model_runner_v2 and profile.version < V2_RUNNER_ENCODER_PROFILED_FROM and not s.encoder_profile:
+        # Model Runner V2's profile_run before 0.27 (v1/worker/gpu/model_runner.py) runs the language
+        # model and the sampler only: no dummy media, so the encoder's peak is not in the budget and
+        # limiting media frees nothing there (vllm PR48601's Qwen3.6-27B TP 4 log on V2: 1.54 GiB of
+        # peak activation printed, the LLM forward and sampler alone)
+        assumptions.append(f"Model Runner V2 in vLLM {profile.release} does not profile the vision encoder "
+                           "(from 0.27 it does): its peak is not set aside, so the first large image or video "
+                           "must find room outside the KV cache at run time")
         return 0, 0
     media = tokens * (n_img + n_vid)
     per_prompt = max(n_img, n_vid)
@@ -1214,6 +1250,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         offload = 0
         assumptions.append(f"Model Runner V2 in vLLM {profile.release} ignores --cpu-offload-gb (vllm#51396, fixed "
                            "in 0.28): every weight stays on the GPU (VLLM_USE_V2_MODEL_RUNNER=0 offloads)")
+    removed = removed_quant_method(params.weight_format_kind(spec, s.quantization), profile.version)
+    if removed:
+        method, gone = removed[0], ".".join(map(str, removed[1][:2]))
+        assumptions.append(f"vLLM {profile.release} cannot load {method} weights: {gone} removed them (it "
+                           f"stops with \"Unknown quantization method: {method}\"); these figures are what they "
+                           f"would take — serve them with a release before {gone}, or an AWQ / GPTQ / FP8 "
+                           "export of the model")
     model_weights = max(0, _weights(spec, s, profile, model_dtype, assumptions if weights_bytes is None else [],
                                     with_mtp=draft_info[2], compute_capability=compute_capability) - offload)
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out

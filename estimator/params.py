@@ -675,6 +675,13 @@ def _ignore_list(q: dict) -> tuple[str, ...]:
 _CHECKPOINT_DECIDES = ("modelopt", "compressed-tensors")
 
 
+def weight_format_kind(spec: ModelSpec, quantization: str | None) -> str:
+    """The family of the format vLLM loads the weights in (none, fp8, int, nvfp4, mxfp4, bnb4, bnb8,
+    gguf, mixed): what decides kernel-side memory (bitsandbytes' dequantized copies) and whether a
+    release can load the checkpoint at all."""
+    return _resolve_format(spec, quantization, []).kind
+
+
 def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str]) -> _Fmt:
     """The weight format vLLM will use: --quantization, else the checkpoint's quantization_config."""
     q = dict(spec.quantization or {})

@@ -144,6 +144,21 @@ def release_day(version: str | None) -> str | None:
     return next((published for v, published in RELEASES if parse_version(v) >= want), None)
 
 
+def last_release_before(version: tuple[int, int, int]) -> str | None:
+    """The newest release older than `version` (the last one that still had what `version` dropped)."""
+    older = [v for v, _published in RELEASES if parse_version(v) < version]
+    return max(older, key=parse_version) if older else None
+
+
+def removed_quant_method(weight_kind: str, version: tuple[int, int, int]) -> tuple[str, tuple[int, int, int]] | None:
+    """(vLLM's method name, the release that dropped it) when `version` cannot load weights of this
+    kind (params.weight_format_kind), else None."""
+    method = {"bnb4": "bitsandbytes", "bnb8": "bitsandbytes", "gguf": "gguf"}.get(weight_kind)
+    if method and version >= QUANT_METHOD_REMOVED[method]:
+        return method, QUANT_METHOD_REMOVED[method]
+    return None
+
+
 def iso_day(day: str | None) -> str | None:
     """'2025-07-22', an ISO timestamp or a month ('2025-07', read as its last day) → 'YYYY-MM-DD'."""
     m = re.match(r"\s*(\d{4})-(\d{2})(?:-(\d{2}))?", str(day or ""))
@@ -604,6 +619,17 @@ V2_RUNNER_DEFAULT_FROM = (0, 22, 0)
 V2_RUNNER_EVERY_MODEL_FROM = (0, 29, 0)
 V2_RUNNER_GRAPHS_FROM = (0, 29, 0)
 V2_RUNNER_OFFLOAD_FROM = (0, 28, 0)   # the first V2 runner that honours --cpu-offload-gb
+# --quantization methods a release no longer has (the QUANTIZATION_METHODS list of
+# vllm/model_executor/layers/quantization/__init__.py in each wheel; config/model.py then raises
+# "Unknown quantization method: …"): GGUF from 0.24 (gguf_loader.py went with it), bitsandbytes
+# from 0.28 (bitsandbytes_loader.py too).
+QUANT_METHOD_REMOVED = {"gguf": (0, 24, 0), "bitsandbytes": (0, 28, 0)}
+# bitsandbytes' fused-MoE method (BitsAndBytesMoEMethod, which dequantizes every local expert per
+# layer) from 0.10.1; before it a bitsandbytes MoE did not load
+BNB_MOE_FROM = (0, 10, 1)
+# the first V2 runner whose profile_run encodes dummy media (encoder_runner.profile_encoder_cache);
+# 0.22–0.26 profile the language model and the sampler alone
+V2_RUNNER_ENCODER_PROFILED_FROM = (0, 27, 0)
 _V2_RUNNER_ARCHITECTURES = (
     ((0, 22, 0), frozenset({"Qwen3ForCausalLM"})),
     ((0, 23, 0), frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})),

@@ -933,3 +933,19 @@ def test_a_v2_runner_log_on_0_27_says_its_graphs_sit_outside_the_budget():
     assert d.estimate["memory"]["cuda_graph_bytes"] == 0 and d.estimate["settings"]["model_runner_v2"] is True
     graphs = [r for r in breakdown_rows(d) if r[0] == "CUDA graphs"]
     assert graphs and "after the KV cache is sized" in graphs[0][3]
+
+
+def test_an_unversioned_bitsandbytes_paste_is_modelled_on_a_release_that_loads_it():
+    """bitsandbytes left vLLM in 0.28: a paste whose vLLM ran bitsandbytes weights and that names no
+    release is modelled on 0.27.1, not on the newest release its message formats allow; a stated
+    release stands, and the reply then says it cannot load them."""
+    text = ("$ vllm serve Qwen/QwQ-32B --quantization bitsandbytes --max-model-len 60000\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total "
+            "capacity of 31.37 GiB of which 1.02 GiB is free.\nGPU: RTX 5090\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.estimate["settings"]["vllm_version"] == "0.27.1"
+    assert any("modelled as 0.27.1" in a for a in d.assumptions)
+    assert not any("modelled as 0.33" in a for a in d.assumptions)
+    stated = diagnose(text, offline=True, explain=True, vllm_version="0.30.0")
+    assert stated.estimate["settings"]["vllm_version"] == "0.30.0"
+    assert any("cannot load bitsandbytes weights" in a for a in stated.assumptions)

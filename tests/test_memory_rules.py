@@ -247,6 +247,38 @@ def test_gated_vision_mlp_keeps_gate_and_up():
     assert peak32 == int(1.3 * 65536 * (3 * 3456 + 3 * 1280) * 2)
 
 
+def test_v2_runner_profiles_no_media_before_027():
+    """Model Runner V2's profile_run (v1/worker/gpu/model_runner.py) encodes dummy media only from
+    0.27 (encoder_runner.profile_encoder_cache); 0.22–0.26 run the language model and the sampler
+    alone, so the tower's peak is not set aside and no media limit frees budget there."""
+    from estimator.memory import vision_encoder_peak
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    one_image = int(1.3 * 65536 * 14100 * 2)            # test_gated_vision_mlp_keeps_gate_and_up
+
+    def enc(version, v2, **kw):
+        s = EngineSettings(vllm_version=version, max_num_batched_tokens=2048, model_runner_v2=v2, **kw)
+        notes: list[str] = []
+        return vision_encoder_peak(spec, profile_for(version), s, 2, notes, max_len=4096), notes
+
+    (peak, tokens), notes = enc("0.26.0", True)
+    assert (peak, tokens) == (0, 0)
+    assert any("does not profile the vision encoder" in n for n in notes)
+    assert enc("0.26.0", False)[0][0] == one_image        # the V1 runner of 0.26 does
+    assert enc("0.27.0", True)[0][0] == one_image         # and V2 from 0.27
+    # a log that prints the encoder-cache profile line shows the encoder ran: it stands
+    assert enc("0.26.0", True, encoder_profile=("image", 1))[0][0] == one_image
+    # through the whole estimate (V2 is 0.26's default for this dense model): the activation is the
+    # same as with every media limit at 0, and no --limit-mm-per-prompt fix is offered
+    def act(**kw):
+        s = EngineSettings(vllm_version="0.26.0", max_num_batched_tokens=2048, max_num_seqs=4,
+                           max_model_len=4096, **kw)
+        return estimate(spec, gpu_total_bytes=80 * GiB, settings=s).activation_bytes
+    assert act() == act(limit_mm_per_prompt={"image": 0, "video": 0})
+    assert act(model_runner_v2=False) > act()
+
+
 def test_fixed_size_image_tokens_come_from_the_config():
     """Gemma 4: 280 soft tokens per image (vision_soft_tokens_per_image), pooled 3×3 from patches."""
     from estimator.memory import vision_encoder_peak
@@ -1120,3 +1152,48 @@ def test_rope_cache_per_attention_layer_up_to_0_2_2():
     assert 65536 * 128 * 2 == 16_777_216
     assert weights("0.2.2") - weights("0.2.3") == 31 * 16_777_216
     assert weights("0.2.0") == weights("0.2.2")
+
+
+def test_bitsandbytes_4bit_adds_its_dequantized_shard_until_028():
+    """layers/quantization/bitsandbytes.py: a prefill matmul dequantizes its 4-bit weight one shard at
+    a time (matmul_4bit), so the forward holds the largest shard in 16 bits; from 0.10.1 a MoE layer
+    dequantizes w13 and w2 of every local expert at once (_apply_4bit_dequnt). 0.28 dropped it."""
+    from estimator.memory import bnb_dequant_bytes
+    from estimator.vllm import profile_for
+
+    llama = load("meta-llama/Llama-3.1-8B")             # h 4096, I 14336, 32 heads × 128
+
+    def dq(spec, version, **kw):
+        return bnb_dequant_bytes(spec, profile_for(version), EngineSettings(vllm_version=version, **kw), 2)
+
+    # gate (or up, or down): I × h = 14,336 × 4,096 × 2 B, above q's 4,096 × 4,096
+    assert dq(llama, "0.20.0", quantization="bitsandbytes") == 14336 * 4096 * 2       # 112 MiB
+    assert dq(llama, "0.20.0", quantization="bitsandbytes", tensor_parallel_size=2) == 7168 * 4096 * 2
+    assert dq(llama, "0.8.5", engine="v0", quantization="bitsandbytes") == 14336 * 4096 * 2
+    assert dq(llama, "0.28.0", quantization="bitsandbytes") == 0          # no bitsandbytes in 0.28
+    assert dq(llama, "0.20.0") == dq(llama, "0.20.0", quantization="fp8") == 0
+    moe = load("Qwen/Qwen3-30B-A3B")                    # 128 experts × I 768, h 2048, no dense layers
+    assert dq(moe, "0.20.0", quantization="bitsandbytes") == 128 * 3 * 768 * 2048 * 2   # 1.125 GiB
+    assert dq(moe, "0.10.0", quantization="bitsandbytes") == 6144 * 2048 * 2  # before its MoE method
+    # through the estimate: the forward of a 2,048-token profile run grows by the shard
+    def act(q):
+        s = EngineSettings(vllm_version="0.20.0", max_num_seqs=1, max_num_batched_tokens=2048,
+                           max_model_len=4096, quantization=q)
+        return estimate(llama, gpu_total_bytes=80 * GiB, settings=s).activation_bytes
+    assert act("bitsandbytes") - act(None) == 14336 * 4096 * 2
+
+
+@pytest.mark.parametrize("quantization,version,says", [
+    ("bitsandbytes", "0.27.1", False), ("bitsandbytes", "0.28.0", True), ("bitsandbytes", "0.33.0", True),
+    ("gguf", "0.23.0", False), ("gguf", "0.24.0", True), ("awq", "0.33.0", False),
+])
+def test_a_release_without_the_weights_format_says_it_cannot_load_them(quantization, version, says):
+    """QUANTIZATION_METHODS in each wheel: GGUF is gone from 0.24 and bitsandbytes from 0.28, and
+    config/model.py stops with "Unknown quantization method"; the estimate says so."""
+    from estimator.vllm import last_release_before
+
+    spec = load("meta-llama/Llama-3.1-8B")
+    s = EngineSettings(vllm_version=version, quantization=quantization, max_model_len=4096)
+    e = estimate(spec, gpu_total_bytes=80 * GiB, settings=s)
+    assert any(f"cannot load {quantization} weights" in a for a in e.assumptions) == says
+    assert last_release_before((0, 28, 0)) == "0.27.1" and last_release_before((0, 24, 0)) == "0.23.0"
