@@ -310,7 +310,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         missing.append("the GPU (`nvidia-smi` output)")
     # a settings error is answered from vLLM's message alone: a memory estimate of the settings vLLM
     # refused (3 GPUs splitting 40 heads) would be a table of an impossible run
-    if model_ref and kind not in CONFIG_ERRORS:
+    # so is a release that has no such quantization method: vLLM stopped before sizing any memory
+    refused = kind is None and bool(facts.extra.get("unknown_quantization"))
+    if model_ref and kind not in CONFIG_ERRORS and not refused:
         try:
             est = _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout,
                                      stated=bool(vllm_version or facts.get("vllm_version")))
@@ -371,7 +373,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
     if kind == "other" and est is not None and est.fits and not killed:
         missing.append("the exception the traceback ends with (its last lines)")
-    if kind in CONFIG_ERRORS:
+    if kind in CONFIG_ERRORS or refused:
         missing = []       # a settings error: its fix needs no model config or card
     d = Diagnosis(
         error_kind=kind, summary="", facts=facts.to_dict(), derived=state.to_json(),
@@ -804,9 +806,26 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
     return notes
 
 
+def _unknown_quantization_text(method: str) -> str:
+    """vLLM refused the weights' format before sizing any memory: say which releases have it."""
+    from estimator.vllm import QUANT_METHOD_REMOVED, last_release_before
+
+    out = (f"**Not a memory problem**: this vLLM has no `{method}` quantization method, so it stops before "
+           "loading the model.")
+    if method in QUANT_METHOD_REMOVED:
+        gone = QUANT_METHOD_REMOVED[method]
+        last = last_release_before(gone)
+        return (out + f" {method} support was removed in vLLM {gone[0]}.{gone[1]}. Fix: install the last release "
+                f"that has it (`pip install vllm=={last}`), or serve an AWQ, GPTQ or FP8 export of the model.")
+    return out + (" Fix: check the spelling of `--quantization` (vLLM's message lists the methods this release "
+                  "has), or leave it out to let the checkpoint's own quantization_config decide.")
+
+
 def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     f = facts.get
     kind = d.error_kind
+    if kind is None and facts.extra.get("unknown_quantization"):
+        return _unknown_quantization_text(facts.extra["unknown_quantization"])
     if kind is None:
         return "I found no vLLM memory error in this text."
     parts: list[str] = []

@@ -949,3 +949,21 @@ def test_an_unversioned_bitsandbytes_paste_is_modelled_on_a_release_that_loads_i
     stated = diagnose(text, offline=True, explain=True, vllm_version="0.30.0")
     assert stated.estimate["settings"]["vllm_version"] == "0.30.0"
     assert any("cannot load bitsandbytes weights" in a for a in stated.assumptions)
+
+
+def test_a_release_without_the_quantization_method_is_answered_as_such():
+    """config/model.py raises "Unknown quantization method: bitsandbytes" on 0.28+: vLLM stopped before
+    sizing memory, so the reply names the last release with it and sizes nothing; the paste's
+    release is one without the method (0.28 or later), and a misspelt method is told apart."""
+    text = ("$ vllm serve unsloth/Qwen3-8B-unsloth-bnb-4bit --max-model-len 32768\n"
+            "ValueError: Unknown quantization method: bitsandbytes. Must be one of ['awq', 'fp8', "
+            "'humming', 'compressed-tensors'].\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind is None and d.estimate is None and d.missing == []
+    from estimator.paste import read_paste
+    extra = read_paste(text).extra
+    assert extra["unknown_quantization"] == "bitsandbytes" and extra["version_hint"][0] == "0.28.0"
+    assert "`pip install vllm==0.27.1`" in d.summary and "removed in vLLM 0.28" in d.summary
+    assert diagnose(text, offline=True) is None             # bots stay silent: not a memory error
+    typo = diagnose(text.replace("bitsandbytes", "fp4"), offline=True, explain=True)
+    assert "no `fp4` quantization method" in typo.summary and "spelling of `--quantization`" in typo.summary
