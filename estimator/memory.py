@@ -862,17 +862,19 @@ def bnb_dequant_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtyp
     the layer's output — the largest shard is the MLP's I × h (or the query's heads·d × h), split
     by TP. From 0.10.1 a MoE layer's experts (BitsAndBytesMoEMethod `_apply_4bit_dequnt`)
     dequantize w13 and w2 of every local expert at once before fused_experts: E × 3 · I_expert × h
-    over TP. Code, not a fit; bitsandbytes left vLLM in 0.28 (QUANT_METHOD_REMOVED)."""
+    over TP (before 0.10.1 get_quant_method gave MoE layers no bitsandbytes method: nothing of theirs is
+    dequantized). Code, not a fit; bitsandbytes left vLLM in 0.28 (QUANT_METHOD_REMOVED)."""
     if profile.version >= QUANT_METHOD_REMOVED["bitsandbytes"] or \
             params.weight_format_kind(spec, s.quantization) != "bnb4":
         return 0
     tp, h = max(1, s.tensor_parallel_size), spec.hidden_size
-    dense = max(spec.intermediate_size, spec.num_attention_heads * spec.head_dim) // tp * h * dtype_b
     m = spec.moe
-    if not (m and m.moe_layers) or profile.version < BNB_MOE_FROM:
-        return dense
-    experts = m.num_experts * (3 * m.expert_intermediate // tp) * h * dtype_b
-    return max(dense if m.dense_layers else 0, experts)
+    moe = bool(m and m.moe_layers)
+    mlp = spec.intermediate_size if not moe or m.dense_layers else 0
+    shard = max(mlp, spec.num_attention_heads * spec.head_dim) // tp * h * dtype_b
+    if not moe or profile.version < BNB_MOE_FROM:
+        return shard
+    return max(shard, m.num_experts * (3 * m.expert_intermediate // tp) * h * dtype_b)
 
 
 # Image processors' default largest image for dynamic-resolution ViTs (Qwen2-VL / Qwen2.5-VL /

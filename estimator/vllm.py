@@ -625,7 +625,8 @@ V2_RUNNER_OFFLOAD_FROM = (0, 28, 0)   # the first V2 runner that honours --cpu-o
 # from 0.28 (bitsandbytes_loader.py too).
 QUANT_METHOD_REMOVED = {"gguf": (0, 24, 0), "bitsandbytes": (0, 28, 0)}
 # bitsandbytes' fused-MoE method (BitsAndBytesMoEMethod, which dequantizes every local expert per
-# layer) from 0.10.1; before it a bitsandbytes MoE did not load
+# layer): in the 0.10.1 wheel, not in 0.9.2's (0.10.0 not checked, taken as before it); before it
+# BitsAndBytesConfig.get_quant_method answered None for MoE layers
 BNB_MOE_FROM = (0, 10, 1)
 # the first V2 runner whose profile_run encodes dummy media (encoder_runner.profile_encoder_cache);
 # 0.22–0.26 profile the language model and the sampler alone
