@@ -224,15 +224,20 @@ def gpu_for(case: dict) -> str:
     if known and total and (known.assumed or abs(known.total_bytes / GiB - total) / total < 0.1):
         # the total vLLM printed, where it agrees with the card or the card's size is only nominal
         return f"{total}GiB"
-    weights = (case.get("observed") or {}).get("weights_gib")
+    observed = case.get("observed") or {}
     from estimator.diagnosis import _SIZE_IN_TEXT
 
-    if known and not total and isinstance(weights, (int, float)) and not _SIZE_IN_TEXT.search(name):
-        # as `diagnose` reads a paste: the card loaded the weights vLLM printed, so an "A100" that
-        # loaded 48.5 GiB was an 80 GB one (gpus.family_card_holding)
+    # what vLLM said it put on one GPU: the weights it loaded and the KV pool it allocated
+    on_card = sum(int(x * GiB) for x in (observed.get("weights_gib"),
+                                         observed.get("kv_cache_gib") or observed.get("kv_available_gib"))
+                  if isinstance(x, (int, float)) and x > 0)
+    if known and not total and on_card and not _SIZE_IN_TEXT.search(name):
+        # as `diagnose` reads a paste (family_card_holding for the weights, _card_from_pool for the
+        # pool): the card held them, so an "A100" that loaded 48.5 GiB, or allocated a 69.66 GiB
+        # pool, was an 80 GB one
         from estimator.gpus import family_card_holding
 
-        held = family_card_holding(name, int(weights * GiB))
+        held = family_card_holding(name, on_card)
         if held is not None:
             return held.name
     if known:
