@@ -804,6 +804,11 @@ def _infer_quantization(chosen: dict, by_key: dict, model_paths: list[str], text
                 del chosen["quantization"]
                 word = None
             continue
+        if served is not None and not served.guess and o.value != served.value \
+                and o.source.removesuffix("_model") not in _RUN_SOURCES:
+            # another model the text only names (a results table's next row, a comparison): its
+            # format is not the one named first — only a run's own record could overrule that
+            continue
         names.append((o, str(o.value)))
     for occ, name in names:
         q = _repo_quant(name)

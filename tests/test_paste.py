@@ -839,6 +839,21 @@ def test_a_quantization_word_about_another_model_is_not_the_served_ones():
                       ).get("quantization") == "awq"
 
 
+def test_a_quantized_model_in_a_later_table_row_is_not_the_first_models_format():
+    """A results table (a benchmark harness's CSV) names the BF16 model in its first rows and an AWQ
+    copy in later ones: the model read is the first, so its format is not the other row's AWQ."""
+    text = ("run_id,config,model,weight_dtype,kv_cache_tokens\n"
+            "m1-llama-bf16,llama-bf16,NousResearch/Meta-Llama-3.1-8B-Instruct,BF16,41648\n"
+            "m1-llama-awq,llama-awq,hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4,AWQ-INT4,120320\n")
+    f = read_paste(text)
+    assert f.get("model") == "NousResearch/Meta-Llama-3.1-8B-Instruct"
+    assert f.get("quantization") is None
+    # named first, the AWQ copy is the model read, and its name gives the format
+    swapped = text.replace("m1-llama-bf16,llama-bf16,NousResearch/Meta-Llama-3.1-8B-Instruct,BF16,41648\n", "") \
+        + "m1-llama-bf16,llama-bf16,NousResearch/Meta-Llama-3.1-8B-Instruct,BF16,41648\n"
+    assert read_paste(swapped).get("quantization") == "awq"
+
+
 def test_the_change_a_failing_run_was_started_with_is_its_setting():
     """"Later, after reducing `max-model-len` to 2048 and raising `gpu-memory-utilization` to 0.95:"
     over the error it got tells that run's settings; the later of two different errors is the one
