@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from estimator.memory import (
     Estimate,
     GiB,
-    graphs_after_kv,
+    graphs_captured_after_kv,
     v0_capacity_divisor,
     v0_driver_extra_bytes,
     window_tokens,
 )
 from estimator.paste import torch_oom_records
-from estimator.vllm import OTHERS_OWN_SHARE_FROM
+from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
 
 if TYPE_CHECKING:
     from estimator.paste import Facts
@@ -257,7 +257,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                              f"would take {est.checkpoint_weights_bytes / GiB:.2f} GiB — check the model id, quantization and TP")
     others = est.others_charged_bytes if est is not None else 0
     if others:
-        fixed = ".".join(map(str, OTHERS_OWN_SHARE_FROM[est.profile.engine]))
+        fixed = version_text(OTHERS_OWN_SHARE_FROM[est.profile.engine])
         st.notes.append(
             f"vLLM {est.profile.release} counts the {others / GiB:.2f} GiB other processes hold on "
             f"this GPU as its own non-torch memory, so gpu_memory_utilization has to cover theirs too; from {fixed} "
@@ -608,6 +608,6 @@ def _graphs_not_counted(est: Estimate) -> str:
     model runner before 0.29, which captures them after sizing the KV cache (memory.graphs_after_kv)."""
     if est.settings.enforce_eager:
         return "none: --enforce-eager"
-    if est.profile.cuda_graphs_budgeted and graphs_after_kv(est.profile, est.settings):
+    if graphs_captured_after_kv(est):
         return "captured after the KV cache is sized (Model Runner V2 before 0.29): outside this budget"
     return "not counted by this vLLM version"

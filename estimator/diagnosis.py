@@ -513,7 +513,7 @@ def _loadable_release(spec, settings) -> str | None:
     format (GGUF left vLLM in 0.24, bitsandbytes in 0.28), the paste's own vLLM could: model the last
     release that still had it. Sets the settings' version; returns the note that says so."""
     from estimator.params import weight_format_kind
-    from estimator.vllm import last_release_before, parse_version, removed_quant_method
+    from estimator.vllm import last_release_before, parse_version, removed_quant_method, version_text
 
     removed = removed_quant_method(weight_format_kind(spec, settings.quantization),
                                    parse_version(settings.vllm_version))
@@ -522,7 +522,7 @@ def _loadable_release(spec, settings) -> str | None:
         return None
     settings.vllm_version = before
     return (f"version not stated; vLLM ran these {removed[0]} weights, which releases from "
-            f"{'.'.join(map(str, removed[1][:2]))} cannot load: modelled as {before}, the last release before")
+            f"{version_text(removed[1])} cannot load: modelled as {before}, the last release before")
 
 
 def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout,
@@ -808,14 +808,14 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
 
 def _unknown_quantization_text(method: str) -> str:
     """vLLM refused the weights' format before sizing any memory: say which releases have it."""
-    from estimator.vllm import QUANT_METHOD_REMOVED, last_release_before
+    from estimator.vllm import QUANT_METHOD_REMOVED, last_release_before, version_text
 
     out = (f"**Not a memory problem**: this vLLM has no `{method}` quantization method, so it stops before "
            "loading the model.")
     if method in QUANT_METHOD_REMOVED:
         gone = QUANT_METHOD_REMOVED[method]
         last = last_release_before(gone)
-        return (out + f" {method} support was removed in vLLM {gone[0]}.{gone[1]}. Fix: install the last release "
+        return (out + f" {method} support was removed in vLLM {version_text(gone)}. Fix: install the last release "
                 f"that has it (`pip install vllm=={last}`), or serve an AWQ, GPTQ or FP8 export of the model.")
     return out + (" Fix: check the spelling of `--quantization` (vLLM's message lists the methods this release "
                   "has), or leave it out to let the checkpoint's own quantization_config decide.")

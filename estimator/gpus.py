@@ -361,7 +361,8 @@ def cards_near(total_bytes: int, tolerance: float = 0.04) -> list[Gpu]:
     return [g for _o, g in sorted(out, key=lambda t: (not t[1].name.startswith("NVIDIA"), t[0]))]
 
 
-_FAMILY_NOISE = {"nvidia", "amd", "intel", "geforce", "radeon", "rtx", "gtx", "tesla", "quadro", "instinct", "pro", "ai", "arc"}
+# the vendor words and the series words before a model number ("NVIDIA RTX PRO 6000", "Intel Arc B580")
+_FAMILY_NOISE = _VENDOR_WORDS | {"rtx", "gtx", "pro", "ai", "arc"}
 
 
 def family(name: str) -> str:

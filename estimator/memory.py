@@ -51,6 +51,7 @@ from estimator.vllm import (
     requested_bytes,
     sampler_bytes,
     v0_chunked_prefill,
+    version_text,
 )
 
 if TYPE_CHECKING:
@@ -1120,6 +1121,13 @@ def graphs_after_kv(profile: Profile, s: EngineSettings) -> bool:
     return s.model_runner_v2 and not profile.v2_runner_budgets_graphs
 
 
+def graphs_captured_after_kv(est: Estimate) -> bool:
+    """Does vLLM capture CUDA graphs that this budget holds none of (V2 before 0.29: after the KV
+    cache is sized), as opposed to capturing none (eager) or not counting them (before 0.20)?"""
+    return not est.cuda_graph_bytes and not est.settings.enforce_eager and est.profile.cuda_graphs_budgeted \
+        and graphs_after_kv(est.profile, est.settings)
+
+
 def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
                       draft_layers: list[LayerKV] | None = None) -> int:
     """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7); 0 where the
@@ -1227,9 +1235,11 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if s.model_runner_v2 is None:
         s.model_runner_v2 = default_model_runner_v2(
             profile, spec.architecture, moe=spec.moe is not None, hybrid=spec.is_hybrid_state,
-            quantized=spec.config.get("quantization_config") is not None,
+            # ModelConfig.is_quantized: the checkpoint's own quantization_config (an export kvdoctor
+            # read through its base model's config carries one: spec.quantization from its name)
+            quantized=bool(spec.quantization),
             attention_free=not spec.attention_layers, speculative_method=s.speculative_method,
-            rocm=any(w in gpu_name.lower() for w in ("amd", "instinct", "radeon")),
+            rocm=str(compute_capability or "").startswith("gfx"),     # every AMD row's target (gpus.csv)
             pipeline_parallel=s.pipeline_parallel_size)
         if s.model_runner_v2 and not profile.v2_runner_budgets_graphs:
             assumptions.append(f"vLLM {profile.release} runs this model on Model Runner V2 by default "
@@ -1254,7 +1264,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            "in 0.28): every weight stays on the GPU (VLLM_USE_V2_MODEL_RUNNER=0 offloads)")
     removed = removed_quant_method(params.weight_format_kind(spec, s.quantization), profile.version)
     if removed:
-        method, gone = removed[0], ".".join(map(str, removed[1][:2]))
+        method, gone = removed[0], version_text(removed[1])
         assumptions.append(f"vLLM {profile.release} cannot load {method} weights: {gone} removed them (it "
                            f"stops with \"Unknown quantization method: {method}\"); these figures are what they "
                            f"would take — serve them with a release before {gone}, or an AWQ / GPTQ / FP8 "

@@ -678,8 +678,12 @@ _CHECKPOINT_DECIDES = ("modelopt", "compressed-tensors")
 def weight_format_kind(spec: ModelSpec, quantization: str | None) -> str:
     """The family of the format vLLM loads the weights in (none, fp8, int, nvfp4, mxfp4, bnb4, bnb8,
     gguf, mixed): what decides kernel-side memory (bitsandbytes' dequantized copies) and whether a
-    release can load the checkpoint at all."""
-    return _resolve_format(spec, quantization, []).kind
+    release can load the checkpoint at all. Asked on every re-run of the estimate (advice checks
+    dozens of fixes), so kept per spec like memory._weights' breakdowns."""
+    kinds = spec.__dict__.setdefault("_format_kind_cache", {})
+    if quantization not in kinds:
+        kinds[quantization] = _resolve_format(spec, quantization, []).kind
+    return kinds[quantization]
 
 
 def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str]) -> _Fmt:

@@ -360,11 +360,11 @@ def _read(raw: str) -> Facts:
         extra["engine"] = engine
     unknown = _search(_UNKNOWN_QUANT, text)
     if unknown is not None:
-        from estimator.vllm import QUANT_METHOD_REMOVED
+        from estimator.vllm import QUANT_METHOD_REMOVED, version_text
 
         extra["unknown_quantization"] = method = unknown.group(1).lower()
         if method in QUANT_METHOD_REMOVED:      # the release that printed it is one without the method
-            hints.append((".".join(map(str, QUANT_METHOD_REMOVED[method])), None))
+            hints.append((version_text(QUANT_METHOD_REMOVED[method]), None))
     _capacity_rule_hint(facts, hints)
     hint = _intersect(hints)
     if hint:
@@ -905,10 +905,10 @@ _VLLM_CONTEXT = regex.compile(
     r"|--gpu[-_]memory[-_]utilization|gpu_memory_utilization|EngineCore|\bLLM\(|aphrodite")
 # The shell's word when the kernel's OOM killer ended the process: host RAM ran out, not the GPU's.
 _KILLED_RE = r"(?m:^[ ]*Killed[ ]*$)"
+_KILLED = regex.compile(_KILLED_RE)
 # config/model.py _verify_quantization / quantization get_quantization_config when the release has no
 # such method (bitsandbytes after 0.27, GGUF after 0.23, or a misspelt --quantization)
 _UNKNOWN_QUANT = regex.compile(r"(?:Unknown|Invalid) quantization method:? ['\"`]?([A-Za-z0-9][A-Za-z0-9_-]{0,40})")
-_KILLED = regex.compile(_KILLED_RE)
 _OTHER_ERROR = regex.compile(
     r"EngineCore[ ]+failed[ ]+to[ ]+start|Engine[ ]+core[ ]+initialization[ ]+failed|EngineCore[ ]+hit[ ]+an[ ]+exception"
     r"|vLLM[ ]+cannot[ ]+currently[ ]+support|Trying[ ]+to[ ]+create[ ]+tensor[ ]+with[ ]+negative[ ]+dimension"

@@ -13,7 +13,7 @@ import re
 
 import regex
 
-from estimator.memory import Estimate, GiB, graphs_after_kv
+from estimator.memory import Estimate, GiB, graphs_captured_after_kv
 from estimator.paste import CONFIG_ERRORS
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
@@ -203,9 +203,7 @@ def _slack(md: str) -> str:
 
 def _graph_row_label(est: Estimate) -> str:
     """'CUDA graphs', or why the budget holds none although vLLM captures them (V2 before 0.29)."""
-    after = not est.cuda_graph_bytes and not est.settings.enforce_eager and est.profile.cuda_graphs_budgeted \
-        and graphs_after_kv(est.profile, est.settings)
-    return "CUDA graphs (captured after KV)" if after else "CUDA graphs"
+    return "CUDA graphs (captured after KV)" if graphs_captured_after_kv(est) else "CUDA graphs"
 
 
 def estimate_text(est: Estimate) -> str:

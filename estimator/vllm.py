@@ -144,6 +144,11 @@ def release_day(version: str | None) -> str | None:
     return next((published for v, published in RELEASES if parse_version(v) >= want), None)
 
 
+def version_text(version: tuple[int, ...]) -> str:
+    """(0, 28, 0) → "0.28.0", as vLLM spells a release."""
+    return ".".join(map(str, version))
+
+
 def last_release_before(version: tuple[int, int, int]) -> str | None:
     """The newest release older than `version` (the last one that still had what `version` dropped)."""
     older = [v for v, _published in RELEASES if parse_version(v) < version]
@@ -244,7 +249,7 @@ class Profile:
     @property
     def release(self) -> str:
         """The version as vLLM spells it ("0.6.4")."""
-        return ".".join(map(str, self.version))
+        return version_text(self.version)
 
 
 # V1's dummy sampler per (row × vocab) element by implementation: FlashInfer's kernel, or the

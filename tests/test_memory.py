@@ -176,6 +176,33 @@ def test_v2_model_runner_subtracts_no_graph_estimate(llama8b, version):
     assert EngineSettings().model_runner_v2 is None          # unset: the release's default
 
 
+def test_a_quantized_export_read_through_its_base_config_stays_on_v1_in_022():
+    """0.22–0.23 put only unquantized models on V2 (ModelConfig.is_quantized: the checkpoint's own
+    quantization_config). Qwen3-8B-AWQ, read offline through Qwen3-8B's config with its format from
+    the name, has one in its real config: V1, like the checkpoint vLLM loads; the base model is V2."""
+    from estimator.api import load_model
+
+    def runner(ref, version):
+        s = EngineSettings(vllm_version=version, max_model_len=4096)
+        return estimate(load_model(ref, offline=True).spec, gpu_total_bytes=80 * GiB, settings=s).settings.model_runner_v2
+    assert runner("Qwen/Qwen3-8B", "0.22.0") is True
+    assert runner("Qwen/Qwen3-8B-AWQ", "0.22.0") is False
+    assert runner("Qwen/Qwen3-8B-AWQ", "0.24.0") is True        # 0.24 lists Qwen3 whatever its format
+
+
+def test_rocm_keeps_its_excluded_architectures_on_v1():
+    """0.29+ runs every model on V2 except, on ROCm, ROCM_DEFAULT_MRV1_ARCHITECTURES (DeepSeek-V3.2
+    among them): an AMD card (its gfx target) keeps DeepSeek-V3.2 on V1, an NVIDIA card does not."""
+    from estimator.api import run_estimate
+
+    spec = load("deepseek-ai/DeepSeek-V3.2")
+    def runner(card):
+        s = EngineSettings(vllm_version="0.29.0", max_model_len=4096, tensor_parallel_size=8)
+        return run_estimate(spec, card, s).settings.model_runner_v2
+    assert runner("MI300X") is False
+    assert runner("H200") is True
+
+
 def test_llama_runs_on_v2_by_default_from_023_and_its_graphs_follow(llama8b):
     """Llama-3.1-8B at defaults: V1 in 0.22 (V2 took only Qwen3 then), V2 from 0.23, so 0.23–0.28
     size the KV cache before the graphs and 0.29 subtracts them again; it is said."""
