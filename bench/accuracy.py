@@ -225,13 +225,13 @@ def gpu_for(case: dict) -> str:
         # the total vLLM printed, where it agrees with the card or the card's size is only nominal
         return f"{total}GiB"
     observed = case.get("observed") or {}
-    from estimator.diagnosis import _SIZE_IN_TEXT
+    from estimator.gpus import states_its_size
 
     # what vLLM said it put on one GPU: the weights it loaded and the KV pool it allocated
     on_card = sum(int(x * GiB) for x in (observed.get("weights_gib"),
                                          observed.get("kv_cache_gib") or observed.get("kv_available_gib"))
                   if isinstance(x, (int, float)) and x > 0)
-    if known and not total and on_card and not _SIZE_IN_TEXT.search(name):
+    if known and not total and on_card and not states_its_size(name):
         # as `diagnose` reads a paste (family_card_holding for the weights, _card_from_pool for the
         # pool): the card held them, so an "A100" that loaded 48.5 GiB, or allocated a 69.66 GiB
         # pool, was an 80 GB one
@@ -348,9 +348,9 @@ def main(argv: list[str]) -> int:
         if not isinstance(case.get("tensor_parallel_size"), int):
             # as `diagnose` does: a TP size read as a lower bound from the workers' lines is
             # sharpened by the weights each rank printed
-            from estimator.diagnosis import _tp_from_weights
+            from estimator.diagnosis import tp_from_weights
 
-            _tp_from_weights(paste_facts(case), loaded.spec, settings)
+            tp_from_weights(paste_facts(case), loaded.spec, settings)
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings)
         except KvdoctorError as exc:

@@ -27,12 +27,11 @@ from estimator.derive import (
     torch_total_from_facts,
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
+from estimator.gpus import states_its_size
 from estimator.memory import CUDA_CONTEXT, Estimate, GiB
 from estimator.paste import CONFIG_ERRORS
 from estimator.render import redact, render_markdown, render_slack, render_text
 
-# "RTX 4090 48GB", "16303MiB": a GPU reference that states its size
-_SIZE_IN_TEXT = re.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
 # A size that belongs to the card named just before it ("RTX 4090 with 48GB", "A100 (80GB)", "my A100
 # is 40GB", "RTX 5070 Ti 16303MiB"), not a usage figure ("T4 and only takes ~10GB/15GB") nor the
 # total of several cards ("A10*4, 96GB VRAM").
@@ -532,7 +531,7 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
     loaded = load_model(str(model_ref), offline=offline, timeout=hub_timeout)
     settings = settings_from_facts(facts, version, engine)
     capped = None if stated else _loadable_release(loaded.spec, settings)
-    _tp_from_weights(facts, loaded.spec, settings)
+    tp_from_weights(facts, loaded.spec, settings)
     f = facts.get
 
     from_peak = activation_from_facts(facts)
@@ -551,7 +550,7 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
         overrides["stage_gpus"] = stage_gpus
     held = None
     if card_ref and overrides["weights_bytes"] and not total and not stage_gpus \
-            and not _SIZE_IN_TEXT.search(card_ref):
+            and not states_its_size(card_ref):
         from estimator.gpus import family_card_holding
 
         held = family_card_holding(str(card_ref), overrides["weights_bytes"])
@@ -595,7 +594,7 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
     pool = solved[0] if solved else None
     # the card's size left open (no card, or a name without its size): vLLM's figure implies it
     if pool is not None and not total and not stage_gpus and not settings.kv_cache_memory_bytes \
-            and not (card_ref and _SIZE_IN_TEXT.search(card_ref)):
+            and not states_its_size(card_ref):
         # graphs read as (U − U′) × total scale with the card tried, not the one first assumed
         frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
         est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
@@ -612,7 +611,7 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
 _LOWER_BOUND_SOURCES = ("worker_processes", "worker_ranks")
 
 
-def _tp_from_weights(facts, spec, settings) -> None:
+def tp_from_weights(facts, spec, settings) -> None:
     """Sharpen a tensor-parallel size read as a lower bound from worker lines with the weights each
     rank printed: vllm#15039 shows one V0 worker process beside the driver (≥ 2) and 32.95 GiB of
     weights per rank, which is Llama-3.3-70B split 4 ways. The smallest power of two at or above

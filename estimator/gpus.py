@@ -242,6 +242,16 @@ def _from_nominal_gb(gb: float) -> Gpu:
                f"{total / GIB:.2f} GiB (no catalog card of that size; name the card for an exact figure)")
 
 
+# "RTX 4090 48GB", "16303MiB": a GPU reference that states its size
+_SIZE_IN_TEXT = regex.compile(r"(?i)\d\s*(?:GB|GiB|MiB)\b")
+
+
+def states_its_size(ref: str | None) -> bool:
+    """Whether a GPU reference says how big the card is ("A100 80GB", "16303MiB"): only then is a
+    family's size left to the evidence (weights loaded, KV pool) when it is not."""
+    return bool(ref) and _SIZE_IN_TEXT.search(str(ref)) is not None
+
+
 def lookup_gpu(text: str) -> Gpu:
     """A GPU from a name/alias ("RTX A6000", "a100-80gb", "4090") or a size ("47.54GiB", "24GB", "81559MiB")."""
     if not isinstance(text, str) or not text.strip():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from estimator.errors import UnknownGpu
-from estimator.gpus import SMI_RESERVED_MIB, gpu_names, lookup_gpu
+from estimator.gpus import SMI_RESERVED_MIB, gpu_names, lookup_gpu, states_its_size
 
 GIB = 2**30
 MIB = 2**20
@@ -217,3 +217,14 @@ def test_a_ti_super_or_laptop_card_is_not_its_base_models_row():
     with pytest.raises(UnknownGpu):
         lookup_gpu("RTX 3070 Laptop")
     assert lookup_gpu("RTX 3090").name == "NVIDIA GeForce RTX 3090"
+
+
+def test_a_reference_states_its_size_only_with_a_unit():
+    # a bare family name leaves the size to the evidence (weights loaded, KV pool); a figure with
+    # a unit settles it; a model number such as "4090" or "A100" is not a size
+    assert states_its_size("A100 80GB")
+    assert states_its_size("RTX 5070 Ti 16303MiB")
+    assert states_its_size("H200 141 GiB")
+    assert not states_its_size("A100")
+    assert not states_its_size("RTX 4090")
+    assert not states_its_size(None)
