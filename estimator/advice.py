@@ -387,8 +387,9 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             continue
         gpus = f"{tp} GPUs" if pp == 1 else f"{tp} GPUs per pipeline stage ({tp * pp} GPUs in all)"
         sug = _with_len(est, {"tensor_parallel_size": tp},
-                        f"splits weights{'' if est.spec.uses_mla else ' and KV heads'} over {gpus}", True,
-                        "needs that many GPUs" + (" (MLA KV is replicated on every rank)" if est.spec.uses_mla else ""),
+                        f"splits weights{'' if est.spec.kv_replicated_by_tp else ' and KV heads'} over {gpus}", True,
+                        "needs that many GPUs" + ("; its one latent KV head is replicated on every rank"
+                                                  if est.spec.kv_replicated_by_tp else ""),
                         [_flag("tensor-parallel-size", tp)])
         if sug and sug.keeps_goal and (not first_tp or tp <= 2 * first_tp):
             first = sug

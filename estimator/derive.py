@@ -322,6 +322,10 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
     if counting == "per token":
         return f"{length:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"
     tb = window_tokens(est.settings, est.profile)
+    if est.layout.dsv4 is not None:
+        return (f"one {length:,}-token request keeps all {length:,} tokens in the compressed latent and indexer "
+                f"caches, and its 128-token window plus {tb:,} tokens in flight in the sliding-window caches and "
+                "the compressor states (in whole blocks of each cache's own size)")
     parts = []
     for g in est.layout.groups:
         if g.kind in ("sliding", "chunked"):
@@ -555,6 +559,8 @@ def kv_formula(est: Estimate) -> str:
     states = " (plus a fixed state per request in the linear-attention/Mamba layers)" if est.layout.state_bytes_per_request else ""
     if not layers:
         return "no layer keeps per-token KV" + states
+    if est.layout.dsv4 is not None:
+        return _deepseek_v4_formula(est, layers, total)
     # the layers as this version caches them: MLA before 0.7.1 keeps K and V per head (memory.effective_layers)
     if any(lk.kind == "mla" or getattr(lk, "fixed_bytes", 0) or getattr(lk, "indexer_bytes", 0) for lk in layers):
         mla = spec.mla or {}
@@ -588,6 +594,21 @@ def kv_formula(est: Estimate) -> str:
     windowed = any(k[4] for k in terms)
     return (f"{body} × {dts} = {total:,} B per token{states}"
             + ("; windowed (sliding/chunked) layers keep only their window of tokens" if windowed else ""))
+
+
+def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:
+    """DeepSeek-V4: the compressed latent rows (and 4× layers' indexer keys) per token of context, as
+    the latent group's pages hold them; the window caches and compressor states are per request."""
+    by_ratio: dict[int, int] = {}
+    for lk in layers:
+        by_ratio[lk.compress_ratio] = by_ratio.get(lk.compress_ratio, 0) + 1
+    row = "584 B (fp8_ds_mla)" if est.layout.dsv4.ds_mla else f"{layers[0].head_dim} × dtype bytes"
+    terms = [f"{n} layers × {row} ÷ {r}" + (" + the indexer's 132 B key ÷ 4" if r == 4 else "")
+             for r, n in sorted(by_ratio.items())]
+    bs = est.layout.block_size
+    return (f"[{' + '.join(terms)}], pages padded to 576 B, = {total:,} B per token of context in "
+            f"{bs}-token blocks (one latent head: not split by TP); besides, every request reserves the "
+            "128-token sliding-window caches and the compressor states for its window plus the tokens in flight")
 
 
 def _estimate_reason(name: str, est: Estimate) -> str:

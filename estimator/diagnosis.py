@@ -119,6 +119,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel", "async_scheduling"):
         if isinstance(facts.extra.get(key), bool):
             setattr(s, key, facts.extra[key])
+    if facts.extra.get("usage") == "llm":
+        s.usage = "llm"         # the offline LLM class: its own V1 defaults (vllm/engine/arg_utils.py)
     if facts.extra.get("performance_mode") in ("balanced", "interactivity", "throughput"):
         s.performance_mode = facts.extra["performance_mode"]
     mode = facts.extra.get("mamba_cache_mode")
@@ -800,8 +802,10 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
         notes.append(f"GB vs GiB: this {est.gpu_name} has {total / GiB:.2f} GiB as torch reports it "
                      f"({total / 1e9:.1f} GB); vLLM's figures are GiB (2^30 bytes), even where a message says GB.")
     if est is not None and est.settings.tensor_parallel_size > 1:
-        notes.append("All figures are per GPU: with tensor parallelism each GPU holds its share of the weights and "
-                     "of the KV heads, and vLLM's token capacity is per GPU pool, not the sum over GPUs.")
+        kv = ("a whole copy of the KV cache (one latent KV head, replicated)" if est.spec.kv_replicated_by_tp
+              else "its share of the KV heads")
+        notes.append(f"All figures are per GPU: with tensor parallelism each GPU holds its share of the weights and "
+                     f"{kv}, and vLLM's token capacity is per GPU pool, not the sum over GPUs.")
     return notes
 
 

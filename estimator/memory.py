@@ -17,12 +17,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from estimator import params
+from estimator import kv_deepseek_v4, params
 from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated
 from estimator.spec import (
     MLA,
     ChunkedLocal,
     CrossAttention,
+    DeepseekV4Layer,
     FullAttention,
     LayerKV,
     MambaState,
@@ -200,6 +201,8 @@ class KVLayout:
     layers: list = field(default_factory=list)   # this rank's layers as vLLM sizes them
     state_page: int = 0                          # one Mamba page (padded to the attention page)
     mamba_mode: str = "none"                     # Mamba prefix-caching mode: none | align | all
+    # DeepSeek-V4 (kv_deepseek_v4.py): the pool's own plan — blocks per request, the check's block bytes
+    dsv4: kv_deepseek_v4.Plan | None = None
 
     @property
     def num_groups(self) -> int:
@@ -295,6 +298,7 @@ class Estimate:
                 "data_parallel_size": s.data_parallel_size, "enable_expert_parallel": s.enable_expert_parallel,
                 "speculative_method": s.speculative_method, "num_speculative_tokens": s.num_speculative_tokens,
                 "pp_layer_partition": s.pp_layer_partition, "model_runner_v2": s.model_runner_v2,
+                "usage": s.usage,
             },
             "memory": {
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
@@ -620,6 +624,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         spec_rows = ("gdn", "kda") if profile.version >= (0, 27, 0) else ("gdn",)
         layers = [dataclasses.replace(lk, conv_kernel=lk.conv_kernel + spec_k)
                   if isinstance(lk, MambaState) and lk.variant in spec_rows else lk for lk in layers]
+    if profile.engine == "v1" and any(isinstance(lk, DeepseekV4Layer) for lk in layers):
+        return _deepseek_v4_layout(spec, profile, settings, layers, assumptions)
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]
@@ -724,6 +730,28 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
                     state_page=page if states else 0, mamba_mode=mamba_mode)
 
 
+def _deepseek_v4_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, layers: list[LayerKV],
+                        assumptions: list[str]) -> KVLayout:
+    """DeepSeek-V4's pool (kv_deepseek_v4.py) as a KVLayout: the latent group keeps the whole context,
+    the window and compressor-state groups their window + the tokens in flight."""
+    own = [lk for lk in layers if isinstance(lk, DeepseekV4Layer)]
+    draft = kv_deepseek_v4.draft_layers(spec, settings.speculative_method) \
+        if settings.pp_stage is None or settings.pp_stage == settings.pipeline_parallel_size - 1 else 0
+    if settings.speculative_method and not draft and not (settings.speculative_method or "").lower().startswith("ngram"):
+        assumptions.append(f"speculative method {settings.speculative_method!r} with DeepSeek-V4: its draft layers' "
+                           "caches are not counted")
+    p = kv_deepseek_v4.plan(own, profile.version, settings.block_size, settings.kv_cache_dtype or "auto", draft,
+                            assumptions)
+    groups = [KVGroup("mla" if g.kind == "mla" else "sliding", len(g.pages), g.bytes // max(1, len(g.pages)),
+                      g.block, MLA() if g.kind == "mla" else kv_deepseek_v4.window_spec(g)) for g in p.groups]
+    note = (f"DeepSeek-V4: {len(groups)} KV groups (compressed latent + indexer caches, sliding-window caches, "
+            f"compressor states), {p.bytes_per_block:,} B per block; every rank holds the whole cache")
+    if draft:
+        note += f"; {draft} draft layer(s) with a sliding-window cache each"
+    return KVLayout(groups, p.bytes_per_block, p.groups[0].block, p.latent_bytes_per_token, 0, note,
+                    layers=layers, dsv4=p)
+
+
 # ------------------------------------------------------------------------------------------
 # Activation, non-torch, graphs (estimates)
 # ------------------------------------------------------------------------------------------
@@ -786,11 +814,81 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
         sampler = rows * vocab * 4
+    if profile.engine == "v1" and any(isinstance(lk, DeepseekV4Layer) for lk in spec.layers):
+        return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
     peak = max(forward, sampler, encoder)
     if profile.engine == "v0" and spec.state_layers:
         # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
         peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
     return peak
+
+
+def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile) -> int:
+    """Buffers DeepSeek-V4 builds with the model, so inside vLLM's "Model loading took" figure
+    (models/deepseek_v4/nvidia/model.py): the MTP hidden-state buffer [Tb, hc_mult × hidden] bf16 — on the
+    last pipeline stage, with or without speculative decoding — and the indexer's top-k indices
+    [Tb, index_topk] int32; in 0.27–0.28 also the eager scratch pool (models/deepseek_v4/eager_scratch.py:
+    Tb × (padded heads × a latent row in bf16 + 4.5 KiB)). Its fp32 RoPE caches are in
+    params.rope_cache_bytes."""
+    t, tb = spec.text or {}, s.max_num_batched_tokens or 2048
+    last = s.pp_stage is None or s.pp_stage == s.pipeline_parallel_size - 1
+    hc = int(t.get("hc_mult") or 1)
+    out = (tb * hc * spec.hidden_size * 2 if last else 0) + tb * int(t.get("index_topk") or 0) * 4
+    if (0, 27, 0) <= profile.version < (0, 29, 0):
+        heads, row = _deepseek_v4_heads(spec, s)
+        out += tb * (heads[1] * row + 4608)
+    return out
+
+
+def _deepseek_v4_heads(spec: ModelSpec, s: EngineSettings) -> tuple[tuple[int, int], int]:
+    """((query heads per rank, as the attention kernel pads them), bytes of one latent row in bf16):
+    FlashMLA (SM90/SM100) pads the heads to 64 (nvidia/flashmla.py), FlashInfer's SM120 kernel does not."""
+    hd = next(lk.head_dim for lk in spec.layers if isinstance(lk, DeepseekV4Layer))
+    cc = cc_number(s.compute_capability) or 9.0
+    heads = spec.num_attention_heads // max(1, s.tensor_parallel_size)
+    return (heads, max(heads, 64) if 9.0 <= cc < 11.0 else heads), hd * 2
+
+
+def deepseek_v4_profile_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, tb: int, max_len: int,
+                             sampler: int) -> int:
+    """DeepSeek-V4's profile-run peak: a shared, grow-only workspace W (v1/worker/workspace.py) sized by
+    its largest user, plus the largest transient moment — one layer's attention, the lightning indexer's
+    (with its 512 MiB dummy logits, VLLM_SPARSE_INDEXER_MAX_LOGITS_MB) or the sampler — plus the SM120
+    FlashInfer backend's fixed 128 MiB workspace. From the code of vLLM 0.22–0.26 (models/deepseek_v4/,
+    model_executor/layers/sparse_attn_indexer.py, fused_moe/experts/marlin_moe.py and deep_gemm_moe.py,
+    nvidia/flashmla.py, nvidia/flashinfer_sparse.py); checked on two RTX PRO 6000 runs of 0.25 (within
+    0.1 GiB of the printed KV), while two GH200 runs leave 0.5–1 GiB vLLM spent beyond it."""
+    t, h = spec.text or {}, spec.hidden_size
+    tp = s.tensor_parallel_size
+    (heads, padded), head_b = _deepseek_v4_heads(spec, s)
+    hd = head_b // 2
+    ihd = int(t.get("index_head_dim") or 128)
+    qr = int(t.get("q_lora_rank") or 1024)
+    hc = int(t.get("hc_mult") or 1)
+    cc = cc_number(s.compute_capability) or 9.0
+    flashmla = 9.0 <= cc < 11.0          # FlashMLA on SM90/SM100; FlashInfer's sparse kernel on SM120
+    # W: the indexer's K gather (0.32+: 264 × f × L, f = 5 up to 256K, else 2), FlashMLA's prefill gather
+    # (4 × (L/4 + window + Tb) latent rows in bf16), the MoE experts' workspace for top_k × Tb rows
+    # (Marlin on Hopper: (max(I, h) + max(2I, h)) bf16; DeepGEMM FP4 on Blackwell: 2 × h bf16 per row plus
+    # alignment padding of up to 127 rows per local expert)
+    per_token = 264 * (5 if max_len <= 262144 else 2) if profile.version >= (0, 32, 0) else 1320
+    ws = [per_token * max_len + 2**20]
+    if flashmla:
+        ws.append(4 * (ceil_div(max_len, 4) + 128 + tb) * head_b)
+    if spec.moe:
+        k, inter = spec.moe.experts_per_tok, spec.moe.expert_intermediate // (1 if s.enable_expert_parallel else tp)
+        if cc < 10.0:
+            ws.append(k * tb * (max(inter, h) + max(2 * inter, h)) * 2)
+        else:
+            local = spec.moe.num_experts // (tp * s.data_parallel_size if s.enable_expert_parallel else 1)
+            ws.append(2 * (k * tb + min(k * tb, local) * 127) * h * 2)
+    # one layer's live set per token: the hc_mult residual streams, the layer's input and previous output,
+    # q_lora + latent rows (before and after their norms), the compressor's and the indexer's fp32 scores
+    fixed = hc * h * 2 + 2 * h * 2 + 2 * (qr + hd) * 2 + 2 * 2 * hd * 4 + 4 * ihd * 4
+    attn = tb * (fixed + padded * head_b + heads * head_b + (padded * head_b if padded > heads else 0))
+    indexer = tb * (fixed + padded * head_b + 8448) + 512 * 2**20
+    extra = 0 if flashmla else 128 * 2**20
+    return max(ws) + max(attn, indexer, sampler) + extra
 
 
 def v0_capacity_divisor(profile: Profile, s: EngineSettings) -> int:
@@ -1209,6 +1307,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if s.max_num_batched_tokens is None:
         s.max_num_batched_tokens = default_max_num_batched_tokens(
             profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal, doubled)
+        if s.usage == "llm" and profile.engine == "v1":
+            assumptions.append(f"the offline LLM(...) class: vLLM's default max_num_batched_tokens for it is "
+                               f"{s.max_num_batched_tokens:,} (the API server's is smaller)")
     if seqs_defaulted and profile.engine == "v1" and profile.version >= (0, 10, 1):
         # engine/arg_utils.py 0.10.1+: a default max_num_seqs never exceeds max_num_batched_tokens
         s.max_num_seqs = min(s.max_num_seqs, s.max_num_batched_tokens)
@@ -1271,6 +1372,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            "export of the model")
     model_weights = max(0, _weights(spec, s, profile, model_dtype, assumptions if weights_bytes is None else [],
                                     with_mtp=draft_info[2], compute_capability=compute_capability) - offload)
+    if layout.dsv4 is not None and profile.engine == "v1":
+        model_weights += deepseek_v4_load_buffers(spec, s, profile)
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
@@ -1326,8 +1429,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             f" Mamba cache mode '{layout.mamba_mode}' keeps "
             + ("a state per block of each request" if mamba_all else "2 states per request per Mamba group"))
     tb = window_tokens(s, profile)
+    # 0.28+ (kv_cache_utils extra_retained_tokens): a multi-module MTP drafter keeps k − 1 more tokens
+    # in every windowed cache — DeepSeek-V4 checkpoints with more than one MTP layer
+    dsv4_extra = spec_k - 1 if layout.dsv4 is not None and profile.version >= (0, 28, 0) \
+        and (s.speculative_method or "").lower().endswith("mtp") and min(mtp_layers(spec), spec_k) > 1 else 0
 
     def blocks_needed(length: int) -> int:
+        if layout.dsv4 is not None:
+            return kv_deepseek_v4.blocks_per_request(layout.dsv4, length, tb, dsv4_extra)
         return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all) for g in layout.groups)
 
     check_layout = layout
@@ -1338,6 +1447,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append("vLLM 0.14–0.16 checks the KV need of all pipeline stages against one stage's memory")
 
     def check_blocks(length: int) -> int:
+        if check_layout.dsv4 is not None:
+            # the admission check sums the groups' own counts (_max_memory_usage_bytes_from_groups)
+            return sum(kv_deepseek_v4.group_blocks(g, length, tb, dsv4_extra) for g in check_layout.dsv4.groups)
         return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all) for g in check_layout.groups)
 
     def needed(length: int) -> int:
@@ -1521,6 +1633,9 @@ def kv_needed_bytes(layout: KVLayout, profile: Profile, s: EngineSettings, lengt
                 n = ceil_div(length, bs)
             total += n * ppt * bs
         return total
+    if layout.dsv4 is not None:
+        # DeepSeek-V4: a layer tuple's bytes per block to 0.28, the pool's stride from 0.29
+        return layout.dsv4.needed_block_bytes * blocks_needed(length)
     if rule == "first_group" and len(layout.groups) > 1:
         return layout.bytes_per_block * layout.groups[0].blocks_per_request(length, tb, profile)
     return layout.bytes_per_block * blocks_needed(length)

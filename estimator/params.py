@@ -23,7 +23,7 @@ from typing import Any
 
 import regex
 
-from estimator.spec import MambaState, ModelSpec, dtype_bytes
+from estimator.spec import DeepseekV4Layer, MambaState, ModelSpec, dtype_bytes
 
 # --------------------------------------------------------------------------------------------
 # Result type
@@ -57,6 +57,7 @@ class _W:
     tp: str = "split"  # split | replicate | vocab | kv (split by KV heads, replicated when kv < tp)
     kv_heads: int = 0  # for tp == "kv": number of KV heads in `rows`
     stored: bool = True  # False: vLLM allocates it on the GPU but the checkpoint has no such tensor
+    elem_bytes: int = 0  # an unquantized tensor kept in its own dtype (fp32 mixing weights), not the model's
 
     @property
     def params(self) -> int:
@@ -118,6 +119,8 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     lk = spec.layers[i] if i < len(spec.layers) else None
     if isinstance(lk, MambaState):
         return _state_layer_weights(spec, lk, i, pfx)   # hybrids with MLA too (kimi_linear's KDA layers)
+    if isinstance(lk, DeepseekV4Layer):
+        return _deepseek_v4_attention(spec, lk, i, pfx)
     if spec.mla:
         m = spec.mla
         heads = spec.num_attention_heads
@@ -194,6 +197,50 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
         out.append(_W("norms", f"{a}.q_norm", qn + kn, kind="norm", layer=i, tp="replicate"))
     if mt.startswith("gpt_oss"):
         out.append(_W("attention", f"{a}.sinks", heads, kind="param", layer=i))  # gpt_oss.py: one sink per head
+    return out
+
+
+def _deepseek_v4_attention(spec: ModelSpec, lk: DeepseekV4Layer, i: int, pfx: str) -> list[_W]:
+    """DeepSeek-V4 attention (vllm/models/deepseek_v4/attention.py DeepseekV4Attention, compressor.py,
+    the indexer): low-rank query (wq_a → wq_b) and grouped low-rank output (wo_a per group → wo_b),
+    one latent K=V head (wkv); wq_a and wkv are one ReplicatedLinear, wq_b / wo_a column- and wo_b
+    row-parallel. A compressed layer adds the compressor's wkv + wgate (ReplicatedLinear without
+    quantization, bf16) and fp32 position biases (ape); a 4× layer the lightning indexer: wq_b
+    (replicated, fp8), weights_proj (bf16) and its own compressor. Plus the hyper-connection mixing
+    weights (fp32, hc_mult streams)."""
+    t, h = spec.text, spec.hidden_size
+    a = f"{pfx}.attn"
+    heads, hd = spec.num_attention_heads, lk.head_dim
+    qr = int(_get(t, "q_lora_rank", default=1024))
+    groups, orank = int(_get(t, "o_groups", default=8)), int(_get(t, "o_lora_rank", default=1024))
+    out = [_W("attention", f"{a}.wq_a", qr, h, layer=i, tp="replicate"),
+           _W("attention", f"{a}.wkv", hd, h, layer=i, tp="replicate"),
+           _W("norms", f"{a}.q_norm", qr + hd, kind="norm", layer=i, tp="replicate"),
+           _W("attention", f"{a}.wq_b", heads * hd, qr, layer=i),
+           _W("attention", f"{a}.wo_a", groups * orank, heads * hd // groups, layer=i),
+           _W("attention", f"{a}.wo_b", h, groups * orank, layer=i),
+           _W("attention", f"{a}.attn_sink", heads, kind="param", layer=i, elem_bytes=4)]
+    cr = lk.compress_ratio
+    if cr > 1:
+        coff = 2 if cr == 4 else 1
+        out += [_W("attention", f"{a}.compressor.wkv_wgate", 2 * coff * hd, h, kind="router", layer=i, tp="replicate"),
+                _W("attention", f"{a}.compressor.ape", cr * coff * hd, kind="param", layer=i, tp="replicate",
+                   elem_bytes=4),
+                _W("norms", f"{a}.compressor.norm", hd, kind="norm", layer=i, tp="replicate")]
+    if cr == 4:
+        ih, ihd = int(_get(t, "index_n_heads", default=64)), lk.index_head_dim
+        out += [_W("attention", f"{a}.indexer.wq_b", ih * ihd, qr, layer=i, tp="replicate"),
+                _W("router", f"{a}.indexer.weights_proj", ih, h, kind="router", layer=i, tp="replicate"),
+                _W("attention", f"{a}.indexer.compressor.wkv_wgate", 4 * ihd, h, kind="router", layer=i,
+                   tp="replicate"),
+                _W("attention", f"{a}.indexer.compressor.ape", 4 * 2 * ihd, kind="param", layer=i, tp="replicate",
+                   elem_bytes=4),
+                _W("norms", f"{a}.indexer.compressor.norm", ihd, kind="norm", layer=i, tp="replicate")]
+    hc = int(_get(t, "hc_mult", default=0) or 0)
+    if hc:
+        mix = (2 + hc) * hc
+        out.append(_W("norms", f"{pfx}.hc_fn", 2 * (mix * hc * h + mix), kind="param", layer=i, tp="replicate",
+                      elem_bytes=4))
     return out
 
 
@@ -1037,6 +1084,17 @@ def rope_cache_bytes(spec: ModelSpec, dtype_b: int) -> tuple[int, list[str]]:
         return 0, notes
     setups: list[tuple[int, dict | None]] = []
     rp = t.get("rope_parameters")
+    v4 = [lk for lk in spec.layers if isinstance(lk, DeepseekV4Layer)]
+    if v4:
+        # models/deepseek_v4/common/rope.py: DeepseekV4ScalingRotaryEmbedding keeps its cos/sin cache in
+        # fp32 over rope_dim (qk_rope_head_dim) columns, one per base: rope_theta for the window-only
+        # layers, compress_rope_theta for the compressed ones
+        rot = int(_get(t, "qk_rope_head_dim", default=64))
+        bases = {t.get("compress_rope_theta") if lk.compress_ratio > 1 else t.get("rope_theta") for lk in v4}
+        sc = spec.rope_scaling or {}
+        positions = int(sc.get("original_max_position_embeddings") or maxpos) * int(float(sc.get("factor") or 1)) \
+            if str(sc.get("rope_type") or sc.get("type") or "default") != "default" else maxpos
+        return len(bases) * positions * rot * 4, notes
     if isinstance(rp, dict) and set(rp) & {"full_attention", "sliding_attention"}:
         kinds = {("full" if lk.kind == "full" else "sliding") for lk in spec.layers if lk.kind in ("full", "sliding")}
         for k in sorted(kinds):
@@ -1173,7 +1231,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
             elif _quantized(fmt, w):
                 b = _wbytes(fmt, w, rows, cols, copies)
             else:
-                b = rows * cols * copies * db
+                b = rows * cols * copies * (w.elem_bytes or db)
             by[w.part] = by.get(w.part, 0) + b
         return by, hi - lo
 

@@ -146,6 +146,33 @@ class MLA(LayerKV):
 
 
 @dataclass(frozen=True)
+class DeepseekV4Layer(LayerKV):
+    """A DeepSeek-V4 layer (vllm/models/deepseek_v4/attention.py): a sliding-window latent cache on every
+    layer and, where `compress_ratio` is 4 or 128, a compressed latent cache of one row per that many
+    tokens (plus, at 4, a lightning-indexer key cache); compressor states beside them. One KV head,
+    replicated on every TP rank. How vLLM pools these caches is estimator/kv_deepseek_v4.py; the
+    per-token figure here is only the compressed rows' marginal cost (fp8_ds_mla: 584 B a row)."""
+
+    kind: str = "dsv4"
+    compress_ratio: int = 1         # 1: the sliding window only (config ratio 0, and MTP layers)
+    head_dim: int = 512
+    index_head_dim: int = 128
+    window: int = 128
+
+    def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
+        if self.compress_ratio <= 1:
+            return 0
+        row = 584 if kv_dtype_bytes == 1 else self.head_dim * kv_dtype_bytes
+        indexer = (self.index_head_dim + self.index_head_dim // 128 * 4) // 4 if self.compress_ratio == 4 else 0
+        return -(-row // self.compress_ratio) + indexer
+
+    @property
+    def describe(self) -> dict:
+        return {"kind": self.kind, "kv_heads": 1, "head_dim": self.head_dim, "window": self.window,
+                "compress_ratio": self.compress_ratio}
+
+
+@dataclass(frozen=True)
 class MambaState(LayerKV):
     """Mamba-1/2, gated DeltaNet, lightning/linear attention, short conv: constant state per request.
 
@@ -268,6 +295,11 @@ class ModelSpec:
     @property
     def uses_mla(self) -> bool:
         return any(isinstance(lk, MLA) for lk in self.layers)
+
+    @property
+    def kv_replicated_by_tp(self) -> bool:
+        """One latent KV head (MLA, DeepSeek-V4): every TP rank keeps the whole KV cache."""
+        return any(isinstance(lk, (MLA, DeepseekV4Layer)) for lk in self.layers)
 
     @property
     def sliding_window(self) -> int | None:
@@ -572,9 +604,16 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     chunk = _positive_int(text.get("attention_chunk_size")) or 8192
     cross = set(text.get("cross_attention_layers") or [])
 
+    ratios = text.get("compress_ratios") or config.get("compress_ratios")
+    dsv4 = isinstance(ratios, list) and len(ratios) >= n
     layers: list[LayerKV] = []
     for i, kind in enumerate(kinds):
-        if i in cross:
+        if dsv4:
+            # DeepSeek-V4: compress_ratios[i] (0: window only; the list's extra entry is the MTP layer's)
+            layers.append(DeepseekV4Layer(compress_ratio=max(1, int(ratios[i] or 0)), head_dim=head_dim,
+                                          index_head_dim=_positive_int(text.get("index_head_dim")) or 128,
+                                          window=_positive_int(text.get("sliding_window")) or 128))
+        elif i in cross:
             enc = _positive_int((config.get("vision_config") or {}).get("max_num_tiles")) or 4
             layers.append(CrossAttention(kv_heads=kv_heads, head_dim=head_dim, encoder_tokens=enc * 1601))
         elif kind in ("mamba", "linear"):
@@ -646,11 +685,11 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
             "decoder (standard attention unless the config says otherwise)"
         )
     kv_unmodelled = ""
-    if text.get("compress_ratios") or config.get("compress_ratios"):
-        # DeepSeek-V4: besides the sliding window, layers keep compressed caches (one entry per 4 or
-        # 128 tokens, plus an indexer) that vLLM lays out its own way; kvdoctor counts the window only
-        kv_unmodelled = ("this model's compressed KV caches (compress_ratios, DeepSeek-V4 style) are not modelled: "
-                         "kvdoctor counts its sliding window only, so its KV per token and capacity are not vLLM's")
+    if (text.get("compress_ratios") or config.get("compress_ratios")) and not dsv4:
+        # a compress_ratios list that does not cover the layers: not a layout kvdoctor knows
+        kv_unmodelled = ("this model's compressed KV caches (compress_ratios, DeepSeek-V4 style) do not match its "
+                         "layer count: kvdoctor counts its sliding window only, so its KV per token and capacity "
+                         "are not vLLM's")
         assumptions.append(kv_unmodelled)
     return ModelSpec(
         model_id=model_id or str(config.get("_name_or_path") or ""),

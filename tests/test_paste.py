@@ -967,3 +967,35 @@ def test_a_kv_cache_dtype_told_in_prose_is_read_unless_it_is_advice():
         assert read_paste(advice).get("kv_cache_dtype") is None, advice
     # a flag outranks the words
     assert read_paste("vllm serve x --kv-cache-dtype auto\nwith fp8 KV it was faster\n").get("kv_cache_dtype") == "auto"
+
+
+def test_an_llm_class_call_is_read_as_the_offline_usage_context():
+    # user code's LLM(...) runs under UsageContext.LLM_CLASS, whose V1 defaults batch more tokens than
+    # `vllm serve` (engine/arg_utils.py); a paste showing the API server is not the LLM class
+    code = 'llm = LLM(\n    model="Qwen/Qwen3-8B",\n    max_model_len=30_000,\n)\n'
+    assert read_paste(code).extra.get("usage") == "llm"
+    served = code + "(APIServer pid=1) INFO vLLM API server version 0.11.0\n"
+    assert read_paste(served).extra.get("usage") is None
+    assert read_paste("vllm serve Qwen/Qwen3-8B --max-model-len 30000").extra.get("usage") is None
+    assert read_paste("our LLM (a 7B one) ran out of memory").extra.get("usage") is None
+
+
+def test_the_llm_class_default_batch_reaches_the_estimate():
+    from test_memory import load
+
+    from estimator.diagnosis import settings_from_facts
+    from estimator.memory import estimate
+    from estimator.vllm import EngineSettings
+
+    facts = read_paste('llm = LLM(model="Qwen/Qwen3-8B", max_model_len=30000)\n')
+    s = settings_from_facts(facts, "0.22.0", "v1")
+    assert s.usage == "llm"
+    spec = load("Qwen/Qwen3-8B")
+    h100 = int(79.19 * 2**30)
+    offline = estimate(spec, gpu_total_bytes=h100, settings=s, gpu_name="NVIDIA H100 80GB HBM3")
+    server = estimate(spec, gpu_total_bytes=h100, settings=EngineSettings(vllm_version="0.22.0", max_model_len=30000),
+                      gpu_name="NVIDIA H100 80GB HBM3")
+    # vllm/engine/arg_utils.py: on an H100-class card the LLM class defaults to 16,384 batched tokens,
+    # the API server to 8,192
+    assert offline.settings.max_num_batched_tokens == 16384
+    assert server.settings.max_num_batched_tokens == 8192

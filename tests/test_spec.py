@@ -296,19 +296,29 @@ def test_unknown_architecture_is_a_best_effort_with_assumption():
     assert any("frobnicator" in a.lower() or "Frobnicator" in a for a in spec.assumptions)
 
 
-def test_compressed_kv_caches_are_said_to_be_unmodelled():
-    """DeepSeek-V4 keeps compressed caches (compress_ratios) beside its sliding window; kvdoctor
-    counts the window only, and says so rather than present its token counts as vLLM's."""
+def test_compressed_kv_caches_are_read_per_layer_and_an_unknown_list_is_said_to_be_unmodelled():
+    """DeepSeek-V4 keeps compressed caches (compress_ratios) beside its sliding window: each layer is
+    read with its ratio (estimator/kv_deepseek_v4.py lays them out as vLLM does). A compress_ratios list
+    that does not cover the layers is a layout kvdoctor does not know: it says so and offers no fixes
+    built on its own token counts."""
+    import copy
+
     from estimator.advice import suggest
     from estimator.api import load_model
     from estimator.memory import estimate
+    from estimator.spec import DeepseekV4Layer, spec_from_config
     from estimator.vllm import EngineSettings
 
     spec = load_model("deepseek-ai/DeepSeek-V4-Flash", offline=True).spec
-    assert "compressed KV caches" in spec.kv_unmodelled
-    assert any("compress_ratios" in a for a in spec.assumptions)
-    est = estimate(spec, gpu_total_bytes=96 * 2**30, settings=EngineSettings(vllm_version="0.25.0", max_model_len=30000,
-                                                                             tensor_parallel_size=4))
+    assert spec.kv_unmodelled == ""
+    ratios = [lk.compress_ratio for lk in spec.layers if isinstance(lk, DeepseekV4Layer)]
+    assert (len(ratios), ratios.count(4), ratios.count(128), ratios.count(1)) == (43, 21, 20, 2)
+    odd = copy.deepcopy(spec.config)
+    odd["compress_ratios"] = odd["compress_ratios"][:10]
+    other = spec_from_config(odd, "some/deepseek-v4-variant")
+    assert "compressed KV caches" in other.kv_unmodelled
+    est = estimate(other, gpu_total_bytes=96 * 2**30, settings=EngineSettings(vllm_version="0.25.0", max_model_len=30000,
+                                                                              tensor_parallel_size=4))
     assert suggest(est, error_kind="kv_capacity_v1") == []
     plain = load_model("Qwen/Qwen3-8B", offline=True).spec
     assert plain.kv_unmodelled == ""
