@@ -33,6 +33,7 @@ from estimator.spec import (
 )
 from estimator.vllm import (
     BNB_MOE_FROM,
+    MM_PREFIX_FLOOR_FROM,
     QUANT_METHOD_REMOVED,
     SAMPLER_BYTES_V0,
     V1_SAMPLER_PROFILED_FROM,
@@ -1305,8 +1306,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, gpu_name) * (2 if doubled else 1)
     chunked = v0_chunked_prefill(profile, max_len, spec, s) if profile.engine == "v0" else True
     if s.max_num_batched_tokens is None:
+        item = mm_prefix_item_tokens(spec, s, profile)
         s.max_num_batched_tokens = default_max_num_batched_tokens(
-            profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal, doubled)
+            profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal, doubled,
+            mm_item_tokens=item)
+        if item and s.max_num_batched_tokens == item:
+            assumptions.append(f"vLLM {profile.release} raises the default max_num_batched_tokens to {item:,} for this "
+                               "prefix-LM multimodal model: its largest media item (a 32-frame video) must fit in "
+                               "one batch")
         if s.usage == "llm" and profile.engine == "v1":
             assumptions.append(f"the offline LLM(...) class: vLLM's default max_num_batched_tokens for it is "
                                f"{s.max_num_batched_tokens:,} (the API server's is smaller)")
@@ -1710,6 +1717,23 @@ def vision_tower_skipped(spec: ModelSpec, s: EngineSettings, profile: Profile) -
     # MiniCPM-V, GLM-4.1V, Gemma 4 … (whatever the config says about video), "image" for these
     modalities = ["image"] if spec.config.get("model_type") in _IMAGE_ONLY_TOWERS else ["image", "video"]
     return all(int(limits.get(m, 1) or 0) == 0 for m in modalities)
+
+
+def mm_prefix_item_tokens(spec: ModelSpec, s: EngineSettings, profile: Profile) -> int:
+    """The largest media item of a multimodal prefix-LM model, as its processing info reports it
+    (get_mm_max_tokens_per_item) — Gemma 4 with bidirectional vision attention (transformers_utils/
+    model_arch_config_convertor.py Gemma4ModelArchConfigConvertor): an image's soft tokens
+    (vision_config.default_output_length) or a video of 32 frames × (70 soft tokens + 8 markers)
+    (model_executor/models/gemma4_mm.py). 0 for other models, before 0.27, or when every modality is
+    off (vLLM then serves it as text only and the model is not prefix-LM)."""
+    if profile.engine != "v1" or profile.version < MM_PREFIX_FLOOR_FROM or not spec.is_multimodal:
+        return 0
+    if spec.config.get("model_type") != "gemma4" or (spec.text or {}).get("use_bidirectional_attention") != "vision":
+        return 0
+    if s.language_model_only or vision_tower_skipped(spec, s, profile):
+        return 0
+    image = int((spec.vision or {}).get("default_output_length") or 280)
+    return max(image, 32 * (70 + 2 + 6))
 
 
 # model types whose vision tower vLLM marks for "image" alone (gemma3_mm.py, mistral3.py, pixtral.py,

@@ -741,10 +741,17 @@ def v0_keeps_chunked_prefill_off(p: Profile, spec, settings: EngineSettings) -> 
     return p.version >= (0, 8, 0) and bool(spec.uses_mla)
 
 
+# engine/arg_utils.py 0.27+: a multimodal prefix-LM model (Gemma 4 with bidirectional vision attention)
+# cannot chunk a media item, so a defaulted max_num_batched_tokens is raised to its largest item
+MM_PREFIX_FLOOR_FROM = (0, 27, 0)
+
+
 def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_model_len: int,
                                    max_num_seqs: int, gpu_total_bytes: int, gpu_name: str,
-                                   chunked: bool, multimodal: bool, doubled: bool = False) -> int:
-    """`doubled`: --performance-mode throughput doubles the default before the clamps below."""
+                                   chunked: bool, multimodal: bool, doubled: bool = False,
+                                   mm_item_tokens: int = 0) -> int:
+    """`doubled`: --performance-mode throughput doubles the default before the clamps below.
+    `mm_item_tokens`: the largest media item of a multimodal prefix-LM model (0 for others)."""
     v = p.version
     if p.engine == "v0":
         if not chunked or v < (0, 4, 1):
@@ -775,6 +782,8 @@ def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_mod
         tb = 8192 if big else 2048
     if doubled:
         tb *= 2
+    if v >= MM_PREFIX_FLOOR_FROM and mm_item_tokens > tb:
+        tb = mm_item_tokens
     if v >= (0, 11, 2):
         # engine/arg_utils.py 0.11.2+: without chunked prefill the batch holds a whole prompt; the
         # default then never exceeds max_num_seqs × max_model_len. (Before, V1 set the default

@@ -1198,3 +1198,22 @@ def test_a_release_without_the_weights_format_says_it_cannot_load_them(quantizat
     e = estimate(spec, gpu_total_bytes=80 * GiB, settings=s)
     assert any(f"cannot load {quantization} weights" in a for a in e.assumptions) == says
     assert last_release_before((0, 28, 0)) == "0.27.1" and last_release_before((0, 24, 0)) == "0.23.0"
+
+
+def test_gemma4_prefix_lm_raises_the_default_batch_to_one_video_from_027():
+    """engine/arg_utils.py 0.27+: a multimodal prefix-LM model (Gemma 4, use_bidirectional_attention
+    'vision') cannot chunk a media item, so a defaulted max_num_batched_tokens is raised to its largest
+    item: a video of 32 frames × (70 soft tokens + 2 + 6 markers) = 2,496 tokens (gemma4_mm.py) — the
+    figure a kvllm write-up quotes for gemma-4 on an RTX 5090 (2,048 raised to 2,496)."""
+    spec = load("google/gemma-4-26B-A4B")
+    card = lookup_gpu("RTX 5090").total_bytes
+
+    def batch(version, *flags):
+        s = parse_flags(list(flags), EngineSettings(vllm_version=version, max_model_len=16384))
+        return estimate(spec, gpu_total_bytes=card, settings=s, gpu_name="NVIDIA GeForce RTX 5090").settings \
+            .max_num_batched_tokens
+
+    assert batch("0.28.0") == 32 * (70 + 2 + 6) == 2496
+    assert batch("0.26.0") == 2048                      # before the rule: the API server's 2,048 on this card
+    assert batch("0.28.0", "--language-model-only") == 2048     # text only: not a prefix-LM run
+    assert batch("0.28.0", "--max-num-batched-tokens", "1024") == 1024   # a value the user set stays
