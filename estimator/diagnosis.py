@@ -317,8 +317,15 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         try:
             est = _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout,
                                      stated=bool(vllm_version or facts.get("vllm_version")))
+            stated = bool(vllm_version or facts.get("vllm_version"))
             if note and est.settings.vllm_version != version:
                 assumptions.remove(note)    # the checkpoint's format capped the assumed release
+            elif not stated:
+                dated = _release_from_need(facts, est, est.settings.vllm_version, lambda v: _anchored_estimate(
+                    facts, model_ref, card_ref, v, engine, offline, hub_timeout, stated=False))
+                if dated is not None:
+                    est, why = dated
+                    assumptions = [a for a in assumptions if a != note] + [why]
         except ModelUnavailable as exc:
             problem = str(exc)
             missing.append("the model's config.json (the model could not be looked up)")
@@ -409,6 +416,38 @@ def modelled_version(stated: str | None, hint, engine: str | None,
     if stated:
         return stated, ""
     return assumed_version(hint, engine, posted)
+
+
+def _release_from_need(facts, est: Estimate, assumed: str, run) -> tuple[Estimate, str] | None:
+    """When the paste names no release, the KV need vLLM printed for one request can date it: how a
+    windowed cache counts the tokens in flight (one batch to 0.25, two from 0.26), or DeepSeek-V4's pool
+    rules, changed from release to release. If the assumed release's need disagrees with the printed
+    one beyond its rounding, the newest older V1 release (down to the oldest the message format allows)
+    whose arithmetic gives vLLM's figure is modelled instead; None when none does (or nothing to fix)."""
+    from estimator.vllm import RELEASES, parse_version
+
+    printed = facts.get("kv_needed_gib")
+    if printed is None or est.profile.engine != "v1" or not est.layout.groups:
+        return None
+
+    def agrees(e: Estimate) -> bool:
+        return abs(e.kv_needed_bytes / GiB - float(printed)) <= 0.0051
+
+    if agrees(est):
+        return None
+    hint = facts.extra.get("version_hint")
+    lo = parse_version(hint[0]) if isinstance(hint, (list, tuple)) and hint and hint[0] else (0, 7, 0)
+    top = parse_version(assumed)
+    for name in sorted((v for v, _day in RELEASES if lo <= parse_version(v) < top), key=parse_version, reverse=True):
+        try:
+            other = run(name)
+        except KvdoctorError:
+            continue
+        if agrees(other):
+            return other, (f"version not stated; the KV need vLLM printed ({float(printed):.2f} GiB for "
+                           f"{other.max_model_len:,} tokens) is vLLM {name}'s arithmetic, not {assumed}'s: "
+                           f"modelled as {name}, the newest release that gives it")
+    return None
 
 
 # How far ahead of its next release a build of main can plausibly be (release cadence is 2–6 weeks).

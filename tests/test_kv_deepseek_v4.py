@@ -179,3 +179,26 @@ def test_model_load_keeps_buffers_sized_by_the_batch():
                        max_model_len=1048576, max_num_batched_tokens=8192, max_num_seqs=64)
     large = estimate(spec, gpu_total_bytes=int(94.97 * GiB), settings=s, compute_capability="12.0").weights_bytes
     assert large - small == 4096 * (32_768 + 2_048)
+
+
+def test_a_paste_without_its_version_is_dated_by_the_kv_need_it_printed():
+    """No version in the paste, and the newest release (0.33) would count two batches in flight in the
+    window caches (11.49 GiB for 30,000 tokens); vLLM printed 6.66 GiB — one batch of the LLM class's
+    16,384 tokens, the arithmetic of 0.22–0.25 (test_needed_and_estimated_length_of_a_022_error): the
+    newest release that gives it is modelled, and said."""
+    from estimator import diagnose
+
+    paste = (
+        "llm = LLM(\n    model=\"deepseek-ai/DeepSeek-V4-Flash\",\n    tensor_parallel_size=2,\n"
+        "    enable_expert_parallel=True,\n    max_model_len=30_000,\n    gpu_memory_utilization=0.95,\n"
+        "    kv_cache_dtype=\"fp8\",\n    block_size=256,\n)\n"
+        "ERROR 06-03 14:24:40 [core.py:1165] ValueError: To serve at least one request with the model's max seq "
+        "len (30000), (6.66 GiB KV cache is needed, which is larger than the available KV cache memory (5.44 GiB). "
+        "Based on the available memory, the estimated maximum model length is 13528. Try increasing "
+        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` "
+        "when initializing the engine.\n")
+    d = diagnose(paste, gpu="GH200", offline=True, explain=True)
+    assert d.estimate["settings"]["vllm_version"] == "0.25.1"
+    assert any("6.66 GiB for 30,000 tokens) is vLLM 0.25.1's arithmetic" in a for a in d.assumptions)
+    assert round(d.estimate["kv_needed_bytes"] / GiB, 2) == 6.66
+    assert not d.disagrees
