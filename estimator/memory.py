@@ -625,8 +625,11 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         spec_rows = ("gdn", "kda") if profile.version >= (0, 27, 0) else ("gdn",)
         layers = [dataclasses.replace(lk, conv_kernel=lk.conv_kernel + spec_k)
                   if isinstance(lk, MambaState) and lk.variant in spec_rows else lk for lk in layers]
-    if profile.engine == "v1" and any(isinstance(lk, DeepseekV4Layer) for lk in layers):
-        return _deepseek_v4_layout(spec, profile, settings, layers, assumptions)
+    if any(isinstance(lk, DeepseekV4Layer) for lk in layers):
+        if profile.engine == "v1" and profile.version >= (0, 20, 0):
+            return _deepseek_v4_layout(spec, profile, settings, layers, assumptions)
+        assumptions.append(f"vLLM {profile.release} cannot load DeepSeek-V4 (DeepseekV4ForCausalLM arrived in "
+                           "0.20.0): these figures count only its compressed rows per token")
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]

@@ -202,3 +202,15 @@ def test_a_paste_without_its_version_is_dated_by_the_kv_need_it_printed():
     assert any("6.66 GiB for 30,000 tokens) is vLLM 0.25.1's arithmetic" in a for a in d.assumptions)
     assert round(d.estimate["kv_needed_bytes"] / GiB, 2) == 6.66
     assert not d.disagrees
+
+
+def test_a_release_before_020_is_said_to_have_no_deepseek_v4():
+    # model_executor/models/registry.py lists DeepseekV4ForCausalLM from 0.20.0 (not in 0.19.0)
+    spec = load("deepseek-ai/DeepSeek-V4-Flash")
+    old = estimate(spec, gpu_total_bytes=int(139.8 * GiB), settings=EngineSettings(
+        vllm_version="0.19.0", tensor_parallel_size=2, kv_cache_dtype="fp8", max_model_len=65536))
+    assert any("cannot load DeepSeek-V4" in a for a in old.assumptions)
+    assert old.layout.dsv4 is None
+    new = estimate(spec, gpu_total_bytes=int(139.8 * GiB), settings=EngineSettings(
+        vllm_version="0.20.0", tensor_parallel_size=2, kv_cache_dtype="fp8", max_model_len=65536))
+    assert new.layout.dsv4 is not None and not any("cannot load DeepSeek-V4" in a for a in new.assumptions)
