@@ -28,6 +28,7 @@ from estimator.memory import (
     stage_sizes,
     vision_encoder_peak,
     vision_tower_skipped,
+    window_tokens,
 )
 from estimator.paste import CONFIG_ERRORS
 from estimator.vllm import ceil_div, v0_keeps_chunked_prefill_off
@@ -297,6 +298,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
 
     if kind in ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "cuda_oom_profile") or not est.fits:
         out += _multimodal_fixes(est)
+        out += _window_fixes(est)
 
     # 1. The largest max_model_len that fits (keeps everything else).
     shown = fit = est.max_model_len_fit
@@ -372,7 +374,9 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     gpu = est.gpu
     fp8_ok = est.profile.fp8_kv_cache and (bool(gpu and gpu.fp8) or (est.profile.engine == "v0")) \
         and _v1_runs_fp8_kv(est)
-    if (s.kv_cache_dtype or "auto") == "auto" and fp8_ok and est.layout.kv_bytes_per_token:
+    # (DeepSeek-V4 is already modelled with its fp8_ds_mla cache, which its default backends require)
+    if (s.kv_cache_dtype or "auto") == "auto" and fp8_ok and est.layout.kv_bytes_per_token \
+            and est.layout.dsv4 is None:
         sug = _with_len(est, {"kv_cache_dtype": FP8_KV}, "halves the bytes per token of KV", True,
                         "small accuracy cost; check your backend supports it", [_flag("kv-cache-dtype", FP8_KV)])
         if sug:
@@ -586,6 +590,29 @@ def _activation_fixes(est: Estimate) -> list[Suggestion]:
     # a lever that frees nothing (vllm#16570: V0 profiles the 32,768-token multimodal dummy prompt
     # whatever the batch) is no fix
     return [x for x in out if x and x.estimate.kv_cache_bytes > est.kv_cache_bytes]
+
+
+def _window_fixes(est: Estimate) -> list[Suggestion]:
+    """V1 reserves, per request, each windowed cache's window plus the tokens in flight
+    (SlidingWindowSpec.max_admission_blocks_per_request: max_num_batched_tokens, × the batches in flight
+    from 0.26). Where that reservation is a large part of one request's need — DeepSeek-V4's window and
+    compressor-state caches (several GiB at 8,192–16,384 batched tokens), a sliding-window model at a long
+    context — a smaller batch serves the asked context (slower prefill of long prompts)."""
+    s = est.settings
+    windowed = est.layout.dsv4 is not None or any(g.kind in ("sliding", "chunked") for g in est.layout.groups)
+    tb = s.max_num_batched_tokens or 0
+    if est.profile.engine != "v1" or est.fits or not windowed or tb <= 2048:
+        return []
+    for smaller in (tb // 2, tb // 4):
+        if smaller < 1024:
+            break
+        sug = _with_len(est, {"max_num_batched_tokens": smaller},
+                        f"each request's window caches hold their window plus the {window_tokens(s, est.profile):,} "
+                        f"tokens in flight; {smaller:,} batched tokens shrink that reservation", True,
+                        "long prompts prefill in smaller chunks, more slowly", [_flag("max-num-batched-tokens", smaller)])
+        if sug and sug.keeps_goal:
+            return [sug]
+    return []
 
 
 def _multimodal_fixes(est: Estimate) -> list[Suggestion]:

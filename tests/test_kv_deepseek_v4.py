@@ -214,3 +214,22 @@ def test_a_release_before_020_is_said_to_have_no_deepseek_v4():
     new = estimate(spec, gpu_total_bytes=int(139.8 * GiB), settings=EngineSettings(
         vllm_version="0.20.0", tensor_parallel_size=2, kv_cache_dtype="fp8", max_model_len=65536))
     assert new.layout.dsv4 is not None and not any("cannot load DeepSeek-V4" in a for a in new.assumptions)
+
+
+def test_a_smaller_batch_is_offered_where_the_window_reservation_is_what_does_not_fit():
+    """0.33, async scheduling: each request reserves its window caches' 128 − 1 + 2 × Tb tokens (and the 4×
+    states' 7 + 2 × Tb): at Tb 8,192 a 1M-token request needs 4,096 latent blocks + 2 × 259 + 4,099 + 2,065 =
+    10,778 blocks of 1,002,240 B; a pool of 7,000 blocks does not hold it. At Tb 2,048 the same request
+    needs 4,096 + 2 × (⌈4,223 / 64⌉ + 1) + (⌈4,103 / 4⌉ + 1) + (⌈4,223 / 8⌉ + 1) = 4,096 + 134 + 1,027 + 529
+    = 5,786 blocks — it fits, so the fix keeps the asked context."""
+    from estimator.advice import suggest
+
+    spec = load("deepseek-ai/DeepSeek-V4-Flash")
+    s = EngineSettings(vllm_version="0.33.0", kv_cache_dtype="fp8", tensor_parallel_size=2, max_model_len=1048576,
+                       max_num_batched_tokens=8192, kv_cache_memory_bytes=7000 * LATENT_GROUP + LATENT_GROUP)
+    est = estimate(spec, gpu_total_bytes=int(94.97 * GiB), settings=s)
+    assert est.kv_needed_bytes == 10778 * LATENT_GROUP and not est.fits
+    fixes = {f.flags: f for f in suggest(est, error_kind="kv_capacity_v1")}
+    assert "--max-num-batched-tokens 4096" not in fixes       # 4,096 + 2 × 131 + 2,051 + 1,041 = 7,450 > 7,000
+    fix = fixes["--max-num-batched-tokens 2048"]
+    assert fix.keeps_goal and fix.estimate.kv_needed_bytes == 5786 * LATENT_GROUP
