@@ -509,8 +509,15 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     serves the local path the user's run served, not the repo id kvdoctor read it as (a log's
     `'model': '~/.cache/huggingface/qwen3.6-27b-autoround-int4'` is not a Hub repo)."""
     from estimator.advice import command_with
-    from estimator.flags import user_command
+    from estimator.flags import llm_call_with, user_command
 
+    if facts.extra.get("usage") == "llm":
+        # the offline LLM(...) class: the fix in the user's own call, as keyword arguments
+        for s in suggestions:
+            call = llm_call_with(facts.text, s["flags"])
+            if call:
+                s["command"] = call
+        return
     anchors = [f.span[0] for f in facts.values.values() if str(f.source).startswith("cmdline") and f.span]
     base = user_command(facts.text, min(anchors) if anchors else None)
     if base:

@@ -788,6 +788,57 @@ def scan_kwargs(text: str) -> list[Setting]:
     return out
 
 
+_LLM_CALL = regex.compile(r"(?<![\w.])LLM\s*\(")
+
+
+def llm_call_with(text: str, flags: str) -> str | None:
+    """User code's `LLM(...)` call with a fix applied — its keyword arguments kept as written, each
+    one the fix sets replaced, the others appended — so an offline-class user gets the fix in the form
+    they run it (None when the paste has no such call or the fix needs an environment variable)."""
+    import shlex
+
+    call = _first(_LLM_CALL, text)
+    if call is None:
+        return None
+    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
+    if end > len(text) or text[end - 1] != ")":
+        return None
+    try:
+        words = shlex.split(flags)
+    except ValueError:
+        return None
+    if any(is_env_word(w) for w in words):
+        return None
+    fix: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        name, eq, value = words[i].partition("=")
+        key = flag_key(name) if is_flag_word(name) else None
+        if key is None:
+            return None
+        if not eq and flag_takes_value(name) and i + 1 < len(words) and not is_flag_word(words[i + 1]):
+            value, i = words[i + 1], i + 1
+        elif not eq:
+            value = "False" if name.lstrip("-").startswith("no-") else "True"
+        fix[key] = value if regex.fullmatch(r"-?\d+(?:\.\d+)?|True|False", value) else repr(value)
+        i += 1
+    body = text[start:end - 1]
+    for m in reversed(list(_safe_finditer(_KWARG, body, limit=200))):
+        key = FLAG_KEYS.get(m.group(1).lower())
+        if key in fix and _depth_ok(body, 0, m.start()):
+            body = body[:m.start("v")] + fix.pop(key) + body[m.end("v"):]
+    if fix:
+        added = [f"{k}={v}" for k, v in fix.items()]
+        stripped = body.rstrip()
+        if "\n" in stripped:
+            indent = regex.search(r"\n([ \t]*)\S[^\n]*$", stripped)
+            pad = indent.group(1) if indent else "    "
+            body = stripped.rstrip(",") + ",\n" + ",\n".join(pad + a for a in added) + ",\n"
+        else:
+            body = stripped.rstrip(",") + (", " if stripped else "") + ", ".join(added)
+    return text[call.start():start] + body + ")"
+
+
 def _literal(raw: str) -> object:
     if raw in ("True", "False"):
         return raw == "True"

@@ -116,7 +116,8 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         body.append("")
         for i, s in enumerate(diag.suggestions, 1):
             body.append(f"{i}. `{s['flags']}` → {_effect(s)} — {s['why']}")
-            body.append(f"   ```\n   {s['command']}\n   ```")
+            command = "\n".join("   " + line for line in str(s["command"]).splitlines())
+            body.append(f"   ```\n{command}\n   ```")
         body.append("")
     if not diag.disagrees:
         body += unchecked

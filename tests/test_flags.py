@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from estimator.flags import flag_key, human_int, normalise, parse_argv, scan_text
+from estimator.flags import flag_key, human_int, llm_call_with, normalise, parse_argv, scan_text
 
 
 def settings(text: str) -> dict:
@@ -223,3 +223,21 @@ def test_keys_inside_a_dict_valued_setting_are_not_the_engines():
     triton = '{"model": "/models/x", "gpu_memory_utilization": 0.85, "max_model_len": 16384}'
     f = read_paste(triton)
     assert (f.get("max_model_len"), f.get("gpu_memory_utilization")) == (16384, 0.85)
+
+
+def test_a_fix_is_written_into_the_users_llm_call():
+    one = 'out = LLM(model="Qwen/Qwen3-8B", max_model_len=32768, tensor_parallel_size=1)\nprint(out)'
+    # a key the call sets is replaced in place, the rest kept as written
+    assert llm_call_with(one, "--max-model-len 16384") == \
+        'LLM(model="Qwen/Qwen3-8B", max_model_len=16384, tensor_parallel_size=1)'
+    # a new one is appended; a string value is quoted, a switch becomes True
+    assert llm_call_with(one, "--kv-cache-dtype fp8 --enforce-eager") == \
+        'LLM(model="Qwen/Qwen3-8B", max_model_len=32768, tensor_parallel_size=1, kv_cache_dtype=\'fp8\', ' \
+        'enforce_eager=True)'
+    many = 'llm = LLM(\n    model="m",\n    block_size=256,\n    compilation_config={\n        "max_model_len": 1\n    }\n)\n'
+    # on its own line, indented like the others; a key inside a nested dict is not the call's
+    assert llm_call_with(many, "--max-model-len 8192") == \
+        'LLM(\n    model="m",\n    block_size=256,\n    compilation_config={\n        "max_model_len": 1\n    },\n' \
+        '    max_model_len=8192,\n)'
+    assert llm_call_with(many, "VLLM_USE_V1=0 --max-model-len 8192") is None   # no place for an env var
+    assert llm_call_with("vllm serve m --max-model-len 4096", "--max-model-len 2048") is None
