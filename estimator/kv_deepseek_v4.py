@@ -23,8 +23,8 @@ Mirrors, per release (vllm/ of each wheel):
   weighted to 0.26, a plain sum from 0.27), _max_memory_usage_bytes_from_groups (the "needed" figure)
   and _estimate_max_model_len_from_groups.
 Checked against six real logs of 0.22–0.26 (2× GH200, 2× H20, 2× RTX PRO 6000): printed token
-counts, concurrency, the "needed" figure and the estimated maximum length reproduced exactly
-(tests/test_kv_deepseek_v4.py).
+counts, concurrency, the "needed" figure and the estimated maximum length reproduced exactly (four of
+them in tests/test_kv_deepseek_v4.py). The multi-module-MTP window extension of 0.28+ is in memory.estimate.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ class Rules:
     weighted: bool          # blocks per request weighted by page bytes (to 0.26) or a plain sum
     needed_tuple: bool      # the "needed" figure in layer-tuple bytes (to 0.28) or pool bytes
     packed_groups: bool     # 0.29+: _get_packed_kv_cache_groups
-    extra_retained: bool    # 0.28+: multi-module MTP keeps k − 1 more tokens in the window caches
     stride_align: bool      # 0.32+: MLA specs MultipleOf(256): stride a multiple of the 256-token pages
     plain_ok: bool = True   # 0.22 asserts fp8 (fp8_ds_mla) only
 
@@ -63,13 +62,12 @@ class Rules:
 def rules_for(version: tuple[int, int, int]) -> Rules:
     v = version
     if v < (0, 23, 0):
-        return Rules((None, 576, 576), "tuple", True, True, True, False, False, False, plain_ok=False)
+        return Rules((None, 576, 576), "tuple", True, True, True, False, False, plain_ok=False)
     if v < (0, 25, 0):
-        return Rules((None, 576, None), "bucket", True, True, True, False, False, False)
+        return Rules((None, 576, None), "bucket", True, True, True, False, False)
     if v < (0, 27, 0):
-        return Rules((512, 512, 512), "bucket", True, True, True, False, False, False)
-    return Rules((512, 512, 512), "dense", False, False, v < (0, 29, 0), v >= (0, 29, 0), v >= (0, 28, 0),
-                 v >= (0, 32, 0))
+        return Rules((512, 512, 512), "bucket", True, True, True, False, False)
+    return Rules((512, 512, 512), "dense", False, False, v < (0, 29, 0), v >= (0, 29, 0), v >= (0, 32, 0))
 
 
 @dataclass(frozen=True)

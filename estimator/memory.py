@@ -741,7 +741,8 @@ def _deepseek_v4_layout(spec: ModelSpec, profile: Profile, settings: EngineSetti
     own = [lk for lk in layers if isinstance(lk, DeepseekV4Layer)]
     draft = kv_deepseek_v4.draft_layers(spec, settings.speculative_method) \
         if settings.pp_stage is None or settings.pp_stage == settings.pipeline_parallel_size - 1 else 0
-    if settings.speculative_method and not draft and not (settings.speculative_method or "").lower().startswith("ngram"):
+    if settings.speculative_method and not draft \
+            and (settings.speculative_method or "").lower() not in ("ngram", "ngram_gpu", "suffix"):
         assumptions.append(f"speculative method {settings.speculative_method!r} with DeepSeek-V4: its draft layers' "
                            "caches are not counted")
     p = kv_deepseek_v4.plan(own, profile.version, settings.block_size, settings.kv_cache_dtype or "auto", draft,
@@ -860,8 +861,10 @@ def deepseek_v4_profile_peak(spec: ModelSpec, profile: Profile, s: EngineSetting
     (with its 512 MiB dummy logits, VLLM_SPARSE_INDEXER_MAX_LOGITS_MB) or the sampler — plus the SM120
     FlashInfer backend's fixed 128 MiB workspace. From the code of vLLM 0.22–0.26 (models/deepseek_v4/,
     model_executor/layers/sparse_attn_indexer.py, fused_moe/experts/marlin_moe.py and deep_gemm_moe.py,
-    nvidia/flashmla.py, nvidia/flashinfer_sparse.py); checked on two RTX PRO 6000 runs of 0.25 (within
-    0.1 GiB of the printed KV), while two GH200 runs leave 0.5–1 GiB vLLM spent beyond it."""
+    nvidia/flashmla.py, nvidia/flashinfer_sparse.py). Checked on a 0.25 RTX PRO 6000 run (10.33 GiB of KV
+    against the 10.29 printed); a second one with 1,024 sequences comes out 2 GiB short, where the sampler
+    takes the V1 figure kvdoctor keeps for every model (29 B per row × vocab, a fit) against the code's
+    ≈14 B; two GH200 runs (a 0.22 LLM() run, a 0.26 source build) leave 0.5–2 GiB vLLM spent beyond it."""
     t, h = spec.text or {}, spec.hidden_size
     tp = s.tensor_parallel_size
     (heads, padded), head_b = _deepseek_v4_heads(spec, s)
