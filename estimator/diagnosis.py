@@ -403,6 +403,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     return d
 
 
+# "0.20.1rc1.dev23+gde3da0b97": a main build between a release and its patch (the rc0 tag on main)
+_PATCH_RC_DEV = re.compile(r"\s*v?(\d+)\.(\d+)\.(\d+)rc\d+\.dev\d+")
+
+
 def modelled_version(stated: str | None, hint, engine: str | None,
                      posted: str | None = None) -> tuple[str | None, str]:
     """(version to model, why) from the version the paste states, its message formats (`hint`)
@@ -413,6 +417,14 @@ def modelled_version(stated: str | None, hint, engine: str | None,
     if became:
         return became, (f"vLLM {stated} is a build of main; posted {str(posted)[:10]}, it is modelled as "
                         f"the next release, {became}")
+    branched = _PATCH_RC_DEV.match(str(stated or ""))
+    if branched and int(branched.group(3)) >= 1:
+        # "0.20.1rc1.dev23": setuptools-scm's name for main 23 commits after the x.y.(z)rc0 tag placed when
+        # x.y.(z−1) branched off — that release's code, not the patch release cut later on its branch (a
+        # GB10 log of 0.20.1rc1.dev23 prints 0.20.0's "GPU KV cache size", before 0.20.1's vllm#40691)
+        base = f"{branched.group(1)}.{branched.group(2)}.{int(branched.group(3)) - 1}"
+        return base, (f"vLLM {str(stated).split('+')[0]} is a build of main from after {base} branched: "
+                      f"modelled as {base}")
     if stated:
         return stated, ""
     return assumed_version(hint, engine, posted)

@@ -703,3 +703,18 @@ def test_performance_mode_doubles_the_defaults_or_captures_every_small_batch():
     assert len(cuda_graph_sizes(p, 256, 8192)) == 51
     inter = cuda_graph_sizes(p, 256, 8192, interactivity=True)
     assert len(inter) == 76 and inter[:33] == list(range(1, 33)) + [40]
+
+
+def test_a_main_build_between_a_release_and_its_patch_is_that_release():
+    """setuptools-scm names main N commits after the x.y.(z)rc0 tag 'x.y.(z)rc1.devN': the code of
+    x.y.(z−1), not of the patch cut later on its release branch. A GB10 log of 0.20.1rc1.dev23 printed
+    'GPU KV cache size: 1,253,392 tokens' for a 52.66 GiB pool of Qwen3.6-35B-A3B — 0.20.0's blocks ÷
+    groups count, where 0.20.1's int(concurrency × max_model_len) gives 3.9 M."""
+    from estimator.diagnosis import modelled_version
+
+    version, why = modelled_version("0.20.1rc1.dev23+gde3da0b97.d20260428", None, "v1")
+    assert version == "0.20.0" and "build of main" in why
+    assert modelled_version("0.26.1rc1.dev608+g99a10304d", None, "v1")[0] == "0.26.0"
+    assert modelled_version("0.8.0rc2.dev9+g6eaf1e5c", None, "v1") == ("0.8.0rc2.dev9+g6eaf1e5c", "")  # no patch
+    assert modelled_version("0.8.5.dev169+gce17db808", None, "v1") == ("0.8.5.dev169+gce17db808", "")
+    assert modelled_version("0.26.0", None, "v1") == ("0.26.0", "")
