@@ -1410,7 +1410,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
         for key, (how, amount) in adjust.items():
             if key in parts and not (key == "cuda_graph_bytes" and after):
-                parts[key] = int(parts[key] * amount) if how == "ratio" else max(0, parts[key] + int(amount))
+                parts[key] = int(parts[key] * amount) if how == "ratio" else int(amount) if how == "value" \
+                    else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
     if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
@@ -1601,7 +1602,10 @@ def rerun(est: Estimate, **changes) -> Estimate:
         adjust = dict(inputs.get("adjust") or {})
         for k, v in measured.items():
             o = getattr(old_model, k)
-            adjust[k] = ("ratio", v / o if o else 1.0) if k == "weights_bytes" else ("offset", v - o)
+            # a negative CUDA-graph estimate is vLLM's own artifact (free memory grew while it measured,
+            # unified-memory boards such as GB10): kept as printed, as vLLM would measure it again
+            adjust[k] = ("ratio", v / o if o else 1.0) if k == "weights_bytes" else \
+                ("value", v) if k == "cuda_graph_bytes" and v < 0 else ("offset", v - o)
             inputs[k] = None
         inputs["adjust"] = adjust
     out = estimate(est.spec, settings=new, **inputs)

@@ -1217,3 +1217,21 @@ def test_gemma4_prefix_lm_raises_the_default_batch_to_one_video_from_027():
     assert batch("0.26.0") == 2048                      # before the rule: the API server's 2,048 on this card
     assert batch("0.28.0", "--language-model-only") == 2048     # text only: not a prefix-LM run
     assert batch("0.28.0", "--max-num-batched-tokens", "1024") == 1024   # a value the user set stays
+
+
+def test_a_negative_cuda_graph_estimate_vllm_printed_is_kept_when_a_fix_is_rechecked():
+    """A GB10 log (unified memory) printed 'Estimated CUDA graph memory: -4.74 GiB total': free memory grew
+    while vLLM measured, and it subtracted the negative figure. A fix re-checked from that state keeps
+    the printed figure (vLLM measures the same way again) — it had been clamped to 0, so raising the
+    utilization from 0.92 to 0.94 seemed to shrink the pool by 4.74 − 0.02 × total."""
+    from estimator.memory import rerun
+
+    spec = load("Qwen/Qwen3-8B")
+    total = int(119.7 * GiB)
+    s = EngineSettings(vllm_version="0.21.0", gpu_memory_utilization=0.92, max_model_len=65536)
+    est = estimate(spec, gpu_total_bytes=total, settings=s, cuda_graph_bytes=int(-4.74 * GiB))
+    more = rerun(est, gpu_memory_utilization=0.94)
+    assert more.cuda_graph_bytes == est.cuda_graph_bytes == int(-4.74 * GiB)
+    # budget = utilization × total (0.21 memory_profiling): the pool grows by the 2% of the card
+    assert more.kv_cache_bytes - est.kv_cache_bytes == more.budget_bytes - est.budget_bytes
+    assert abs((more.budget_bytes - est.budget_bytes) - 0.02 * total) < 2
