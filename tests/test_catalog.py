@@ -270,3 +270,19 @@ def test_qwen38_27b_stands_on_qwen36_27bs_config_and_says_so():
     assert any("DERIVED" in a for a in model.spec.assumptions)
     parts = count_params(model.spec)
     assert parts.params_total + parts.params_by_part["mtp"] == 55_562_855_904 // 2
+
+
+def test_gemma3_qat_awq_conversions_carry_the_qat_group_of_32():
+    """gau-nernst/gemma3-int4: Gemma 3's QAT checkpoints are INT4 symmetric with groups of 32; its AWQ
+    conversions keep them. vllm#16199 (0.8.3) printed 'Model loading took 17.61 GiB' for the 27B one,
+    which AWQ's usual group of 128 (16.05 GiB) misses by 9%."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    loaded = load_model("gaunernst/gemma-3-27b-it-int4-awq", offline=True)
+    assert loaded.spec.quantization["group_size"] == 32
+    assert any("DERIVED" in a for a in loaded.spec.assumptions + list(getattr(loaded, "assumptions", [])))
+    w = weight_bytes(loaded.spec).bytes_total / 2**30
+    assert abs(w - 17.61) / 17.61 < 0.01
+    for size in ("4b", "12b"):
+        assert load_model(f"gaunernst/gemma-3-{size}-it-int4-awq", offline=True).spec.quantization["group_size"] == 32
