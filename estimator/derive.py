@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from estimator.kv_deepseek_v4 import DS_MLA_ALIGN, DS_MLA_ROW_BYTES
 from estimator.memory import (
     Estimate,
     GiB,
@@ -323,9 +324,10 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
         return f"{length:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"
     tb = window_tokens(est.settings, est.profile)
     if est.layout.dsv4 is not None:
+        window = est.spec.deepseek_v4_layers[0].window
         return (f"one {length:,}-token request keeps all {length:,} tokens in the compressed latent and indexer "
-                f"caches, and its 128-token window plus {tb:,} tokens in flight in the sliding-window caches and "
-                "the compressor states (in whole blocks of each cache's own size)")
+                f"caches, and its {window:,}-token window plus {tb:,} tokens in flight in the sliding-window caches "
+                "and the compressor states (in whole blocks of each cache's own size)")
     parts = []
     for g in est.layout.groups:
         if g.kind in ("sliding", "chunked"):
@@ -602,13 +604,14 @@ def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:
     by_ratio: dict[int, int] = {}
     for lk in layers:
         by_ratio[lk.compress_ratio] = by_ratio.get(lk.compress_ratio, 0) + 1
-    row = "584 B (fp8_ds_mla)" if est.layout.dsv4.ds_mla else f"{layers[0].head_dim} × dtype bytes"
+    ds_mla = est.layout.dsv4.ds_mla
+    row = f"{DS_MLA_ROW_BYTES} B (fp8_ds_mla)" if ds_mla else f"{layers[0].head_dim} × dtype bytes"
     terms = [f"{n} layers × {row} ÷ {r}" + (" + the indexer's 132 B key ÷ 4" if r == 4 else "")
              for r, n in sorted(by_ratio.items())]
-    bs = est.layout.block_size
-    return (f"[{' + '.join(terms)}], pages padded to 576 B, = {total:,} B per token of context in "
-            f"{bs}-token blocks (one latent head: not split by TP); besides, every request reserves the "
-            "128-token sliding-window caches and the compressor states for its window plus the tokens in flight")
+    padding = f", pages padded to {DS_MLA_ALIGN} B," if ds_mla else ""
+    return (f"[{' + '.join(terms)}]{padding} = {total:,} B per token of context in {est.layout.block_size}-token "
+            f"blocks (one latent head: not split by TP); besides, every request reserves the {layers[0].window:,}-token "
+            "sliding-window caches and the compressor states for its window plus the tokens in flight")
 
 
 def _estimate_reason(name: str, est: Estimate) -> str:

@@ -315,14 +315,16 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     refused = kind is None and bool(facts.extra.get("unknown_quantization"))
     if model_ref and kind not in CONFIG_ERRORS and not refused:
         try:
-            est = _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout,
-                                     stated=bool(vllm_version or facts.get("vllm_version")))
+            from estimator.api import load_model
+
+            spec = load_model(str(model_ref), offline=offline, timeout=hub_timeout).spec
             stated = bool(vllm_version or facts.get("vllm_version"))
+            est = _anchored_estimate(facts, spec, card_ref, version, engine, stated=stated)
             if note and est.settings.vllm_version != version:
                 assumptions.remove(note)    # the checkpoint's format capped the assumed release
             elif not stated:
                 dated = _release_from_need(facts, est, est.settings.vllm_version, lambda v: _anchored_estimate(
-                    facts, model_ref, card_ref, v, engine, offline, hub_timeout, stated=False))
+                    facts, spec, card_ref, v, engine, stated=False))
                 if dated is not None:
                     est, why = dated
                     assumptions = [a for a in assumptions if a != note] + [why]
@@ -403,26 +405,18 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     return d
 
 
-# "0.20.1rc1.dev23+gde3da0b97": a main build between a release and its patch (the rc0 tag on main)
-_PATCH_RC_DEV = re.compile(r"\s*v?(\d+)\.(\d+)\.(\d+)rc\d+\.dev\d+")
-
-
 def modelled_version(stated: str | None, hint, engine: str | None,
                      posted: str | None = None) -> tuple[str | None, str]:
     """(version to model, why) from the version the paste states, its message formats (`hint`)
     and its date. A build of main has no version of its own: its date says which release it became."""
-    from estimator.vllm import is_main_build, release_after
+    from estimator.vllm import branched_release, is_main_build, release_after
 
     became = release_after(posted) if stated and is_main_build(stated) else None
     if became:
         return became, (f"vLLM {stated} is a build of main; posted {str(posted)[:10]}, it is modelled as "
                         f"the next release, {became}")
-    branched = _PATCH_RC_DEV.match(str(stated or ""))
-    if branched and int(branched.group(3)) >= 1:
-        # "0.20.1rc1.dev23": setuptools-scm's name for main 23 commits after the x.y.(z)rc0 tag placed when
-        # x.y.(z−1) branched off — that release's code, not the patch release cut later on its branch (a
-        # GB10 log of 0.20.1rc1.dev23 prints 0.20.0's "GPU KV cache size", before 0.20.1's vllm#40691)
-        base = f"{branched.group(1)}.{branched.group(2)}.{int(branched.group(3)) - 1}"
+    base = branched_release(stated)
+    if base:
         return base, (f"vLLM {str(stated).split('+')[0]} is a build of main from after {base} branched: "
                       f"modelled as {base}")
     if stated:
@@ -584,14 +578,12 @@ def _loadable_release(spec, settings) -> str | None:
             f"{version_text(removed[1])} cannot load: modelled as {before}, the last release before")
 
 
-def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub_timeout,
-                       stated: bool = True) -> Estimate:
-    from estimator.api import load_model, run_estimate
+def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = True) -> Estimate:
+    from estimator.api import run_estimate
 
-    loaded = load_model(str(model_ref), offline=offline, timeout=hub_timeout)
     settings = settings_from_facts(facts, version, engine)
-    capped = None if stated else _loadable_release(loaded.spec, settings)
-    tp_from_weights(facts, loaded.spec, settings)
+    capped = None if stated else _loadable_release(spec, settings)
+    tp_from_weights(facts, spec, settings)
     f = facts.get
 
     from_peak = activation_from_facts(facts)
@@ -617,7 +609,7 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
         if held is not None:
             named = card_ref
             card_ref = held.name
-    est = run_estimate(loaded.spec, card_ref, settings, gpu_count=f("gpu_count"),
+    est = run_estimate(spec, card_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
     if capped:
         est.assumptions.insert(0, capped)
@@ -657,7 +649,7 @@ def _anchored_estimate(facts, model_ref, card_ref, version, engine, offline, hub
             and not states_its_size(card_ref):
         # graphs read as (U − U′) × total scale with the card tried, not the one first assumed
         frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
-        est = _card_from_pool(est, pool, loaded.spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
+        est = _card_from_pool(est, pool, spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
                               graph_frac=frac)
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)

@@ -15,6 +15,7 @@ timeout so hostile input cannot hang a caller.
 
 from __future__ import annotations
 
+import shlex
 from collections import deque
 from dataclasses import dataclass
 
@@ -788,16 +789,15 @@ def scan_kwargs(text: str) -> list[Setting]:
     return out
 
 
-_LLM_CALL = regex.compile(r"(?<![\w.])LLM\s*\(")
+# User code's `LLM(model=…, …)` — the offline LLM class (UsageContext.LLM_CLASS), not a word "LLM (…)"
+LLM_CLASS_CALL = regex.compile(r"(?<![\w.])LLM\s*\((?=\s*(?:model\s*=|[\"']))")
 
 
 def llm_call_with(text: str, flags: str) -> str | None:
     """User code's `LLM(...)` call with a fix applied — its keyword arguments kept as written, each
     one the fix sets replaced, the others appended — so an offline-class user gets the fix in the form
     they run it (None when the paste has no such call or the fix needs an environment variable)."""
-    import shlex
-
-    call = _first(_LLM_CALL, text)
+    call = _first(LLM_CLASS_CALL, text)
     if call is None:
         return None
     start, end = call.end(), _balanced_end(text, call.end(), "(", ")")

@@ -819,7 +819,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
         sampler = rows * vocab * 4
-    if profile.engine == "v1" and any(isinstance(lk, DeepseekV4Layer) for lk in spec.layers):
+    if profile.engine == "v1" and spec.deepseek_v4_layers:
         return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
     peak = max(forward, sampler, encoder)
     if profile.engine == "v0" and spec.state_layers:
@@ -840,18 +840,19 @@ def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profil
     hc = int(t.get("hc_mult") or 1)
     out = (tb * hc * spec.hidden_size * 2 if last else 0) + tb * int(t.get("index_topk") or 0) * 4
     if (0, 27, 0) <= profile.version < (0, 29, 0):
-        heads, row = _deepseek_v4_heads(spec, s)
-        out += tb * (heads[1] * row + 4608)
+        _heads, padded, row, _flashmla = _deepseek_v4_attention_kernel(spec, s)
+        out += tb * (padded * row + 4608)
     return out
 
 
-def _deepseek_v4_heads(spec: ModelSpec, s: EngineSettings) -> tuple[tuple[int, int], int]:
-    """((query heads per rank, as the attention kernel pads them), bytes of one latent row in bf16):
-    FlashMLA (SM90/SM100) pads the heads to 64 (nvidia/flashmla.py), FlashInfer's SM120 kernel does not."""
-    hd = next(lk.head_dim for lk in spec.layers if isinstance(lk, DeepseekV4Layer))
+def _deepseek_v4_attention_kernel(spec: ModelSpec, s: EngineSettings) -> tuple[int, int, int, bool]:
+    """(query heads per rank, as the attention kernel pads them, bytes of one latent row in bf16,
+    FlashMLA or not): FlashMLA (SM90/SM100) pads the heads to 64 (nvidia/flashmla.py); on SM120
+    FlashInfer's sparse kernel takes them as they are."""
     cc = cc_number(s.compute_capability) or 9.0
+    flashmla = 9.0 <= cc < 11.0
     heads = spec.num_attention_heads // max(1, s.tensor_parallel_size)
-    return (heads, max(heads, 64) if 9.0 <= cc < 11.0 else heads), hd * 2
+    return heads, max(heads, 64) if flashmla else heads, spec.deepseek_v4_layers[0].head_dim * 2, flashmla
 
 
 def deepseek_v4_profile_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, tb: int, max_len: int,
@@ -867,13 +868,12 @@ def deepseek_v4_profile_peak(spec: ModelSpec, profile: Profile, s: EngineSetting
     ≈14 B; two GH200 runs (a 0.22 LLM() run, a 0.26 source build) leave 0.5–2 GiB vLLM spent beyond it."""
     t, h = spec.text or {}, spec.hidden_size
     tp = s.tensor_parallel_size
-    (heads, padded), head_b = _deepseek_v4_heads(spec, s)
+    heads, padded, head_b, flashmla = _deepseek_v4_attention_kernel(spec, s)
     hd = head_b // 2
     ihd = int(t.get("index_head_dim") or 128)
     qr = int(t.get("q_lora_rank") or 1024)
     hc = int(t.get("hc_mult") or 1)
     cc = cc_number(s.compute_capability) or 9.0
-    flashmla = 9.0 <= cc < 11.0          # FlashMLA on SM90/SM100; FlashInfer's sparse kernel on SM120
     # W: the indexer's K gather (0.32+: 264 × f × L, f = 5 up to 256K, else 2), FlashMLA's prefill gather
     # (4 × (L/4 + window + Tb) latent rows in bf16), the MoE experts' workspace for top_k × Tb rows
     # (Marlin on Hopper: (max(I, h) + max(2I, h)) bf16; DeepGEMM FP4 on Blackwell: 2 × h bf16 per row plus

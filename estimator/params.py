@@ -52,7 +52,8 @@ class _W:
     rows: int          # out_features (linear) / vocab (embedding) / length (1-D tensors)
     cols: int = 1      # in_features (linear) / hidden (embedding) / 1 (1-D tensors)
     copies: int = 1    # experts (one tensor per expert)
-    kind: str = "linear"  # linear | embed | lm_head | norm | bias | param | conv | router
+    kind: str = "linear"  # linear | embed | lm_head | norm | bias | param | conv | router (a linear built without
+    #                       quant_config, kept in the model dtype: MoE routers and gates, DeepSeek-V4's compressors)
     layer: int | None = None  # decoder layer index (PP placement); None = outside the layer stack
     tp: str = "split"  # split | replicate | vocab | kv (split by KV heads, replicated when kv < tp)
     kv_heads: int = 0  # for tp == "kv": number of KV heads in `rows`
@@ -1084,7 +1085,7 @@ def rope_cache_bytes(spec: ModelSpec, dtype_b: int) -> tuple[int, list[str]]:
         return 0, notes
     setups: list[tuple[int, dict | None]] = []
     rp = t.get("rope_parameters")
-    v4 = [lk for lk in spec.layers if isinstance(lk, DeepseekV4Layer)]
+    v4 = spec.deepseek_v4_layers
     if v4:
         # models/deepseek_v4/common/rope.py: DeepseekV4ScalingRotaryEmbedding keeps its cos/sin cache in
         # fp32 over rope_dim (qk_rope_head_dim) columns, one per base: rope_theta for the window-only

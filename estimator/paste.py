@@ -246,7 +246,7 @@ def _read(raw: str) -> Facts:
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
     if mamba_mode is not None:
         extra["mamba_cache_mode"] = mamba_mode.group(1)
-    if "LLM" in text and _search(_LLM_CLASS_CALL, text) is not None and _search(_API_SERVER, raw) is None:
+    if "LLM" in text and _search(_flags.LLM_CLASS_CALL, text) is not None and _search(_API_SERVER, raw) is None:
         extra["usage"] = "llm"
     async_line = _search(_ASYNC_SCHEDULING, text) if "scheduling is" in low else None
     if async_line is not None and "async_scheduling" not in xvals:
@@ -546,9 +546,8 @@ _SAMPLER_IMPL = regex.compile(
 # "align" mode keeps two state blocks per running request (memory.py), flag or default.
 # vllm/config/vllm.py (0.26+): "Asynchronous scheduling is enabled." / "... disabled."
 _ASYNC_SCHEDULING = regex.compile(r"Asynchronous[ \n]+scheduling[ \n]+is[ \n]+(enabled|disabled)\b")
-# User code's `LLM(model=…, …)` (the offline LLM class, UsageContext.LLM_CLASS, whose V1 defaults
-# batch more tokens than the API server's) and the marks of an API server run.
-_LLM_CLASS_CALL = regex.compile(r"(?<![\w.])LLM\s*\(\s*(?:model\s*=|[\"'])")
+# The marks of an API server run (a paste with user code's LLM(...) call and none of these ran the offline
+# class, whose V1 defaults batch more tokens than the API server's)
 _API_SERVER = regex.compile(r"(?i)\bvllm[ \n]+serve\b|api_server|APIServer|openai[ .]api_server|vllm-openai"
                             r"|vllm\.entrypoints\.openai")
 _MAMBA_MODE = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'(align|all)'")

@@ -297,6 +297,11 @@ class ModelSpec:
         return any(isinstance(lk, MLA) for lk in self.layers)
 
     @property
+    def deepseek_v4_layers(self) -> list[DeepseekV4Layer]:
+        """DeepSeek-V4's layers (their caches are pooled by estimator/kv_deepseek_v4.py); [] for other models."""
+        return [lk for lk in self.layers if isinstance(lk, DeepseekV4Layer)]
+
+    @property
     def kv_replicated_by_tp(self) -> bool:
         """One latent KV head (MLA, DeepSeek-V4): every TP rank keeps the whole KV cache."""
         return any(isinstance(lk, (MLA, DeepseekV4Layer)) for lk in self.layers)

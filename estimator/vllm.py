@@ -125,6 +125,20 @@ def is_main_build(text: str | None) -> bool:
     return bool(text) and re.match(r"\s*0\.1\.dev\d", str(text)) is not None
 
 
+# "0.20.1rc1.dev23+gde3da0b97": setuptools-scm's name for main N commits after the x.y.(z)rc0 tag
+_PATCH_RC_DEV = re.compile(r"\s*v?(\d+)\.(\d+)\.(\d+)rc\d+\.dev\d+")
+
+
+def branched_release(text: str | None) -> str | None:
+    """The release a main build named 'x.y.(z)rc1.devN' carries the code of: x.y.(z−1), from whose branch
+    point the rc0 tag dates — not the patch release cut later on that branch (a GB10 log of
+    0.20.1rc1.dev23 prints 0.20.0's "GPU KV cache size", before 0.20.1's vllm#40691). None otherwise."""
+    m = _PATCH_RC_DEV.match(str(text or ""))
+    if not m or int(m.group(3)) < 1:
+        return None
+    return f"{m.group(1)}.{m.group(2)}.{int(m.group(3)) - 1}"
+
+
 def release_after(day: str | None) -> str | None:
     """The first release published after `day`: the one that shipped main as it was on that day
     (None when no release came later: main then is newer than every profile, i.e. NEWEST)."""
