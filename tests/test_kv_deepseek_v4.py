@@ -126,6 +126,14 @@ def test_auto_kv_dtype_is_modelled_as_fp8_ds_mla_and_said():
     assert est.layout.bytes_per_block == 22 * 37_440 + 21 * 8_640 + 20 * 1_728
     assert est.layout.block_size == 256                     # the backend's preferred block, no flag needed
     assert any("need --kv-cache-dtype fp8" in a for a in est.assumptions)
+    # fp8 is already what is modelled (and what vLLM needs): no "--kv-cache-dtype fp8" capacity lever
+    from estimator.advice import suggest
+    from estimator.api import run_estimate
+
+    tight = run_estimate(spec, "H200", EngineSettings(     # a card with fp8 support: the lever would apply
+        vllm_version="0.26.0", max_model_len=1048576, kv_cache_memory_bytes=GiB, tensor_parallel_size=2))
+    assert not tight.fits
+    assert not any("kv-cache-dtype" in f.flags for f in suggest(tight, error_kind="kv_capacity_v1"))
 
 
 def test_weights_follow_the_low_rank_attention():
@@ -202,6 +210,16 @@ def test_a_paste_without_its_version_is_dated_by_the_kv_need_it_printed():
     assert any("6.66 GiB for 30,000 tokens) is vLLM 0.25.1's arithmetic" in a for a in d.assumptions)
     assert round(d.estimate["kv_needed_bytes"] / GiB, 2) == 6.66
     assert not d.disagrees
+    # the offline LLM class's default batch (16,384 on this card) is what the window caches hold in flight,
+    # and the fixes are written into the user's own call, every line of it indented in the reply
+    from estimator.render import render_markdown
+
+    assert d.estimate["settings"]["max_num_batched_tokens"] == 16384
+    first = d.suggestions[0]
+    assert first["flags"] == "--max-num-batched-tokens 8192"
+    assert first["command"].startswith("LLM(\n    model=\"deepseek-ai/DeepSeek-V4-Flash\",")
+    assert "    max_num_batched_tokens=8192,\n)" in first["command"]
+    assert "   LLM(\n       model=" in render_markdown(d)
 
 
 def test_a_release_before_020_is_said_to_have_no_deepseek_v4():
