@@ -133,6 +133,9 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         s.data_parallel_size = dp
     if facts.extra.get("mxfp4_backend"):
         s.mxfp4_backend = facts.extra["mxfp4_backend"]
+    # the backend the log says ran, else the one --attention-backend asked for
+    s.attention_backend = facts.extra.get("attention_backend_used") or facts.extra.get("attention_backend") \
+        or s.attention_backend
     if isinstance(facts.extra.get("flashinfer_sampler"), bool):
         s.flashinfer_sampler = facts.extra["flashinfer_sampler"]
     if isinstance(facts.extra.get("model_runner_v2"), bool):

@@ -83,6 +83,7 @@ FLAG_KEYS: dict[str, str] = {
     "async_scheduling": "async_scheduling",
     "mamba_cache_mode": "mamba_cache_mode",
     "performance_mode": "performance_mode",
+    "attention_backend": "attention_backend",
     "max_logprobs": "max_logprobs",
     "seed": "seed",
     "port": "port",
@@ -226,6 +227,10 @@ def normalise(key: str, raw: object) -> object | None:
     if key == "performance_mode":
         t = t.lower()
         return t if t in ("balanced", "interactivity", "throughput") else None
+    if key == "attention_backend":
+        from estimator.attention_backend import backend_from_name
+
+        return backend_from_name(t)
     if key == "model":
         t = t.rstrip("/") if len(t) > 1 else t
         return t or None

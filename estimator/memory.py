@@ -18,6 +18,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator import kv_deepseek_v4, params
+from estimator.attention_backend import (
+    FLASHINFER,
+    attention_backend,
+    flashinfer_capture_bytes,
+    flashinfer_trtllm_decode,
+    full_graphs_kept,
+)
 from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated
 from estimator.spec import (
     MLA,
@@ -1226,6 +1233,23 @@ def graphs_after_kv(profile: Profile, s: EngineSettings) -> bool:
     return s.model_runner_v2 and not profile.v2_runner_budgets_graphs
 
 
+def attention_groups(layout: KVLayout) -> int:
+    """The KV-cache groups of attention layers (not Mamba states): one attention metadata builder each
+    (v1/worker/gpu_model_runner.py initialize_attn_backend)."""
+    return sum(1 for g in layout.groups if isinstance(g.spec, FullAttention))
+
+
+def _flashinfer_note(spec: ModelSpec, s: EngineSettings, groups: int) -> str:
+    """What the CUDA-graph estimate holds for FlashInfer (estimator.attention_backend), in words."""
+    which = "attention backend FlashInfer" + ("" if s.attention_backend else
+                                              " (the one vLLM picks for this card and KV cache dtype)")
+    if not full_graphs_kept(FLASHINFER, s, speculative_tokens(spec, s)):
+        return (f"{which}: with speculative decoding vLLM captures PIECEWISE CUDA graphs only (FlashInfer's "
+                "decode graphs take one token per request), so its 394 MiB workspace is not in the graph estimate")
+    per = "" if flashinfer_trtllm_decode(s) else f" per attention KV group ({groups}) and 8 MiB per decode graph"
+    return f"{which}: the CUDA-graph estimate holds its workspace (394 MiB or more){per}, allocated at the first FULL graph"
+
+
 def graphs_captured_after_kv(est: Estimate) -> bool:
     """Does vLLM capture CUDA graphs that this budget holds none of (V2 before 0.29: after the KV
     cache is sized), as opposed to capturing none (eager) or not counting them (before 0.20)?"""
@@ -1234,15 +1258,18 @@ def graphs_captured_after_kv(est: Estimate) -> bool:
 
 
 def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
-                      draft_layers: list[LayerKV] | None = None) -> int:
+                      draft_layers: list[LayerKV] | None = None, attention_groups: int = 1) -> int:
     """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7); 0 where the
-    graphs come after it (`graphs_after_kv`)."""
+    graphs come after it (`graphs_after_kv`). `attention_groups`: the KV-cache groups of attention
+    layers, each with its own attention metadata builder."""
     if s.enforce_eager or not profile.cuda_graphs_budgeted or graphs_after_kv(profile, s):
         return 0
     seqs, k = s.max_num_seqs or 256, speculative_tokens(spec, s)
     sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k,
                              interactivity=performance_mode(profile, s) == "interactivity")
-    graphs = len(sizes) + len(full_graph_sizes(sizes, seqs, k))       # PIECEWISE + FULL captures
+    backend = attention_backend(spec, profile, s)
+    full = full_graph_sizes(sizes, seqs, k) if full_graphs_kept(backend, s, k) else []
+    graphs = len(sizes) + len(full)       # PIECEWISE + FULL captures
     pp = max(1, s.pipeline_parallel_size)
     if s.pp_stage is not None and pp > 1:
         stage_layers = stage_sizes(spec, profile, pp, s.pp_layer_partition)[s.pp_stage]
@@ -1251,7 +1278,9 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     draft = drafter(spec, s, profile, [])[0] if draft_layers is None else draft_layers
     layers = max(1, stage_layers) + len(draft)
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
-    return graphs * layers * per_layer
+    workspace = flashinfer_capture_bytes(spec, profile, s, len(full), attention_groups) \
+        if backend == FLASHINFER and not s.model_runner_v2 else 0
+    return graphs * layers * per_layer + workspace
 
 
 # ------------------------------------------------------------------------------------------
@@ -1405,7 +1434,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # a budget item even when the log prints their size
     after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted
     graphs = 0 if after else cuda_graph_bytes if cuda_graph_bytes is not None \
-        else cuda_graph_memory(spec, profile, s, draft_info[0])
+        else cuda_graph_memory(spec, profile, s, draft_info[0], attention_groups(layout))
     if adjust:
         parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
         for key, (how, amount) in adjust.items():
@@ -1414,6 +1443,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                     else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
+    if graphs and cuda_graph_bytes is None and not s.model_runner_v2 \
+            and attention_backend(spec, profile, s) == FLASHINFER:
+        assumptions.append(_flashinfer_note(spec, s, attention_groups(layout)))
     if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")

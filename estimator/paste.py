@@ -207,7 +207,7 @@ def _read(raw: str) -> Facts:
                        "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching",
                        "enable_expert_parallel", "speculative_config", "speculative_model", "num_speculative_tokens",
                        "limit_mm_per_prompt", "async_scheduling", "mamba_cache_mode", "language_model_only",
-                       "performance_mode"):
+                       "performance_mode", "attention_backend"):
             xvals.setdefault(s.key, []).append((s.span[0], s.value))
     _, dumps = _flags.scan_config_dump(text)
     for eng, ver, span in dumps:
@@ -243,6 +243,16 @@ def _read(raw: str) -> Facts:
     if encoder is not None:
         extra["encoder_profile"] = (encoder.group("modality"), int(encoder.group("items")),
                                     int(encoder.group("budget")))
+    if "backend" in low:
+        from estimator.attention_backend import backend_from_name
+
+        for backend in _finditer(_ATTENTION_BACKEND, text, limit=50):
+            # the first line that names an attention backend ("Using CUTLASS backend." is a GEMM's)
+            named = backend_from_name(backend.group("enum") or backend.group("words")) \
+                or _BACKEND_CLASS.get(backend.group("cls") or "")
+            if named:
+                extra["attention_backend_used"] = named
+                break
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
     if mamba_mode is not None:
         extra["mamba_cache_mode"] = mamba_mode.group(1)
@@ -551,6 +561,19 @@ _ASYNC_SCHEDULING = regex.compile(r"Asynchronous[ \n]+scheduling[ \n]+is[ \n]+(e
 _API_SERVER = regex.compile(r"(?i)\bvllm[ \n]+serve\b|api_server|APIServer|openai[ .]api_server|vllm-openai"
                             r"|vllm\.entrypoints\.openai")
 _MAMBA_MODE = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'(align|all)'")
+
+# The attention backend V1 chose for the model's layers, as its log names it: platforms/cuda.py
+# "Using FLASHINFER attention backend out of potential backends" (0.11+; "Using
+# AttentionBackendEnum.X backend." in some builds), "Using FlashInfer backend on V1 engine." (0.8–0.10)
+# and the cudagraph-mode warning of config/compilation.py ("… for attention backend FlashInferBackend").
+# It decides what the CUDA-graph estimate holds (estimator.attention_backend).
+_ATTENTION_BACKEND = regex.compile(
+    r"Using[ ]+(?:AttentionBackendEnum\.)?(?P<enum>[A-Z][A-Z0-9_]{2,30})[ ]+(?:attention[ ]+)?backend"
+    r"(?:[ ]+out[ ]+of[ ]+potential|\.)"
+    r"|Using[ ]+(?P<words>FlashInfer|Flash[ ]?Attention|Triton[ ]+Attention|FlexAttention)[ ]+backend[ ]+on[ ]+V1"
+    r"|for[ ]+attention[ ]+backend[ ]+(?P<cls>FlashInfer|FlashAttention|TritonAttention|FlexAttention)Backend\b")
+_BACKEND_CLASS = {"FlashInfer": "FLASHINFER", "FlashAttention": "FLASH_ATTN", "TritonAttention": "TRITON_ATTN",
+                  "FlexAttention": "FLEX_ATTENTION"}
 
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"

@@ -452,6 +452,10 @@ class EngineSettings:
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
     flashinfer_sampler: bool | None = None        # the log says which top-k/top-p sampler V1 uses
+    # --attention-backend (0.13+) or the log's "Using … backend" (enum spelling); None = the one vLLM
+    # picks (estimator.attention_backend). VLLM_ATTENTION_BACKEND, read to 0.15, is not: the backend
+    # changes memory only from 0.18, where the CUDA-graph estimate counts FlashInfer's workspace.
+    attention_backend: str | None = None
     # the log's "Encoder cache will be initialized with a budget of N tokens, and profiled with K
     # <modality> items": (modality, items, budget tokens) of V1's encoder dummy batch
     encoder_profile: tuple[str, int, int] | None = None
@@ -470,7 +474,7 @@ _FIELDS = {
     "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
-    "async_scheduling", "mamba_cache_mode", "performance_mode", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
+    "async_scheduling", "mamba_cache_mode", "performance_mode", "attention_backend", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
 }
 
 

@@ -1,0 +1,159 @@
+"""The attention backend vLLM's V1 engine picks for a model's attention layers, and what the
+FlashInfer backend allocates when vLLM's CUDA-graph estimate first captures a FULL graph.
+
+Why it matters: from 0.20 (0.18–0.19 on request) vLLM subtracts a measured CUDA-graph estimate
+before it sizes the KV cache (v1/worker/gpu_model_runner.py profile_cudagraph_memory: the memory the
+first capture of each mode takes, plus the second capture's × the remaining graphs). The profile run
+before it builds no attention metadata; the warm-up of the first FULL graph does, and FlashInfer's
+metadata builder then allocates its float workspace (VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE, 394 MiB)
+and one decode wrapper per graph size, each with an 8 MiB int workspace on the GPU
+(flashinfer/decode.py BatchDecodeWithPagedKVCacheWrapper). FlashAttention and Triton allocate
+nothing of that size there, so the same model and flags leave about 0.4 GiB less KV cache where
+FlashInfer is the backend: with an FP8 KV cache on Ampere, Ada and consumer Blackwell cards (where
+FlashAttention takes no FP8 KV cache), and by default on B200/GB200-class cards.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from estimator.spec import CrossAttention, FullAttention, ModelSpec
+
+if TYPE_CHECKING:       # estimator.vllm and estimator.flags read backend names through this module
+    from estimator.vllm import EngineSettings, Profile
+
+MiB = 2**20
+
+FLASH_ATTN = "FLASH_ATTN"
+FLASHINFER = "FLASHINFER"
+TRITON_ATTN = "TRITON_ATTN"
+FLEX_ATTENTION = "FLEX_ATTENTION"
+
+# The backends a user can name (--attention-backend, a log's "Using … backend" line), in vLLM's enum spelling (v1/attention/backends/registry.py AttentionBackendEnum).
+KNOWN_BACKENDS = frozenset({
+    FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION, "TREE_ATTN", "TURBOQUANT", "XFORMERS",
+    "FLASHMLA", "FLASHINFER_MLA", "CUTLASS_MLA", "TRITON_MLA", "FLASH_ATTN_MLA", "FLASHMLA_SPARSE",
+    "FLASHINFER_MLA_SPARSE", "ROCM_ATTN", "ROCM_AITER_FA", "ROCM_AITER_MLA", "ROCM_AITER_UNIFIED_ATTN",
+    "CPU_ATTN", "TORCH_SDPA",
+})
+# The words older logs used ("Using FlashInfer backend on V1 engine.", "Using Flash Attention backend").
+_LOG_WORDS = {"flashinfer": FLASHINFER, "flash attention": FLASH_ATTN, "flashattention": FLASH_ATTN,
+              "flash_attn": FLASH_ATTN, "triton attention": TRITON_ATTN, "triton_attn": TRITON_ATTN,
+              "flexattention": FLEX_ATTENTION, "flex attention": FLEX_ATTENTION}
+
+# platforms/cuda.py _get_backend_priorities and the backends' supports_* checks are modelled from
+# the release whose CUDA-graph estimate they feed (0.18's opt-in); unchanged for plain (non-MLA)
+# attention through 0.33.
+SELECTION_FROM = (0, 18, 0)
+# flashinfer.py supports_compute_capability: SM 7.5 and up, raised to 8.0 in 0.24 (flashinfer#3620)
+FLASHINFER_SM80_FROM = (0, 24, 0)
+# envs.py VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE (0.18–0.33)
+FLASHINFER_WORKSPACE = 394 * MiB
+# flashinfer.py 0.26+: the workspace grows to the prefill chunk's head footprint when that is larger
+# (max_num_batched_tokens × query heads × head size × 16 B, FLASHINFER_PREFILL_WORKSPACE_BYTES_PER_ELEM)
+FLASHINFER_WORKSPACE_BY_CHUNK_FROM = (0, 26, 0)
+# flashinfer/decode.py: every decode wrapper's int workspace on the GPU
+FLASHINFER_WRAPPER_INT_WORKSPACE = 8 * MiB
+# models with attention sinks (models/gpt_oss.py passes `sinks` to its attention layers)
+_SINK_MODEL_TYPES = ("gpt_oss",)
+
+
+def backend_from_name(text: str | None) -> str | None:
+    """A backend as a flag, an environment variable or a log names it, in vLLM's enum spelling."""
+    if not text:
+        return None
+    t = str(text).strip().strip("'\"").rsplit(".", 1)[-1]     # "AttentionBackendEnum.FLASHINFER"
+    if t.upper() in KNOWN_BACKENDS:
+        return t.upper()
+    return _LOG_WORDS.get(t.lower())
+
+
+def _attention_head_sizes(spec: ModelSpec) -> set[int]:
+    return {lk.head_dim for lk in spec.layers if isinstance(lk, FullAttention) and not isinstance(lk, CrossAttention)}
+
+
+def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> str | None:
+    """The backend of the model's (non-MLA) attention layers: the one the user or the log named, else
+    the first in platforms/cuda.py's priority order whose checks pass — FlashInfer first on SM 10.x,
+    FlashAttention first elsewhere, Triton last. None where kvdoctor does not model the choice (V0,
+    before 0.18, AMD or an unknown card, MLA and DeepSeek-V4 caches, attention-free models)."""
+    if s.attention_backend:
+        return s.attention_backend
+    cc = s.compute_capability
+    if profile.engine != "v1" or profile.version < SELECTION_FROM or cc is None:
+        return None
+    if spec.uses_mla or spec.deepseek_v4_layers:
+        return None
+    heads = _attention_head_sizes(spec)
+    if not heads:
+        return None
+    fa4 = 9.0 <= cc < 11.0
+    if len(heads) > 1:
+        # models/config.py Gemma4Config: heterogeneous head sizes run FA4 where it exists, else
+        # TRITON_ATTN is forced for every layer
+        return FLASH_ATTN if fa4 else TRITON_ATTN
+    head = heads.pop()
+    kv = (s.kv_cache_dtype or "auto").lower()
+    fp8 = kv.startswith("fp8")
+    sinks = spec.model_type in _SINK_MODEL_TYPES
+
+    def flash_attn_ok() -> bool:
+        # flash_attn.py: SM 8.0+, head size a multiple of 8 up to 256 (512 with FA4); an FP8 cache
+        # needs FA3 on SM 9.0 or FA4 on SM 10.x (fa_utils.flash_attn_supports_kv_cache_dtype), never
+        # e5m2; sinks need SM 9.0+
+        if cc < 8.0 or head % 8 or head > (512 if fa4 else 256):
+            return False
+        if fp8 and (kv == "fp8_e5m2" or not fa4):
+            return False
+        return not (sinks and cc < 9.0)
+
+    def flashinfer_ok() -> bool:
+        # flashinfer.py: SM 7.5 (8.0 from 0.24) to 12.1, head sizes 64/128/256(/512); sinks only on
+        # the SM 10.x TRT-LLM path; every FP8 KV dtype
+        floor = 8.0 if profile.version >= FLASHINFER_SM80_FROM else 7.5
+        if not floor <= cc <= 12.1 or head not in (64, 128, 256, 512):
+            return False
+        return not (sinks and not 10.0 <= cc < 11.0)
+
+    order = (FLASHINFER, FLASH_ATTN) if 10.0 <= cc < 11.0 else (FLASH_ATTN, FLASHINFER)
+    for name in order:
+        if (flashinfer_ok if name == FLASHINFER else flash_attn_ok)():
+            return name
+    return TRITON_ATTN
+
+
+def flashinfer_trtllm_decode(s: EngineSettings) -> bool:
+    """FlashInfer decodes through TRT-LLM's kernels on SM 10.x (utils/flashinfer.py
+    supports_trtllm_attention): one process-wide workspace and no decode wrappers."""
+    cc = s.compute_capability
+    return cc is not None and 10.0 <= cc < 11.0
+
+
+def full_graphs_kept(backend: str | None, s: EngineSettings, spec_tokens: int) -> bool:
+    """FULL decode graphs with speculative decoding need a backend that graphs uniform batches
+    (config/compilation.py resolve_cudagraph_mode_and_sizes): FlashInfer's native decode graphs one
+    token per request only, so vLLM falls back to PIECEWISE graphs alone."""
+    return not (backend == FLASHINFER and spec_tokens > 0 and not flashinfer_trtllm_decode(s))
+
+
+def flashinfer_capture_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, full_graphs: int,
+                             attention_groups: int) -> int:
+    """What FlashInfer allocates inside the CUDA-graph estimate of the V1 model runner (0.18–0.28 as the
+    default runner; Model Runner V2 shares one workspace set up with its attention backends).
+
+    SM 10.x (TRT-LLM decode): one 394 MiB workspace for the process. Elsewhere every KV-cache group
+    of attention layers has its own metadata builder, which allocates its workspace (394 MiB, from 0.26
+    at least the prefill chunk's max_num_batched_tokens × query heads × head size × 16 B) and a decode
+    wrapper for the warm-up plus one per FULL graph size, 8 MiB each. Checked on Qwen3.6-35B-A3B NVFP4
+    logs of 0.20 with an FP8 KV cache on consumer Blackwell cards: 0.39–0.47 GiB estimated for 2–5
+    graphs, where the per-graph figure alone gives 0.05–0.12 GiB (this model: 0.45–0.53)."""
+    if full_graphs <= 0:
+        return 0
+    if flashinfer_trtllm_decode(s):
+        return FLASHINFER_WORKSPACE
+    workspace = FLASHINFER_WORKSPACE
+    if profile.version >= FLASHINFER_WORKSPACE_BY_CHUNK_FROM:
+        heads = max(1, spec.num_attention_heads // max(1, s.tensor_parallel_size))
+        head = max(_attention_head_sizes(spec) or {spec.head_dim})
+        workspace = max(workspace, (s.max_num_batched_tokens or 0) * heads * head * 16)
+    return max(1, attention_groups) * (workspace + FLASHINFER_WRAPPER_INT_WORKSPACE * (1 + full_graphs))
