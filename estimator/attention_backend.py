@@ -138,22 +138,27 @@ def full_graphs_kept(backend: str | None, s: EngineSettings, spec_tokens: int) -
 
 def flashinfer_capture_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, full_graphs: int,
                              attention_groups: int) -> int:
-    """What FlashInfer allocates inside the CUDA-graph estimate of the V1 model runner (0.18–0.28 as the
-    default runner; Model Runner V2 shares one workspace set up with its attention backends).
+    """What FlashInfer allocates inside vLLM's CUDA-graph estimate, which measures the first FULL capture.
 
     SM 10.x (TRT-LLM decode): one 394 MiB workspace for the process. Elsewhere every KV-cache group
-    of attention layers has its own metadata builder, which allocates its workspace (394 MiB, from 0.26
-    at least the prefill chunk's max_num_batched_tokens × query heads × head size × 16 B) and a decode
-    wrapper for the warm-up plus one per FULL graph size, 8 MiB each. Checked on Qwen3.6-35B-A3B NVFP4
-    logs of 0.20 with an FP8 KV cache on consumer Blackwell cards: 0.39–0.47 GiB estimated for 2–5
-    graphs, where the per-graph figure alone gives 0.05–0.12 GiB (this model: 0.45–0.53)."""
+    of attention layers has its own metadata builder with a decode wrapper for the warm-up plus one
+    per FULL graph size, 8 MiB each; the V1 runner's builders also allocate their workspace there
+    (394 MiB, from 0.26 at least the prefill chunk's max_num_batched_tokens × query heads × head
+    size × 16 B), while Model Runner V2 (0.29+, whose estimate this is) shares one workspace that it
+    sets up with its attention backends before the capture it measures (v1/worker/gpu/attn_utils.py).
+    Checked on Qwen3.6-35B-A3B NVFP4 logs of 0.20 with an FP8 KV cache on consumer Blackwell cards:
+    0.39–0.47 GiB estimated for 2–5 graphs, where the per-graph figure alone gives 0.05–0.12 GiB
+    (this model: 0.45–0.53)."""
     if full_graphs <= 0:
         return 0
     if flashinfer_trtllm_decode(s):
         return FLASHINFER_WORKSPACE
+    wrappers = FLASHINFER_WRAPPER_INT_WORKSPACE * (1 + full_graphs)
+    if s.model_runner_v2:
+        return max(1, attention_groups) * wrappers
     workspace = FLASHINFER_WORKSPACE
     if profile.version >= FLASHINFER_WORKSPACE_BY_CHUNK_FROM:
         heads = max(1, spec.num_attention_heads // max(1, s.tensor_parallel_size))
         head = max(_attention_head_sizes(spec) or {spec.head_dim})
         workspace = max(workspace, (s.max_num_batched_tokens or 0) * heads * head * 16)
-    return max(1, attention_groups) * (workspace + FLASHINFER_WRAPPER_INT_WORKSPACE * (1 + full_graphs))
+    return max(1, attention_groups) * (workspace + wrappers)

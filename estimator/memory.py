@@ -1246,8 +1246,13 @@ def _flashinfer_note(spec: ModelSpec, s: EngineSettings, groups: int) -> str:
     if not full_graphs_kept(FLASHINFER, s, speculative_tokens(spec, s)):
         return (f"{which}: with speculative decoding vLLM captures PIECEWISE CUDA graphs only (FlashInfer's "
                 "decode graphs take one token per request), so its 394 MiB workspace is not in the graph estimate")
-    per = "" if flashinfer_trtllm_decode(s) else f" per attention KV group ({groups}) and 8 MiB per decode graph"
-    return f"{which}: the CUDA-graph estimate holds its workspace (394 MiB or more){per}, allocated at the first FULL graph"
+    if flashinfer_trtllm_decode(s):
+        return f"{which}: the CUDA-graph estimate holds TRT-LLM's 394 MiB workspace, allocated at the first FULL graph"
+    if s.model_runner_v2:
+        return (f"{which}: the CUDA-graph estimate holds its decode wrappers, 8 MiB per FULL graph per attention KV "
+                f"group ({groups}); Model Runner V2 sets its 394 MiB workspace up outside the estimate")
+    return (f"{which}: the CUDA-graph estimate holds its workspace (394 MiB or more) per attention KV group "
+            f"({groups}) and 8 MiB per decode graph, allocated at the first FULL graph")
 
 
 def graphs_captured_after_kv(est: Estimate) -> bool:
@@ -1278,8 +1283,7 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     draft = drafter(spec, s, profile, [])[0] if draft_layers is None else draft_layers
     layers = max(1, stage_layers) + len(draft)
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
-    workspace = flashinfer_capture_bytes(spec, profile, s, len(full), attention_groups) \
-        if backend == FLASHINFER and not s.model_runner_v2 else 0
+    workspace = flashinfer_capture_bytes(spec, profile, s, len(full), attention_groups) if backend == FLASHINFER else 0
     return graphs * layers * per_layer + workspace
 
 
@@ -1443,8 +1447,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                     else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
-    if graphs and cuda_graph_bytes is None and not s.model_runner_v2 \
-            and attention_backend(spec, profile, s) == FLASHINFER:
+    if graphs and cuda_graph_bytes is None and attention_backend(spec, profile, s) == FLASHINFER:
         assumptions.append(_flashinfer_note(spec, s, attention_groups(layout)))
     if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
