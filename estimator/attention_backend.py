@@ -52,6 +52,9 @@ FLASHINFER_WORKSPACE = 394 * MiB
 # flashinfer.py 0.26+: the workspace grows to the prefill chunk's head footprint when that is larger
 # (max_num_batched_tokens × query heads × head size × 16 B, FLASHINFER_PREFILL_WORKSPACE_BYTES_PER_ELEM)
 FLASHINFER_WORKSPACE_BY_CHUNK_FROM = (0, 26, 0)
+# utils/flashinfer.py / flashinfer.py: decode's TRT-LLM path chosen once per builder (0.27+) instead
+# of per batch
+TRTLLM_DECODE_STATIC_FROM = (0, 27, 0)
 # flashinfer/decode.py: every decode wrapper's int workspace on the GPU
 FLASHINFER_WRAPPER_INT_WORKSPACE = 8 * MiB
 # models with attention sinks (models/gpt_oss.py passes `sinks` to its attention layers)
@@ -122,43 +125,63 @@ def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> s
     return TRITON_ATTN
 
 
-def flashinfer_trtllm_decode(s: EngineSettings) -> bool:
-    """FlashInfer decodes through TRT-LLM's kernels on SM 10.x (utils/flashinfer.py
-    supports_trtllm_attention): one process-wide workspace and no decode wrappers."""
+def _sm100(s: EngineSettings) -> bool:
     cc = s.compute_capability
     return cc is not None and 10.0 <= cc < 11.0
 
 
+def flashinfer_trtllm_decode(profile: Profile, s: EngineSettings, batch: int, spec_tokens: int) -> bool:
+    """Does FlashInfer decode a batch of `batch` tokens through TRT-LLM's kernels (one process-wide
+    workspace, no decode wrapper)? utils/flashinfer.py use_trtllm_attention: on SM 10.x always with
+    speculative decoding, else up to 0.26 only for batches of at most 256 tokens with a 16-bit cache,
+    from 0.27 whenever the card supports it (chosen once per builder, flashinfer.py); on SM 9.0 from
+    0.27 XQA decodes an FP8 cache."""
+    kv = (s.kv_cache_dtype or "auto").lower()
+    if _sm100(s):
+        return profile.version >= TRTLLM_DECODE_STATIC_FROM or spec_tokens > 0 or (batch <= 256 and kv == "auto")
+    cc = s.compute_capability
+    return cc is not None and 9.0 <= cc < 10.0 and profile.version >= TRTLLM_DECODE_STATIC_FROM \
+        and kv.startswith("fp8")
+
+
 def full_graphs_kept(backend: str | None, s: EngineSettings, spec_tokens: int) -> bool:
     """FULL decode graphs with speculative decoding need a backend that graphs uniform batches
-    (config/compilation.py resolve_cudagraph_mode_and_sizes): FlashInfer's native decode graphs one
-    token per request only, so vLLM falls back to PIECEWISE graphs alone."""
-    return not (backend == FLASHINFER and spec_tokens > 0 and not flashinfer_trtllm_decode(s))
+    (config/compilation.py resolve_cudagraph_mode_and_sizes): FlashInfer graphs them on SM 10.x
+    (TRT-LLM) only, elsewhere one token per request, so vLLM falls back to PIECEWISE graphs alone."""
+    return not (backend == FLASHINFER and spec_tokens > 0 and not _sm100(s))
 
 
-def flashinfer_capture_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, full_graphs: int,
-                             attention_groups: int) -> int:
-    """What FlashInfer allocates inside vLLM's CUDA-graph estimate, which measures the first FULL capture.
+def flashinfer_capture_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, full_sizes: list[int],
+                             attention_groups: int, spec_tokens: int = 0) -> int:
+    """What FlashInfer allocates inside vLLM's CUDA-graph estimate: the first FULL capture (the largest
+    size) plus the second one's cost times the remaining FULL graphs, as vLLM extrapolates them.
 
-    SM 10.x (TRT-LLM decode): one 394 MiB workspace for the process. Elsewhere every KV-cache group
-    of attention layers has its own metadata builder with a decode wrapper for the warm-up plus one
-    per FULL graph size, 8 MiB each; the V1 runner's builders also allocate their workspace there
-    (394 MiB, from 0.26 at least the prefill chunk's max_num_batched_tokens × query heads × head
-    size × 16 B), while Model Runner V2 (0.29+, whose estimate this is) shares one workspace that it
-    sets up with its attention backends before the capture it measures (v1/worker/gpu/attn_utils.py).
-    Checked on Qwen3.6-35B-A3B NVFP4 logs of 0.20 with an FP8 KV cache on consumer Blackwell cards:
-    0.39–0.47 GiB estimated for 2–5 graphs, where the per-graph figure alone gives 0.05–0.12 GiB
-    (this model: 0.45–0.53)."""
-    if full_graphs <= 0:
+    A batch decoded through TRT-LLM allocates its 394 MiB process-wide buffer once. A batch decoded
+    natively allocates, in every KV-cache group of attention layers (each has its own metadata
+    builder), a decode wrapper for that size with an 8 MiB int workspace, and — the V1 runner's
+    builders, at their first use — the float workspace (394 MiB; from 0.26 at least the prefill
+    chunk's max_num_batched_tokens × query heads × head size × 16 B). Model Runner V2 (0.29+, whose
+    estimate this is) shares one workspace that it sets up with its attention backends, before the
+    capture it measures (v1/worker/gpu/attn_utils.py). Checked on Qwen3.6-35B-A3B NVFP4 logs of 0.20
+    with an FP8 KV cache on consumer Blackwell cards: 0.39–0.47 GiB estimated for 2–5 graphs, where
+    the per-graph figure alone gives 0.05–0.12 GiB (this model: 0.44–0.52)."""
+    if not full_sizes:
         return 0
-    if flashinfer_trtllm_decode(s):
-        return FLASHINFER_WORKSPACE
-    wrappers = FLASHINFER_WRAPPER_INT_WORKSPACE * (1 + full_graphs)
-    if s.model_runner_v2:
-        return max(1, attention_groups) * wrappers
-    workspace = FLASHINFER_WORKSPACE
-    if profile.version >= FLASHINFER_WORKSPACE_BY_CHUNK_FROM:
-        heads = max(1, spec.num_attention_heads // max(1, s.tensor_parallel_size))
-        head = max(_attention_head_sizes(spec) or {spec.head_dim})
-        workspace = max(workspace, (s.max_num_batched_tokens or 0) * heads * head * 16)
-    return max(1, attention_groups) * (workspace + wrappers)
+    groups = max(1, attention_groups)
+    workspace = 0
+    if not s.model_runner_v2:
+        workspace = FLASHINFER_WORKSPACE
+        if profile.version >= FLASHINFER_WORKSPACE_BY_CHUNK_FROM:
+            heads = max(1, spec.num_attention_heads // max(1, s.tensor_parallel_size))
+            head = max(_attention_head_sizes(spec) or {spec.head_dim})
+            workspace = max(workspace, (s.max_num_batched_tokens or 0) * heads * head * 16)
+    sizes = sorted(full_sizes, reverse=True)
+    first_trtllm = flashinfer_trtllm_decode(profile, s, sizes[0], spec_tokens)
+    first = FLASHINFER_WORKSPACE if first_trtllm else groups * (workspace + FLASHINFER_WRAPPER_INT_WORKSPACE)
+    if len(sizes) == 1:
+        return first
+    if flashinfer_trtllm_decode(profile, s, sizes[1], spec_tokens):
+        second = 0 if first_trtllm else FLASHINFER_WORKSPACE
+    else:
+        second = groups * (FLASHINFER_WRAPPER_INT_WORKSPACE + (workspace if first_trtllm else 0))
+    return first + second * (len(sizes) - 1)

@@ -1239,20 +1239,21 @@ def attention_groups(layout: KVLayout) -> int:
     return sum(1 for g in layout.groups if isinstance(g.spec, FullAttention))
 
 
-def _flashinfer_note(spec: ModelSpec, s: EngineSettings, groups: int) -> str:
+def _flashinfer_note(spec: ModelSpec, profile: Profile, s: EngineSettings, groups: int) -> str:
     """What the CUDA-graph estimate holds for FlashInfer (estimator.attention_backend), in words."""
     which = "attention backend FlashInfer" + ("" if s.attention_backend else
                                               " (the one vLLM picks for this card and KV cache dtype)")
-    if not full_graphs_kept(FLASHINFER, s, speculative_tokens(spec, s)):
+    k = speculative_tokens(spec, s)
+    if not full_graphs_kept(FLASHINFER, s, k):
         return (f"{which}: with speculative decoding vLLM captures PIECEWISE CUDA graphs only (FlashInfer's "
-                "decode graphs take one token per request), so its 394 MiB workspace is not in the graph estimate")
-    if flashinfer_trtllm_decode(s):
-        return f"{which}: the CUDA-graph estimate holds TRT-LLM's 394 MiB workspace, allocated at the first FULL graph"
+                "decode graphs take one token per request here), so none of its buffers is in the graph estimate")
+    if flashinfer_trtllm_decode(profile, s, 1, k):
+        return f"{which}: the CUDA-graph estimate holds TRT-LLM's 394 MiB decode workspace, allocated at the first FULL graph"
     if s.model_runner_v2:
         return (f"{which}: the CUDA-graph estimate holds its decode wrappers, 8 MiB per FULL graph per attention KV "
                 f"group ({groups}); Model Runner V2 sets its 394 MiB workspace up outside the estimate")
     return (f"{which}: the CUDA-graph estimate holds its workspace (394 MiB or more) per attention KV group "
-            f"({groups}) and 8 MiB per decode graph, allocated at the first FULL graph")
+            f"({groups}) and 8 MiB per FULL graph, allocated at the first FULL graph")
 
 
 def graphs_captured_after_kv(est: Estimate) -> bool:
@@ -1283,7 +1284,7 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     draft = drafter(spec, s, profile, [])[0] if draft_layers is None else draft_layers
     layers = max(1, stage_layers) + len(draft)
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
-    workspace = flashinfer_capture_bytes(spec, profile, s, len(full), attention_groups) if backend == FLASHINFER else 0
+    workspace = flashinfer_capture_bytes(spec, profile, s, full, attention_groups, k) if backend == FLASHINFER else 0
     return graphs * layers * per_layer + workspace
 
 
@@ -1448,7 +1449,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
     if graphs and cuda_graph_bytes is None and attention_backend(spec, profile, s) == FLASHINFER:
-        assumptions.append(_flashinfer_note(spec, s, attention_groups(layout)))
+        assumptions.append(_flashinfer_note(spec, profile, s, attention_groups(layout)))
     if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")

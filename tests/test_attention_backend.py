@@ -4,7 +4,7 @@ estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, v1/attention/b
 The graph figures are written out by hand: PIECEWISE sizes [1, 2, 4] and FULL sizes [1, 2] at
 max_num_seqs 2 (vllm.cuda_graph_sizes / full_graph_sizes), 0.24 MiB per graph per layer for a
 dense model (memory.GRAPH_BYTES_PER_LAYER_DENSE), FlashInfer's 394 MiB workspace and 8 MiB per
-decode wrapper (one for the warm-up, one per FULL size).
+decode wrapper (one per FULL size, shared by its warm-up and its capture: flashinfer.py build()).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_flashinfer_workspace_and_wrappers_are_in_the_graph_estimate():
     graphs = (3 + 2) * 64 * PER                              # 5 graphs × 64 layers
     # 0.26+: workspace = max(394 MiB, 8,192 tokens × 12 query heads per rank × 256 × 16 B = 384 MiB)
     workspace = 394 * MiB
-    assert fi.cuda_graph_bytes == graphs + workspace + 8 * MiB * (1 + 2)       # 518,835,328 B
+    assert fi.cuda_graph_bytes == graphs + workspace + 8 * MiB * 2       # 510,446,720 B
     # the same run with a bf16 cache runs FlashAttention: no FlashInfer buffers, the same graphs
     fa = _talos_like(kv_cache_dtype="auto")
     assert fa.cuda_graph_bytes == graphs
@@ -100,21 +100,35 @@ def test_workspace_grows_with_the_prefill_chunk_from_026():
 
 
 def test_trtllm_decode_on_sm100_holds_one_workspace_and_no_wrappers():
-    # B200: FlashInfer decodes through TRT-LLM's kernels with one process-wide 394 MiB buffer
+    # B200: FlashInfer decodes through TRT-LLM's kernels with one process-wide 394 MiB buffer —
+    # from 0.27 whenever the card supports it, up to 0.26 for batches of ≤ 256 tokens with a 16-bit
+    # cache; an FP8 cache there decodes natively (the builder's workspace + one wrapper per size)
     spec = load("Qwen/Qwen3.6-27B")
-    s = EngineSettings(vllm_version="0.27.0", max_num_seqs=2, max_num_batched_tokens=8192, max_model_len=131072,
-                       model_runner_v2=False)
-    est = run_estimate(spec, "B200", s)
-    assert est.cuda_graph_bytes == (3 + 2) * 64 * PER + 394 * MiB
+
+    def cg(version: str, kv: str, seqs: int = 2) -> int:
+        s = EngineSettings(vllm_version=version, max_num_seqs=seqs, max_num_batched_tokens=8192,
+                           max_model_len=131072, kv_cache_dtype=kv, model_runner_v2=False)
+        return run_estimate(spec, "B200", s).cuda_graph_bytes
+
+    graphs = (3 + 2) * 64 * PER
+    assert cg("0.27.0", "auto") == graphs + 394 * MiB
+    assert cg("0.27.0", "fp8") == graphs + 394 * MiB
+    assert cg("0.25.0", "auto") == graphs + 394 * MiB
+    assert cg("0.25.0", "fp8") == graphs + 394 * MiB + 2 * 8 * MiB
+    # 0.25, 16-bit cache, 1,024 sequences: FULL sizes up to 512 (vllm.full_graph_sizes, 51 of them);
+    # the first two (512, 496) decode natively, so vLLM extrapolates the second's 8 MiB wrapper over
+    # the other 50 graphs
+    big = cg("0.25.0", "auto", seqs=1024)
+    assert big - (51 + 51) * 64 * PER == 394 * MiB + 8 * MiB + 50 * 8 * MiB
 
 
 def test_the_v2_runner_and_eager_runs_count_no_flashinfer_workspace():
     assert _talos_like(model_runner_v2=True).cuda_graph_bytes == 0          # 0.27's V2: graphs after the KV cache
     assert _talos_like(enforce_eager=True).cuda_graph_bytes == 0
     # 0.29's V2 budgets its graphs; its FlashInfer workspace is set up with the attention backends,
-    # before the capture it measures: only the decode wrappers (warm-up + 2 FULL sizes) are in it
+    # before the capture it measures: only the decode wrappers of the 2 FULL sizes are in it
     v2 = _talos_like(vllm_version="0.29.0", model_runner_v2=True)
-    assert v2.cuda_graph_bytes == (3 + 2) * 64 * PER + 3 * 8 * MiB
+    assert v2.cuda_graph_bytes == (3 + 2) * 64 * PER + 2 * 8 * MiB
     assert any("Model Runner V2 sets its 394 MiB workspace up outside" in a for a in v2.assumptions)
 
 
@@ -152,6 +166,6 @@ def test_a_log_that_names_triton_keeps_the_workspace_out():
 
     picked, notes = graphs(cmd)
     named, named_notes = graphs(cmd + log)
-    assert picked == (3 + 2) * 64 * PER + 394 * MiB + 3 * 8 * MiB
+    assert picked == (3 + 2) * 64 * PER + 394 * MiB + 2 * 8 * MiB
     assert named == (3 + 2) * 64 * PER
     assert any("FlashInfer" in a for a in notes) and not any("FlashInfer" in a for a in named_notes)
