@@ -623,7 +623,10 @@ def _estimate_reason(name: str, est: Estimate) -> str:
         "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)" + (
             f", plus the {est.others_charged_bytes / GiB:.2f} GiB other processes hold (vLLM {est.profile.release} "
             "counts it as this instance's)" if est.others_charged_bytes else ""),
-        "cuda_graphs": "CUDA-graph pool (estimate)" if est.cuda_graph_bytes else _graphs_not_counted(est),
+        "cuda_graphs": ("CUDA-graph pool (estimate)" + (
+            f", with {est.flashinfer_graph_bytes / GiB:.2f} GiB that the FlashInfer attention backend allocates at the "
+            "first FULL capture (its workspace and decode wrappers)" if est.flashinfer_graph_bytes else ""))
+        if est.cuda_graph_bytes else _graphs_not_counted(est),
     }[name]
 
 

@@ -258,6 +258,7 @@ class Estimate:
     suggestions: list[dict] = field(default_factory=list)
     checkpoint_weights_bytes: int = 0           # the model's own weights per rank, whatever was printed
     cached_all_reduce_bytes: int = 0            # V0 0.2.5–0.6.3 with TP: what the profile may leave cached
+    flashinfer_graph_bytes: int = 0             # of cuda_graph_bytes: FlashInfer's workspace and decode wrappers
     # Not results of the arithmetic: what it was run with, and what the callers learnt about it.
     inputs: dict = field(default_factory=dict, repr=False, compare=False)   # estimate()'s arguments (rerun)
     tightest_stage: int = 0                     # mixed PP stages: the one whose block count all get
@@ -1268,8 +1269,15 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7); 0 where the
     graphs come after it (`graphs_after_kv`). `attention_groups`: the KV-cache groups of attention
     layers, each with its own attention metadata builder."""
+    return sum(cuda_graph_parts(spec, profile, s, draft_layers, attention_groups))
+
+
+def cuda_graph_parts(spec: ModelSpec, profile: Profile, s: EngineSettings,
+                     draft_layers: list[LayerKV] | None = None, attention_groups: int = 1) -> tuple[int, int]:
+    """`cuda_graph_memory` in two parts: the graphs themselves (per graph per layer, a fit) and what
+    the FlashInfer attention backend allocates inside the estimate (estimator.attention_backend)."""
     if s.enforce_eager or not profile.cuda_graphs_budgeted or graphs_after_kv(profile, s):
-        return 0
+        return 0, 0
     seqs, k = s.max_num_seqs or 256, speculative_tokens(spec, s)
     sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k,
                              interactivity=performance_mode(profile, s) == "interactivity")
@@ -1285,7 +1293,7 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     layers = max(1, stage_layers) + len(draft)
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
     workspace = flashinfer_capture_bytes(spec, profile, s, full, attention_groups, k) if backend == FLASHINFER else 0
-    return graphs * layers * per_layer + workspace
+    return graphs * layers * per_layer, workspace
 
 
 # ------------------------------------------------------------------------------------------
@@ -1438,8 +1446,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
     # a budget item even when the log prints their size
     after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted
-    graphs = 0 if after else cuda_graph_bytes if cuda_graph_bytes is not None \
-        else cuda_graph_memory(spec, profile, s, draft_info[0], attention_groups(layout))
+    fi_graph = 0
+    if after:
+        graphs = 0
+    elif cuda_graph_bytes is not None:
+        graphs = cuda_graph_bytes
+    else:
+        graphs, fi_graph = cuda_graph_parts(spec, profile, s, draft_info[0], attention_groups(layout))
+        graphs += fi_graph
     if adjust:
         parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
         for key, (how, amount) in adjust.items():
@@ -1448,7 +1462,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                     else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
-    if graphs and cuda_graph_bytes is None and attention_backend(spec, profile, s) == FLASHINFER:
+    if not after and not s.enforce_eager and cuda_graph_bytes is None \
+            and attention_backend(spec, profile, s) == FLASHINFER:
         assumptions.append(_flashinfer_note(spec, profile, s, attention_groups(layout)))
     if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
@@ -1568,7 +1583,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         layout=layout, gpu_blocks=blocks, kv_cache_tokens=capacity, max_concurrency=concurrency,
         max_model_len=max_len, max_model_len_fit=fit_len, kv_needed_bytes=kv_needed, fits=fits,
         error_kind=error, assumptions=_dedupe(assumptions), checkpoint_weights_bytes=model_weights,
-        cached_all_reduce_bytes=held,
+        cached_all_reduce_bytes=held, flashinfer_graph_bytes=fi_graph if graphs else 0,
     )
     est.inputs = inputs
     return est

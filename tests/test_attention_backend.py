@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from test_memory import load
 
-from estimator import diagnose
+from estimator import diagnose, render_markdown
 from estimator.api import run_estimate
 from estimator.attention_backend import attention_backend
 from estimator.memory import GRAPH_BYTES_PER_LAYER_DENSE, attention_groups
@@ -67,9 +67,10 @@ def test_flashinfer_workspace_and_wrappers_are_in_the_graph_estimate():
     # 0.26+: workspace = max(394 MiB, 8,192 tokens × 12 query heads per rank × 256 × 16 B = 384 MiB)
     workspace = 394 * MiB
     assert fi.cuda_graph_bytes == graphs + workspace + 8 * MiB * 2       # 510,446,720 B
+    assert fi.flashinfer_graph_bytes == workspace + 8 * MiB * 2
     # the same run with a bf16 cache runs FlashAttention: no FlashInfer buffers, the same graphs
     fa = _talos_like(kv_cache_dtype="auto")
-    assert fa.cuda_graph_bytes == graphs
+    assert fa.cuda_graph_bytes == graphs and fa.flashinfer_graph_bytes == 0
     # ... and the KV pool of the FP8 run is smaller by exactly those buffers
     assert any("FlashInfer" in a and "394 MiB or more" in a for a in fi.assumptions)
     assert not any("FlashInfer" in a for a in fa.assumptions)
@@ -124,7 +125,8 @@ def test_trtllm_decode_on_sm100_holds_one_workspace_and_no_wrappers():
 
 def test_the_v2_runner_and_eager_runs_count_no_flashinfer_workspace():
     assert _talos_like(model_runner_v2=True).cuda_graph_bytes == 0          # 0.27's V2: graphs after the KV cache
-    assert _talos_like(enforce_eager=True).cuda_graph_bytes == 0
+    eager = _talos_like(enforce_eager=True)
+    assert eager.cuda_graph_bytes == 0 and not any("FlashInfer" in a for a in eager.assumptions)
     # 0.29's V2 budgets its graphs; its FlashInfer workspace is set up with the attention backends,
     # before the capture it measures: only the decode wrappers of the 2 FULL sizes are in it
     v2 = _talos_like(vllm_version="0.29.0", model_runner_v2=True)
@@ -160,12 +162,15 @@ def test_a_log_that_names_triton_keeps_the_workspace_out():
     log = ("\nINFO 05-01 19:56:40 [cuda.py:300] Using TRITON_ATTN attention backend out of potential "
            "backends: ('TRITON_ATTN',)")
 
-    def graphs(text: str) -> tuple[int, list[str]]:
+    def graphs(text: str) -> tuple[int, list[str], str]:
         d = diagnose(text, gpu="RTX 3090", vllm_version="0.27.0", offline=True, explain=True)
-        return d.estimate["memory"]["cuda_graph_bytes"], d.assumptions
+        return d.estimate["memory"]["cuda_graph_bytes"], d.assumptions, render_markdown(d)
 
-    picked, notes = graphs(cmd)
-    named, named_notes = graphs(cmd + log)
+    picked, notes, reply = graphs(cmd)
+    named, named_notes, named_reply = graphs(cmd + log)
     assert picked == (3 + 2) * 64 * PER + 394 * MiB + 2 * 8 * MiB
     assert named == (3 + 2) * 64 * PER
     assert any("FlashInfer" in a for a in notes) and not any("FlashInfer" in a for a in named_notes)
+    # the breakdown's graph row says how much of it is FlashInfer's: (394 + 16) MiB = 0.40 GiB
+    assert "with 0.40 GiB that the FlashInfer attention backend allocates" in reply
+    assert "FlashInfer attention backend allocates" not in named_reply
