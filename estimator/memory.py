@@ -60,6 +60,7 @@ from estimator.vllm import (
     requested_bytes,
     sampler_bytes,
     v0_chunked_prefill,
+    v2_sampler_bytes,
     version_text,
 )
 
@@ -106,6 +107,18 @@ V0_FORWARD_FACTOR = 1.0
 # few graphs a first capture of a few hundred MiB dominates (Qwen3.6-35B-A3B NVFP4: 0.39 GiB for
 # 4 graphs), which this per-graph figure does not model.
 GRAPH_BYTES_PER_LAYER_DENSE = int(0.24 * MiB)
+# Model Runner V2's profile peak above the code's forward and sampler: torch.compile's first compile
+# runs inside the profiled forward. One setup measured it: Qwen3-8B on an RTX 4090 with 0.27.1 printed
+# a 1.18 GiB peak with a cold compile cache and 0.19 GiB with a warm one (0.99 GiB apart); warm-cache V2
+# logs print the code's figures (vllm PR48601's Qwen3.6-27B TP 4: 1.54 GiB = its 1,024-row sampler, an
+# RTX PRO 6000 Qwen3-32B TP 2 on 0.27.1: 1.38 GiB). A paste seldom says which, and most are first runs:
+# scanned from 0.6 to 1.5 GiB over the 78 V2-runner KV figures of the collected public logs (not
+# dev.jsonl, where PR48601 is the only one), every value from 0.75 to 1.0 beats V1's fitted 29 B sampler
+# that V2 took before; 0.9 GiB is the best: the 68 figures of logs with a version or a date go from a
+# 5.0% to a 2.7% median (38 → 50 within 5%), while 10 undated ones — modelled as the newest release,
+# though most ran V1's runner — lose (4 → 1 within 5%). Not with --enforce-eager (nothing compiles).
+# dev.jsonl's PR48601: 7.6% → 0.8%.
+V2_FIRST_COMPILE = int(0.9 * GiB)
 GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 
 
@@ -808,21 +821,15 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only
-    # Model Runner V2 (by default from 0.22, vllm.py default_model_runner_v2) samples its dummy batch
-    # greedily by the code (v1/worker/gpu/model_runner.py `_dummy_sampler_run`: no top-k/top-p or
-    # processing until 0.33's warm-up pass, i.e. about the logits alone), yet its measured profile
-    # peaks are V1's: akiyax's 0.26.0 run (Qwen2.5-7B-AWQ, RTX 4080, 256 rows) prints 1.04 GiB of
-    # peak activation = 28.7 B per row × vocab element where the code's sampler is 74 MiB and the
-    # forward 0.36 GiB; in vllm#50159's A/B (Qwen2.5-0.5B, 0.26.0, eager) both runners leave
-    # exactly the same KV; a 0.28 L40S Qwen3-14B / -AWQ blog and 0.28–0.30 consumer-card logs fit
-    # V1's figure within 3–7% where the logits alone leave 5–50% too much KV. The difference looks like
-    # torch.compile's first compile inside the profile run: one Qwen3-8B / RTX 4090 / 0.27.1 setup
-    # printed 1.18 GiB of peak with a cold compile cache and 0.19 GiB with a warm one, and V2 logs
-    # from warm caches print the code's figure (Qwen2.5-0.5B 0.08 / 0.31 GiB, Llama-3.1-8B on an
-    # A100 1.44 GiB, two 1,024-row TP runs: RTX PRO 6000 Qwen3-32B TP 2 on 0.27.1, vllm PR48601's
-    # Qwen3.6-27B TP 4). A paste seldom says which; over 380 real KV figures V1's figure is right
-    # more often (median 5.7% against 5.9%, 184 within 5% against 176), so V2 takes it — a fit —
-    # and the code settles where V2's CUDA graphs go (graphs_after_kv).
+    if profile.engine == "v1" and s.model_runner_v2 and not spec.deepseek_v4_layers:
+        # Model Runner V2 (by default from 0.22, vllm.py default_model_runner_v2) samples its dummy
+        # batch with its own sampler: the code's bytes (vllm.v2_sampler_bytes), not V1's fitted ones;
+        # its first compile adds to the forward (V2_FIRST_COMPILE). DeepSeek-V4 keeps the peak its own
+        # model was checked with (deepseek_v4_profile_peak).
+        if sampler:
+            sampler = int(rows * vocab * v2_sampler_bytes(profile.version, tp))
+        if not s.enforce_eager:
+            forward += V2_FIRST_COMPILE
     if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:

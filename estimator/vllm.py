@@ -319,6 +319,28 @@ def native_sampler_bytes(version: tuple, rows: int = 8) -> int:
     return SAMPLER_BYTES_NATIVE
 
 
+# Model Runner V2's dummy sampler (v1/worker/gpu/model_runner.py _dummy_sampler_run), per row × vocab
+# element, by the code of gpu/sample/sampler.py: the logits in the model dtype (2 B) and, where
+# apply_sampling_params copies them to fp32 for the dummy batch, that copy (4 B): 0.22–0.25 copy always,
+# 0.26 works in place, 0.27–0.32 return early when no request needs processing (a dummy batch does
+# not); 0.33 adds a warm-up pass with every sampling parameter set (SamplingParams.for_sampler_warmup):
+# the fp32 copy and top-k/top-p's probabilities (4 B). Under tensor parallelism the logits are gathered
+# (distributed all_gather: the rank's shard, the gathered buffer and its reordered copy, 4 + 2/tp B).
+V2_SAMPLER_IN_PLACE_FROM = (0, 26, 0)
+V2_SAMPLER_WARMUP_FROM = (0, 33, 0)
+
+
+def v2_sampler_bytes(version: tuple, tp: int) -> float:
+    """Model Runner V2's dummy-sampler bytes per row × vocab element (see above)."""
+    if version >= V2_SAMPLER_WARMUP_FROM:
+        own = 2 + 4 + 4
+    elif version >= V2_SAMPLER_IN_PLACE_FROM:
+        own = 2
+    else:
+        own = 2 + 4
+    return max(own, 4 + 2 / tp if tp > 1 else 0)
+
+
 def sampler_bytes(version: tuple, flashinfer: bool | None, rows: int) -> int:
     """V1's dummy-sampler bytes per row × vocab element: FlashInfer's where it runs alone (before
     0.21, installed up to 0.11.0 or opted in 0.11.2–0.20), else the native path's."""

@@ -14,7 +14,7 @@ import math
 import pytest
 
 from estimator import catalog
-from estimator.memory import estimate, rerun, resolve_max_model_len
+from estimator.memory import V2_FIRST_COMPILE, estimate, rerun, resolve_max_model_len
 from estimator.spec import MambaState, spec_from_config
 from estimator.vllm import EngineSettings, parse_flags, profile_for
 
@@ -216,18 +216,26 @@ def test_llama_runs_on_v2_by_default_from_023_and_its_graphs_follow(llama8b):
     assert graphs("0.29.0") == _graphs(llama8b, "0.29.0", model_runner_v2=False).cuda_graph_bytes > 0
 
 
-def test_v2_model_runner_profile_peak_is_v1s(llama8b):
-    # the V2 runner's measured profile peaks are V1's (memory.py activation_peak: akiyax 0.26.0,
-    # vllm#50159's eager A/B): Llama-3.1-8B at 1,024 rows × 128,256 vocab × 29 B (0.21+) = 3.55 GiB
-    # of sampler above a 2,048-token forward, with either runner
-    def act(version, v2, seqs):
+def test_v2_model_runner_profile_peak(llama8b):
+    # Model Runner V2 samples its dummy batch with its own code (vllm.v2_sampler_bytes): Llama-3.1-8B,
+    # 1,024 rows × 128,256 vocab — the bf16 logits (2 B) and their fp32 copy (4 B) to 0.25, the logits
+    # alone 0.26–0.32 (an all-gather's 4 + 2/tp B under TP), a warm-up pass with every parameter set in
+    # 0.33 (10 B); its first compile adds 0.9 GiB to the 2,048-token forward (memory.V2_FIRST_COMPILE),
+    # not with --enforce-eager. V1 keeps its fitted 29 B.
+    def act(version, v2, seqs, eager=False, tp=1):
         s = EngineSettings(vllm_version=version, max_num_seqs=seqs, max_num_batched_tokens=2048,
-                           max_model_len=8192, model_runner_v2=v2)
+                           max_model_len=8192, model_runner_v2=v2, enforce_eager=eager, tensor_parallel_size=tp)
         return estimate(llama8b, gpu_total_bytes=80 * GiB, settings=s).activation_bytes
 
-    forward = act("0.25.1", False, 1)
+    forward = act("0.25.1", False, 1)            # V1, one row: the forward alone (327,155,712 B)
+    rows = 1024 * 128_256
+    assert act("0.25.1", False, 1024) == rows * 29 > forward
     for version in ("0.25.1", "0.28.0"):
-        assert act(version, True, 1024) == act(version, False, 1024) == 1024 * 128_256 * 29 > forward
+        assert act(version, True, 1024) == forward + V2_FIRST_COMPILE      # 1,293,523,353 B
+    assert act("0.25.1", True, 1024, eager=True) == rows * 6 > forward
+    assert act("0.28.0", True, 1024, eager=True) == forward > rows * 2
+    assert act("0.28.0", True, 1024, eager=True, tp=2) == rows * 5       # 4 + 2/2 B while gathering
+    assert act("0.33.0", True, 1024) == rows * 10 > forward + V2_FIRST_COMPILE
 
 
 def test_enforce_eager_means_no_graph_memory(llama8b):
