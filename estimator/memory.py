@@ -830,6 +830,9 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
             sampler = int(rows * vocab * v2_sampler_bytes(profile.version, tp))
         if not s.enforce_eager:
             forward += V2_FIRST_COMPILE
+            assumptions.append(f"Model Runner V2: the profile peak includes {V2_FIRST_COMPILE / GiB:.1f} GiB for "
+                               "torch.compile's first compile (a cold compile cache, as on a first start; with a "
+                               "warm cache vLLM measures up to that much less and the KV cache gets it)")
     if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:

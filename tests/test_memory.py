@@ -236,6 +236,12 @@ def test_v2_model_runner_profile_peak(llama8b):
     assert act("0.28.0", True, 1024, eager=True) == forward > rows * 2
     assert act("0.28.0", True, 1024, eager=True, tp=2) == rows * 5       # 4 + 2/2 B while gathering
     assert act("0.33.0", True, 1024) == rows * 10 > forward + V2_FIRST_COMPILE
+    compiled = estimate(llama8b, gpu_total_bytes=80 * GiB, settings=EngineSettings(
+        vllm_version="0.28.0", max_model_len=8192, model_runner_v2=True))
+    assert any("torch.compile's first compile" in a for a in compiled.assumptions)
+    eager = estimate(llama8b, gpu_total_bytes=80 * GiB, settings=EngineSettings(
+        vllm_version="0.28.0", max_model_len=8192, model_runner_v2=True, enforce_eager=True))
+    assert not any("torch.compile's first compile" in a for a in eager.assumptions)
 
 
 def test_enforce_eager_means_no_graph_memory(llama8b):
