@@ -619,7 +619,9 @@ def _estimate_reason(name: str, est: Estimate) -> str:
     return {
         "weights": "parameters × bytes per parameter for this checkpoint format, per GPU rank",
         "activation": f"profile run over {s.max_num_batched_tokens:,} tokens and a {min(s.max_num_seqs or 0, s.max_num_batched_tokens or 0)}"
-                      "-row sampler (estimate)",
+                      "-row sampler" + (", with torch.compile's first compile (Model Runner V2)"
+                                        if s.model_runner_v2 and not s.enforce_eager and est.profile.engine == "v1"
+                                        else "") + " (estimate)",
         "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)" + (
             f", plus the {est.others_charged_bytes / GiB:.2f} GiB other processes hold (vLLM {est.profile.release} "
             "counts it as this instance's)" if est.others_charged_bytes else ""),
