@@ -47,6 +47,8 @@ _LOG_WORDS = {"flashinfer": FLASHINFER, "flash attention": FLASH_ATTN, "flashatt
 SELECTION_FROM = (0, 18, 0)
 # flashinfer.py supports_compute_capability: SM 7.5 and up, raised to 8.0 in 0.24 (flashinfer#3620)
 FLASHINFER_SM80_FROM = (0, 24, 0)
+# flashinfer.py get_supported_head_sizes: 512 added in 0.22
+FLASHINFER_HEAD_512_FROM = (0, 22, 0)
 # envs.py VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE (0.18–0.33)
 FLASHINFER_WORKSPACE = 394 * MiB
 # flashinfer.py 0.26+: the workspace grows to the prefill chunk's head footprint when that is larger
@@ -111,10 +113,11 @@ def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> s
         return not (sinks and cc < 9.0)
 
     def flashinfer_ok() -> bool:
-        # flashinfer.py: SM 7.5 (8.0 from 0.24) to 12.1, head sizes 64/128/256(/512); sinks only on
-        # the SM 10.x TRT-LLM path; every FP8 KV dtype
+        # flashinfer.py: SM 7.5 (8.0 from 0.24) to 12.1, head sizes 64/128/256 (and 512 from 0.22);
+        # sinks only on the SM 10.x TRT-LLM path; every FP8 KV dtype
         floor = 8.0 if profile.version >= FLASHINFER_SM80_FROM else 7.5
-        if not floor <= cc <= 12.1 or head not in (64, 128, 256, 512):
+        sizes = (64, 128, 256, 512) if profile.version >= FLASHINFER_HEAD_512_FROM else (64, 128, 256)
+        if not floor <= cc <= 12.1 or head not in sizes:
             return False
         return not (sinks and not 10.0 <= cc < 11.0)
 

@@ -9,6 +9,8 @@ decode wrapper (one per FULL size, shared by its warm-up and its capture: flashi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from test_memory import load
 
 from estimator import diagnose, render_markdown
@@ -45,6 +47,12 @@ def test_backend_choice_follows_platform_priorities_and_support_checks():
     # Turing with an FP8 cache: FlashInfer took SM 7.5 until 0.24 raised its floor to 8.0
     assert _backend(q, "0.22.0", 7.5, "fp8") == "FLASHINFER"
     assert _backend(q, "0.24.0", 7.5, "fp8") == "TRITON_ATTN"
+    # head size 512 (Gemma 4's global layers alone would be): FlashInfer takes it from 0.22
+    base = load(q)
+    spec512 = replace(base, layers=tuple(replace(lk, head_dim=512) if lk.kind == "full" else lk for lk in base.layers))
+    s512 = EngineSettings(kv_cache_dtype="fp8", compute_capability=8.6)
+    assert attention_backend(spec512, profile_for("0.22.0"), s512) == "FLASHINFER"
+    assert attention_backend(spec512, profile_for("0.21.0"), s512) == "TRITON_ATTN"
     # a named backend wins; before 0.18, MLA and unknown cards are not modelled
     assert _backend(q, "0.27.0", 8.6, "fp8", named="TRITON_ATTN") == "TRITON_ATTN"
     assert _backend(q, "0.17.0", 8.6, "fp8") is None
