@@ -620,7 +620,8 @@ def _estimate_reason(name: str, est: Estimate) -> str:
         "weights": "parameters × bytes per parameter for this checkpoint format, per GPU rank",
         "activation": f"profile run over {s.max_num_batched_tokens:,} tokens and a {min(s.max_num_seqs or 0, s.max_num_batched_tokens or 0)}"
                       "-row sampler" + (", with torch.compile's first compile (Model Runner V2)"
-                                        if s.model_runner_v2 and not s.enforce_eager and est.profile.engine == "v1"
+                                        if s.model_runner_v2 and not s.enforce_eager and not s.compile_cache_warm
+                                        and est.profile.engine == "v1"
                                         else "") + " (estimate)",
         "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)" + (
             f", plus the {est.others_charged_bytes / GiB:.2f} GiB other processes hold (vLLM {est.profile.release} "

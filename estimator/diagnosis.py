@@ -138,6 +138,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         or s.attention_backend
     if isinstance(facts.extra.get("flashinfer_sampler"), bool):
         s.flashinfer_sampler = facts.extra["flashinfer_sampler"]
+    if isinstance(facts.extra.get("compile_cache_warm"), bool):
+        s.compile_cache_warm = facts.extra["compile_cache_warm"]     # the log's torch.compile cache lines
     if isinstance(facts.extra.get("model_runner_v2"), bool):
         s.model_runner_v2 = facts.extra["model_runner_v2"]     # the log says which runner ran
     if facts.extra.get("encoder_profile"):

@@ -105,8 +105,9 @@ V0_FORWARD_FACTOR = 1.0
 # 0.79 (util 0.80 "equivalent to 0.758" on a 119.7 GiB GB10, 102 × 62), vllm#54354 0.47,
 # GLM-5.2 NVFP4 TP4 0.64 (4.99 GiB, 102 × 78), DeepSeek-V4-Flash TP2 0.54: about 0.6 MiB. With
 # few graphs a first capture of a few hundred MiB dominates (Qwen3.6-35B-A3B NVFP4: 0.39 GiB for
-# 4 graphs), which this per-graph figure does not model.
+# 4 graphs): FlashInfer's buffers where it is the backend (estimator/attention_backend.py).
 GRAPH_BYTES_PER_LAYER_DENSE = int(0.24 * MiB)
+GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 # Model Runner V2's profile peak above the code's forward and sampler: torch.compile's first compile
 # runs inside the profiled forward. One setup measured it: Qwen3-8B on an RTX 4090 with 0.27.1 printed
 # a 1.18 GiB peak with a cold compile cache and 0.19 GiB with a warm one (0.99 GiB apart); warm-cache V2
@@ -116,10 +117,10 @@ GRAPH_BYTES_PER_LAYER_DENSE = int(0.24 * MiB)
 # dev.jsonl, where PR48601 is the only one), every value from 0.75 to 1.0 beats V1's fitted 29 B sampler
 # that V2 took before; 0.9 GiB is the best: the 68 figures of logs with a version or a date go from a
 # 5.0% to a 2.7% median (38 → 50 within 5%), while 10 undated ones — modelled as the newest release,
-# though most ran V1's runner — lose (4 → 1 within 5%). Not with --enforce-eager (nothing compiles).
+# though most ran V1's runner — lose (4 → 1 within 5%). Not with --enforce-eager (nothing compiles), nor where the
+# log shows a warm cache ("Directly load the compiled graph(s) … from the cache", paste.py).
 # dev.jsonl's PR48601: 7.6% → 0.8%.
 V2_FIRST_COMPILE = int(0.9 * GiB)
-GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 
 
 # Speculative methods that keep vLLM's default async scheduling (vllm/config/vllm.py 0.26.0: EAGLE,
@@ -828,7 +829,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         # model was checked with (deepseek_v4_profile_peak).
         if sampler:
             sampler = int(rows * vocab * v2_sampler_bytes(profile.version, tp))
-        if not s.enforce_eager:
+        if not s.enforce_eager and not s.compile_cache_warm:
             forward += V2_FIRST_COMPILE
             assumptions.append(f"Model Runner V2: the profile peak includes {V2_FIRST_COMPILE / GiB:.1f} GiB for "
                                "torch.compile's first compile (a cold compile cache, as on a first start; with a "

@@ -253,6 +253,9 @@ def _read(raw: str) -> Facts:
             if named:
                 extra["attention_backend_used"] = named
                 break
+    if "compiled graph" in low or "compiling a graph" in low:
+        found = {k for m in _finditer(_COMPILE_CACHE, text, limit=20) for k, v in m.groupdict().items() if v}
+        extra["compile_cache_warm"] = found == {"warm"}
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
     if mamba_mode is not None:
         extra["mamba_cache_mode"] = mamba_mode.group(1)
@@ -572,6 +575,10 @@ _ATTENTION_BACKEND = regex.compile(
     r"(?:[ ]+out[ ]+of[ ]+potential|\.)"
     r"|Using[ ]+(?P<words>FlashInfer|Flash[ ]?Attention|Triton[ ]+Attention|FlexAttention)[ ]+backend[ ]+on[ ]+V1"
     r"|for[ ]+attention[ ]+backend[ ]+(?P<cls>FlashInfer|FlashAttention|TritonAttention|FlexAttention)Backend\b")
+# torch.compile's cache as the log shows it (compilation/backends.py): "Directly load the compiled
+# graph(s) … from the cache" on a hit, "Compiling a graph for …" when Inductor compiles. A warm cache
+# takes nothing more in the profile run (memory.V2_FIRST_COMPILE).
+_COMPILE_CACHE = regex.compile(r"(?P<warm>Directly[ ]+load[ ]+the[ ]+compiled[ ]+graph)|(?P<cold>Compiling[ ]+a[ ]+graph[ ]+for)")
 _BACKEND_CLASS = {"FlashInfer": "FLASHINFER", "FlashAttention": "FLASH_ATTN", "TritonAttention": "TRITON_ATTN",
                   "FlexAttention": "FLEX_ATTENTION"}
 

@@ -478,6 +478,7 @@ class EngineSettings:
     # picks (estimator.attention_backend). VLLM_ATTENTION_BACKEND, read to 0.15, is not: the backend
     # changes memory only from 0.18, where the CUDA-graph estimate counts FlashInfer's workspace.
     attention_backend: str | None = None
+    compile_cache_warm: bool | None = None        # the log: torch.compile loaded its graphs from the cache
     # the log's "Encoder cache will be initialized with a budget of N tokens, and profiled with K
     # <modality> items": (modality, items, budget tokens) of V1's encoder dummy batch
     encoder_profile: tuple[str, int, int] | None = None

@@ -242,6 +242,25 @@ def test_v2_model_runner_profile_peak(llama8b):
     eager = estimate(llama8b, gpu_total_bytes=80 * GiB, settings=EngineSettings(
         vllm_version="0.28.0", max_model_len=8192, model_runner_v2=True, enforce_eager=True))
     assert not any("torch.compile's first compile" in a for a in eager.assumptions)
+    # a log that loaded the compiled graphs from the cache: no first compile in the profile run
+    warm = EngineSettings(vllm_version="0.28.0", max_num_seqs=1024, max_num_batched_tokens=2048, max_model_len=8192,
+                          model_runner_v2=True, compile_cache_warm=True)
+    assert estimate(llama8b, gpu_total_bytes=80 * GiB, settings=warm).activation_bytes == forward
+    from estimator.paste import read_paste
+
+    hit = "INFO [backends.py:293] Directly load the compiled graph(s) for compile range (1, 2048) from the cache, took 0.7 s"
+    miss = "INFO [backends.py:310] Compiling a graph for compile range (1, 2048) takes 20.6 s"
+    assert read_paste(hit).extra["compile_cache_warm"] is True
+    assert read_paste(miss).extra["compile_cache_warm"] is False
+    assert read_paste(hit + "\n" + miss).extra["compile_cache_warm"] is False
+    assert "compile_cache_warm" not in read_paste("Model loading took 15.27 GiB").extra
+    # ... and `explain` carries it into the settings it models
+    from estimator import diagnose
+
+    cmd = "VLLM_USE_V2_MODEL_RUNNER=1 vllm serve meta-llama/Llama-3.1-8B --max-model-len 8192\n"
+    notes = diagnose(cmd + hit, gpu="H100", vllm_version="0.28.0", offline=True, explain=True).assumptions
+    cold = diagnose(cmd + miss, gpu="H100", vllm_version="0.28.0", offline=True, explain=True).assumptions
+    assert not any("first compile" in a for a in notes) and any("first compile" in a for a in cold)
 
 
 def test_enforce_eager_means_no_graph_memory(llama8b):
