@@ -20,6 +20,7 @@ from estimator.memory import (
     graphs_captured_after_kv,
     v0_capacity_divisor,
     v0_driver_extra_bytes,
+    v2_first_compile,
     window_tokens,
 )
 from estimator.paste import torch_oom_records
@@ -620,9 +621,7 @@ def _estimate_reason(name: str, est: Estimate) -> str:
         "weights": "parameters × bytes per parameter for this checkpoint format, per GPU rank",
         "activation": f"profile run over {s.max_num_batched_tokens:,} tokens and a {min(s.max_num_seqs or 0, s.max_num_batched_tokens or 0)}"
                       "-row sampler" + (", with torch.compile's first compile (Model Runner V2)"
-                                        if s.model_runner_v2 and not s.enforce_eager and not s.compile_cache_warm
-                                        and est.profile.engine == "v1"
-                                        else "") + " (estimate)",
+                                        if v2_first_compile(est.spec, est.profile, s) else "") + " (estimate)",
         "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)" + (
             f", plus the {est.others_charged_bytes / GiB:.2f} GiB other processes hold (vLLM {est.profile.release} "
             "counts it as this instance's)" if est.others_charged_bytes else ""),

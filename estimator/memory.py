@@ -829,11 +829,11 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         # model was checked with (deepseek_v4_profile_peak).
         if sampler:
             sampler = int(rows * vocab * v2_sampler_bytes(profile.version, tp))
-        if not s.enforce_eager and not s.compile_cache_warm:
-            forward += V2_FIRST_COMPILE
-            assumptions.append(f"Model Runner V2: the profile peak includes {V2_FIRST_COMPILE / GiB:.1f} GiB for "
-                               "torch.compile's first compile (a cold compile cache, as on a first start; with a "
-                               "warm cache vLLM measures up to that much less and the KV cache gets it)")
+    if v2_first_compile(spec, profile, s):
+        forward += V2_FIRST_COMPILE
+        assumptions.append(f"Model Runner V2: the profile peak includes {V2_FIRST_COMPILE / GiB:.1f} GiB for "
+                           "torch.compile's first compile (a cold compile cache, as on a first start; with a "
+                           "warm cache vLLM measures up to that much less and the KV cache gets it)")
     if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
@@ -845,6 +845,12 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
         peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
     return peak
+
+
+def v2_first_compile(spec: ModelSpec, profile: Profile, s: EngineSettings) -> bool:
+    """Does the profile peak hold Model Runner V2's first-compile allowance (V2_FIRST_COMPILE)?"""
+    return profile.engine == "v1" and bool(s.model_runner_v2) and not spec.deepseek_v4_layers \
+        and not s.enforce_eager and not s.compile_cache_warm
 
 
 def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile) -> int:
