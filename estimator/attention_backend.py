@@ -36,10 +36,10 @@ KNOWN_BACKENDS = frozenset({
     "FLASHINFER_MLA_SPARSE", "ROCM_ATTN", "ROCM_AITER_FA", "ROCM_AITER_MLA", "ROCM_AITER_UNIFIED_ATTN",
     "CPU_ATTN", "TORCH_SDPA",
 })
-# The words older logs used ("Using FlashInfer backend on V1 engine.", "Using Flash Attention backend").
-_LOG_WORDS = {"flashinfer": FLASHINFER, "flash attention": FLASH_ATTN, "flashattention": FLASH_ATTN,
-              "flash_attn": FLASH_ATTN, "triton attention": TRITON_ATTN, "triton_attn": TRITON_ATTN,
-              "flexattention": FLEX_ATTENTION, "flex attention": FLEX_ATTENTION}
+# The words older logs and warnings use ("Using FlashInfer backend on V1 engine.", "Using Flash Attention
+# backend", "… for attention backend FlashInferBackend"), lower-cased without spaces or "Backend".
+_LOG_WORDS = {"flashinfer": FLASHINFER, "flashattention": FLASH_ATTN, "tritonattention": TRITON_ATTN,
+              "flexattention": FLEX_ATTENTION}
 
 # platforms/cuda.py _get_backend_priorities and the backends' supports_* checks are modelled from
 # the release whose CUDA-graph estimate they feed (0.18's opt-in); unchanged for plain (non-MLA)
@@ -59,8 +59,6 @@ FLASHINFER_WORKSPACE_BY_CHUNK_FROM = (0, 26, 0)
 TRTLLM_DECODE_STATIC_FROM = (0, 27, 0)
 # flashinfer/decode.py: every decode wrapper's int workspace on the GPU
 FLASHINFER_WRAPPER_INT_WORKSPACE = 8 * MiB
-# models with attention sinks (models/gpt_oss.py passes `sinks` to its attention layers)
-_SINK_MODEL_TYPES = ("gpt_oss",)
 
 
 def backend_from_name(text: str | None) -> str | None:
@@ -70,11 +68,15 @@ def backend_from_name(text: str | None) -> str | None:
     t = str(text).strip().strip("'\"").rsplit(".", 1)[-1]     # "AttentionBackendEnum.FLASHINFER"
     if t.upper() in KNOWN_BACKENDS:
         return t.upper()
-    return _LOG_WORDS.get(t.lower())
+    return _LOG_WORDS.get(t.lower().replace(" ", "").removesuffix("backend"))
+
+
+def _attention_layers(spec: ModelSpec) -> list[FullAttention]:
+    return [lk for lk in spec.layers if isinstance(lk, FullAttention) and not isinstance(lk, CrossAttention)]
 
 
 def _attention_head_sizes(spec: ModelSpec) -> set[int]:
-    return {lk.head_dim for lk in spec.layers if isinstance(lk, FullAttention) and not isinstance(lk, CrossAttention)}
+    return {lk.head_dim for lk in _attention_layers(spec)}
 
 
 def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> str | None:
@@ -100,7 +102,7 @@ def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> s
     head = heads.pop()
     kv = (s.kv_cache_dtype or "auto").lower()
     fp8 = kv.startswith("fp8")
-    sinks = spec.model_type in _SINK_MODEL_TYPES
+    sinks = any(lk.sinks for lk in _attention_layers(spec))
 
     def flash_attn_ok() -> bool:
         # flash_attn.py: SM 8.0+, head size a multiple of 8 up to 256 (512 with FA4); an FP8 cache
@@ -154,10 +156,11 @@ def full_graphs_kept(backend: str | None, s: EngineSettings, spec_tokens: int) -
     return not (backend == FLASHINFER and spec_tokens > 0 and not _sm100(s))
 
 
-def flashinfer_capture_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, full_sizes: list[int],
-                             attention_groups: int, spec_tokens: int = 0) -> int:
-    """What FlashInfer allocates inside vLLM's CUDA-graph estimate: the first FULL capture (the largest
-    size) plus the second one's cost times the remaining FULL graphs, as vLLM extrapolates them.
+def flashinfer_capture(spec: ModelSpec, profile: Profile, s: EngineSettings, full_sizes: list[int],
+                       attention_groups: int, spec_tokens: int = 0) -> tuple[int, str]:
+    """What FlashInfer allocates inside vLLM's CUDA-graph estimate, and that in words for the reply: the
+    first FULL capture (the largest size) plus the second one's cost times the remaining FULL graphs,
+    as vLLM extrapolates them.
 
     A batch decoded through TRT-LLM allocates its 394 MiB process-wide buffer once. A batch decoded
     natively allocates, in every KV-cache group of attention layers (each has its own metadata
@@ -168,8 +171,13 @@ def flashinfer_capture_bytes(spec: ModelSpec, profile: Profile, s: EngineSetting
     capture it measures (v1/worker/gpu/attn_utils.py). Checked on Qwen3.6-35B-A3B NVFP4 logs of 0.20
     with an FP8 KV cache on consumer Blackwell cards: 0.39–0.47 GiB estimated for 2–5 graphs, where
     the per-graph figure alone gives 0.05–0.12 GiB (this model: 0.44–0.52)."""
+    which = "attention backend FlashInfer" + ("" if s.attention_backend else
+                                              " (the one vLLM picks for this card and KV cache dtype)")
     if not full_sizes:
-        return 0
+        why = ("with speculative decoding vLLM captures PIECEWISE CUDA graphs only (FlashInfer's decode graphs "
+               "take one token per request here)" if not full_graphs_kept(FLASHINFER, s, spec_tokens)
+               else "no FULL CUDA graph is captured")
+        return 0, f"{which}: {why}, so none of its buffers is in the graph estimate"
     groups = max(1, attention_groups)
     workspace = 0
     if not s.model_runner_v2:
@@ -181,10 +189,19 @@ def flashinfer_capture_bytes(spec: ModelSpec, profile: Profile, s: EngineSetting
     sizes = sorted(full_sizes, reverse=True)
     first_trtllm = flashinfer_trtllm_decode(profile, s, sizes[0], spec_tokens)
     first = FLASHINFER_WORKSPACE if first_trtllm else groups * (workspace + FLASHINFER_WRAPPER_INT_WORKSPACE)
-    if len(sizes) == 1:
-        return first
-    if flashinfer_trtllm_decode(profile, s, sizes[1], spec_tokens):
-        second = 0 if first_trtllm else FLASHINFER_WORKSPACE
+    second = 0
+    if len(sizes) > 1:
+        if flashinfer_trtllm_decode(profile, s, sizes[1], spec_tokens):
+            second = 0 if first_trtllm else FLASHINFER_WORKSPACE
+        else:
+            second = groups * (FLASHINFER_WRAPPER_INT_WORKSPACE + (workspace if first_trtllm else 0))
+    total = first + second * (len(sizes) - 1)
+    if first_trtllm:
+        what = "TRT-LLM's 394 MiB decode workspace"
+    elif s.model_runner_v2:
+        what = (f"its decode wrappers, 8 MiB per FULL graph per attention KV group ({groups}); Model Runner V2 "
+                "sets its 394 MiB workspace up outside the estimate")
     else:
-        second = groups * (FLASHINFER_WRAPPER_INT_WORKSPACE + (workspace if first_trtllm else 0))
-    return first + second * (len(sizes) - 1)
+        what = f"its workspace (394 MiB or more) per attention KV group ({groups}) and 8 MiB per FULL graph"
+    return total, (f"{which}: the CUDA-graph estimate holds {what}, allocated at the first FULL graph "
+                   f"({total / 2**30:.2f} GiB)")

@@ -18,13 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator import kv_deepseek_v4, params
-from estimator.attention_backend import (
-    FLASHINFER,
-    attention_backend,
-    flashinfer_capture_bytes,
-    flashinfer_trtllm_decode,
-    full_graphs_kept,
-)
+from estimator.attention_backend import FLASHINFER, attention_backend, flashinfer_capture, full_graphs_kept
 from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated
 from estimator.spec import (
     MLA,
@@ -822,13 +816,11 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     sampler = rows * vocab * per_elem
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
         sampler = 0     # logits and the sampler run on the last pipeline stage only
-    if profile.engine == "v1" and s.model_runner_v2 and not spec.deepseek_v4_layers:
+    if sampler and _v2_profiled(spec, profile, s):
         # Model Runner V2 (by default from 0.22, vllm.py default_model_runner_v2) samples its dummy
         # batch with its own sampler: the code's bytes (vllm.v2_sampler_bytes), not V1's fitted ones;
-        # its first compile adds to the forward (V2_FIRST_COMPILE). DeepSeek-V4 keeps the peak its own
-        # model was checked with (deepseek_v4_profile_peak).
-        if sampler:
-            sampler = int(rows * vocab * v2_sampler_bytes(profile.version, tp))
+        # its first compile adds to the forward (V2_FIRST_COMPILE)
+        sampler = int(rows * vocab * v2_sampler_bytes(profile.version, tp))
     if v2_first_compile(spec, profile, s):
         forward += V2_FIRST_COMPILE
         assumptions.append(f"Model Runner V2: the profile peak includes {V2_FIRST_COMPILE / GiB:.1f} GiB for "
@@ -847,10 +839,15 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     return peak
 
 
+def _v2_profiled(spec: ModelSpec, profile: Profile, s: EngineSettings) -> bool:
+    """Model Runner V2's own profile run (its sampler, its first compile); DeepSeek-V4 keeps the peak its
+    own model was checked with (deepseek_v4_profile_peak)."""
+    return profile.engine == "v1" and bool(s.model_runner_v2) and not spec.deepseek_v4_layers
+
+
 def v2_first_compile(spec: ModelSpec, profile: Profile, s: EngineSettings) -> bool:
     """Does the profile peak hold Model Runner V2's first-compile allowance (V2_FIRST_COMPILE)?"""
-    return profile.engine == "v1" and bool(s.model_runner_v2) and not spec.deepseek_v4_layers \
-        and not s.enforce_eager and not s.compile_cache_warm
+    return _v2_profiled(spec, profile, s) and not s.enforce_eager and not s.compile_cache_warm
 
 
 def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile) -> int:
@@ -889,8 +886,7 @@ def deepseek_v4_profile_peak(spec: ModelSpec, profile: Profile, s: EngineSetting
     model_executor/layers/sparse_attn_indexer.py, fused_moe/experts/marlin_moe.py and deep_gemm_moe.py,
     nvidia/flashmla.py, nvidia/flashinfer_sparse.py). Checked on a 0.25 RTX PRO 6000 run (10.33 GiB of KV
     against the 10.29 printed); a second one with 1,024 sequences comes out 2 GiB short, where the sampler
-    takes the V1 figure kvdoctor keeps for every model (29 B per row × vocab, a fit) against the code's
-    ≈14 B; two GH200 runs (a 0.22 LLM() run, a 0.26 source build) leave 0.5–2 GiB vLLM spent beyond it."""
+    takes V1's fitted figure (29 B per row × vocab) against the code's ≈14 B; two GH200 runs (a 0.22 LLM() run, a 0.26 source build) leave 0.5–2 GiB vLLM spent beyond it."""
     t, h = spec.text or {}, spec.hidden_size
     tp = s.tensor_parallel_size
     heads, padded, head_b, flashmla = _deepseek_v4_attention_kernel(spec, s)
@@ -1257,23 +1253,6 @@ def attention_groups(layout: KVLayout) -> int:
     return sum(1 for g in layout.groups if isinstance(g.spec, FullAttention))
 
 
-def _flashinfer_note(spec: ModelSpec, profile: Profile, s: EngineSettings, groups: int) -> str:
-    """What the CUDA-graph estimate holds for FlashInfer (estimator.attention_backend), in words."""
-    which = "attention backend FlashInfer" + ("" if s.attention_backend else
-                                              " (the one vLLM picks for this card and KV cache dtype)")
-    k = speculative_tokens(spec, s)
-    if not full_graphs_kept(FLASHINFER, s, k):
-        return (f"{which}: with speculative decoding vLLM captures PIECEWISE CUDA graphs only (FlashInfer's "
-                "decode graphs take one token per request here), so none of its buffers is in the graph estimate")
-    if flashinfer_trtllm_decode(profile, s, 1, k):
-        return f"{which}: the CUDA-graph estimate holds TRT-LLM's 394 MiB decode workspace, allocated at the first FULL graph"
-    if s.model_runner_v2:
-        return (f"{which}: the CUDA-graph estimate holds its decode wrappers, 8 MiB per FULL graph per attention KV "
-                f"group ({groups}); Model Runner V2 sets its 394 MiB workspace up outside the estimate")
-    return (f"{which}: the CUDA-graph estimate holds its workspace (394 MiB or more) per attention KV group "
-            f"({groups}) and 8 MiB per FULL graph, allocated at the first FULL graph")
-
-
 def graphs_captured_after_kv(est: Estimate) -> bool:
     """Does vLLM capture CUDA graphs that this budget holds none of (V2 before 0.29: after the KV
     cache is sized), as opposed to capturing none (eager) or not counting them (before 0.20)?"""
@@ -1286,15 +1265,17 @@ def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
     """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7); 0 where the
     graphs come after it (`graphs_after_kv`). `attention_groups`: the KV-cache groups of attention
     layers, each with its own attention metadata builder."""
-    return sum(cuda_graph_parts(spec, profile, s, draft_layers, attention_groups))
+    graphs, flashinfer, _note = cuda_graph_parts(spec, profile, s, draft_layers, attention_groups)
+    return graphs + flashinfer
 
 
-def cuda_graph_parts(spec: ModelSpec, profile: Profile, s: EngineSettings,
-                     draft_layers: list[LayerKV] | None = None, attention_groups: int = 1) -> tuple[int, int]:
-    """`cuda_graph_memory` in two parts: the graphs themselves (per graph per layer, a fit) and what
-    the FlashInfer attention backend allocates inside the estimate (estimator.attention_backend)."""
+def cuda_graph_parts(spec: ModelSpec, profile: Profile, s: EngineSettings, draft_layers: list[LayerKV] | None = None,
+                     attention_groups: int = 1) -> tuple[int, int, str]:
+    """`cuda_graph_memory` in parts: the graphs themselves (per graph per layer, a fit), what the
+    FlashInfer attention backend allocates inside the estimate and what that is in words
+    (estimator.attention_backend; "" with another backend)."""
     if s.enforce_eager or not profile.cuda_graphs_budgeted or graphs_after_kv(profile, s):
-        return 0, 0
+        return 0, 0, ""
     seqs, k = s.max_num_seqs or 256, speculative_tokens(spec, s)
     sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k,
                              interactivity=performance_mode(profile, s) == "interactivity")
@@ -1309,8 +1290,9 @@ def cuda_graph_parts(spec: ModelSpec, profile: Profile, s: EngineSettings,
     draft = drafter(spec, s, profile, [])[0] if draft_layers is None else draft_layers
     layers = max(1, stage_layers) + len(draft)
     per_layer = GRAPH_BYTES_PER_LAYER_MOE if spec.moe else GRAPH_BYTES_PER_LAYER_DENSE
-    workspace = flashinfer_capture_bytes(spec, profile, s, full, attention_groups, k) if backend == FLASHINFER else 0
-    return graphs * layers * per_layer, workspace
+    workspace, note = flashinfer_capture(spec, profile, s, full, attention_groups, k) if backend == FLASHINFER \
+        else (0, "")
+    return graphs * layers * per_layer, workspace, note
 
 
 # ------------------------------------------------------------------------------------------
@@ -1469,8 +1451,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     elif cuda_graph_bytes is not None:
         graphs = cuda_graph_bytes
     else:
-        graphs, fi_graph = cuda_graph_parts(spec, profile, s, draft_info[0], attention_groups(layout))
+        graphs, fi_graph, fi_note = cuda_graph_parts(spec, profile, s, draft_info[0], attention_groups(layout))
         graphs += fi_graph
+        if fi_note:
+            assumptions.append(fi_note)
     if adjust:
         parts = {"weights_bytes": weights_bytes, "activation_bytes": act, "non_torch_bytes": nt, "cuda_graph_bytes": graphs}
         for key, (how, amount) in adjust.items():
@@ -1479,9 +1463,6 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                     else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
-    if not after and not s.enforce_eager and cuda_graph_bytes is None \
-            and attention_backend(spec, profile, s) == FLASHINFER:
-        assumptions.append(_flashinfer_note(spec, profile, s, attention_groups(layout)))
     if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")

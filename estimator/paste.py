@@ -248,8 +248,7 @@ def _read(raw: str) -> Facts:
 
         for backend in _finditer(_ATTENTION_BACKEND, text, limit=50):
             # the first line that names an attention backend ("Using CUTLASS backend." is a GEMM's)
-            named = backend_from_name(backend.group("enum") or backend.group("words")) \
-                or _BACKEND_CLASS.get(backend.group("cls") or "")
+            named = backend_from_name(backend.group("enum") or backend.group("words") or backend.group("cls"))
             if named:
                 extra["attention_backend_used"] = named
                 break
@@ -574,13 +573,11 @@ _ATTENTION_BACKEND = regex.compile(
     r"Using[ ]+(?:AttentionBackendEnum\.)?(?P<enum>[A-Z][A-Z0-9_]{2,30})[ ]+(?:attention[ ]+)?backend"
     r"(?:[ ]+out[ ]+of[ ]+potential|\.)"
     r"|Using[ ]+(?P<words>FlashInfer|Flash[ ]?Attention|Triton[ ]+Attention|FlexAttention)[ ]+backend[ ]+on[ ]+V1"
-    r"|for[ ]+attention[ ]+backend[ ]+(?P<cls>FlashInfer|FlashAttention|TritonAttention|FlexAttention)Backend\b")
+    r"|for[ ]+attention[ ]+backend[ ]+(?P<cls>(?:FlashInfer|FlashAttention|TritonAttention|FlexAttention)Backend)\b")
 # torch.compile's cache as the log shows it (compilation/backends.py): "Directly load the compiled
 # graph(s) … from the cache" on a hit, "Compiling a graph for …" when Inductor compiles. A warm cache
 # takes nothing more in the profile run (memory.V2_FIRST_COMPILE).
 _COMPILE_CACHE = regex.compile(r"(?P<warm>Directly[ ]+load[ ]+the[ ]+compiled[ ]+graph)|(?P<cold>Compiling[ ]+a[ ]+graph[ ]+for)")
-_BACKEND_CLASS = {"FlashInfer": "FLASHINFER", "FlashAttention": "FLASH_ATTN", "TritonAttention": "TRITON_ATTN",
-                  "FlexAttention": "FLEX_ATTENTION"}
 
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"

@@ -66,6 +66,8 @@ class FullAttention(LayerKV):
     # num_kv_shared_layers (gemma-3n / gemma-4 E-models): the layer reads an earlier layer's cache
     # (vLLM kv_sharing_target_layer_name) and allocates none of its own; its weights stay.
     shared: bool = False
+    # learned attention sinks (models/gpt_oss.py: one per head): not every attention backend takes them
+    sinks: bool = False
 
     def heads_per_rank(self, tp: int) -> int:
         # vllm/config/model.py get_num_kv_heads: max(1, total // tp) — replicated when kv < tp.
@@ -634,6 +636,9 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
             layers.append(ChunkedLocal(kv_heads=kv_heads, head_dim=head_dim, chunk=chunk))
         else:
             layers.append(FullAttention(kv_heads=g_kv, head_dim=g_hd))
+    if mtype.startswith("gpt_oss"):
+        # gpt_oss.py passes a learned sink per head to every attention layer (params.py counts them)
+        layers = [dataclasses.replace(lk, sinks=True) if isinstance(lk, FullAttention) else lk for lk in layers]
     n_shared = _positive_int(text.get("num_kv_shared_layers")) or 0
     if 0 < n_shared < n:
         # gemma3n.py / gemma4.py: the last num_kv_shared_layers layers reuse the cache of the last

@@ -114,10 +114,13 @@ def test_trtllm_decode_on_sm100_holds_one_workspace_and_no_wrappers():
     # cache; an FP8 cache there decodes natively (the builder's workspace + one wrapper per size)
     spec = load("Qwen/Qwen3.6-27B")
 
-    def cg(version: str, kv: str, seqs: int = 2) -> int:
+    def run(version: str, kv: str, seqs: int = 2):
         s = EngineSettings(vllm_version=version, max_num_seqs=seqs, max_num_batched_tokens=8192,
                            max_model_len=131072, kv_cache_dtype=kv, model_runner_v2=False)
-        return run_estimate(spec, "B200", s).cuda_graph_bytes
+        return run_estimate(spec, "B200", s)
+
+    def cg(version: str, kv: str, seqs: int = 2) -> int:
+        return run(version, kv, seqs).cuda_graph_bytes
 
     graphs = (3 + 2) * 64 * PER
     assert cg("0.27.0", "auto") == graphs + 394 * MiB
@@ -129,6 +132,10 @@ def test_trtllm_decode_on_sm100_holds_one_workspace_and_no_wrappers():
     # the other 50 graphs
     big = cg("0.25.0", "auto", seqs=1024)
     assert big - (51 + 51) * 64 * PER == 394 * MiB + 8 * MiB + 50 * 8 * MiB
+    # the reply names what was counted, from the same first capture: the builders' own workspace there,
+    # TRT-LLM's buffer where every size decodes through it
+    assert any("its workspace (394 MiB or more)" in a for a in run("0.25.0", "auto", 1024).assumptions)
+    assert any("TRT-LLM's 394 MiB decode workspace" in a for a in run("0.27.0", "auto", 1024).assumptions)
 
 
 def test_the_v2_runner_and_eager_runs_count_no_flashinfer_workspace():
@@ -143,6 +150,11 @@ def test_the_v2_runner_and_eager_runs_count_no_flashinfer_workspace():
 
 
 def test_backend_read_from_flags_and_log_lines():
+    from estimator.attention_backend import backend_from_name
+
+    assert [backend_from_name(n) for n in ("FlashInferBackend", "Flash Attention", "TritonAttentionBackend",
+                                           "AttentionBackendEnum.FLASH_ATTN", "CUTLASS")] \
+        == ["FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLASH_ATTN", None]
     assert parse_flags(["--attention-backend", "FLASHINFER"]).attention_backend == "FLASHINFER"
     assert parse_flags(["--attention-backend=triton_attn"]).attention_backend == "TRITON_ATTN"
     lines = {

@@ -346,3 +346,15 @@ def test_zamba2_hybrid_layers_keep_attention_and_a_mamba2_state():
     # without n_mamba_heads (transformers derives it: expand × hidden / headdim) the same state
     derived = spec_from_config({k: v for k, v in cfg.items() if k != "n_mamba_heads"}, "synthetic/zamba2")
     assert derived.state_layers[0].state_bytes(1, 2) == 549_632
+
+
+def test_attention_sinks_are_on_the_attention_spec():
+    # gpt_oss.py gives every attention layer a learned sink per head (sliding and full alike); the
+    # attention backend choice reads it from the layers (estimator.attention_backend)
+    from estimator.api import load_model
+    from estimator.spec import FullAttention
+
+    oss = [lk for lk in load_model("openai/gpt-oss-20b", offline=True).spec.layers if isinstance(lk, FullAttention)]
+    assert oss and all(lk.sinks for lk in oss)
+    qwen = load_model("Qwen/Qwen3-8B", offline=True).spec.layers
+    assert not any(getattr(lk, "sinks", False) for lk in qwen)
