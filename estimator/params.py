@@ -196,7 +196,7 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
         per_layer = str(t.get("qk_norm_type", "")).lower() == "per_layer"  # minimax: norm over all heads
         qn, kn = (heads * hd, kv * hd) if per_layer else (hd, hd)
         out.append(_W("norms", f"{a}.q_norm", qn + kn, kind="norm", layer=i, tp="replicate"))
-    if mt.startswith("gpt_oss"):
+    if getattr(lk, "sinks", False):
         out.append(_W("attention", f"{a}.sinks", heads, kind="param", layer=i))  # gpt_oss.py: one sink per head
     return out
 

@@ -654,3 +654,14 @@ def test_an_ignore_list_naming_shards_leaves_the_fused_linear_unquantized():
     kept = weight_bytes(spec(dict(LLAMA_31_8B, quantization_config=skip)))
     assert 28672 * 4096 * 2 - (28672 * 4096 // 2 + 28672 * 4096 // 128 * 2) == 174_325_760
     assert kept.bytes_by_part["mlp"] - plain.bytes_by_part["mlp"] == 174_325_760
+
+
+def test_attention_sinks_counted_from_the_attention_spec():
+    # gpt_oss.py: one learned sink per query head in every attention layer (FullAttention.sinks)
+    from estimator.params import _inventory
+
+    weights = _inventory(spec(GPT_OSS_TINY))[0]
+    sinks = [w for w in weights if w.name.endswith(".sinks")]
+    assert [(w.rows, w.layer) for w in sinks] == [(64, 0), (64, 1)]
+    llama = _inventory(spec(LLAMA_31_8B))[0]
+    assert not any(w.name.endswith(".sinks") for w in llama)
