@@ -801,6 +801,10 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                                f"max_num_batched_tokens {tb:,})")
     forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0") \
         + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes)
+    if profile.engine == "v0" and mm_tokens and not spec.model_type.startswith("mllama"):
+        # the dummy media's pixels are still on the GPU while the LLM runs (v0_dummy_pixel_bytes)
+        forward += v0_dummy_pixel_bytes(spec, profile, s, model_dtype_bytes, seqs,
+                                        *_media_per_prompt(s, _dummy_item(spec)[2]))[0]
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     if profile.engine == "v0":
@@ -1068,6 +1072,31 @@ QWEN2_VL_MAX_FRAMES = 14
 _QWEN2_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
 
 
+def _dummy_item(spec: ModelSpec) -> tuple[int, int, bool]:
+    """(LLM tokens, ViT patches, takes video) of the largest dummy image vLLM profiles: a fixed-size
+    tower's image (its image_size, or the tokens its config fixes), else a dynamic-resolution
+    ViT's largest image (MAX_DYNAMIC_IMAGE_TOKENS), beside which a model with a `video_token_id`
+    also gets a video."""
+    v = spec.vision or {}
+    patch = int(v.get("patch_size") or 14)
+    merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size") or 1)
+    pool = int(v.get("pooling_kernel_size") or 1)
+    fixed = next((int(spec.config[k]) for k in _TOKENS_PER_IMAGE_KEYS if spec.config.get(k)), 0)
+    fixed = fixed or int(v.get("default_output_length") or 0)
+    if v.get("image_size"):
+        patches = (int(v["image_size"]) // patch) ** 2
+        return fixed or max(1, patches // (merge * merge)), patches, False
+    if fixed:
+        return fixed, fixed * max(merge * merge, pool * pool), False
+    return MAX_DYNAMIC_IMAGE_TOKENS, MAX_DYNAMIC_IMAGE_TOKENS * merge * merge, bool(spec.config.get("video_token_id"))
+
+
+def _media_per_prompt(s: EngineSettings, video: bool) -> tuple[int, int]:
+    """(images, videos) of one dummy prompt: --limit-mm-per-prompt, vLLM's default 1 of each."""
+    limits = s.limit_mm_per_prompt or {}
+    return max(0, int(limits.get("image", 1))), max(0, int(limits.get("video", 1))) if video else 0
+
+
 def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
                         assumptions: list[str], max_len: int | None = None) -> tuple[int, int]:
     """(activation peak of the vision encoder in the profile run, LLM tokens of one dummy prompt's media).
@@ -1088,7 +1117,8 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
       Qwen2_5_VisionAttention.split_qkv all-gathers at TP > 1 (3·H replicated), and the rotated
       q/k copies and the output (≈ 5·H/tp). This half is why a tower's peak shrinks far less
       than 1/tp: Qwen3.6-27B's logs print 2.2 / 1.8 / 1.5 GiB of encoder peak at TP 1 / 2 / 4.
-    Times the LLM forward's fragmentation factor. An estimate, said as one, checked on V1 logs that
+    Times the LLM forward's factor: V1's fragmentation factor, V0's eager 1.0 — V0 also keeps the dummy
+    media's pixels on the GPU (v0_dummy_pixel_bytes). An estimate, said as one, checked on V1 logs that
     profile one huge item: Qwen2.5-VL-7B's 114,688-token video on 0.23 (solved 15.34 GiB, modelled
     15.66) and 16,384-token image on an L4 on 0.9.0.1 (KV 1.81 GiB printed, 1.53 modelled);
     Qwen3.6's image at TP 1 / 2 / 4 (club-3090#652 on 0.24, #487 on 0.23, vllm PR48601 on 0.25.1:
@@ -1104,32 +1134,15 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         return 0, 0
     tp = max(1, s.tensor_parallel_size)
     iv = int(v.get("intermediate_size") or 4 * hv)
-    patch = int(v.get("patch_size") or 14)
-    merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size") or 1)
-    pool = int(v.get("pooling_kernel_size") or 1)
-    fixed = next((int(spec.config[k]) for k in _TOKENS_PER_IMAGE_KEYS if spec.config.get(k)), 0)
-    fixed = fixed or int(v.get("default_output_length") or 0)
-    video = False
-    if v.get("image_size"):
-        patches = (int(v["image_size"]) // patch) ** 2
-        tokens = fixed or max(1, patches // (merge * merge))
-    elif fixed:
-        tokens = fixed
-        patches = tokens * max(merge * merge, pool * pool)
-    else:
-        tokens = MAX_DYNAMIC_IMAGE_TOKENS
-        patches = tokens * merge * merge
-        video = bool(spec.config.get("video_token_id"))
+    tokens, patches, video = _dummy_item(spec)
+    merge2 = patches // tokens
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
     # a Qwen2-VL video: tokens of the largest item (which picks the modality and the item count)
     # and of the item the profile run actually encodes (qwen2_vl_dummy_video)
     video_tokens = video_run = tokens
     if video and profile.engine == "v1" and max_len and spec.model_type in _QWEN2_VL_TYPES:
         video_tokens, video_run = qwen2_vl_dummy_video(profile, s, tokens, max_len, tb)
-    # --limit-mm-per-prompt: items of each modality per prompt (vLLM's default: 1 of each).
-    limits = s.limit_mm_per_prompt or {}
-    n_img = max(0, int(limits.get("image", 1)))
-    n_vid = max(0, int(limits.get("video", 1))) if video else 0
+    n_img, n_vid = _media_per_prompt(s, video)
     if n_img + n_vid == 0:
         assumptions.append("--limit-mm-per-prompt allows no images or videos: no multimodal dummy inputs in "
                            "the profile run")
@@ -1168,15 +1181,55 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
             # size the release's dummy builder makes (above)
             items, what = logged[1], f"{logged[0]}(s)"
         if video:
-            patches = run * merge * merge       # a dynamic-resolution item: its tokens × the merge
+            patches = run * merge2              # a dynamic-resolution item: its tokens × the merge²
         tokens = run
     mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv
     attention = 2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp
     per_patch = max(mlp, attention)
-    peak = int(FORWARD_FACTOR * items * patches * per_patch * dtype_b)
+    # V0 runs the tower eagerly, as it runs the LLM (V0_FORWARD_FACTOR); V1's factor covers its compiled graphs
+    factor = V0_FORWARD_FACTOR if profile.engine == "v0" else FORWARD_FACTOR
+    peak = int(factor * items * patches * per_patch * dtype_b)
+    if profile.engine == "v0":
+        # the dummy media's pixels stay on the GPU through the whole forward, and the tower
+        # encodes a model-dtype copy of its modality's (v0_dummy_pixel_bytes)
+        kept, copy = v0_dummy_pixel_bytes(spec, profile, s, dtype_b, items // per_prompt, n_img, n_vid)
+        peak += kept + copy
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
     return peak, media
+
+
+# From this release vLLM casts a processor's floating-point outputs to the model dtype on the CPU
+# (inputs/registry.py call_hf_processor `maybe_cast_dtype`: absent in the 0.9.0 wheel, present in
+# 0.9.1's); before it, the image processors' float32 pixels went to the GPU as they were.
+MM_INPUTS_CAST_FROM = (0, 9, 1)
+
+
+def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int, prompts: int,
+                         images: int, videos: int) -> tuple[int, int]:
+    """(pixels of every dummy item, the model-dtype copy of one modality's) in V0's profile run.
+
+    V0's model runner passes the batch's multimodal inputs as keyword arguments of the model's
+    forward (worker/model_runner.py execute_model, `MultiModalKwargs.as_kwargs`), so the pixels
+    of all `prompts` dummy prompts stay on the GPU while the tower and then the LLM run. Each
+    item is its patches × patch² × channels values (× temporal_patch_size for Qwen2-VL's
+    flattened patches, a video frame pair or a duplicated image): 4 B each as the image
+    processors emit them up to 0.9.0, the model dtype from 0.9.1 (MM_INPUTS_CAST_FROM). Before
+    then the tower converts its input first (gemma3_mm.py `pixel_values.to(dtype=…)`,
+    qwen2_5_vl.py `.type(self.visual.dtype)`): a copy of the encoded modality's items beside it.
+    vllm#16199 (Gemma 3 27B, 0.8.3 V0: 20 dummy prompts of one 896² image, 192.7 MiB of float32
+    pixels) printed 17.61 GiB of weights and 224 blocks at utilization 0.98 of 21.99 GiB — 2.24 GiB
+    of activation and non-torch memory; the eager SigLIP block (1.84 GiB) with these pixels (0.28)
+    and 0.15 non-torch gives 2.27, where V1's factor 1.3 without them gave 2.54."""
+    v = spec.vision or {}
+    patch = int(v.get("patch_size") or 14)
+    channels = int(v.get("num_channels") or v.get("in_channels") or v.get("in_chans") or 3)
+    temporal = int(v.get("temporal_patch_size") or 1)
+    item = _dummy_item(spec)[1] * patch * patch * channels * temporal
+    value_b = 4 if profile.version < MM_INPUTS_CAST_FROM else dtype_b
+    kept = prompts * (images + videos) * item * value_b
+    copy = prompts * max(images, videos) * item * dtype_b if value_b != dtype_b else 0
+    return kept, copy
 
 
 def _mllama_v0_encoder_peak(spec: ModelSpec, v: dict, images: int, tp: int, dtype_b: int,

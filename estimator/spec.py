@@ -354,6 +354,9 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
         "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131072,
         "sliding_window": 4096, "sliding_window_pattern": 6, "tie_word_embeddings": True, "query_pre_attn_scalar": 256,
+        # the local (sliding) layers' RoPE base: vLLM's gemma3.py builds their rotary embedding from it, a
+        # second cos/sin cache beside the global layers' scaled one (params.rope_cache_bytes)
+        "rope_theta": 1_000_000.0, "rope_local_base_freq": 10_000.0,
     },
     "gemma2": {"head_dim": 256, "sliding_window": 4096, "tie_word_embeddings": True},
     "gemma": {"head_dim": 256, "tie_word_embeddings": True},

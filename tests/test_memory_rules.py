@@ -191,12 +191,56 @@ def test_v0_multimodal_dummy_prompt_is_not_cut_to_the_batch():
     # S' = max(1, min(256, 8192 // 32768)) = 1; tokens = 1 × max(8192, 32768) = 32,768, each with
     # V0's MLP live set 3 × 18,944 + 3 × 3,584 = 67,584 elements of 2 B.
     per_token = 3 * 18944 + 3 * 3584
-    assert act == 32768 * per_token * 2                     # 4.125 GiB, vs 1.03 GiB for 8,192 tokens
+    # Beside them, the dummy image's and video's float32 pixels (0.8.4 does not cast them) stay on
+    # the GPU as the forward's keyword arguments: 65,536 patches × 14² × 3 channels × 2 (temporal
+    # patch) = 77,070,336 values each, 4 B.
+    pixels = 2 * 65536 * 14 * 14 * 3 * 2 * 4
+    assert act == 32768 * per_token * 2 + pixels            # 4.125 + 0.574 GiB (1.03 for 8,192 tokens)
     assert any("32,768 tokens through the language model" in n for n in notes)
     # gpustack#1800 (0.8.x V0, RTX 3090) left 2,400 tokens of KV (0.13 GiB) after 15.48 GiB of
     # weights: ≈ 5.4–5.6 GiB of activation + non-torch if its utilization was 0.9 (not in the paste),
-    # about 1.3 GiB above this model; diagnose solves that part from the printed figure.
-    assert 4.0 * GiB < act < 4.3 * GiB
+    # about 0.8 GiB above this model; diagnose solves that part from the printed figure.
+    assert 4.6 * GiB < act < 4.8 * GiB
+
+
+def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels():
+    """vllm#16199 (gaunernst/gemma-3-27b-it-int4-awq, 0.8.3 V0, --dtype float16, 21.99 GiB at 0.98,
+    max_model_len 4,096) printed 17.61 GiB of weights and 224 blocks of 16 × 507,904 B: 21.55 − 17.61
+    − 1.70 = 2.24 GiB of activation and non-torch memory. By hand: V0's Tb = max(4096, 5120) = 5,120
+    (multimodal), 5,120 // 256 image tokens = 20 dummy prompts of one 896² image each; SigLIP encodes
+    the 20 × 4,096 patches at once, eagerly: fc1 + GELU (2 × 4,304) beside the block's input, residual
+    and norm (3 × 1,152) = 12,064 values per patch, 1.84 GiB; the 20 images' float32 pixels (3 × 896²
+    × 4 B each, 0.18 GiB) stay on the GPU as the forward's arguments and the tower encodes their fp16
+    copy (0.09 GiB): 2.11 GiB, + 0.15 non-torch = 2.26 (V1's factor 1.3 without the pixels: 2.39)."""
+    from estimator.memory import activation_peak, v0_dummy_pixel_bytes
+    from estimator.vllm import profile_for
+
+    spec = load("gaunernst/gemma-3-27b-it-int4-awq")
+    s = EngineSettings(vllm_version="0.8.3", engine="v0", max_model_len=4096, max_num_batched_tokens=5120,
+                       dtype="float16")
+    profile = profile_for("0.8.3", "v0")
+    pixels = 20 * 3 * 896 * 896 * 4
+    assert v0_dummy_pixel_bytes(spec, profile, s, 2, 20, 1, 0) == (pixels, pixels // 2)
+    encoder = 20 * 4096 * (2 * 4304 + 3 * 1152) * 2 + pixels + pixels // 2
+    notes: list[str] = []
+    act = activation_peak(spec, profile, s, 2, notes)
+    assert act == encoder                                   # over the LLM's 5,120 tokens and the sampler
+    assert any("20 max-size dummy image(s) of 256 tokens (4,096 patches)" in n for n in notes)
+    assert abs((act + int(0.15 * GiB)) / GiB - 2.24) < 0.05
+    # from 0.9.1 vLLM casts the processor's outputs to the model dtype on the CPU: 2 B, no copy
+    assert v0_dummy_pixel_bytes(spec, profile_for("0.9.1", "v0"), s, 2, 20, 1, 0) == (pixels // 2, 0)
+
+
+def test_gemma3_local_layers_get_their_own_rope_cache():
+    """Gemma 3's official configs omit rope_local_base_freq; transformers' Gemma3TextConfig defaults it to
+    10,000 and vLLM's gemma3.py builds the sliding layers' rotary embedding from it — a second cos/sin
+    cache (131,072 positions × head_dim 128 × 2 B = 32 MiB) beside the global layers' linear-scaled one
+    (× 8 = 256 MiB)."""
+    from estimator.params import rope_cache_bytes
+
+    spec = load("google/gemma-3-27b-it")
+    assert "rope_local_base_freq" not in spec.config["text_config"]
+    assert rope_cache_bytes(spec, 2)[0] == (131072 * 8 + 131072) * 128 * 2
 
 
 def test_vision_encoder_activation_is_split_by_tensor_parallelism():
@@ -439,10 +483,13 @@ def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
     per_token = 3 * 18944 + 3 * 3584                         # 67,584 elements, as above
     img, _ = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
                   limit_mm_per_prompt={"image": 1, "video": 0})
-    # S' = 1, max(8192, 16,384) tokens through the LLM (2.06 GiB); the peak is now the vision
-    # encoder's pass over the image's 65,536 patches (h 1280, I 3420, gated MLP: 14,100 per patch; 2.24 GiB)
-    encoder = int(1.3 * 65536 * (3 * 3420 + 3 * 1280) * 2)
-    assert img == max(16384 * per_token * 2, encoder) == encoder
+    # S' = 1, max(8192, 16,384) tokens through the LLM (2.06 GiB) beside the image's float32 pixels
+    # (65,536 × 1,176 values, 0.29 GiB); the peak is the vision encoder's eager pass over its 65,536
+    # patches (h 1280, I 3420, gated MLP: 14,100 per patch; 1.72 GiB), the float32 pixels and the bf16
+    # copy it encodes (0.14 GiB)
+    pixels = 65536 * 1176 * 4
+    encoder = 65536 * (3 * 3420 + 3 * 1280) * 2 + pixels + pixels // 2
+    assert img == max(16384 * per_token * 2 + pixels, encoder) == 16384 * per_token * 2 + pixels
     text, notes = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
                        limit_mm_per_prompt={"image": 0, "video": 0})
     forward = 8192 * per_token * 2
@@ -453,9 +500,9 @@ def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
 
 def test_multimodal_fix_is_offered_first_and_rechecked():
     """A gpustack#1800-like state (V0, RTX 3090, 8,192 tokens, utilization 0.85): 0.85 × 23.69 =
-    20.14 GiB − 15.48 weights − 0.15 non-torch − 4.125 activation (an image and a video, 32,768
-    tokens) leaves 0.38 GiB, short of the 0.44 GiB one 8,192-token request needs; without the dummy
-    video the peak is the encoder's pass over one image (2.85 GiB) and it fits."""
+    20.14 GiB − 15.48 weights − 0.15 non-torch − 4.70 activation (an image and a video, 32,768
+    tokens, and their float32 pixels) leaves nothing for the 0.44 GiB one 8,192-token request needs;
+    without the dummy video the peak is 16,384 tokens beside one image's pixels (2.35 GiB) and it fits."""
     from estimator.advice import suggest
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
