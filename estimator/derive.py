@@ -175,6 +175,11 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                           + f"; the {f(key)} GiB printed is another worker's, which does not sample"))
         elif f(key) is not None:
             st.add(Figure(name, gib_bytes(f(key)), "read", f"{key.replace('_gib', '')} {f(key)} GiB in the paste"))
+        elif est is not None and name == "weights" and facts.extra.get("consumed_gib") is not None:
+            # 0.27+: "… GiB for consumed memory (weights + non-torch)" (diagnosis fixes both parts by it)
+            st.add(Figure(name, est.weights_bytes, "derived",
+                          f"consumed memory {facts.extra['consumed_gib']} GiB in the paste (weights + non-torch) "
+                          f"− non-torch {est.non_torch_bytes / GiB:.2f} GiB"))
         elif est is not None:
             val = {"weights": est.weights_bytes, "activation": est.activation_bytes,
                    "non_torch": est.non_torch_bytes, "cuda_graphs": est.cuda_graph_bytes}[name]

@@ -640,6 +640,14 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         others = int(float(initial) * GiB) - est.weights_bytes - CUDA_CONTEXT
         if others > 0.1 * GiB:
             changes["other_process_bytes"] = others
+    consumed = gib_bytes(facts.extra.get("consumed_gib"))
+    if consumed is not None and overrides["weights_bytes"] is None:
+        # From 0.27 the "Actual usage" line prints the weights and the non-torch memory as one figure,
+        # "consumed memory (weights + non-torch)" (v1/worker/gpu_worker.py total_consumed): both are
+        # fixed by it — the weights are that less the non-torch part (read, else estimated)
+        nt = overrides["non_torch_bytes"] if overrides["non_torch_bytes"] is not None else est.non_torch_bytes
+        changes["weights_bytes"] = max(0, consumed - nt)
+        changes["non_torch_bytes"] = nt
     if overrides["activation_bytes"] is not None and other_worker_pool(facts, est) is not None:
         # the activation peak printed is a non-sampling worker's; the driver's is solved for below
         changes["activation_bytes"] = None

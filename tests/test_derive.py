@@ -618,3 +618,24 @@ def test_one_or_several_torch_oom_messages_give_their_read_figures():
         assert figures["oom_free"].value == round(1.12 * 2**30)
         d = diagnose(text, offline=True, explain=True)
         assert d.error_kind.startswith("cuda_oom")
+
+
+def test_consumed_memory_fixes_the_weights_and_non_torch_together():
+    """From 0.27 the "Actual usage" line prints the weights and the non-torch memory as one figure
+    (club-3090#1087, Qwen3.8-27B FP8 on 2× RTX 5090, TP 2: "15.03 GiB for consumed memory (weights +
+    non-torch), 1.59 GiB for peak activation"): the weights are that less the non-torch estimate,
+    0.15 + 0.06 × 2 = 0.27 GiB — 14.76 GiB, labelled as derived from the printed figure, and the
+    KV figure is not reconciled by moving them."""
+    text = ("vllm serve Qwen/Qwen3.8-27B-FP8 --tensor-parallel-size 2 --gpu-memory-utilization 0.92\n"
+            "(Worker_TP0 pid=223) INFO 08-22 04:42:13 [gpu_worker.py:789] Free memory on device (30.27/31.4 GiB) on "
+            "startup. Desired GPU memory utilization is (0.92, 28.88 GiB). Actual usage is 15.03 GiB for consumed memory "
+            "(weights + non-torch), 1.59 GiB for peak activation, and 0.09 GiB for CUDAGraph memory. Replace "
+            "gpu_memory_utilization config with `--kv-cache-memory=12917635953` (12.03 GiB) to fit into requested "
+            "memory, or `--kv-cache-memory=14405811712` (13.42 GiB) to fully utilize gpu memory. Current kv cache "
+            "memory in use is 12.26 GiB.\n")
+    d = diagnose(text, gpu="RTX 5090", offline=True, explain=True)
+    mem = d.estimate["memory"]
+    assert mem["non_torch_bytes"] == int(0.15 * GiB) + 2 * int(0.06 * GiB)
+    assert abs(mem["weights_bytes"] - (int(15.03 * GiB) - mem["non_torch_bytes"])) <= 1   # 14.76 GiB
+    assert "consumed memory 15.03 GiB in the paste (weights + non-torch)" in render_markdown(d)
+    assert "weights" not in " ".join(a for a in d.estimate["assumptions"] if "solved for" in a)
