@@ -221,9 +221,13 @@ def gpu_for(case: dict) -> str:
         known = lookup_gpu(name)
     except KvdoctorError:
         known = None
-    if known and total and (known.assumed or abs(known.total_bytes / GiB - total) / total < 0.1):
-        # the total vLLM printed, where it agrees with the card or the card's size is only nominal
+    if known and total and known.assumed:
+        # the card's size is only nominal: the total vLLM printed is what it saw
         return f"{total}GiB"
+    if known and total and abs(known.total_bytes / GiB - total) / total < 0.1:
+        # the card, whose name sets vLLM's defaults (an A100's smaller batch) and compute capability
+        # (the attention backend); `printed_total` then puts the total vLLM printed in its place
+        return known.name
     observed = case.get("observed") or {}
     from estimator.gpus import states_its_size
 
@@ -243,6 +247,16 @@ def gpu_for(case: dict) -> str:
     if known:
         return name
     return f"{total}GiB" if total else name
+
+
+def printed_total(case: dict, gpu_arg: str) -> int | None:
+    """The torch total vLLM printed, in bytes, for a case run on a named card (gpu_for): the card
+    sets the defaults, the printed figure the size — as `diagnose` re-runs a paste on the total it
+    prints (diagnosis._with_total)."""
+    total = (case.get("observed") or {}).get("total_gpu_memory_gib")
+    if not _number(total) or "+" in gpu_arg or smi_total_mib(case) or re.fullmatch(r"[\d.]+\s*(?:GiB|MiB|GB)", gpu_arg):
+        return None
+    return int(float(total) * GiB)
 
 
 def _model_of(case: dict):
@@ -353,6 +367,11 @@ def main(argv: list[str]) -> int:
             tp_from_weights(paste_facts(case), loaded.spec, settings)
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings)
+            total = printed_total(case, gpu_arg)
+            if total and abs(total - est.gpu_total_bytes) > 0.0051 * GiB:
+                from estimator.diagnosis import _with_total
+
+                est = _with_total(est, total)
         except KvdoctorError as exc:
             if verbose:
                 print(f"{name:<58} skipped: {exc}")

@@ -79,7 +79,30 @@ def test_a_printed_total_wins_over_a_nominal_card_size(accuracy):
     not have: its "8 GB" is only a nominal size (6.98 GiB by the decimal rule), so the printed total
     is what vLLM saw and what the bench sizes."""
     case = {"gpu": "RTX 4060 (8 GB)", "observed": {"total_gpu_memory_gib": 8.0}, "notes": ""}
-    assert accuracy.gpu_for(case) == "8.0GiB"
+    card = accuracy.gpu_for(case)
+    assert card == "8.0GiB" or accuracy.printed_total(case, card) == 8 * 2**30
+
+
+def test_a_known_card_keeps_its_name_and_takes_the_printed_total(accuracy, tmp_path, capsys):
+    """A log that prints its total (79.25 GiB) on an A100-SXM4-80GB: the bench ran it as a bare
+    "79.25GiB" card, so vLLM's A100 defaults (engine/arg_utils.py: 2,048 batched tokens for a server,
+    not the 8,192 of other 70 GiB+ cards) were lost. It now runs the named card on the printed total,
+    as `diagnose` does. Qwen3-Coder-30B-A3B on 0.26 with max_num_seqs 16 printed 13.84 GiB of KV."""
+    import json
+
+    case = {"id": "a100", "model": "Qwen/Qwen3-Coder-30B-A3B-Instruct", "gpu": "NVIDIA A100-SXM4-80GB",
+            "date": "2026-08-05", "vllm_version": "0.26.1rc1.dev156+g0eec856cc", "max_model_len": 131072,
+            "max_num_seqs": 16, "gpu_memory_utilization": 0.9, "tensor_parallel_size": 1, "paste": "",
+            "observed": {"total_gpu_memory_gib": 79.25, "weights_gib": 56.93, "kv_available_gib": 13.84}}
+    assert accuracy.gpu_for(case) == "NVIDIA A100-SXM4-80GB"
+    assert accuracy.printed_total(case, "NVIDIA A100-SXM4-80GB") == int(79.25 * 2**30)
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    assert accuracy.main([str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("a100 ") and "kv_cache_gib" in line)
+    # with the A100's 2,048-token batch the MoE forward is a quarter of the 8,192-token one: within 2%
+    # of the 13.84 GiB printed (the bare 79.25 GiB card's 8,192 tokens gave 12.99, 6% short)
+    assert abs(float(row.split()[-2]) - 13.84) / 13.84 < 0.02
 
 
 def test_a_v0_workers_memory_line_is_compared_with_that_worker(accuracy):
