@@ -803,7 +803,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes)
     if profile.engine == "v0" and mm_tokens and not spec.model_type.startswith("mllama"):
         # the dummy media's pixels are still on the GPU while the LLM runs (v0_dummy_pixel_bytes)
-        forward += v0_dummy_pixel_bytes(spec, profile, s, model_dtype_bytes, seqs,
+        forward += v0_dummy_pixel_bytes(spec, profile, model_dtype_bytes, seqs,
                                         *_media_per_prompt(s, _dummy_item(spec)[2]))[0]
     rows = min(seqs, tb)
     vocab = spec.vocab_size
@@ -1192,8 +1192,12 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     if profile.engine == "v0":
         # the dummy media's pixels stay on the GPU through the whole forward, and the tower
         # encodes a model-dtype copy of its modality's (v0_dummy_pixel_bytes)
-        kept, copy = v0_dummy_pixel_bytes(spec, profile, s, dtype_b, items // per_prompt, n_img, n_vid)
+        kept, copy = v0_dummy_pixel_bytes(spec, profile, dtype_b, items // per_prompt, n_img, n_vid)
         peak += kept + copy
+        assumptions.append(f"V0 keeps the dummy media's pixels on the GPU through the whole profile run "
+                           f"({kept / GiB:.2f} GiB" + (", float32 as the image processor gives them, and the "
+                                                        f"tower's {copy / GiB:.2f} GiB model-dtype copy" if copy else "")
+                           + ")")
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
     return peak, media
@@ -1205,8 +1209,8 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
 MM_INPUTS_CAST_FROM = (0, 9, 1)
 
 
-def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int, prompts: int,
-                         images: int, videos: int) -> tuple[int, int]:
+def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompts: int, images: int,
+                         videos: int) -> tuple[int, int]:
     """(pixels of every dummy item, the model-dtype copy of one modality's) in V0's profile run.
 
     V0's model runner passes the batch's multimodal inputs as keyword arguments of the model's

@@ -220,7 +220,7 @@ def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels
                        dtype="float16")
     profile = profile_for("0.8.3", "v0")
     pixels = 20 * 3 * 896 * 896 * 4
-    assert v0_dummy_pixel_bytes(spec, profile, s, 2, 20, 1, 0) == (pixels, pixels // 2)
+    assert v0_dummy_pixel_bytes(spec, profile, 2, 20, 1, 0) == (pixels, pixels // 2)
     encoder = 20 * 4096 * (2 * 4304 + 3 * 1152) * 2 + pixels + pixels // 2
     notes: list[str] = []
     act = activation_peak(spec, profile, s, 2, notes)
@@ -228,7 +228,7 @@ def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels
     assert any("20 max-size dummy image(s) of 256 tokens (4,096 patches)" in n for n in notes)
     assert abs((act + int(0.15 * GiB)) / GiB - 2.24) < 0.05
     # from 0.9.1 vLLM casts the processor's outputs to the model dtype on the CPU: 2 B, no copy
-    assert v0_dummy_pixel_bytes(spec, profile_for("0.9.1", "v0"), s, 2, 20, 1, 0) == (pixels // 2, 0)
+    assert v0_dummy_pixel_bytes(spec, profile_for("0.9.1", "v0"), 2, 20, 1, 0) == (pixels // 2, 0)
 
 
 def test_gemma3_local_layers_get_their_own_rope_cache():
