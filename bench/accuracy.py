@@ -252,9 +252,11 @@ def gpu_for(case: dict) -> str:
 def printed_total(case: dict, gpu_arg: str) -> int | None:
     """The torch total vLLM printed, in bytes, for a case run on a named card (gpu_for): the card
     sets the defaults, the printed figure the size — as `diagnose` re-runs a paste on the total it
-    prints (diagnosis._with_total)."""
+    prints (diagnosis.with_printed_total)."""
+    from estimator.gpus import is_size_only
+
     total = (case.get("observed") or {}).get("total_gpu_memory_gib")
-    if not _number(total) or "+" in gpu_arg or smi_total_mib(case) or re.fullmatch(r"[\d.]+\s*(?:GiB|MiB|GB)", gpu_arg):
+    if not _number(total) or "+" in gpu_arg or smi_total_mib(case) or is_size_only(gpu_arg):
         return None
     return int(float(total) * GiB)
 
@@ -368,10 +370,10 @@ def main(argv: list[str]) -> int:
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings)
             total = printed_total(case, gpu_arg)
-            if total and abs(total - est.gpu_total_bytes) > 0.0051 * GiB:
-                from estimator.diagnosis import _with_total
+            if total:
+                from estimator.diagnosis import with_printed_total
 
-                est = _with_total(est, total)
+                est = with_printed_total(est, total)
         except KvdoctorError as exc:
             if verbose:
                 print(f"{name:<58} skipped: {exc}")

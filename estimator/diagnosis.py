@@ -623,10 +623,8 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
                                f"{overrides['weights_bytes'] / GiB:.2f} GiB of weights per GPU, more than that "
                                f"card's smallest version holds: modelled as the {held.name} "
                                f"({held.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
-    if total and abs(total - est.gpu_total_bytes) > 0.0051 * GiB:
-        # beyond the printed figure's rounding (2 decimals): vLLM's own total is the better evidence
-        # (vllm#16570: an A100-PCIE-40GB printed 39.38 GiB; the catalog assumes the SXM4's 39.39)
-        est = _with_total(est, total)
+    if total:
+        est = with_printed_total(est, total)
     # what the first estimate shows the paste settles: each independent of the others, one re-run
     changes: dict = {}
     graphs = graph_from_facts(facts, est.gpu_total_bytes)
@@ -832,8 +830,13 @@ def _estimate_with(est: Estimate, inputs: dict) -> Estimate:
     return out
 
 
-def _with_total(est: Estimate, total: int) -> Estimate:
-    """Re-run on the card size the paste printed; what the lookup assumed about the size goes."""
+def with_printed_total(est: Estimate, total: int) -> Estimate:
+    """Re-run on the card size vLLM printed, where it differs from the card's beyond the printed
+    figure's rounding (2 decimals): vLLM's own total is the better evidence (vllm#16570: an
+    A100-PCIE-40GB printed 39.38 GiB; the catalog assumes the SXM4's 39.39). What the lookup
+    assumed about the size goes."""
+    if abs(total - est.gpu_total_bytes) <= 0.0051 * GiB:
+        return est
     inputs = dict(est.inputs)
     inputs["gpu_total_bytes"] = total
     stale = getattr(est.gpu, "assumed", None)

@@ -162,6 +162,15 @@ def _catalog() -> tuple[tuple[_Row, Gpu], ...]:
     return tuple(out)
 
 
+def is_size_only(text: str) -> bool:
+    """Is `text` a bare memory size ("79.25GiB", "49140MiB", "24GB"), not a card's name?"""
+    try:
+        m = _SIZE.match(text or "", timeout=0.1)
+    except TimeoutError:
+        return False
+    return bool(m and m.group(2))
+
+
 def _parse_size(text: str) -> Gpu | None:
     try:
         m = _SIZE.match(text, timeout=0.1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from estimator import kv_deepseek_v4, params
 from estimator.attention_backend import FLASHINFER, attention_backend, flashinfer_capture, full_graphs_kept
@@ -802,9 +802,17 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0") \
         + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes)
     if profile.engine == "v0" and mm_tokens and not spec.model_type.startswith("mllama"):
-        # the dummy media's pixels are still on the GPU while the LLM runs (v0_dummy_pixel_bytes)
-        forward += v0_dummy_pixel_bytes(spec, profile, model_dtype_bytes, seqs,
-                                        *_media_per_prompt(s, _dummy_item(spec)[2]))[0]
+        # the dummy media's pixels stay on the GPU through the tower and then the LLM, and the tower
+        # encodes a model-dtype copy of them (v0_dummy_pixel_bytes); Llama-3.2-Vision's V0 path is
+        # its own fit (_mllama_v0_encoder_peak)
+        kept, copy = v0_dummy_pixel_bytes(spec, profile, model_dtype_bytes, seqs,
+                                          *_media_per_prompt(s, _dummy_item(spec).video))
+        forward += kept
+        encoder += kept + copy
+        assumptions.append(f"V0 keeps the dummy media's pixels on the GPU through the whole profile run "
+                           f"({kept / GiB:.2f} GiB" + (", float32 as the image processor gives them, and the "
+                                                        f"tower's {copy / GiB:.2f} GiB model-dtype copy" if copy else "")
+                           + ")")
     rows = min(seqs, tb)
     vocab = spec.vocab_size
     if profile.engine == "v0":
@@ -1072,23 +1080,37 @@ QWEN2_VL_MAX_FRAMES = 14
 _QWEN2_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
 
 
-def _dummy_item(spec: ModelSpec) -> tuple[int, int, bool]:
-    """(LLM tokens, ViT patches, takes video) of the largest dummy image vLLM profiles: a fixed-size
-    tower's image (its image_size, or the tokens its config fixes), else a dynamic-resolution
-    ViT's largest image (MAX_DYNAMIC_IMAGE_TOKENS), beside which a model with a `video_token_id`
-    also gets a video."""
+class DummyItem(NamedTuple):
+    """The largest dummy image vLLM profiles (_dummy_item)."""
+    tokens: int         # LLM tokens it becomes
+    patches: int        # ViT patches
+    video: bool         # the model also takes video (a dynamic-resolution ViT with a video_token_id)
+    values: int         # pixel values the processor hands over: patches × patch² × channels (× temporal patch)
+
+
+def _dummy_item(spec: ModelSpec) -> DummyItem:
+    """A fixed-size tower's image (its image_size, or the tokens its config fixes), else a
+    dynamic-resolution ViT's largest image (MAX_DYNAMIC_IMAGE_TOKENS), beside which a model with a
+    `video_token_id` also gets a video of the same size. Qwen2-VL's processors flatten each patch
+    with its temporal_patch_size frames (a still image duplicated)."""
     v = spec.vision or {}
     patch = int(v.get("patch_size") or 14)
     merge = int(v.get("spatial_merge_size") or spec.config.get("spatial_merge_size") or 1)
     pool = int(v.get("pooling_kernel_size") or 1)
     fixed = next((int(spec.config[k]) for k in _TOKENS_PER_IMAGE_KEYS if spec.config.get(k)), 0)
     fixed = fixed or int(v.get("default_output_length") or 0)
+    video = False
     if v.get("image_size"):
         patches = (int(v["image_size"]) // patch) ** 2
-        return fixed or max(1, patches // (merge * merge)), patches, False
-    if fixed:
-        return fixed, fixed * max(merge * merge, pool * pool), False
-    return MAX_DYNAMIC_IMAGE_TOKENS, MAX_DYNAMIC_IMAGE_TOKENS * merge * merge, bool(spec.config.get("video_token_id"))
+        tokens = fixed or max(1, patches // (merge * merge))
+    elif fixed:
+        tokens, patches = fixed, fixed * max(merge * merge, pool * pool)
+    else:
+        tokens, patches = MAX_DYNAMIC_IMAGE_TOKENS, MAX_DYNAMIC_IMAGE_TOKENS * merge * merge
+        video = bool(spec.config.get("video_token_id"))
+    channels = int(v.get("num_channels") or v.get("in_channels") or v.get("in_chans") or 3)
+    values = patches * patch * patch * channels * int(v.get("temporal_patch_size") or 1)
+    return DummyItem(tokens, patches, video, values)
 
 
 def _media_per_prompt(s: EngineSettings, video: bool) -> tuple[int, int]:
@@ -1117,8 +1139,8 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
       Qwen2_5_VisionAttention.split_qkv all-gathers at TP > 1 (3·H replicated), and the rotated
       q/k copies and the output (≈ 5·H/tp). This half is why a tower's peak shrinks far less
       than 1/tp: Qwen3.6-27B's logs print 2.2 / 1.8 / 1.5 GiB of encoder peak at TP 1 / 2 / 4.
-    Times the LLM forward's factor: V1's fragmentation factor, V0's eager 1.0 — V0 also keeps the dummy
-    media's pixels on the GPU (v0_dummy_pixel_bytes). An estimate, said as one, checked on V1 logs that
+    Times the LLM forward's factor: V1's fragmentation factor, V0's eager 1.0 (activation_peak adds the
+    dummy media's pixels V0 keeps on the GPU, v0_dummy_pixel_bytes). An estimate, said as one, checked on V1 logs that
     profile one huge item: Qwen2.5-VL-7B's 114,688-token video on 0.23 (solved 15.34 GiB, modelled
     15.66) and 16,384-token image on an L4 on 0.9.0.1 (KV 1.81 GiB printed, 1.53 modelled);
     Qwen3.6's image at TP 1 / 2 / 4 (club-3090#652 on 0.24, #487 on 0.23, vllm PR48601 on 0.25.1:
@@ -1134,7 +1156,7 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         return 0, 0
     tp = max(1, s.tensor_parallel_size)
     iv = int(v.get("intermediate_size") or 4 * hv)
-    tokens, patches, video = _dummy_item(spec)
+    tokens, patches, video, _values = _dummy_item(spec)
     merge2 = patches // tokens
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
     # a Qwen2-VL video: tokens of the largest item (which picks the modality and the item count)
@@ -1189,15 +1211,6 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     # V0 runs the tower eagerly, as it runs the LLM (V0_FORWARD_FACTOR); V1's factor covers its compiled graphs
     factor = V0_FORWARD_FACTOR if profile.engine == "v0" else FORWARD_FACTOR
     peak = int(factor * items * patches * per_patch * dtype_b)
-    if profile.engine == "v0":
-        # the dummy media's pixels stay on the GPU through the whole forward, and the tower
-        # encodes a model-dtype copy of its modality's (v0_dummy_pixel_bytes)
-        kept, copy = v0_dummy_pixel_bytes(spec, profile, dtype_b, items // per_prompt, n_img, n_vid)
-        peak += kept + copy
-        assumptions.append(f"V0 keeps the dummy media's pixels on the GPU through the whole profile run "
-                           f"({kept / GiB:.2f} GiB" + (", float32 as the image processor gives them, and the "
-                                                        f"tower's {copy / GiB:.2f} GiB model-dtype copy" if copy else "")
-                           + ")")
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
     return peak, media
@@ -1225,11 +1238,7 @@ def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompt
     pixels) printed 17.61 GiB of weights and 224 blocks at utilization 0.98 of 21.99 GiB — 2.24 GiB
     of activation and non-torch memory; the eager SigLIP block (1.84 GiB) with these pixels (0.28)
     and 0.15 non-torch gives 2.27, where V1's factor 1.3 without them gave 2.54."""
-    v = spec.vision or {}
-    patch = int(v.get("patch_size") or 14)
-    channels = int(v.get("num_channels") or v.get("in_channels") or v.get("in_chans") or 3)
-    temporal = int(v.get("temporal_patch_size") or 1)
-    item = _dummy_item(spec)[1] * patch * patch * channels * temporal
+    item = _dummy_item(spec).values
     value_b = 4 if profile.version < MM_INPUTS_CAST_FROM else dtype_b
     kept = prompts * (images + videos) * item * value_b
     copy = prompts * max(images, videos) * item * dtype_b if value_b != dtype_b else 0

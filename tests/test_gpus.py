@@ -228,3 +228,12 @@ def test_a_reference_states_its_size_only_with_a_unit():
     assert not states_its_size("A100")
     assert not states_its_size("RTX 4090")
     assert not states_its_size(None)
+
+
+def test_a_bare_size_is_told_from_a_card_name():
+    """The bench sizes a named card by the total vLLM printed, but not a bare size (it already is
+    one): "79.25GiB", "49140MiB" and "24GB" are sizes; a name that contains its size is a card."""
+    from estimator.gpus import is_size_only
+
+    assert all(is_size_only(t) for t in ("79.25GiB", "49140MiB", "24GB", " 8 gib "))
+    assert not any(is_size_only(t) for t in ("NVIDIA A100-SXM4-80GB", "RTX 4090", "24", ""))
