@@ -72,6 +72,19 @@ MiB = 2**20
 NON_TORCH_SINGLE = int(0.15 * GiB)
 NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
 # CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
+# 0.6.4's V0 logs print it: vllm/worker/worker.py takes non_torch_memory = (total − free) − torch's
+# allocated bytes after the profile run, with no baseline, so the figure is the context plus
+# whatever the run loaded beside it. Six single-GPU 0.6.4.post1 logs print 0.35 (RTX 3090,
+# vllm#10517), 0.43 / 0.44 / 0.47 (a GTX 1080, three models, public notes), 0.44 (RTX A6000,
+# vllm#10360) and 0.73 GiB (H200, a public training log): median 0.44. Where the same log prints
+# initial_memory_usage, that less the weights is within 0.07 GiB of it (RTX 3090: 15.34 − 14.99 =
+# 0.35 beside 0.35; GTX 1080: 3.09 − 2.64 = 0.45 beside 0.47, 2.73 − 2.32 = 0.41 beside 0.44; H200:
+# 2.71 − 2.05 = 0.66 beside 0.73): the run adds next to nothing outside torch, so for 0.6.4 the
+# context alone is the non-torch figure (non_torch below), not context + NON_TORCH_SINGLE. V1 ≤ 0.9.0
+# keeps both: its compiled run loads Triton and FlashAttention modules after start-up (dev vllm#16128,
+# 0.8.3: 3.5% off with 0.60 GiB, 6.3% with 0.45); so does 0.2.5–0.3.0, whose total − free also holds
+# the allocator's cached blocks (vllm PR #2031: Llama-2-7B on an A100 lost 98 blocks, 0.77 GiB, to
+# that change).
 CUDA_CONTEXT = int(0.45 * GiB)
 # V1's forward activation of one token: MLP gate/up (2I) + activation (I) + qkv + residual/norm
 # buffers (≈3h) in the model dtype, times 1.3 (docs §6: 1.2–1.5). V1 runs compiled graphs and its
@@ -1277,7 +1290,11 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> 
     if profile.budget_rule == "v0_allocated":
         return 0    # ≤ 0.2.4 subtracts torch.cuda.max_memory_allocated(): nothing outside torch counts
     world = s.tensor_parallel_size * s.pipeline_parallel_size
-    n = NON_TORCH_SINGLE + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0)
+    # 0.6.4 measures all of it against an empty card, so its figure is the CUDA context with what
+    # the run adds folded in (see CUDA_CONTEXT); every other era's baseline already holds the
+    # context and what it measures on top of it starts at NON_TORCH_SINGLE
+    single = 0 if profile.budget_rule == "v0_nontorch" else NON_TORCH_SINGLE
+    n = single + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0)
     if profile.context_in_non_torch:
         n += CUDA_CONTEXT + other_process_bytes
     return n
@@ -1806,10 +1823,13 @@ MXFP4_LAYOUTS = {
     "FlashInfer SM90": Mxfp4Layout("FlashInfer SM90", 128, 128),
     "unpadded": Mxfp4Layout("gpt-oss launch build", 1, 1),
 }
-# Hopper runs Triton once triton_kernels ships with vLLM, else Marlin: 0.10.1.1 used Marlin
-# (vllm#23278), 0.14.1 Triton (vllm#33155); the release in between is not pinned down (0.11 is
-# an estimate).
-MXFP4_HOPPER_TRITON_FROM = (0, 11, 0)
+# Hopper runs Triton once triton_kernels ships with vLLM (utils/import_utils.py has_triton_kernels:
+# the `triton_kernels` package or vllm.third_party.triton_kernels), else Marlin. The wheels from 0.10.1
+# to 0.11.2 neither carry nor require it; 0.12.0's is the first with vllm/third_party/triton_kernels.
+# Logs agree: 0.10.1.1 used Marlin (vllm#23278), 0.14.1 Triton (vllm#33155), and a gpt-oss-120b H100
+# log of late October 2025 (0.11.0's line numbers, u 0.95, Tb 1,024) left 1.71 GiB of KV cache:
+# Marlin's weights give 1.87, Triton's 3.59.
+MXFP4_HOPPER_TRITON_FROM = (0, 12, 0)
 
 
 def mxfp4_backend(profile: Profile, compute_capability: str | None, named: str | None) -> str:

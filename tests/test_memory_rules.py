@@ -673,6 +673,8 @@ def test_kv_shared_layers_hold_no_cache_but_keep_their_weights():
     ("0.19.0", "8.0", None, "Marlin"),            # Ampere: triton_kernels needs SM90–SM100
     ("0.19.0", "12.0", None, "Marlin"),           # consumer Blackwell (SM120) likewise
     ("0.10.1", "9.0", None, "Marlin"),            # Hopper before triton_kernels shipped (vllm#23278)
+    ("0.11.2", "9.0", None, "Marlin"),            # the 0.11.x wheels carry no triton_kernels …
+    ("0.12.0", "9.0", None, "Triton"),            # … 0.12.0's vendors it (vllm/third_party/triton_kernels)
     ("0.14.1", "9.0", None, "Triton"),            # vllm#33155: "[mxfp4.py:165] Using Triton backend"
     ("0.19.0", "10.0", None, "FlashInfer SM100"),
     ("0.10.0", "8.6", None, "unpadded"),          # the gpt-oss launch build: no Marlin MXFP4 MoE yet
@@ -1282,3 +1284,34 @@ def test_a_negative_cuda_graph_estimate_vllm_printed_is_kept_when_a_fix_is_reche
     # budget = utilization × total (0.21 memory_profiling): the pool grows by the 2% of the card
     assert more.kv_cache_bytes - est.kv_cache_bytes == more.budget_bytes - est.budget_bytes
     assert abs((more.budget_bytes - est.budget_bytes) - 0.02 * total) < 2
+
+
+def test_064_non_torch_is_the_cuda_context_alone():
+    """0.6.4 (vllm/worker/worker.py): non_torch_memory = (total − free) − torch's allocated bytes after
+    the profile run, against an empty card — the CUDA context and what the run loaded beside it. A
+    vllm#10517 log (Llama-3.1-8B, RTX 3090, 0.6.4, --max-model-len 20000, u 0.9) prints:
+    total 23.58, initial_memory_usage 15.34, peak_torch_memory 17.06, non_torch 0.35, KV 3.81 GiB,
+    weights 14.9888 GiB. So KV = 23.58 × 0.9 − 17.06 − 0.35 = 21.222 − 17.41 = 3.81, and before the
+    profile run the card already held 15.34 − 14.99 = 0.35 GiB beyond the weights: the whole
+    non-torch figure was there before the run (the context), nothing more came with it."""
+    from estimator.memory import CUDA_CONTEXT, NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
+    from estimator.vllm import profile_for
+
+    assert round(23.58 * 0.9 - 17.06 - 0.35, 2) == 3.81
+    one = EngineSettings(vllm_version="0.6.4")
+    # 0.6.4: the context alone (0.45 GiB; the six 0.6.4 logs print 0.35–0.73, median 0.44)
+    assert non_torch(profile_for("0.6.4"), one, 0) == CUDA_CONTEXT
+    # with TP the NCCL / custom all-reduce buffers still come on top of it
+    tp2 = EngineSettings(vllm_version="0.6.4", tensor_parallel_size=2)
+    assert non_torch(profile_for("0.6.4"), tp2, 0) == CUDA_CONTEXT + 2 * NON_TORCH_PER_TP_RANK
+    # V1 ≤ 0.9.0 and 0.2.5–0.3.0 keep the workspaces beside the context; 0.6.5+ V0 has no context in it
+    assert non_torch(profile_for("0.8.3"), EngineSettings(vllm_version="0.8.3"), 0) == CUDA_CONTEXT + NON_TORCH_SINGLE
+    assert non_torch(profile_for("0.2.7"), EngineSettings(vllm_version="0.2.7"), 0) == CUDA_CONTEXT + NON_TORCH_SINGLE
+    assert non_torch(profile_for("0.6.5"), EngineSettings(vllm_version="0.6.5"), 0) == NON_TORCH_SINGLE
+
+    # end to end on that log's card and settings: the pool within 3% of the printed 3.81 GiB
+    spec = load("meta-llama/Llama-3.1-8B-Instruct")
+    est = estimate(spec, gpu_total_bytes=int(23.58 * GiB), settings=EngineSettings(
+        vllm_version="0.6.4", gpu_memory_utilization=0.9, max_model_len=20000))
+    assert est.non_torch_bytes == CUDA_CONTEXT
+    assert abs(est.kv_cache_bytes / GiB - 3.81) / 3.81 < 0.03
