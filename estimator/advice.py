@@ -166,7 +166,9 @@ def command_with(base: list[str], flags: str) -> str:
         if key in changed:
             i += 2 if takes_value else 1
             continue
-        if flag and _SECRET_FLAG.match(name):
+        if flag and key is None and _SECRET_FLAG.match(name):
+            # (an engine setting is never a secret, whatever its last word: argparse takes
+            # `--max-num-batched-token`, a prefix of --max-num-batched-tokens)
             out += [f"{name}=[redacted]"] if eq else [tok] + (["[redacted]"] if takes_value else [])
             i += 2 if takes_value else 1
             continue

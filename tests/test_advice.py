@@ -200,7 +200,11 @@ def test_fix_drops_the_device_list_when_it_changes_the_gpu_count_and_hides_keys(
     assert command_with(kept, "--max-num-seqs 8") == ("vllm serve m/x --max_num_batched_tokens 64000 --tokenizer org/tok "
                                                       "--num-speculative-tokens 3 --long-prefill-token-threshold 4096 "
                                                       "--max-num-seqs 8")
-
+    # argparse takes a unique prefix of a flag: vllm#40691 wrote `--max-num-batched-token 16384`, a
+    # setting whose last word is "token" — still a setting, not a secret; an unknown --x-token stays hidden
+    prefix = ["vllm", "serve", "m/x", "--max-num-batched-token", "16384", "--my-token", "s3cret"]
+    assert command_with(prefix, "--max-num-seqs 8") == \
+        "vllm serve m/x --max-num-batched-token 16384 --my-token '[redacted]' --max-num-seqs 8"
 
 def test_user_command_reads_the_run_with_its_environment_and_refuses_prose():
     text = ("I launch it like this:\n```\nCUDA_VISIBLE_DEVICES=0,1 \\\nvllm serve Qwen/Qwen3-32B \\\n"
