@@ -206,6 +206,7 @@ def test_fix_drops_the_device_list_when_it_changes_the_gpu_count_and_hides_keys(
     assert command_with(prefix, "--max-num-seqs 8") == \
         "vllm serve m/x --max-num-batched-token 16384 --my-token '[redacted]' --max-num-seqs 8"
 
+
 def test_user_command_reads_the_run_with_its_environment_and_refuses_prose():
     text = ("I launch it like this:\n```\nCUDA_VISIBLE_DEVICES=0,1 \\\nvllm serve Qwen/Qwen3-32B \\\n"
             "  --tensor-parallel-size 2 \\\n  --max-model-len 40960\n```\n")
