@@ -813,7 +813,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                                f"{tokens:,} tokens through the language model (more than "
                                f"max_num_batched_tokens {tb:,})")
     forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0") \
-        + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes)
+        + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes) \
+        + marlin_input_copy_bytes(spec, profile, s, tokens, model_dtype_bytes)
     if profile.engine == "v0" and mm_tokens and not spec.model_type.startswith("mllama"):
         # the dummy media's pixels stay on the GPU through the tower and then the LLM, and the tower
         # encodes a model-dtype copy of them (v0_dummy_pixel_bytes); Llama-3.2-Vision's V0 path is
@@ -1027,6 +1028,42 @@ def bnb_dequant_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtyp
     if not moe or profile.version < BNB_MOE_FROM:
         return shard
     return max(shard, m.num_experts * (3 * m.expert_intermediate // tp) * h * dtype_b)
+
+
+# Marlin's GEMM (csrc/quantization/gptq_marlin/gptq_marlin.cu gptq_marlin_gemm) allocates `a_tmp`, an
+# M × K copy of its input for act-order reordering, on every call up to 0.8.x — its Python binding
+# (_custom_ops.py) still takes g_idx and perm as plain tensors there; from 0.9.0 they are Optional and the
+# kernel allocates it only when the checkpoint reorders activations (GPTQ desc_act).
+MARLIN_INPUT_COPY_ALWAYS_UNTIL = (0, 9, 0)
+
+
+def marlin_input_copy_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, tokens: int, dtype_b: int) -> int:
+    """Marlin's copy of the down projection's input (K = I/tp) beside the MLP's live set.
+
+    Which kernel runs a 4/8-bit integer checkpoint (vllm/model_executor/layers/quantization): AWQ goes
+    to awq_marlin on compute capability ≥ 8.0 (an explicit `--quantization awq` forces the plain kernel,
+    which dequantizes a whole weight for a prefill instead: about as much, and not told apart here, as
+    the setting names the format as well); GPTQ and compressed-tensors W4A16/W8A16 to gptq_marlin / the mixed-precision kernels, of which
+    Machete comes first on Hopper (kernels/mixed_precision: MacheteLinearKernel, CUTLASS, no such
+    copy) and Marlin everywhere else. At the down projection the eager MLP already holds gate/up (2I),
+    the activation (I) and 3h (_forward_bytes); Marlin adds I more (its fp32 reduce buffer, at most
+    1,024 rows × h, is left out). Two Qwen2.5-72B int4 V0 logs print the difference: vllm#11230
+    (GPTQ, A40, 0.6.4, TP 1, 8,192 tokens) peak_torch 40.87 − weights 38.53 = 2.34 GiB, where
+    3I + 3h gives 1.73 and 4I + 3h 2.18; a weisser-zwerg.dev log (AWQ, 2 × A40, 0.7.2, TP 2, 32,768
+    tokens) 5.66 GiB, where 3I + 3h gives 4.21 and 4I + 3h 5.11. MoE experts run their own kernel
+    (fused Marlin MoE): nothing added for a model whose MLPs are all experts."""
+    if params.weight_format_kind(spec, s.quantization) != "int":
+        return 0
+    cc = s.compute_capability
+    if cc is None or cc < 8.0 or (spec.moe and spec.moe.moe_layers and not spec.moe.dense_layers):
+        return 0
+    q = spec.quantization or {}
+    awq = any(str(m or "").lower().startswith("awq") for m in (q.get("quant_method"), s.quantization))
+    if not awq and 9.0 <= cc < 10.0:
+        return 0        # Machete
+    if profile.version >= MARLIN_INPUT_COPY_ALWAYS_UNTIL and (awq or not q.get("desc_act")):
+        return 0
+    return tokens * (spec.intermediate_size // max(1, s.tensor_parallel_size)) * dtype_b
 
 
 # Image processors' default largest image for dynamic-resolution ViTs (Qwen2-VL / Qwen2.5-VL /

@@ -7,6 +7,8 @@ rules are under test.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_memory import cdiv, load  # the same catalog loader and ceil-div as the first memory tests
 
@@ -1315,3 +1317,42 @@ def test_064_non_torch_is_the_cuda_context_alone():
         vllm_version="0.6.4", gpu_memory_utilization=0.9, max_model_len=20000))
     assert est.non_torch_bytes == CUDA_CONTEXT
     assert abs(est.kv_cache_bytes / GiB - 3.81) / 3.81 < 0.03
+
+
+def test_marlin_copies_the_down_projections_input_until_090():
+    """gptq_marlin.cu up to 0.8.x: every Marlin GEMM allocates a_tmp = M × K in the input's dtype; at the
+    MLP's down projection K = I/tp, beside the gate/up (2I), activation (I) and 3h the eager MLP holds.
+    From 0.9.0 (g_idx/perm Optional in _custom_ops.py) only act-order GPTQ checkpoints (desc_act) keep it.
+    A weisser-zwerg.dev log (Qwen2.5-72B-Instruct-AWQ, 2 × A40, 0.7.2 V0, TP 2, no chunked prefill:
+    32,768 profile tokens) prints a 5.66 GiB activation peak: (3 × 14,784 + 3 × 8,192) × 32,768 × 2 B
+    = 4.21 GiB without the copy, + 32,768 × 14,784 × 2 B = 0.90 GiB with it = 5.11."""
+    from estimator.memory import marlin_input_copy_bytes
+    from estimator.vllm import profile_for
+
+    qwen = load("Qwen/Qwen2.5-72B-Instruct")          # h 8192, I 29568
+    assert (qwen.hidden_size, qwen.intermediate_size) == (8192, 29568)
+    awq = dataclasses.replace(qwen, quantization={"quant_method": "awq", "bits": 4, "group_size": 128})
+    gptq = dataclasses.replace(qwen, quantization={"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                   "desc_act": False})
+    gptq_act = dataclasses.replace(gptq, quantization={**gptq.quantization, "desc_act": True})
+
+    def copy(spec, version, cc, tp=2, tokens=32768):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=tp)
+        s.compute_capability = cc
+        return marlin_input_copy_bytes(spec, profile_for(version, "v0" if version < "0.8" else None), s, tokens, 2)
+
+    assert copy(awq, "0.7.2", 8.6) == 32768 * 14784 * 2 == 968_884_224
+    assert copy(gptq, "0.6.4", 8.6, tp=1, tokens=8192) == 8192 * 29568 * 2
+    assert copy(awq, "0.7.2", 9.0) == 32768 * 14784 * 2      # AWQ runs Marlin on Hopper too …
+    assert copy(gptq, "0.7.2", 9.0) == 0                     # … GPTQ runs Machete there
+    assert copy(awq, "0.7.2", 7.5) == 0                      # no Marlin below compute capability 8.0
+    assert copy(awq, "0.9.0", 8.6) == copy(gptq, "0.9.0", 8.6) == 0
+    assert copy(gptq_act, "0.9.0", 8.6) == 32768 * 14784 * 2  # act order still reorders into a_tmp
+    assert copy(qwen, "0.7.2", 8.6) == 0                     # 16-bit weights: cuBLAS
+
+    # through the estimate on that log's setup: the activation peak within 10% of the printed 5.66 GiB
+    s = EngineSettings(vllm_version="0.7.2", engine="v0", tensor_parallel_size=2, max_model_len=32768,
+                       dtype="float16", quantization="awq_marlin")
+    g = lookup_gpu("A40")
+    est = estimate(awq, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability, settings=s)
+    assert abs(est.activation_bytes / GiB - 5.66) / 5.66 < 0.10
