@@ -23,7 +23,6 @@ Never raises: any input (bytes, junk, 1 MB) gives a `Facts`, quickly (regex time
 from __future__ import annotations
 
 import bisect
-import time
 from dataclasses import dataclass, field
 
 import regex
@@ -32,7 +31,16 @@ from estimator import flags as _flags
 from estimator import paste_prose as _prose
 from estimator import paste_tables as _tables
 from estimator import paste_templates as _tpl
-from estimator.paste_text import PasteText, budget, decode, prepare, start_clock, stop_clock, worker_grid
+from estimator.paste_text import (
+    PasteText,
+    budget,
+    cpu_clock,
+    decode,
+    prepare,
+    start_clock,
+    stop_clock,
+    worker_grid,
+)
 
 FACT_KEYS: tuple[str, ...] = (
     "model", "gpu", "gpu_count", "vllm_version", "tensor_parallel_size", "pipeline_parallel_size",
@@ -136,7 +144,7 @@ def read_paste(text: str | bytes) -> Facts:
 
 
 def _read(raw: str) -> Facts:
-    t0 = time.monotonic()
+    t0 = cpu_clock()
     pt = prepare(raw)
     text = pt.logical
     facts = Facts(raw)
@@ -273,7 +281,7 @@ def _read(raw: str) -> Facts:
 
     # 4. prose, smi, collect_env — on the head and tail of a huge paste only (the prose around a
     # log is at its ends; a 1 MB middle is log lines the templates already read)
-    if time.monotonic() - t0 < _BUDGET_S:
+    if cpu_clock() - t0 < _BUDGET_S:
         skip = [(s, e) for s, e, _v in cmd_spans]
         if len(text) > _PROSE_HEAD + _PROSE_TAIL:
             cut = len(text) - _PROSE_TAIL

@@ -134,3 +134,21 @@ def test_one_megabyte_with_the_error_at_the_end_still_reads_it():
     facts, dt = _timed(text)
     assert dt < LIMIT_S
     assert facts.get("error_max_tokens_in_kv") == 7344 and facts.error_kind == "kv_capacity_v0"
+
+
+def test_the_paste_budget_counts_only_the_reading_threads_own_cpu_time():
+    """A server reads several pastes at once: the time other threads hold the CPU (or the GIL), or a
+    wait, is not this paste's cost (paste_text.cpu_clock). On a wall clock, 0.2 s spent elsewhere would
+    use up a 0.05 s budget and cut the paste short."""
+    from estimator.paste_text import budget, expired, start_clock, stop_clock
+
+    token = start_clock(0.05)
+    try:
+        time.sleep(0.2)
+        assert not expired() and budget(0.3) > 0.04
+        spent = time.thread_time() + 0.06
+        while time.thread_time() < spent:     # the reading thread's own work does use it up
+            pass
+        assert expired() and budget(0.3) == 0.001
+    finally:
+        stop_clock(token)
