@@ -1043,9 +1043,9 @@ def marlin_input_copy_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings
     Which kernel runs a 4/8-bit integer checkpoint (vllm/model_executor/layers/quantization): AWQ goes
     to awq_marlin on compute capability ≥ 8.0 (an explicit `--quantization awq` forces the plain kernel,
     which dequantizes a whole weight for a prefill instead: about as much, and not told apart here, as
-    the setting names the format as well); GPTQ and compressed-tensors W4A16/W8A16 to gptq_marlin / the mixed-precision kernels, of which
-    Machete comes first on Hopper (kernels/mixed_precision: MacheteLinearKernel, CUTLASS, no such
-    copy) and Marlin everywhere else. At the down projection the eager MLP already holds gate/up (2I),
+    the setting names the format as well); GPTQ and compressed-tensors W4A16/W8A16 go to the
+    mixed-precision kernels, of which Machete comes first on Hopper (kernels/mixed_precision in the
+    0.7.3 wheel: MacheteLinearKernel, CUTLASS, no such copy) and Marlin everywhere else. At the down projection the eager MLP already holds gate/up (2I),
     the activation (I) and 3h (_forward_bytes); Marlin adds I more (its fp32 reduce buffer, at most
     1,024 rows × h, is left out). Two Qwen2.5-72B int4 V0 logs print the difference: vllm#11230
     (GPTQ, A40, 0.6.4, TP 1, 8,192 tokens) peak_torch 40.87 − weights 38.53 = 2.34 GiB, where
