@@ -812,9 +812,12 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
             assumptions.append(f"V0 profile run: {seqs} dummy prompt(s) of {mm_tokens:,} media tokens, "
                                f"{tokens:,} tokens through the language model (more than "
                                f"max_num_batched_tokens {tb:,})")
+    marlin = marlin_input_copy_bytes(spec, profile, s, tokens, model_dtype_bytes)
     forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0") \
-        + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes) \
-        + marlin_input_copy_bytes(spec, profile, s, tokens, model_dtype_bytes)
+        + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes) + marlin
+    if marlin:
+        assumptions.append(f"Marlin (the AWQ/GPTQ kernel) copies the MLP down projection's input in the profile "
+                           f"run before vLLM 0.9: {marlin / GiB:.2f} GiB in the forward's peak")
     if profile.engine == "v0" and mm_tokens and not spec.model_type.startswith("mllama"):
         # the dummy media's pixels stay on the GPU through the tower and then the LLM, and the tower
         # encodes a model-dtype copy of them (v0_dummy_pixel_bytes); Llama-3.2-Vision's V0 path is

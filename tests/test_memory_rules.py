@@ -1356,3 +1356,4 @@ def test_marlin_copies_the_down_projections_input_until_090():
     g = lookup_gpu("A40")
     est = estimate(awq, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability, settings=s)
     assert abs(est.activation_bytes / GiB - 5.66) / 5.66 < 0.10
+    assert any("Marlin" in a and "0.90 GiB" in a for a in est.assumptions)     # and the reply says so
