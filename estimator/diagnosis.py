@@ -539,16 +539,21 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
 
     path = str(facts.extra.get("model_path") or "")
     served = facts.values.get("model")
+    # the run served a local path under another name (its config line's served_model_name): kvdoctor
+    # read the model as that name, but the command serves the path and keeps the name
+    alias = facts.extra.get("served_model_name")
+    alias = alias if alias == model_id and served is not None and str(served.value) == model_id else None
     # only where the estimate's model is the one kvdoctor read from that path (not a model= the
     # caller gave), and the path is no shell variable ("$MODEL" would be the user's own script)
-    if not (model_id and path and served is not None and served.guess and str(served.value) == model_id) \
+    if not (model_id and path and served is not None and (served.guess or alias) and str(served.value) == model_id) \
             or "$" in path:
         return
     quoted = "~/" + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
+    keep = f" --served-model-name {shlex.quote(alias)}" if alias else ""
     for s in suggestions:
         cmd = str(s.get("command") or "")
-        s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {quoted}", 1) \
-            .replace(f"--model {model_id}", f"--model {quoted}", 1)
+        s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {quoted}{keep}", 1) \
+            .replace(f"--model {model_id}", f"--model {quoted}{keep}", 1)
 
 
 def _public(message: str) -> str:

@@ -932,6 +932,7 @@ _DUMP_KEYS = {
     "quantization": "quantization", "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype",
     "chunked_prefill_enabled": "enable_chunked_prefill", "enable_prefix_caching": "enable_prefix_caching",
     "data_parallel_size": "data_parallel_size", "speculative_config": "speculative_config",
+    "served_model_name": "served_model_name",
 }
 
 

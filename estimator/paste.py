@@ -197,6 +197,10 @@ def _read(raw: str) -> Facts:
         if s.span in seen_spans and seen_spans[s.span] >= prio:
             continue
         seen_spans[s.span] = prio
+        if s.key == "served_model_name" and s.value:
+            # the name clients call the run by: often another repo's id than the weights it served
+            # (a local AWQ copy served as "deepseek-ai/DeepSeek-R1"); a fix's command keeps it
+            extra.setdefault("served_model_name", str(s.value).strip("[]'\" "))
         if s.key == "model":
             got = _prose.model_from_value(str(s.value))
             model_paths.append(str(s.value))

@@ -896,6 +896,31 @@ def test_oom_phase_from_the_log_below_a_title_or_from_words(text):
     assert read_paste(text).error_kind == "cuda_oom_graph"
 
 
+def test_a_fix_serves_the_local_path_under_the_name_the_run_gave_it():
+    """vllm PR #14447: the engine's config line shows a local AWQ copy served under another repo's name
+    (`model='/models/cognitivecomputations_DeepSeek-V3-0324-AWQ/'`, `served_model_name=deepseek-ai/DeepSeek-R1`).
+    kvdoctor reads the architecture from that name, but `vllm serve deepseek-ai/DeepSeek-R1` would fetch other
+    weights: the fix serves the path and keeps the name clients call."""
+    text = ("INFO 04-12 05:10:12 [llm_engine.py:243] Initializing a V0 LLM engine (v0.8.3) with config: "
+            "model='/models/cognitivecomputations_DeepSeek-V3-0324-AWQ/', speculative_config=None, "
+            "tokenizer='/models/cognitivecomputations_DeepSeek-V3-0324-AWQ/', skip_tokenizer_init=False, "
+            "trust_remote_code=True, dtype=torch.bfloat16, max_seq_len=8192, tensor_parallel_size=16, "
+            "pipeline_parallel_size=1, quantization=awq_marlin, enforce_eager=False, kv_cache_dtype=auto, "
+            "served_model_name=deepseek-ai/DeepSeek-R1, num_scheduler_steps=1\n"
+            "(VllmWorkerProcess pid=507) INFO 04-12 08:21:19 [worker.py:267] the current vLLM instance can use "
+            "total_gpu_memory (23.58GiB) x gpu_memory_utilization (0.99) = 23.35GiB\n"
+            "(VllmWorkerProcess pid=507) INFO 04-12 08:21:19 [worker.py:267] model weights take 21.21GiB; "
+            "non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of the "
+            "memory reserved for KV Cache is 1.57GiB.\n")
+    from estimator.paste import read_paste
+
+    assert read_paste(text).extra["served_model_name"] == "deepseek-ai/DeepSeek-R1"
+    d = diagnose(text, offline=True, explain=True, gpu="RTX 3090")
+    commands = [s["command"] for s in d.suggestions]
+    assert commands and all(c.startswith("vllm serve /models/cognitivecomputations_DeepSeek-V3-0324-AWQ "
+                                         "--served-model-name deepseek-ai/DeepSeek-R1 ") for c in commands)
+
+
 def test_a_fix_without_the_users_command_serves_the_path_the_log_served():
     """club-3090#642 prints only the non-default args: `'model': '~/.cache/huggingface/qwen3.6-27b-autoround-int4'`
     is a local checkpoint, read as the guessed repo Qwen/qwen3.6-27b-autoround-int4 for its config. The fix
