@@ -574,9 +574,15 @@ def kv_formula(est: Estimate) -> str:
         mla = spec.mla or {}
         idx = [lk for lk in layers if getattr(lk, "indexer_bytes", 0)]
         packed = [lk for lk in layers if getattr(lk, "fixed_bytes", 0)]
-        latent = (f"{len(layers)} MLA layers × {packed[0].fixed_bytes} B (fp8_ds_mla: fp8 latent, scales, bf16 rope)"
-                  if packed else f"{len(layers)} MLA layers × ({mla.get('kv_lora_rank', '?')} + "
-                  f"{mla.get('qk_rope_head_dim', '?')}) × dtype bytes")
+        sum_ = f"{mla.get('kv_lora_rank', '?')} + {mla.get('qk_rope_head_dim', '?')}"
+        if packed and est.profile.engine == "v0":
+            # 0.7.2–0.7.3's cache engine pads the latent to 256 bytes (memory.V0_MLA_ALIGNED)
+            padded = -(-(packed[0].kv_lora_rank + packed[0].rope_dim) // 128) * 128
+            latent = f"{len(layers)} MLA layers × ({sum_}, padded to {padded} for 256-byte alignment) × dtype bytes"
+        elif packed:
+            latent = f"{len(layers)} MLA layers × {packed[0].fixed_bytes} B (fp8_ds_mla: fp8 latent, scales, bf16 rope)"
+        else:
+            latent = f"{len(layers)} MLA layers × ({sum_}) × dtype bytes"
         indexer = f" + {len(idx)} indexer key caches × {idx[0].indexer_bytes} B" if idx else ""
         return f"{latent}{indexer} = {total:,} B per token (not split by TP){states}"
     terms: dict[tuple, int] = {}

@@ -616,10 +616,24 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
                 lk = FullAttention(kv_heads=spec.num_kv_heads, head_dim=hd)
             elif ds_mla and (sparse or kv_cache_dtype == "fp8_ds_mla"):
                 lk = dataclasses.replace(lk, fixed_bytes=656)
+            elif profile.engine == "v0" and V0_MLA_ALIGNED <= v < (0, 8, 0) and not str(cc or "").startswith("gfx") \
+                    and not lk.indexer_bytes:
+                # V0's cache engine pads each token's latent to 256 bytes of the (16-bit) model dtype
+                # (worker/cache_engine.py _align_cache, VLLM_CUDA_MEM_ALIGN_KV_CACHE=1 by default, CUDA only)
+                elems = -(-(lk.kv_lora_rank + lk.rope_dim) // 128) * 128
+                lk = dataclasses.replace(lk, fixed_bytes=elems * kv_bytes)
         out.append(lk)
     if spec.uses_mla and not profile.mla_cache:
         assumptions.append("vLLM before 0.7.1 has no MLA cache: it stores K and V for every head")
     return out
+
+
+# V0's cache engine allocates an MLA token's latent padded to 256 bytes (align_to_256bytes of the entry
+# in the model dtype: 576 → 640 values for DeepSeek's 512 + 64 in bf16) — in the 0.7.2 and 0.7.3 wheels
+# (worker/cache_engine.py get_cache_block_size and _allocate_kv_cache); 0.7.1 had no such padding and
+# 0.8.0 dropped it. A DeepSeek-Coder-V2-Lite AWQ log between those releases (vllm PR #13109) printed
+# 59.75 GiB for 116,023 blocks: 1,280 B per token per layer over its 27 layers, not 1,152.
+V0_MLA_ALIGNED = (0, 7, 2)
 
 
 def _ssm_state_bytes(spec: ModelSpec, profile: Profile, from_config: int | None) -> int | None:

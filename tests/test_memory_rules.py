@@ -1357,3 +1357,23 @@ def test_marlin_copies_the_down_projections_input_until_090():
     est = estimate(awq, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability, settings=s)
     assert abs(est.activation_bytes / GiB - 5.66) / 5.66 < 0.10
     assert any("Marlin" in a and "0.90 GiB" in a for a in est.assumptions)     # and the reply says so
+
+
+def test_v0_pads_an_mla_latent_to_256_bytes_in_072_and_073():
+    """worker/cache_engine.py of the 0.7.2 and 0.7.3 wheels: get_cache_block_size aligns an MLA token's
+    entry (kv_lora_rank + rope = 576 values) to 256 bytes of the 16-bit model dtype, 640 values, and
+    allocates the pages so; 0.7.1 had no padding and 0.8.0 dropped it. vllm PR #13109's log of
+    DeepSeek-Coder-V2-Lite (27 layers) between those releases: 59.75 GiB / (116,023 blocks × 16) / 27
+    = 1,280 B per token per layer = 640 × 2."""
+    assert round(59.75 * GiB / (116_023 * 16) / 27) == 1280 == 640 * 2
+    spec = load("deepseek-ai/DeepSeek-Coder-V2-Instruct")     # 60 MLA layers, latent 512 + 64
+
+    def per_token(version, kv=None):
+        s = EngineSettings(vllm_version=version, engine="v0", max_model_len=4096,
+                           kv_cache_dtype=kv or "auto", kv_cache_memory_bytes=GiB)
+        return estimate(spec, gpu_total_bytes=80 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                        non_torch_bytes=0, cuda_graph_bytes=0).layout.kv_bytes_per_token
+
+    assert per_token("0.7.3") == per_token("0.7.2") == 60 * 640 * 2 == 76_800
+    assert per_token("0.7.1") == per_token("0.8.0") == 60 * 576 * 2 == 69_120
+    assert per_token("0.7.3", "fp8") == 60 * 640 * 1      # aligned in the model dtype, stored in fp8
