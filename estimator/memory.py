@@ -1371,6 +1371,14 @@ def cached_all_reduce_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings
     return 2 * layers * (s.max_num_batched_tokens or 2048) * spec.hidden_size * dtype_b
 
 
+# max_num_seqs above a hybrid model's Mamba state blocks (config/compilation.py in the wheels): until 0.17
+# nothing checks it; 0.18–0.19 cap the CUDA-graph capture sizes at the block count
+# (adjust_cudagraph_sizes_for_mamba_cache); from 0.20 the engine raises "max_num_seqs (N) exceeds available
+# Mamba cache blocks (M)" when it captures FULL graphs (not with --enforce-eager; vllm issue #34094).
+MAMBA_GRAPHS_CAPPED_FROM = (0, 18, 0)
+MAMBA_BLOCKS_CHECK_FROM = (0, 20, 0)
+
+
 def graphs_after_kv(profile: Profile, s: EngineSettings) -> bool:
     """The V2 model runner before 0.29 (vllm/v1/worker/gpu/model_runner.py) answers
     `profile_cudagraph_memory()` with 0 ("It is TBD whether we keep this API"), so nothing is
@@ -1697,13 +1705,18 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            "(utilization × total): it stops before loading")
     elif kv_pool <= 0 or blocks == 0:
         error = "no_cache_blocks"
-    elif layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= (0, 10, 0) \
-            and s.max_num_seqs > blocks:
-        # Hybrid (Mamba / linear-attention) models: every running sequence holds one state block,
-        # so vLLM refuses max_num_seqs above the number of blocks.
+    elif layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= MAMBA_BLOCKS_CHECK_FROM \
+            and not s.enforce_eager and s.max_num_seqs > blocks:
+        # Hybrid (Mamba / linear-attention) models: every decoding sequence holds one state block,
+        # so vLLM refuses max_num_seqs above the number of blocks when it captures FULL graphs.
         error, fits = "mamba_blocks", False
     elif not fits:
         error = "kv_capacity_v0" if profile.engine == "v0" else "kv_capacity_v1"
+    if layout.state_bytes_per_request and profile.engine == "v1" and MAMBA_GRAPHS_CAPPED_FROM <= profile.version \
+            < MAMBA_BLOCKS_CHECK_FROM and not s.enforce_eager and 0 < blocks < s.max_num_seqs:
+        assumptions.append(f"max_num_seqs {s.max_num_seqs:,} is above the {blocks:,} Mamba state blocks: vLLM "
+                           f"{profile.release} caps its CUDA-graph sizes at {blocks:,} and starts (from 0.20 it stops "
+                           "with \"max_num_seqs … exceeds available Mamba cache blocks\")")
     if auto_len and profile.auto_max_model_len and error in ("kv_capacity_v0", "kv_capacity_v1") and fit_len > 0:
         # auto-fit only shortens the context: the start-up check and the Mamba-blocks check still fail
         assumptions.append(f"--max-model-len auto: vLLM reduces it from {max_len} to {fit_len}")

@@ -239,7 +239,7 @@ TEMPLATES: tuple[Template, ...] = (
     # Mamba / hybrid block shortage (V1 hybrid models)
     _t("mamba_blocks",
        r"max_num_seqs[ \n]+\((?P<max_num_seqs>" + INT + r")\)[ \n]+exceeds[ \n]+available[ \n]+Mamba[ \n]+cache[ \n]+blocks[ \n]+"
-       r"\((?P<gpu_blocks>" + INT + r")\)", P_ERROR, "mamba_blocks", None, "v1"),
+       r"\((?P<gpu_blocks>" + INT + r")\)", P_ERROR, "mamba_blocks", ("0.20.0", None), "v1"),
     # 3. scheduler checks (no dedicated error_kind in design.md §4 → "other")
     _t("tb_lt_len",
        r"max_num_batched_tokens[ \n]+\((?P<max_num_batched_tokens>" + INT + r")\)[ \n]+is[ \n]+smaller[ \n]+than[ \n]+max_model_len[ \n]+"

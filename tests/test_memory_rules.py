@@ -1377,3 +1377,22 @@ def test_v0_pads_an_mla_latent_to_256_bytes_in_072_and_073():
     assert per_token("0.7.3") == per_token("0.7.2") == 60 * 640 * 2 == 76_800
     assert per_token("0.7.1") == per_token("0.8.0") == 60 * 576 * 2 == 69_120
     assert per_token("0.7.3", "fp8") == 60 * 640 * 1      # aligned in the model dtype, stored in fp8
+
+
+@pytest.mark.parametrize("version,eager,error,capped", [
+    ("0.17.0", False, None, False),            # nothing checks it
+    ("0.19.0", False, None, True),             # adjust_cudagraph_sizes_for_mamba_cache caps the graphs
+    ("0.20.0", False, "mamba_blocks", False),  # ValueError "max_num_seqs (N) exceeds available Mamba cache blocks"
+    ("0.20.0", True, None, False),             # only when FULL CUDA graphs are captured
+])
+def test_max_num_seqs_above_the_mamba_blocks_stops_vllm_from_020(version, eager, error, capped):
+    """config/compilation.py in the wheels: 0.17 has neither the cap nor the check, 0.18–0.19 cap the
+    CUDA-graph capture sizes at the Mamba blocks, 0.20+ raise when cudagraph_mode has FULL graphs."""
+    spec = load("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    s = EngineSettings(vllm_version=version, max_model_len=8192, max_num_seqs=256, kv_cache_memory_bytes=2 * GiB,
+                       enforce_eager=eager)
+    e = estimate(spec, gpu_total_bytes=80 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                 non_torch_bytes=0, cuda_graph_bytes=0)
+    assert 0 < e.gpu_blocks < 256
+    assert e.error_kind == error and e.fits == (error is None)
+    assert any("caps its CUDA-graph sizes" in a for a in e.assumptions) == capped
