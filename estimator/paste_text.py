@@ -23,9 +23,10 @@ TIMEOUT = 0.3
 # Deadline of the paste being read, on the reading thread's own CPU clock (time.thread_time()); every
 # regex call's timeout is cut to what is left, so a hostile or huge paste returns on time with what
 # was found so far. CPU time, not wall time: a server answers several posts at once, and the other
-# threads' turns under the GIL are not this paste's cost — on a wall clock a busy two-core box cut the
-# seed post short and four Discourse replicas racing on it saw "no problem" in one of them. Each regex
-# call still has its own wall-clock timeout (the `regex` package's) against catastrophic backtracking.
+# threads' turns under the GIL are not this paste's cost (a CI run once saw one of four Discourse
+# replicas racing on the seed post decide "no problem", which a wall-clock budget cut short under load
+# would explain; not reproduced). Each regex call still has its own wall-clock timeout (the `regex`
+# package's) against catastrophic backtracking.
 _DEADLINE: ContextVar[float] = ContextVar("kvdoctor_paste_deadline", default=0.0)
 cpu_clock = time.thread_time    # the clock of the paste's budgets (paste.py too)
 
