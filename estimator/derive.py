@@ -20,6 +20,7 @@ from estimator.memory import (
     graphs_captured_after_kv,
     v0_capacity_divisor,
     v0_driver_extra_bytes,
+    v0_mla_padded_values,
     v2_first_compile,
     window_tokens,
 )
@@ -577,7 +578,7 @@ def kv_formula(est: Estimate) -> str:
         sum_ = f"{mla.get('kv_lora_rank', '?')} + {mla.get('qk_rope_head_dim', '?')}"
         if packed and est.profile.engine == "v0":
             # 0.7.2–0.7.3's cache engine pads the latent to 256 bytes (memory.V0_MLA_ALIGNED)
-            padded = -(-(packed[0].kv_lora_rank + packed[0].rope_dim) // 128) * 128
+            padded = v0_mla_padded_values(packed[0])
             latent = f"{len(layers)} MLA layers × ({sum_}, padded to {padded} for 256-byte alignment) × dtype bytes"
         elif packed:
             latent = f"{len(layers)} MLA layers × {packed[0].fixed_bytes} B (fp8_ds_mla: fp8 latent, scales, bf16 rope)"

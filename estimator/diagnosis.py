@@ -541,8 +541,7 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     served = facts.values.get("model")
     # the run served a local path under another name (its config line's served_model_name): kvdoctor
     # read the model as that name, but the command serves the path and keeps the name
-    alias = facts.extra.get("served_model_name")
-    alias = alias if alias == model_id and served is not None and str(served.value) == model_id else None
+    alias = model_id if facts.extra.get("served_model_name") == model_id else None
     # only where the estimate's model is the one kvdoctor read from that path (not a model= the
     # caller gave), and the path is no shell variable ("$MODEL" would be the user's own script)
     if not (model_id and path and served is not None and (served.guess or alias) and str(served.value) == model_id) \

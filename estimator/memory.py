@@ -618,10 +618,9 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
                 lk = dataclasses.replace(lk, fixed_bytes=656)
             elif profile.engine == "v0" and V0_MLA_ALIGNED <= v < (0, 8, 0) and not str(cc or "").startswith("gfx") \
                     and not lk.indexer_bytes:
-                # V0's cache engine pads each token's latent to 256 bytes of the (16-bit) model dtype
-                # (worker/cache_engine.py _align_cache, VLLM_CUDA_MEM_ALIGN_KV_CACHE=1 by default, CUDA only)
-                elems = -(-(lk.kv_lora_rank + lk.rope_dim) // 128) * 128
-                lk = dataclasses.replace(lk, fixed_bytes=elems * kv_bytes)
+                # V0's cache engine pads each token's latent (worker/cache_engine.py _align_cache,
+                # VLLM_CUDA_MEM_ALIGN_KV_CACHE=1 by default, CUDA only)
+                lk = dataclasses.replace(lk, fixed_bytes=v0_mla_padded_values(lk) * kv_bytes)
         out.append(lk)
     if spec.uses_mla and not profile.mla_cache:
         assumptions.append("vLLM before 0.7.1 has no MLA cache: it stores K and V for every head")
@@ -634,6 +633,12 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
 # 0.8.0 dropped it. A DeepSeek-Coder-V2-Lite AWQ log between those releases (vllm PR #13109) printed
 # 59.75 GiB for 116,023 blocks: 1,280 B per token per layer over its 27 layers, not 1,152.
 V0_MLA_ALIGNED = (0, 7, 2)
+
+
+def v0_mla_padded_values(lk: MLA) -> int:
+    """The latent's values as 0.7.2–0.7.3's V0 cache engine stores them: rounded up to 256 bytes of the
+    16-bit model dtype, i.e. to a multiple of 128 values."""
+    return -(-(lk.kv_lora_rank + lk.rope_dim) // 128) * 128
 
 
 def _ssm_state_bytes(spec: ModelSpec, profile: Profile, from_config: int | None) -> int | None:
@@ -1069,16 +1074,16 @@ def marlin_input_copy_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings
     3I + 3h gives 1.73 and 4I + 3h 2.18; a weisser-zwerg.dev log (AWQ, 2 × A40, 0.7.2, TP 2, 32,768
     tokens) 5.66 GiB, where 3I + 3h gives 4.21 and 4I + 3h 5.11. MoE experts run their own kernel
     (fused Marlin MoE): nothing added for a model whose MLPs are all experts."""
-    if params.weight_format_kind(spec, s.quantization) != "int":
+    fmt = params.weight_format(spec, s.quantization)
+    if fmt.kind != "int":
         return 0
     cc = s.compute_capability
     if cc is None or cc < 8.0 or (spec.moe and spec.moe.moe_layers and not spec.moe.dense_layers):
         return 0
-    q = spec.quantization or {}
-    awq = any(str(m or "").lower().startswith("awq") for m in (q.get("quant_method"), s.quantization))
+    awq = fmt.name.startswith("awq")
     if not awq and 9.0 <= cc < 10.0:
         return 0        # Machete
-    if profile.version >= MARLIN_INPUT_COPY_ALWAYS_UNTIL and (awq or not q.get("desc_act")):
+    if profile.version >= MARLIN_INPUT_COPY_ALWAYS_UNTIL and (awq or not (spec.quantization or {}).get("desc_act")):
         return 0
     return tokens * (spec.intermediate_size // max(1, s.tensor_parallel_size)) * dtype_b
 
@@ -1686,6 +1691,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         fit_len = _largest_fitting(needed, check_pool, max_len)
         fits = kv_pool > 0 and kv_needed <= check_pool
     error = None
+    # a hybrid model's decoding sequences each hold a Mamba state block: more sequences than blocks
+    # (MAMBA_BLOCKS_CHECK_FROM, MAMBA_GRAPHS_CAPPED_FROM) where vLLM captures FULL CUDA graphs
+    mamba_short = bool(layout.state_bytes_per_request) and profile.engine == "v1" and not s.enforce_eager \
+        and 0 < blocks < s.max_num_seqs
     # free memory when vLLM takes its start-up snapshot: after this process's CUDA context is made
     startup_free = gpu_total_bytes - other_process_bytes - CUDA_CONTEXT
     cap = length_over_config(spec, s, profile)
@@ -1705,15 +1714,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            "(utilization × total): it stops before loading")
     elif kv_pool <= 0 or blocks == 0:
         error = "no_cache_blocks"
-    elif layout.state_bytes_per_request and profile.engine == "v1" and profile.version >= MAMBA_BLOCKS_CHECK_FROM \
-            and not s.enforce_eager and s.max_num_seqs > blocks:
+    elif mamba_short and profile.version >= MAMBA_BLOCKS_CHECK_FROM:
         # Hybrid (Mamba / linear-attention) models: every decoding sequence holds one state block,
         # so vLLM refuses max_num_seqs above the number of blocks when it captures FULL graphs.
         error, fits = "mamba_blocks", False
     elif not fits:
         error = "kv_capacity_v0" if profile.engine == "v0" else "kv_capacity_v1"
-    if layout.state_bytes_per_request and profile.engine == "v1" and MAMBA_GRAPHS_CAPPED_FROM <= profile.version \
-            < MAMBA_BLOCKS_CHECK_FROM and not s.enforce_eager and 0 < blocks < s.max_num_seqs:
+    if mamba_short and MAMBA_GRAPHS_CAPPED_FROM <= profile.version < MAMBA_BLOCKS_CHECK_FROM:
         assumptions.append(f"max_num_seqs {s.max_num_seqs:,} is above the {blocks:,} Mamba state blocks: vLLM "
                            f"{profile.release} caps its CUDA-graph sizes at {blocks:,} and starts (from 0.20 it stops "
                            "with \"max_num_seqs … exceeds available Mamba cache blocks\")")

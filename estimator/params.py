@@ -723,15 +723,20 @@ def _ignore_list(q: dict) -> tuple[str, ...]:
 _CHECKPOINT_DECIDES = ("modelopt", "compressed-tensors")
 
 
+def weight_format(spec: ModelSpec, quantization: str | None) -> _Fmt:
+    """The format vLLM loads the weights in (its name says the method family: "awq-int4",
+    "gptq-int8", "int4-g128" …): what decides kernel-side memory (bitsandbytes' dequantized copies,
+    Marlin's input copy) and whether a release can load the checkpoint at all. Asked on every re-run
+    of the estimate (advice checks dozens of fixes), so kept per spec like memory._weights' breakdowns."""
+    formats = spec.__dict__.setdefault("_format_cache", {})
+    if quantization not in formats:
+        formats[quantization] = _resolve_format(spec, quantization, [])
+    return formats[quantization]
+
+
 def weight_format_kind(spec: ModelSpec, quantization: str | None) -> str:
-    """The family of the format vLLM loads the weights in (none, fp8, int, nvfp4, mxfp4, bnb4, bnb8,
-    gguf, mixed): what decides kernel-side memory (bitsandbytes' dequantized copies) and whether a
-    release can load the checkpoint at all. Asked on every re-run of the estimate (advice checks
-    dozens of fixes), so kept per spec like memory._weights' breakdowns."""
-    kinds = spec.__dict__.setdefault("_format_kind_cache", {})
-    if quantization not in kinds:
-        kinds[quantization] = _resolve_format(spec, quantization, []).kind
-    return kinds[quantization]
+    """The family of that format: none, fp8, int, nvfp4, mxfp4, bnb4, bnb8, gguf, mixed."""
+    return weight_format(spec, quantization).kind
 
 
 def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str]) -> _Fmt:
