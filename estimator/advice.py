@@ -617,6 +617,12 @@ def _window_fixes(est: Estimate) -> list[Suggestion]:
     return []
 
 
+# The least KV memory a --limit-mm-per-prompt fix must free to be offered (a judgement, not vLLM's): about the
+# spread of the modelled profile peaks against the logs' (memory.encoder_profile), so that a smaller gain
+# is not promised as a fix that serves only text.
+MM_LIMIT_MIN_GAIN = 256 * 2**20
+
+
 def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
     """Multimodal models are profiled with max-size dummy images (and videos): when that reservation
     is what crowds out the KV cache, reserve for fewer items (vLLM's --limit-mm-per-prompt)."""
@@ -627,8 +633,10 @@ def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
     video = bool(spec.config.get("video_token_id"))
     out: list[Suggestion | None] = []
 
-    def frees(new: dict) -> bool:      # a limit that reserves nothing less is no fix
-        return rerun(est, limit_mm_per_prompt=new).kv_cache_bytes > est.kv_cache_bytes
+    def frees(new: dict) -> bool:
+        # a limit that frees less than MM_LIMIT_MIN_GAIN is no fix: the dummy outputs V1 keeps beside the
+        # LLM's run are that small for fixed-size towers, and such a gain is within the estimate's own error
+        return rerun(est, limit_mm_per_prompt=new).kv_cache_bytes - est.kv_cache_bytes >= MM_LIMIT_MIN_GAIN
 
     if video and limits.get("video", 1) > 0:
         new = {**limits, "image": limits.get("image", 1), "video": 0}

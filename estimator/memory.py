@@ -817,7 +817,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     `samples` False: a rank that runs no sampler (a V0 worker other than the driver)."""
     tp = s.tensor_parallel_size
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
-    encoder, mm_tokens = vision_encoder_peak(spec, profile, s, model_dtype_bytes, assumptions, max_len)
+    encoder, mm_tokens, outputs = encoder_profile(spec, profile, s, model_dtype_bytes, assumptions, max_len)
     tokens = tb
     if profile.engine == "v0" and mm_tokens:
         # V0 profiles multimodal models with fewer, media-carrying dummy sequences:
@@ -880,7 +880,9 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         sampler = rows * vocab * 4
     if profile.engine == "v1" and spec.deepseek_v4_layers:
         return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
-    peak = max(forward, sampler, encoder)
+    # V1 holds the dummy encoder outputs while the language model and the sampler run (gpu_model_runner.py
+    # profile_run: encoder_cache["tmp"], cleared after the sampler)
+    peak = max(max(forward, sampler) + outputs, encoder)
     if profile.engine == "v0" and spec.state_layers:
         # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
         peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
@@ -913,6 +915,16 @@ def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profil
         _heads, padded, row, _flashmla = _deepseek_v4_attention_kernel(spec, s)
         out += tb * (padded * row + 4608)
     return out
+
+
+def deepstack_buffer_bytes(spec: ModelSpec, s: EngineSettings, profile: Profile, dtype_b: int) -> int:
+    """Qwen3-VL's deepstack buffers (qwen3_vl.py, 0.11.0–0.33 alike): one [max_num_batched_tokens, text
+    hidden] tensor per deepstack level, made with the model in its dtype and so inside vLLM's "Model
+    loading took" figure; none when the vision tower is not loaded."""
+    levels = len((spec.vision or {}).get("deepstack_visual_indexes") or ())
+    if not levels or profile.engine != "v1" or vision_tower_skipped(spec, s, profile):
+        return 0
+    return levels * (s.max_num_batched_tokens or 2048) * spec.hidden_size * dtype_b
 
 
 def _deepseek_v4_attention_kernel(spec: ModelSpec, s: EngineSettings) -> tuple[int, int, int, bool]:
@@ -1148,8 +1160,48 @@ def qwen2_vl_dummy_video(profile: Profile, s: EngineSettings, frame_tokens: int,
 
 QWEN2_VL_MAX_FRAMES = 14
 # Architectures whose vLLM processor runs qwen2_vl.py's dummy-video rule (Qwen2.5-VL reuses its processing
-# info). Qwen3-VL has its own (qwen3_vl.py), not verified against a log: it keeps the one-item estimate.
+# info). Qwen3-VL has its own (qwen3_vl.py): below.
 _QWEN2_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
+# Qwen3-VL's largest video (qwen3_vl.py get_max_video_tokens, the 0.11.0–0.12.0 wheels): however many frames
+# the dummy gets, video_smart_resize keeps all of them within the video processor's size.longest_edge
+# (25,165,824 pixels in the released video_preprocessor_config.json) — 12,288 tokens — and the count is
+# multiplied by 12.5 for the "<t seconds>" text and the vision start/end tokens each video token brings.
+# The 0.13.0 wheel drops the factor: from there the 16,384-token image is the larger item and is profiled.
+# A 0.11.0 log (Qwen3-VL-30B-A3B, sipeed wiki): "Encoder cache will be initialized with a budget of 153600
+# tokens, and profiled with 1 video items" = 12,288 × 12.5.
+_QWEN3_VL_TYPES = ("qwen3_vl", "qwen3_vl_moe")
+QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
+QWEN3_VL_VIDEO_TOKEN_FACTOR = 12.5
+QWEN3_VL_TIMESTAMPED_VIDEO = ((0, 11, 0), (0, 13, 0))
+# gpu_model_runner.py profile_run 0.11.0–0.12.0: an encoder output shorter than the item's token count is
+# copied into zeros of that count (`output.new_zeros((encoder_budget, hidden))`), kept through the LLM's
+# dummy run; 0.13.0 keeps the outputs as they are.
+V1_ENCODER_OUTPUT_PADDED = ((0, 11, 0), (0, 13, 0))
+
+
+def _in(version: tuple, releases: tuple) -> bool:
+    return releases[0] <= version < releases[1]
+
+
+def qwen3_vl_timestamped_video(spec: ModelSpec, profile: Profile) -> tuple[int, int] | None:
+    """(tokens of Qwen3-VL's largest video as the 0.11–0.12 budget counts them, its vision tokens), or
+    None where that rule does not apply (QWEN3_VL_VIDEO_TOKEN_FACTOR)."""
+    if profile.engine != "v1" or spec.config.get("model_type") not in _QWEN3_VL_TYPES \
+            or not _in(profile.version, QWEN3_VL_TIMESTAMPED_VIDEO):
+        return None
+    v = spec.vision or {}
+    patch, merge = int(v.get("patch_size") or 16), int(v.get("spatial_merge_size") or 2)
+    soft = QWEN3_VL_VIDEO_MAX_PIXELS // (patch * patch * int(v.get("temporal_patch_size") or 2) * merge * merge)
+    return int(soft * QWEN3_VL_VIDEO_TOKEN_FACTOR), soft
+
+
+def encoder_output_width(spec: ModelSpec) -> int:
+    """Values per token of the embeddings the encoder hands the language model: its hidden size, or for
+    Qwen3-VL the merger's output and one per deepstack level beside it (qwen3_vl.py:
+    out_hidden_size × (1 + len(deepstack_visual_indexes)))."""
+    v = spec.vision or {}
+    out = int(v.get("out_hidden_size") or spec.hidden_size)
+    return out * (1 + len(v.get("deepstack_visual_indexes") or ()))
 
 
 class DummyItem(NamedTuple):
@@ -1191,9 +1243,24 @@ def _media_per_prompt(s: EngineSettings, video: bool) -> tuple[int, int]:
     return max(0, int(limits.get("image", 1))), max(0, int(limits.get("video", 1))) if video else 0
 
 
+class EncoderProfile(NamedTuple):
+    """What the profile run's multimodal dummy inputs cost (encoder_profile)."""
+    peak: int       # the vision encoder's activation peak
+    media: int      # LLM tokens of one dummy prompt's media
+    kept: int = 0   # bytes of encoder outputs V1 holds through the LLM's dummy run and the sampler
+
+
 def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
                         assumptions: list[str], max_len: int | None = None) -> tuple[int, int]:
-    """(activation peak of the vision encoder in the profile run, LLM tokens of one dummy prompt's media).
+    """(activation peak of the vision encoder in the profile run, LLM tokens of one dummy prompt's media):
+    encoder_profile's first two figures."""
+    return encoder_profile(spec, profile, s, dtype_b, assumptions, max_len)[:2]
+
+
+def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
+                    assumptions: list[str], max_len: int | None = None) -> EncoderProfile:
+    """The vision encoder's activation peak in the profile run, the LLM tokens of one dummy prompt's
+    media, and the encoder outputs V1 keeps meanwhile.
 
     vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries
     `--limit-mm-per-prompt` items per modality, one by default; V1: as many items of the largest
@@ -1225,7 +1292,7 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         if spec.is_multimodal:
             assumptions.append("the vision encoder's size is not in the config: its profile-run activation "
                                "is not counted")
-        return 0, 0
+        return EncoderProfile(0, 0)
     tp = max(1, s.tensor_parallel_size)
     iv = int(v.get("intermediate_size") or 4 * hv)
     tokens, patches, video, _values = _dummy_item(spec)
@@ -1236,11 +1303,13 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     video_tokens = video_run = tokens
     if video and profile.engine == "v1" and max_len and spec.model_type in _QWEN2_VL_TYPES:
         video_tokens, video_run = qwen2_vl_dummy_video(profile, s, tokens, max_len, tb)
+    elif video and (timestamped := qwen3_vl_timestamped_video(spec, profile)):
+        video_tokens, video_run = timestamped
     n_img, n_vid = _media_per_prompt(s, video)
     if n_img + n_vid == 0:
         assumptions.append("--limit-mm-per-prompt allows no images or videos: no multimodal dummy inputs in "
                            "the profile run")
-        return 0, 0
+        return EncoderProfile(0, 0)
     if s.model_runner_v2 and profile.version < V2_RUNNER_ENCODER_PROFILED_FROM and not s.encoder_profile:
         # Model Runner V2's profile_run before 0.27 (v1/worker/gpu/model_runner.py) runs the language
         # model and the sampler only: no dummy media, so the encoder's peak is not in the budget and
@@ -1249,14 +1318,15 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
         assumptions.append(f"Model Runner V2 in vLLM {profile.release} does not profile the vision encoder "
                            "(from 0.27 it does): its peak is not set aside, so the first large image or video "
                            "must find room outside the KV cache at run time")
-        return 0, 0
+        return EncoderProfile(0, 0)
     media = tokens * (n_img + n_vid)
     per_prompt = max(n_img, n_vid)
     what = "image(s)" + (" and as many videos" if n_vid and n_img and profile.engine == "v0" else "")
     if not n_img:
         what = "video(s)"
     if profile.engine == "v0" and spec.model_type.startswith("mllama"):
-        return _mllama_v0_encoder_peak(spec, v, seqs * n_img, tp, dtype_b, assumptions), media
+        return EncoderProfile(_mllama_v0_encoder_peak(spec, v, seqs * n_img, tp, dtype_b, assumptions), media)
+    kept = 0
     if profile.engine == "v0":
         items = max(1, min(seqs, tb // media)) * per_prompt
     else:
@@ -1276,6 +1346,18 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
             items, what = logged[1], f"{logged[0]}(s)"
         if video:
             patches = run * merge2              # a dynamic-resolution item: its tokens × the merge²
+        # the outputs stay in the encoder cache through the LLM's dummy run and the sampler, padded
+        # with zeros in 0.11.0–0.12.0 (V1_ENCODER_OUTPUT_PADDED) to the encoder budget max(Tb, item)
+        # up to 0.11.2 and to the item's token count in 0.12.0
+        rows = run
+        if _in(profile.version, V1_ENCODER_OUTPUT_PADDED):
+            rows = max(run, max(tb, tokens) if profile.version < (0, 12, 0) else tokens)
+        kept = items * rows * encoder_output_width(spec) * dtype_b
+        if kept >= GiB // 4:
+            assumptions.append(f"the dummy encoder outputs stay on the GPU through the language model's profile "
+                               f"run: {kept / GiB:.2f} GiB ({items} × {rows:,} rows × "
+                               f"{encoder_output_width(spec):,} values"
+                               + (", zero-padded as vLLM 0.11–0.12 do" if rows > run else "") + ")")
         tokens = run
     mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv
     attention = 2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp
@@ -1285,7 +1367,7 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
     peak = int(factor * items * patches * per_patch * dtype_b)
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder (estimate)")
-    return peak, media
+    return EncoderProfile(peak, media, kept)
 
 
 # From this release vLLM casts a processor's floating-point outputs to the model dtype on the CPU
@@ -1578,6 +1660,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                                     with_mtp=draft_info[2], compute_capability=compute_capability) - offload)
     if layout.dsv4 is not None and profile.engine == "v1":
         model_weights += deepseek_v4_load_buffers(spec, s, profile)
+    model_weights += deepstack_buffer_bytes(spec, s, profile, mdb)
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \

@@ -1396,3 +1396,95 @@ def test_max_num_seqs_above_the_mamba_blocks_stops_vllm_from_020(version, eager,
     assert 0 < e.gpu_blocks < 256
     assert e.error_kind == error and e.fits == (error is None)
     assert any("caps its CUDA-graph sizes" in a for a in e.assumptions) == capped
+
+
+def test_v1_keeps_the_dummy_encoder_outputs_through_the_language_model_run():
+    """gpu_model_runner.py profile_run (every V1 release; V2's encoder_runner from 0.27) puts the dummy
+    encoder outputs in the encoder cache and clears it only after the LLM's dummy run and the sampler,
+    so they add to that part of the peak. Qwen3-VL hands the LLM its merger's output and one per
+    deepstack level: 2,048 × (1 + 3) = 8,192 values per token for Qwen3-VL-30B-A3B. On 0.13 (no padding)
+    one 16,384-token image: 16,384 × 8,192 × 2 B = 256 MiB; the peak is max(max(forward, sampler) +
+    those, the tower's own)."""
+    from estimator.memory import encoder_output_width, encoder_profile
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen3-VL-30B-A3B-Instruct")
+    assert encoder_output_width(spec) == 2048 * 4
+    s = EngineSettings(vllm_version="0.13.0", tensor_parallel_size=4, max_num_batched_tokens=2048)
+    out = encoder_profile(spec, profile_for("0.13.0"), s, 2, [], max_len=65536)
+    assert out.kept == 16384 * 8192 * 2
+    # V0 runs the tower inside the model's forward: nothing is cached beside it
+    assert encoder_profile(spec, profile_for("0.8.3", "v0"), s, 2, [], max_len=65536).kept == 0
+    # a model without deepstack hands over its LLM width: Qwen3.6-27B, 5,120
+    assert encoder_output_width(load("Qwen/Qwen3.6-27B")) == 5120
+
+
+def test_qwen3_vl_video_of_0_11_counts_its_timestamps_and_is_padded():
+    """qwen3_vl.py 0.11.0–0.12.0 multiplies the largest video's 12,288 tokens (25,165,824 pixels of video
+    in 16² patches, 2 frames per temporal patch, 2×2 merged) by 12.5, and profile_run 0.11.x pads each
+    dummy output with zeros to the encoder budget max(Tb, item) — the sipeed wiki's 0.11.0 log of
+    Qwen3-VL-30B-A3B on 4 × RTX 3090: "Encoder cache will be initialized with a budget of 153600
+    tokens, and profiled with 1 video items", "Available KV cache memory: 2.31 GiB" (the model said
+    5.00 before). The tower encodes 12,288 × 4 = 49,152 patches; the LLM runs beside 153,600 × 8,192
+    × 2 B = 2.34 GiB of padded outputs."""
+    from estimator.memory import FORWARD_FACTOR, encoder_profile
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen3-VL-30B-A3B-Instruct")
+    s = EngineSettings(vllm_version="0.11.0", tensor_parallel_size=4, max_num_batched_tokens=2048)
+    notes: list[str] = []
+    out = encoder_profile(spec, profile_for("0.11.0"), s, 2, notes, max_len=65536)
+    # TP 4: attention 2·1152 + 3·1152 (gathered qkv) + 8·1152/4 = 8,064 over the MLP's 2·4304/4 + 3·1152
+    assert out.peak == int(FORWARD_FACTOR * 49_152 * 8064 * 2)
+    assert out.kept == 153_600 * 8192 * 2
+    assert any("1 max-size dummy video(s) of 12,288 tokens (49,152 patches)" in n for n in notes), notes
+    # 0.12.0 pads to the item's count (the same 153,600 here); 0.13.0 drops the factor: the image wins
+    assert encoder_profile(spec, profile_for("0.12.0"), dataclasses.replace(s, vllm_version="0.12.0"), 2, [],
+                           max_len=65536).kept == 153_600 * 8192 * 2
+    assert encoder_profile(spec, profile_for("0.13.0"), dataclasses.replace(s, vllm_version="0.13.0"), 2, [],
+                           max_len=65536).kept == 16_384 * 8192 * 2
+    # the whole log: 23.69 GiB × 0.90 − the 14.77 GiB of weights it printed − this peak − non-torch memory
+    # leaves 2.44 GiB of KV against the 2.31 printed (5.00 without the padded outputs and the video rule)
+    g = lookup_gpu("RTX 3090")
+    est = estimate(spec, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability, gpu_count=4,
+                   weights_bytes=int(14.7708 * GiB),
+                   settings=EngineSettings(vllm_version="0.11.0", tensor_parallel_size=4, max_model_len=65536,
+                                           max_num_batched_tokens=2048, dtype="bfloat16"))
+    assert est.activation_bytes >= out.kept
+    assert 2.31 * GiB < est.kv_cache_bytes < 2.31 * 1.07 * GiB
+
+
+@pytest.mark.parametrize("version,rows", [
+    ("0.11.0", 8192),     # each of the 32 images padded to the whole encoder budget
+    ("0.11.2", 8192),
+    ("0.12.0", 256),      # to the item's own count: Gemma 3's 256 tokens, nothing added
+    ("0.13.0", 256),
+])
+def test_0_11_pads_every_dummy_output_to_the_encoder_budget(version, rows):
+    """profile_run 0.11.0–0.11.2 copies every dummy output shorter than the encoder budget into zeros of
+    the budget's length (`output.new_zeros((encoder_budget, hidden))`); 0.12.0 pads to the modality's
+    tokens per item, 0.13.0 not at all. Gemma-3-27B at Tb 8,192: 8,192 // 256 = 32 images, each 256 rows
+    of the LLM's 5,376 values — 32 × 8,192 × 5,376 × 2 B = 2.69 GiB on 0.11, 84 MiB after."""
+    from estimator.memory import encoder_profile
+    from estimator.vllm import profile_for
+
+    spec = load("google/gemma-3-27b-it")
+    s = EngineSettings(vllm_version=version, max_num_batched_tokens=8192)
+    out = encoder_profile(spec, profile_for(version), s, 2, [], max_len=32768)
+    assert out.kept == 32 * rows * 5376 * 2
+
+
+def test_qwen3_vl_deepstack_buffers_are_loaded_with_the_model():
+    """qwen3_vl.py builds one [max_num_batched_tokens, text hidden] buffer per deepstack level with the
+    model (so in "Model loading took"): Qwen3-VL-30B-A3B at Tb 2,048, 3 levels × 2,048 × 2,048 × 2 B =
+    24 MiB; none without deepstack (Qwen3.6) or without the tower (every modality limited to 0, 0.15+)."""
+    from estimator.memory import deepstack_buffer_bytes
+    from estimator.vllm import profile_for
+
+    vl, p = load("Qwen/Qwen3-VL-30B-A3B-Instruct"), profile_for("0.13.0")
+    s = EngineSettings(vllm_version="0.13.0", max_num_batched_tokens=2048)
+    assert deepstack_buffer_bytes(vl, s, p, 2) == 3 * 2048 * 2048 * 2
+    assert deepstack_buffer_bytes(load("Qwen/Qwen3.6-27B"), s, p, 2) == 0
+    text_only = EngineSettings(vllm_version="0.20.0", max_num_batched_tokens=2048,
+                               limit_mm_per_prompt={"image": 0, "video": 0})
+    assert deepstack_buffer_bytes(vl, text_only, profile_for("0.20.0"), 2) == 0
