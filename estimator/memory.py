@@ -812,7 +812,8 @@ def _deepseek_v4_layout(spec: ModelSpec, profile: Profile, settings: EngineSetti
 
 def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_dtype_bytes: int,
                     assumptions: list[str], samples: bool = True, max_len: int | None = None) -> int:
-    """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S')).
+    """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S')), in V1 with
+    the dummy encoder outputs held beside them, or the vision encoder's own peak if larger.
 
     `samples` False: a rank that runs no sampler (a V0 worker other than the driver)."""
     tp = s.tensor_parallel_size
@@ -1162,13 +1163,13 @@ QWEN2_VL_MAX_FRAMES = 14
 # Architectures whose vLLM processor runs qwen2_vl.py's dummy-video rule (Qwen2.5-VL reuses its processing
 # info). Qwen3-VL has its own (qwen3_vl.py): below.
 _QWEN2_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
-# Qwen3-VL's largest video (qwen3_vl.py get_max_video_tokens, the 0.11.0–0.12.0 wheels): however many frames
+# Qwen3-VL's largest video (qwen3_vl.py get_max_video_tokens, the 0.11.0–0.33 wheels): however many frames
 # the dummy gets, video_smart_resize keeps all of them within the video processor's size.longest_edge
-# (25,165,824 pixels in the released video_preprocessor_config.json) — 12,288 tokens — and the count is
-# multiplied by 12.5 for the "<t seconds>" text and the vision start/end tokens each video token brings.
-# The 0.13.0 wheel drops the factor: from there the 16,384-token image is the larger item and is profiled.
-# A 0.11.0 log (Qwen3-VL-30B-A3B, sipeed wiki): "Encoder cache will be initialized with a budget of 153600
-# tokens, and profiled with 1 video items" = 12,288 × 12.5.
+# (25,165,824 pixels in the released video_preprocessor_config.json) — 12,288 tokens, fewer than the
+# 16,384-token image, which is therefore the item profiled — except in 0.11.0–0.12.0, where the count is
+# multiplied by 12.5 for the "<t seconds>" text and the vision start/end tokens each video token brings
+# and the video wins. A 0.11.0 log (Qwen3-VL-30B-A3B, sipeed wiki): "Encoder cache will be initialized with
+# a budget of 153600 tokens, and profiled with 1 video items" = 12,288 × 12.5.
 _QWEN3_VL_TYPES = ("qwen3_vl", "qwen3_vl_moe")
 QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
 QWEN3_VL_VIDEO_TOKEN_FACTOR = 12.5
@@ -1183,16 +1184,17 @@ def _in(version: tuple, releases: tuple) -> bool:
     return releases[0] <= version < releases[1]
 
 
-def qwen3_vl_timestamped_video(spec: ModelSpec, profile: Profile) -> tuple[int, int] | None:
-    """(tokens of Qwen3-VL's largest video as the 0.11–0.12 budget counts them, its vision tokens), or
-    None where that rule does not apply (QWEN3_VL_VIDEO_TOKEN_FACTOR)."""
-    if profile.engine != "v1" or spec.config.get("model_type") not in _QWEN3_VL_TYPES \
-            or not _in(profile.version, QWEN3_VL_TIMESTAMPED_VIDEO):
+def qwen3_vl_dummy_video(spec: ModelSpec, profile: Profile) -> tuple[int, int] | None:
+    """(tokens of Qwen3-VL's largest video as the encoder budget counts them, its vision tokens), or None
+    for other models (QWEN3_VL_VIDEO_MAX_PIXELS)."""
+    if profile.engine != "v1" or spec.config.get("model_type") not in _QWEN3_VL_TYPES:
         return None
     v = spec.vision or {}
     patch, merge = int(v.get("patch_size") or 16), int(v.get("spatial_merge_size") or 2)
     soft = QWEN3_VL_VIDEO_MAX_PIXELS // (patch * patch * int(v.get("temporal_patch_size") or 2) * merge * merge)
-    return int(soft * QWEN3_VL_VIDEO_TOKEN_FACTOR), soft
+    if _in(profile.version, QWEN3_VL_TIMESTAMPED_VIDEO):
+        return int(soft * QWEN3_VL_VIDEO_TOKEN_FACTOR), soft
+    return soft, soft
 
 
 def encoder_output_width(spec: ModelSpec) -> int:
@@ -1260,7 +1262,8 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
 def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
                     assumptions: list[str], max_len: int | None = None) -> EncoderProfile:
     """The vision encoder's activation peak in the profile run, the LLM tokens of one dummy prompt's
-    media, and the encoder outputs V1 keeps meanwhile.
+    media, and the encoder outputs V1 keeps meanwhile (items × their rows × encoder_output_width, padded
+    in 0.11–0.12: V1_ENCODER_OUTPUT_PADDED).
 
     vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries
     `--limit-mm-per-prompt` items per modality, one by default; V1: as many items of the largest
@@ -1303,8 +1306,8 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     video_tokens = video_run = tokens
     if video and profile.engine == "v1" and max_len and spec.model_type in _QWEN2_VL_TYPES:
         video_tokens, video_run = qwen2_vl_dummy_video(profile, s, tokens, max_len, tb)
-    elif video and (timestamped := qwen3_vl_timestamped_video(spec, profile)):
-        video_tokens, video_run = timestamped
+    elif video and (qwen3 := qwen3_vl_dummy_video(spec, profile)):
+        video_tokens, video_run = qwen3
     n_img, n_vid = _media_per_prompt(s, video)
     if n_img + n_vid == 0:
         assumptions.append("--limit-mm-per-prompt allows no images or videos: no multimodal dummy inputs in "

@@ -1443,6 +1443,12 @@ def test_qwen3_vl_video_of_0_11_counts_its_timestamps_and_is_padded():
                            max_len=65536).kept == 153_600 * 8192 * 2
     assert encoder_profile(spec, profile_for("0.13.0"), dataclasses.replace(s, vllm_version="0.13.0"), 2, [],
                            max_len=65536).kept == 16_384 * 8192 * 2
+    # with images off, 0.13+ profiles that video as it is: 12,288 tokens, 49,152 patches, nothing padded
+    videos = dataclasses.replace(s, vllm_version="0.20.0", limit_mm_per_prompt={"image": 0})
+    notes = []
+    out = encoder_profile(spec, profile_for("0.20.0"), videos, 2, notes, max_len=65536)
+    assert out.kept == 12_288 * 8192 * 2
+    assert any("1 max-size dummy video(s) of 12,288 tokens (49,152 patches)" in n for n in notes), notes
     # the whole log: 23.69 GiB × 0.90 − the 14.77 GiB of weights it printed − this peak − non-torch memory
     # leaves 2.44 GiB of KV against the 2.31 printed (5.00 without the padded outputs and the video rule)
     g = lookup_gpu("RTX 3090")
