@@ -1184,6 +1184,54 @@ def _in(version: tuple, releases: tuple) -> bool:
     return releases[0] <= version < releases[1]
 
 
+# The Qwen ViTs' attention (qwen2_vl.py Qwen2VisionAttention; qwen2_5_vl.py Qwen2_5_VisionAttention, which
+# Qwen3-VL's blocks reuse) rotates q and k in float32 before 0.12.0: apply_rotary_pos_emb_vision takes
+# `t_ = t.float()` and casts the rotated copy back with `type_as`. From 0.12.0 it rotates in the model dtype.
+QWEN_VIT_FP32_ROTARY_UNTIL = (0, 12, 0)
+# Up to 0.8.5 the rotation is apply_rotary_emb_torch (four float32 temporaries live at once) unless the
+# ViT runs on the upstream flash-attn package, which vLLM's own install lacks (vision.py get_vit_attn_backend:
+# "Current `vllm-flash-attn` has a bug inside vision module, so we use xformers backend instead"); from
+# 0.9.0 CUDA always takes vllm_flash_attn's out-of-place Triton kernel.
+QWEN_VIT_TRITON_ROTARY_FROM = (0, 9, 0)
+# 0.11.0 rotates q and k as one concatenated copy (`torch.cat([q, k])`) beside the contiguous q, k, v; 0.11.1
+# drops the contiguous copies (qwen2_5_vl.py rotates a view of qkv; qwen2_vl.py still concatenates).
+QWEN_VIT_CONCAT_ROTARY_FROM = (0, 11, 0)
+QWEN_VIT_QKV_VIEWS_FROM = (0, 11, 1)
+
+
+def qwen_vit_attention_bytes(spec: ModelSpec, version: tuple, hv: int, tp: int, dtype_b: int) -> int | None:
+    """Bytes per patch live at the peak of a Qwen ViT block's attention half in the releases that rotate
+    in float32 (QWEN_VIT_FP32_ROTARY_UNTIL), read from each release's forward (u = H/tp values):
+    the block's input and norm1's output (2·H, replicated), the local qkv (3u), before 0.11.1 the
+    contiguous q, k, v copies (3u) — then one of:
+    - ≤ 0.8.5, q then k alone through apply_rotary_emb_torch: the float32 copy, x·cos, rotate_half's
+      concatenation and its ·sin (4 × 2u in model-dtype units);
+    - 0.9.0–0.10.2, q then k through the Triton kernel: the float32 copy and output (2u each) and the cast (u);
+    - 0.11+, q and k together (their concatenation, 2u, where it is a copy): float32 copy and output (4u
+      each) and the cast (2u);
+    or, at TP > 1 where split_qkv all-gathers the heads (Qwen2-VL always; the others until 0.11.1), the
+    gathered 3·H beside the local qkv and the copies made from it (from 0.11.1 q, k and v are views of
+    it, so it stays through the rotation). None for other towers and releases."""
+    model_type = spec.config.get("model_type")
+    if version >= QWEN_VIT_FP32_ROTARY_UNTIL or model_type not in _QWEN2_VL_TYPES + _QWEN3_VL_TYPES:
+        return None
+    u = hv // max(1, tp)
+    views = version >= QWEN_VIT_QKV_VIEWS_FROM
+    gathers = tp > 1 and (model_type == "qwen2_vl" or not views)
+    base = (2 * hv + 3 * u + (0 if views else 3 * u)) * dtype_b
+    if gathers and views:
+        base += 3 * hv * dtype_b    # q, k, v are views of the gathered heads, which stay
+    if version < QWEN_VIT_TRITON_ROTARY_FROM:
+        rotary = 4 * u * 4                                  # four float32 tensors of q's size
+    elif version < QWEN_VIT_CONCAT_ROTARY_FROM:
+        rotary = 2 * u * 4 + u * dtype_b
+    else:
+        concat = 0 if views and model_type != "qwen2_vl" else 2 * u * dtype_b
+        rotary = concat + 2 * (2 * u * 4) + 2 * u * dtype_b
+    gather = 3 * hv * dtype_b if gathers and not views else 0      # beside the copies made from it
+    return base + max(rotary, gather)
+
+
 def qwen3_vl_dummy_video(spec: ModelSpec, profile: Profile) -> tuple[int, int] | None:
     """(tokens of Qwen3-VL's largest video as the encoder budget counts them, its vision tokens), or None
     for other models (QWEN3_VL_VIDEO_MAX_PIXELS)."""
@@ -1288,6 +1336,10 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     Qwen3.6's image at TP 1 / 2 / 4 (club-3090#652 on 0.24, #487 on 0.23, vllm PR48601 on 0.25.1:
     modelled 14%, 7% and 17% under the peaks their KV figures imply). It was MLP plus qkv before,
     which overstated TP 1 by a third and understated TP 4.
+    Before 0.12 the Qwen ViTs' attention half is read from each release's code instead
+    (qwen_vit_attention_bytes: q and k rotated in float32), at factor 1, as eagerly as the encoder runs:
+    Qwen2.5-VL on an L4, 0.9.0.1 (KV 1.81 GiB printed: 1.53 → 1.74 modelled) and 0.11.0 (Ray's docs,
+    9.26 GiB printed: 10.43 → 9.55).
     """
     v = spec.vision or {}
     hv = int(v.get("hidden_size") or v.get("embed_dim") or 0)
@@ -1363,13 +1415,17 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
                                + (", zero-padded as vLLM 0.11–0.12 do" if rows > run else "") + ")")
         tokens = run
     mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv
-    attention = 2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp
-    per_patch = max(mlp, attention)
+    attention = (2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp) * dtype_b
     # V0 runs the tower eagerly, as it runs the LLM (V0_FORWARD_FACTOR); V1's factor covers its compiled graphs
     factor = V0_FORWARD_FACTOR if profile.engine == "v0" else FORWARD_FACTOR
-    peak = int(factor * items * patches * per_patch * dtype_b)
+    if (exact := qwen_vit_attention_bytes(spec, profile.version, hv, tp, dtype_b)) is not None:
+        # a release whose ViT attention is read from its code: that live set, as eagerly as every
+        # release runs the encoder (compile_mm_encoder is an opt-in from 0.12)
+        attention, factor = exact, V0_FORWARD_FACTOR
+    peak = int(factor * items * patches * max(mlp * dtype_b, attention))
+    rotation = ", whose attention rotates q and k in float32 in this release" if exact and exact > mlp * dtype_b else ""
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
-                       f"({patches:,} patches) through the vision encoder (estimate)")
+                       f"({patches:,} patches) through the vision encoder{rotation} (estimate)")
     return EncoderProfile(peak, media, kept)
 
 

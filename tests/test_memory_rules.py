@@ -278,19 +278,75 @@ def test_gated_vision_mlp_keeps_gate_and_up():
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")          # vision h 1280, I 3420, silu
-    s = EngineSettings(vllm_version="0.9.0", max_num_batched_tokens=2048)
-    peak, _ = vision_encoder_peak(spec, profile_for("0.9.0"), s, 2, [])
+    s = EngineSettings(vllm_version="0.13.0", max_num_batched_tokens=2048)
+    peak, _ = vision_encoder_peak(spec, profile_for("0.13.0"), s, 2, [])
     # one 16,384-token image = 65,536 patches; MLP 3·3420 + 3·1280 = 14,100 over attention 12,800
     assert peak == int(1.3 * 65536 * 14100 * 2)
-    # an L4 on 0.9.0.1 printed 1.81 GiB of KV after 15.63 GiB of weights: this 2.24 GiB peak leaves 1.53
-    assert 2.2 * GiB < peak < 2.3 * GiB
     # its copy has neither hidden_act nor spatial_merge_size: silu and 2×2 by the class defaults
     no_act = load("Qwen/Qwen2.5-VL-32B-Instruct")
     raw = no_act.config["vision_config"]
     assert "hidden_act" not in raw and "spatial_merge_size" not in raw
     assert (no_act.vision["hidden_act"], no_act.vision["spatial_merge_size"]) == ("silu", 2)
-    peak32, _ = vision_encoder_peak(no_act, profile_for("0.9.0"), s, 2, [])
+    peak32, _ = vision_encoder_peak(no_act, profile_for("0.13.0"), s, 2, [])
     assert peak32 == int(1.3 * 65536 * (3 * 3456 + 3 * 1280) * 2)
+
+
+@pytest.mark.parametrize("version,tp,values", [
+    # Qwen2.5-VL-7B's tower: H 1280, so u = 1280/tp values; the MLP is 3·3420/tp + 3·1280 (14,100 at TP 1)
+    # ≤ 0.8.5: q alone through apply_rotary_emb_torch — its float32 copy, x·cos, rotate_half's concatenation
+    # and its ·sin, four float32 tensors of 1280 (8·1280 in 2-byte values) — beside the block input and
+    # norm (2·1280), qkv (3·1280) and the contiguous q, k, v (3·1280): 16·1280
+    ("0.8.4", 1, 16 * 1280),
+    # 0.9.0–0.10.2: q alone through the Triton kernel: float32 copy and output (2·1280 each) and the cast
+    ("0.9.0", 1, 13 * 1280),
+    ("0.10.2", 1, 13 * 1280),
+    # 0.11.0: q and k concatenated (2·1280), its float32 copy and output (4·1280 each), the cast (2·1280)
+    ("0.11.0", 1, 20 * 1280),
+    # 0.11.1: no contiguous copies and no concatenation (a view of qkv is rotated): 2 + 3 + 4 + 4 + 2
+    ("0.11.1", 1, 15 * 1280),
+    # TP 2, 0.11.0 (u = 640): 2·1280 + 6·640 + the rotation's 2·640 + 8·640 + 2·640 = 14,080 — more than
+    # the all-gathered 3·1280 beside the copies (2·1280 + 6·640 + 3·1280 = 10,240) and the MLP (8,970)
+    ("0.11.0", 2, 2 * 1280 + 18 * 640),
+    # TP 2, 0.11.1: heads stay local, q/k a view: 2·1280 + 3·640 + 10·640
+    ("0.11.1", 2, 2 * 1280 + 13 * 640),
+    # TP 2, 0.8.4: the gather (2·1280 + 6·640 + 3·1280 = 10,240) is under the rotation (2·1280 + 14·640)
+    ("0.8.4", 2, 2 * 1280 + 14 * 640),
+])
+def test_qwen_vit_rotates_q_and_k_in_float32_before_0_12(version, tp, values):
+    """qwen2_vl.py apply_rotary_pos_emb_vision rotates `t.float()` and casts back with `type_as` up to
+    0.11.2 (the 0.7.3–0.11.2 wheels; 0.12.0 rotates in the model dtype): read from each release's
+    forward, the attention half's live set outgrows the MLP's, and the tower runs eagerly (factor 1).
+    Two logs: an L4 on 0.9.0.1 printed 1.81 GiB of KV after 15.63 GiB of Qwen2.5-VL-7B weights (the
+    1.3 × MLP peak, 2.24 GiB, left 1.53; 13·1280 values, 2.03 GiB, leave 1.74), and Ray's docs' L4 on 0.11.0
+    (Qwen2.5-VL-3B, the same tower) printed 9.26 GiB (below)."""
+    from estimator.memory import vision_encoder_peak
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    s = EngineSettings(vllm_version=version, tensor_parallel_size=tp, max_num_batched_tokens=2048)
+    peak, _ = vision_encoder_peak(spec, profile_for(version), s, 2, [], max_len=8192)
+    assert peak == 65_536 * values * 2
+
+
+def test_qwen_vit_float32_rotation_in_a_0_11_log():
+    """Ray's batch-inference docs, a committed notebook's 0.11.0 log: Qwen2.5-VL-3B on an L4, Tb 2,048,
+    max_model_len 8,192, "Model loading took 7.1550 GiB", "Available KV cache memory: 9.26 GiB". 22.05 GiB
+    × 0.90 − 7.155 − the tower's 65,536 patches × 20·1280 values × 2 B (3.125 GiB) − non-torch memory
+    leaves ≈ 9.5 GiB (10.43 with the 1.3 × MLP peak, 12.7% over); Qwen2-VL rotates a concatenation in 0.11.1
+    too (qwen2_vl.py still cats q and k there)."""
+    from estimator.memory import vision_encoder_peak
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-3B-Instruct")
+    g = lookup_gpu("L4")
+    settings = EngineSettings(vllm_version="0.11.0", max_model_len=8192, max_num_batched_tokens=2048,
+                              dtype="bfloat16")
+    peak, _ = vision_encoder_peak(spec, profile_for("0.11.0"), settings, 2, [], max_len=8192)
+    assert peak == 65_536 * 20 * 1280 * 2
+    est = estimate(spec, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability,
+                   weights_bytes=int(7.155 * GiB), settings=settings)
+    assert est.activation_bytes >= peak
+    assert 9.26 * GiB < est.kv_cache_bytes < 9.26 * 1.05 * GiB
 
 
 def test_v2_runner_profiles_no_media_before_027():
@@ -486,12 +542,13 @@ def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
     img, _ = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
                   limit_mm_per_prompt={"image": 1, "video": 0})
     # S' = 1, max(8192, 16,384) tokens through the LLM (2.06 GiB) beside the image's float32 pixels
-    # (65,536 × 1,176 values, 0.29 GiB); the peak is the vision encoder's eager pass over its 65,536
-    # patches (h 1280, I 3420, gated MLP: 14,100 per patch; 1.72 GiB), the float32 pixels and the bf16
-    # copy it encodes (0.14 GiB)
+    # (65,536 × 1,176 values, 0.29 GiB: 2.35 GiB); the peak is the vision encoder's eager pass over its
+    # 65,536 patches — 0.8.4's attention half rotating q in float32 through apply_rotary_emb_torch,
+    # 16·1280 values per patch (test_qwen_vit_rotates_q_and_k_in_float32_before_0_12; the gated MLP's
+    # 14,100 is less), 2.5 GiB — beside the float32 pixels and the bf16 copy it encodes (0.14 GiB)
     pixels = 65536 * 1176 * 4
-    encoder = 65536 * (3 * 3420 + 3 * 1280) * 2 + pixels + pixels // 2
-    assert img == max(16384 * per_token * 2 + pixels, encoder) == 16384 * per_token * 2 + pixels
+    encoder = 65536 * 16 * 1280 * 2 + pixels + pixels // 2
+    assert img == max(16384 * per_token * 2 + pixels, encoder) == encoder
     text, notes = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
                        limit_mm_per_prompt={"image": 0, "video": 0})
     forward = 8192 * per_token * 2
@@ -504,7 +561,8 @@ def test_multimodal_fix_is_offered_first_and_rechecked():
     """A gpustack#1800-like state (V0, RTX 3090, 8,192 tokens, utilization 0.85): 0.85 × 23.69 =
     20.14 GiB − 15.48 weights − 0.15 non-torch − 4.70 activation (an image and a video, 32,768
     tokens, and their float32 pixels) leaves nothing for the 0.44 GiB one 8,192-token request needs;
-    without the dummy video the peak is 16,384 tokens beside one image's pixels (2.35 GiB) and it fits."""
+    without the dummy video the peak is the tower's eager pass over one image, its float32 rotation
+    included, beside that image's pixels (2.93 GiB) and it fits."""
     from estimator.advice import suggest
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
@@ -1427,15 +1485,19 @@ def test_qwen3_vl_video_of_0_11_counts_its_timestamps_and_is_padded():
     tokens, and profiled with 1 video items", "Available KV cache memory: 2.31 GiB" (the model said
     5.00 before). The tower encodes 12,288 × 4 = 49,152 patches; the LLM runs beside 153,600 × 8,192
     × 2 B = 2.34 GiB of padded outputs."""
-    from estimator.memory import FORWARD_FACTOR, encoder_profile
+    from estimator.memory import encoder_profile
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen3-VL-30B-A3B-Instruct")
     s = EngineSettings(vllm_version="0.11.0", tensor_parallel_size=4, max_num_batched_tokens=2048)
     notes: list[str] = []
     out = encoder_profile(spec, profile_for("0.11.0"), s, 2, notes, max_len=65536)
-    # TP 4: attention 2·1152 + 3·1152 (gathered qkv) + 8·1152/4 = 8,064 over the MLP's 2·4304/4 + 3·1152
-    assert out.peak == int(FORWARD_FACTOR * 49_152 * 8064 * 2)
+    # TP 4 (u = 1152/4 = 288 values): 0.11.0's attention (qwen_vit_attention_bytes) holds the block input
+    # and its norm (2·1152), the local qkv and its contiguous q, k, v (3·288 + 3·288), and then the
+    # all-gathered heads (3·1152) — as much as the float32 rotation of q and k together (their
+    # concatenation 2·288, its float32 copy and output 2 × 2·288 × 2, the cast 2·288, in 2-byte values) —
+    # 7,488 values, over the MLP's 2·4304/4 + 3·1152 = 5,608; the eager tower, at factor 1
+    assert out.peak == 49_152 * 7488 * 2
     assert out.kept == 153_600 * 8192 * 2
     assert any("1 max-size dummy video(s) of 12,288 tokens (49,152 patches)" in n for n in notes), notes
     # 0.12.0 pads to the item's count (the same 153,600 here); 0.13.0 drops the factor: the image wins
