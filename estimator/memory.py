@@ -1174,10 +1174,12 @@ _QWEN3_VL_TYPES = ("qwen3_vl", "qwen3_vl_moe")
 QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
 QWEN3_VL_VIDEO_TOKEN_FACTOR = 12.5
 QWEN3_VL_TIMESTAMPED_VIDEO = ((0, 11, 0), (0, 13, 0))
-# gpu_model_runner.py profile_run 0.11.0–0.12.0: an encoder output shorter than the item's token count is
-# copied into zeros of that count (`output.new_zeros((encoder_budget, hidden))`), kept through the LLM's
-# dummy run; 0.13.0 keeps the outputs as they are.
+# gpu_model_runner.py profile_run 0.11.0–0.12.0: an encoder output shorter than its padded length is copied
+# into zeros of that length (`output.new_zeros((encoder_budget, hidden))`), kept through the LLM's dummy
+# run — up to 0.11.2 the whole encoder budget max(Tb, item), in 0.12.0 the item's own token count; 0.13.0
+# keeps the outputs as they are.
 V1_ENCODER_OUTPUT_PADDED = ((0, 11, 0), (0, 13, 0))
+V1_ENCODER_OUTPUT_PADDED_TO_BUDGET_UNTIL = (0, 12, 0)
 
 
 def _in(version: tuple, releases: tuple) -> bool:
@@ -1406,7 +1408,8 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         # up to 0.11.2 and to the item's token count in 0.12.0
         rows = run
         if _in(profile.version, V1_ENCODER_OUTPUT_PADDED):
-            rows = max(run, max(tb, tokens) if profile.version < (0, 12, 0) else tokens)
+            budget = profile.version < V1_ENCODER_OUTPUT_PADDED_TO_BUDGET_UNTIL
+            rows = max(run, max(tb, tokens) if budget else tokens)
         kept = items * rows * encoder_output_width(spec) * dtype_b
         if kept >= GiB // 4:
             assumptions.append(f"the dummy encoder outputs stay on the GPU through the language model's profile "
