@@ -617,10 +617,12 @@ def _window_fixes(est: Estimate) -> list[Suggestion]:
     return []
 
 
-# The least KV memory a --limit-mm-per-prompt fix must free to be offered (a judgement, not vLLM's): about the
-# spread of the modelled profile peaks against the logs' (memory.encoder_profile), so that a smaller gain
-# is not promised as a fix that serves only text.
-MM_LIMIT_MIN_GAIN = 256 * 2**20
+# The least KV memory a --limit-mm-per-prompt fix must free to be offered (a judgement, not vLLM's): above the
+# spread of the modelled image-tower peaks against the logs' (0.1–0.3 GiB on the Qwen3.6 and Qwen2.5-VL image
+# logs, memory.encoder_profile) and above what a fixed-size tower's dummy batch leaves beside the LLM's run
+# (Gemma 3 27B on 0.8.5: 32 images' outputs and float32 pixels, 0.37 GiB), so that such a gain is not
+# promised as a fix that serves only text.
+MM_LIMIT_MIN_GAIN = 512 * 2**20
 
 
 def _multimodal_fixes(est: Estimate) -> list[Suggestion]:

@@ -813,12 +813,15 @@ def _deepseek_v4_layout(spec: ModelSpec, profile: Profile, settings: EngineSetti
 def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_dtype_bytes: int,
                     assumptions: list[str], samples: bool = True, max_len: int | None = None) -> int:
     """Torch peak increase of the profile run (docs §1.10, §6): max(forward(Tb), sampler(S')), in V1 with
-    the dummy encoder outputs held beside them, or the vision encoder's own peak if larger.
+    the dummy encoder outputs and the dummy media's pixels held beside them, or the vision encoder's own
+    peak (with those pixels) if larger.
 
     `samples` False: a rank that runs no sampler (a V0 worker other than the driver)."""
     tp = s.tensor_parallel_size
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
-    encoder, mm_tokens, outputs = encoder_profile(spec, profile, s, model_dtype_bytes, assumptions, max_len)
+    encoder, mm_tokens, outputs, pixels, pixel_copy = encoder_profile(spec, profile, s, model_dtype_bytes,
+                                                                      assumptions, max_len)
+    encoder += pixels + pixel_copy
     tokens = tb
     if profile.engine == "v0" and mm_tokens:
         # V0 profiles multimodal models with fewer, media-carrying dummy sequences:
@@ -881,9 +884,13 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         sampler = rows * vocab * 4
     if profile.engine == "v1" and spec.deepseek_v4_layers:
         return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
-    # V1 holds the dummy encoder outputs while the language model and the sampler run (gpu_model_runner.py
-    # profile_run: encoder_cache["tmp"], cleared after the sampler)
-    peak = max(max(forward, sampler) + outputs, encoder)
+    # V1 holds the dummy encoder outputs and the dummy media's pixels while the language model and the
+    # sampler run (gpu_model_runner.py profile_run: encoder_cache["tmp"] and batched_dummy_mm_inputs);
+    # Model Runner V2 moves the pixels to the GPU inside the encoder's call (encoder_runner.py
+    # execute_mm_encoder), so there they count only in the encoder's peak
+    if s.model_runner_v2:
+        pixels = 0
+    peak = max(max(forward, sampler) + outputs + pixels, encoder)
     if profile.engine == "v0" and spec.state_layers:
         # V0 allocates the Mamba state for max_num_seqs inside the first forward (docs §1.10).
         peak += seqs * sum(lk.state_bytes(tp, model_dtype_bytes) for lk in spec.state_layers)
@@ -1300,6 +1307,8 @@ class EncoderProfile(NamedTuple):
     peak: int       # the vision encoder's activation peak
     media: int      # LLM tokens of one dummy prompt's media
     kept: int = 0   # bytes of encoder outputs V1 holds through the LLM's dummy run and the sampler
+    pixels: int = 0  # bytes of the dummy media's inputs V1 holds on the GPU through the whole profile run
+    pixel_copy: int = 0  # the tower's model-dtype copy of them, beside its peak (float32 inputs, ≤ 0.8.5)
 
 
 def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
@@ -1312,8 +1321,9 @@ def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dt
 def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
                     assumptions: list[str], max_len: int | None = None) -> EncoderProfile:
     """The vision encoder's activation peak in the profile run, the LLM tokens of one dummy prompt's
-    media, and the encoder outputs V1 keeps meanwhile (items × their rows × encoder_output_width, padded
-    in 0.11–0.12: V1_ENCODER_OUTPUT_PADDED).
+    media, the encoder outputs V1 keeps meanwhile (items × their rows × encoder_output_width, padded
+    in 0.11–0.12: V1_ENCODER_OUTPUT_PADDED) and V1's dummy pixels (v1_dummy_pixel_bytes), which
+    activation_peak adds beside the tower and the language model.
 
     vLLM profiles a multimodal model with max-size dummy items (V0: each dummy prompt carries
     `--limit-mm-per-prompt` items per modality, one by default; V1: as many items of the largest
@@ -1334,10 +1344,11 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     Times the LLM forward's factor: V1's fragmentation factor, V0's eager 1.0 (activation_peak adds the
     dummy media's pixels V0 keeps on the GPU, v0_dummy_pixel_bytes). An estimate, said as one, checked on V1 logs that
     profile one huge item: Qwen2.5-VL-7B's 114,688-token video on 0.23 (solved 15.34 GiB, modelled
-    15.66) and 16,384-token image on an L4 on 0.9.0.1 (KV 1.81 GiB printed, 1.53 modelled);
-    Qwen3.6's image at TP 1 / 2 / 4 (club-3090#652 on 0.24, #487 on 0.23, vllm PR48601 on 0.25.1:
-    modelled 14%, 7% and 17% under the peaks their KV figures imply). It was MLP plus qkv before,
-    which overstated TP 1 by a third and understated TP 4.
+    15.66, and 16.66 with the video's 1.0 GiB of pixels beside it) and 16,384-token image on an L4 on
+    0.9.0.1 (KV 1.81 GiB printed, 1.53 modelled); Qwen3.6's image at TP 1 / 2 / 4 (club-3090#652 on
+    0.24, #487 on 0.23, vllm PR48601 on 0.25.1: modelled 14%, 7% and 17% under the peaks their KV
+    figures imply, and 4.5% under, 1.7% over and 2% under with the image's 0.19 GiB of pixels). It was
+    MLP plus qkv before, which overstated TP 1 by a third and understated TP 4.
     Before 0.12 the Qwen ViTs' attention half is read from each release's code instead
     (qwen_vit_attention_bytes: q and k rotated in float32), at factor 1, as eagerly as the encoder runs:
     Qwen2.5-VL on an L4, 0.9.0.1 (KV 1.81 GiB printed: 1.53 → 1.74 modelled) and 0.11.0 (Ray's docs,
@@ -1383,7 +1394,7 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         what = "video(s)"
     if profile.engine == "v0" and spec.model_type.startswith("mllama"):
         return EncoderProfile(_mllama_v0_encoder_peak(spec, v, seqs * n_img, tp, dtype_b, assumptions), media)
-    kept = 0
+    kept = pixels = pixel_copy = 0
     if profile.engine == "v0":
         items = max(1, min(seqs, tb // media)) * per_prompt
     else:
@@ -1417,6 +1428,10 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
                                f"{encoder_output_width(spec):,} values"
                                + (", zero-padded as vLLM 0.11–0.12 do" if rows > run else "") + ")")
         tokens = run
+        pixels, pixel_copy = v1_dummy_pixel_bytes(spec, profile, dtype_b, items * patches)
+        if pixels >= GiB // 4:
+            assumptions.append(f"the dummy media's pixels stay on the GPU through the whole profile run: "
+                               f"{pixels / GiB:.2f} GiB ({items * patches:,} patches)")
     mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv
     attention = (2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp) * dtype_b
     # V0 runs the tower eagerly, as it runs the LLM (V0_FORWARD_FACTOR); V1's factor covers its compiled graphs
@@ -1429,7 +1444,7 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     rotation = ", whose attention rotates q and k in float32 in this release" if exact and exact > mlp * dtype_b else ""
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder{rotation} (estimate)")
-    return EncoderProfile(peak, media, kept)
+    return EncoderProfile(peak, media, kept, pixels, pixel_copy)
 
 
 # From this release vLLM casts a processor's floating-point outputs to the model dtype on the CPU
@@ -1459,6 +1474,28 @@ def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompt
     kept = prompts * (images + videos) * item * value_b
     copy = prompts * max(images, videos) * item * dtype_b if value_b != dtype_b else 0
     return kept, copy
+
+
+# V1's profile run moves its dummy batch to the GPU in the model dtype from this release
+# (gpu_model_runner.py profile_run: `MultiModalKwargs.as_kwargs(..., dtype=self.model_config.dtype, ...)`
+# in the 0.9.0 wheel; 0.7.3–0.8.5 pass only the device, and the processors' pixels are float32).
+V1_MM_INPUTS_CAST_FROM = (0, 9, 0)
+
+
+def v1_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, patches: int) -> tuple[int, int]:
+    """(the dummy batch's pixels, the tower's model-dtype copy of them) in V1's profile run, for `patches`
+    ViT patches in all. profile_run keeps the batch (`batched_dummy_mm_inputs`, a local of the function
+    in every V1 release, 0.7.3–0.33) until it returns, so the pixels sit beside the tower and then beside
+    the language model's dummy run and the sampler (Model Runner V2, from 0.27: beside the tower only,
+    activation_peak); each patch is patch² × channels values (× the
+    temporal patch for Qwen2-VL's flattened frames), 4 B each before V1_MM_INPUTS_CAST_FROM, when the
+    tower converts them first (qwen2_5_vl.py `.type(self.visual.dtype)`). vllm PR #25631's 0.11-era log
+    (Qwen2.5-VL-3B, A100-40GB): its default 114,688-token dummy video is 458,752 patches, 1.0 GiB of
+    bf16 pixels, and the KV cache printed 5.26 GiB (6.41 modelled without them, 5.39 with)."""
+    item = _dummy_item(spec)
+    values = patches * (item.values // max(1, item.patches))
+    value_b = 4 if profile.version < V1_MM_INPUTS_CAST_FROM else dtype_b
+    return values * value_b, (values * dtype_b if value_b != dtype_b else 0)
 
 
 def _mllama_v0_encoder_peak(spec: ModelSpec, v: dict, images: int, tp: int, dtype_b: int,

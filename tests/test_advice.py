@@ -645,12 +645,16 @@ def test_limit_mm_flag_is_written_as_the_version_parses_it():
 def test_a_limit_that_frees_nothing_is_not_offered():
     """gemma-3-27b on 0.8.5 (V1): the encoder's dummy images are not what limits this run — a
     --limit-mm-per-prompt fix must free a useful amount of KV memory (advice.MM_LIMIT_MIN_GAIN) to be
-    offered at all. Without images only the dummy outputs V1 keeps beside the LLM's run go: 32 images
-    of 256 tokens × 5,376 values × 2 B = 84 MiB."""
+    offered at all. Without images only what V1 keeps beside the LLM's run goes: the dummy outputs, 32 images
+    of 256 tokens × 5,376 values × 2 B (84 MiB), and their pixels, 32 × 896² × 3 values in float32 on 0.8.5
+    (294 MiB) — 0.37 GiB, under advice.MM_LIMIT_MIN_GAIN."""
+    from estimator.advice import MM_LIMIT_MIN_GAIN
+
     spec = load_model("google/gemma-3-27b-it", offline=True).spec
     est = run_estimate(spec, "A100-80GB", EngineSettings(vllm_version="0.8.5", max_model_len=131072))
     gain = rerun(est, limit_mm_per_prompt={"image": 0}).kv_cache_bytes - est.kv_cache_bytes
-    assert gain == 32 * 256 * 5376 * 2
+    assert gain == 32 * 256 * 5376 * 2 + 32 * 896 * 896 * 3 * 4
+    assert gain < MM_LIMIT_MIN_GAIN
     assert not [s for s in suggest(est) if "limit_mm_per_prompt" in s.changes]
 
 

@@ -265,10 +265,12 @@ def test_vision_encoder_activation_is_split_by_tensor_parallelism():
     # TP4: MLP 2152 + 3456 = 5,608 < attention 2304 + 3456 + 2304 = 8,064.
     assert enc(4)[0] == int(1.3 * patches * 8064 * 2)
     # The KV figures of the logs imply 2.2 / 1.8 / 1.5 GiB at TP 1 / 2 / 4 (club-3090#652, #487,
-    # vllm PR48601, which printed 1.54): modelled 1.91 / 1.64 / 1.28.
-    assert 1.85 * GiB < enc(1)[0] < 2.2 * GiB
-    assert 1.6 * GiB < enc(2)[0] < 1.8 * GiB
-    assert 1.25 * GiB < enc(4)[0] < 1.54 * GiB
+    # vllm PR48601, which printed 1.54): modelled 1.91 / 1.64 / 1.28, and 2.10 / 1.83 / 1.47 with the
+    # image's bf16 pixels beside the tower (16² × 3 × 2 values per patch, 0.19 GiB; v1_dummy_pixel_bytes)
+    pixels = patches * 16 * 16 * 3 * 2 * 2
+    assert 2.05 * GiB < enc(1)[0] + pixels < 2.2 * GiB
+    assert 1.8 * GiB < enc(2)[0] + pixels < 1.9 * GiB
+    assert 1.4 * GiB < enc(4)[0] + pixels < 1.54 * GiB
 
 
 def test_gated_vision_mlp_keeps_gate_and_up():
@@ -347,6 +349,76 @@ def test_qwen_vit_float32_rotation_in_a_0_11_log():
                    weights_bytes=int(7.155 * GiB), settings=settings)
     assert est.activation_bytes >= peak
     assert 9.26 * GiB < est.kv_cache_bytes < 9.26 * 1.05 * GiB
+
+
+def test_v1_keeps_the_dummy_pixels_through_the_profile_run():
+    """gpu_model_runner.py profile_run holds its dummy batch (`batched_dummy_mm_inputs`) until it returns,
+    so the pixels sit beside the tower and then beside the language model's run. vllm PR #25631's log
+    (Qwen2.5-VL-3B, A100-40GB, a 0.11-era main): "Available KV cache memory: 5.26 GiB" by default — the
+    dummy is a 114,688-token video, 458,752 patches of 14² × 3 × 2 = 1,176 bf16 values, 1.0 GiB — and
+    25.05 GiB with '{"image": 1, "video": 0}' (65,536 patches, 0.14 GiB). Without the pixels the model said
+    6.41 and 25.16."""
+    from estimator.memory import encoder_profile
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-3B-Instruct")
+    g = lookup_gpu("A100 40GB")
+
+    def run(**kw):
+        settings = EngineSettings(vllm_version="0.11.0", **kw)
+        out = encoder_profile(spec, profile_for("0.11.0"), settings, 2, [], max_len=128_000)
+        est = estimate(spec, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability,
+                       settings=settings)
+        return out, est
+
+    out, est = run()
+    assert (out.pixels, out.pixel_copy) == (458_752 * 1176 * 2, 0)
+    assert est.activation_bytes >= out.peak + out.pixels
+    assert abs(est.kv_cache_bytes / (5.26 * GiB) - 1) < 0.05
+    out, est = run(limit_mm_per_prompt={"image": 1, "video": 0})
+    assert out.pixels == 65_536 * 1176 * 2
+    assert abs(est.kv_cache_bytes / (25.05 * GiB) - 1) < 0.02
+
+
+@pytest.mark.parametrize("version,value_bytes,copy", [
+    ("0.8.5", 4, True),      # as_kwargs(device=...) only: the processor's float32, and the tower's bf16 copy
+    ("0.9.0", 2, False),     # as_kwargs(dtype=model dtype, ...)
+    ("0.13.0", 2, False),
+])
+def test_v1_dummy_pixels_are_float32_before_0_9(version, value_bytes, copy):
+    from estimator.memory import encoder_profile
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    s = EngineSettings(vllm_version=version, max_num_batched_tokens=2048, limit_mm_per_prompt={"video": 0})
+    out = encoder_profile(spec, profile_for(version), s, 2, [], max_len=8192)
+    assert out.pixels == 65_536 * 1176 * value_bytes
+    assert out.pixel_copy == (65_536 * 1176 * 2 if copy else 0)
+
+
+def test_model_runner_v2_frees_the_pixels_before_the_language_model_runs():
+    """V2's encoder_runner.execute_mm_encoder moves each batch to the GPU inside its call, so from 0.27
+    (when V2 profiles media) the pixels are not beside the language model's run, while V1's are. With a
+    large batch the language model's side is the peak: the encoder budget max(Tb, item) = 65,536 holds four
+    16,384-token images, and images on against images off differs by their kept outputs (4 × 16,384 ×
+    3,584 × 2 B) under V2, and by those and their pixels (4 × 65,536 × 1,176 × 2 B) under V1."""
+    from estimator.memory import activation_peak
+    from estimator.vllm import profile_for
+
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
+
+    def diff(v2):
+        kw = dict(vllm_version="0.27.0", max_num_batched_tokens=65536, max_num_seqs=1024, enforce_eager=True,
+                  model_runner_v2=v2)
+        on = activation_peak(spec, profile_for("0.27.0"), EngineSettings(
+            limit_mm_per_prompt={"image": 1, "video": 0}, **kw), 2, [], max_len=131072)
+        off = activation_peak(spec, profile_for("0.27.0"), EngineSettings(
+            limit_mm_per_prompt={"image": 0, "video": 0}, **kw), 2, [], max_len=131072)
+        return on - off
+
+    kept, pixels = 4 * 16_384 * 3584 * 2, 4 * 65_536 * 1176 * 2
+    assert diff(True) == kept
+    assert diff(False) == kept + pixels
 
 
 def test_v2_runner_profiles_no_media_before_027():
@@ -803,13 +875,15 @@ def test_v1_profiles_qwen25_vl_with_its_longest_video():
     s = EngineSettings(vllm_version="0.23.0", max_num_seqs=256, max_num_batched_tokens=2048)
     notes: list[str] = []
     peak = activation_peak(spec, profile_for("0.23.0"), s, 2, notes, max_len=128_000)
-    # 15.66 GiB: a 0.23 log of this model solved to 15.34 GiB for this one video
-    assert peak == int(FORWARD_FACTOR * 458_752 * (3 * 3420 + 3 * 1280) * 2)
+    # the tower's peak and, beside it, the video's bf16 pixels (14² × 3 × 2 = 1,176 values per patch,
+    # v1_dummy_pixel_bytes): 15.66 + 1.00 GiB, where a 0.23 log of this model solved to 15.34 GiB for this
+    # one video (the pixels put the fitted tower 1.3 GiB over it; the Qwen3.6 image logs they bring within 5%)
+    assert peak == int(FORWARD_FACTOR * 458_752 * (3 * 3420 + 3 * 1280) * 2) + 458_752 * 1176 * 2
     assert any("1 max-size dummy video(s) of 114,688 tokens" in n for n in notes)
     s_img = EngineSettings(vllm_version="0.23.0", max_num_seqs=256, max_num_batched_tokens=2048,
                            limit_mm_per_prompt={"image": 1, "video": 0})
     assert activation_peak(spec, profile_for("0.23.0"), s_img, 2, [], max_len=128_000) == \
-        int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280) * 2)
+        int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280) * 2) + 65_536 * 1176 * 2
 
 
 def test_a_log_naming_the_v1_sampler_sets_its_memory():
@@ -1142,7 +1216,8 @@ def test_the_logged_encoder_profile_decides_what_the_vision_encoder_ran():
                        encoder_profile=("image", 1, 16384))
     notes: list[str] = []
     peak = activation_peak(spec, profile_for("0.23.0"), s, 2, notes, max_len=128_000)
-    assert peak == int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280) * 2)
+    # the image's tower peak and its bf16 pixels beside it (1,176 values per patch)
+    assert peak == int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280) * 2) + 65_536 * 1176 * 2
     assert any("1 max-size dummy image(s) of 16,384 tokens" in n for n in notes)
 
 
@@ -1511,15 +1586,18 @@ def test_qwen3_vl_video_of_0_11_counts_its_timestamps_and_is_padded():
     out = encoder_profile(spec, profile_for("0.20.0"), videos, 2, notes, max_len=65536)
     assert out.kept == 12_288 * 8192 * 2
     assert any("1 max-size dummy video(s) of 12,288 tokens (49,152 patches)" in n for n in notes), notes
-    # the whole log: 23.69 GiB × 0.90 − the 14.77 GiB of weights it printed − this peak − non-torch memory
-    # leaves 2.44 GiB of KV against the 2.31 printed (5.00 without the padded outputs and the video rule)
+    # the whole log: 23.69 GiB × 0.90 − the 14.77 GiB of weights it printed − the LLM's run beside the kept
+    # outputs and the video's pixels (49,152 patches × 16² × 3 × 2 values in bf16, 0.14 GiB) − non-torch
+    # memory leaves 2.30 GiB of KV against the 2.31 printed (5.00 without the padded outputs and the video
+    # rule, 2.44 without the pixels)
     g = lookup_gpu("RTX 3090")
     est = estimate(spec, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability, gpu_count=4,
                    weights_bytes=int(14.7708 * GiB),
                    settings=EngineSettings(vllm_version="0.11.0", tensor_parallel_size=4, max_model_len=65536,
                                            max_num_batched_tokens=2048, dtype="bfloat16"))
-    assert est.activation_bytes >= out.kept
-    assert 2.31 * GiB < est.kv_cache_bytes < 2.31 * 1.07 * GiB
+    assert out.pixels == 49_152 * 16 * 16 * 3 * 2 * 2
+    assert est.activation_bytes >= out.kept + out.pixels
+    assert abs(est.kv_cache_bytes / (2.31 * GiB) - 1) < 0.02
 
 
 @pytest.mark.parametrize("version,rows", [
