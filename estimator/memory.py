@@ -1487,11 +1487,11 @@ def v1_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, patche
     ViT patches in all. profile_run keeps the batch (`batched_dummy_mm_inputs`, a local of the function
     in every V1 release, 0.7.3–0.33) until it returns, so the pixels sit beside the tower and then beside
     the language model's dummy run and the sampler (Model Runner V2, from 0.27: beside the tower only,
-    activation_peak); each patch is patch² × channels values (× the
-    temporal patch for Qwen2-VL's flattened frames), 4 B each before V1_MM_INPUTS_CAST_FROM, when the
-    tower converts them first (qwen2_5_vl.py `.type(self.visual.dtype)`). vllm PR #25631's 0.11-era log
-    (Qwen2.5-VL-3B, A100-40GB): its default 114,688-token dummy video is 458,752 patches, 1.0 GiB of
-    bf16 pixels, and the KV cache printed 5.26 GiB (6.41 modelled without them, 5.39 with)."""
+    activation_peak); each patch is patch² × channels values (× the temporal patch for Qwen2-VL's
+    flattened frames), 4 B each before V1_MM_INPUTS_CAST_FROM, when the tower converts them first
+    (qwen2_5_vl.py `.type(self.visual.dtype)`). vllm PR #25631's 0.11-era log (Qwen2.5-VL-3B,
+    A100-40GB): its default 114,688-token dummy video is 458,752 patches, 1.0 GiB of bf16 pixels, and
+    the KV cache printed 5.26 GiB (6.41 modelled without them, 5.40 with)."""
     item = _dummy_item(spec)
     values = patches * (item.values // max(1, item.patches))
     value_b = 4 if profile.version < V1_MM_INPUTS_CAST_FROM else dtype_b
