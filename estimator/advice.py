@@ -217,13 +217,12 @@ def _check(est: Estimate, **changes) -> tuple[Estimate, bool, int]:
 
 def _length_sets_profile(est: Estimate, length: int, **changes) -> bool:
     """Does max_model_len size the profile run (with `changes`)? V0 without chunked prefill batches
-    max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py), so a shorter context also shrinks
-    the activation peak and the length that fits is longer than the one the KV pool holds now."""
-    if est.profile.engine != "v0":
-        return False
+    max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py), and V1 from 0.11 builds Qwen2-VL's dummy
+    video as long as max_model_len holds (gpu_model_runner.py _get_mm_dummy_batch, seq_len=max_model_len;
+    memory.qwen2_vl_dummy_video): a shorter context then also shrinks the activation peak, and the length
+    that fits is longer than the one the KV pool holds now."""
     base = rerun(est, **changes) if changes else est
-    return rerun(est, **changes, max_model_len=length).settings.max_num_batched_tokens \
-        != base.settings.max_num_batched_tokens
+    return rerun(est, **changes, max_model_len=length).activation_bytes != base.activation_bytes
 
 
 def _largest_fitting_len(est: Estimate, low: int, **changes) -> int:
@@ -253,7 +252,7 @@ def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: 
         if fit <= 0:
             return None
         if _length_sets_profile(est, fit, **changes):
-            fit = _largest_fitting_len(est, fit, **changes)    # V0: a shorter context profiles less too
+            fit = _largest_fitting_len(est, fit, **changes)    # a shorter context profiles less too
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, **changes, max_model_len=target)
             if ok:
@@ -308,7 +307,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         fit = min(fit, est.reconciliation.plain.max_model_len_fit)  # also fit the model's own state (see _check)
     profiled = False
     if fit <= 0 and not est.fits and _length_sets_profile(est, 2048) and _check(est, max_model_len=2048)[1]:
-        # no KV block at the asked length, but V0's profile shrinks with the context: one that fits
+        # no KV block at the asked length, but the profile shrinks with the context: one that fits
         # with its own (smaller) profile run, from the 2,048 tokens every V0 profile batches at least
         shown = fit = _largest_fitting_len(est, 2048)
         profiled = True
@@ -321,9 +320,12 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, max_model_len=target)
             if ok and profiled:
-                why = (f"the largest context that fits is {shown:,} tokens: V0 without chunked prefill profiles one "
-                       "forward pass over max_model_len tokens, so a shorter context also frees activation memory"
-                       + (f"; {target:,} is a round value under it" if target != shown else ""))
+                cause = ("V0 without chunked prefill profiles one forward pass over max_model_len tokens"
+                         if est.profile.engine == "v0" else
+                         f"vLLM {est.profile.release}'s profile run grows with max_model_len (its dummy video, or "
+                         "its batch without chunked prefill, is as long as the context)")
+                why = (f"the largest context that fits is {shown:,} tokens: {cause}, so a shorter context also "
+                       "frees activation memory" + (f"; {target:,} is a round value under it" if target != shown else ""))
                 out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False))
                 break
             if ok:
