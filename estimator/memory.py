@@ -1206,6 +1206,9 @@ QWEN_VIT_TRITON_ROTARY_FROM = (0, 9, 0)
 # drops the contiguous copies (qwen2_5_vl.py rotates a view of qkv; qwen2_vl.py still concatenates).
 QWEN_VIT_CONCAT_ROTARY_FROM = (0, 11, 0)
 QWEN_VIT_QKV_VIEWS_FROM = (0, 11, 1)
+# Qwen2-VL's split_qkv all-gathers the heads at TP > 1 from 0.7.0 (`all_gather_interleave`; 0.6.x splits
+# its local heads); Qwen2.5-VL (0.7.2) and Qwen3-VL (0.11.0) were added with it.
+QWEN_VIT_GATHER_FROM = (0, 7, 0)
 
 
 def qwen_vit_attention_bytes(spec: ModelSpec, version: tuple, hv: int, tp: int, dtype_b: int) -> int | None:
@@ -1218,7 +1221,7 @@ def qwen_vit_attention_bytes(spec: ModelSpec, version: tuple, hv: int, tp: int, 
     - 0.9.0–0.10.2, q then k through the Triton kernel: the float32 copy and output (2u each) and the cast (u);
     - 0.11+, q and k together (their concatenation, 2u, where it is a copy): float32 copy and output (4u
       each) and the cast (2u);
-    or, at TP > 1 where split_qkv all-gathers the heads (Qwen2-VL always; the others until 0.11.1), the
+    or, at TP > 1 where split_qkv all-gathers the heads (Qwen2-VL from 0.7.0; the others until 0.11.1), the
     gathered 3·H beside the local qkv and the copies made from it (from 0.11.1 q, k and v are views of
     it, so it stays through the rotation). None for other towers and releases."""
     model_type = spec.config.get("model_type")
@@ -1226,7 +1229,7 @@ def qwen_vit_attention_bytes(spec: ModelSpec, version: tuple, hv: int, tp: int, 
         return None
     u = hv // max(1, tp)
     views = version >= QWEN_VIT_QKV_VIEWS_FROM
-    gathers = tp > 1 and (model_type == "qwen2_vl" or not views)
+    gathers = tp > 1 and version >= QWEN_VIT_GATHER_FROM and (model_type == "qwen2_vl" or not views)
     base = (2 * hv + 3 * u + (0 if views else 3 * u)) * dtype_b
     if gathers and views:
         base += 3 * hv * dtype_b    # q, k, v are views of the gathered heads, which stay

@@ -330,6 +330,25 @@ def test_qwen_vit_rotates_q_and_k_in_float32_before_0_12(version, tp, values):
     assert peak == 65_536 * values * 2
 
 
+def test_qwen2_vl_gathers_its_heads_from_0_7():
+    """qwen2_vl.py 0.6.x splits each rank's own heads; from 0.7.0 split_qkv all-gathers them at TP > 1
+    (all_gather_interleave), so at TP 4 the gathered 3·H outweighs ≤ 0.8.5's float32 rotation of q.
+    Qwen2-VL's tower: H 1280, u = 320; block input and norm (2·1280) + qkv and its contiguous copies (6·320)
+    = 8,960 B, then the rotation's four float32 tensors of 320 (5,120 B) or the gathered 3·1280 (7,680 B)."""
+    import dataclasses as dc
+
+    from estimator.memory import qwen_vit_attention_bytes
+
+    base = load("Qwen/Qwen2.5-VL-7B-Instruct")
+    qwen2 = dc.replace(base, config={**base.config, "model_type": "qwen2_vl"})
+    assert qwen_vit_attention_bytes(qwen2, (0, 6, 6), 1280, 4, 2) == 8960 + 5120
+    assert qwen_vit_attention_bytes(qwen2, (0, 7, 0), 1280, 4, 2) == 8960 + 7680
+    # 0.11.1: Qwen2-VL still gathers (and concatenates q and k); its q, k, v are views of the gathered heads
+    assert qwen_vit_attention_bytes(qwen2, (0, 11, 1), 1280, 4, 2) == \
+        (2 * 1280 + 3 * 320 + 3 * 1280) * 2 + 2 * 320 * 2 + 2 * (2 * 320 * 4) + 2 * 320 * 2
+    assert qwen_vit_attention_bytes(qwen2, (0, 12, 0), 1280, 4, 2) is None
+
+
 def test_qwen_vit_float32_rotation_in_a_0_11_log():
     """Ray's batch-inference docs, a committed notebook's 0.11.0 log: Qwen2.5-VL-3B on an L4, Tb 2,048,
     max_model_len 8,192, "Model loading took 7.1550 GiB", "Available KV cache memory: 9.26 GiB". 22.05 GiB
