@@ -215,13 +215,15 @@ def _check(est: Estimate, **changes) -> tuple[Estimate, bool, int]:
     return e, fits, fit
 
 
-def _length_sets_profile(est: Estimate, length: int, **changes) -> bool:
+def _length_sets_profile(est: Estimate, length: int, base: Estimate | None = None, **changes) -> bool:
     """Does max_model_len size the profile run (with `changes`)? V0 without chunked prefill batches
     max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py), and V1 from 0.11 builds Qwen2-VL's dummy
     video as long as max_model_len holds (gpu_model_runner.py _get_mm_dummy_batch, seq_len=max_model_len;
     memory.qwen2_vl_dummy_video): a shorter context then also shrinks the activation peak, and the length
-    that fits is longer than the one the KV pool holds now."""
-    base = rerun(est, **changes) if changes else est
+    that fits is longer than the one the KV pool holds now. `base`: `est` re-run with `changes`, where the
+    caller has it already."""
+    if base is None:
+        base = rerun(est, **changes) if changes else est
     return rerun(est, **changes, max_model_len=length).activation_bytes != base.activation_bytes
 
 
@@ -251,7 +253,7 @@ def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: 
     if not ok:
         if fit <= 0:
             return None
-        if _length_sets_profile(est, fit, **changes):
+        if _length_sets_profile(est, fit, base=e, **changes):
             fit = _largest_fitting_len(est, fit, **changes)    # a shorter context profiles less too
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, **changes, max_model_len=target)

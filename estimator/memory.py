@@ -1366,7 +1366,8 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         return EncoderProfile(0, 0)
     tp = max(1, s.tensor_parallel_size)
     iv = int(v.get("intermediate_size") or 4 * hv)
-    tokens, patches, video, _values = _dummy_item(spec)
+    tokens, patches, video, item_values = _dummy_item(spec)
+    patch_values = item_values // max(1, patches)   # pixel values per patch, whatever the item's size
     merge2 = patches // tokens
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
     # a Qwen2-VL video: tokens of the largest item (which picks the modality and the item count)
@@ -1431,7 +1432,7 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
                                f"{encoder_output_width(spec):,} values"
                                + (", zero-padded as vLLM 0.11–0.12 do" if rows > run else "") + ")")
         tokens = run
-        pixels, pixel_copy = v1_dummy_pixel_bytes(spec, profile, dtype_b, items * patches)
+        pixels, pixel_copy = v1_dummy_pixel_bytes(profile, dtype_b, items * patches * patch_values)
         if pixels >= GiB // 4:
             assumptions.append(f"the dummy media's pixels stay on the GPU through the whole profile run: "
                                f"{pixels / GiB:.2f} GiB ({items * patches:,} patches)")
@@ -1473,7 +1474,7 @@ def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompt
     of activation and non-torch memory; the eager SigLIP block (1.84 GiB) with these pixels (0.28)
     and 0.15 non-torch gives 2.27, where V1's factor 1.3 without them gave 2.54."""
     item = _dummy_item(spec).values
-    value_b = 4 if profile.version < MM_INPUTS_CAST_FROM else dtype_b
+    value_b = pixel_value_bytes(profile, dtype_b)
     kept = prompts * (images + videos) * item * value_b
     copy = prompts * max(images, videos) * item * dtype_b if value_b != dtype_b else 0
     return kept, copy
@@ -1485,19 +1486,25 @@ def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompt
 V1_MM_INPUTS_CAST_FROM = (0, 9, 0)
 
 
-def v1_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, patches: int) -> tuple[int, int]:
-    """(the dummy batch's pixels, the tower's model-dtype copy of them) in V1's profile run, for `patches`
-    ViT patches in all. profile_run keeps the batch (`batched_dummy_mm_inputs`, a local of the function
+def pixel_value_bytes(profile: Profile, dtype_b: int) -> int:
+    """Bytes of one dummy pixel value on the GPU: the image processors' float32 until a release casts them
+    to the model dtype — on the CPU from MM_INPUTS_CAST_FROM (both engines), in V1's runner already from
+    V1_MM_INPUTS_CAST_FROM."""
+    cast_from = V1_MM_INPUTS_CAST_FROM if profile.engine == "v1" else MM_INPUTS_CAST_FROM
+    return 4 if profile.version < cast_from else dtype_b
+
+
+def v1_dummy_pixel_bytes(profile: Profile, dtype_b: int, values: int) -> tuple[int, int]:
+    """(the dummy batch's pixels, the tower's model-dtype copy of them) in V1's profile run, for `values`
+    pixel values in all. profile_run keeps the batch (`batched_dummy_mm_inputs`, a local of the function
     in every V1 release, 0.7.3–0.33) until it returns, so the pixels sit beside the tower and then beside
     the language model's dummy run and the sampler (Model Runner V2, from 0.27: beside the tower only,
     activation_peak); each patch is patch² × channels values (× the temporal patch for Qwen2-VL's
-    flattened frames), 4 B each before V1_MM_INPUTS_CAST_FROM, when the tower converts them first
-    (qwen2_5_vl.py `.type(self.visual.dtype)`). vllm PR #25631's 0.11-era log (Qwen2.5-VL-3B,
-    A100-40GB): its default 114,688-token dummy video is 458,752 patches, 1.0 GiB of bf16 pixels, and
+    flattened frames), 4 B each before V1_MM_INPUTS_CAST_FROM (pixel_value_bytes), when the tower
+    converts them first (qwen2_5_vl.py `.type(self.visual.dtype)`). vllm PR #25631's 0.11-era log
+    (Qwen2.5-VL-3B, A100-40GB): its default 114,688-token dummy video is 458,752 patches, 1.0 GiB of bf16 pixels, and
     the KV cache printed 5.26 GiB (6.41 modelled without them, 5.40 with)."""
-    item = _dummy_item(spec)
-    values = patches * (item.values // max(1, item.patches))
-    value_b = 4 if profile.version < V1_MM_INPUTS_CAST_FROM else dtype_b
+    value_b = pixel_value_bytes(profile, dtype_b)
     return values * value_b, (values * dtype_b if value_b != dtype_b else 0)
 
 
