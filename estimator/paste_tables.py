@@ -41,7 +41,10 @@ _NUM_F = r"(?P<n>\d+(?:\.\d+)?|\.\d+)"
 _APPROX = regex.compile(r"[~≈<>≤≥]|\babout\b|\bapprox", regex.I)
 
 # Value shapes by unit kind (matched at the start of a cleaned cell).
-_V_GIB = regex.compile(r"\A" + _NUM_F + r"[ ]?GiB\b")
+# vLLM prints negative GiB figures ("Available KV cache memory: -1.05 GiB", 0.11's "-0.45 GiB for CUDAGraph
+# memory"), and restatements keep the sign
+_NUM_SIGNED = r"(?P<n>-?\d+(?:\.\d+)?|-?\.\d+)"
+_V_GIB = regex.compile(r"\A" + _NUM_SIGNED + r"[ ]?GiB\b")
 _V_TOKENS = regex.compile(r"\A" + _NUM_INT + r"(?:[ ]+tok(?:en)?s\b)?(?![ ]*(?:[A-Za-z%]|\.\d))")
 _V_TOKENS_STRICT = regex.compile(r"\A" + _NUM_INT + r"[ ]+tok(?:en)?s\b")
 _V_INT = regex.compile(r"\A" + _NUM_INT + r"(?![ ]*(?:[A-Za-z%]|\.\d))")
@@ -53,7 +56,7 @@ _INLINE_CONCURRENCY = regex.compile(r"\(" + _NUM_F + r"[ ]?x[ ]+(?:max(?:imum)?[
 _LABELS: tuple[tuple[regex.Pattern, str, str], ...] = tuple((regex.compile(p), k, u) for p, k, u in (
     (r"(?:gpu )?kv(?: cache)?(?: (?:size|capacity|pool))?(?: \(?tokens?\)?)?", "kv_tokens_capacity", "tokens"),
     (r"(?:gpu )?kv(?: cache)?(?: (?:size|pool|memory))?(?: \(?gib\)?)?|reserved for kv cache", "kv_cache_gib", "gib"),
-    (r"available kv cache memory", "kv_available_gib", "gib"),
+    (r"available kv cache(?: memory)?(?: \(?gib\)?)?", "kv_available_gib", "gib"),
     (r"(?:model )?weights?(?: memory)?(?: (?:gpu|per gpu|per rank))?(?: \(?gib\)?)?", "weights_gib", "gib"),
     (r"max(?:imum)? model len(?:gth)?(?: that fits)?|max(?:imum)? context(?: length)?|context(?: length| window)?",
      "max_model_len", "int"),
@@ -62,14 +65,20 @@ _LABELS: tuple[tuple[regex.Pattern, str, str], ...] = tuple((regex.compile(p), k
     (r"gpu mem(?:ory)? util(?:ization)?|mem(?:ory)? util(?:ization)?|gmu", "gpu_memory_utilization", "frac"),
     (r"(?:max(?:imum)? )?concurrency", "max_concurrency", "x"),
     (r"(?:gpu |available |num gpu |# ?gpu )?blocks", "gpu_blocks", "int"),
-    (r"tp|tensor parallel(?: size)?", "tensor_parallel_size", "int"),
-    (r"pp|pipeline parallel(?: size)?", "pipeline_parallel_size", "int"),
+    (r"tp(?: size)?|tensor parallel(?: size)?", "tensor_parallel_size", "int"),
+    (r"pp(?: size)?|pipeline parallel(?: size)?", "pipeline_parallel_size", "int"),
     (r"total gpu memory", "total_gpu_memory_gib", "gib"),
-    (r"peak activations?(?: memory)?", "activation_peak_gib", "gib"),
+    (r"peak activations?(?: memory)?(?: \(?gib\)?)?", "activation_peak_gib", "gib"),
+    # vLLM 0.11+'s start-up breakdown restated ("Non-torch memory: 0.13 GiB", "| CUDAGraph Memory (GiB) |")
+    (r"non torch(?: memory)?(?: \(?gib\)?)?", "non_torch_gib", "gib"),
+    (r"cuda ?graphs?(?: memory| pool)?(?: \(?gib\)?)?", "cuda_graph_gib", "gib"),
     (r"precision|quantization|quant|variant|weights? (?:format|dtype|precision)", "quantization", "quant"),
 ))
 # A label may match two rules ("KV cache | 7.71 GiB" vs "KV cache | 150,992 tokens"): the cell's
-# unit picks one (tokens need the word "tokens" in the cell or the label).
+# unit picks one (tokens need the word "tokens" in the cell or the label). A label that names the unit
+# ("Model Weight (GiB)") lets its cells give bare numbers ("64.38").
+_LABEL_GIB = regex.compile(r"\(gib\)\Z")
+_V_BARE = regex.compile(r"\A" + _NUM_SIGNED + r"(?![ ]*[A-Za-z%]|[\d.])")
 
 _BEFORE = regex.compile(r"(?i)\A(?:before|current|currently|old|baseline|main|master|original|existing|today|was)\b")
 _AFTER = regex.compile(r"(?i)\A(?:after|new|proposed|pr|this pr|patched|with (?:this|the) (?:pr|patch|fix)|now|fixed|target)\b")
@@ -124,17 +133,19 @@ def read_cell(text: str, kind: str) -> tuple[object, int, int] | None:
             return None
         word = _WORD.match(body, timeout=budget(TIMEOUT))
         return q, lead, lead + (word.end() if word else len(body))
-    pat = {"gib": _V_GIB, "tokens": _V_TOKENS, "int": _V_INT, "frac": _V_FRAC, "x": _V_X}[kind]
+    pat = {"gib": _V_GIB, "gib_bare": _V_BARE, "tokens": _V_TOKENS, "int": _V_INT, "frac": _V_FRAC, "x": _V_X}[kind]
     m = pat.match(body, timeout=budget(TIMEOUT))
     if not m:
         return None
     raw = m.group("n").replace(",", "")
+    if kind == "gib_bare" and not raw.strip("0."):
+        return None
     value: object = int(raw) if kind in ("tokens", "int") else float(raw)
     return value, lead + m.start("n"), lead + m.end("n")
 
 
 def _cell_hits(key: str, kind: str, cell: tuple[str, int, int], src: str, prio: int,
-               label_says_tokens: bool = False) -> list[Hit]:
+               label_says_tokens: bool = False, label_says_gib: bool = False) -> list[Hit]:
     text, s, _e = cell
     if kind == "tokens" and not label_says_tokens:
         got = None
@@ -143,6 +154,8 @@ def _cell_hits(key: str, kind: str, cell: tuple[str, int, int], src: str, prio: 
             got = read_cell(text, "tokens")
     else:
         got = read_cell(text, kind)
+        if got is None and kind == "gib" and label_says_gib:
+            got = read_cell(text, "gib_bare")
     out: list[Hit] = []
     if got is not None:
         v, a, b = got
@@ -158,9 +171,10 @@ def _cell_hits(key: str, kind: str, cell: tuple[str, int, int], src: str, prio: 
 def _hits_for(label: str, cell: tuple[str, int, int], src: str, prio: int) -> list[Hit]:
     keys = label_keys(label)
     tokens_label = "token" in label.lower()
+    gib_label = bool(_LABEL_GIB.search(_norm_label(label), timeout=budget(TIMEOUT)))
     out: list[Hit] = []
     for key, kind in keys:
-        out += _cell_hits(key, kind, cell, src, prio, tokens_label)
+        out += _cell_hits(key, kind, cell, src, prio, tokens_label, gib_label)
     # the inline "(1.24x concurrency)" is read once even when two label rules matched
     seen: set = set()
     uniq = []

@@ -639,3 +639,18 @@ def test_consumed_memory_fixes_the_weights_and_non_torch_together():
     assert abs(mem["weights_bytes"] - (int(15.03 * GiB) - mem["non_torch_bytes"])) <= 1   # 14.76 GiB
     assert "consumed memory 15.03 GiB in the paste (weights + non-torch)" in render_markdown(d)
     assert "weights" not in " ".join(a for a in d.estimate["assumptions"] if "solved for" in a)
+
+
+def test_a_negative_graph_figure_is_read_and_explained():
+    """0.11's capture_model reports free memory before capture − free memory after it, which can
+    be negative; a restatement of that breakdown keeps the sign and the reply says why."""
+    text = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 16000\n"
+            "- **Available KV cache memory:** 51.38 GiB\n- **Weight memory:** 14.99 GiB\n"
+            "- **Peak activation memory:** 4.76 GiB\n- **Non-torch memory:** 0.13 GiB\n"
+            "- **CUDAGraph memory:** -0.45 GiB\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d is not None
+    fig = d.derived["figures"]["cuda_graphs"]
+    assert fig["provenance"] == "read" and abs(fig["value"] - (-0.45 * GiB)) < 0.01 * GiB
+    assert "change in free memory across graph capture" in fig["how"]
+    assert d.derived["figures"]["non_torch"]["provenance"] == "read"

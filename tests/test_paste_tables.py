@@ -186,3 +186,39 @@ def test_version_comparison_lines():
     g = read_paste(text.split("\n\n")[0])
     assert g.get("gpu_blocks") is None
     assert read_paste("the build fails with 12.4.1 drivers").get("vllm_version") is None
+
+
+# --- vLLM 0.11+'s start-up breakdown restated -------------------------------------------------
+
+
+def test_breakdown_restated_as_summary_rows():
+    """llm-d's write-up of 0.11+ DEBUG logs restates "Actual usage is …" as bullets: every part is
+    read, the CUDA-graph figure with its sign (vLLM measures it after capture and it can be < 0)."""
+    text = ("- **Model loading took:** 14.99 GiB memory and 20.1 seconds\n"
+            "- **Available KV cache memory:** 51.38 GiB\n"
+            "- **Weight memory:** 14.99 GiB\n"
+            "- **Peak activation memory:** 4.76 GiB\n"
+            "- **Non-torch memory:** 0.13 GiB\n"
+            "- **CUDAGraph memory:** -0.45 GiB\n")
+    f = read_paste(text)
+    assert (f.get("weights_gib"), f.get("activation_peak_gib"), f.get("non_torch_gib"), f.get("cuda_graph_gib"),
+            f.get("kv_cache_gib")) == (14.99, 4.76, 0.13, -0.45, 51.38)
+    # the same labels with a word that is not the figure stay unread
+    assert read_paste("- Non-torch memory: small\n- CUDA graph memory: 2 graphs\n").get("non_torch_gib") is None
+
+
+def test_header_that_names_the_unit_reads_bare_numbers():
+    text = ("| Model | Status | Model Weight (GiB) | Peak Activation (GiB) | Non-torch Memory (GiB) | "
+            "CUDAGraph Memory (GiB) | Available KV Cache (GiB) | TP Size | Max Model Len |\n"
+            "|---|---|---|---|---|---|---|---|---|\n"
+            "| gpt-oss-120b | SUCCESS | 64.38 | 7.38 | 0.13 | 1.03 | 3.33 | 1 | 16000 |\n")
+    f = read_paste(text)
+    assert (f.get("weights_gib"), f.get("activation_peak_gib"), f.get("non_torch_gib"), f.get("cuda_graph_gib"),
+            f.get("kv_available_gib"), f.get("tensor_parallel_size"), f.get("max_model_len")) == \
+        (64.38, 7.38, 0.13, 1.03, 3.33, 1, 16000)
+    # without the unit in the header a bare number is not a GiB figure
+    f = read_paste("| Model | Model Weight | KV cache |\n|---|---|---|\n| gpt-oss-120b | 64.38 | 3.33 |\n")
+    assert f.get("weights_gib") is None and f.get("kv_cache_gib") is None
+    assert read_cell(" 64.38 ", "gib_bare")[0] == 64.38
+    assert read_cell(" 64.38 GB ", "gib_bare") is None       # another unit
+    assert read_cell(" 0 ", "gib_bare") is None
