@@ -856,6 +856,20 @@ def facts_fixes(facts) -> list[dict]:
             target = friendly_len(int(cap))
             out.append({"flags": f"--max-model-len {target}", "checked": False,
                         "why": f"vLLM itself said at most {int(cap):,} tokens fit with these settings"})
+            if length and int(cap) * 8 <= int(length):
+                # a stub of the context asked for: a shorter length "fits" but serves nothing useful
+                u, kv_dtype = f("gpu_memory_utilization"), str(f("kv_cache_dtype") or "auto").lower()
+                ways = ([f"a higher --gpu-memory-utilization (now {float(u):g})" if isinstance(u, (int, float))
+                         else "a higher --gpu-memory-utilization"] if not (isinstance(u, (int, float)) and u >= 0.95)
+                        else [])
+                ways += ["more GPUs (--tensor-parallel-size)",
+                         "a smaller checkpoint" if f("quantization") else "a smaller or quantized checkpoint"]
+                if not kv_dtype.startswith(("fp8", "int8", "int4", "nvfp4")):
+                    ways.append("an fp8 KV cache (--kv-cache-dtype fp8)")
+                out.append({"flags": "", "checked": False,
+                            "why": f"{int(cap):,} tokens is under an eighth of the {int(length):,} asked for: the "
+                                   "weights and the profile run took nearly all of vLLM's budget, so a useful context "
+                                   "needs more memory for the KV cache — " + ", ".join(ways[:-1]) + " or " + ways[-1]})
         elif need and avail and length and float(avail) < float(need):
             # no estimate printed (before 0.8.5, or cut off): the need grows with the context
             target = friendly_len(int(int(length) * float(avail) / float(need)))

@@ -80,6 +80,32 @@ def entry(repo_id: str) -> dict | None:
     return copy.deepcopy(_index()[cid]) if cid else None
 
 
+def _squash(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+@cache
+def _by_squashed() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for repo_id in _index():
+        out.setdefault(_squash(repo_id.rsplit("/", 1)[-1]), []).append(repo_id)
+    return out
+
+
+def match_local_name(name: str) -> str | None:
+    """The one catalog model whose name a local directory spells another way ("qwen25_32b_instruct_HF"
+    is Qwen/Qwen2.5-32B-Instruct): letters and digits alike, case, separators and a trailing "hf" (a
+    conversion's suffix) aside. None when no model or more than one matches: a guess must be unique."""
+    key = _squash(name)
+    for k in (key, key[:-2] if key.endswith("hf") else None):
+        hits = _by_squashed().get(k) if k and len(k) >= 6 else None
+        if hits and len(hits) == 1:
+            return hits[0]
+        if hits:
+            return None
+    return None
+
+
 def near_names(repo_id: str, n: int = 3) -> list[str]:
     """Catalog ids close to `repo_id` (difflib), for "did you mean" in not-found messages.
 

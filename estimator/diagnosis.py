@@ -310,8 +310,25 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     card_ref = gpu_ref(facts, gpu)
     est: Estimate | None = None
     problem = None
+    path = str(facts.extra.get("model_path") or "")
+    from_path = not model_ref and bool(path)     # the model is read from the local path the run served
+    if from_path:
+        model_ref = _served_repo(facts)
+        if model_ref:
+            assumptions.append(f"the command serves the local path {path}, under the name {model_ref} "
+                               "(--served-model-name): modelled as that Hub repo — say which model the path holds "
+                               "if it is another")
+        else:
+            from estimator.catalog import match_local_name
+
+            model_ref = match_local_name(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+            if model_ref:
+                assumptions.append(f"the command serves the local path {path}, whose name spells {model_ref} "
+                                   "(kvdoctor's catalog): modelled as that model — say which model the path "
+                                   "holds if it is another")
     if not model_ref:
-        missing.append("the model id (your `vllm serve …` command)")
+        missing.append(f"which Hub model the local path `{path}` holds (its repo id, or its config.json)" if path
+                       else "the model id (your `vllm serve …` command)")
     if not card_ref:
         missing.append("the GPU (`nvidia-smi` output)")
     # a settings error is answered from vLLM's message alone: a memory estimate of the settings vLLM
@@ -372,7 +389,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
     if est is not None:
-        _in_users_command(suggestions, facts, est.spec.model_id)
+        _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path)
         est.suggestions = suggestions
     if est is not None and kind in ("kv_capacity_v0", "kv_capacity_v1"):
         from estimator.advice import full_context_plan
@@ -514,7 +531,7 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     return None, ""
 
 
-def _in_users_command(suggestions: list[dict], facts, model_id: str | None = None) -> None:
+def _in_users_command(suggestions: list[dict], facts, model_id: str | None = None, from_path: bool = False) -> None:
     """Show each fix as the user's own command with the fix applied (their TP, model path and
     other flags kept), when the paste holds a `vllm serve` command; without one, a command that
     serves the local path the user's run served, not the repo id kvdoctor read it as (a log's
@@ -544,8 +561,8 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     alias = model_id if facts.extra.get("served_model_name") == model_id else None
     # only where the estimate's model is the one kvdoctor read from that path (not a model= the
     # caller gave), and the path is no shell variable ("$MODEL" would be the user's own script)
-    if not (model_id and path and served is not None and (served.guess or alias) and str(served.value) == model_id) \
-            or "$" in path:
+    read_there = from_path or (served is not None and (served.guess or alias) and str(served.value) == model_id)
+    if not (model_id and path and read_there) or "$" in path:
         return
     quoted = "~/" + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
     keep = f" --served-model-name {shlex.quote(alias)}" if alias else ""
@@ -553,6 +570,17 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
         cmd = str(s.get("command") or "")
         s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {quoted}{keep}", 1) \
             .replace(f"--model {model_id}", f"--model {quoted}{keep}", 1)
+
+
+def _served_repo(facts) -> str | None:
+    """The name a run serves a local path under, where it is a Hub repo id ("sambarnes/Midnight-Miqu-
+    70B-v1.5_GPTQ32G" for /media/…/Midnight-Miqu-70B-v1.5_GPTQ32G): people serve a download under the
+    id they fetched it by. None for a bare alias ("gpt-4", "my-model")."""
+    from estimator.paste_prose import model_from_value
+
+    served = str(facts.extra.get("served_model_name") or "")
+    got = model_from_value(served) if served.count("/") == 1 and not served.startswith((".", "/", "~")) else None
+    return got[0] if got and not got[1] else None
 
 
 def _public(message: str) -> str:

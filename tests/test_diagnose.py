@@ -991,3 +991,57 @@ def test_a_release_without_the_quantization_method_is_answered_as_such():
     assert diagnose(text, offline=True) is None             # bots stay silent: not a memory error
     typo = diagnose(text.replace("bitsandbytes", "fp4"), offline=True, explain=True)
     assert "no `fp4` quantization method" in typo.summary and "spelling of `--quantization`" in typo.summary
+
+
+def test_a_local_path_served_under_a_repo_id_is_modelled_as_that_repo():
+    """`vllm serve /data/models/my-copy --served-model-name Qwen/Qwen2.5-7B-Instruct`: the path names
+    no model, the name it is served under does; the reply models that repo and says so. A bare alias
+    is no repo: the reply asks which model the path holds, naming the path."""
+    err = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+           "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+           "initializing the engine.\n")
+    d = diagnose("vllm serve /data/models/my-copy --served-model-name Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization"
+                 " 0.9\nGPU: RTX 4090\n" + err, offline=True)
+    assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert any("local path /data/models/my-copy" in a for a in d.assumptions)
+    # the fixes keep serving the user's path under the user's name
+    assert "vllm serve /data/models/my-copy" in d.suggestions[0]["command"]
+    bare = diagnose("vllm serve /data/models/my-copy --served-model-name my-model\nGPU: RTX 4090\n" + err, offline=True)
+    assert bare.estimate is None
+    assert any("/data/models/my-copy" in m for m in bare.missing)
+
+
+def test_a_stub_context_is_called_one():
+    """vLLM's own capacity as the only fix, when it is under an eighth of the length asked for, comes
+    with what would make room — not an fp8 KV cache the run already has, nor a utilization it already
+    maxes out."""
+    err = ("vllm serve some-org/not-a-model -tp 2 --max-model-len 16000 -gmu .97 --kv-cache-dtype fp8_e5m2\n"
+           "ValueError: The model's max seq len (16000) is larger than the maximum number of tokens that can be "
+           "stored in KV cache (96). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+           "initializing the engine.\n")
+    d = diagnose(err, offline=True)
+    assert d.unchecked[0]["flags"] == "--max-model-len 96"
+    note = d.unchecked[1]["why"]
+    assert 96 * 8 <= 16000 and "under an eighth of the 16,000" in note
+    assert "--tensor-parallel-size" in note and "kv-cache-dtype" not in note and "utilization" not in note
+    roomy = diagnose(err.replace("(96)", "(12000)"), offline=True)
+    assert len(roomy.unchecked) == 1     # 12,000 of 16,000 tokens is a real context
+
+
+def test_a_local_directory_that_spells_a_catalog_model_is_that_model():
+    """"../models/qwen25_32b_instruct_HF" is Qwen/Qwen2.5-32B-Instruct spelled another way (case,
+    separators, the conversion's "HF" suffix aside); a name that matches no model, or several, is no
+    guess."""
+    from estimator.catalog import match_local_name
+
+    assert match_local_name("qwen25_32b_instruct_HF") == "Qwen/Qwen2.5-32B-Instruct"
+    assert match_local_name("mistral_7b_instruct_v0.3") == "mistralai/Mistral-7B-Instruct-v0.3"
+    assert match_local_name("my-model") is None and match_local_name("qwen") is None
+    err = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+           "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+           "initializing the engine.\n")
+    d = diagnose("python -m vllm.entrypoints.openai.api_server --model /srv/qwen25_7b_instruct\nGPU: RTX 4090\n" + err,
+                 offline=True)
+    assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert any("spells Qwen/Qwen2.5-7B-Instruct" in a for a in d.assumptions)
+    assert "--model /srv/qwen25_7b_instruct" in d.suggestions[0]["command"]
