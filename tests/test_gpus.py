@@ -237,3 +237,12 @@ def test_a_bare_size_is_told_from_a_card_name():
 
     assert all(is_size_only(t) for t in ("79.25GiB", "49140MiB", "24GB", " 8 gib "))
     assert not any(is_size_only(t) for t in ("NVIDIA A100-SXM4-80GB", "RTX 4090", "24", ""))
+
+
+@pytest.mark.parametrize("text", ["Intel Arc Pro B70", "2x B70", "Intel(R) Arc(TM) Pro B70 Graphics"])
+def test_arc_pro_b70_is_the_total_vllm_reads_on_xpu(text):
+    """vllm PR #53990 prints torch.xpu.mem_get_info's total for the 32 GB card: 30.30 GiB (not the
+    32,656 MiB llama.cpp's SYCL backend lists); the B60 stays its own 22.71 GiB row."""
+    g = lookup_gpu(text)
+    assert g.name == "Intel Arc Pro B70" and g.total_bytes == round(30.30 * GIB)
+    assert lookup_gpu("Arc Pro B60").total_bytes == round(22.71 * GIB)
