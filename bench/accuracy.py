@@ -118,14 +118,17 @@ def settings_for(case: dict) -> EngineSettings:
             i += 1
     if pasted_engine:
         s.engine = pasted_engine
-    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
-        if isinstance(case.get(key), int):
-            setattr(s, key, case[key])
-    for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"):
-        if isinstance(case.get(key), (int, float)):
-            setattr(s, key, case[key])
-    if isinstance(case.get("max_model_len"), int):
-        s.max_model_len = case["max_model_len"]
+    # the case's own numbers, through the flags' checks: a 0 or a 1.5 in a hand-made record is
+    # skipped, not modelled (parse_flags rejects what vLLM would)
+    for key, kinds in (("tensor_parallel_size", int), ("pipeline_parallel_size", int),
+                       ("gpu_memory_utilization", (int, float)), ("max_num_seqs", int),
+                       ("max_num_batched_tokens", int), ("max_model_len", int)):
+        v = case.get(key)
+        if isinstance(v, kinds) and not isinstance(v, bool):
+            try:
+                parse_flags(["--" + key.replace("_", "-"), str(v)], s)
+            except KvdoctorError:
+                pass
     for key in ("dtype", "kv_cache_dtype"):
         v = case.get(key)
         if isinstance(v, str) and v.strip():

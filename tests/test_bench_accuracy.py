@@ -248,3 +248,32 @@ def test_a_toolkit_name_takes_the_format_the_served_path_names(accuracy):
              "'max_model_len': 131072, 'quantization': 'modelopt', 'kv_cache_dtype': 'fp8'}\n")
     case = {"paste": paste, "model": "Qwen/Qwen3.6-35B-A3B", "quantization": "modelopt", "other_flags": ""}
     assert accuracy.settings_for(case).quantization == "nvfp4"
+
+
+def test_odd_field_types_cost_the_field_not_the_run(accuracy, tmp_path, capsys):
+    """A hand-made record with a card written as a number, a model as a list, a figure as text, a
+    card as an object, or a TP size of 0: the bench reads what it can, ignores the rest, and
+    finishes (before, a list model and a text total were tracebacks and TP 0 a division by zero)."""
+    import json
+
+    lines = [
+        {"id": "number-card", "model": ["Qwen/Qwen2.5-0.5B-Instruct"], "gpu": 4090, "observed": {"kv_cache_gib": 5}},
+        {"id": "object-card", "model": "Qwen/Qwen2.5-0.5B-Instruct", "gpu": {"name": "A10"},
+         "observed": {"kv_cache_gib": 5}},
+        {"id": "text-total", "model": "Qwen/Qwen2.5-0.5B-Instruct", "gpu": "NVIDIA A10",
+         "observed": {"kv_cache_gib": 5, "total_gpu_memory_gib": "22"}},
+        {"id": "tp-zero", "model": "Qwen/Qwen2.5-0.5B-Instruct", "gpu": "NVIDIA A10", "tensor_parallel_size": 0,
+         "gpu_memory_utilization": 1.5, "observed": {"kv_cache_gib": 5}},
+        {"id": "observed-list", "model": "Qwen/Qwen2.5-0.5B-Instruct", "gpu": "NVIDIA A10", "observed": [5]},
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in lines))
+    assert accuracy.main([str(path), "--verbose"]) == 0
+    out, err = capsys.readouterr()
+    assert "line 2: field 'gpu' is not text" in err and "line 5: field 'observed' is not an object" in err
+    assert "object-card" in out and "skipped: no GPU" in out
+    rows = {line.split()[0] for line in out.splitlines() if "kv_cache_gib" in line and not line.startswith("kv")}
+    assert {"number-card", "text-total", "tp-zero"} <= rows
+    # the rejected TP 0 and utilization 1.5 leave the defaults: the same pool as the plain case
+    pool = {line.split()[0]: line.split()[3] for line in out.splitlines() if "kv_cache_gib" in line}
+    assert pool["tp-zero"] == pool["text-total"]
