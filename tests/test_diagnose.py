@@ -484,8 +484,9 @@ RECORDED_FIXES = [
     RecordedFix("recipes-831-qwen38-27b-rtxpro6000-mamba-blocks",
                 "fix was lowering max_num_seqs in the recipe",
                 "--max-num-seqs", "<=", 939,
-                skip="the paste names no model id and Qwen/Qwen3.8-27B is not in the offline catalog "
-                     "(note: the bound, ≤ 939, is in the error text itself)"),
+                # the paste names neither model nor card in a form the reader takes: the case record's FP8
+                # variant on the 97,887 MiB RTX PRO 6000 Blackwell Max-Q (the bound, ≤ 939, is vLLM's own)
+                model="Qwen/Qwen3.8-27B-FP8", gpu="97887MiB"),
     RecordedFix("spark-vllm-docker-396-minimax-m27-awq-2xdgxspark",
                 "Fix confirmed by user: --gpu-memory-utilization 0.85",
                 "--gpu-memory-utilization", ">", 0.80,
