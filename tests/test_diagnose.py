@@ -467,14 +467,18 @@ RECORDED_FIXES = [
     RecordedFix("bonito7-a10g-bonito-v1-32k",
                 "Fix from maintainer: Bonito('BatsResearch/bonito-v1', max_model_len=10000) -> user confirmed fixed.",
                 "--max-model-len", "<", 32768,
-                skip="BatsResearch/bonito-v1 (a Mistral-7B fine-tune) is not in the offline catalog: no estimate"),
+                # BatsResearch/bonito-v1 is a full fine-tune of Mistral-7B-v0.1 (the case's notes): the same
+                # architecture, which the catalog has
+                model="mistralai/Mistral-7B-v0.1"),
     RecordedFix("vllm14452-2x5090-qwq32b-bnb-pp2",
                 "Fix: user lowered --max-model-len (value not in excerpt) to start.",
                 "--max-model-len", "<", 60000),
     RecordedFix("wildguard2-3090-wildguard-30448",
                 "the fix hard-codes max_model_len=30448 when torch.cuda.get_device_name(0)=='NVIDIA GeForce RTX 3090'",
                 "--max-model-len", "<", 32768,
-                skip="the paste names no model (LLM(model=MODEL_NAME)); allenai/wildguard is not in the offline catalog"),
+                # the paste names no model (LLM(model=MODEL_NAME)) and no card but in the fix's string: allenai/
+                # wildguard is a Mistral-7B-v0.3 fine-tune (the catalog's v0.3 Instruct has its shapes) on an RTX 3090
+                model="mistralai/Mistral-7B-Instruct-v0.3", gpu="RTX 3090"),
     RecordedFix("vllm2312-3090-mixtral-awq-oom",
                 "Fix: 2+ GPUs (TP) or smaller model.",
                 "--tensor-parallel-size", ">", 1),
