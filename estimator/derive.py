@@ -639,7 +639,7 @@ def _estimate_reason(name: str, est: Estimate) -> str:
         "activation": f"profile run over {s.max_num_batched_tokens:,} tokens and a {min(s.max_num_seqs or 0, s.max_num_batched_tokens or 0)}"
                       "-row sampler" + (", with torch.compile's first compile (Model Runner V2)"
                                         if v2_first_compile(est.spec, est.profile, s) else "") + " (estimate)",
-        "non_torch": "cuBLAS/NCCL workspaces (estimate from public logs)" + (
+        "non_torch": "BLAS and collective-communication workspaces outside torch (estimate from public logs)" + (
             f", plus the {est.others_charged_bytes / GiB:.2f} GiB other processes hold (vLLM {est.profile.release} "
             "counts it as this instance's)" if est.others_charged_bytes else ""),
         "cuda_graphs": ("CUDA-graph pool (estimate)" + (

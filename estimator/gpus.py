@@ -39,6 +39,7 @@ class Gpu:
     fp8: bool
     assumed: str | None = None  # a sentence when the size was nominal, derived or assumed
     unified: bool = False       # the CPU and the OS use the same memory (Jetson): vLLM's budget is their RAM
+    vendor: str = ""            # the catalog row's ("NVIDIA", "AMD", "Intel"); "" for a size alone
 
     @property
     def total_gib(self) -> float:
@@ -143,7 +144,7 @@ def _to_gpu(row: _Row) -> Gpu:
                    f"{row.marketed_gb:g} GiB minus ~{SMI_RESERVED_MIB} MiB reservation = {total / GIB:.2f} GiB")
     else:
         raise UnknownGpu(f"{row.name} has no fixed memory size (unified memory); give the size, e.g. --gpu 64GB")
-    return Gpu(row.name, total, row.cc, row.bf16, row.fp8, assumed, row.unified)
+    return Gpu(row.name, total, row.cc, row.bf16, row.fp8, assumed, row.unified, row.vendor)
 
 
 _SIZE = regex.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|g|mib|mb|m|tib|tb|t|b|bytes)?\s*$", regex.IGNORECASE)

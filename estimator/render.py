@@ -43,6 +43,24 @@ _ROWS = (
 )
 
 
+# What sits outside torch's allocator is the vendor's libraries: ROCm's hipBLAS and RCCL, Intel's oneDNN and oneCCL
+_NON_TORCH_BY_VENDOR = {"AMD": "Non-torch (hipBLAS, RCCL…)", "Intel": "Non-torch (oneDNN, oneCCL…)"}
+
+
+def _vendor(diag) -> str:
+    """The card's vendor as the catalog has it ("" when the card is not a catalog row)."""
+    from estimator.errors import KvdoctorError
+    from estimator.gpus import lookup_gpu
+
+    name = ((diag.estimate or {}).get("gpu") or {}).get("name") if isinstance(diag.estimate, dict) else None
+    if not name:
+        return ""
+    try:
+        return lookup_gpu(str(name)).vendor
+    except KvdoctorError:
+        return ""
+
+
 def redact(text: str) -> str:
     try:
         return SECRET_SHAPES.sub("[redacted]", text or "", timeout=1.0)
@@ -64,6 +82,8 @@ def breakdown_rows(diag) -> list[tuple[str, str, str, str]]:
         f = st.figures.get(key)
         if f is None or f.value is None:
             continue
+        if key == "non_torch":
+            label = _NON_TORCH_BY_VENDOR.get(_vendor(diag), label)
         val, how = g(f.value), f.how
         if f.low is not None and f.high is not None and f.high - f.low > 0.005 * GiB:
             val = f"{f.low / GiB:.2f}–{f.high / GiB:.2f}"

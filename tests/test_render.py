@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from estimator.diagnosis import diagnose
-from estimator.render import redact, render_markdown, render_slack, render_text
+from estimator.render import breakdown_rows, redact, render_markdown, render_slack, render_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "examples" / "seed-post.txt"
@@ -230,3 +230,18 @@ def test_the_estimate_table_says_when_graphs_sit_outside_the_budget():
         return estimate_text(run_estimate(spec, "RTX 4090", EngineSettings(vllm_version=version, max_model_len=8192)))
     assert "CUDA graphs (captured after KV)" in text("0.27.0")
     assert "captured after KV" not in text("0.29.0") and "captured after KV" not in text("0.21.0")
+
+
+def test_the_non_torch_row_names_the_cards_own_libraries():
+    """Outside torch's allocator sit the vendor's libraries: cuBLAS/NCCL on NVIDIA, oneDNN/oneCCL on an
+    Intel card (the XPU worker shares the CUDA worker's accounting), hipBLAS/RCCL on AMD."""
+    text = ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768\nGPU: {}\n"
+            "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine.\n")
+    labels = {}
+    for card in ("Intel Arc Pro B70", "RTX 4090", "MI300X"):
+        rows = breakdown_rows(diagnose(text.format(card), offline=True))
+        labels[card] = next(r[0] for r in rows if r[0].startswith("Non-torch"))
+    assert labels == {"Intel Arc Pro B70": "Non-torch (oneDNN, oneCCL…)", "RTX 4090": "Non-torch (cuBLAS, NCCL…)",
+                      "MI300X": "Non-torch (hipBLAS, RCCL…)"}
