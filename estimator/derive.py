@@ -190,8 +190,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             else:
                 st.add(Figure(name, val, "estimated", _estimate_reason(name, est)))
     if isinstance(f("cuda_graph_gib"), (int, float)) and f("cuda_graph_gib") < 0 and "cuda_graphs" in st.figures:
-        # gpu_model_runner.py capture_model: free memory before capture − free memory after it, which
-        # is below zero when the capture's garbage collection hands cached blocks back to the driver
+        # gpu_model_runner.py capture_model (0.11): free memory before capture − free memory after it,
+        # below zero when more memory was freed during the capture than the graphs took
         st.figures["cuda_graphs"].how += (" (vLLM measures the change in free memory across graph capture; below "
                                           "zero when the capture released more cached memory than the graphs took)")
     if est is not None and f("cuda_graph_gib") is not None and not est.cuda_graph_bytes:

@@ -78,7 +78,7 @@ _LABELS: tuple[tuple[regex.Pattern, str, str], ...] = tuple((regex.compile(p), k
 # unit picks one (tokens need the word "tokens" in the cell or the label). A label that names the unit
 # ("Model Weight (GiB)") lets its cells give bare numbers ("64.38").
 _LABEL_GIB = regex.compile(r"\(gib\)\Z")
-_V_BARE = regex.compile(r"\A" + _NUM_SIGNED + r"(?![ ]*[A-Za-z%]|[\d.])")
+_V_BARE = regex.compile(r"\A" + _NUM_SIGNED + r"(?![ ]*[A-Za-z%]|[\d.,])")
 
 _BEFORE = regex.compile(r"(?i)\A(?:before|current|currently|old|baseline|main|master|original|existing|today|was)\b")
 _AFTER = regex.compile(r"(?i)\A(?:after|new|proposed|pr|this pr|patched|with (?:this|the) (?:pr|patch|fix)|now|fixed|target)\b")

@@ -221,4 +221,5 @@ def test_header_that_names_the_unit_reads_bare_numbers():
     assert f.get("weights_gib") is None and f.get("kv_cache_gib") is None
     assert read_cell(" 64.38 ", "gib_bare")[0] == 64.38
     assert read_cell(" 64.38 GB ", "gib_bare") is None       # another unit
+    assert read_cell(" 1,234 ", "gib_bare") is None          # a count, not GiB
     assert read_cell(" 0 ", "gib_bare") is None
