@@ -837,6 +837,10 @@ def shared_memory_fixes(facts, est: Estimate | None) -> list[dict]:
     return out
 
 
+# How facts_fixes words a capacity under an eighth of the length asked for (the summary leads with it)
+STUB_CONTEXT = "under an eighth"
+
+
 def facts_fixes(facts) -> list[dict]:
     """Fixes that follow from vLLM's own printed numbers alone (no model config to re-check with).
 
@@ -867,7 +871,7 @@ def facts_fixes(facts) -> list[dict]:
                 if not kv_dtype.startswith(("fp8", "int8", "int4", "nvfp4")):
                     ways.append("an fp8 KV cache (--kv-cache-dtype fp8)")
                 out.append({"flags": "", "checked": False,
-                            "why": f"{int(cap):,} tokens is under an eighth of the {int(length):,} asked for: the "
+                            "why": f"{int(cap):,} tokens is {STUB_CONTEXT} of the {int(length):,} asked for: the "
                                    "weights and the profile run took nearly all of vLLM's budget, so a useful context "
                                    "needs more memory for the KV cache — " + ", ".join(ways[:-1]) + " or " + ways[-1]})
         elif need and avail and length and float(avail) < float(need):

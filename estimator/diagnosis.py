@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from estimator.advice import STUB_CONTEXT
 from estimator.derive import (
     activation_from_facts,
     derive,
@@ -1004,7 +1005,13 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif d.unchecked:
         u = d.unchecked[0]
         lead = "Fix" if kind in CONFIG_ERRORS else "Likely fix"     # a setting vLLM accepts, not a guess
-        parts.append(f"{lead}: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}.")
+        stub = next((x for x in d.unchecked[1:2] if not x["flags"] and STUB_CONTEXT in x["why"]), None)
+        if stub is not None:
+            # vLLM's own capacity is a stub of the length asked for (advice.facts_fixes): what makes room
+            # leads, not a context too short to use
+            parts.append(f"A shorter context fits (`{u['flags']}`), but {stub['why']}.")
+        else:
+            parts.append(f"{lead}: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}.")
         if d.missing:
             parts.append("To re-check it with vLLM's arithmetic I need " + " and ".join(d.missing) + ".")
     elif d.disagrees:

@@ -1029,8 +1029,11 @@ def test_a_stub_context_is_called_one():
     note = d.unchecked[1]["why"]
     assert 96 * 8 <= 16000 and "under an eighth of the 16,000" in note
     assert "--tensor-parallel-size" in note and "kv-cache-dtype" not in note and "utilization" not in note
+    # the summary leads with what makes room, not with a 96-token context
+    assert d.summary.count("A shorter context fits (`--max-model-len 96`), but 96 tokens is under an eighth") == 1
     roomy = diagnose(err.replace("(96)", "(12000)"), offline=True)
     assert len(roomy.unchecked) == 1     # 12,000 of 16,000 tokens is a real context
+    assert "Likely fix: `--max-model-len 11264`" in roomy.summary
 
 
 def test_a_local_directory_that_spells_a_catalog_model_is_that_model():
