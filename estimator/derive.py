@@ -234,6 +234,10 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                 + ". Paste the `nvidia-smi` output and vLLM's start-up memory lines (\"Memory profiling takes …\", "
                 "\"Available KV cache memory …\") to pin it down")
 
+    unexplained = _unexplained_solve(est, weights_read=f("weights_gib") is not None)
+    if unexplained:
+        st.checks.append(unexplained)
+
     # ---- needed vs available ----
     if est is not None:
         st.add(Figure("kv_needed", est.kv_needed_bytes, "derived", _needed_how(est, bs)))
@@ -630,6 +634,31 @@ def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:
     return (f"[{' + '.join(terms)}]{padding} = {total:,} B per token of context in {est.layout.block_size}-token "
             f"blocks (one latent head: not split by TP); besides, every request reserves the {layers[0].window:,}-token "
             "sliding-window caches and the compressor states for its window plus the tokens in flight")
+
+
+# A part solved for (diagnosis._anchor) is worth a word when vLLM's figure needs much more of it than the
+# model sees: at least this much more, and at least twice the model's own figure (a judgement: the spread
+# of the profile-peak estimates over the corpora is well within both).
+UNEXPLAINED_SOLVE_MIN = 1 * GiB
+
+
+def _unexplained_solve(est: Estimate | None, weights_read: bool = False) -> str | None:
+    """The check a large solved-for activation peak deserves: the table shows it as derived, but most of it is
+    memory the model does not explain, and the fixes assume it stays. With the weights printed, they are not
+    the suspect, and the log lines to ask for are already there."""
+    rec = est.reconciliation if est is not None else None
+    if rec is None or rec.plain is None or "activation_bytes" not in rec.solved:
+        return None
+    own, solved = rec.plain.activation_bytes, est.activation_bytes
+    if solved - own < UNEXPLAINED_SOLVE_MIN or solved < 2 * own:
+        return None
+    causes = "another process on the GPU or another vLLM version" if weights_read else \
+        "another process on the GPU, a checkpoint larger than its config says, or another vLLM version"
+    ask = "" if weights_read else \
+        "; vLLM's start-up memory lines (\"Model loading took …\", \"Memory profiling takes …\") would say which"
+    return (f"vLLM's KV figure leaves {solved / GiB:.2f} GiB for the profile run's peak, {(solved - own) / GiB:.2f} GiB "
+            f"more than the model's estimate ({own / GiB:.2f} GiB): memory the model does not explain — {causes}. "
+            f"The fixes assume it stays{ask}")
 
 
 def _estimate_reason(name: str, est: Estimate) -> str:
