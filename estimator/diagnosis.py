@@ -314,18 +314,20 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     path = str(facts.extra.get("model_path") or "")
     from_path = not model_ref and bool(path)     # the model is read from the local path the run served
     if from_path:
-        model_ref = _served_repo(facts)
-        if model_ref:
-            assumptions.append(f"the command serves the local path {path}, under the name {model_ref} "
-                               "(--served-model-name): modelled as that Hub repo — say which model the path holds "
-                               "if it is another")
-        else:
-            from estimator.catalog import match_local_name
+        # the directory's own name first when it spells exactly one known model; else the name the run
+        # serves it under, which may be an alias of another repo ("openai/gpt-4o")
+        from estimator.catalog import match_local_name
 
-            model_ref = match_local_name(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+        model_ref = match_local_name(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+        if model_ref:
+            assumptions.append(f"the command serves the local path {path}, whose name spells {model_ref} "
+                               "(kvdoctor's catalog): modelled as that model — say which model the path "
+                               "holds if it is another")
+        else:
+            model_ref = _served_repo(facts)
             if model_ref:
-                assumptions.append(f"the command serves the local path {path}, whose name spells {model_ref} "
-                                   "(kvdoctor's catalog): modelled as that model — say which model the path "
+                assumptions.append(f"the command serves the local path {path}, under the name {model_ref} "
+                                   "(--served-model-name): modelled as that Hub repo — say which model the path "
                                    "holds if it is another")
     if not model_ref:
         missing.append(f"which Hub model the local path `{path}` holds (its repo id, or its config.json)" if path

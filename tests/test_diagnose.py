@@ -1053,3 +1053,15 @@ def test_a_local_directory_that_spells_a_catalog_model_is_that_model():
     assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
     assert any("spells Qwen/Qwen2.5-7B-Instruct" in a for a in d.assumptions)
     assert "--model /srv/qwen25_7b_instruct" in d.suggestions[0]["command"]
+
+
+def test_a_directory_that_spells_a_model_wins_over_an_alias_it_is_served_as():
+    """`vllm serve /srv/qwen25_7b_instruct --served-model-name openai/gpt-4o`: the alias is what clients
+    call, the directory says what it holds."""
+    err = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+           "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+           "initializing the engine.\n")
+    d = diagnose("vllm serve /srv/qwen25_7b_instruct --served-model-name openai/gpt-4o\nGPU: RTX 4090\n" + err,
+                 offline=True)
+    assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert "--served-model-name openai/gpt-4o" in d.suggestions[0]["command"]
