@@ -998,13 +998,17 @@ def test_a_release_without_the_quantization_method_is_answered_as_such():
     assert "no `fp4` quantization method" in typo.summary and "spelling of `--quantization`" in typo.summary
 
 
+# V0's capacity error for a 32K context that 20,000 tokens of KV cannot hold (the local-path tests below)
+V0_32K_ERROR = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+                "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+                "when initializing the engine.\n")
+
+
 def test_a_local_path_served_under_a_repo_id_is_modelled_as_that_repo():
     """`vllm serve /data/models/my-copy --served-model-name Qwen/Qwen2.5-7B-Instruct`: the path names
     no model, the name it is served under does; the reply models that repo and says so. A bare alias
     is no repo: the reply asks which model the path holds, naming the path."""
-    err = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
-           "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-           "initializing the engine.\n")
+    err = V0_32K_ERROR
     d = diagnose("vllm serve /data/models/my-copy --served-model-name Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization"
                  " 0.9\nGPU: RTX 4090\n" + err, offline=True)
     assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
@@ -1045,9 +1049,7 @@ def test_a_local_directory_that_spells_a_catalog_model_is_that_model():
     assert match_local_name("qwen25_32b_instruct_HF") == "Qwen/Qwen2.5-32B-Instruct"
     assert match_local_name("mistral_7b_instruct_v0.3") == "mistralai/Mistral-7B-Instruct-v0.3"
     assert match_local_name("my-model") is None and match_local_name("qwen") is None
-    err = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
-           "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-           "initializing the engine.\n")
+    err = V0_32K_ERROR
     d = diagnose("python -m vllm.entrypoints.openai.api_server --model /srv/qwen25_7b_instruct\nGPU: RTX 4090\n" + err,
                  offline=True)
     assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
@@ -1058,9 +1060,7 @@ def test_a_local_directory_that_spells_a_catalog_model_is_that_model():
 def test_a_directory_that_spells_a_model_wins_over_an_alias_it_is_served_as():
     """`vllm serve /srv/qwen25_7b_instruct --served-model-name openai/gpt-4o`: the alias is what clients
     call, the directory says what it holds."""
-    err = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
-           "stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-           "initializing the engine.\n")
+    err = V0_32K_ERROR
     d = diagnose("vllm serve /srv/qwen25_7b_instruct --served-model-name openai/gpt-4o\nGPU: RTX 4090\n" + err,
                  offline=True)
     assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
