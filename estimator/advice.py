@@ -862,10 +862,13 @@ def facts_fixes(facts) -> list[dict]:
                         "why": f"vLLM itself said at most {int(cap):,} tokens fit with these settings"})
             if length and int(cap) * 8 <= int(length):
                 # a stub of the context asked for: a shorter length "fits" but serves nothing useful
+                # what would make room, less what the run already does
                 u, kv_dtype = f("gpu_memory_utilization"), str(f("kv_cache_dtype") or "auto").lower()
-                ways = ([f"a higher --gpu-memory-utilization (now {float(u):g})" if isinstance(u, (int, float))
-                         else "a higher --gpu-memory-utilization"] if not (isinstance(u, (int, float)) and u >= 0.95)
-                        else [])
+                ways = []
+                if not isinstance(u, (int, float)):
+                    ways.append("a higher --gpu-memory-utilization")
+                elif u < 0.95:
+                    ways.append(f"a higher --gpu-memory-utilization (now {float(u):g})")
                 ways += ["more GPUs (--tensor-parallel-size)",
                          "a smaller checkpoint" if f("quantization") else "a smaller or quantized checkpoint"]
                 if not kv_dtype.startswith(("fp8", "int8", "int4", "nvfp4")):

@@ -1474,10 +1474,7 @@ def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompt
     of activation and non-torch memory; the eager SigLIP block (1.84 GiB) with these pixels (0.28)
     and 0.15 non-torch gives 2.27, where V1's factor 1.3 without them gave 2.54."""
     item = _dummy_item(spec).values
-    value_b = pixel_value_bytes(profile, dtype_b)
-    kept = prompts * (images + videos) * item * value_b
-    copy = prompts * max(images, videos) * item * dtype_b if value_b != dtype_b else 0
-    return kept, copy
+    return _pixels_with_copy(profile, dtype_b, prompts * (images + videos) * item, prompts * max(images, videos) * item)
 
 
 # V1's profile run moves its dummy batch to the GPU in the model dtype from this release
@@ -1504,8 +1501,14 @@ def v1_dummy_pixel_bytes(profile: Profile, dtype_b: int, values: int) -> tuple[i
     converts them first (qwen2_5_vl.py `.type(self.visual.dtype)`). vllm PR #25631's 0.11-era log
     (Qwen2.5-VL-3B, A100-40GB): its default 114,688-token dummy video is 458,752 patches, 1.0 GiB of bf16 pixels, and
     the KV cache printed 5.26 GiB (6.41 modelled without them, 5.40 with)."""
+    return _pixels_with_copy(profile, dtype_b, values, values)
+
+
+def _pixels_with_copy(profile: Profile, dtype_b: int, kept: int, copied: int) -> tuple[int, int]:
+    """(bytes of `kept` pixel values on the GPU, bytes of the tower's model-dtype copy of `copied` of them,
+    made only where the pixels are not already in the model dtype): the one rule both engines share."""
     value_b = pixel_value_bytes(profile, dtype_b)
-    return values * value_b, (values * dtype_b if value_b != dtype_b else 0)
+    return kept * value_b, (copied * dtype_b if value_b != dtype_b else 0)
 
 
 def _mllama_v0_encoder_peak(spec: ModelSpec, v: dict, images: int, tp: int, dtype_b: int,
