@@ -25,6 +25,7 @@ from estimator.memory import (
     window_tokens,
 )
 from estimator.paste import torch_oom_records
+from estimator.spec import DeepseekV4Layer
 from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
 
 if TYPE_CHECKING:
@@ -577,7 +578,7 @@ def kv_formula(est: Estimate) -> str:
     states = " (plus a fixed state per request in the linear-attention/Mamba layers)" if est.layout.state_bytes_per_request else ""
     if not layers:
         return "no layer keeps per-token KV" + states
-    if est.layout.dsv4 is not None:
+    if est.layout.dsv4 is not None or any(isinstance(lk, DeepseekV4Layer) for lk in layers):
         return _deepseek_v4_formula(est, layers, total)
     # the layers as this version caches them: MLA before 0.7.1 keeps K and V per head (memory.effective_layers)
     if any(lk.kind == "mla" or getattr(lk, "fixed_bytes", 0) or getattr(lk, "indexer_bytes", 0) for lk in layers):
@@ -626,10 +627,14 @@ def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:
     by_ratio: dict[int, int] = {}
     for lk in layers:
         by_ratio[lk.compress_ratio] = by_ratio.get(lk.compress_ratio, 0) + 1
-    ds_mla = est.layout.dsv4.ds_mla
+    plan = est.layout.dsv4
+    # a release before DeepSeek-V4's pool (memory._deepseek_v4_layout) has no plan: only the rows count
+    ds_mla = plan.ds_mla if plan is not None else (est.settings.kv_cache_dtype or "auto").startswith("fp8")
     row = f"{DS_MLA_ROW_BYTES} B (fp8_ds_mla)" if ds_mla else f"{layers[0].head_dim} × dtype bytes"
     terms = [f"{n} layers × {row} ÷ {r}" + (" + the indexer's 132 B key ÷ 4" if r == 4 else "")
              for r, n in sorted(by_ratio.items())]
+    if plan is None:
+        return f"[{' + '.join(terms)}] = {total:,} B per token of context (one latent head: not split by TP)"
     padding = f", pages padded to {DS_MLA_ALIGN} B," if ds_mla else ""
     return (f"[{' + '.join(terms)}]{padding} = {total:,} B per token of context in {est.layout.block_size}-token "
             f"blocks (one latent head: not split by TP); besides, every request reserves the {layers[0].window:,}-token "

@@ -23,6 +23,7 @@ Never raises: any input (bytes, junk, 1 MB) gives a `Facts`, quickly (regex time
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 
 import regex
@@ -341,6 +342,8 @@ def _read(raw: str) -> Facts:
     failed_runs = {run_of(k[0]) for k in kinds}
     by_key: dict[str, list[_Occ]] = {}
     for o in occs:
+        if isinstance(o.value, float) and not math.isfinite(o.value):
+            continue  # "1e999" or "nan" where a figure belongs: no figure vLLM prints
         by_key.setdefault(o.key, []).append(o)
     chosen: dict[str, _Occ] = {}
     per_rank: dict[str, list] = {}

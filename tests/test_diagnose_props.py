@@ -52,3 +52,30 @@ def test_diagnose_and_render_never_raise(text):
 def test_arbitrary_text_is_silent_or_diagnosed(text):
     d = diagnose(text, offline=True)
     assert d is None or d.error_kind is not None
+
+
+def test_an_infinite_setting_in_non_default_args_is_not_read():
+    """A fuzzed 0.19 log: "'gpu_memory_utilization': 1e309" in the non-default args beside an
+    nvidia-smi row made the budget total × ∞ and int() raised OverflowError."""
+    text = ("INFO 04-28 11:13:35 [utils.py:233] non-default args: {'model': 'microsoft/Phi-3-mini-4k-instruct', "
+            "'gpu_memory_utilization': 1e309}\n"
+            "| 30%   26C    P8              16W / 450W |  14214MiB / 24564MiB |      0%      Default |\n")
+    from estimator.paste import read_paste
+
+    assert read_paste(text).get("gpu_memory_utilization") is None
+    d = diagnose(text, offline=True, explain=True)
+    assert "inf" not in render_text(d).split("Assumptions")[0]
+
+
+def test_deepseek_v4_at_a_release_before_its_support_gets_a_kv_formula():
+    """DeepSeek-V4 read beside a 0.10 version line: no DeepSeek-V4 pool at that release, so the
+    per-token formula counts the compressed rows (it raised AttributeError on the layer kind)."""
+    text = ("vLLM API server version 0.10.1\n"
+            "llm = LLM(model=\"deepseek-ai/DeepSeek-V4-Flash\", tensor_parallel_size=2, kv_cache_dtype=\"fp8\")\n"
+            "GPU: GH200\nINFO [gpu_worker.py:276] Available KV cache memory: 24.83 GiB\n"
+            "INFO [kv_cache_utils.py:849] GPU KV cache size: 464,848 tokens\n")
+    d = diagnose(text, offline=True, explain=True)
+    line = next(x for x in render_text(d).splitlines() if x.startswith("KV cache per token"))
+    # 21 layers at ratio 4: ceil(584 / 4) + (128 + 4) / 4 = 146 + 33; 20 at ratio 128: ceil(584 / 128) = 5
+    assert f"{21 * (146 + 33) + 20 * 5:,} B per token" in line
+    assert "cannot load DeepSeek-V4" in render_text(d)
