@@ -423,8 +423,14 @@ def _over_config_fixes(est: Estimate) -> list[Suggestion]:
     cap = length_over_config(est.spec, est.settings, est.profile)
     out: list[Suggestion | None] = []
     if cap:
-        out.append(_with_len(est, {"max_model_len": cap}, "the longest context the model's config allows", False,
-                             flags=[_flag("max-model-len", cap)]))
+        e, ok, _ = _check(est, max_model_len=cap)
+        if ok:
+            out.append(Suggestion(_flag("max-model-len", cap), {"max_model_len": cap}, e,
+                                  "the longest context the model's config allows", False))
+        else:
+            # the config's length does not fit either: the longest that does (below the config's)
+            out.append(_with_len(est, {}, f"the longest context that fits (the model's config allows {cap:,})",
+                                 False))
     e = rerun(est, allow_long_max_model_len=True)
     if e.fits:
         out.append(Suggestion("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", {"allow_long_max_model_len": True}, e,

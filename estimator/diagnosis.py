@@ -100,9 +100,13 @@ def explain_json(diag: Diagnosis) -> dict:
 
 
 def settings_from_facts(facts, version: str | None, engine: str | None):
-    from estimator.vllm import EngineSettings
+    from estimator.vllm import EngineSettings, plausible_setting
 
-    f = facts.get
+    def f(key: str):
+        # a figure vLLM could not have run with (0 blocks, 10^20 stages) is a misreading: not stated
+        v = facts.get(key)
+        return v if plausible_setting(key, v) else None
+
     # a paste is what vLLM did with these settings: a length above the config's either got past its
     # check (overrides the paste need not show) or the paste's own error says so
     s = EngineSettings(vllm_version=version, engine=engine, allow_long_max_model_len=True)
@@ -130,7 +134,7 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         if s.enable_prefix_caching is None and mode != "none":
             s.enable_prefix_caching = True     # a Mamba cache mode other than none means prefix caching
     dp = facts.extra.get("data_parallel_size")
-    if isinstance(dp, int) and dp > 1:
+    if isinstance(dp, int) and dp > 1 and plausible_setting("data_parallel_size", dp):
         s.data_parallel_size = dp
     if facts.extra.get("mxfp4_backend"):
         s.mxfp4_backend = facts.extra["mxfp4_backend"]
@@ -887,7 +891,7 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
     weights = est.modelled_weights_bytes if est else None
     for c in claims:
         gb = c.get("gb")
-        if gb is None or weights is None or c.get("about") not in (None, "weights", "parameters", "model"):
+        if gb is None or not weights or c.get("about") not in (None, "weights", "parameters", "model"):
             continue
         c = {**c, "text": str(c.get("text", "")).strip().lstrip("•*-– ").strip()}
         real_gb = weights / 1e9

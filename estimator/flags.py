@@ -15,6 +15,7 @@ timeout so hostile input cannot hang a caller.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections import deque
 from dataclasses import dataclass
@@ -170,15 +171,17 @@ def human_int(text: str) -> int | None:
         return int(t) if m2 else None
     num, suf = m.group(1), m.group(2)
     mult = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}[suf]
+    if "." not in num:
+        return int(num) * mult      # exact: a 400-digit count is no float (it would be inf)
     value = float(num) * mult
-    if value != int(value) and not suf:
+    if not math.isfinite(value) or (value != int(value) and not suf):
         return None
     return int(value)
 
 
 def _float(text: str) -> float | None:
     t = text.strip().strip("'\"`").rstrip(",")
-    if regex.fullmatch(r"[+]?(?:\d+(?:\.\d*)?|\.\d+)", t):
+    if regex.fullmatch(r"[+]?(?:\d+(?:\.\d*)?|\.\d+)", t) and math.isfinite(float(t)):
         return float(t)
     return None
 
@@ -201,6 +204,8 @@ def normalise(key: str, raw: object) -> object | None:
     if isinstance(raw, bool):
         return raw if key in BOOL_KEYS else None
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        if isinstance(raw, float) and not math.isfinite(raw):
+            return None         # 1e309 in a kwargs dict: no value vLLM accepts
         if key in INT_KEYS:
             return int(raw) if float(raw).is_integer() else None
         if key in FLOAT_KEYS:

@@ -623,6 +623,33 @@ def apply_speculative(s: EngineSettings, value: object) -> None:
         s.num_speculative_tokens = k
 
 
+# The most ranks kvdoctor models along one of TP, PP and DP: far past any deployment (TP stops at an
+# NVLink domain, 72 GPUs; PP at the layer count), low enough that a garbled figure (10^20 ranks) cannot
+# size per-stage work by it. A bound of this tool, not one of vLLM's.
+MAX_PARALLEL = 4096
+_PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+# Likewise for token, sequence and block counts (2^40, a million times the longest context any model
+# offers): beyond it the arithmetic leaves what a float holds.
+MAX_COUNT = 2**40
+MAX_BYTES = 2**60       # a byte size (--kv-cache-memory-bytes) past an exbibyte: no card holds it
+_COUNT_KEYS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens")
+
+
+def plausible_setting(key: str, value: object) -> bool:
+    """Whether vLLM could have run with this number for `key`: finite and positive, a utilization in
+    (0, 1] (vLLM's CacheConfig rejects more), a parallel size up to MAX_PARALLEL. A paste's
+    implausible figure is a misreading or a typo, not a setting to model."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
+        return False
+    if key == "gpu_memory_utilization":
+        return value <= 1
+    if key in _COUNT_KEYS:
+        return value <= MAX_COUNT
+    return key not in _PARALLEL_KEYS or value <= MAX_PARALLEL
+
+
 def _value(key: str, raw: str, name: str) -> object:
     from estimator.flags import normalise
 
@@ -630,12 +657,19 @@ def _value(key: str, raw: str, name: str) -> object:
     if key == "max_model_len" and text.lower() in ("auto", "-1"):
         return "auto"
     if key == "kv_cache_memory_bytes":
-        return parse_bytes(text)
+        try:
+            return parse_bytes(text)
+        except BadInput as exc:
+            raise BadInput(f"{name}: {exc}") from None
     value = normalise(key, text)
-    if value is None or (isinstance(value, (int, float)) and value <= 0):
-        raise BadInput(f"bad value for {name}: {raw!r}")
-    if key == "gpu_memory_utilization" and not 0 < float(value) <= 1:
-        raise BadInput(f"{name} must be in (0, 1], got {raw}")
+    if key == "gpu_memory_utilization" and isinstance(value, float) and not plausible_setting(key, value):
+        raise BadInput(f"{name} must be in (0, 1], got {_shown(raw.strip())}")
+    if key in _PARALLEL_KEYS and isinstance(value, int) and value > MAX_PARALLEL:
+        raise BadInput(f"{name} {_shown(value)} is more ranks than kvdoctor models (at most {MAX_PARALLEL:,})")
+    if key in _COUNT_KEYS and isinstance(value, int) and value > MAX_COUNT:
+        raise BadInput(f"{name} {_shown(value)} is more than kvdoctor models (at most {MAX_COUNT:,})")
+    if value is None or not plausible_setting(key, value):
+        raise BadInput(f"bad value for {name}: {_shown(raw.strip())!r}")
     return value
 
 
@@ -646,7 +680,18 @@ def parse_bytes(text: str) -> int:
     if not m:
         raise BadInput(f"expected a byte size such as 8GiB, got {text!r}")
     num, suffix = float(m.group(1)), m.group(2).lower()
-    return int(num * 1024 ** ("kmgt".index(suffix) + 1)) if suffix else int(num)
+    size = num * 1024 ** ("kmgt".index(suffix) + 1) if suffix else num
+    if not size < MAX_BYTES:
+        raise BadInput(f"{_shown(m.group(1))} is more memory than kvdoctor models (at most 1 EiB)")
+    return int(size)
+
+
+def _shown(number: object) -> str:
+    """A number for a message: grouped, or its first digits when it is too long to read."""
+    digits = str(number)
+    if len(digits) > 15:
+        return f"{digits[:12]}… ({len(digits)} digits)"
+    return f"{number:,}" if isinstance(number, int) else digits
 
 
 # ------------------------------------------------------------------------------------------

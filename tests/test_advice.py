@@ -778,3 +778,20 @@ def test_v0_no_cache_blocks_still_gets_the_plain_length_fix():
     assert plain and plain[0].fits
     target = plain[0].changes["max_model_len"]
     assert rerun(est, max_model_len=target).fits and not rerun(est, max_model_len=target + 2048).fits
+
+
+def test_a_length_above_the_config_whose_config_length_does_not_fit_either():
+    """--max-model-len 1,000,000 for Qwen3-8B (its config allows 40,960) on a 4090 at utilization 0.75:
+    the config's 40,960 tokens (5.62 GiB of KV) do not fit in what is left beside 15.3 GiB of weights,
+    so the fix is the longest length that does, once — the search used to pass max_model_len twice
+    (TypeError), and the flags read "--max-model-len 40960 --max-model-len 8192"."""
+    spec = load_model("Qwen/Qwen3-8B", offline=True).spec
+    s = EngineSettings(vllm_version="0.22.0", max_model_len=1_000_000, gpu_memory_utilization=0.75)
+    est = run_estimate(spec, "RTX 4090", s)
+    assert est.error_kind == "max_model_len_derived"
+    assert not rerun(est, max_model_len=40960).fits
+    fixes = suggest(est)
+    assert fixes and fixes[0].flags.count("--max-model-len") == 1
+    length = fixes[0].changes["max_model_len"]
+    assert length < 40960 and fixes[0].fits and rerun(est, max_model_len=length).fits
+    assert "config allows 40,960" in fixes[0].why

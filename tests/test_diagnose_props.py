@@ -79,3 +79,30 @@ def test_deepseek_v4_at_a_release_before_its_support_gets_a_kv_formula():
     # 21 layers at ratio 4: ceil(584 / 4) + (128 + 4) / 4 = 146 + 33; 20 at ratio 128: ceil(584 / 128) = 5
     assert f"{21 * (146 + 33) + 20 * 5:,} B per token" in line
     assert "cannot load DeepSeek-V4" in render_text(d)
+
+
+def test_a_pasted_parallel_size_past_any_run_is_not_modelled():
+    """A fuzzed paste's `-tp 99999999999999999999`: sized as given, the KV heads per rank came to
+    nothing and the block arithmetic divided by zero. vLLM cannot have run with it: not stated."""
+    text = ("vllm serve Qwen/Qwen3-8B -tp 99999999999999999999 -pp 99999999999999999999 --block-size 0\n"
+            "ValueError: To serve at least one request with the model's max seq len (40960), (5.62 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (2.00 GiB). Based on the available "
+            "memory, the estimated maximum model length is 14560. Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.\nGPU: H100\n")
+    d = diagnose(text, offline=True, explain=True)
+    s = d.estimate["settings"]
+    assert (s["tensor_parallel_size"], s["pipeline_parallel_size"], s["block_size"]) == (1, 1, 16)
+    render_text(d)
+
+
+def test_a_claim_about_the_weights_beside_a_zero_weights_line():
+    """"Model loading took 0 GiB" (a fuzzed log) and "the weights take 16 GB": comparing the claim with
+    zero divided by zero."""
+    text = ("INFO 03-01 10:00:00 [gpu_model_runner.py:1800] Model loading took 0 GiB and 3.2 seconds\n"
+            "As I can see in the log, the model weights only take 16 GB.\n"
+            "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.9\nGPU: RTX 4090\n"
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+            "when initializing the engine.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert not any("16 GB" in note for note in d.notes)     # nothing to compare the claim with
+    render_text(d)

@@ -42,6 +42,20 @@ def test_human_int(raw, value):
     assert human_int(raw) == value
 
 
+def test_human_int_long_digit_runs_stay_exact():
+    # float("9" * 400) is inf, and int(inf) raised OverflowError
+    assert human_int("9" * 400) == int("9" * 400)
+    assert human_int("1" + "0" * 30 + "K") == 10**30 * 1024
+    assert human_int("9" * 400 + ".5") is None
+
+
+def test_normalise_drops_non_finite_numbers():
+    # a kwargs dict's 1e309 is float inf by the time it is read
+    assert normalise("gpu_memory_utilization", float("inf")) is None
+    assert normalise("max_model_len", float("nan")) is None
+    assert normalise("gpu_memory_utilization", "9" * 400) is None     # float() of it is inf
+
+
 def test_normalise():
     assert normalise("dtype", "torch.bfloat16") == "bfloat16"
     assert normalise("dtype", "bf16") == "bfloat16"

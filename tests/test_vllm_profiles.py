@@ -456,6 +456,29 @@ def test_parse_flags_bad_values(argv):
         parse_flags(argv)
 
 
+# Found by fuzzing the CLI's flags: these raised OverflowError (a 400-digit count through float, 10^20
+# pipeline stages sizing a list) or ran for minutes (10^8 stages) instead of saying what is wrong.
+@pytest.mark.parametrize("argv, words", [
+    (["-pp", "99999999999999999999"], "at most 4,096"),
+    (["-pp", "100000000"], "at most 4,096"),
+    (["-tp", "4097"], "at most 4,096"),
+    (["--max-model-len", "9" * 400], "(400 digits)"),
+    (["--max-num-batched-tokens", str(2**40 + 1)], "at most 1,099,511,627,776"),
+    (["--block-size", "9" * 30], "(30 digits)"),
+    (["--kv-cache-memory", "9" * 400], "--kv-cache-memory: 999999999999… (400 digits)"),
+    (["--gpu-memory-utilization", "9" * 400], "(400 digits)"),
+])
+def test_parse_flags_numbers_past_any_run_are_refused_with_a_message(argv, words):
+    with pytest.raises(BadInput) as exc:
+        parse_flags(argv)
+    assert words in str(exc.value)
+
+
+def test_parse_flags_keeps_the_largest_counts_it_models():
+    s = parse_flags(["-tp", "4096", "--max-model-len", str(2**40), "--kv-cache-memory", "1024T"])
+    assert (s.tensor_parallel_size, s.max_model_len, s.kv_cache_memory_bytes) == (4096, 2**40, 2**50)
+
+
 # -- the thread's date bounds the version (PyPI upload days: 0.9.2 2025-07-08, 0.10.0 2025-07-25,
 # 0.5.5 2024-08-23, 0.22.0 2026-05-29, 0.7.2 2025-02-06, 0.7.3 2025-02-20; first release 2023-06-19)
 
