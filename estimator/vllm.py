@@ -637,8 +637,9 @@ _COUNT_KEYS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block
 
 def plausible_setting(key: str, value: object) -> bool:
     """Whether vLLM could have run with this number for `key`: finite and positive, a utilization in
-    (0, 1] (vLLM's CacheConfig rejects more), a parallel size up to MAX_PARALLEL. A paste's
-    implausible figure is a misreading or a typo, not a setting to model."""
+    (0, 1] (vLLM's CacheConfig rejects more), a parallel size up to MAX_PARALLEL, a count up to
+    MAX_COUNT. A paste's implausible figure is a misreading or a typo, not a setting to model; the
+    CLI's is refused with a message (`_value`)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return True
     if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
