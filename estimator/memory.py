@@ -849,7 +849,9 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                                           *_media_per_prompt(s, _dummy_item(spec).video))
         forward += kept
         encoder += kept + copy
-        assumptions.append(f"V0 keeps the dummy media's pixels on the GPU through the whole profile run "
+        twice = " (the batch and the copy the model's input check concatenates)" \
+            if v0_pixel_copies(spec, profile) > 1 else ""
+        assumptions.append(f"V0 keeps the dummy media's pixels on the GPU through the whole profile run{twice} "
                            f"({kept / GiB:.2f} GiB" + (", float32 as the image processor gives them, and the "
                                                         f"tower's {copy / GiB:.2f} GiB model-dtype copy" if copy else "")
                            + ")")
@@ -1474,7 +1476,23 @@ def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompt
     of activation and non-torch memory; the eager SigLIP block (1.84 GiB) with these pixels (0.28)
     and 0.15 non-torch gives 2.27, where V1's factor 1.3 without them gave 2.54."""
     item = _dummy_item(spec).values
-    return _pixels_with_copy(profile, dtype_b, prompts * (images + videos) * item, prompts * max(images, videos) * item)
+    kept, copy = _pixels_with_copy(profile, dtype_b, prompts * (images + videos) * item,
+                                   prompts * max(images, videos) * item)
+    return kept * v0_pixel_copies(spec, profile), copy
+
+
+# V0's Qwen2-VL and Qwen2.5-VL check their pixels with `torch.concat(list(pixel_values))`
+# (qwen2_vl.py / qwen2_5_vl.py _validate_and_reshape_mm_tensor): V0 hands the model each modality as a
+# 3-D batch (multimodal/inputs.py MultiModalKwargs.batch, `unsqueeze(0)` for one prompt), and
+# concatenating its rows allocates a second copy, held in `image_input` / `video_input`, locals of the
+# model's forward, while the language model runs. Read in the 0.6.4, 0.7.3, 0.8.0, 0.8.4, 0.9.2 and
+# 0.10.1 wheels (every V0 release with these models, 0.6.1–0.10.x, validates them so).
+
+
+def v0_pixel_copies(spec: ModelSpec, profile: Profile) -> int:
+    """How many copies of the dummy media's pixels V0's forward holds: two for Qwen2-VL and Qwen2.5-VL
+    (the concatenated copy above), one for the others."""
+    return 2 if profile.engine == "v0" and spec.model_type in _QWEN2_VL_TYPES else 1
 
 
 # V1's profile run moves its dummy batch to the GPU in the model dtype from this release

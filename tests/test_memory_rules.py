@@ -195,14 +195,17 @@ def test_v0_multimodal_dummy_prompt_is_not_cut_to_the_batch():
     per_token = 3 * 18944 + 3 * 3584
     # Beside them, the dummy image's and video's float32 pixels (0.8.4 does not cast them) stay on
     # the GPU as the forward's keyword arguments: 65,536 patches × 14² × 3 channels × 2 (temporal
-    # patch) = 77,070,336 values each, 4 B.
+    # patch) = 77,070,336 values each, 4 B — twice: V0 hands each modality over as a [1, N, 1,176]
+    # batch and qwen2_5_vl.py's _validate_and_reshape_mm_tensor keeps torch.concat(list(batch)), a
+    # new tensor, in image_input / video_input while the language model runs.
     pixels = 2 * 65536 * 14 * 14 * 3 * 2 * 4
-    assert act == 32768 * per_token * 2 + pixels            # 4.125 + 0.574 GiB (1.03 for 8,192 tokens)
+    assert act == 32768 * per_token * 2 + 2 * pixels        # 4.125 + 2 × 0.574 GiB (1.03 for 8,192 tokens)
     assert any("32,768 tokens through the language model" in n for n in notes)
+    assert any("the copy the model's input check concatenates" in n for n in notes)
     # gpustack#1800 (0.8.x V0, RTX 3090) left 2,400 tokens of KV (0.13 GiB) after 15.48 GiB of
     # weights: ≈ 5.4–5.6 GiB of activation + non-torch if its utilization was 0.9 (not in the paste),
-    # about 0.8 GiB above this model; diagnose solves that part from the printed figure.
-    assert 4.6 * GiB < act < 4.8 * GiB
+    # about 0.3 GiB above this model (0.9 GiB before the concatenated copy was counted).
+    assert 5.2 * GiB < act < 5.3 * GiB
 
 
 def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels():
@@ -633,13 +636,14 @@ def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
     img, _ = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
                   limit_mm_per_prompt={"image": 1, "video": 0})
     # S' = 1, max(8192, 16,384) tokens through the LLM (2.06 GiB) beside the image's float32 pixels
-    # (65,536 × 1,176 values, 0.29 GiB: 2.35 GiB); the peak is the vision encoder's eager pass over its
-    # 65,536 patches — 0.8.4's attention half rotating q in float32 through apply_rotary_emb_torch,
-    # 16·1280 values per patch (test_qwen_vit_rotates_q_and_k_in_float32_before_0_12; the gated MLP's
-    # 14,100 is less), 2.5 GiB — beside the float32 pixels and the bf16 copy it encodes (0.14 GiB)
+    # twice (65,536 × 1,176 values, 0.29 GiB, and the forward's concatenated copy: 2.64 GiB); the peak is
+    # the vision encoder's eager pass over its 65,536 patches — 0.8.4's attention half rotating q in
+    # float32 through apply_rotary_emb_torch, 16·1280 values per patch
+    # (test_qwen_vit_rotates_q_and_k_in_float32_before_0_12; the gated MLP's 14,100 is less), 2.5 GiB —
+    # beside both float32 copies (made before the tower runs) and the bf16 copy it encodes (0.14 GiB)
     pixels = 65536 * 1176 * 4
-    encoder = 65536 * 16 * 1280 * 2 + pixels + pixels // 2
-    assert img == max(16384 * per_token * 2 + pixels, encoder) == encoder
+    encoder = 65536 * 16 * 1280 * 2 + 2 * pixels + pixels // 2
+    assert img == max(16384 * per_token * 2 + 2 * pixels, encoder) == encoder
     text, notes = _act(spec, vllm_version="0.8.4", engine="v0", max_num_batched_tokens=8192, max_num_seqs=256,
                        limit_mm_per_prompt={"image": 0, "video": 0})
     forward = 8192 * per_token * 2
@@ -650,10 +654,11 @@ def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
 
 def test_multimodal_fix_is_offered_first_and_rechecked():
     """A gpustack#1800-like state (V0, RTX 3090, 8,192 tokens, utilization 0.85): 0.85 × 23.69 =
-    20.14 GiB − 15.48 weights − 0.15 non-torch − 4.70 activation (an image and a video, 32,768
-    tokens, and their float32 pixels) leaves nothing for the 0.44 GiB one 8,192-token request needs;
-    without the dummy video the peak is the tower's eager pass over one image, its float32 rotation
-    included, beside that image's pixels (2.93 GiB) and it fits."""
+    20.14 GiB − 15.48 weights − 0.15 non-torch − 5.27 activation (an image and a video, 32,768
+    tokens, and two copies of their float32 pixels) leaves nothing for the 0.44 GiB one 8,192-token
+    request needs; without the dummy video the peak is the tower's eager pass over one image, its
+    float32 rotation included, beside that image's pixels twice and their bf16 copy (3.22 GiB) and it
+    fits."""
     from estimator.advice import suggest
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
