@@ -367,6 +367,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
     v = parse_version(version)
     if engine is None:
         engine = "v0" if v < (0, 8, 0) else "v1"
+    if not isinstance(engine, str) or engine.lower() not in ("v0", "v1"):
+        raise BadInput(f"engine must be v0 or v1, got {_shown(str(engine)[:40])!r}")
     engine = engine.lower()
     if v >= (0, 11, 0):
         engine = "v1"  # V0 removed in 0.11

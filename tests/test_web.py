@@ -148,6 +148,10 @@ def test_api_estimate_returns_the_design_json(base):
     ({"model": "m", "gpu_count": 0}, '"gpu_count" must be a whole number'),
     ({"model": "m", "max_model_len": 4, "settings": {"max_model_len": 8}}, '"max_model_len" is given twice'),
     ({"model": "Qwen/Qwen2.5-14B-Instruct-1M", "gpu": "potato"}, "unknown GPU 'potato'"),
+    # found by fuzzing the settings: these raised AttributeError / OverflowError (a 500) before
+    ({"model": "Qwen/Qwen2.5-14B-Instruct-1M", "settings": {"engine": True}}, "engine must be v0 or v1"),
+    ({"model": "Qwen/Qwen2.5-14B-Instruct-1M", "settings": {"pipeline_parallel_size": 10**20}}, "at most 4,096"),
+    ({"model": "Qwen/Qwen2.5-14B-Instruct-1M", "settings": {"max_model_len": int("9" * 400)}}, "(400 digits)"),
 ])
 def test_api_estimate_bad_requests(base, body, message):
     r = httpx.post(base + "/api/estimate", json=body, timeout=60)
