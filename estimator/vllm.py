@@ -630,7 +630,7 @@ def apply_speculative(s: EngineSettings, value: object) -> None:
 # size per-stage work by it. A bound of this tool, not one of vLLM's.
 MAX_PARALLEL = 4096
 _PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
-# Likewise for token, sequence and block counts (2^40, a million times the longest context any model
+# Likewise for token, sequence and block counts (2^40, 10^5 times the longest context any model
 # offers): beyond it the arithmetic leaves what a float holds.
 MAX_COUNT = 2**40
 MAX_BYTES = 2**60       # a byte size (--kv-cache-memory-bytes) past an exbibyte: no card holds it
