@@ -631,7 +631,7 @@ def apply_speculative(s: EngineSettings, value: object) -> None:
 MAX_PARALLEL = 4096
 _PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
 # Likewise for token, sequence and block counts (2^40, 10^5 times the longest context any model
-# offers): beyond it the arithmetic leaves what a float holds.
+# offers), far below where the arithmetic's floats overflow (a 400-digit length did).
 MAX_COUNT = 2**40
 MAX_BYTES = 2**60       # a byte size (--kv-cache-memory-bytes) past an exbibyte: no card holds it
 _COUNT_KEYS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens")
