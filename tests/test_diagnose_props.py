@@ -106,3 +106,24 @@ def test_a_claim_about_the_weights_beside_a_zero_weights_line():
     d = diagnose(text, offline=True, explain=True)
     assert not any("16 GB" in note for note in d.notes)     # nothing to compare the claim with
     render_text(d)
+
+
+SETTING_NUMBERS = ["tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
+                   "max_num_seqs", "max_num_batched_tokens", "block_size", "gpu_memory_utilization",
+                   "kv_cache_memory_bytes", "cpu_offload_gb", "num_speculative_tokens"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SETTING_NUMBERS),
+       st.one_of(st.integers(-10**400, 10**400), st.floats(allow_nan=True, allow_infinity=True),
+                 st.sampled_from(["9" * 400, "1e309", "nan", "-0", "0.0", "32k", "1_000", "2G", "1.5", "4097"])))
+def test_any_number_for_a_setting_is_estimated_or_refused_with_a_message(key, value):
+    """The CLI's and the web API's numbers go through parse_flags: whatever the number, the estimate
+    runs or a BadInput says what is wrong — never an OverflowError, a ZeroDivisionError or a hang."""
+    from estimator import KvdoctorError, estimate_json
+
+    try:
+        out = estimate_json(model="Qwen/Qwen3-8B", gpu="RTX 4090", offline=True, settings={key: str(value)})
+    except KvdoctorError:
+        return
+    assert out["memory"]["budget_bytes"] > 0
