@@ -849,7 +849,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                                           *_media_per_prompt(s, _dummy_item(spec).video))
         forward += kept
         encoder += kept + copy
-        twice = " (the batch and the copy the model's input check concatenates)" \
+        twice = ", twice: the batch and the copy the model's input check concatenates" \
             if v0_pixel_copies(spec, profile) > 1 else ""
         assumptions.append(f"V0 keeps the dummy media's pixels on the GPU through the whole profile run{twice} "
                            f"({kept / GiB:.2f} GiB" + (", float32 as the image processor gives them, and the "

@@ -201,7 +201,7 @@ def test_v0_multimodal_dummy_prompt_is_not_cut_to_the_batch():
     pixels = 2 * 65536 * 14 * 14 * 3 * 2 * 4
     assert act == 32768 * per_token * 2 + 2 * pixels        # 4.125 + 2 × 0.574 GiB (1.03 for 8,192 tokens)
     assert any("32,768 tokens through the language model" in n for n in notes)
-    assert any("the copy the model's input check concatenates" in n for n in notes)
+    assert any("twice: the batch and the copy the model's input check concatenates" in n for n in notes)
     # gpustack#1800 (0.8.x V0, RTX 3090) left 2,400 tokens of KV (0.13 GiB) after 15.48 GiB of
     # weights: ≈ 5.4–5.6 GiB of activation + non-torch if its utilization was 0.9 (not in the paste),
     # about 0.3 GiB above this model (0.9 GiB before the concatenated copy was counted).
