@@ -318,21 +318,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     path = str(facts.extra.get("model_path") or "")
     from_path = not model_ref and bool(path)     # the model is read from the local path the run served
     if from_path:
-        # the directory's own name first when it spells exactly one known model; else the name the run
-        # serves it under, which may be an alias of another repo ("openai/gpt-4o")
-        from estimator.catalog import match_local_name
-
-        model_ref = match_local_name(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
-        if model_ref:
-            assumptions.append(f"the command serves the local path {path}, whose name spells {model_ref} "
-                               "(kvdoctor's catalog): modelled as that model — say which model the path "
-                               "holds if it is another")
-        else:
-            model_ref = _served_repo(facts)
-            if model_ref:
-                assumptions.append(f"the command serves the local path {path}, under the name {model_ref} "
-                                   "(--served-model-name): modelled as that Hub repo — say which model the path "
-                                   "holds if it is another")
+        model_ref = _model_of_path(facts, path, assumptions)
     if not model_ref:
         missing.append(f"which Hub model the local path `{path}` holds (its repo id, or its config.json)" if path
                        else "the model id (your `vllm serve …` command)")
@@ -577,6 +563,25 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
         cmd = str(s.get("command") or "")
         s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {quoted}{keep}", 1) \
             .replace(f"--model {model_id}", f"--model {quoted}{keep}", 1)
+
+
+def _model_of_path(facts, path: str, assumptions: list[str]) -> str | None:
+    """The model a served local path holds: the directory's own name when it spells exactly one catalog
+    model, else the name the run serves it under (_served_repo), which may be an alias of another repo
+    ("openai/gpt-4o") and so comes second. Said in the assumptions."""
+    from estimator.catalog import match_local_name
+
+    ask = "say which model the path holds if it is another"
+    model = match_local_name(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+    if model:
+        assumptions.append(f"the command serves the local path {path}, whose name spells {model} "
+                           f"(kvdoctor's catalog): modelled as that model — {ask}")
+        return model
+    model = _served_repo(facts)
+    if model:
+        assumptions.append(f"the command serves the local path {path}, under the name {model} "
+                           f"(--served-model-name): modelled as that Hub repo — {ask}")
+    return model
 
 
 def _served_repo(facts) -> str | None:

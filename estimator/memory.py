@@ -1501,21 +1501,13 @@ def v0_pixel_copies(spec: ModelSpec, profile: Profile) -> int:
 V1_MM_INPUTS_CAST_FROM = (0, 9, 0)
 
 
-def pixel_value_bytes(profile: Profile, dtype_b: int) -> int:
-    """Bytes of one dummy pixel value on the GPU: the image processors' float32 until a release casts them
-    to the model dtype — on the CPU from MM_INPUTS_CAST_FROM (both engines), in V1's runner already from
-    V1_MM_INPUTS_CAST_FROM."""
-    cast_from = V1_MM_INPUTS_CAST_FROM if profile.engine == "v1" else MM_INPUTS_CAST_FROM
-    return 4 if profile.version < cast_from else dtype_b
-
-
 def v1_dummy_pixel_bytes(profile: Profile, dtype_b: int, values: int) -> tuple[int, int]:
     """(the dummy batch's pixels, the tower's model-dtype copy of them) in V1's profile run, for `values`
     pixel values in all. profile_run keeps the batch (`batched_dummy_mm_inputs`, a local of the function
     in every V1 release, 0.7.3–0.33) until it returns, so the pixels sit beside the tower and then beside
     the language model's dummy run and the sampler (Model Runner V2, from 0.27: beside the tower only,
     activation_peak); each patch is patch² × channels values (× the temporal patch for Qwen2-VL's
-    flattened frames), 4 B each before V1_MM_INPUTS_CAST_FROM (pixel_value_bytes), when the tower
+    flattened frames), 4 B each before V1_MM_INPUTS_CAST_FROM (_pixels_with_copy), when the tower
     converts them first (qwen2_5_vl.py `.type(self.visual.dtype)`). vllm PR #25631's 0.11-era log
     (Qwen2.5-VL-3B, A100-40GB): its default 114,688-token dummy video is 458,752 patches, 1.0 GiB of bf16 pixels, and
     the KV cache printed 5.26 GiB (6.41 modelled without them, 5.40 with)."""
@@ -1524,8 +1516,11 @@ def v1_dummy_pixel_bytes(profile: Profile, dtype_b: int, values: int) -> tuple[i
 
 def _pixels_with_copy(profile: Profile, dtype_b: int, kept: int, copied: int) -> tuple[int, int]:
     """(bytes of `kept` pixel values on the GPU, bytes of the tower's model-dtype copy of `copied` of them,
-    made only where the pixels are not already in the model dtype): the one rule both engines share."""
-    value_b = pixel_value_bytes(profile, dtype_b)
+    made only where the pixels are not already in the model dtype): the one rule both engines share. A
+    value is the image processors' float32 until the release casts it to the model dtype — on the CPU
+    from MM_INPUTS_CAST_FROM (both engines), in V1's runner already from V1_MM_INPUTS_CAST_FROM."""
+    cast_from = V1_MM_INPUTS_CAST_FROM if profile.engine == "v1" else MM_INPUTS_CAST_FROM
+    value_b = 4 if profile.version < cast_from else dtype_b
     return kept * value_b, (copied * dtype_b if value_b != dtype_b else 0)
 
 

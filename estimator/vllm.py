@@ -368,7 +368,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
     if engine is None:
         engine = "v0" if v < (0, 8, 0) else "v1"
     if not isinstance(engine, str) or engine.lower() not in ("v0", "v1"):
-        raise BadInput(f"engine must be v0 or v1, got {_shown(str(engine)[:40])!r}")
+        raise BadInput(f"engine must be v0 or v1, got {_shown(str(engine))!r}")
     engine = engine.lower()
     if v >= (0, 11, 0):
         engine = "v1"  # V0 removed in 0.11
@@ -637,20 +637,26 @@ MAX_BYTES = 2**60       # a byte size (--kv-cache-memory-bytes) past an exbibyte
 _COUNT_KEYS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens")
 
 
-def plausible_setting(key: str, value: object) -> bool:
-    """Whether vLLM could have run with this number for `key`: finite and positive, a utilization in
-    (0, 1] (vLLM's CacheConfig rejects more), a parallel size up to MAX_PARALLEL, a count up to
-    MAX_COUNT. A paste's implausible figure is a misreading or a typo, not a setting to model; the
-    CLI's is refused with a message (`_value`)."""
+def setting_problem(key: str, value: object) -> str | None:
+    """What rules out this number for `key` as a setting vLLM ran with, or None: it must be finite and
+    positive, a utilization at most 1 (vLLM's CacheConfig rejects more), a parallel size at most
+    MAX_PARALLEL, a count at most MAX_COUNT. The CLI refuses with the reason (`_value`); a paste's
+    implausible figure is a misreading or a typo, read as not stated (`plausible_setting`)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return True
+        return None
     if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
-        return False
-    if key == "gpu_memory_utilization":
-        return value <= 1
-    if key in _COUNT_KEYS:
-        return value <= MAX_COUNT
-    return key not in _PARALLEL_KEYS or value <= MAX_PARALLEL
+        return "is not a positive number"
+    if key == "gpu_memory_utilization" and value > 1:
+        return "must be in (0, 1]"
+    if key in _COUNT_KEYS and value > MAX_COUNT:
+        return f"is more than kvdoctor models (at most {MAX_COUNT:,})"
+    if key in _PARALLEL_KEYS and value > MAX_PARALLEL:
+        return f"is more ranks than kvdoctor models (at most {MAX_PARALLEL:,})"
+    return None
+
+
+def plausible_setting(key: str, value: object) -> bool:
+    return setting_problem(key, value) is None
 
 
 def _value(key: str, raw: str, name: str) -> object:
@@ -665,14 +671,11 @@ def _value(key: str, raw: str, name: str) -> object:
         except BadInput as exc:
             raise BadInput(f"{name}: {exc}") from None
     value = normalise(key, text)
-    if key == "gpu_memory_utilization" and isinstance(value, float) and not plausible_setting(key, value):
-        raise BadInput(f"{name} must be in (0, 1], got {_shown(raw.strip())}")
-    if key in _PARALLEL_KEYS and isinstance(value, int) and value > MAX_PARALLEL:
-        raise BadInput(f"{name} {_shown(value)} is more ranks than kvdoctor models (at most {MAX_PARALLEL:,})")
-    if key in _COUNT_KEYS and isinstance(value, int) and value > MAX_COUNT:
-        raise BadInput(f"{name} {_shown(value)} is more than kvdoctor models (at most {MAX_COUNT:,})")
-    if value is None or not plausible_setting(key, value):
-        raise BadInput(f"bad value for {name}: {_shown(raw.strip())!r}")
+    if value is None:
+        raise BadInput(f"bad value for {name}: {_shown(text)!r}")
+    problem = setting_problem(key, value)
+    if problem:
+        raise BadInput(f"{name} {_shown(text)} {problem}")
     return value
 
 
@@ -689,12 +692,9 @@ def parse_bytes(text: str) -> int:
     return int(size)
 
 
-def _shown(number: object) -> str:
-    """A number for a message: grouped, or its first digits when it is too long to read."""
-    digits = str(number)
-    if len(digits) > 15:
-        return f"{digits[:12]}… ({len(digits)} digits)"
-    return f"{number:,}" if isinstance(number, int) else digits
+def _shown(text: str) -> str:
+    """A value for a message: as given, or its first characters when it is too long to read."""
+    return f"{text[:12]}… ({len(text)} digits)" if len(text) > 15 and text.isdigit() else text[:40]
 
 
 # ------------------------------------------------------------------------------------------
