@@ -370,6 +370,12 @@ def main(argv: list[str]) -> int:
             from estimator.diagnosis import tp_from_weights
 
             tp_from_weights(paste_facts(case), loaded.spec, settings)
+        if not (_VER.search(str(case.get("vllm_version") or "")) or paste_facts(case).get("vllm_version")):
+            # as `diagnose` does: an assumed release that cannot have run the model (its registry lacks
+            # the architecture, or it dropped the checkpoint's format) gives way to the nearest that can
+            from estimator.diagnosis import loadable_release
+
+            loadable_release(loaded.spec, settings)
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings)
             total = printed_total(case, gpu_arg)

@@ -334,9 +334,13 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
             spec = load_model(str(model_ref), offline=offline, timeout=hub_timeout).spec
             stated = bool(vllm_version or facts.get("vllm_version"))
-            est = _anchored_estimate(facts, spec, card_ref, version, engine, stated=stated)
-            if note and est.settings.vllm_version != version:
-                assumptions.remove(note)    # the checkpoint's format capped the assumed release
+            moved: list[str] = []
+            est = _anchored_estimate(facts, spec, card_ref, version, engine, stated=stated, moved=moved)
+            if moved:
+                # the checkpoint's format or the model's architecture moved the assumed release: that
+                # note takes the format's place, among the first assumptions a reply shows
+                assumptions = [moved[0] if a == note else a for a in assumptions] if note in assumptions \
+                    else moved + assumptions
             elif not stated:
                 dated = _release_from_need(facts, est, est.settings.vllm_version, lambda v: _anchored_estimate(
                     facts, spec, card_ref, v, engine, stated=False))
@@ -445,7 +449,7 @@ def _release_from_need(facts, est: Estimate, assumed: str, run) -> tuple[Estimat
     rules, changed from release to release. If the assumed release's need disagrees with the printed
     one beyond its rounding, the newest older V1 release (down to the oldest the message format allows)
     whose arithmetic gives vLLM's figure is modelled instead; None when none does (or nothing to fix)."""
-    from estimator.vllm import RELEASES, parse_version
+    from estimator.vllm import RELEASES, parse_version, release_serving
 
     printed = facts.get("kv_needed_gib")
     if printed is None or est.profile.engine != "v1" or not est.layout.groups:
@@ -460,6 +464,8 @@ def _release_from_need(facts, est: Estimate, assumed: str, run) -> tuple[Estimat
     lo = parse_version(hint[0]) if isinstance(hint, (list, tuple)) and hint and hint[0] else (0, 7, 0)
     top = parse_version(assumed)
     for name in sorted((v for v, _day in RELEASES if lo <= parse_version(v) < top), key=parse_version, reverse=True):
+        if release_serving(est.spec.architecture, parse_version(name)):
+            continue    # that release cannot serve the model (its registry lacks the architecture)
         try:
             other = run(name)
         except KvdoctorError:
@@ -610,28 +616,53 @@ def _has_numbers(facts) -> bool:
                                                    "kv_cache_gib", "kv_needed_gib"))
 
 
-def _loadable_release(spec, settings) -> str | None:
-    """When the paste does not name its release and the one assumed cannot load the checkpoint's
-    format (GGUF left vLLM in 0.24, bitsandbytes in 0.28), the paste's own vLLM could: model the last
-    release that still had it. Sets the settings' version; returns the note that says so."""
+def loadable_release(spec, settings) -> str | None:
+    """When the paste does not name its release and the one assumed cannot have run it, the paste's
+    own vLLM could: model the nearest release that can. A release that cannot load the checkpoint's
+    format (GGUF left vLLM in 0.24, bitsandbytes in 0.28) gives way to the last one before; one whose
+    model registry lacks the architecture to the first (or, for a dropped model, the last) that lists
+    it — a post from before that release ran a build of main. Sets the settings' version; returns
+    the note that says so."""
     from estimator.params import weight_format_kind
-    from estimator.vllm import last_release_before, parse_version, removed_quant_method, version_text
+    from estimator.vllm import (
+        V0_REMOVED_FROM,
+        last_release_before,
+        parse_version,
+        registry_span,
+        release_serving,
+        removed_quant_method,
+        version_text,
+    )
 
     removed = removed_quant_method(weight_format_kind(spec, settings.quantization),
                                    parse_version(settings.vllm_version))
     before = last_release_before(removed[1]) if removed else None
-    if not before:
-        return None
-    settings.vllm_version = before
-    return (f"version not stated; vLLM ran these {removed[0]} weights, which releases from "
-            f"{version_text(removed[1])} cannot load: modelled as {before}, the last release before")
+    if before:
+        settings.vllm_version = before
+        return (f"version not stated; vLLM ran these {removed[0]} weights, which releases from "
+                f"{version_text(removed[1])} cannot load: modelled as {before}, the last release before")
+    assumed = parse_version(settings.vllm_version)
+    nearest = release_serving(spec.architecture, assumed)
+    if not nearest or (settings.engine == "v0" and parse_version(nearest) >= V0_REMOVED_FROM):
+        return None     # a V0 log of a model that only V1-only releases list: the log's engine is the better evidence
+    settings.vllm_version = nearest
+    first, last = registry_span(spec.architecture) or (nearest, None)
+    if parse_version(nearest) > assumed:
+        return (f"version not stated; vLLM's model registry lists {spec.architecture} from {first}: modelled as "
+                f"{first}, the first release that can serve the model")
+    return (f"version not stated; vLLM's model registry lists {spec.architecture} from {first} to {last}: "
+            f"modelled as {last}, the last release that served the model")
 
 
-def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = True) -> Estimate:
+def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = True,
+                       moved: list[str] | None = None) -> Estimate:
+    """The estimate of the paste's run, its stated figures fixed. `moved` collects the note when an
+    unstated release had to give way to one that can run the model (else the note joins the estimate's
+    assumptions)."""
     from estimator.api import run_estimate
 
     settings = settings_from_facts(facts, version, engine)
-    capped = None if stated else _loadable_release(spec, settings)
+    capped = None if stated else loadable_release(spec, settings)
     tp_from_weights(facts, spec, settings)
     f = facts.get
 
@@ -660,7 +691,9 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
             card_ref = held.name
     est = run_estimate(spec, card_ref, settings, gpu_count=f("gpu_count"),
                        **{k: v for k, v in overrides.items() if v is not None})
-    if capped:
+    if capped and moved is not None:
+        moved.append(capped)
+    elif capped:
         est.assumptions.insert(0, capped)
     if held is not None:
         est.assumptions.append(f"the paste names the {named} without its size, but vLLM loaded "

@@ -53,6 +53,7 @@ from estimator.vllm import (
     removed_quant_method,
     requested_bytes,
     sampler_bytes,
+    unlisted_architecture_note,
     v0_chunked_prefill,
     v2_sampler_bytes,
     version_text,
@@ -676,8 +677,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
     if any(isinstance(lk, DeepseekV4Layer) for lk in layers):
         if profile.engine == "v1" and profile.version >= (0, 20, 0):
             return _deepseek_v4_layout(spec, profile, settings, layers, assumptions)
-        assumptions.append(f"vLLM {profile.release} cannot load DeepSeek-V4 (DeepseekV4ForCausalLM arrived in "
-                           "0.20.0): these figures count only its compressed rows per token")
+        assumptions.append(f"vLLM {profile.release} has no DeepSeek-V4 KV layout (it came with the model in 0.20.0): "
+                           "the KV figures count only its compressed rows per token")
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]
@@ -1692,6 +1693,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if s.vllm_version is None:
         s.vllm_version = profile.release
         assumptions.append(f"vLLM version not given: assumed {s.vllm_version} ({profile.era})")
+    unlisted = unlisted_architecture_note(spec.architecture, profile.version, profile.release)
+    if unlisted:
+        assumptions.append(unlisted)
     if s.gpu_memory_utilization is None:
         s.gpu_memory_utilization = profile.default_utilization
     model_dtype = resolve_dtype(spec, s, profile, compute_capability, assumptions)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import calendar
 import dataclasses
+import functools
+import json
 import math
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 
 from estimator.errors import BadInput
 from estimator.flags import parse_bool
@@ -176,6 +179,53 @@ def removed_quant_method(weight_kind: str, version: tuple[int, int, int]) -> tup
     if method and version >= QUANT_METHOD_REMOVED[method]:
         return method, QUANT_METHOD_REMOVED[method]
     return None
+
+
+@functools.cache
+def _registry_spans() -> dict[str, tuple[str, str | None]]:
+    """estimator/data/vllm_architectures.json (built by bench/registry_table.py from each release's
+    vllm/model_executor/models/registry.py, or models/__init__.py and model_loader.py before it): the
+    first and last release whose model registry lists an architecture, the last None while listed."""
+    text = resources.files("estimator").joinpath("data/vllm_architectures.json").read_text(encoding="utf-8")
+    return {name: (span[0], span[1]) for name, span in json.loads(text)["architectures"].items()}
+
+
+def registry_span(architecture: str) -> tuple[str, str | None] | None:
+    """(first, last or None) release whose registry lists `architecture`; None for a name no release
+    lists (a remote-code or Transformers-only model, a typo): then nothing is claimed about it."""
+    return _registry_spans().get(architecture)
+
+
+def release_serving(architecture: str, version: tuple[int, int, int]) -> str | None:
+    """The release nearest `version` whose registry lists `architecture` — its first when `version` is
+    older, its last when `version` came after vLLM dropped it — or None when `version` lists it or the
+    name is unknown."""
+    span = registry_span(architecture)
+    if span is None:
+        return None
+    if version < parse_version(span[0]):
+        return span[0]
+    if span[1] is not None and version > parse_version(span[1]):
+        return span[1]
+    return None
+
+
+def unlisted_architecture_note(architecture: str, version: tuple[int, int, int], release: str) -> str | None:
+    """What to tell a user whose release cannot run the model natively: vLLM looks the config's
+    architecture up in its registry (vllm/model_executor/models/registry.py ModelRegistry) and, from
+    the first Transformers-backend release, falls back to the Transformers implementation (model_impl
+    "auto"), whose memory kvdoctor does not model; before that it refuses the model."""
+    nearest = release_serving(architecture, version)
+    if nearest is None:
+        return None
+    first, last = registry_span(architecture) or (nearest, None)
+    when = f"from {first}" if parse_version(nearest) > version else f"from {first} to {last}"
+    fallback = _registry_spans().get("TransformersModel", (NEWEST, None))[0]
+    how = ("it would run only through its Transformers backend, if transformers has the model, and that backend's "
+           "memory is not modelled here" if version >= parse_version(fallback)
+           else "it refuses the model (\"Model architectures … are not supported\")")
+    return (f"vLLM {release} does not list {architecture} in its model registry (listed {when}): {how}; the "
+            f"figures apply {release}'s memory accounting to vLLM's own implementation of the model")
 
 
 def iso_day(day: str | None) -> str | None:
@@ -362,6 +412,9 @@ V0_INIT_FREE_FROM = (0, 3, 1)
 # instance (0.6.5's memory_profiling, 0.9.1's V1 worker): Profile.context_in_non_torch ends here.
 OTHERS_OWN_SHARE_FROM = {"v0": (0, 6, 5), "v1": (0, 9, 1)}
 
+# vLLM 0.11.0 deleted the V0 engine (vllm/engine/llm_engine.py became V1's); earlier releases have both.
+V0_REMOVED_FROM = (0, 11, 0)
+
 
 def profile_for(version: str | None = None, engine: str | None = None) -> Profile:
     v = parse_version(version)
@@ -370,8 +423,8 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
     if not isinstance(engine, str) or engine.lower() not in ("v0", "v1"):
         raise BadInput(f"engine must be v0 or v1, got {_shown(str(engine))!r}")
     engine = engine.lower()
-    if v >= (0, 11, 0):
-        engine = "v1"  # V0 removed in 0.11
+    if v >= V0_REMOVED_FROM:
+        engine = "v1"
     if v < (0, 7, 0) and engine == "v1":
         engine = "v0"  # 0.6.x V1 prototype used the V0-classic formula
     if engine == "v0":

@@ -78,7 +78,7 @@ def test_deepseek_v4_at_a_release_before_its_support_gets_a_kv_formula():
     line = next(x for x in render_text(d).splitlines() if x.startswith("KV cache per token"))
     # 21 layers at ratio 4: ceil(584 / 4) + (128 + 4) / 4 = 146 + 33; 20 at ratio 128: ceil(584 / 128) = 5
     assert f"{21 * (146 + 33) + 20 * 5:,} B per token" in line
-    assert "cannot load DeepSeek-V4" in render_text(d)
+    assert "vLLM 0.10.1 does not list DeepseekV4ForCausalLM in its model registry" in render_text(d)
 
 
 def test_a_pasted_parallel_size_past_any_run_is_not_modelled():

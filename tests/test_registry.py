@@ -1,0 +1,95 @@
+"""Which releases can serve an architecture: estimator/data/vllm_architectures.json (vLLM's model
+registry per release, built by bench/registry_table.py) and what the estimate and the paste dating
+do with it."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from test_memory import load
+
+from estimator.diagnosis import diagnose
+from estimator.memory import GiB, estimate
+from estimator.render import render_text
+from estimator.vllm import (
+    RELEASES,
+    EngineSettings,
+    registry_span,
+    release_serving,
+    unlisted_architecture_note,
+)
+
+KIMI_LINEAR_LOG = (
+    "vllm serve cyankiwi/Kimi-Linear-48B-A3B-Instruct-AWQ-4bit --gpu-memory-utilization 0.95 --max_model_len 120000 "
+    "--tensor_parallel 2 --max_num_batched_tokens 64000 --max-num-seqs 8 --trust-remote-code\n"
+    "GPUs: 2x RTX 3090\n"
+    "(Worker_TP0 pid=26347) INFO 11-06 10:51:48 [gpu_worker.py:349] Available KV cache memory: 2.30 GiB\n"
+    "(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1229] GPU KV cache size: 75,840 tokens\n")
+
+
+def test_the_table_covers_every_release_kvdoctor_knows():
+    # a release added to RELEASES without re-running bench/registry_table.py would be judged on the
+    # previous release's registry
+    table = json.loads(resources.files("estimator").joinpath("data/vllm_architectures.json").read_text())
+    assert table["releases_read"] == [v for v, _day in RELEASES]
+
+
+def test_spans_agree_with_vllms_own_history():
+    # Gemma 3 came out on 2025-03-12 and 0.8.0 (2025-03-18) brought it; Qwen3 came with 0.8.4;
+    # DeepSeek-V4 with 0.20.0 (memory.py's DeepSeek-V4 layout starts there); the last releases of
+    # Mllama and Phi-3-small are the ones vLLM's own _PREVIOUSLY_SUPPORTED_MODELS names (0.10.2, 0.9.2)
+    assert registry_span("Gemma3ForConditionalGeneration") == ("0.8.0", None)
+    assert registry_span("Qwen3ForCausalLM") == ("0.8.4", None)
+    assert registry_span("DeepseekV4ForCausalLM") == ("0.20.0", None)
+    assert registry_span("MllamaForConditionalGeneration") == ("0.6.2", "0.10.2")
+    assert registry_span("Phi3SmallForCausalLM")[1] == "0.9.2"
+    assert registry_span("LlamaForCausalLM") == ("0.0.1", None)
+    assert registry_span("MyRemoteCodeForCausalLM") is None
+
+
+def test_release_serving_is_the_nearest_release_that_lists_the_model():
+    assert release_serving("Qwen3ForCausalLM", (0, 6, 4)) == "0.8.4"
+    assert release_serving("Qwen3ForCausalLM", (0, 8, 4)) is None
+    assert release_serving("MllamaForConditionalGeneration", (0, 11, 0)) == "0.10.2"
+    assert release_serving("MllamaForConditionalGeneration", (0, 10, 2)) is None
+    assert release_serving("MyRemoteCodeForCausalLM", (0, 6, 4)) is None      # unknown: nothing claimed
+
+
+def test_the_note_says_whether_that_release_refuses_or_falls_back_to_transformers():
+    # 0.7.2 is the first release with the Transformers backend (TransformersModel in its registry)
+    old = unlisted_architecture_note("Qwen3ForCausalLM", (0, 7, 1), "0.7.1")
+    assert "vLLM 0.7.1 does not list Qwen3ForCausalLM in its model registry (listed from 0.8.4)" in old
+    assert "refuses the model" in old and "Transformers" not in old
+    newer = unlisted_architecture_note("Qwen3ForCausalLM", (0, 8, 3), "0.8.3")
+    assert "only through its Transformers backend" in newer
+    gone = unlisted_architecture_note("MllamaForConditionalGeneration", (0, 11, 0), "0.11.0")
+    assert "(listed from 0.6.2 to 0.10.2)" in gone
+    assert unlisted_architecture_note("Qwen3ForCausalLM", (0, 8, 4), "0.8.4") is None
+
+
+def test_an_estimate_at_a_release_that_cannot_serve_the_model_says_so():
+    spec = load("Qwen/Qwen3-8B")
+    old = estimate(spec, gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version="0.6.4"))
+    assert any("vLLM 0.6.4 does not list Qwen3ForCausalLM" in a for a in old.assumptions)
+    new = estimate(spec, gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version="0.8.4"))
+    assert not any("Qwen3ForCausalLM" in a for a in new.assumptions)
+
+
+def test_an_undated_log_of_a_model_newer_than_the_assumed_release_is_modelled_at_its_first_release():
+    # posted 2025-11-06: the newest release then was 0.11.0 (2025-10-02), whose registry has no
+    # KimiLinearForCausalLM; 0.11.1 (2025-11-18) is the first that has it: the author ran main
+    d = diagnose(KIMI_LINEAR_LOG, offline=True, explain=True, posted="2025-11-06")
+    assert d.estimate["settings"]["vllm_version"] == "0.11.1"
+    note = ("version not stated; vLLM's model registry lists KimiLinearForCausalLM from 0.11.1: modelled as 0.11.1, "
+            "the first release that can serve the model")
+    assert d.assumptions[0] == note
+    assert note in render_text(d)             # among the assumptions a reply shows
+    assert not any("does not list" in a for a in d.assumptions)
+
+
+def test_a_stated_release_is_kept_and_told_it_cannot_serve_the_model():
+    d = diagnose("vLLM API server version 0.11.0\n" + KIMI_LINEAR_LOG, offline=True, explain=True, posted="2025-11-06")
+    assert d.estimate["settings"]["vllm_version"] == "0.11.0"
+    assert any("vLLM 0.11.0 does not list KimiLinearForCausalLM in its model registry (listed from 0.11.1)" in a
+               for a in d.assumptions)
