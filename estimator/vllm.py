@@ -212,9 +212,11 @@ def release_serving(architecture: str, version: tuple[int, int, int]) -> str | N
 
 def unlisted_architecture_note(architecture: str, version: tuple[int, int, int], release: str) -> str | None:
     """What to tell a user whose release cannot run the model natively: vLLM looks the config's
-    architecture up in its registry (vllm/model_executor/models/registry.py ModelRegistry) and, from
-    the first Transformers-backend release, falls back to the Transformers implementation (model_impl
-    "auto"), whose memory kvdoctor does not model; before that it refuses the model."""
+    architectures up in its registry (vllm/model_executor/models/registry.py ModelRegistry) and, from
+    0.7.2 — the first release whose registry has TransformersModel — falls back to the Transformers
+    implementation when none is listed (model_loader/utils.py get_model_architecture:
+    `not is_vllm_supported` → resolve_transformers_fallback; 0.7.1 has no such branch), a backend whose
+    memory kvdoctor does not model; before that the registry refuses the model."""
     nearest = release_serving(architecture, version)
     if nearest is None:
         return None
