@@ -327,7 +327,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     # a settings error is answered from vLLM's message alone: a memory estimate of the settings vLLM
     # refused (3 GPUs splitting 40 heads) would be a table of an impossible run
     # so is a release that has no such quantization method: vLLM stopped before sizing any memory
-    refused = kind is None and bool(facts.extra.get("unknown_quantization"))
+    refused = kind is None and bool(facts.extra.get("unknown_quantization")
+                                    or facts.extra.get("unsupported_architectures"))
     if model_ref and kind not in CONFIG_ERRORS and not refused:
         try:
             from estimator.api import load_model
@@ -967,11 +968,41 @@ def _unknown_quantization_text(method: str) -> str:
                   "has), or leave it out to let the checkpoint's own quantization_config decide.")
 
 
+def _unsupported_architecture_text(names: list[str], version: str | None) -> str:
+    """vLLM found none of the config's architectures in its model registry and stopped before sizing
+    any memory: say which releases list them (estimator/data/vllm_architectures.json)."""
+    from estimator.vllm import NEWEST, parse_version, registry_span
+
+    ran = f"vLLM {version}" if version else "this vLLM"
+    what = (f"the model's architecture (`{names[0]}`)" if len(names) == 1
+            else f"any of the model's architectures ({', '.join(f'`{n}`' for n in names)})")
+    out = (f"**Not a memory problem**: {ran} does not have {what} in its model registry, so it stops before "
+           "loading the model.")
+    known = [(n, registry_span(n)) for n in names if registry_span(n)]
+    if not known:
+        return out + (f" No vLLM release up to {NEWEST} lists {'it' if len(names) == 1 else 'them'}: check "
+                      "`architectures` in the model's config.json, or (vLLM ≥ 0.7.2) try the Transformers backend, "
+                      "`--model-impl transformers`, if the transformers library has the model.")
+    name, (first, last) = min(known, key=lambda k: parse_version(k[1][0]))
+    listed = f"vLLM's model registry lists `{name}` from {first}" + (f" to {last}" if last else "")
+    ran_at = parse_version(version) if version else None
+    if ran_at is not None and parse_version(first) <= ran_at and (last is None or ran_at <= parse_version(last)):
+        return out + (f" {listed}, {version} included: the message likely comes from another vLLM installation "
+                      "than the one the paste shows (check `python -c 'import vllm; print(vllm.__version__)'` in "
+                      "the environment that runs it).")
+    if last is None:
+        return out + f" {listed}. Fix: upgrade to vLLM {first} or newer (`pip install -U vllm`)."
+    return out + (f" {listed}; later releases dropped it. Fix: install {last}, the last release that has it "
+                  f"(`pip install vllm=={last}`).")
+
+
 def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     f = facts.get
     kind = d.error_kind
     if kind is None and facts.extra.get("unknown_quantization"):
         return _unknown_quantization_text(facts.extra["unknown_quantization"])
+    if kind is None and facts.extra.get("unsupported_architectures"):
+        return _unsupported_architecture_text(facts.extra["unsupported_architectures"], f("vllm_version"))
     if kind is None:
         return "I found no vLLM memory error in this text."
     parts: list[str] = []

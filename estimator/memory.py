@@ -35,6 +35,7 @@ from estimator.spec import (
 from estimator.vllm import (
     BNB_MOE_FROM,
     MM_PREFIX_FLOOR_FROM,
+    NEWEST,
     QUANT_METHOD_REMOVED,
     SAMPLER_BYTES_V0,
     V1_SAMPLER_PROFILED_FROM,
@@ -48,8 +49,10 @@ from estimator.vllm import (
     default_max_num_seqs,
     default_model_runner_v2,
     full_graph_sizes,
+    parse_version,
     performance_mode,
     profile_for,
+    release_serving,
     removed_quant_method,
     requested_bytes,
     sampler_bytes,
@@ -1683,6 +1686,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         return _tightest_stage(spec, inputs)
     s = base.replace()
     assumptions: list[str] = list(spec.assumptions)
+    dropped_by = release_serving(spec.architecture, parse_version(NEWEST)) if s.vllm_version is None else None
+    if dropped_by:
+        # no release asked for, and the newest no longer serves the model: the last one that did
+        s.vllm_version = dropped_by
+        assumptions.append(f"vLLM version not given: assumed {dropped_by}, the last release whose model registry "
+                           f"lists {spec.architecture}")
     default = profile_for(s.vllm_version, None) if s.engine is None and spec.model_type.startswith("mllama") else None
     if default is not None and default.engine == "v1" and default.version < (0, 10, 0):
         # mllama.py is SupportsV0Only through 0.9: vLLM runs it on the V0 engine

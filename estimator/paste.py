@@ -394,6 +394,11 @@ def _read(raw: str) -> Facts:
         extra["unknown_quantization"] = method = unknown.group(1).lower()
         if method in QUANT_METHOD_REMOVED:      # the release that printed it is one without the method
             hints.append((version_text(QUANT_METHOD_REMOVED[method]), None))
+    unsupported = _search(_UNSUPPORTED_ARCH, text) if "are not supported" in text else None
+    if unsupported is not None:
+        names = regex.findall(r"['\"]([A-Za-z_][A-Za-z0-9_]{0,80})['\"]", unsupported.group(1))  # ≤ 400 chars
+        if names:
+            extra["unsupported_architectures"] = names
     _capacity_rule_hint(facts, hints)
     hint = _intersect(hints)
     if hint:
@@ -957,6 +962,10 @@ _KILLED = regex.compile(_KILLED_RE)
 # config/model.py _verify_quantization / quantization get_quantization_config when the release has no
 # such method (bitsandbytes after 0.27, GGUF after 0.23, or a misspelt --quantization)
 _UNKNOWN_QUANT = regex.compile(r"(?:Unknown|Invalid) quantization method:? ['\"`]?([A-Za-z0-9][A-Za-z0-9_-]{0,40})")
+# vllm/model_executor/models/registry.py _raise_for_unsupported (model_loader.py in 0.1.x): none of the
+# config's architectures is in the release's model registry, e.g. "Model architectures
+# ['Qwen3ForCausalLM'] are not supported for now. Supported architectures: …"
+_UNSUPPORTED_ARCH = regex.compile(r"Model[ ]architectures[ ]\[([^\]\n]{1,400})\][ ]are[ ]not[ ]supported")
 _OTHER_ERROR = regex.compile(
     r"EngineCore[ ]+failed[ ]+to[ ]+start|Engine[ ]+core[ ]+initialization[ ]+failed|EngineCore[ ]+hit[ ]+an[ ]+exception"
     r"|vLLM[ ]+cannot[ ]+currently[ ]+support|Trying[ ]+to[ ]+create[ ]+tensor[ ]+with[ ]+negative[ ]+dimension"

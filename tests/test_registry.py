@@ -13,6 +13,7 @@ from estimator.diagnosis import diagnose
 from estimator.memory import GiB, estimate
 from estimator.render import render_text
 from estimator.vllm import (
+    NEWEST,
     RELEASES,
     EngineSettings,
     registry_span,
@@ -93,3 +94,54 @@ def test_a_stated_release_is_kept_and_told_it_cannot_serve_the_model():
     assert d.estimate["settings"]["vllm_version"] == "0.11.0"
     assert any("vLLM 0.11.0 does not list KimiLinearForCausalLM in its model registry (listed from 0.11.1)" in a
                for a in d.assumptions)
+
+
+def test_with_no_release_asked_for_a_dropped_model_is_estimated_at_the_last_release_that_served_it():
+    # Mllama left vLLM after 0.10.2 (encoder-decoder models went with V0): the newest release would
+    # only describe a run vLLM refuses
+    spec = load("meta-llama/Llama-3.2-11B-Vision-Instruct")
+    est = estimate(spec, gpu_total_bytes=int(79.25 * GiB), settings=EngineSettings())
+    assert est.settings.vllm_version == "0.10.2"
+    assert ("vLLM version not given: assumed 0.10.2, the last release whose model registry lists "
+            "MllamaForConditionalGeneration") in est.assumptions
+    assert not any("does not list" in a for a in est.assumptions)
+    listed = estimate(load("Qwen/Qwen3-8B"), gpu_total_bytes=int(79.25 * GiB), settings=EngineSettings())
+    assert listed.settings.vllm_version == NEWEST
+
+
+ARCH_ERROR = ("ValueError: Model architectures ['{}'] are not supported for now. Supported architectures: "
+              "dict_keys(['AquilaModel', 'AquilaForCausalLM', 'LlamaForCausalLM'])\n")
+
+
+def test_the_registry_error_is_read_with_its_architecture_names():
+    from estimator.paste import read_paste
+
+    assert read_paste(ARCH_ERROR.format("Qwen3ForCausalLM")).extra["unsupported_architectures"] == ["Qwen3ForCausalLM"]
+    two = "Model architectures ['LlavaQwenForCausalLM', \"Qwen2ForCausalLM\"] are not supported for now."
+    assert read_paste(two).extra["unsupported_architectures"] == ["LlavaQwenForCausalLM", "Qwen2ForCausalLM"]
+    assert "unsupported_architectures" not in read_paste("Model architectures [] are not supported").extra
+
+
+def test_a_model_newer_than_the_release_gets_the_release_to_upgrade_to_and_the_bots_stay_silent():
+    text = "INFO 05-01 10:00:00 api_server.py:981] vLLM API server version 0.6.4.post1\n" + \
+        ARCH_ERROR.format("Qwen3ForCausalLM")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind is None and d.estimate is None and d.missing == []
+    assert d.summary.startswith("**Not a memory problem**: vLLM 0.6.4.post1 does not have the model's architecture "
+                                "(`Qwen3ForCausalLM`) in its model registry")
+    assert "lists `Qwen3ForCausalLM` from 0.8.4. Fix: upgrade to vLLM 0.8.4 or newer" in d.summary
+    assert diagnose(text, offline=True) is None        # not a memory problem: no bot reply
+
+
+def test_a_dropped_model_gets_the_last_release_that_had_it():
+    d = diagnose(ARCH_ERROR.format("MllamaForConditionalGeneration"), offline=True, explain=True)
+    assert "from 0.6.2 to 0.10.2; later releases dropped it" in d.summary
+    assert "`pip install vllm==0.10.2`" in d.summary
+
+
+def test_a_name_no_release_lists_and_a_release_that_lists_it_are_told_apart():
+    unknown = diagnose(ARCH_ERROR.format("FooBarForCausalLM"), offline=True, explain=True)
+    assert f"No vLLM release up to {NEWEST} lists it" in unknown.summary
+    listed = diagnose("vLLM API server version 0.9.2\n" + ARCH_ERROR.format("Qwen3ForCausalLM"), offline=True,
+                      explain=True)
+    assert "from 0.8.4, 0.9.2 included: the message likely comes from another vLLM installation" in listed.summary
