@@ -145,3 +145,15 @@ def test_a_name_no_release_lists_and_a_release_that_lists_it_are_told_apart():
     listed = diagnose("vLLM API server version 0.9.2\n" + ARCH_ERROR.format("Qwen3ForCausalLM"), offline=True,
                       explain=True)
     assert "from 0.8.4, 0.9.2 included: the message likely comes from another vLLM installation" in listed.summary
+
+
+def test_every_catalog_model_is_one_some_vllm_release_serves():
+    # a bundled config whose architectures no release lists would be estimated for a run vLLM refuses
+    catalog = resources.files("estimator").joinpath("catalog")
+    unserved = []
+    for entry in catalog.iterdir():
+        if entry.name.endswith(".config.json"):
+            archs = json.loads(entry.read_text()).get("architectures") or []
+            if archs and not any(registry_span(a) for a in archs):
+                unserved.append((entry.name, archs))
+    assert unserved == []
