@@ -396,7 +396,7 @@ def _read(raw: str) -> Facts:
             hints.append((version_text(QUANT_METHOD_REMOVED[method]), None))
     unsupported = _search(_UNSUPPORTED_ARCH, text) if "are not supported" in text else None
     if unsupported is not None:
-        names = regex.findall(r"['\"]([A-Za-z_][A-Za-z0-9_]{0,80})['\"]", unsupported.group(1))  # ≤ 400 chars
+        names = _QUOTED_NAME.findall(unsupported.group(1))       # at most 400 characters: no timeout needed
         if names:
             extra["unsupported_architectures"] = names
     _capacity_rule_hint(facts, hints)
@@ -966,6 +966,7 @@ _UNKNOWN_QUANT = regex.compile(r"(?:Unknown|Invalid) quantization method:? ['\"`
 # config's architectures is in the release's model registry, e.g. "Model architectures
 # ['Qwen3ForCausalLM'] are not supported for now. Supported architectures: …"
 _UNSUPPORTED_ARCH = regex.compile(r"Model[ ]architectures[ ]\[([^\]\n]{1,400})\][ ]are[ ]not[ ]supported")
+_QUOTED_NAME = regex.compile(r"['\"]([A-Za-z_][A-Za-z0-9_]{0,80})['\"]")
 _OTHER_ERROR = regex.compile(
     r"EngineCore[ ]+failed[ ]+to[ ]+start|Engine[ ]+core[ ]+initialization[ ]+failed|EngineCore[ ]+hit[ ]+an[ ]+exception"
     r"|vLLM[ ]+cannot[ ]+currently[ ]+support|Trying[ ]+to[ ]+create[ ]+tensor[ ]+with[ ]+negative[ ]+dimension"
