@@ -897,14 +897,19 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     return est
 
 
-def _estimate_with(est: Estimate, inputs: dict) -> Estimate:
+def _estimate_with(est: Estimate, inputs: dict, same_parts: bool = False) -> Estimate:
+    """Re-run `est` on other inputs. What the diagnosis added to the first run (a derived card size)
+    still holds for the re-run. So do the first run's notes on parts the re-run takes as measured or
+    solved (how the modelled profile peak was made up) — unless `same_parts`: a re-run that models
+    every part again (only the card size changed) says afresh all that still holds, and a note it
+    drops (free memory against the other size) is stale."""
     from estimator.memory import estimate
 
     out = estimate(est.spec, **inputs)
     out.params, out.gpu = est.params, est.gpu
     out.reconciliation.card_implied = est.reconciliation.card_implied
-    # what the diagnosis added to the first run (a derived card size) still holds for the re-run
-    out.assumptions += [a for a in est.assumptions if a not in out.assumptions]
+    stale = est.own_assumptions if same_parts else ()
+    out.assumptions += [a for a in est.assumptions if a not in out.assumptions and a not in stale]
     return out
 
 
@@ -920,7 +925,7 @@ def with_printed_total(est: Estimate, total: int) -> Estimate:
     stale = getattr(est.gpu, "assumed", None)
     if stale:
         est.assumptions = [a for a in est.assumptions if a != stale]
-    return _estimate_with(est, inputs)
+    return _estimate_with(est, inputs, same_parts=True)
 
 
 def _claims_notes(facts, est: Estimate | None) -> list[str]:

@@ -286,6 +286,9 @@ class Estimate:
     flashinfer_graph_bytes: int = 0             # of cuda_graph_bytes: FlashInfer's workspace and decode wrappers
     # Not results of the arithmetic: what it was run with, and what the callers learnt about it.
     inputs: dict = field(default_factory=dict, repr=False, compare=False)   # estimate()'s arguments (rerun)
+    # what estimate() itself said about these inputs: a re-run on other inputs says it afresh, so a
+    # caller carrying its own notes over to the re-run leaves these behind
+    own_assumptions: tuple[str, ...] = field(default=(), repr=False, compare=False)
     tightest_stage: int = 0                     # mixed PP stages: the one whose block count all get
     params: int | None = None                   # parameter count (api.run_estimate)
     gpu: Gpu | None = field(default=None, repr=False, compare=False)   # the catalog card (api.run_estimate)
@@ -1962,6 +1965,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         cached_all_reduce_bytes=held, flashinfer_graph_bytes=fi_graph if graphs else 0,
     )
     est.inputs = inputs
+    est.own_assumptions = tuple(est.assumptions)
     return est
 
 
@@ -2003,6 +2007,7 @@ def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
     best.settings.pp_stage = None
     best.tightest_stage = stage
     best.inputs = inputs
+    best.own_assumptions = tuple(best.assumptions)
     return best
 
 

@@ -127,3 +127,19 @@ def test_any_number_for_a_setting_is_estimated_or_refused_with_a_message(key, va
     except KvdoctorError:
         return
     assert out["memory"]["budget_bytes"] > 0
+
+
+def test_a_rerun_on_the_printed_card_size_drops_the_notes_of_the_assumed_size():
+    """A 4090 is 23.64 GiB in the catalog, but this one printed 23.52: the re-run on vLLM's figure
+    says the free-memory shortfall again, and the first run's version of it (18.32 of 21.28 GiB,
+    against 23.64) is not left beside it."""
+    text = ("$ vllm serve Qwen/Qwen3-32B --max-model-len 32768\n"
+            "INFO 11-20 10:00:00 [__init__.py:1815] vLLM API server version 0.30.0\n"
+            "ValueError: Free memory on device cuda:0 (18.2/23.52 GiB) on startup is less than desired GPU memory "
+            "utilization (0.9, 21.17 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.\n"
+            "nvidia-smi: NVIDIA GeForce RTX 4090, 24564MiB\n")
+    d = diagnose(text, offline=True, explain=True)
+    notes = [a for a in d.assumptions if "is free at start-up" in a]
+    # 0.9 × 23.52 = 21.17 GiB asked for, 18.20 GiB free
+    assert len(notes) == 1 and "only 18.20 GiB is free" in notes[0] and "asks for 21.17 GiB" in notes[0]
