@@ -1004,6 +1004,7 @@ def _unsupported_architecture_text(names: list[str], version: str | None) -> str
 def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     f = facts.get
     kind = d.error_kind
+    too_big = False     # a free-memory failure of a model whose weights exceed the whole card
     if kind is None and facts.extra.get("unknown_quantization"):
         return _unknown_quantization_text(facts.extra["unknown_quantization"])
     if kind is None and facts.extra.get("unsupported_architectures"):
@@ -1041,8 +1042,16 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
                          f"{est.budget_bytes / GiB:.2f} GiB budget ({est.settings.gpu_memory_utilization:g} × "
                          f"{est.gpu_total_bytes / GiB:.2f} GiB).")
     elif kind == "free_memory_startup":
+        too_big = est is not None and est.weights_bytes > est.gpu_total_bytes
         parts.append("vLLM checks at start that the requested share of the GPU is free; **another process holds "
                      "part of the GPU**, so the request cannot be met.")
+        if too_big:
+            # freeing the GPU would only move the failure to the weights' loading
+            read = f("weights_gib") is not None
+            parts.append(f"Even on an empty GPU the model would not fit: its weights take "
+                         f"{est.weights_bytes / GiB:.2f} GiB per GPU ({'read' if read else 'estimated'}), more than "
+                         f"this card's {est.gpu_total_bytes / GiB:.2f} GiB, so it needs tensor parallelism over more "
+                         "GPUs or a quantized checkpoint.")
     elif kind.startswith("cuda_oom"):
         phase = {"cuda_oom_load": "while loading the weights", "cuda_oom_profile": "during the profile run",
                  "cuda_oom_graph": "while capturing CUDA graphs", "cuda_oom_runtime": "while serving"}.get(kind, "")
@@ -1084,7 +1093,9 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
                      "figures disagree with vLLM's (see Checks), so the fixes it re-checked are less certain.")
     elif d.unchecked:
         u = d.unchecked[0]
-        lead = "Fix" if kind in CONFIG_ERRORS else "Likely fix"     # a setting vLLM accepts, not a guess
+        # a setting vLLM accepts is a fix, not a guess; for a model too big for the card it only gets
+        # past the start-up check
+        lead = "Fix" if kind in CONFIG_ERRORS else "For the start-up check alone" if too_big else "Likely fix"
         stub = next((x for x in d.unchecked[1:2] if not x["flags"] and STUB_CONTEXT in x["why"]), None)
         if stub is not None:
             # vLLM's own capacity is a stub of the length asked for (advice.facts_fixes): what makes room

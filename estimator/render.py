@@ -123,7 +123,10 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
                          if diag.disagrees else
                          "**Fixes** (settings vLLM accepts; each still has to fit in memory):"
                          if diag.error_kind in CONFIG_ERRORS else
-                         "**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):")
+                         "**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):"
+                         if diag.estimate is None else
+                         "**Likely fixes** (from the numbers vLLM printed; not re-checked: no change kvdoctor "
+                         "re-checks makes these settings fit):")
         unchecked.append("")
         for u in diag.unchecked:
             unchecked.append(f"- {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}")

@@ -129,17 +129,35 @@ def test_any_number_for_a_setting_is_estimated_or_refused_with_a_message(key, va
     assert out["memory"]["budget_bytes"] > 0
 
 
+QWEN3_32B_ON_A_BUSY_4090 = (
+    "$ vllm serve Qwen/Qwen3-32B --max-model-len 32768\n"
+    "INFO 11-20 10:00:00 [__init__.py:1815] vLLM API server version 0.30.0\n"
+    "ValueError: Free memory on device cuda:0 (18.2/23.52 GiB) on startup is less than desired GPU memory "
+    "utilization (0.9, 21.17 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n"
+    "nvidia-smi: NVIDIA GeForce RTX 4090, 24564MiB\n")
+
+
 def test_a_rerun_on_the_printed_card_size_drops_the_notes_of_the_assumed_size():
     """A 4090 is 23.64 GiB in the catalog, but this one printed 23.52: the re-run on vLLM's figure
     says the free-memory shortfall again, and the first run's version of it (18.32 of 21.28 GiB,
     against 23.64) is not left beside it."""
-    text = ("$ vllm serve Qwen/Qwen3-32B --max-model-len 32768\n"
-            "INFO 11-20 10:00:00 [__init__.py:1815] vLLM API server version 0.30.0\n"
-            "ValueError: Free memory on device cuda:0 (18.2/23.52 GiB) on startup is less than desired GPU memory "
-            "utilization (0.9, 21.17 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
-            "processes.\n"
-            "nvidia-smi: NVIDIA GeForce RTX 4090, 24564MiB\n")
-    d = diagnose(text, offline=True, explain=True)
+    d = diagnose(QWEN3_32B_ON_A_BUSY_4090, offline=True, explain=True)
     notes = [a for a in d.assumptions if "is free at start-up" in a]
     # 0.9 × 23.52 = 21.17 GiB asked for, 18.20 GiB free
     assert len(notes) == 1 and "only 18.20 GiB is free" in notes[0] and "asks for 21.17 GiB" in notes[0]
+
+
+def test_a_model_too_big_for_the_whole_card_is_not_told_that_freeing_the_card_is_the_fix():
+    """Qwen3-32B in 16 bits is about 61 GiB of weights: stopping the other process would only move the
+    failure to the loading, so the reply says the card is too small, and the free-memory fix is only
+    for the start-up check; the unchecked fixes are not said to wait for a config kvdoctor has."""
+    d = diagnose(QWEN3_32B_ON_A_BUSY_4090, offline=True, explain=True)
+    # 64 layers × (5,120 × (8,192 + 2 × 1,024) [q, k, v] + 8,192 × 5,120 [o] + 3 × 5,120 × 25,600 [mlp])
+    # = 31.21 B, + 2 × 151,936 × 5,120 untied embeddings = 32.76 B parameters × 2 bytes ≈ 61.0 GiB,
+    # far above the 23.52 GiB the card has
+    assert "Even on an empty GPU the model would not fit" in d.summary
+    assert "its weights take 61.0" in d.summary and "more than this card's 23.52 GiB" in d.summary
+    assert "For the start-up check alone: another process holds" in d.summary
+    md = render_markdown(d)
+    assert "not re-checked until I have the model's config" not in md
+    assert "**Likely fixes** (from the numbers vLLM printed; not re-checked: no change kvdoctor" in md
