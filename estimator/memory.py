@@ -1705,6 +1705,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if s.vllm_version is None:
         s.vllm_version = profile.release
         assumptions.append(f"vLLM version not given: assumed {s.vllm_version} ({profile.era})")
+    if profile.version > parse_version(NEWEST):
+        assumptions.append(f"vLLM {s.vllm_version} is newer than the newest release kvdoctor has read ({NEWEST}): "
+                           f"modelled with {NEWEST}'s rules")
     unlisted = unlisted_architecture_note(spec.architecture, profile.version, profile.release)
     if unlisted:
         assumptions.append(unlisted)

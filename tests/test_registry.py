@@ -157,3 +157,14 @@ def test_every_catalog_model_is_one_some_vllm_release_serves():
             if archs and not any(registry_span(a) for a in archs):
                 unserved.append((entry.name, archs))
     assert unserved == []
+
+
+def test_a_release_newer_than_any_kvdoctor_has_read_is_said_to_be_modelled_with_the_newest_rules():
+    spec = load("Qwen/Qwen3-8B")
+    major, minor, _patch = (int(x) for x in NEWEST.split("."))
+    later = f"{major}.{minor + 1}.0"
+    est = estimate(spec, gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version=later))
+    assert (f"vLLM {later} is newer than the newest release kvdoctor has read ({NEWEST}): modelled with {NEWEST}'s "
+            "rules") in est.assumptions
+    same = estimate(spec, gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version=NEWEST))
+    assert not any("is newer than the newest release" in a for a in same.assumptions)
