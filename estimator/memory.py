@@ -36,6 +36,7 @@ from estimator.vllm import (
     BNB_MOE_FROM,
     MM_PREFIX_FLOOR_FROM,
     NEWEST,
+    NEWEST_WORDS,
     QUANT_METHOD_REMOVED,
     SAMPLER_BYTES_V0,
     V1_SAMPLER_PROFILED_FROM,
@@ -1689,6 +1690,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         return _tightest_stage(spec, inputs)
     s = base.replace()
     assumptions: list[str] = list(spec.assumptions)
+    if str(s.vllm_version or "").strip().lower() in NEWEST_WORDS:
+        assumptions.append(f"vLLM {s.vllm_version!r} read as {NEWEST}, the newest release kvdoctor has read")
+        s.vllm_version = NEWEST
     dropped_by = release_serving(spec.architecture, parse_version(NEWEST)) if s.vllm_version is None else None
     if dropped_by:
         # no release asked for, and the newest no longer serves the model: the last one that did

@@ -22,6 +22,8 @@ from estimator.errors import BadInput
 from estimator.flags import parse_bool
 
 NEWEST = "0.33.0"
+# what people write for the newest release or a build of main instead of a number
+NEWEST_WORDS = ("latest", "nightly", "main")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -253,8 +255,9 @@ def release_at(day: str | None) -> str | None:
 
 
 def parse_version(text: str | None) -> tuple[int, int, int]:
-    """'0.8.5.dev169+gce17db808' → (0, 8, 5). Dev builds of main ('0.1.dev2…') count as newest."""
-    if not text:
+    """'0.8.5.dev169+gce17db808' → (0, 8, 5). Dev builds of main ('0.1.dev2…') count as newest, and
+    so do the words people use for them or for the newest release ("latest", "nightly", "main")."""
+    if not text or str(text).strip().lower() in NEWEST_WORDS:
         return parse_version(NEWEST)
     m = _VERSION.search(str(text))
     if not m:

@@ -168,3 +168,11 @@ def test_a_release_newer_than_any_kvdoctor_has_read_is_said_to_be_modelled_with_
             "rules") in est.assumptions
     same = estimate(spec, gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version=NEWEST))
     assert not any("is newer than the newest release" in a for a in same.assumptions)
+
+
+def test_latest_and_nightly_are_read_as_the_newest_release():
+    spec = load("Qwen/Qwen3-8B")
+    for word in ("latest", "nightly", "Main"):
+        est = estimate(spec, gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version=word))
+        assert est.settings.vllm_version == NEWEST
+        assert f"vLLM {word!r} read as {NEWEST}, the newest release kvdoctor has read" in est.assumptions
