@@ -57,8 +57,10 @@ def test_parse_version_forms():
     assert parse_version("0.10") == (0, 10, 0)
     # default = newest (0.33)
     assert parse_version(None) == (0, 33, 0)
+    # the words for the newest release or a build of main (--vllm-version latest)
+    assert parse_version("latest") == parse_version("nightly") == (0, 33, 0)
     with pytest.raises(BadInput):
-        parse_version("latest")
+        parse_version("stable-ish")
 
 
 @pytest.mark.parametrize(
