@@ -126,7 +126,9 @@ def _diagnose(text: str, model: str | None, gpu: str | None, vllm_version: str |
     if hub_timeout is not None and "hub_timeout" in inspect.signature(diagnose).parameters:
         extra["hub_timeout"] = hub_timeout  # a slow model lookup is bounded by KVDOCTOR_HUB_TIMEOUT
     with metrics.estimator_timer("web", "diagnose"):
-        return diagnose(text, model=model, gpu=gpu, vllm_version=vllm_version, offline=offline or None, **extra)
+        # a person asked: a paste where vLLM refused the model before sizing memory gets its answer too
+        return diagnose(text, model=model, gpu=gpu, vllm_version=vllm_version, offline=offline or None,
+                        answer_refusals=True, **extra)
 
 
 def _markdown(diag) -> str:

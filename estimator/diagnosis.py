@@ -287,10 +287,13 @@ def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
 
 def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vllm_version: str | None = None,
              offline: bool | None = None, explain: bool = False, hub_timeout: float = 10.0,
-             posted: str | None = None) -> Diagnosis | None:
+             posted: str | None = None, answer_refusals: bool = False) -> Diagnosis | None:
     """Read `text`; None when it holds no vLLM memory problem (bots stay silent).
 
     With `explain=True` (the CLI) a Diagnosis is always returned, saying what was found.
+    `answer_refusals`: also answer a paste where vLLM stopped before sizing any memory (no such
+    quantization method, an architecture its registry lacks) — not a memory problem, so not for a
+    bot's unprompted reply, but what a person who asked (the web page) needs to hear.
     `posted`: the day the paste was written (a forum post's or Slack message's date, ISO); when
     the paste does not name its vLLM version, no release newer than that day is assumed.
     """
@@ -298,7 +301,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
     facts = read_paste(text or "")
     kind = facts.error_kind
-    if kind is None and not explain:
+    refusal = bool(facts.extra.get("unknown_quantization") or facts.extra.get("unsupported_architectures"))
+    if kind is None and not explain and not (answer_refusals and refusal):
         return None
     version = vllm_version or facts.get("vllm_version")
     engine = None
@@ -327,8 +331,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     # a settings error is answered from vLLM's message alone: a memory estimate of the settings vLLM
     # refused (3 GPUs splitting 40 heads) would be a table of an impossible run
     # so is a release that has no such quantization method: vLLM stopped before sizing any memory
-    refused = kind is None and bool(facts.extra.get("unknown_quantization")
-                                    or facts.extra.get("unsupported_architectures"))
+    refused = kind is None and refusal
     if model_ref and kind not in CONFIG_ERRORS and not refused:
         try:
             from estimator.api import load_model

@@ -103,6 +103,20 @@ def test_api_explain_returns_the_design_json(base):
     assert any("--max-model-len" in (s.get("flags") or "") for s in data["diagnosis"]["suggestions"])
 
 
+ARCH_REFUSED = ("INFO 05-01 10:00:00 api_server.py:981] vLLM API server version 0.6.4.post1\n"
+                "ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now.\n")
+
+
+def test_a_paste_vllm_refused_before_sizing_memory_is_answered_on_the_page(base):
+    # not a memory problem, so the bots stay silent on it; a person who asked gets the answer
+    page = httpx.post(base + "/explain", data={"text": ARCH_REFUSED, "model": "", "gpu": "", "vllm_version": ""}).text
+    assert "No vLLM memory error found" not in page
+    assert "Not a memory problem" in page and "upgrade to vLLM 0.8.4 or newer" in page
+    data = httpx.post(base + "/api/explain", json={"text": ARCH_REFUSED}).json()
+    assert data["diagnosis"]["error_kind"] is None and data["estimate"] is None
+    assert data["diagnosis"]["summary"].startswith("**Not a memory problem**: vLLM 0.6.4.post1")
+
+
 def test_api_explain_without_a_problem(base):
     r = httpx.post(base + "/api/explain", json={"text": "INFO: started server process"})
     assert r.status_code == 200
