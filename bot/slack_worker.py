@@ -324,9 +324,11 @@ class SlackReplier:
         self.owner = owner or f"{uuid.uuid4().hex[:12]}"
         self._diag_kwargs = self._diagnose_kwargs(diagnose_fn)
         try:
-            self._takes_posted = "posted" in inspect.signature(diagnose_fn).parameters
+            params = inspect.signature(diagnose_fn).parameters
         except (TypeError, ValueError):
-            self._takes_posted = False
+            params = {}
+        self._takes_posted = "posted" in params
+        self._takes_refusals = "answer_refusals" in params
         api_host = urlparse(settings.slack_api_url).hostname
         self._file_hosts = {"files.slack.com", api_host} - {None}
 
@@ -365,6 +367,11 @@ class SlackReplier:
         except (ValueError, OverflowError, OSError):
             return {}
         return {"posted": day} if self._takes_posted else {}
+
+    def asked(self, explicit: bool) -> dict:
+        """{"answer_refusals": True} for a person who asked (a mention, a DM, the command): a paste
+        where vLLM refused the model before sizing memory is answered then, not in auto-reply channels."""
+        return {"answer_refusals": True} if explicit and self._takes_refusals else {}
 
     def diagnose(self, text: str, **extra: Any) -> tuple[Explained | None, str | None]:
         """(Explained | None, user-facing error sentence | None). Never raises."""
@@ -470,7 +477,7 @@ class SlackReplier:
         if not text.strip():
             diag, error = None, None
         else:
-            diag, error = self.diagnose(text, **self.posted(src.ts))
+            diag, error = self.diagnose(text, **self.posted(src.ts), **self.asked(explicit))
         if diag is None or getattr(diag, "error_kind", None) in QUIET_KINDS:
             if not explicit:
                 return  # auto-reply channels: silence unless a memory error is recognised
@@ -536,7 +543,8 @@ class SlackReplier:
         text = self.source_text(src, client, bot_user_id)
         if reply.meta.get("text_sha") == _text_hash(text):
             return
-        diag, error = self.diagnose(text, **self.posted(src.ts)) if text.strip() else (None, None)
+        diag, error = self.diagnose(text, **self.posted(src.ts), **self.asked(src.mode != "auto")) \
+            if text.strip() else (None, None)
         if diag is None or (getattr(diag, "error_kind", None) in QUIET_KINDS and src.mode == "auto"):
             fitted, full = self.plain(error or "After the edit I no longer see a vLLM memory error in this message."), ""
         else:
@@ -553,7 +561,7 @@ class SlackReplier:
         """/kvdoctor <paste | MODEL GPU>: an ephemeral answer with a Share button."""
         url = command.get("response_url")
         text = unescape(command.get("text") or "")
-        diag, error = self.diagnose(text, **model_and_gpu(text)) if text.strip() else (None, None)
+        diag, error = self.diagnose(text, **model_and_gpu(text), **self.asked(True)) if text.strip() else (None, None)
         if diag is None:
             self.respond(url, text=error or HINT, response_type="ephemeral")
             return

@@ -210,6 +210,21 @@ def test_mention_without_an_error_gets_a_hint(env):
     assert "paste" in post.body["text"].lower()
 
 
+ARCH_REFUSED = ("vLLM API server version 0.6.4.post1\n"
+                "ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now.")
+
+
+def test_a_refused_model_is_answered_when_asked_and_not_in_auto_reply_channels(env):
+    # not a memory problem: an auto-reply channel stays silent, a mention gets the release to install
+    env.slack.event(message(ARCH_REFUSED, ts="1712000050.000100"))
+    env.idle()
+    assert env.fake.calls("chat.postMessage") == []
+    env.slack.event(mention(ARCH_REFUSED, ts="1712000050.000200"))
+    post = env.fake.wait_for("chat.postMessage")[0]
+    assert post.body["thread_ts"] == "1712000050.000200"
+    assert "Not a memory problem" in visible_text(post) and "0.8.4" in visible_text(post)
+
+
 # -- exactly once ------------------------------------------------------------------------------------
 def test_retries_and_double_delivery_give_one_reply(env):
     seed = seed_text()
