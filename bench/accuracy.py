@@ -375,7 +375,7 @@ def main(argv: list[str]) -> int:
             # the architecture, or it dropped the checkpoint's format) gives way to the nearest that can
             from estimator.diagnosis import loadable_release
 
-            loadable_release(loaded.spec, settings)
+            loadable_release(loaded.spec, settings, paste_facts(case).extra.get("version_hint"))
         try:
             est = run_estimate(loaded.spec, gpu_arg, settings)
             total = printed_total(case, gpu_arg)

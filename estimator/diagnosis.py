@@ -620,13 +620,15 @@ def _has_numbers(facts) -> bool:
                                                    "kv_cache_gib", "kv_needed_gib"))
 
 
-def loadable_release(spec, settings) -> str | None:
+def loadable_release(spec, settings, formats=None) -> str | None:
     """When the paste does not name its release and the one assumed cannot have run it, the paste's
     own vLLM could: model the nearest release that can. A release that cannot load the checkpoint's
     format (GGUF left vLLM in 0.24, bitsandbytes in 0.28) gives way to the last one before; one whose
     model registry lacks the architecture to the first (or, for a dropped model, the last) that lists
-    it — a post from before that release ran a build of main. Sets the settings' version; returns
-    the note that says so."""
+    it — a post from before that release ran a build of main — unless the paste's message formats
+    (`formats`, the reader's version hint: lowest, highest) rule that release out: then the run went
+    through something kvdoctor does not see (the Transformers backend), and the estimate says the
+    release does not list the model. Sets the settings' version; returns the note that says so."""
     from estimator.params import weight_format_kind
     from estimator.vllm import (
         V0_REMOVED_FROM,
@@ -649,6 +651,9 @@ def loadable_release(spec, settings) -> str | None:
     nearest = release_serving(spec.architecture, assumed)
     if not nearest or (settings.engine == "v0" and parse_version(nearest) >= V0_REMOVED_FROM):
         return None     # a V0 log of a model that only V1-only releases list: the log's engine is the better evidence
+    lo, hi = formats if isinstance(formats, (list, tuple)) and len(formats) == 2 else (None, None)
+    if (lo and parse_version(nearest) < parse_version(lo)) or (hi and parse_version(nearest) > parse_version(hi)):
+        return None
     settings.vllm_version = nearest
     first, last = registry_span(spec.architecture) or (nearest, None)
     if parse_version(nearest) > assumed:
@@ -666,7 +671,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     from estimator.api import run_estimate
 
     settings = settings_from_facts(facts, version, engine)
-    capped = None if stated else loadable_release(spec, settings)
+    capped = None if stated else loadable_release(spec, settings, facts.extra.get("version_hint"))
     tp_from_weights(facts, spec, settings)
     f = facts.get
 

@@ -176,3 +176,16 @@ def test_latest_and_nightly_are_read_as_the_newest_release():
         est = estimate(spec, gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version=word))
         assert est.settings.vllm_version == NEWEST
         assert f"vLLM {word!r} read as {NEWEST}, the newest release kvdoctor has read" in est.assumptions
+
+
+def test_a_release_the_message_formats_rule_out_is_not_modelled_even_if_it_lists_the_model():
+    # "GPU KV cache size: …, Maximum concurrency …" on one line is 0.28+; Mllama left after 0.10.2:
+    # the run went through something kvdoctor does not see, so the formats' release stays and the
+    # estimate says that release does not list the model
+    paste = ("vllm serve meta-llama/Llama-3.2-11B-Vision-Instruct --max-model-len 131072\nGPU: H100 80GB\n"
+             "(EngineCore pid=1) INFO 11-01 10:00:00 [kv_cache_utils.py:1300] GPU KV cache size: 88,000 tokens, "
+             "Maximum concurrency for 131,072 tokens per request: 0.67x\n")
+    d = diagnose(paste, offline=True, explain=True, posted="2026-11-01")
+    assert d.estimate["settings"]["vllm_version"] == "0.32.0"      # the newest release of that day
+    assert any("vLLM 0.32.0 does not list MllamaForConditionalGeneration" in a for a in d.assumptions)
+    assert not any("the last release that served the model" in a for a in d.assumptions)
