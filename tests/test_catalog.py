@@ -114,6 +114,7 @@ def test_added_models_resolve_with_the_architecture_their_sources_show():
     """Figures read from the source copies (see index notes), not from the code."""
     from estimator.api import load_model
     from estimator.memory import estimate
+    from estimator.params import count_params
     from estimator.vllm import EngineSettings
 
     def est(repo_id, version="0.7.2"):
@@ -129,6 +130,13 @@ def test_added_models_resolve_with_the_architecture_their_sources_show():
     assert orca.max_model_len == 16384 * 4                  # linear rope factor 4 (vllm#1267: 65536)
     coder = load_model("deepseek-ai/DeepSeek-Coder-V2-Instruct", offline=True)
     assert any("TRIMMED" in a for a in coder.spec.assumptions)
+    # the printed Qwen2Config of Qwen2-7B-Instruct: 28 layers × 4 KV heads × 128 × K and V × 2 B, a
+    # 32,768-token context (the base model's is 131,072); 7,615,616,512 parameters = 2 × 152,064 × 3,584
+    # (untied embeddings) + 28 × (3,584 × (3,584 + 2 × 512) + 3,584 + 2 × 512 [q/k/v with biases]
+    # + 3,584 × 3,584 [o] + 3 × 3,584 × 18,944 [mlp] + 2 × 3,584 [norms]) + 3,584 [final norm]
+    qwen2 = est("Qwen/Qwen2-7B-Instruct", "0.10.1")
+    assert (qwen2.layout.kv_bytes_per_token, qwen2.max_model_len) == (28 * 4 * 128 * 2 * 2, 32768)
+    assert count_params(load_model("Qwen/Qwen2-7B-Instruct", offline=True).spec).params_total == 7_615_616_512
 
 
 def test_derivative_keys_are_dropped_and_real_quantization_kept():
