@@ -513,6 +513,9 @@ class EngineSettings:
     block_size: int | None = None
     enforce_eager: bool = False
     cpu_offload_gb: float = 0.0
+    # --swap-space: GiB of pinned CPU memory per GPU for V0's swapped-out KV blocks (vllm/config.py
+    # CacheConfig, 4 by default; gone with V0): host memory, read for what it takes from the host
+    swap_space: float | None = None
     kv_cache_memory_bytes: int | None = None
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
@@ -555,7 +558,7 @@ class EngineSettings:
 _FIELDS = {
     "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size",
     "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
-    "max_num_batched_tokens", "block_size", "cpu_offload_gb", "kv_cache_memory_bytes",
+    "max_num_batched_tokens", "block_size", "cpu_offload_gb", "swap_space", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
     "async_scheduling", "mamba_cache_mode", "performance_mode", "attention_backend", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
 }
@@ -693,6 +696,8 @@ _PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parall
 MAX_COUNT = 2**40
 MAX_BYTES = 2**60       # a byte size (--kv-cache-memory-bytes) past an exbibyte: no card holds it
 _COUNT_KEYS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "num_speculative_tokens")
+# GiB amounts whose 0 is vLLM's own default (no weights offloaded, no CPU swap space)
+_ZERO_ALLOWED = ("cpu_offload_gb", "swap_space")
 
 
 def setting_problem(key: str, value: object) -> str | None:
@@ -702,7 +707,12 @@ def setting_problem(key: str, value: object) -> str | None:
     implausible figure is a misreading or a typo, read as not stated (`plausible_setting`)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "is not a finite number"
+    if key in _ZERO_ALLOWED:
+        if value < 0:
+            return "is negative"
+    elif value <= 0:
         return "is not a positive number"
     if key == "gpu_memory_utilization" and value > 1:
         return "must be in (0, 1]"

@@ -476,6 +476,17 @@ def test_parse_flags_numbers_past_any_run_are_refused_with_a_message(argv, words
     assert words in str(exc.value)
 
 
+def test_parse_flags_takes_zero_where_zero_is_vllms_own_default():
+    # --cpu-offload-gb 0 is vLLM's default and --swap-space 0 the fix kvdoctor offers for V0's pinned
+    # CPU blocks: both were refused as "not a positive number"; a negative amount still is refused
+    s = parse_flags(["--cpu-offload-gb", "0", "--swap-space", "0"])
+    assert (s.cpu_offload_gb, s.swap_space, s.unknown_flags) == (0.0, 0.0, [])
+    assert parse_flags(["--swap-space", "8"]).swap_space == 8.0
+    for argv in (["--swap-space", "-1"], ["--cpu-offload-gb", "-2"], ["-tp", "0"]):
+        with pytest.raises(BadInput):
+            parse_flags(argv)
+
+
 def test_parse_flags_keeps_the_largest_counts_it_models():
     s = parse_flags(["-tp", "4096", "--max-model-len", str(2**40), "--kv-cache-memory", "1024T"])
     assert (s.tensor_parallel_size, s.max_model_len, s.kv_cache_memory_bytes) == (4096, 2**40, 2**50)
