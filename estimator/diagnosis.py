@@ -655,7 +655,7 @@ def loadable_release(spec, settings, formats=None) -> str | None:
     if (lo and parse_version(nearest) < parse_version(lo)) or (hi and parse_version(nearest) > parse_version(hi)):
         return None
     settings.vllm_version = nearest
-    first, last = registry_span(spec.architecture) or (nearest, None)
+    first, last = registry_span(spec.architecture)
     if parse_version(nearest) > assumed:
         return (f"version not stated; vLLM's model registry lists {spec.architecture} from {first}: modelled as "
                 f"{first}, the first release that can serve the model")
@@ -991,7 +991,7 @@ def _unsupported_architecture_text(names: list[str], version: str | None) -> str
             else f"any of the model's architectures ({', '.join(f'`{n}`' for n in names)})")
     out = (f"**Not a memory problem**: {ran} does not have {what} in its model registry, so it stops before "
            "loading the model.")
-    known = [(n, registry_span(n)) for n in names if registry_span(n)]
+    known = [(n, span) for n in names if (span := registry_span(n))]
     if not known:
         return out + (f" No vLLM release up to {NEWEST} lists {'it' if len(names) == 1 else 'them'}: check "
                       "`architectures` in the model's config.json, or (vLLM ≥ 0.7.2) try the Transformers backend, "

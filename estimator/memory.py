@@ -53,6 +53,7 @@ from estimator.vllm import (
     parse_version,
     performance_mode,
     profile_for,
+    registry_span,
     release_serving,
     removed_quant_method,
     requested_bytes,
@@ -664,6 +665,11 @@ def _ssm_state_bytes(spec: ModelSpec, profile: Profile, from_config: int | None)
     return from_config
 
 
+# DeepSeek-V4's KV pool (memory._deepseek_v4_layout) exists from the release that brought the model: the
+# first whose registry lists DeepseekV4ForCausalLM (estimator/data/vllm_architectures.json), 0.20.0
+DEEPSEEK_V4_FROM = parse_version(registry_span("DeepseekV4ForCausalLM")[0])
+
+
 def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_bytes: int,
               model_dtype_bytes: int, assumptions: list[str],
               draft_info: tuple[list[LayerKV], int, bool] | None = None) -> KVLayout:
@@ -682,10 +688,10 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         layers = [dataclasses.replace(lk, conv_kernel=lk.conv_kernel + spec_k)
                   if isinstance(lk, MambaState) and lk.variant in spec_rows else lk for lk in layers]
     if any(isinstance(lk, DeepseekV4Layer) for lk in layers):
-        if profile.engine == "v1" and profile.version >= (0, 20, 0):
+        if profile.engine == "v1" and profile.version >= DEEPSEEK_V4_FROM:
             return _deepseek_v4_layout(spec, profile, settings, layers, assumptions)
-        assumptions.append(f"vLLM {profile.release} has no DeepSeek-V4 KV layout (it came with the model in 0.20.0): "
-                           "the KV figures count only its compressed rows per token")
+        assumptions.append(f"vLLM {profile.release} has no DeepSeek-V4 KV layout (it came with the model in "
+                           f"{version_text(DEEPSEEK_V4_FROM)}): the KV figures count only its compressed rows per token")
     bs = settings.block_size or 16
     attn = [lk for lk in layers if lk.bytes_per_token(tp, kv_bytes) > 0]
     states = [lk for lk in layers if isinstance(lk, MambaState)]
@@ -1690,15 +1696,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         return _tightest_stage(spec, inputs)
     s = base.replace()
     assumptions: list[str] = list(spec.assumptions)
-    if str(s.vllm_version or "").strip().lower() in NEWEST_WORDS:
-        assumptions.append(f"vLLM {s.vllm_version!r} read as {NEWEST}, the newest release kvdoctor has read")
-        s.vllm_version = NEWEST
-    dropped_by = release_serving(spec.architecture, parse_version(NEWEST)) if s.vllm_version is None else None
-    if dropped_by:
-        # no release asked for, and the newest no longer serves the model: the last one that did
-        s.vllm_version = dropped_by
-        assumptions.append(f"vLLM version not given: assumed {dropped_by}, the last release whose model registry "
-                           f"lists {spec.architecture}")
+    _settle_release(spec, s, assumptions)
     default = profile_for(s.vllm_version, None) if s.engine is None and spec.model_type.startswith("mllama") else None
     if default is not None and default.engine == "v1" and default.version < (0, 10, 0):
         # mllama.py is SupportsV0Only through 0.9: vLLM runs it on the V0 engine
@@ -1974,6 +1972,20 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     est.inputs = inputs
     est.own_assumptions = tuple(est.assumptions)
     return est
+
+
+def _settle_release(spec: ModelSpec, s: EngineSettings, assumptions: list[str]) -> None:
+    """The release to model where the settings name a word for the newest ("latest", "nightly") or none
+    at all and the newest release no longer serves the model (its registry dropped the architecture):
+    then the last release that did. Other unnamed releases are the profile's default (estimate)."""
+    if str(s.vllm_version or "").strip().lower() in NEWEST_WORDS:
+        assumptions.append(f"vLLM {s.vllm_version!r} read as {NEWEST}, the newest release kvdoctor has read")
+        s.vllm_version = NEWEST
+    dropped_by = release_serving(spec.architecture, parse_version(NEWEST)) if s.vllm_version is None else None
+    if dropped_by:
+        s.vllm_version = dropped_by
+        assumptions.append(f"vLLM version not given: assumed {dropped_by}, the last release whose model registry "
+                           f"lists {spec.architecture}")
 
 
 def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:

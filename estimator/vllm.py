@@ -222,11 +222,10 @@ def unlisted_architecture_note(architecture: str, version: tuple[int, int, int],
     nearest = release_serving(architecture, version)
     if nearest is None:
         return None
-    first, last = registry_span(architecture) or (nearest, None)
+    first, last = _registry_spans()[architecture]
     when = f"from {first}" if parse_version(nearest) > version else f"from {first} to {last}"
-    fallback = _registry_spans().get("TransformersModel", (NEWEST, None))[0]
     how = ("it would run only through its Transformers backend, if transformers has the model, and that backend's "
-           "memory is not modelled here" if version >= parse_version(fallback)
+           "memory is not modelled here" if version >= parse_version(_registry_spans()["TransformersModel"][0])
            else "it refuses the model (\"Model architectures … are not supported\")")
     return (f"vLLM {release} does not list {architecture} in its model registry (listed {when}): {how}; the "
             f"figures apply {release}'s memory accounting to vLLM's own implementation of the model")
