@@ -189,3 +189,34 @@ def test_a_release_the_message_formats_rule_out_is_not_modelled_even_if_it_lists
     assert d.estimate["settings"]["vllm_version"] == "0.32.0"      # the newest release of that day
     assert any("vLLM 0.32.0 does not list MllamaForConditionalGeneration" in a for a in d.assumptions)
     assert not any("the last release that served the model" in a for a in d.assumptions)
+
+
+def test_the_kv_need_dating_skips_releases_that_cannot_serve_the_model():
+    # the need vLLM printed agrees only with releases before 0.8.4, none of which lists Qwen3: no release
+    # is chosen from them (without the registry, 0.8.3 — the newest of them — would be)
+    from types import SimpleNamespace
+
+    from estimator.diagnosis import _release_from_need
+    from estimator.paste import read_paste
+    from estimator.vllm import parse_version
+
+    facts = read_paste("ValueError: To serve at least one request with the models's max seq len (40960), (99.00 GB KV "
+                       "cache is needed, which is larger than the available KV cache memory (3.00 GB).")
+    est = estimate(load("Qwen/Qwen3-8B"), gpu_total_bytes=int(23.64 * GiB), settings=EngineSettings(vllm_version="0.9.2"))
+    printed = SimpleNamespace(kv_needed_bytes=99 * GiB, max_model_len=40960)
+    tried = []
+
+    def run(version):
+        tried.append(version)
+        return printed if parse_version(version) < (0, 8, 4) else est
+
+    assert _release_from_need(facts, est, "0.9.2", run) is None
+    assert tried and all(parse_version(v) >= (0, 8, 4) for v in tried)
+
+
+def test_the_derived_qwen3_next_instruct_config_says_it_is_derived():
+    from estimator.api import load_model
+
+    spec = load_model("Qwen/Qwen3-Next-80B-A3B-Instruct", offline=True).spec
+    assert spec.architecture == "Qwen3NextForCausalLM"
+    assert any("DERIVED, not official" in a for a in spec.assumptions)
