@@ -473,6 +473,27 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
         return (f"vLLM estimated that at most {int(fit):,} tokens fit; the model's layout gives "
                 f"{est.max_model_len_fit:,} for the same KV pool: the fixes it re-checks are less certain than "
                 "vLLM's own numbers")
+    # V1's "GPU KV cache size" beside the pool it printed: what the pool holds, per vLLM. The estimate
+    # holds that pool (it was anchored to it), so tokens more than 10% apart are a setting the paste
+    # does not show that changes what a block holds (diagnosis._capacity_settings tries the usual
+    # ones) or a layout the model does not know.
+    tokens, pool = f("kv_tokens_capacity"), f("kv_cache_gib") or f("kv_available_gib")
+    if tokens and pool and est.profile.engine == "v1" and est.kv_cache_tokens > 0 \
+            and abs(est.kv_cache_bytes - float(pool) * GiB) <= max(est.layout.bytes_per_block, 0.01 * float(pool) * GiB) \
+            and abs(est.kv_cache_tokens - int(tokens)) > 0.1 * int(tokens):
+        s = est.settings
+        unshown = ["the KV cache dtype"] if f("kv_cache_dtype") is None else []
+        if est.layout.state_bytes_per_request:
+            # what sets a hybrid model's blocks per request (MambaSpec.max_memory_usage_bytes)
+            unshown += ["prefix caching"] if s.enable_prefix_caching is None and not s.mamba_cache_mode else []
+            unshown += ["speculative decoding"] if not s.speculative_method else \
+                ["the number of speculative tokens"] if not s.num_speculative_tokens else []
+        why = (f"a setting the paste does not show ({', '.join(unshown[:-1]) + ' or ' if unshown[:-1] else ''}"
+               f"{unshown[-1]}) or a layout the model does not know") if unshown else \
+            "a layout the model does not know (a drafter's own KV layers, a cache format)"
+        return (f"vLLM says its {float(pool):.2f} GiB KV pool holds {int(tokens):,} tokens; with the settings read "
+                f"and assumed the model's layout holds {est.kv_cache_tokens:,} in it — {why}: the fixes it "
+                "re-checks are less certain than vLLM's own numbers")
     return None
 
 

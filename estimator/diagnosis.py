@@ -319,6 +319,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     card_ref = gpu_ref(facts, gpu)
     est: Estimate | None = None
     problem = None
+    read_back = ""        # flags for the settings read back from vLLM's printed capacity
     path = str(facts.extra.get("model_path") or "")
     from_path = not model_ref and bool(path)     # the model is read from the local path the run served
     if from_path:
@@ -351,6 +352,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 if dated is not None:
                     est, why = dated
                     assumptions = [a for a in assumptions if a != note] + [why]
+            settled = est.settings.vllm_version
+            est, read_back = _capacity_settings(facts, est, lambda adj: _anchored_estimate(
+                facts, spec, card_ref, settled, engine, stated=False, adjust=adj))
         except ModelUnavailable as exc:
             problem = str(exc)
             missing.append("the model's config.json (the model could not be looked up)")
@@ -390,7 +394,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
     if est is not None:
-        _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path)
+        _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path, read_back=read_back)
         est.suggestions = suggestions
     if est is not None and kind in ("kv_capacity_v0", "kv_capacity_v1"):
         from estimator.advice import full_context_plan
@@ -534,11 +538,14 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     return None, ""
 
 
-def _in_users_command(suggestions: list[dict], facts, model_id: str | None = None, from_path: bool = False) -> None:
+def _in_users_command(suggestions: list[dict], facts, model_id: str | None = None, from_path: bool = False,
+                      read_back: str = "") -> None:
     """Show each fix as the user's own command with the fix applied (their TP, model path and
     other flags kept), when the paste holds a `vllm serve` command; without one, a command that
     serves the local path the user's run served, not the repo id kvdoctor read it as (a log's
-    `'model': '~/.cache/huggingface/qwen3.6-27b-autoround-int4'` is not a Hub repo)."""
+    `'model': '~/.cache/huggingface/qwen3.6-27b-autoround-int4'` is not a Hub repo). `read_back`:
+    flags of settings the command shown lacks but vLLM's printed capacity says the run had
+    (`_capacity_settings`) — the fix's predicted effect assumes them, so its command carries them."""
     from estimator.advice import command_with
     from estimator.flags import llm_call_with, user_command
 
@@ -553,7 +560,7 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     base = user_command(facts.text, min(anchors) if anchors else None)
     if base:
         for s in suggestions:
-            s["command"] = command_with(base, s["flags"])
+            s["command"] = command_with(base, f"{read_back} {s['flags']}".strip())
         return
     import shlex
 
@@ -664,13 +671,16 @@ def loadable_release(spec, settings, formats=None) -> str | None:
 
 
 def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = True,
-                       moved: list[str] | None = None) -> Estimate:
+                       moved: list[str] | None = None, adjust: dict | None = None) -> Estimate:
     """The estimate of the paste's run, its stated figures fixed. `moved` collects the note when an
     unstated release had to give way to one that can run the model (else the note joins the estimate's
-    assumptions)."""
+    assumptions). `adjust`: settings the paste does not show, read back from its figures
+    (`_capacity_settings`)."""
     from estimator.api import run_estimate
 
     settings = settings_from_facts(facts, version, engine)
+    for key, value in (adjust or {}).items():
+        setattr(settings, key, value)
     capped = None if stated else loadable_release(spec, settings, facts.extra.get("version_hint"))
     tp_from_weights(facts, spec, settings)
     f = facts.get
@@ -754,6 +764,96 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
             anchored.reconciliation.plain = est  # advice checks fixes in both states
         est = anchored
     return est
+
+
+# How close a re-run must come to the capacity vLLM printed for `_capacity_settings` to take its
+# setting: vLLM prints the token count exactly, but the pool to 2 decimals of a GiB, so the block
+# count behind it is known to ±0.005 GiB (one 1.5 MiB block in 4.99 GiB is 0.03%); 0.2% leaves room
+# for that and nothing for a setting that changes a request's blocks by one in ~170 (a Mamba state
+# or a speculative block: 0.6% on the talos#1995 / club-3090#487 pools, dev.jsonl).
+CAPACITY_MATCH = 0.002
+# num_speculative_tokens tried when the paste names the method but not the count (vLLM's default
+# is 1 for MTP; recipes and compose files use up to 7).
+_SPEC_TOKENS_TRIED = range(1, 8)
+
+
+def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
+    """Read back settings the paste cuts off from the capacity vLLM printed beside its pool.
+
+    With the pool printed (GiB, to 2 decimals) the block count is known, and V1's "GPU KV cache
+    size" says what those blocks hold (v1/core/kv_cache_utils.py): tokens per block, and from 0.21
+    int(blocks / blocks per request × max_model_len). Two things a truncated `non-default args`
+    line or a compose file often hides change that count and nothing the paste prints:
+    - the KV cache dtype: an fp8 cache holds twice the tokens in the same pool;
+    - for a hybrid (Mamba / linear-attention) model, the blocks one request takes: its attention
+      blocks plus, per Mamba group, 1 state block, 2 with prefix caching ("align" mode) and 1 more
+      per speculative token (vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
+    Only settings the paste does not state are tried, and only when the assumed ones miss the
+    printed tokens; a single combination that reproduces them (`CAPACITY_MATCH`) is taken, with a
+    note saying so — none or several, and the estimate stays as it was.
+    `rerun(adjust)` is the paste's anchored estimate with those settings. Returns the estimate and
+    the flags of the settings read back (for the user's command; "" when none)."""
+    from itertools import product
+
+    f = facts.get
+    tokens = f("kv_tokens_capacity")
+    s = est.settings
+    if not tokens or est.profile.engine != "v1" or est.reconciliation.failed \
+            or f("kv_cache_gib") is None and f("kv_available_gib") is None:
+        return est, ""
+
+    def off(e: Estimate) -> float:
+        return abs(e.kv_cache_tokens - int(tokens)) / int(tokens)
+
+    if off(est) <= CAPACITY_MATCH:
+        return est, ""
+    options: dict[str, list] = {"kv_cache_dtype": [None] + (["fp8"] if f("kv_cache_dtype") is None else [])}
+    if est.layout.state_bytes_per_request:
+        if s.enable_prefix_caching is None and not s.mamba_cache_mode:
+            options["enable_prefix_caching"] = [None, True, False]
+        if s.speculative_method and not s.num_speculative_tokens:
+            options["num_speculative_tokens"] = [None, *_SPEC_TOKENS_TRIED]
+    matches = []
+    for values in product(*options.values()):
+        adjust = {key: v for key, v in zip(options, values, strict=True) if v is not None}
+        if not adjust:
+            continue
+        try:
+            e = rerun(adjust)
+        except KvdoctorError:
+            continue
+        if off(e) <= CAPACITY_MATCH and not e.reconciliation.failed:
+            matches.append((adjust, e))
+    if len(matches) != 1:
+        return est, ""
+    adjust, out = matches[0]
+    said = []
+    if "kv_cache_dtype" in adjust:
+        said.append("an fp8 KV cache (`--kv-cache-dtype fp8`: 1 byte per value)")
+    if "enable_prefix_caching" in adjust:
+        said.append("prefix caching " + (f"on (Mamba cache mode '{out.layout.mamba_mode}')" if adjust["enable_prefix_caching"]
+                                         else "off"))
+    if "num_speculative_tokens" in adjust:
+        said.append(f"{adjust['num_speculative_tokens']} speculative tokens per step")
+    held = f"{int(tokens):,} tokens in {out.gpu_blocks:,} blocks"
+    if out.layout.state_bytes_per_request and out.max_concurrency:
+        held += (f": one {out.max_model_len:,}-token request took "
+                 f"{round(out.gpu_blocks / out.max_concurrency):,} blocks")
+    out.assumptions.insert(0, (
+        f"the paste does not show {' or '.join(_SETTING_WORDS[k] for k in adjust)}; vLLM's printed capacity "
+        f"({held}) is what only {' and '.join(said)} {'give' if len(said) > 1 else 'gives'} of the settings tried "
+        f"(the assumed settings give {est.kv_cache_tokens:,} tokens), so the estimate uses "
+        f"{'them' if len(said) > 1 else 'it'}"))
+    # as flags for the user's command (the speculative count lives inside --speculative-config's
+    # JSON, which the note states instead)
+    flags = [f"--kv-cache-dtype {adjust['kv_cache_dtype']}"] if "kv_cache_dtype" in adjust else []
+    if "enable_prefix_caching" in adjust:
+        flags.append("--enable-prefix-caching" if adjust["enable_prefix_caching"] else "--no-enable-prefix-caching")
+    return out, " ".join(flags)
+
+
+_SETTING_WORDS = {"kv_cache_dtype": "the KV cache dtype", "enable_prefix_caching": "whether prefix caching was on",
+                  "num_speculative_tokens": "num_speculative_tokens"}
 
 
 # Where a lower bound on the tensor-parallel size came from the workers' lines (paste.py).

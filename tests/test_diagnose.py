@@ -213,15 +213,6 @@ ANCHOR_MISSES = {
         "(1,467 with 0.2.4's torch peak; 0.2.3/0.2.4 printed 1,464 for the same command): ≈ 7.8 GiB per GPU at TP 2 "
         "of the all-reduced activations PyTorch keeps cached for NCCL, up to 12.5 GiB, which varies run to run and "
         "is said, not subtracted — so the printed state is not forced"),
-    "club3090-487-qwen36-27b-int4-2x3090-runtime-oom": (
-        "hybrid Qwen3.6-27B TP2 with MTP speculative decoding: KV 10.85 GiB reproduced, but vLLM's 'GPU KV cache "
-        "size: 612,157 tokens' vs the estimate's 632,141 (+3.3%): the paste cuts num_speculative_tokens off, so "
-        "vLLM's default (1) is assumed; with 3 the estimate gives 612,158 (418 blocks / 179 per request), while "
-        "612,157 is exactly int(425 / 182 × 262,144)"),
-    "talos-1995-qwen38-27b-fp8-2x3090-262k": (
-        "KV 4.99 GiB reproduced and the prose's '`fp8_e4m3` KV' read (1,568-token blocks, as the post computes), "
-        "but 208 blocks where vLLM printed 193: vLLM's block holds 7.7% more bytes than the hybrid layout "
-        "modelled (an MTP drafter's layer the post does not show?), so 313,367 tokens against 302,921"),
     "jetson795-orin-nx-16g-qwen2-7b-gguf": (
         "Jetson Orin NX 16GB, unified memory, vLLM 0.6.3: 11,836 blocks (10.11 GiB) beside the 4.38 GiB of weights "
         "it printed need a 16.6 GiB card at 0.9, more than the board has (15.03 GiB as torch sees it); V0 0.6.3's "

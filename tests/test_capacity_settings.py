@@ -1,0 +1,142 @@
+"""Settings a paste cuts off, read back from the capacity vLLM printed beside its pool
+(diagnosis._capacity_settings), and the check when no setting explains it (derive.layout_disagreement).
+
+The expected token counts are worked out here from vLLM's V1 arithmetic (0.21+,
+v1/core/kv_cache_utils.py): GPU KV cache size = int(blocks / blocks per request × max_model_len),
+and a request of L tokens takes cdiv(L, block_size) attention blocks plus, for a hybrid model,
+per Mamba group 1 state block (2 with prefix caching's "align" mode, +1 per speculative token:
+v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator.diagnosis import diagnose
+
+GiB = 2**30
+
+
+def _log(pool_gib: str, tokens: int | None, length: int, command: str) -> str:
+    lines = [f"$ {command}",
+             f"(EngineCore pid=1) INFO 08-22 00:11:50 [gpu_worker.py:563] Available KV cache memory: {pool_gib} GiB"]
+    if tokens is not None:
+        lines += [f"(EngineCore pid=1) INFO 08-22 00:11:50 [kv_cache_utils.py:2235] GPU KV cache size: {tokens:,} tokens",
+                  f"(EngineCore pid=1) INFO 08-22 00:11:50 [kv_cache_utils.py:2236] Maximum concurrency for "
+                  f"{length:,} tokens per request: {tokens / length:.2f}x"]
+    return "\n".join(lines) + "\n"
+
+
+# Llama-3.1-8B: 32 layers × 8 KV heads × 128 head_dim × 2 (K, V) = 65,536 values per token; in
+# 16-token blocks that is 2 MiB per block in bf16 and 1 MiB in fp8. A 55.00 GiB pool (about what an
+# H100 leaves it at 0.92) holds 28,160 bf16 blocks or 56,320 fp8 blocks; a 131,072-token request
+# takes 8,192 blocks, so vLLM prints int(28,160 / 8,192 × 131,072) = 450,560 tokens (bf16) or
+# 901,120 (fp8).
+LLAMA = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072"
+BF16_TOKENS, FP8_TOKENS = 450_560, 901_120
+
+
+def _llama(tokens: int, command: str = LLAMA):
+    return diagnose(_log("55.00", tokens, 131_072, command), gpu="H100", vllm_version="0.27.0",
+                    offline=True, explain=True)
+
+
+def test_an_fp8_kv_cache_is_read_back_from_the_printed_capacity():
+    d = _llama(FP8_TOKENS)
+    e = d.estimate
+    assert e["settings"]["kv_cache_dtype"] == "fp8"
+    assert e["gpu_blocks"] == 56_320
+    assert e["kv_cache_tokens"] == FP8_TOKENS
+    assert any("the paste does not show the KV cache dtype" in a and "an fp8 KV cache" in a for a in d.assumptions)
+    assert not any("KV pool holds" in c for c in d.checks)
+    # the fixes the reply re-checks keep the fp8 cache vLLM ran with
+    assert any("--kv-cache-dtype fp8" in (s.get("command") or "") for s in d.suggestions)
+
+
+def test_a_capacity_the_assumed_settings_give_changes_nothing():
+    d = _llama(BF16_TOKENS)
+    e = d.estimate
+    assert e["settings"]["kv_cache_dtype"] == "auto"
+    assert e["gpu_blocks"] == 28_160 and e["kv_cache_tokens"] == BF16_TOKENS
+    assert not any("the paste does not show" in a for a in d.assumptions)
+    assert not d.checks or not any("KV pool holds" in c for c in d.checks)
+
+
+def test_a_capacity_no_setting_gives_is_a_check_not_a_guess():
+    """700,000 tokens in 55 GiB is neither 450,560 (bf16) nor 901,120 (fp8): nothing is read back,
+    and the reply says vLLM's figure and the model's disagree (by more than 10%)."""
+    d = _llama(700_000)
+    assert d.estimate["settings"]["kv_cache_dtype"] == "auto"
+    assert not any("the paste does not show" in a for a in d.assumptions)
+    check = " ".join(d.checks)
+    assert "its 55.00 GiB KV pool holds 700,000 tokens" in check and "holds 450,560 in it" in check
+    assert "the KV cache dtype" in check
+    assert d.disagrees
+
+
+def test_a_stated_kv_cache_dtype_is_not_overridden():
+    d = _llama(FP8_TOKENS, LLAMA + " --kv-cache-dtype auto")
+    assert d.estimate["settings"]["kv_cache_dtype"] == "auto"
+    assert d.estimate["kv_cache_tokens"] == BF16_TOKENS
+    check = " ".join(d.checks)
+    assert "holds 901,120 tokens" in check
+    # the dtype was stated, so the check does not blame it
+    assert "the KV cache dtype" not in check
+
+
+# Qwen3.6-27B at TP 2 (bundled catalog): 16 full-attention layers and 48 Gated DeltaNet layers; V1
+# groups layers 16 at a time, so 1 attention group and 3 Mamba groups share each block. 0.27 keeps
+# prefix caching off for hybrid models unless asked for (1 state block per Mamba group per request).
+QWEN = ("vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --max-model-len 131072 "
+        "--kv-cache-dtype fp8_e4m3 --max-num-seqs 2")
+MAMBA_GROUPS = 3
+
+
+def _qwen(tokens: int | None):
+    return diagnose(_log("4.99", tokens, 131_072, QWEN), gpu="RTX 3090", vllm_version="0.27.0",
+                    offline=True, explain=True)
+
+
+def _capacity(blocks: int, block_size: int, states: int, length: int = 131_072) -> int:
+    per_request = -(-length // block_size) + MAMBA_GROUPS * states
+    return int(blocks / per_request * length)
+
+
+def test_prefix_caching_is_read_back_from_a_hybrid_models_capacity():
+    base = _qwen(None).estimate
+    blocks, bs = base["gpu_blocks"], base["settings"]["block_size"]
+    assert base["settings"]["enable_prefix_caching"] is None
+    align = _capacity(blocks, bs, states=2)
+    d = _qwen(align)
+    e = d.estimate
+    assert e["settings"]["enable_prefix_caching"] is True
+    assert e["gpu_blocks"] == blocks
+    assert e["kv_cache_tokens"] == pytest.approx(align, abs=1)
+    note = next(a for a in d.assumptions if "the paste does not show whether prefix caching was on" in a)
+    assert "prefix caching on (Mamba cache mode 'align')" in note
+    assert f"took {-(-131_072 // bs) + 2 * MAMBA_GROUPS} blocks" in note
+    # the fixes are re-checked with prefix caching on, as vLLM ran
+    assert all("--enable-prefix-caching" in s["command"] for s in d.suggestions if s.get("command"))
+
+
+def test_a_hybrid_capacity_with_one_state_per_group_keeps_the_default():
+    base = _qwen(None).estimate
+    plain = _capacity(base["gpu_blocks"], base["settings"]["block_size"], states=1)
+    d = _qwen(plain)
+    assert d.estimate["settings"]["enable_prefix_caching"] is None
+    assert d.estimate["kv_cache_tokens"] == pytest.approx(plain, abs=1)
+    assert not any("the paste does not show" in a for a in d.assumptions)
+
+
+def test_the_number_of_speculative_tokens_is_read_back():
+    """MTP named without num_speculative_tokens: vLLM's default is 1; a capacity that needs 3
+    speculative blocks per Mamba group says it was 3."""
+    text = _log("4.99", None, 131_072, QWEN + " --enable-prefix-caching --speculative-config '{\"method\": \"mtp\"}'")
+    base = diagnose(text, gpu="RTX 3090", vllm_version="0.27.0", offline=True, explain=True).estimate
+    assert base["settings"]["speculative_method"] == "mtp"
+    # k = 3: 2 align states + 3 speculative blocks per Mamba group
+    target = _capacity(base["gpu_blocks"], base["settings"]["block_size"], states=2 + 3)
+    d = diagnose(_log("4.99", target, 131_072, QWEN + " --enable-prefix-caching --speculative-config "
+                      "'{\"method\": \"mtp\"}'"), gpu="RTX 3090", vllm_version="0.27.0", offline=True, explain=True)
+    assert d.estimate["settings"]["num_speculative_tokens"] == 3
+    assert any("3 speculative tokens per step" in a for a in d.assumptions)
