@@ -782,7 +782,8 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
 
     With the pool printed (GiB, to 2 decimals) the block count is known, and V1's "GPU KV cache
     size" says what those blocks hold (v1/core/kv_cache_utils.py): tokens per block, and from 0.21
-    int(blocks / blocks per request × max_model_len). Two things a truncated `non-default args`
+    int(blocks / blocks per request × max_model_len); V0 prints the block count itself ("# GPU
+    blocks: N", worker.py / executor), else its capacity, blocks × block size. Two things a truncated `non-default args`
     line or a compose file often hides change that count and nothing the paste prints:
     - the KV cache dtype: an fp8 cache holds twice the tokens in the same pool;
     - for a hybrid (Mamba / linear-attention) model, the blocks one request takes: its attention
@@ -796,19 +797,22 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
     from itertools import product
 
     f = facts.get
-    tokens = f("kv_tokens_capacity")
     s = est.settings
-    if not tokens or est.profile.engine != "v1" or est.reconciliation.failed \
+    v0 = est.profile.engine == "v0"
+    by_blocks = v0 and f("gpu_blocks") is not None
+    printed = f("gpu_blocks") if by_blocks else f("kv_tokens_capacity") if not v0 else \
+        f("error_max_tokens_in_kv") or f("kv_tokens_capacity")
+    if not printed or int(printed) <= 0 or est.reconciliation.failed \
             or f("kv_cache_gib") is None and f("kv_available_gib") is None:
         return est, ""
 
     def off(e: Estimate) -> float:
-        return abs(e.kv_cache_tokens - int(tokens)) / int(tokens)
+        return abs((e.gpu_blocks if by_blocks else e.kv_cache_tokens) - int(printed)) / int(printed)
 
     if off(est) <= CAPACITY_MATCH:
         return est, ""
     options: dict[str, list] = {"kv_cache_dtype": [None] + (["fp8"] if f("kv_cache_dtype") is None else [])}
-    if est.layout.state_bytes_per_request:
+    if not v0 and est.layout.state_bytes_per_request:
         if s.enable_prefix_caching is None and not s.mamba_cache_mode:
             options["enable_prefix_caching"] = [None, True, False]
         if s.speculative_method and not s.num_speculative_tokens:
@@ -835,14 +839,15 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
                                          else "off"))
     if "num_speculative_tokens" in adjust:
         said.append(f"{adjust['num_speculative_tokens']} speculative tokens per step")
-    held = f"{int(tokens):,} tokens in {out.gpu_blocks:,} blocks"
-    if out.layout.state_bytes_per_request and out.max_concurrency:
+    held = f"{int(printed):,} blocks" if by_blocks else f"{int(printed):,} tokens in {out.gpu_blocks:,} blocks"
+    if not v0 and out.layout.state_bytes_per_request and out.max_concurrency:
         held += (f": one {out.max_model_len:,}-token request took "
                  f"{round(out.gpu_blocks / out.max_concurrency):,} blocks")
     out.assumptions.insert(0, (
         f"the paste does not show {' or '.join(_SETTING_WORDS[k] for k in adjust)}; vLLM's printed capacity "
         f"({held}) is what only {' and '.join(said)} {'give' if len(said) > 1 else 'gives'} of the settings tried "
-        f"(the assumed settings give {est.kv_cache_tokens:,} tokens), so the estimate uses "
+        f"(the assumed settings give {f'{est.gpu_blocks:,} blocks' if by_blocks else f'{est.kv_cache_tokens:,} tokens'}),"
+        " so the estimate uses "
         f"{'them' if len(said) > 1 else 'it'}"))
     # as flags for the user's command (the speculative count lives inside --speculative-config's
     # JSON, which the note states instead)
@@ -956,8 +961,12 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     Each part moved is named in `assumptions`; if the gap cannot be closed, a check says so.
     """
     gap = est.kv_cache_bytes - pool          # > 0: vLLM had less KV than modelled → more non-KV
-    if abs(gap) < max(est.layout.bytes_per_block, 1):
+    bpb = max(est.layout.bytes_per_block, 1)
+    if abs(gap) < bpb and est.kv_cache_bytes // bpb == pool // bpb:
         return est                           # already reproduced, to the block
+    # less than a block apart but across a block boundary (a V0 block count printed beside its GiB):
+    # the part moved is the rounding of the printed figures, not worth a note
+    rounding = abs(gap) < bpb
     non_kv = est.non_kv_bytes
     if abs(gap) > 0.5 * max(non_kv, 1):
         # Half the non-KV memory unexplained: a different card, checkpoint or setting, not a detail.
@@ -993,8 +1002,9 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     out = _estimate_with(est, inputs)
     out.reconciliation.solved = keys
     if abs(out.kv_cache_bytes - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
-        out.assumptions.append("to reproduce the KV figure vLLM printed, the parts the paste does not state were "
-                               "solved for: " + "; ".join(moved))
+        if not rounding:
+            out.assumptions.append("to reproduce the KV figure vLLM printed, the parts the paste does not state were "
+                                   "solved for: " + "; ".join(moved))
         return out
     # Not even zero activation and non-torch memory leave room for vLLM's pool: the budget itself
     # (the card's size or gpu_memory_utilization) is not what was assumed. Keep the model's own

@@ -140,3 +140,29 @@ def test_the_number_of_speculative_tokens_is_read_back():
                       "'{\"method\": \"mtp\"}'"), gpu="RTX 3090", vllm_version="0.27.0", offline=True, explain=True)
     assert d.estimate["settings"]["num_speculative_tokens"] == 3
     assert any("3 speculative tokens per step" in a for a in d.assumptions)
+
+
+# V0 (0.7.3) prints the pool and the block count ("# cuda blocks: N"): 71.27 − 14.99 − 0.15 − 1.22 =
+# 54.91 GiB for the KV cache, which holds floor(54.91 × 1024 / 2) = 28,113 bf16 blocks of 2 MiB
+# (Llama-3.1-8B, 16 tokens × 32 layers × 8 heads × 128 × 2 × 2 B) or floor(54.91 × 1024) = 56,227 fp8
+# blocks of 1 MiB.
+V0_LOG = ("$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072   # one H100\n"
+          "INFO 04-12 08:21:19 [worker.py:267] Memory profiling takes 4.0 seconds\n"
+          "the current vLLM instance can use total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB\n"
+          "model weights take 14.99GiB; non_torch_memory takes 0.15GiB; PyTorch activation peak memory takes "
+          "1.22GiB; the rest of the memory reserved for KV Cache is 54.91GiB.\n"
+          "INFO 04-12 08:21:19 [executor_base.py:111] # cuda blocks: {blocks}, # CPU blocks: 2048\n")
+
+
+@pytest.mark.parametrize(("blocks", "dtype"), [(56_227, "fp8"), (28_113, "auto")])
+def test_a_v0_block_count_says_which_kv_cache_dtype_ran(blocks, dtype):
+    d = diagnose(V0_LOG.format(blocks=blocks), vllm_version="0.7.3", offline=True, explain=True)
+    e = d.estimate
+    assert e["settings"]["engine"] == "v0"
+    assert e["settings"]["kv_cache_dtype"] == dtype
+    assert e["gpu_blocks"] == blocks
+    assert e["kv_cache_tokens"] == blocks * 16
+    read_back = [a for a in d.assumptions if "the paste does not show the KV cache dtype" in a]
+    assert bool(read_back) == (dtype == "fp8")
+    if read_back:
+        assert "56,227 blocks" in read_back[0] and "the assumed settings give 28,113 blocks" in read_back[0]

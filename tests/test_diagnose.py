@@ -401,11 +401,11 @@ def _estimate_settings_flags(e: dict) -> list[str]:
 # (case, flags) → why `kvdoctor estimate` with the same flags disagrees with the suggestion.
 _VLLM16570 = (
     "every part of the budget is printed (weights 34.43, activation 2.51, non-torch 0.43 GiB of 37.41): "
-    "vLLM's own state leaves 0.04 GiB = 528 tokens (1,056 with fp8 KV), the fix is checked there; kvdoctor "
+    "vLLM's own state leaves 0.04 GiB = 512 tokens (1,040 with fp8 KV), the fix is checked there; kvdoctor "
     "estimate's forward model (weights 34.22, V0 activation over the 32,768-token image + video dummy prompt "
     "2.85 GiB, 12% above the printed peak) leaves none, so no length fits through the CLI")
 CLI_MISFITS: dict[tuple[str, str], str] = {
-    ("vllm16570-4xa100-40-qwen25-vl-72b", "--max-model-len 528"): _VLLM16570,
+    ("vllm16570-4xa100-40-qwen25-vl-72b", "--max-model-len 512"): _VLLM16570,
     ("vllm16570-4xa100-40-qwen25-vl-72b", "--kv-cache-dtype fp8 --max-model-len 1024"): _VLLM16570,
 }
 
