@@ -143,6 +143,7 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         or s.attention_backend
     if isinstance(facts.extra.get("flashinfer_sampler"), bool):
         s.flashinfer_sampler = facts.extra["flashinfer_sampler"]
+    s.official_image = bool(facts.extra.get("official_image"))    # vllm/vllm-openai: FlashInfer installed
     if isinstance(facts.extra.get("compile_cache_warm"), bool):
         s.compile_cache_warm = facts.extra["compile_cache_warm"]     # the log's torch.compile cache lines
     if isinstance(facts.extra.get("model_runner_v2"), bool):

@@ -50,6 +50,7 @@ from estimator.vllm import (
     default_max_num_seqs,
     default_model_runner_v2,
     full_graph_sizes,
+    image_flashinfer_sampler,
     parse_version,
     performance_mode,
     profile_for,
@@ -1765,6 +1766,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     s.hybrid_block_align = 32 if (profile.engine == "v1" and (0, 11, 2) <= profile.version < (0, 18, 0)
                                   and cc and 10.0 <= cc < 11.0 and not spec.uses_mla
                                   and spec.head_dim == 256) else None
+    if s.flashinfer_sampler is None and s.official_image and profile.engine == "v1" \
+            and profile.version >= V1_SAMPLER_PROFILED_FROM and image_flashinfer_sampler(profile.version, gpu_name):
+        s.flashinfer_sampler = True
+        assumptions.append(f"vLLM's docker image of {profile.release} installs FlashInfer, and V1 samples with its "
+                           "top-k/top-p kernel when it is there (no sort of the vocabulary: a smaller profile peak "
+                           "than a pip install's) — a log line naming the sampler would say otherwise")
     if s.model_runner_v2 is None:
         s.model_runner_v2 = default_model_runner_v2(
             profile, spec.architecture, moe=spec.moe is not None, hybrid=spec.is_hybrid_state,

@@ -252,6 +252,8 @@ def _read(raw: str) -> Facts:
     sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
+    if "vllm-openai" in low and _search(_OFFICIAL_IMAGE, text) is not None:
+        extra["official_image"] = True     # FlashInfer installed (vllm.image_flashinfer_sampler)
     encoder = _search(_ENCODER_PROFILE, text) if "encoder cache will be" in low else None
     if encoder is not None:
         extra["encoder_profile"] = (encoder.group("modality"), int(encoder.group("items")),
@@ -569,6 +571,8 @@ _MODEL_RUNNER = regex.compile(
 _V1_RUNNER_LOAD = regex.compile(
     r"\[gpu_model_runner\.py:\d+\][^\n]{0,40}?Model[ ]+loading[ ]+took[ ]+[\d.]+[ ]*GiB[ ]+(?P<memory>memory[ ]+)?and")
 
+# vLLM's own docker image, as `docker run`, compose files and k8s manifests name it
+_OFFICIAL_IMAGE = regex.compile(r"(?i)(?<![\w.-])(?:docker\.io/)?vllm/vllm-openai(?![\w-])")
 _SAMPLER_IMPL = regex.compile(
     r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"
     r"|Falling[ ]+back[ ]+to[ ]+the[ ]+PyTorch-native[ ]+implementation[ ]+of[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling")

@@ -395,6 +395,25 @@ def v2_sampler_bytes(version: tuple, tp: int) -> float:
     return max(own, 4 + 2 / tp if tp > 1 else 0)
 
 
+# The official image (vllm/vllm-openai) installs FlashInfer (docker/Dockerfile: 0.8.x the
+# 0.2.1.post2 wheel, 0.9.0 0.2.5, 0.9.2 0.2.6.post1 — x86_64 only, `TARGETPLATFORM != linux/arm64`
+# —, then built from source for every platform from 0.10.0: v0.2.8rc1 … v0.3.1 in 0.11.0); a pip
+# install leaves it out (setup.py's optional "flashinfer" extra). V1's top-k/top-p sampler uses
+# it when importable until 0.11.1 made it opt-in (v1/sample/ops/topk_topp_sampler.py: 0.8.x while
+# FlashInfer < 0.2.3, 0.9.0–0.11.0 from 0.2.3 — the image's own version each time). So an image
+# run of 0.8.0–0.11.0 samples with FlashInfer unless the log names another sampler.
+IMAGE_FLASHINFER_FROM = {"x86_64": (0, 8, 0), "arm64": (0, 10, 0)}
+FLASHINFER_SAMPLER_OPT_IN_FROM = (0, 11, 1)
+# Cards that sit beside an Arm CPU (Grace, DGX Spark, Jetson): their image is the arm64 one
+ARM64_HOST_CARDS = ("GH200", "GB200", "GB300", "GB10", "Jetson")
+
+
+def image_flashinfer_sampler(version: tuple, gpu_name: str) -> bool:
+    """Whether vLLM's official image of this release samples with FlashInfer on this card (above)."""
+    arch = "arm64" if any(k in gpu_name for k in ARM64_HOST_CARDS) else "x86_64"
+    return IMAGE_FLASHINFER_FROM[arch] <= version < FLASHINFER_SAMPLER_OPT_IN_FROM
+
+
 def sampler_bytes(version: tuple, flashinfer: bool | None, rows: int) -> int:
     """V1's dummy-sampler bytes per row × vocab element: FlashInfer's where it runs alone (before
     0.21, installed up to 0.11.0 or opted in 0.11.2–0.20), else the native path's."""
@@ -536,6 +555,7 @@ class EngineSettings:
     mxfp4_backend: str | None = None              # MXFP4 MoE backend a log names, or VLLM_MXFP4_USE_MARLIN=1
     graphs_after_kv: bool | None = None           # a log's own arithmetic says whether graphs were set aside
     flashinfer_sampler: bool | None = None        # the log says which top-k/top-p sampler V1 uses
+    official_image: bool = False                  # the paste runs vllm/vllm-openai (FlashInfer installed)
     # --attention-backend (0.13+) or the log's "Using … backend" (enum spelling); None = the one vLLM
     # picks (estimator.attention_backend). VLLM_ATTENTION_BACKEND, read to 0.15, is not: the backend
     # changes memory only from 0.18, where the CUDA-graph estimate counts FlashInfer's workspace.
