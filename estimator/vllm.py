@@ -357,7 +357,7 @@ SAMPLER_BYTES_TRITON = 14
 SAMPLER_BYTES_TRITON_WARMED = 29
 # The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):
 # FlashInfer's when importable up to 0.11.0 (VLLM_USE_FLASHINFER_SAMPLER unset "means True"), the
-# native one 0.11.2–0.20 (FlashInfer opt-in: unset reads as None), FlashInfer again from 0.21 (unset =
+# native one 0.11.1–0.20 (FlashInfer opt-in: unset reads as None; read in 0.11.1 and 0.11.2), FlashInfer again from 0.21 (unset =
 # True) — but from 0.21 the profile run's dummy sampler also warms the native path (a second call with
 # a generator, gpu_model_runner.py "Also warm forward_native"), so its peak is the native one whatever
 # the sampler: FlashInfer's 10 B only counts before 0.21.
@@ -416,7 +416,7 @@ def image_flashinfer_sampler(version: tuple, gpu_name: str) -> bool:
 
 def sampler_bytes(version: tuple, flashinfer: bool | None, rows: int) -> int:
     """V1's dummy-sampler bytes per row × vocab element: FlashInfer's where it runs alone (before
-    0.21, installed up to 0.11.0 or opted in 0.11.2–0.20), else the native path's."""
+    0.21, installed up to 0.11.0 or opted in 0.11.1–0.20), else the native path's."""
     # unnamed (None): up to 0.11.0 FlashInfer runs only where installed — the native peak is the cautious one
     if version < NATIVE_WARMED_TOO_FROM and flashinfer:
         return SAMPLER_BYTES_FLASHINFER
