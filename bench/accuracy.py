@@ -90,6 +90,8 @@ def settings_for(case: dict) -> EngineSettings:
             parse_flags([env.rstrip(",.")], s)
         except KvdoctorError:
             pass
+    if re.search(r"(?i)(?<![\w.-])(?:vllm/)?vllm-openai\b", other):
+        s.official_image = True     # "docker compose (vllm-openai v0.8.5)": FlashInfer installed
     if re.search(r"(?i)\bMTP\b", other) and re.search(r"(?i)specul", other) and not s.speculative_method:
         # "MTP speculative decoding", "external MTP drafter n=4 (speculative decoding)"
         s.speculative_method = "draft_model" if re.search(r"(?i)external", other) else "mtp"

@@ -572,7 +572,7 @@ _V1_RUNNER_LOAD = regex.compile(
     r"\[gpu_model_runner\.py:\d+\][^\n]{0,40}?Model[ ]+loading[ ]+took[ ]+[\d.]+[ ]*GiB[ ]+(?P<memory>memory[ ]+)?and")
 
 # vLLM's own docker image, as `docker run`, compose files and k8s manifests name it
-_OFFICIAL_IMAGE = regex.compile(r"(?i)(?<![\w.-])(?:docker\.io/)?vllm/vllm-openai(?![\w-])")
+_OFFICIAL_IMAGE = regex.compile(r"(?i)(?<![\w.-])(?:docker\.io/)?vllm/vllm-openai(?![\w-])|(?<![\w./-])vllm-openai:v?\d")
 _SAMPLER_IMPL = regex.compile(
     r"(?P<fi>Using[ ]+FlashInfer[ ]+for[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling)"
     r"|Falling[ ]+back[ ]+to[ ]+the[ ]+PyTorch-native[ ]+implementation[ ]+of[ ]+top-p[ ]+&[ ]+top-k[ ]+sampling")

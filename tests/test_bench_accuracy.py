@@ -277,3 +277,16 @@ def test_odd_field_types_cost_the_field_not_the_run(accuracy, tmp_path, capsys):
     # the rejected TP 0 and utilization 1.5 leave the defaults: the same pool as the plain case
     pool = {line.split()[0]: line.split()[3] for line in out.splitlines() if "kv_cache_gib" in line}
     assert pool["tp-zero"] == pool["text-total"]
+
+
+@pytest.mark.parametrize(("other", "expected"), [
+    ("docker compose (vllm-openai v0.8.5), 4 VllmWorker ranks", True),
+    ("--enable-prefix-caching; docker image vllm/vllm-openai:v0.6.4.post1", True),
+    ("vllm-backport image lazymio/vllm-backport:latest-sm89", False),
+    ("pip install vllm==0.10.1", False),
+])
+def test_the_official_image_recorded_in_the_notes_is_read(accuracy, other, expected):
+    """A case whose notes record vLLM's docker image ran with FlashInfer installed (the V1 sampler
+    of 0.8–0.11.0 then uses it: vllm.image_flashinfer_sampler)."""
+    s = accuracy.settings_for({"paste": "", "era": "v1", "vllm_version": "0.8.5", "other_flags": other})
+    assert s.official_image is expected

@@ -75,6 +75,7 @@ def test_the_arm64_image_before_0_10_has_no_flashinfer():
 @pytest.mark.parametrize(("text", "expected"), [
     ("docker run --runtime nvidia --gpus all vllm/vllm-openai:latest --model x/y", True),
     ("services:\n  vllm:\n    image: docker.io/vllm/vllm-openai:v0.10.1\n", True),
+    ("image: vllm-openai:v0.8.5   # the official image, re-tagged locally", True),
     ("image: rocm/vllm:latest", False),
     ("image: ghcr.io/acme/my-vllm-openai-fork:1.0", False),
     ("python -m vllm.entrypoints.openai.api_server --model x/y", False),
