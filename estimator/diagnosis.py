@@ -784,8 +784,9 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
     With the pool printed (GiB, to 2 decimals) the block count is known, and V1's "GPU KV cache
     size" says what those blocks hold (v1/core/kv_cache_utils.py): tokens per block, and from 0.21
     int(blocks / blocks per request × max_model_len); V0 prints the block count itself ("# GPU
-    blocks: N", worker.py / executor), else its capacity, blocks × block size. Two things a truncated `non-default args`
-    line or a compose file often hides change that count and nothing the paste prints:
+    blocks: N", worker.py / executor), else its capacity, blocks × block size. Two things a
+    truncated `non-default args` line or a compose file often hides change that count and nothing
+    else the paste prints:
     - the KV cache dtype: an fp8 cache holds twice the tokens in the same pool;
     - for a hybrid (Mamba / linear-attention) model, the blocks one request takes: its attention
       blocks plus, per Mamba group, 1 state block, 2 with prefix caching ("align" mode) and 1 more
@@ -848,8 +849,7 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
         f"the paste does not show {' or '.join(_SETTING_WORDS[k] for k in adjust)}; vLLM's printed capacity "
         f"({held}) is what only {' and '.join(said)} {'give' if len(said) > 1 else 'gives'} of the settings tried "
         f"(the assumed settings give {f'{est.gpu_blocks:,} blocks' if by_blocks else f'{est.kv_cache_tokens:,} tokens'}),"
-        " so the estimate uses "
-        f"{'them' if len(said) > 1 else 'it'}"))
+        f" so the estimate uses {'them' if len(said) > 1 else 'it'}"))
     # as flags for the user's command (the speculative count lives inside --speculative-config's
     # JSON, which the note states instead)
     flags = [f"--kv-cache-dtype {adjust['kv_cache_dtype']}"] if "kv_cache_dtype" in adjust else []

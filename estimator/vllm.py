@@ -357,8 +357,8 @@ SAMPLER_BYTES_TRITON = 14
 SAMPLER_BYTES_TRITON_WARMED = 29
 # The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):
 # FlashInfer's when importable up to 0.11.0 (VLLM_USE_FLASHINFER_SAMPLER unset "means True"), the
-# native one 0.11.1–0.20 (FlashInfer opt-in: unset reads as None; read in 0.11.1 and 0.11.2), FlashInfer again from 0.21 (unset =
-# True) — but from 0.21 the profile run's dummy sampler also warms the native path (a second call with
+# native one 0.11.1–0.20 (FlashInfer opt-in: unset reads as None; read in 0.11.1 and 0.11.2),
+# FlashInfer again from 0.21 (unset = True) — but from 0.21 the profile run's dummy sampler also warms the native path (a second call with
 # a generator, gpu_model_runner.py "Also warm forward_native"), so its peak is the native one whatever
 # the sampler: FlashInfer's 10 B only counts before 0.21.
 NATIVE_WARMED_TOO_FROM = (0, 21, 0)
