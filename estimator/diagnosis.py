@@ -779,39 +779,37 @@ _SPEC_TOKENS_TRIED = range(1, 8)
 
 
 def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
-    """Read back settings the paste cuts off from the capacity vLLM printed beside its pool.
+    """Read back settings the paste cuts off from what vLLM printed about its KV cache.
 
-    With the pool printed (GiB, to 2 decimals) the block count is known, and V1's "GPU KV cache
-    size" says what those blocks hold (v1/core/kv_cache_utils.py): tokens per block, and from 0.21
-    int(blocks / blocks per request × max_model_len); V0 prints the block count itself ("# GPU
-    blocks: N", worker.py / executor), else its capacity, blocks × block size. Two things a
-    truncated `non-default args` line or a compose file often hides change that count and nothing
-    else the paste prints:
-    - the KV cache dtype: an fp8 cache holds twice the tokens in the same pool;
+    With the pool printed (GiB, to 2 decimals) the block count is known, and what vLLM says those
+    blocks hold depends on the layout: V1's "GPU KV cache size" (v1/core/kv_cache_utils.py: tokens
+    per block, and from 0.21 int(blocks / blocks per request × max_model_len)), V0's "# GPU blocks:
+    N" (worker.py / executor), else its capacity, blocks × block size. V1's start-up error prints,
+    pool or not, the KV one max_model_len request needs ("X GiB KV cache is needed",
+    KVCacheSpec.max_memory_usage_bytes). Two things a truncated `non-default args` line or a compose
+    file often hides change those figures and nothing else the paste prints:
+    - the KV cache dtype: an fp8 cache holds twice the tokens in the same pool, a request needs half;
     - for a hybrid (Mamba / linear-attention) model, the blocks one request takes: its attention
       blocks plus, per Mamba group, 1 state block, 2 with prefix caching ("align" mode) and 1 more
       per speculative token (vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
-    Only settings the paste does not state are tried, and only when the assumed ones miss the
-    printed tokens; a single combination that reproduces them (`CAPACITY_MATCH`) is taken, with a
-    note saying so — none or several, and the estimate stays as it was.
-    `rerun(adjust)` is the paste's anchored estimate with those settings. Returns the estimate and
-    the flags of the settings read back (for the user's command; "" when none)."""
+    Only settings the paste does not state are tried, and only when the assumed ones miss a printed
+    figure; a single combination that reproduces every printed figure (`CAPACITY_MATCH`, or the
+    GiB figure's rounding) is taken, with a note saying so — none or several, and the estimate
+    stays as it was. `rerun(adjust)` is the paste's anchored estimate with those settings. Returns
+    the estimate and the flags of the settings read back (for the user's command; "" when none)."""
     from itertools import product
 
     f = facts.get
     s = est.settings
     v0 = est.profile.engine == "v0"
-    by_blocks = v0 and f("gpu_blocks") is not None
-    printed = f("gpu_blocks") if by_blocks else f("kv_tokens_capacity") if not v0 else \
-        f("error_max_tokens_in_kv") or f("kv_tokens_capacity")
-    if not printed or int(printed) <= 0 or est.reconciliation.failed \
-            or f("kv_cache_gib") is None and f("kv_available_gib") is None:
+    targets = _printed_kv_targets(facts, est)
+    if not targets or est.reconciliation.failed:
         return est, ""
 
-    def off(e: Estimate) -> float:
-        return abs((e.gpu_blocks if by_blocks else e.kv_cache_tokens) - int(printed)) / int(printed)
+    def reproduces(e: Estimate) -> bool:
+        return all(abs(get(e) - value) <= tol for _what, value, get, tol, _say in targets)
 
-    if off(est) <= CAPACITY_MATCH:
+    if reproduces(est):
         return est, ""
     options: dict[str, list] = {"kv_cache_dtype": [None] + (["fp8"] if f("kv_cache_dtype") is None else [])}
     if not v0 and est.layout.state_bytes_per_request:
@@ -828,7 +826,7 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
             e = rerun(adjust)
         except KvdoctorError:
             continue
-        if off(e) <= CAPACITY_MATCH and not e.reconciliation.failed:
+        if reproduces(e) and not e.reconciliation.failed:
             matches.append((adjust, e))
     if len(matches) != 1:
         return est, ""
@@ -841,21 +839,52 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
                                          else "off"))
     if "num_speculative_tokens" in adjust:
         said.append(f"{adjust['num_speculative_tokens']} speculative tokens per step")
-    held = f"{int(printed):,} blocks" if by_blocks else f"{int(printed):,} tokens in {out.gpu_blocks:,} blocks"
-    if not v0 and out.layout.state_bytes_per_request and out.max_concurrency:
-        held += (f": one {out.max_model_len:,}-token request took "
-                 f"{round(out.gpu_blocks / out.max_concurrency):,} blocks")
+    printed = "; ".join(say(out, True) for *_, say in targets)
+    assumed = "; ".join(say(est, False) for *_, say in targets)
     out.assumptions.insert(0, (
-        f"the paste does not show {' or '.join(_SETTING_WORDS[k] for k in adjust)}; vLLM's printed capacity "
-        f"({held}) is what only {' and '.join(said)} {'give' if len(said) > 1 else 'gives'} of the settings tried "
-        f"(the assumed settings give {f'{est.gpu_blocks:,} blocks' if by_blocks else f'{est.kv_cache_tokens:,} tokens'}),"
-        f" so the estimate uses {'them' if len(said) > 1 else 'it'}"))
+        f"the paste does not show {' or '.join(_SETTING_WORDS[k] for k in adjust)}; vLLM's printed figures "
+        f"({printed}) are what only {' and '.join(said)} {'give' if len(said) > 1 else 'gives'} of the settings tried "
+        f"(the assumed settings give {assumed}), so the estimate uses {'them' if len(said) > 1 else 'it'}"))
     # as flags for the user's command (the speculative count lives inside --speculative-config's
     # JSON, which the note states instead)
     flags = [f"--kv-cache-dtype {adjust['kv_cache_dtype']}"] if "kv_cache_dtype" in adjust else []
     if "enable_prefix_caching" in adjust:
         flags.append("--enable-prefix-caching" if adjust["enable_prefix_caching"] else "--no-enable-prefix-caching")
     return out, " ".join(flags)
+
+
+def _printed_kv_targets(facts, est: Estimate) -> list[tuple]:
+    """The KV figures vLLM printed that the settings `_capacity_settings` tries decide:
+    (what, printed value, the estimate's own, tolerance, how to say it — the printed figure for the
+    estimate that reproduces it, else the estimate's)."""
+    f = facts.get
+    v0 = est.profile.engine == "v0"
+    out: list[tuple] = []
+    if f("kv_cache_gib") is not None or f("kv_available_gib") is not None:
+        if v0 and f("gpu_blocks") is not None and int(f("gpu_blocks")) > 0:
+            n = int(f("gpu_blocks"))
+            out.append(("blocks", n, lambda e: e.gpu_blocks, CAPACITY_MATCH * n,
+                        lambda e, ok: f"{(n if ok else e.gpu_blocks):,} blocks"))
+        else:
+            tokens = (f("error_max_tokens_in_kv") or f("kv_tokens_capacity")) if v0 else f("kv_tokens_capacity")
+            if tokens and int(tokens) > 0:
+                n = int(tokens)
+
+                def held(e: Estimate, ok: bool, n: int = n) -> str:
+                    text = f"{(n if ok else e.kv_cache_tokens):,} tokens in {e.gpu_blocks:,} blocks"
+                    if not v0 and e.layout.state_bytes_per_request and e.max_concurrency:
+                        text += (f": one {e.max_model_len:,}-token request "
+                                 f"{'took' if ok else 'takes'} {round(e.gpu_blocks / e.max_concurrency):,} blocks")
+                    return text
+                out.append(("tokens", n, lambda e: e.kv_cache_tokens, CAPACITY_MATCH * n, held))
+    need = f("kv_needed_gib")
+    if not v0 and need and float(need) > 0 and f("max_model_len") in (None, est.max_model_len):
+        printed = float(need) * GiB
+        # printed to 2 decimals of a GiB
+        out.append(("need", printed, lambda e: e.kv_needed_bytes, max(CAPACITY_MATCH * printed, 0.0051 * GiB),
+                    lambda e, ok: f"{(float(need) if ok else e.kv_needed_bytes / GiB):.2f} GiB of KV for one "
+                                  f"{e.max_model_len:,}-token request"))
+    return out
 
 
 _SETTING_WORDS = {"kv_cache_dtype": "the KV cache dtype", "enable_prefix_caching": "whether prefix caching was on",

@@ -166,3 +166,32 @@ def test_a_v0_block_count_says_which_kv_cache_dtype_ran(blocks, dtype):
     assert bool(read_back) == (dtype == "fp8")
     if read_back:
         assert "56,227 blocks" in read_back[0] and "the assumed settings give 28,113 blocks" in read_back[0]
+
+
+# V1's start-up error prints the KV one max_model_len request needs: Llama-3.1-8B at 131,072 tokens
+# needs 131,072 × 131,072 B = 16.00 GiB in bf16, 8.00 GiB in fp8; with 5.00 GiB available an fp8
+# cache holds 5 × 2^30 / 65,536 = 81,920 tokens (vLLM's estimated maximum model length).
+V1_ERROR = ("$ {command}\n"
+            "ValueError: To serve at least one request with the models's max seq len (131072), ({need} GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (5.00 GiB). Based on the available memory, "
+            "the estimated maximum model length is {fit}. Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.\n")
+
+
+def test_the_kv_a_request_needs_says_which_kv_cache_dtype_ran():
+    d = diagnose(V1_ERROR.format(command=LLAMA, need="8.00", fit=81920), gpu="RTX 4090", vllm_version="0.27.0",
+                 offline=True, explain=True)
+    e = d.estimate
+    assert e["settings"]["kv_cache_dtype"] == "fp8"
+    assert e["kv_needed_bytes"] == 8 * GiB
+    assert e["fits"] is False
+    assert e["max_model_len_fit"] == 81_920 and not d.disagrees
+    note = next(a for a in d.assumptions if "the paste does not show the KV cache dtype" in a)
+    assert "8.00 GiB of KV for one 131,072-token request" in note and "the assumed settings give 16.00 GiB" in note
+    # every fix is re-checked, and written, with the fp8 cache vLLM ran with
+    assert d.suggestions and all("--kv-cache-dtype fp8" in s["command"] for s in d.suggestions)
+    # the bf16 figure is the assumed settings' own: nothing to read back
+    plain = diagnose(V1_ERROR.format(command=LLAMA, need="16.00", fit=40960), gpu="RTX 4090", vllm_version="0.27.0",
+                     offline=True, explain=True)
+    assert plain.estimate["settings"]["kv_cache_dtype"] == "auto"
+    assert not any("the paste does not show" in a for a in plain.assumptions)
