@@ -101,6 +101,10 @@ def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> s
         return FLASH_ATTN if fa4 else TRITON_ATTN
     head = heads.pop()
     kv = (s.kv_cache_dtype or "auto").lower()
+    if kv.endswith("_per_token_head"):
+        # the per-token-head scale formats (0.20+) only Triton's backend lists in its
+        # supported_kv_cache_dtypes (triton_attn.py); NVFP4 only FlashInfer's (flashinfer.py)
+        return TRITON_ATTN
     fp8 = kv.startswith("fp8")
     sinks = any(lk.sinks for lk in _attention_layers(spec))
 
@@ -123,6 +127,8 @@ def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> s
             return False
         return not (sinks and not 10.0 <= cc < 11.0)
 
+    if kv == "nvfp4":
+        return FLASHINFER if flashinfer_ok() else TRITON_ATTN
     order = (FLASHINFER, FLASH_ATTN) if 10.0 <= cc < 11.0 else (FLASH_ATTN, FLASHINFER)
     for name in order:
         if (flashinfer_ok if name == FLASHINFER else flash_attn_ok)():

@@ -617,6 +617,8 @@ def kv_formula(est: Estimate) -> str:
             latent = f"{len(layers)} MLA layers × ({sum_}) × dtype bytes"
         indexer = f" + {len(idx)} indexer key caches × {idx[0].indexer_bytes} B" if idx else ""
         return f"{latent}{indexer} = {total:,} B per token (not split by TP){states}"
+    if any(getattr(lk, "content_bytes", 0) for lk in layers):
+        return _packed_kv_formula(est, layers, total, states)
     terms: dict[tuple, int] = {}
     for lk in layers:
         window = getattr(lk, "window", None) or getattr(lk, "chunk", None)
@@ -640,6 +642,25 @@ def kv_formula(est: Estimate) -> str:
     windowed = any(k[4] for k in terms)
     return (f"{body} × {dts} = {total:,} B per token{states}"
             + ("; windowed (sliding/chunked) layers keep only their window of tokens" if windowed else ""))
+
+
+def _packed_kv_formula(est: Estimate, layers: list, total: int, states: str) -> str:
+    """A KV format that packs scales beside the values (memory.packed_kv_content): each token takes a
+    fixed number of bytes per KV head, which the formula shows with what makes it up."""
+    dtype = (est.settings.kv_cache_dtype or "").lower()
+    tp = est.settings.tensor_parallel_size
+    terms: dict[tuple, int] = {}
+    for lk in layers:
+        key = (lk.kind, lk.heads_per_rank(tp), lk.head_dim, lk.content_bytes)
+        terms[key] = terms.get(key, 0) + 1
+    if dtype == "nvfp4":
+        how = "fp4 values (½ B) and an fp8 scale per 16 values, K and V"
+    else:
+        how = f"K and V in {'4' if dtype.startswith('int4') else '8'} bits plus an fp32 scale each"
+    parts = [f"{n} {_KIND_WORDS.get(kind, kind)} layers × {heads} KV head{'s' if heads != 1 else ''} per GPU × "
+             f"{content} B (head_dim {hd}: {how})" for (kind, heads, hd, content), n in terms.items()]
+    body = " + ".join(parts) if len(parts) == 1 else f"[{' + '.join(parts)}]"
+    return f"{body} = {total:,} B per token ({dtype}){states}"
 
 
 def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:

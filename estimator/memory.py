@@ -587,6 +587,29 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
     return [], k, False
 
 
+# KV formats that pack scales beside the values (vllm/v1/kv_cache_interface.py KVQuantMode, from 0.20):
+# per-token-head int8 / fp8 keep one fp32 scale per token, head and side (AttentionSpec.page_size_bytes
+# 0.20–0.32 adds 2 × block × heads × 4 B; 0.33's Triton backend packs (K + V dims) × 1 B + 2 × 4 B per
+# head slot, int4 from 0.33 at half the dims); NVFP4 packs fp4 values (dim / 2 B) and an fp8 scale per 16
+# values (dim / 16 B) per side (nvfp4_kv_cache_full_dim; 0.33 FlashInfer's two slots per head, the same bytes).
+PACKED_KV_FROM = (0, 20, 0)
+INT4_PER_TOKEN_HEAD_FROM = (0, 33, 0)
+_PER_TOKEN_HEAD_SCALE = 4
+
+
+def packed_kv_content(kv_cache_dtype: str, head_dim: int, head_dim_v: int, version: tuple) -> int:
+    """Bytes a token takes per KV head (K and V) in a scale-carrying KV format; 0 for a plain dtype."""
+    if version < PACKED_KV_FROM:
+        return 0
+    if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head") \
+            or kv_cache_dtype == "int4_per_token_head" and version >= INT4_PER_TOKEN_HEAD_FROM:
+        halve = 2 if kv_cache_dtype.startswith("int4") else 1
+        return (head_dim + head_dim_v) // halve + 2 * _PER_TOKEN_HEAD_SCALE
+    if kv_cache_dtype == "nvfp4":
+        return sum(d // 2 + d // 16 for d in (head_dim, head_dim_v))
+    return 0
+
+
 def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], kv_cache_dtype: str,
                      assumptions: list[str], kv_bytes: int = 2, cc: float | None = None) -> list[LayerKV]:
     """Layers as this vLLM version caches them.
@@ -631,6 +654,11 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
                 # V0's cache engine pads each token's latent (worker/cache_engine.py _align_cache,
                 # VLLM_CUDA_MEM_ALIGN_KV_CACHE=1 by default, CUDA only)
                 lk = dataclasses.replace(lk, fixed_bytes=v0_mla_padded_values(lk) * kv_bytes)
+        if type(lk) in (FullAttention, SlidingWindow, ChunkedLocal) and profile.engine == "v1":
+            packed = packed_kv_content(kv_cache_dtype, lk.head_dim,
+                                       lk.head_dim if lk.head_dim_v is None else lk.head_dim_v, profile.version)
+            if packed:
+                lk = dataclasses.replace(lk, content_bytes=packed)
         out.append(lk)
     if spec.uses_mla and not profile.mla_cache:
         assumptions.append("vLLM before 0.7.1 has no MLA cache: it stores K and V for every head")

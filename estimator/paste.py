@@ -368,6 +368,14 @@ def _read(raw: str) -> Facts:
     for name, vals in xvals.items():
         in_focal = [v for p, v in vals if focal is None or run_of(p) == focal]
         extra[name] = in_focal[0] if in_focal else vals[0][1]
+    if not (extra.get("speculative_config") or extra.get("speculative_model")) and "mtp" in low:
+        # the drafter told in words ("Drafter: MTP n=3", "MTP (n=3)", "MTP with 3 speculative
+        # tokens") where no flag or engine config line says it
+        mtp = _search(_MTP_PROSE, text)
+        if mtp is not None:
+            k = int(mtp.group("k") or mtp.group("k2"))
+            if 0 < k <= 16:
+                extra["speculative_config"] = {"method": "mtp", "num_speculative_tokens": k}
     _infer_quantization(chosen, by_key, model_paths, text)
     _derive_parallel_sizes(chosen, extra, pt, focal, run_of)
     _derive_gpu_count(chosen, extra)
@@ -571,6 +579,9 @@ _MODEL_RUNNER = regex.compile(
 _V1_RUNNER_LOAD = regex.compile(
     r"\[gpu_model_runner\.py:\d+\][^\n]{0,40}?Model[ ]+loading[ ]+took[ ]+[\d.]+[ ]*GiB[ ]+(?P<memory>memory[ ]+)?and")
 
+_MTP_PROSE = regex.compile(
+    r"(?i)(?<![\w-])MTP(?:[ ]*\(?[ ]*[nk][ ]*=[ ]*(?P<k>\d{1,2})\b"
+    r"|[ ]+with[ ]+(?P<k2>\d{1,2})[ ]+(?:speculative|draft(?:ed)?)[ ]+tokens?\b)")
 # vLLM's own docker image, as `docker run`, compose files and k8s manifests name it
 _OFFICIAL_IMAGE = regex.compile(r"(?i)(?<![\w.-])(?:docker\.io/)?vllm/vllm-openai(?![\w-])|(?<![\w./-])vllm-openai:v?\d")
 _SAMPLER_IMPL = regex.compile(

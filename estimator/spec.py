@@ -68,6 +68,9 @@ class FullAttention(LayerKV):
     shared: bool = False
     # learned attention sinks (models/gpt_oss.py: one per head): not every attention backend takes them
     sinks: bool = False
+    # Bytes one token takes per KV head, K and V together, where the KV format packs scales beside the
+    # values (memory.packed_kv_content: per-token-head int8/fp8/int4, NVFP4); 0 = (K + V dims) × dtype bytes
+    content_bytes: int = 0
 
     def heads_per_rank(self, tp: int) -> int:
         # vllm/config/model.py get_num_kv_heads: max(1, total // tp) — replicated when kv < tp.
@@ -76,6 +79,8 @@ class FullAttention(LayerKV):
     def bytes_per_token(self, tp: int, kv_dtype_bytes: int) -> int:
         if self.shared:
             return 0
+        if self.content_bytes:
+            return self.heads_per_rank(tp) * self.content_bytes
         hd_v = self.head_dim if self.head_dim_v is None else self.head_dim_v
         return self.heads_per_rank(tp) * (self.head_dim + hd_v) * kv_dtype_bytes
 

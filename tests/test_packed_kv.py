@@ -1,0 +1,96 @@
+"""KV cache formats that pack scales beside the values (vLLM 0.20+, vllm/v1/kv_cache_interface.py
+KVQuantMode): per-token-head int8 / fp8 (one fp32 scale per token, head and side), int4 from 0.33,
+and NVFP4 (fp4 values plus an fp8 scale per 16 values). Every expected figure is worked out here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from estimator.api import load_model, run_estimate
+from estimator.attention_backend import FLASHINFER, TRITON_ATTN, attention_backend
+from estimator.derive import kv_formula
+from estimator.diagnosis import diagnose
+from estimator.memory import packed_kv_content
+from estimator.paste import read_paste
+from estimator.vllm import EngineSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(("dtype", "version", "hd", "hd_v", "expected"), [
+    ("int8_per_token_head", (0, 22, 0), 128, 128, 128 + 128 + 2 * 4),      # 264
+    ("fp8_per_token_head", (0, 20, 0), 256, 256, 256 + 256 + 2 * 4),       # 520
+    ("nvfp4", (0, 22, 0), 128, 128, 2 * (128 // 2 + 128 // 16)),           # 144
+    ("nvfp4", (0, 22, 0), 192, 128, (96 + 12) + (64 + 8)),                 # 180
+    ("int4_per_token_head", (0, 33, 0), 128, 128, (128 + 128) // 2 + 8),   # 136
+    ("int4_per_token_head", (0, 32, 0), 128, 128, 0),      # no such format before 0.33
+    ("int8_per_token_head", (0, 19, 0), 128, 128, 0),      # nor these before 0.20
+    ("fp8", (0, 22, 0), 128, 128, 0),                      # a plain dtype: dims × bytes
+])
+def test_bytes_per_token_and_head(dtype, version, hd, hd_v, expected):
+    assert packed_kv_content(dtype, hd, hd_v, version) == expected
+
+
+def _qwen7b(dtype: str, gpu: str = "RTX 4090", version: str = "0.22.0"):
+    spec = load_model("Qwen/Qwen2.5-7B-Instruct", offline=True).spec
+    return run_estimate(spec, gpu, EngineSettings(vllm_version=version, kv_cache_dtype=dtype))
+
+
+@pytest.mark.parametrize(("dtype", "per_head", "backend"), [
+    # Qwen2.5-7B: 28 layers × 4 KV heads × head_dim 128
+    ("fp8", 256, None),
+    ("int8_per_token_head", 264, TRITON_ATTN),     # only Triton's backend lists the per-token-head formats
+    ("fp8_per_token_head", 264, TRITON_ATTN),
+])
+def test_a_models_kv_per_token_in_each_format(dtype, per_head, backend):
+    est = _qwen7b(dtype)
+    assert est.layout.kv_bytes_per_token == 28 * 4 * per_head
+    if backend:
+        assert attention_backend(est.spec, est.profile, est.settings) == backend
+
+
+def test_nvfp4_runs_on_flashinfer_and_the_formula_says_what_a_token_holds():
+    est = _qwen7b("nvfp4", gpu="B200")
+    assert est.layout.kv_bytes_per_token == 28 * 4 * 144     # 16,128 B
+    assert attention_backend(est.spec, est.profile, est.settings) == FLASHINFER
+    text = kv_formula(est)
+    assert "28 full-attention layers × 4 KV heads per GPU × 144 B" in text and "16,128 B per token (nvfp4)" in text
+
+
+def test_club_3090_446_is_reproduced_to_the_token():
+    """club-3090#446 (collected corpus): Qwen3.6-27B AutoRound INT4, TP 4, vLLM 0.22 image, KV
+    int8_per_token_head, MTP n=3, 15.73 GiB of KV and 1,746,661 tokens printed. One token costs
+    16 attention layers + the MTP layer, × 1 KV head per rank × (256 + 256 + 2 × 4) = 8,840 B; the
+    block is 1,584 tokens, so a page is 1,584 × 520 = 823,680 B and a block of the 4 groups of 17
+    layers 17 × 823,680 = 14,002,560 B: 15.73 GiB holds 1,206 of them. A 262,144-token request takes
+    cdiv(262,144, 1,584) = 166 attention blocks and, in each of the 3 Mamba groups, 2 states (prefix
+    caching's "align" mode) + 3 speculative blocks: 181 — vLLM prints int(1,206 / 181 × 262,144)."""
+    case = next(c for line in (ROOT / "bench" / "corpus" / "collected-2026-12.jsonl").read_text().splitlines()
+                if line.strip() and (c := json.loads(line))["id"] == "club3090-446-qwen36-27b-autoround-4x3090-tp4-int8kv")
+    assert read_paste(case["paste"]).extra["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 3}
+    d = diagnose(case["paste"], offline=True, explain=True)
+    e = d.estimate
+    assert e["settings"]["kv_cache_dtype"] == "int8_per_token_head" and e["settings"]["num_speculative_tokens"] == 3
+    assert e["model"]["kv_bytes_per_token"] == 17 * 520
+    assert e["settings"]["block_size"] == 1584
+    assert e["gpu_blocks"] == 1206 == int(15.73 * 2**30) // (17 * 1584 * 520)
+    assert e["kv_cache_tokens"] == int(1206 / (166 + 3 * (2 + 3)) * 262_144) == 1_746_661
+    # prefix caching, which the paste does not show, is what the printed capacity needs
+    assert e["settings"]["enable_prefix_caching"] is True
+    assert not any("KV pool holds" in c for c in d.checks)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("- **Drafter:** MTP n=3", 3),
+    ("served with MTP (n=2) on two cards", 2),
+    ("MTP with 4 speculative tokens", 4),
+    ("MTP is what we want next", None),
+    ("our SMTP n=3 relay", None),
+])
+def test_an_mtp_drafter_told_in_words_is_read(text, expected):
+    got = read_paste(text).extra.get("speculative_config")
+    assert (got["num_speculative_tokens"] if got else None) == expected
