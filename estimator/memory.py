@@ -594,6 +594,7 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
 # values (dim / 16 B) per side (nvfp4_kv_cache_full_dim; 0.33 FlashInfer's two slots per head, the same bytes).
 PACKED_KV_FROM = (0, 20, 0)
 INT4_PER_TOKEN_HEAD_FROM = (0, 33, 0)
+PACKED_KV_DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4")
 _PER_TOKEN_HEAD_SCALE = 4
 
 
@@ -1749,6 +1750,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     mdb = dtype_bytes(model_dtype)
     kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile, assumptions)
     s.kv_cache_dtype = s.kv_cache_dtype or "auto"
+    packed_from = INT4_PER_TOKEN_HEAD_FROM if s.kv_cache_dtype.lower() == "int4_per_token_head" else PACKED_KV_FROM
+    if s.kv_cache_dtype.lower() in PACKED_KV_DTYPES and (profile.engine != "v1" or profile.version < packed_from):
+        assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype} came with vLLM {version_text(packed_from)}: "
+                           f"{profile.release} rejects it; modelled as a plain 1-byte cache")
     auto_len = s.max_model_len == "auto"
     if auto_len and not profile.auto_max_model_len:
         assumptions.append(f"--max-model-len auto / -1 came with vLLM 0.14: {profile.release} rejects it; "

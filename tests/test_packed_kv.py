@@ -94,3 +94,12 @@ def test_club_3090_446_is_reproduced_to_the_token():
 def test_an_mtp_drafter_told_in_words_is_read(text, expected):
     got = read_paste(text).extra.get("speculative_config")
     assert (got["num_speculative_tokens"] if got else None) == expected
+
+
+@pytest.mark.parametrize(("dtype", "version", "since"), [("nvfp4", "0.19.0", "0.20.0"),
+                                                         ("int4_per_token_head", "0.32.0", "0.33.0")])
+def test_a_format_the_release_does_not_have_is_said(dtype, version, since):
+    est = _qwen7b(dtype, version=version)
+    assert any(f"--kv-cache-dtype {dtype} came with vLLM {since}: {version} rejects it" in a for a in est.assumptions)
+    assert est.layout.kv_bytes_per_token == 28 * 4 * 256      # modelled as a plain 1-byte cache
+    assert not any("came with" in a for a in _qwen7b(dtype, version=since).assumptions)
