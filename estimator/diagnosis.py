@@ -29,7 +29,7 @@ from estimator.derive import (
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.gpus import states_its_size
-from estimator.memory import CUDA_CONTEXT, Estimate, GiB
+from estimator.memory import CUDA_CONTEXT, PACKED_KV_FROM, Estimate, GiB
 from estimator.paste import CONFIG_ERRORS
 from estimator.render import redact, render_markdown, render_slack, render_text
 
@@ -811,7 +811,7 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
 
     if reproduces(est):
         return est, ""
-    options: dict[str, list] = {"kv_cache_dtype": [None] + (["fp8"] if f("kv_cache_dtype") is None else [])}
+    options: dict[str, list] = {"kv_cache_dtype": [None] + (_kv_dtypes_tried(est) if f("kv_cache_dtype") is None else [])}
     if not v0 and est.layout.state_bytes_per_request:
         if s.enable_prefix_caching is None and not s.mamba_cache_mode:
             options["enable_prefix_caching"] = [None, True, False]
@@ -833,7 +833,7 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
     adjust, out = matches[0]
     said = []
     if "kv_cache_dtype" in adjust:
-        said.append("an fp8 KV cache (`--kv-cache-dtype fp8`: 1 byte per value)")
+        said.append(_KV_DTYPE_WORDS[adjust["kv_cache_dtype"]])
     if "enable_prefix_caching" in adjust:
         said.append("prefix caching " + (f"on (Mamba cache mode '{out.layout.mamba_mode}')" if adjust["enable_prefix_caching"]
                                          else "off"))
@@ -847,6 +847,7 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
         f"(the assumed settings give {assumed}), so the estimate uses {'them' if len(said) > 1 else 'it'}"))
     # as flags for the user's command (the speculative count lives inside --speculative-config's
     # JSON, which the note states instead)
+    # (an 8-bit per-token-head cache is int8 or fp8 alike, byte for byte: the note names both)
     flags = [f"--kv-cache-dtype {adjust['kv_cache_dtype']}"] if "kv_cache_dtype" in adjust else []
     if "enable_prefix_caching" in adjust:
         flags.append("--enable-prefix-caching" if adjust["enable_prefix_caching"] else "--no-enable-prefix-caching")
@@ -887,6 +888,25 @@ def _printed_kv_targets(facts, est: Estimate) -> list[tuple]:
     return out
 
 
+def _kv_dtypes_tried(est: Estimate) -> list[str]:
+    """KV cache dtypes a paste may hide: fp8 everywhere; from 0.20 (V1) an 8-bit per-token-head cache
+    (int8 and fp8 take the same bytes: one stands for both) and, on Blackwell's SM 10.x where FlashInfer
+    runs it, NVFP4 (memory.packed_kv_content)."""
+    out = ["fp8"]
+    if est.profile.engine == "v1" and est.profile.version >= PACKED_KV_FROM:
+        out.append("int8_per_token_head")
+        cc = est.settings.compute_capability
+        if cc is not None and 10.0 <= cc < 11.0:
+            out.append("nvfp4")
+    return out
+
+
+_KV_DTYPE_WORDS = {
+    "fp8": "an fp8 KV cache (`--kv-cache-dtype fp8`: 1 byte per value)",
+    "int8_per_token_head": "an 8-bit KV cache with per-token-head scales (`--kv-cache-dtype int8_per_token_head` "
+                           "or `fp8_per_token_head`, the same bytes)",
+    "nvfp4": "an NVFP4 KV cache (`--kv-cache-dtype nvfp4`: fp4 values and an fp8 scale per 16)",
+}
 _SETTING_WORDS = {"kv_cache_dtype": "the KV cache dtype", "enable_prefix_caching": "whether prefix caching was on",
                   "num_speculative_tokens": "num_speculative_tokens"}
 

@@ -195,3 +195,27 @@ def test_the_kv_a_request_needs_says_which_kv_cache_dtype_ran():
                      offline=True, explain=True)
     assert plain.estimate["settings"]["kv_cache_dtype"] == "auto"
     assert not any("the paste does not show" in a for a in plain.assumptions)
+
+
+def test_a_per_token_head_cache_is_read_back_from_0_20():
+    """Llama-3.1-8B with an 8-bit per-token-head cache (0.20+): 32 layers × 8 KV heads × (128 + 128 +
+    2 fp32 scales × 4 B) = 67,584 B per token, 1,081,344 B per 16-token block; 55.00 GiB holds 54,613
+    blocks, i.e. 873,808 tokens (8,192 blocks per 131,072-token request)."""
+    d = _llama(873_808)
+    e = d.estimate
+    assert e["settings"]["kv_cache_dtype"] == "int8_per_token_head"
+    assert (e["gpu_blocks"], e["kv_cache_tokens"]) == (54_613, 873_808)
+    assert any("per-token-head scales" in a and "fp8_per_token_head" in a for a in d.assumptions)
+    assert all("--kv-cache-dtype int8_per_token_head" in s["command"] for s in d.suggestions)
+
+
+def test_an_nvfp4_cache_is_read_back_from_0_20():
+    """NVFP4: 32 × 8 × 2 × (64 + 8) = 36,864 B per token, 589,824 B per block; 140.00 GiB on a B200
+    holds 254,862 blocks = 4,077,792 tokens. Before 0.20 (no such format) it is not tried."""
+    text = _log("140.00", 4_077_792, 131_072, LLAMA)
+    d = diagnose(text, gpu="B200", vllm_version="0.27.0", offline=True, explain=True)
+    assert d.estimate["settings"]["kv_cache_dtype"] == "nvfp4"
+    assert (d.estimate["gpu_blocks"], d.estimate["kv_cache_tokens"]) == (254_862, 4_077_792)
+    # before 0.20 there is no such format to read back
+    old = diagnose(text, gpu="B200", vllm_version="0.19.0", offline=True, explain=True)
+    assert old.estimate["settings"]["kv_cache_dtype"] == "auto"
