@@ -842,9 +842,9 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
     printed = "; ".join(say(out, True) for *_, say in targets)
     assumed = "; ".join(say(est, False) for *_, say in targets)
     out.assumptions.insert(0, (
-        f"the paste does not show {' or '.join(_SETTING_WORDS[k] for k in adjust)}; vLLM's printed figures "
-        f"({printed}) are what only {' and '.join(said)} {'give' if len(said) > 1 else 'gives'} of the settings tried "
-        f"(the assumed settings give {assumed}), so the estimate uses {'them' if len(said) > 1 else 'it'}"))
+        f"the paste does not show {' or '.join(_SETTING_WORDS[k] for k in adjust)}; of the settings tried, only "
+        f"{' and '.join(said)} {'reproduce' if len(said) > 1 else 'reproduces'} vLLM's printed figures ({printed}) — "
+        f"the assumed settings give {assumed} —, so the estimate uses {'them' if len(said) > 1 else 'it'}"))
     # as flags for the user's command (the speculative count lives inside --speculative-config's
     # JSON, which the note states instead)
     # (an 8-bit per-token-head cache is int8 or fp8 alike, byte for byte: the note names both)
