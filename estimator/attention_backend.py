@@ -101,9 +101,11 @@ def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> s
         return FLASH_ATTN if fa4 else TRITON_ATTN
     head = heads.pop()
     kv = (s.kv_cache_dtype or "auto").lower()
-    if kv.endswith("_per_token_head"):
+    if kv.endswith("_per_token_head") or kv.startswith("turboquant_"):
         # the per-token-head scale formats (0.20+) only Triton's backend lists in its
-        # supported_kv_cache_dtypes (triton_attn.py); NVFP4 only FlashInfer's (flashinfer.py)
+        # supported_kv_cache_dtypes (triton_attn.py); NVFP4 only FlashInfer's (flashinfer.py).
+        # TurboQuant runs its own Triton kernels (turboquant_attn.py): for the memory, no
+        # FlashInfer workspace either
         return TRITON_ATTN
     fp8 = kv.startswith("fp8")
     sinks = any(lk.sinks for lk in _attention_layers(spec))

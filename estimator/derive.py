@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 from estimator.kv_deepseek_v4 import DS_MLA_ALIGN, DS_MLA_ROW_BYTES
 from estimator.memory import (
+    TURBOQUANT_PRESETS,
     Estimate,
     GiB,
     graphs_captured_after_kv,
+    turboquant_slot,
     v0_capacity_divisor,
     v0_driver_extra_bytes,
     v0_mla_padded_values,
@@ -649,16 +651,25 @@ def _packed_kv_formula(est: Estimate, layers: list, total: int, states: str) -> 
     fixed number of bytes per KV head, which the formula shows with what makes it up."""
     dtype = (est.settings.kv_cache_dtype or "").lower()
     tp = est.settings.tensor_parallel_size
-    terms: dict[tuple, int] = {}
-    for lk in layers:
-        key = (lk.kind, lk.heads_per_rank(tp), lk.head_dim, lk.content_bytes)
-        terms[key] = terms.get(key, 0) + 1
     if dtype == "nvfp4":
         how = "fp4 values (½ B) and an fp8 scale per 16 values, K and V"
+    elif dtype in TURBOQUANT_PRESETS:
+        how = f"a TurboQuant {dtype.removeprefix('turboquant_')} slot: packed key and value with their norms and scales"
     else:
         how = f"K and V in {'4' if dtype.startswith('int4') else '8'} bits plus an fp32 scale each"
+    terms: dict[tuple, int] = {}
+    for lk in layers:
+        heads = lk.heads_per_rank(tp)
+        if not lk.content_bytes:
+            what = "K and V as 1-byte values"              # a layer the format leaves plain (sliding)
+        elif dtype in TURBOQUANT_PRESETS and lk.content_bytes != turboquant_slot(dtype, lk.head_dim):
+            what = "K and V in the model dtype: TurboQuant leaves the first and last layers unquantized"
+        else:
+            what = how
+        key = (lk.kind, heads, lk.head_dim, lk.bytes_per_token(tp, 1) // max(heads, 1), what)
+        terms[key] = terms.get(key, 0) + 1
     parts = [f"{n} {_KIND_WORDS.get(kind, kind)} layers × {heads} KV head{'s' if heads != 1 else ''} per GPU × "
-             f"{content} B (head_dim {hd}: {how})" for (kind, heads, hd, content), n in terms.items()]
+             f"{content} B (head_dim {hd}: {what})" for (kind, heads, hd, content, what), n in terms.items()]
     body = " + ".join(parts) if len(parts) == 1 else f"[{' + '.join(parts)}]"
     return f"{body} = {total:,} B per token ({dtype}){states}"
 

@@ -594,8 +594,30 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
 # values (dim / 16 B) per side (nvfp4_kv_cache_full_dim; 0.33 FlashInfer's two slots per head, the same bytes).
 PACKED_KV_FROM = (0, 20, 0)
 INT4_PER_TOKEN_HEAD_FROM = (0, 33, 0)
-PACKED_KV_DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4")
+# TurboQuant's presets (model_executor/layers/quantization/turboquant/config.py TQ_PRESETS, 0.20+):
+# (key bits, value bits). A slot holds one head's key (8 bits: the fp8 values; else Lloyd-Max indices
+# of key_bits each + a 2-byte norm) and value (value_bits each + a 2-byte scale and a 2-byte zero),
+# rounded up to an even byte count (slot_size_aligned); TQFullAttentionSpec's page is block × heads × slot.
+TURBOQUANT_PRESETS = {"turboquant_k8v4": (8, 4), "turboquant_4bit_nc": (4, 4), "turboquant_k3v4_nc": (3, 4),
+                      "turboquant_3bit_nc": (3, 3)}
+# A dense model keeps its first and last TURBOQUANT_EDGE_LAYERS layers in the model dtype (arg_utils.py:
+# TurboQuantConfig.get_boundary_skip_layers, "boundary protection", at most half the layers); 0.20
+# refuses TurboQuant for hybrid models, 0.21+ quantizes all their attention layers.
+TURBOQUANT_EDGE_LAYERS = 2
+TURBOQUANT_HYBRID_FROM = (0, 21, 0)
+PACKED_KV_DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4",
+                    *TURBOQUANT_PRESETS)
 _PER_TOKEN_HEAD_SCALE = 4
+
+
+def turboquant_slot(kv_cache_dtype: str, head_dim: int) -> int:
+    """Bytes of one head's TurboQuant slot (key and value) per token; 0 for another dtype."""
+    if kv_cache_dtype not in TURBOQUANT_PRESETS:
+        return 0
+    key_bits, value_bits = TURBOQUANT_PRESETS[kv_cache_dtype]
+    key = head_dim if key_bits == 8 else -(-head_dim * key_bits // 8) + 2
+    slot = key + -(-head_dim * value_bits // 8) + 4
+    return slot + slot % 2
 
 
 def packed_kv_content(kv_cache_dtype: str, head_dim: int, head_dim_v: int, version: tuple) -> int:
@@ -612,7 +634,8 @@ def packed_kv_content(kv_cache_dtype: str, head_dim: int, head_dim_v: int, versi
 
 
 def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], kv_cache_dtype: str,
-                     assumptions: list[str], kv_bytes: int = 2, cc: float | None = None) -> list[LayerKV]:
+                     assumptions: list[str], kv_bytes: int = 2, cc: float | None = None,
+                     model_dtype_bytes: int = 2, whole_model: bool = True) -> list[LayerKV]:
     """Layers as this vLLM version caches them.
 
     MLA before 0.7.1 had no latent cache: K and V per head of qk_nope+qk_rope dims (docs §2.1).
@@ -630,7 +653,8 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
     # the packed format is chosen for the whole (sparse-attention) model, also for its layers
     # that share another layer's indexer
     sparse = any(getattr(lk, "indexer_bytes", 0) for lk in spec.layers)
-    for lk in layers:
+    edges = _turboquant_edges(spec, profile, kv_cache_dtype, whole_model, assumptions)
+    for i, lk in enumerate(layers):
         if isinstance(lk, CrossAttention) and profile.engine == "v0":
             # V0's cache engine gives every decoder layer a KV page, cross-attention ones too
             # (worker/cache_engine.py: get_num_attention_layers = the text config's num_hidden_layers)
@@ -656,14 +680,36 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
                 # VLLM_CUDA_MEM_ALIGN_KV_CACHE=1 by default, CUDA only)
                 lk = dataclasses.replace(lk, fixed_bytes=v0_mla_padded_values(lk) * kv_bytes)
         if type(lk) in (FullAttention, SlidingWindow, ChunkedLocal) and profile.engine == "v1":
-            packed = packed_kv_content(kv_cache_dtype, lk.head_dim,
-                                       lk.head_dim if lk.head_dim_v is None else lk.head_dim_v, profile.version)
+            hd_v = lk.head_dim if lk.head_dim_v is None else lk.head_dim_v
+            if i in edges:
+                packed = (lk.head_dim + hd_v) * model_dtype_bytes     # kv_cache_dtype "auto" there
+            elif type(lk) is FullAttention and profile.version >= PACKED_KV_FROM:
+                # (TurboQuant packs full-attention layers only: a sliding one keeps a plain uint8 spec)
+                packed = turboquant_slot(kv_cache_dtype, lk.head_dim) \
+                    or packed_kv_content(kv_cache_dtype, lk.head_dim, hd_v, profile.version)
+            else:
+                packed = packed_kv_content(kv_cache_dtype, lk.head_dim, hd_v, profile.version)
             if packed:
                 lk = dataclasses.replace(lk, content_bytes=packed)
         out.append(lk)
     if spec.uses_mla and not profile.mla_cache:
         assumptions.append("vLLM before 0.7.1 has no MLA cache: it stores K and V for every head")
     return out
+
+
+def _turboquant_edges(spec: ModelSpec, profile: Profile, kv_cache_dtype: str, whole_model: bool,
+                      assumptions: list[str]) -> set[int]:
+    """Indices (in the model's layer list) of the layers a TurboQuant cache leaves in the model dtype."""
+    if kv_cache_dtype not in TURBOQUANT_PRESETS or profile.engine != "v1" or profile.version < PACKED_KV_FROM \
+            or spec.is_hybrid_state:
+        return set()
+    n = spec.num_layers
+    k = min(TURBOQUANT_EDGE_LAYERS, n // 2)
+    if not whole_model:
+        assumptions.append(f"TurboQuant leaves the model's first and last {k} layers unquantized; with pipeline "
+                           "parallelism this stage's layers are all modelled as quantized")
+        return set()
+    return set(range(k)) | set(range(n - k, n))
 
 
 # V0's cache engine allocates an MLA token's latent padded to 256 bytes (align_to_256bytes of the entry
@@ -709,7 +755,7 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
     layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp, settings.pp_stage,
                                                            settings.pp_layer_partition) + draft,
                               (settings.kv_cache_dtype or "auto").lower(), assumptions, kv_bytes,
-                              settings.compute_capability)
+                              settings.compute_capability, model_dtype_bytes, whole_model=pp <= 1)
     if spec_k:
         # Gated DeltaNet and KDA keep the last k speculative tokens' inputs in their conv states:
         # (conv_kernel − 1 + num_spec) rows (mamba_utils.py gated_delta_net_state_shape, kda_state_shape).
@@ -1750,6 +1796,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     mdb = dtype_bytes(model_dtype)
     kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile, assumptions)
     s.kv_cache_dtype = s.kv_cache_dtype or "auto"
+    if s.kv_cache_dtype.lower() in TURBOQUANT_PRESETS and spec.is_hybrid_state and profile.engine == "v1" \
+            and PACKED_KV_FROM <= profile.version < TURBOQUANT_HYBRID_FROM:
+        assumptions.append(f"vLLM {profile.release} refuses TurboQuant KV caches for hybrid (attention + Mamba) models "
+                           f"(from {version_text(TURBOQUANT_HYBRID_FROM)} it quantizes their attention layers)")
     packed_from = INT4_PER_TOKEN_HEAD_FROM if s.kv_cache_dtype.lower() == "int4_per_token_head" else PACKED_KV_FROM
     if s.kv_cache_dtype.lower() in PACKED_KV_DTYPES and (profile.engine != "v1" or profile.version < packed_from):
         assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype} came with vLLM {version_text(packed_from)}: "

@@ -103,3 +103,51 @@ def test_a_format_the_release_does_not_have_is_said(dtype, version, since):
     assert any(f"--kv-cache-dtype {dtype} came with vLLM {since}: {version} rejects it" in a for a in est.assumptions)
     assert est.layout.kv_bytes_per_token == 28 * 4 * 256      # modelled as a plain 1-byte cache
     assert not any("came with" in a for a in _qwen7b(dtype, version=since).assumptions)
+
+
+@pytest.mark.parametrize(("dtype", "hd", "slot"), [
+    # key: 8 bits = the fp8 values (hd B), else ceil(hd × bits / 8) + a 2-byte norm;
+    # value: ceil(hd × bits / 8) + 2-byte scale + 2-byte zero; the slot rounded up to even
+    ("turboquant_k8v4", 128, 128 + (64 + 4)),            # 196
+    ("turboquant_4bit_nc", 128, (64 + 2) + (64 + 4)),    # 134
+    ("turboquant_k3v4_nc", 128, (48 + 2) + (64 + 4)),    # 118
+    ("turboquant_3bit_nc", 128, (48 + 2) + (48 + 4)),    # 102
+    ("turboquant_3bit_nc", 72, (27 + 2) + (27 + 4) + 0),  # 60, already even
+    ("turboquant_k3v4_nc", 72, (27 + 2) + (36 + 4) + 1),  # 69 → 70
+    ("fp8", 128, 0),
+])
+def test_a_turboquant_slot(dtype, hd, slot):
+    from estimator.memory import turboquant_slot
+
+    assert turboquant_slot(dtype, hd) == slot
+
+
+def test_turboquant_leaves_a_dense_models_edge_layers_unquantized():
+    """Llama-3.1-8B (32 layers × 8 KV heads × 128) with turboquant_k8v4: layers 0, 1, 30 and 31 keep
+    bf16 K and V (8 × 256 × 2 = 4,096 B per token each), the other 28 a 196-byte slot per head (1,568
+    B): 16,384 + 43,904 = 60,288 B per token, against 131,072 in bf16."""
+    spec = load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec
+    est = run_estimate(spec, "H100", EngineSettings(vllm_version="0.22.0", kv_cache_dtype="turboquant_k8v4"))
+    assert est.layout.kv_bytes_per_token == 4 * 4_096 + 28 * 8 * 196 == 60_288
+    assert attention_backend(est.spec, est.profile, est.settings) == TRITON_ATTN
+    text = kv_formula(est)
+    assert "4 full-attention layers × 8 KV heads per GPU × 512 B" in text and "28 full-attention layers" in text
+    assert "60,288 B per token (turboquant_k8v4)" in text
+    # with pipeline parallelism the stage's layers are modelled as quantized, and the reply says so
+    staged = run_estimate(spec, "H100", EngineSettings(vllm_version="0.22.0", kv_cache_dtype="turboquant_k8v4",
+                                                       pipeline_parallel_size=2), gpu_count=2)
+    assert staged.layout.kv_bytes_per_token == 16 * 8 * 196
+    assert any("this stage's layers are all modelled as quantized" in a for a in staged.assumptions)
+
+
+def test_turboquant_on_a_hybrid_model_by_release():
+    """0.20 refuses TurboQuant for hybrid models (said); 0.21 quantizes every attention layer: Qwen3.6-27B's
+    16 full-attention layers (4 KV heads × 256) at TP 2 take 16 × 2 × slot(256) = 16 × 2 × (256 + 132) B."""
+    spec = load_model("Qwen/Qwen3.6-27B", offline=True).spec
+    old = run_estimate(spec, "H100", EngineSettings(vllm_version="0.20.0", kv_cache_dtype="turboquant_k8v4",
+                                                    tensor_parallel_size=2), gpu_count=2)
+    assert any("refuses TurboQuant KV caches for hybrid" in a for a in old.assumptions)
+    new = run_estimate(spec, "H100", EngineSettings(vllm_version="0.21.0", kv_cache_dtype="turboquant_k8v4",
+                                                    tensor_parallel_size=2), gpu_count=2)
+    assert new.layout.kv_bytes_per_token == 16 * 2 * (256 + 128 + 4)
+    assert not any("refuses TurboQuant" in a for a in new.assumptions)
