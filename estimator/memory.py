@@ -604,8 +604,10 @@ TURBOQUANT_PRESETS = {"turboquant_k8v4": (8, 4), "turboquant_4bit_nc": (4, 4), "
 # TurboQuantConfig.get_boundary_skip_layers, "boundary protection", at most half the layers); 0.20
 # refuses TurboQuant for hybrid models, 0.21+ quantizes all their attention layers.
 TURBOQUANT_EDGE_LAYERS = 2
+NVFP4_DS_MLA_FROM = (0, 33, 0)
+NVFP4_MLA_REFUSED_FROM = (0, 21, 0)     # config/vllm.py validate_nvfp4_kv_cache_with_mla (read in 0.21, 0.22, 0.33)
 TURBOQUANT_HYBRID_FROM = (0, 21, 0)
-PACKED_KV_DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4",
+PACKED_KV_DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_ds_mla",
                     *TURBOQUANT_PRESETS)
 _PER_TOKEN_HEAD_SCALE = 4
 
@@ -672,6 +674,9 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
                     # 128, 256, we need to pad head_size 192 to 256" (K and V alike)
                     hd = 256
                 lk = FullAttention(kv_heads=spec.num_kv_heads, head_dim=hd)
+            elif kv_cache_dtype == "nvfp4_ds_mla" and profile.engine == "v1" and v >= NVFP4_DS_MLA_FROM:
+                # 0.33's NVFP4 sparse-MLA blob: 352 B a token (mla_attention.py state_content_bytes)
+                lk = dataclasses.replace(lk, fixed_bytes=352)
             elif ds_mla and (sparse or kv_cache_dtype == "fp8_ds_mla"):
                 lk = dataclasses.replace(lk, fixed_bytes=656)
             elif profile.engine == "v0" and V0_MLA_ALIGNED <= v < (0, 8, 0) and not str(cc or "").startswith("gfx") \
@@ -1800,7 +1805,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             and PACKED_KV_FROM <= profile.version < TURBOQUANT_HYBRID_FROM:
         assumptions.append(f"vLLM {profile.release} refuses TurboQuant KV caches for hybrid (attention + Mamba) models "
                            f"(from {version_text(TURBOQUANT_HYBRID_FROM)} it quantizes their attention layers)")
-    packed_from = INT4_PER_TOKEN_HEAD_FROM if s.kv_cache_dtype.lower() == "int4_per_token_head" else PACKED_KV_FROM
+    if s.kv_cache_dtype.lower() == "nvfp4" and spec.uses_mla and profile.engine == "v1" \
+            and profile.version >= NVFP4_MLA_REFUSED_FROM:
+        assumptions.append(f"vLLM {profile.release} refuses an nvfp4 KV cache for MLA models (config/vllm.py: "
+                           "'nvfp4 KV cache is not supported with MLA')"
+                           + ("; its sparse-MLA form is --kv-cache-dtype nvfp4_ds_mla"
+                              if profile.version >= NVFP4_DS_MLA_FROM else ""))
+    packed_from = {"int4_per_token_head": INT4_PER_TOKEN_HEAD_FROM, "nvfp4_ds_mla": NVFP4_DS_MLA_FROM}.get(
+        s.kv_cache_dtype.lower(), PACKED_KV_FROM)
     if s.kv_cache_dtype.lower() in PACKED_KV_DTYPES and (profile.engine != "v1" or profile.version < packed_from):
         assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype} came with vLLM {version_text(packed_from)}: "
                            f"{profile.release} rejects it; modelled as a plain 1-byte cache")

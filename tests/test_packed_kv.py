@@ -151,3 +151,18 @@ def test_turboquant_on_a_hybrid_model_by_release():
                                                     tensor_parallel_size=2), gpu_count=2)
     assert new.layout.kv_bytes_per_token == 16 * 2 * (256 + 128 + 4)
     assert not any("refuses TurboQuant" in a for a in new.assumptions)
+
+
+def test_nvfp4_on_mla_models():
+    """DeepSeek-V3.2 (61 MLA layers, each with a 132-byte fp8 indexer key): 0.33's nvfp4_ds_mla blob is
+    352 B a token (mla_attention.py), so 61 × (352 + 132) = 29,524 B; a plain nvfp4 cache vLLM refuses
+    for MLA models (from 0.21), and nvfp4_ds_mla does not exist before 0.33."""
+    spec = load_model("deepseek-ai/DeepSeek-V3.2", offline=True).spec
+
+    def est(dtype: str, version: str = "0.33.0"):
+        return run_estimate(spec, "B200", EngineSettings(vllm_version=version, kv_cache_dtype=dtype,
+                                                         tensor_parallel_size=8), gpu_count=8)
+
+    assert est("nvfp4_ds_mla").layout.kv_bytes_per_token == 61 * (352 + 132) == 29_524
+    assert any("refuses an nvfp4 KV cache for MLA models" in a and "nvfp4_ds_mla" in a for a in est("nvfp4").assumptions)
+    assert any("--kv-cache-dtype nvfp4_ds_mla came with vLLM 0.33.0" in a for a in est("nvfp4_ds_mla", "0.32.0").assumptions)
