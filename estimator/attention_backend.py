@@ -129,7 +129,7 @@ def attention_backend(spec: ModelSpec, profile: Profile, s: EngineSettings) -> s
             return False
         return not (sinks and not 10.0 <= cc < 11.0)
 
-    if kv == "nvfp4":
+    if kv in ("nvfp4", "nvfp4_4over6"):
         return FLASHINFER if flashinfer_ok() else TRITON_ATTN
     order = (FLASHINFER, FLASH_ATTN) if 10.0 <= cc < 11.0 else (FLASH_ATTN, FLASHINFER)
     for name in order:

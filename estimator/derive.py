@@ -651,7 +651,7 @@ def _packed_kv_formula(est: Estimate, layers: list, total: int, states: str) -> 
     fixed number of bytes per KV head, which the formula shows with what makes it up."""
     dtype = (est.settings.kv_cache_dtype or "").lower()
     tp = est.settings.tensor_parallel_size
-    if dtype == "nvfp4":
+    if dtype.startswith("nvfp4"):
         how = "fp4 values (½ B) and an fp8 scale per 16 values, K and V"
     elif dtype in TURBOQUANT_PRESETS:
         how = f"a TurboQuant {dtype.removeprefix('turboquant_')} slot: packed key and value with their norms and scales"

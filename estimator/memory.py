@@ -604,11 +604,11 @@ TURBOQUANT_PRESETS = {"turboquant_k8v4": (8, 4), "turboquant_4bit_nc": (4, 4), "
 # TurboQuantConfig.get_boundary_skip_layers, "boundary protection", at most half the layers); 0.20
 # refuses TurboQuant for hybrid models, 0.21+ quantizes all their attention layers.
 TURBOQUANT_EDGE_LAYERS = 2
-NVFP4_DS_MLA_FROM = (0, 33, 0)
+NVFP4_DS_MLA_FROM = NVFP4_4OVER6_FROM = (0, 33, 0)
 NVFP4_MLA_REFUSED_FROM = (0, 21, 0)     # config/vllm.py validate_nvfp4_kv_cache_with_mla (read in 0.21, 0.22, 0.33)
 TURBOQUANT_HYBRID_FROM = (0, 21, 0)
 PACKED_KV_DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_ds_mla",
-                    *TURBOQUANT_PRESETS)
+                    "nvfp4_4over6", *TURBOQUANT_PRESETS)
 _PER_TOKEN_HEAD_SCALE = 4
 
 
@@ -630,7 +630,8 @@ def packed_kv_content(kv_cache_dtype: str, head_dim: int, head_dim_v: int, versi
             or kv_cache_dtype == "int4_per_token_head" and version >= INT4_PER_TOKEN_HEAD_FROM:
         halve = 2 if kv_cache_dtype.startswith("int4") else 1
         return (head_dim + head_dim_v) // halve + 2 * _PER_TOKEN_HEAD_SCALE
-    if kv_cache_dtype == "nvfp4":
+    if kv_cache_dtype == "nvfp4" or kv_cache_dtype == "nvfp4_4over6" and version >= NVFP4_4OVER6_FROM:
+        # (0.33's nvfp4_4over6 picks each block's scale differently, in the same layout: config/cache.py)
         return sum(d // 2 + d // 16 for d in (head_dim, head_dim_v))
     return 0
 
@@ -1805,13 +1806,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             and PACKED_KV_FROM <= profile.version < TURBOQUANT_HYBRID_FROM:
         assumptions.append(f"vLLM {profile.release} refuses TurboQuant KV caches for hybrid (attention + Mamba) models "
                            f"(from {version_text(TURBOQUANT_HYBRID_FROM)} it quantizes their attention layers)")
-    if s.kv_cache_dtype.lower() == "nvfp4" and spec.uses_mla and profile.engine == "v1" \
+    if s.kv_cache_dtype.lower() in ("nvfp4", "nvfp4_4over6") and spec.uses_mla and profile.engine == "v1" \
             and profile.version >= NVFP4_MLA_REFUSED_FROM:
         assumptions.append(f"vLLM {profile.release} refuses an nvfp4 KV cache for MLA models (config/vllm.py: "
                            "'nvfp4 KV cache is not supported with MLA')"
                            + ("; its sparse-MLA form is --kv-cache-dtype nvfp4_ds_mla"
                               if profile.version >= NVFP4_DS_MLA_FROM else ""))
-    packed_from = {"int4_per_token_head": INT4_PER_TOKEN_HEAD_FROM, "nvfp4_ds_mla": NVFP4_DS_MLA_FROM}.get(
+    packed_from = {"int4_per_token_head": INT4_PER_TOKEN_HEAD_FROM, "nvfp4_ds_mla": NVFP4_DS_MLA_FROM,
+                   "nvfp4_4over6": NVFP4_4OVER6_FROM}.get(
         s.kv_cache_dtype.lower(), PACKED_KV_FROM)
     if s.kv_cache_dtype.lower() in PACKED_KV_DTYPES and (profile.engine != "v1" or profile.version < packed_from):
         assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype} came with vLLM {version_text(packed_from)}: "

@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
     ("fp8_per_token_head", (0, 20, 0), 256, 256, 256 + 256 + 2 * 4),       # 520
     ("nvfp4", (0, 22, 0), 128, 128, 2 * (128 // 2 + 128 // 16)),           # 144
     ("nvfp4", (0, 22, 0), 192, 128, (96 + 12) + (64 + 8)),                 # 180
+    ("nvfp4_4over6", (0, 33, 0), 128, 128, 2 * (128 // 2 + 128 // 16)),    # the NVFP4 layout, 0.33+
+    ("nvfp4_4over6", (0, 32, 0), 128, 128, 0),
     ("int4_per_token_head", (0, 33, 0), 128, 128, (128 + 128) // 2 + 8),   # 136
     ("int4_per_token_head", (0, 32, 0), 128, 128, 0),      # no such format before 0.33
     ("int8_per_token_head", (0, 19, 0), 128, 128, 0),      # nor these before 0.20
