@@ -1073,9 +1073,10 @@ def scan_long_context_warning(text: str) -> list[Setting]:
 
 # A KV-cache dtype told in prose: "`fp8_e4m3` KV at default", "FP8 KV cache", "KV cache: fp8" (talos
 # docs on a Qwen3.8-27B run). Not on a line proposing a change ("try an fp8 KV cache"); a flag wins.
+_KV_DTYPES_SAID = r"fp8(?:_e4m3|_e5m2|_per_token_head)?|int8(?:_per_token_head)?|nvfp4|turboquant_[a-z0-9]+(?:_nc)?"
 _KV_DTYPE_PROSE = regex.compile(
-    r"(?i)(?<![\w-])`?(?P<v>fp8(?:_e4m3|_e5m2)?|int8(?:_per_token_head)?)`?[ ]+KV(?:[ ]cache)?\b"
-    r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>fp8(?:_e4m3|_e5m2)?|int8(?:_per_token_head)?)\b")
+    r"(?i)(?<![\w-])`?(?P<v>" + _KV_DTYPES_SAID + r")`?[ ]+KV(?:[ ]cache)?\b"
+    r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>" + _KV_DTYPES_SAID + r")\b")
 
 
 # advice in words reads like a setting ("consider using fp8 KV cache"): a prose KV dtype is taken only
