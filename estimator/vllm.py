@@ -746,6 +746,16 @@ def plausible_setting(key: str, value: object) -> bool:
     return setting_problem(key, value) is None
 
 
+# --kv-cache-dtype values some release accepts (engine/arg_utils.py choices to 0.10, then config/cache.py
+# CacheDType: fp8_inc 0.10, bfloat16 0.11, float16 / fp8_ds_mla by 0.18, the packed formats 0.20, octave /
+# ultraquant / int4_per_token_head / nvfp4_ds_mla / nvfp4_4over6 0.33). vLLM refuses any other word.
+KV_CACHE_DTYPES = frozenset({
+    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
+    "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_4over6",
+    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc",
+    "octave_k3v4", "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit"})
+
+
 def _value(key: str, raw: str, name: str) -> object:
     from estimator.flags import normalise
 
@@ -760,6 +770,9 @@ def _value(key: str, raw: str, name: str) -> object:
     value = normalise(key, text)
     if value is None:
         raise BadInput(f"bad value for {name}: {_shown(text)!r}")
+    if key == "kv_cache_dtype" and value not in KV_CACHE_DTYPES:
+        raise BadInput(f"{name} {_shown(text)!r} is not a KV cache dtype vLLM has (auto, fp8, fp8_e4m3, fp8_e5m2, "
+                       "bfloat16, int8_per_token_head, nvfp4, turboquant_k8v4, …)")
     problem = setting_problem(key, value)
     if problem:
         raise BadInput(f"{name} {_shown(text)} {problem}")

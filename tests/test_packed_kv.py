@@ -168,3 +168,19 @@ def test_nvfp4_on_mla_models():
     assert est("nvfp4_ds_mla").layout.kv_bytes_per_token == 61 * (352 + 132) == 29_524
     assert any("refuses an nvfp4 KV cache for MLA models" in a and "nvfp4_ds_mla" in a for a in est("nvfp4").assumptions)
     assert any("--kv-cache-dtype nvfp4_ds_mla came with vLLM 0.33.0" in a for a in est("nvfp4_ds_mla", "0.32.0").assumptions)
+
+
+@pytest.mark.parametrize("word", ["auto", "fp8_e4m3", "int8_per_token_head", "nvfp4", "turboquant_3bit_nc", "FP8"])
+def test_a_kv_cache_dtype_vllm_has_is_taken(word):
+    from estimator.vllm import parse_flags
+
+    assert parse_flags(["--kv-cache-dtype", word]).kv_cache_dtype == word.lower()
+
+
+@pytest.mark.parametrize("word", ["bogus", "fp8e4m3", "int3"])
+def test_a_kv_cache_dtype_vllm_never_had_is_refused_with_the_reason(word):
+    from estimator.errors import BadInput
+    from estimator.vllm import parse_flags
+
+    with pytest.raises(BadInput, match="is not a KV cache dtype vLLM has"):
+        parse_flags(["--kv-cache-dtype", word])
