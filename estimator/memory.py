@@ -1802,6 +1802,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     mdb = dtype_bytes(model_dtype)
     kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile, assumptions)
     s.kv_cache_dtype = s.kv_cache_dtype or "auto"
+    if s.kv_cache_dtype.lower().startswith(("octave_", "ultraquant_")):
+        assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype}: 0.33's packed ROCm format, whose slot kvdoctor does "
+                           "not model — counted as 1 byte per value, so the KV figures are rough")
     if s.kv_cache_dtype.lower() in TURBOQUANT_PRESETS and spec.is_hybrid_state and profile.engine == "v1" \
             and PACKED_KV_FROM <= profile.version < TURBOQUANT_HYBRID_FROM:
         assumptions.append(f"vLLM {profile.release} refuses TurboQuant KV caches for hybrid (attention + Mamba) models "

@@ -184,3 +184,8 @@ def test_a_kv_cache_dtype_vllm_never_had_is_refused_with_the_reason(word):
 
     with pytest.raises(BadInput, match="is not a KV cache dtype vLLM has"):
         parse_flags(["--kv-cache-dtype", word])
+
+
+def test_a_format_kvdoctor_does_not_model_is_said():
+    est = _qwen7b("octave_k3v4", version="0.33.0")
+    assert any("octave_k3v4: 0.33's packed ROCm format, whose slot kvdoctor does not model" in a for a in est.assumptions)
