@@ -34,6 +34,8 @@ from estimator.spec import (
 )
 from estimator.vllm import (
     BNB_MOE_FROM,
+    FLASHINFER_SAMPLER_ANY_FROM,
+    FLASHINFER_SAMPLER_OPT_IN_FROM,
     MM_PREFIX_FLOOR_FROM,
     NEWEST,
     NEWEST_WORDS,
@@ -1872,6 +1874,14 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"vLLM's docker image of {profile.release} installs FlashInfer, and V1 samples with its "
                            "top-k/top-p kernel when it is there (no sort of the vocabulary: a smaller profile peak "
                            "than a pip install's) — a log line naming the sampler would say otherwise")
+    elif s.flashinfer_sampler is None and s.attention_backend == FLASHINFER and profile.engine == "v1" \
+            and FLASHINFER_SAMPLER_ANY_FROM <= profile.version < FLASHINFER_SAMPLER_OPT_IN_FROM:
+        # the FlashInfer attention backend ran, so FlashInfer is importable — and 0.9.0–0.11.0 sample
+        # with it then (any FlashInfer from 0.2.3; 0.8.x only below 0.2.3, whose version the log does not say)
+        s.flashinfer_sampler = True
+        assumptions.append(f"the FlashInfer attention backend ran, so FlashInfer is installed, and vLLM "
+                           f"{profile.release} then samples with its top-k/top-p kernel (a smaller profile peak "
+                           "than the PyTorch-native sampler's)")
     if s.model_runner_v2 is None:
         s.model_runner_v2 = default_model_runner_v2(
             profile, spec.architecture, moe=spec.moe is not None, hybrid=spec.is_hybrid_state,

@@ -404,6 +404,7 @@ def v2_sampler_bytes(version: tuple, tp: int) -> float:
 # run of 0.8.0–0.11.0 samples with FlashInfer unless the log names another sampler.
 IMAGE_FLASHINFER_FROM = {"x86_64": (0, 8, 0), "arm64": (0, 10, 0)}
 FLASHINFER_SAMPLER_OPT_IN_FROM = (0, 11, 1)
+FLASHINFER_SAMPLER_ANY_FROM = (0, 9, 0)     # from here any importable FlashInfer (≥ 0.2.3) samples
 # Cards that sit beside an Arm CPU (Grace, DGX Spark, Jetson): their image is the arm64 one
 ARM64_HOST_CARDS = ("GH200", "GB200", "GB300", "GB10", "Jetson")
 

@@ -82,3 +82,14 @@ def test_the_arm64_image_before_0_10_has_no_flashinfer():
 ])
 def test_the_official_image_is_read_from_the_paste(text, expected):
     assert bool(read_paste(text).extra.get("official_image")) is expected
+
+
+def test_the_flashinfer_attention_backend_in_the_log_means_flashinfer_samples_too():
+    """A pip install that logs "Using FlashInfer backend" has FlashInfer importable, and 0.9.0–0.11.0
+    sample with it then; 0.8.x only with a FlashInfer below 0.2.3, which the log does not show."""
+    line = "INFO 08-20 10:00:00 [cuda.py:240] Using FlashInfer backend on V1 engine.\n"
+    peak, notes = _peak(PIP.format(v="0.10.1") + line)
+    assert peak == FLASHINFER_PEAK
+    assert any("the FlashInfer attention backend ran, so FlashInfer is installed" in n for n in notes)
+    assert _peak(PIP.format(v="0.8.5") + line)[0] == NATIVE_PEAK
+    assert _peak(PIP.format(v="0.11.1") + line)[0] == NATIVE_PEAK
