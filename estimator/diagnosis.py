@@ -29,7 +29,7 @@ from estimator.derive import (
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.gpus import states_its_size
-from estimator.memory import CUDA_CONTEXT, PACKED_KV_FROM, Estimate, GiB
+from estimator.memory import CUDA_CONTEXT, Estimate, GiB
 from estimator.paste import CONFIG_ERRORS
 from estimator.render import redact, render_markdown, render_slack, render_text
 
@@ -889,16 +889,17 @@ def _printed_kv_targets(facts, est: Estimate) -> list[tuple]:
 
 
 def _kv_dtypes_tried(est: Estimate) -> list[str]:
-    """KV cache dtypes a paste may hide: fp8 everywhere; from 0.20 (V1) an 8-bit per-token-head cache
-    (int8 and fp8 take the same bytes: one stands for both) and, on Blackwell's SM 10.x where FlashInfer
-    runs it, NVFP4 (memory.packed_kv_content)."""
-    out = ["fp8"]
-    if est.profile.engine == "v1" and est.profile.version >= PACKED_KV_FROM:
-        out.append("int8_per_token_head")
-        cc = est.settings.compute_capability
-        if cc is not None and 10.0 <= cc < 11.0:
-            out.append("nvfp4")
-    return out
+    """KV cache dtypes a paste may hide: fp8 everywhere; where the release has them (V1, 0.20+) an 8-bit
+    per-token-head cache (int8 and fp8 take the same bytes: one stands for both) and, on Blackwell's
+    SM 10.x where FlashInfer runs it, NVFP4 (memory.packed_kv_content)."""
+    from estimator.vllm import kv_dtype_exists
+
+    if est.profile.engine != "v1":
+        return ["fp8"]
+    cc = est.settings.compute_capability
+    blackwell = cc is not None and 10.0 <= cc < 11.0
+    return ["fp8"] + [d for d in ("int8_per_token_head", "nvfp4") if kv_dtype_exists(d, est.profile.version)
+                      and (d != "nvfp4" or blackwell)]
 
 
 _KV_DTYPE_WORDS = {

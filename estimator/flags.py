@@ -15,6 +15,7 @@ timeout so hostile input cannot hang a caller.
 
 from __future__ import annotations
 
+import functools
 import math
 import shlex
 from collections import deque
@@ -1073,10 +1074,16 @@ def scan_long_context_warning(text: str) -> list[Setting]:
 
 # A KV-cache dtype told in prose: "`fp8_e4m3` KV at default", "FP8 KV cache", "KV cache: fp8" (talos
 # docs on a Qwen3.8-27B run). Not on a line proposing a change ("try an fp8 KV cache"); a flag wins.
-_KV_DTYPES_SAID = r"fp8(?:_e4m3|_e5m2|_per_token_head)?|int8(?:_per_token_head)?|nvfp4|turboquant_[a-z0-9]+(?:_nc)?"
-_KV_DTYPE_PROSE = regex.compile(
-    r"(?i)(?<![\w-])`?(?P<v>" + _KV_DTYPES_SAID + r")`?[ ]+KV(?:[ ]cache)?\b"
-    r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>" + _KV_DTYPES_SAID + r")\b")
+# The words: vLLM's own KV cache dtypes (vllm.KV_CACHE_DTYPE_FROM, longest first) and a bare "int8".
+@functools.lru_cache(maxsize=1)
+def _kv_dtype_prose() -> regex.Pattern:
+    # (vllm imports this module, so its table is read when the pattern is first used)
+    from estimator.vllm import KV_CACHE_DTYPE_FROM
+
+    words = "|".join(sorted((*(k for k in KV_CACHE_DTYPE_FROM if k != "auto"), "int8"), key=len, reverse=True))
+    return regex.compile(
+        r"(?i)(?<![\w-])`?(?P<v>" + words + r")`?[ ]+KV(?:[ ]cache)?\b"
+        r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>" + words + r")\b")
 
 
 # advice in words reads like a setting ("consider using fp8 KV cache"): a prose KV dtype is taken only
@@ -1087,7 +1094,7 @@ _KV_ADVICE = regex.compile(r"(?i)\b(?:consider|use|using|switch|enable|enabling|
 
 def scan_kv_dtype_prose(text: str) -> list[Setting]:
     out = []
-    for m in _safe_finditer(_KV_DTYPE_PROSE, text, limit=20):
+    for m in _safe_finditer(_kv_dtype_prose(), text, limit=20):
         grp = "v" if m.group("v") else "w"
         if is_suggestion(text, m.start()) or _KV_ADVICE.search(line_of(text, m.start()), timeout=0.1):
             continue

@@ -34,8 +34,7 @@ from estimator.spec import (
 )
 from estimator.vllm import (
     BNB_MOE_FROM,
-    FLASHINFER_SAMPLER_ANY_FROM,
-    FLASHINFER_SAMPLER_OPT_IN_FROM,
+    KV_CACHE_DTYPE_FROM,
     MM_PREFIX_FLOOR_FROM,
     NEWEST,
     NEWEST_WORDS,
@@ -52,7 +51,8 @@ from estimator.vllm import (
     default_max_num_seqs,
     default_model_runner_v2,
     full_graph_sizes,
-    image_flashinfer_sampler,
+    installed_flashinfer_sampler,
+    kv_dtype_exists,
     parse_version,
     performance_mode,
     profile_for,
@@ -589,13 +589,14 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
     return [], k, False
 
 
-# KV formats that pack scales beside the values (vllm/v1/kv_cache_interface.py KVQuantMode, from 0.20):
-# per-token-head int8 / fp8 keep one fp32 scale per token, head and side (AttentionSpec.page_size_bytes
-# 0.20–0.32 adds 2 × block × heads × 4 B; 0.33's Triton backend packs (K + V dims) × 1 B + 2 × 4 B per
-# head slot, int4 from 0.33 at half the dims); NVFP4 packs fp4 values (dim / 2 B) and an fp8 scale per 16
-# values (dim / 16 B) per side (nvfp4_kv_cache_full_dim; 0.33 FlashInfer's two slots per head, the same bytes).
-PACKED_KV_FROM = (0, 20, 0)
-INT4_PER_TOKEN_HEAD_FROM = (0, 33, 0)
+# KV formats that pack scales beside the values (vllm/v1/kv_cache_interface.py KVQuantMode; each from the
+# release vllm.KV_CACHE_DTYPE_FROM gives): per-token-head int8 / fp8 keep one fp32 scale per token, head
+# and side (AttentionSpec.page_size_bytes adds 2 × block × heads × 4 B; 0.33's Triton backend packs
+# (K + V dims) × 1 B + 2 × 4 B per head slot), int4 the same at half the dims (real_page_size_bytes,
+# 0.25+); NVFP4 packs fp4 values (dim / 2 B) and an fp8 scale per 16 values (dim / 16 B) per side
+# (nvfp4_kv_cache_full_dim; nvfp4_4over6 picks its scales otherwise in the same layout; 0.33 FlashInfer's
+# two slots per head, the same bytes).
+_PER_TOKEN_HEAD_SCALE = 4
 # TurboQuant's presets (model_executor/layers/quantization/turboquant/config.py TQ_PRESETS, 0.20+):
 # (key bits, value bits). A slot holds one head's key (8 bits: the fp8 values; else Lloyd-Max indices
 # of key_bits each + a 2-byte norm) and value (value_bits each + a 2-byte scale and a 2-byte zero),
@@ -606,12 +607,9 @@ TURBOQUANT_PRESETS = {"turboquant_k8v4": (8, 4), "turboquant_4bit_nc": (4, 4), "
 # TurboQuantConfig.get_boundary_skip_layers, "boundary protection", at most half the layers); 0.20
 # refuses TurboQuant for hybrid models, 0.21+ quantizes all their attention layers.
 TURBOQUANT_EDGE_LAYERS = 2
-NVFP4_DS_MLA_FROM = NVFP4_4OVER6_FROM = (0, 33, 0)
-NVFP4_MLA_REFUSED_FROM = (0, 21, 0)     # config/vllm.py validate_nvfp4_kv_cache_with_mla (read in 0.21, 0.22, 0.33)
 TURBOQUANT_HYBRID_FROM = (0, 21, 0)
-PACKED_KV_DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_ds_mla",
-                    "nvfp4_4over6", *TURBOQUANT_PRESETS)
-_PER_TOKEN_HEAD_SCALE = 4
+NVFP4_MLA_REFUSED_FROM = (0, 21, 0)     # config/vllm.py validate_nvfp4_kv_cache_with_mla (not in 0.20; 0.21–0.33)
+_NVFP4_DS_MLA_BYTES = 352               # mla_attention.py state_content_bytes (0.30+)
 
 
 def turboquant_slot(kv_cache_dtype: str, head_dim: int) -> int:
@@ -625,15 +623,14 @@ def turboquant_slot(kv_cache_dtype: str, head_dim: int) -> int:
 
 
 def packed_kv_content(kv_cache_dtype: str, head_dim: int, head_dim_v: int, version: tuple) -> int:
-    """Bytes a token takes per KV head (K and V) in a scale-carrying KV format; 0 for a plain dtype."""
-    if version < PACKED_KV_FROM:
+    """Bytes a token takes per KV head (K and V) in a scale-carrying KV format; 0 for a plain dtype
+    or a format this release does not have."""
+    if not kv_dtype_exists(kv_cache_dtype, version):
         return 0
-    if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head") \
-            or kv_cache_dtype == "int4_per_token_head" and version >= INT4_PER_TOKEN_HEAD_FROM:
+    if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head"):
         halve = 2 if kv_cache_dtype.startswith("int4") else 1
         return (head_dim + head_dim_v) // halve + 2 * _PER_TOKEN_HEAD_SCALE
-    if kv_cache_dtype == "nvfp4" or kv_cache_dtype == "nvfp4_4over6" and version >= NVFP4_4OVER6_FROM:
-        # (0.33's nvfp4_4over6 picks each block's scale differently, in the same layout: config/cache.py)
+    if kv_cache_dtype in ("nvfp4", "nvfp4_4over6"):
         return sum(d // 2 + d // 16 for d in (head_dim, head_dim_v))
     return 0
 
@@ -677,9 +674,8 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
                     # 128, 256, we need to pad head_size 192 to 256" (K and V alike)
                     hd = 256
                 lk = FullAttention(kv_heads=spec.num_kv_heads, head_dim=hd)
-            elif kv_cache_dtype == "nvfp4_ds_mla" and profile.engine == "v1" and v >= NVFP4_DS_MLA_FROM:
-                # 0.33's NVFP4 sparse-MLA blob: 352 B a token (mla_attention.py state_content_bytes)
-                lk = dataclasses.replace(lk, fixed_bytes=352)
+            elif kv_cache_dtype == "nvfp4_ds_mla" and profile.engine == "v1" and kv_dtype_exists(kv_cache_dtype, v):
+                lk = dataclasses.replace(lk, fixed_bytes=_NVFP4_DS_MLA_BYTES)     # the NVFP4 sparse-MLA blob
             elif ds_mla and (sparse or kv_cache_dtype == "fp8_ds_mla"):
                 lk = dataclasses.replace(lk, fixed_bytes=656)
             elif profile.engine == "v0" and V0_MLA_ALIGNED <= v < (0, 8, 0) and not str(cc or "").startswith("gfx") \
@@ -691,12 +687,12 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
             hd_v = lk.head_dim if lk.head_dim_v is None else lk.head_dim_v
             if i in edges:
                 packed = (lk.head_dim + hd_v) * model_dtype_bytes     # kv_cache_dtype "auto" there
-            elif type(lk) is FullAttention and profile.version >= PACKED_KV_FROM:
+            elif type(lk) is FullAttention and kv_dtype_exists(kv_cache_dtype, v) \
+                    and turboquant_slot(kv_cache_dtype, lk.head_dim):
                 # (TurboQuant packs full-attention layers only: a sliding one keeps a plain uint8 spec)
-                packed = turboquant_slot(kv_cache_dtype, lk.head_dim) \
-                    or packed_kv_content(kv_cache_dtype, lk.head_dim, hd_v, profile.version)
+                packed = turboquant_slot(kv_cache_dtype, lk.head_dim)
             else:
-                packed = packed_kv_content(kv_cache_dtype, lk.head_dim, hd_v, profile.version)
+                packed = packed_kv_content(kv_cache_dtype, lk.head_dim, hd_v, v)
             if packed:
                 lk = dataclasses.replace(lk, content_bytes=packed)
         out.append(lk)
@@ -708,8 +704,8 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
 def _turboquant_edges(spec: ModelSpec, profile: Profile, kv_cache_dtype: str, whole_model: bool,
                       assumptions: list[str]) -> set[int]:
     """Indices (in the model's layer list) of the layers a TurboQuant cache leaves in the model dtype."""
-    if kv_cache_dtype not in TURBOQUANT_PRESETS or profile.engine != "v1" or profile.version < PACKED_KV_FROM \
-            or spec.is_hybrid_state:
+    if kv_cache_dtype not in TURBOQUANT_PRESETS or profile.engine != "v1" \
+            or not kv_dtype_exists(kv_cache_dtype, profile.version) or spec.is_hybrid_state:
         return set()
     n = spec.num_layers
     k = min(TURBOQUANT_EDGE_LAYERS, n // 2)
@@ -1804,25 +1800,22 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     mdb = dtype_bytes(model_dtype)
     kvb = kv_dtype_bytes_for(s, model_dtype, spec, profile, assumptions)
     s.kv_cache_dtype = s.kv_cache_dtype or "auto"
-    if s.kv_cache_dtype.lower().startswith(("octave_", "ultraquant_")):
-        assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype}: 0.33's packed ROCm format, whose slot kvdoctor does "
-                           "not model — counted as 1 byte per value, so the KV figures are rough")
-    if s.kv_cache_dtype.lower() in TURBOQUANT_PRESETS and spec.is_hybrid_state and profile.engine == "v1" \
-            and PACKED_KV_FROM <= profile.version < TURBOQUANT_HYBRID_FROM:
+    kv_word = s.kv_cache_dtype.lower()
+    since = KV_CACHE_DTYPE_FROM.get(kv_word)
+    if not kv_dtype_exists(kv_word, profile.version):
+        assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype} came with vLLM {version_text(since)}: "
+                           f"{profile.release} rejects it; modelled with {kvb} byte(s) per value")
+    elif kv_word.startswith(("octave_", "ultraquant_")):
+        assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype}: a packed format (octave: ROCm) whose slot kvdoctor "
+                           "does not model — counted as 1 byte per value, so the KV figures are rough")
+    elif kv_word in TURBOQUANT_PRESETS and spec.is_hybrid_state and profile.version < TURBOQUANT_HYBRID_FROM:
         assumptions.append(f"vLLM {profile.release} refuses TurboQuant KV caches for hybrid (attention + Mamba) models "
                            f"(from {version_text(TURBOQUANT_HYBRID_FROM)} it quantizes their attention layers)")
-    if s.kv_cache_dtype.lower() in ("nvfp4", "nvfp4_4over6") and spec.uses_mla and profile.engine == "v1" \
-            and profile.version >= NVFP4_MLA_REFUSED_FROM:
+    elif kv_word in ("nvfp4", "nvfp4_4over6") and spec.uses_mla and profile.version >= NVFP4_MLA_REFUSED_FROM:
         assumptions.append(f"vLLM {profile.release} refuses an nvfp4 KV cache for MLA models (config/vllm.py: "
                            "'nvfp4 KV cache is not supported with MLA')"
                            + ("; its sparse-MLA form is --kv-cache-dtype nvfp4_ds_mla"
-                              if profile.version >= NVFP4_DS_MLA_FROM else ""))
-    packed_from = {"int4_per_token_head": INT4_PER_TOKEN_HEAD_FROM, "nvfp4_ds_mla": NVFP4_DS_MLA_FROM,
-                   "nvfp4_4over6": NVFP4_4OVER6_FROM}.get(
-        s.kv_cache_dtype.lower(), PACKED_KV_FROM)
-    if s.kv_cache_dtype.lower() in PACKED_KV_DTYPES and (profile.engine != "v1" or profile.version < packed_from):
-        assumptions.append(f"--kv-cache-dtype {s.kv_cache_dtype} came with vLLM {version_text(packed_from)}: "
-                           f"{profile.release} rejects it; modelled as a plain 1-byte cache")
+                              if kv_dtype_exists("nvfp4_ds_mla", profile.version) else ""))
     auto_len = s.max_model_len == "auto"
     if auto_len and not profile.auto_max_model_len:
         assumptions.append(f"--max-model-len auto / -1 came with vLLM 0.14: {profile.release} rejects it; "
@@ -1868,20 +1861,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     s.hybrid_block_align = 32 if (profile.engine == "v1" and (0, 11, 2) <= profile.version < (0, 18, 0)
                                   and cc and 10.0 <= cc < 11.0 and not spec.uses_mla
                                   and spec.head_dim == 256) else None
-    if s.flashinfer_sampler is None and s.official_image and profile.engine == "v1" \
-            and profile.version >= V1_SAMPLER_PROFILED_FROM and image_flashinfer_sampler(profile.version, gpu_name):
+    why_flashinfer = installed_flashinfer_sampler(profile, s, gpu_name)
+    if why_flashinfer:
         s.flashinfer_sampler = True
-        assumptions.append(f"vLLM's docker image of {profile.release} installs FlashInfer, and V1 samples with its "
-                           "top-k/top-p kernel when it is there (no sort of the vocabulary: a smaller profile peak "
-                           "than a pip install's) — a log line naming the sampler would say otherwise")
-    elif s.flashinfer_sampler is None and s.attention_backend == FLASHINFER and profile.engine == "v1" \
-            and FLASHINFER_SAMPLER_ANY_FROM <= profile.version < FLASHINFER_SAMPLER_OPT_IN_FROM:
-        # the FlashInfer attention backend ran, so FlashInfer is importable — and 0.9.0–0.11.0 sample
-        # with it then (any FlashInfer from 0.2.3; 0.8.x only below 0.2.3, whose version the log does not say)
-        s.flashinfer_sampler = True
-        assumptions.append(f"the FlashInfer attention backend ran, so FlashInfer is installed, and vLLM "
-                           f"{profile.release} then samples with its top-k/top-p kernel (a smaller profile peak "
-                           "than the PyTorch-native sampler's)")
+        assumptions.append(why_flashinfer)
     if s.model_runner_v2 is None:
         s.model_runner_v2 = default_model_runner_v2(
             profile, spec.architecture, moe=spec.moe is not None, hybrid=spec.is_hybrid_state,

@@ -358,9 +358,9 @@ SAMPLER_BYTES_TRITON_WARMED = 29
 # The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):
 # FlashInfer's when importable up to 0.11.0 (VLLM_USE_FLASHINFER_SAMPLER unset "means True"), the
 # native one 0.11.1–0.20 (FlashInfer opt-in: unset reads as None; read in 0.11.1 and 0.11.2),
-# FlashInfer again from 0.21 (unset = True) — but from 0.21 the profile run's dummy sampler also warms the native path (a second call with
-# a generator, gpu_model_runner.py "Also warm forward_native"), so its peak is the native one whatever
-# the sampler: FlashInfer's 10 B only counts before 0.21.
+# FlashInfer again from 0.21 (unset = True) — but from 0.21 the profile run's dummy sampler also warms
+# the native path (a second call with a generator, gpu_model_runner.py "Also warm forward_native"), so
+# its peak is the native one whatever the sampler: FlashInfer's 10 B only counts before 0.21.
 NATIVE_WARMED_TOO_FROM = (0, 21, 0)
 TRITON_TOPK_TOPP_FROM = (0, 17, 0)
 TRITON_ANY_BATCH_FROM = (0, 30, 0)     # before, the Triton masking only for batches of 8 rows or more
@@ -413,6 +413,25 @@ def image_flashinfer_sampler(version: tuple, gpu_name: str) -> bool:
     """Whether vLLM's official image of this release samples with FlashInfer on this card (above)."""
     arch = "arm64" if any(k in gpu_name for k in ARM64_HOST_CARDS) else "x86_64"
     return IMAGE_FLASHINFER_FROM[arch] <= version < FLASHINFER_SAMPLER_OPT_IN_FROM
+
+
+def installed_flashinfer_sampler(p: Profile, s: EngineSettings, gpu_name: str) -> str | None:
+    """Why V1 samples with FlashInfer in a run whose log does not name its sampler, or None: the
+    official image installs it (`image_flashinfer_sampler`), or the FlashInfer attention backend ran,
+    so it is importable — 0.9.0–0.11.0 sample with any FlashInfer (0.8.x only with one below 0.2.3,
+    which a log does not show)."""
+    from estimator.attention_backend import FLASHINFER  # (it imports this module)
+
+    if s.flashinfer_sampler is not None or p.engine != "v1" or p.version < V1_SAMPLER_PROFILED_FROM:
+        return None
+    if s.official_image and image_flashinfer_sampler(p.version, gpu_name):
+        return (f"vLLM's docker image of {p.release} installs FlashInfer, and V1 samples with its top-k/top-p "
+                "kernel when it is there (no sort of the vocabulary: a smaller profile peak than a pip install's) "
+                "— a log line naming the sampler would say otherwise")
+    if s.attention_backend == FLASHINFER and FLASHINFER_SAMPLER_ANY_FROM <= p.version < FLASHINFER_SAMPLER_OPT_IN_FROM:
+        return (f"the FlashInfer attention backend ran, so FlashInfer is installed, and vLLM {p.release} then "
+                "samples with its top-k/top-p kernel (a smaller profile peak than the PyTorch-native sampler's)")
+    return None
 
 
 def sampler_bytes(version: tuple, flashinfer: bool | None, rows: int) -> int:
@@ -747,14 +766,26 @@ def plausible_setting(key: str, value: object) -> bool:
     return setting_problem(key, value) is None
 
 
-# --kv-cache-dtype values some release accepts (engine/arg_utils.py choices to 0.10, then config/cache.py
-# CacheDType: fp8_inc 0.10, bfloat16 0.11, float16 / fp8_ds_mla by 0.18, the packed formats 0.20, octave /
-# ultraquant / int4_per_token_head / nvfp4_ds_mla / nvfp4_4over6 0.33). vLLM refuses any other word.
-KV_CACHE_DTYPES = frozenset({
-    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
-    "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_4over6",
-    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc",
-    "octave_k3v4", "octave_k3v3", "octave_k3v3_compact", "ultraquant_4bit"})
+# Every --kv-cache-dtype value some release accepts, with the first release that does (engine/arg_utils.py
+# choices, then config.py / config/cache.py CacheDType; read in the sdists of 0.8.0, 0.9.2, 0.10.0–0.12.0 and
+# 0.18.0–0.33.0). None: older than the releases read, or not pinned down (float16 came between 0.12 and
+# 0.18). vLLM refuses any other word.
+KV_CACHE_DTYPE_FROM: dict[str, tuple[int, int, int] | None] = {
+    "auto": None, "fp8": None, "fp8_e4m3": None, "fp8_e5m2": None, "float16": None,
+    "fp8_inc": (0, 10, 0), "bfloat16": (0, 11, 0), "fp8_ds_mla": (0, 11, 1),
+    "int8_per_token_head": (0, 20, 0), "fp8_per_token_head": (0, 20, 0), "nvfp4": (0, 20, 0),
+    "turboquant_k8v4": (0, 20, 0), "turboquant_4bit_nc": (0, 20, 0), "turboquant_k3v4_nc": (0, 20, 0),
+    "turboquant_3bit_nc": (0, 20, 0),
+    "int4_per_token_head": (0, 25, 0), "nvfp4_4over6": (0, 28, 0), "nvfp4_ds_mla": (0, 30, 0),
+    "ultraquant_4bit": (0, 32, 0), "octave_k3v4": (0, 33, 0), "octave_k3v3": (0, 33, 0),
+    "octave_k3v3_compact": (0, 33, 0),
+}
+
+
+def kv_dtype_exists(kv_cache_dtype: str, version: tuple) -> bool:
+    """Whether this release has the --kv-cache-dtype (a word outside the table: not this tool's to refuse)."""
+    since = KV_CACHE_DTYPE_FROM.get(kv_cache_dtype)
+    return since is None or tuple(version) >= since
 
 
 def _value(key: str, raw: str, name: str) -> object:
@@ -771,7 +802,7 @@ def _value(key: str, raw: str, name: str) -> object:
     value = normalise(key, text)
     if value is None:
         raise BadInput(f"bad value for {name}: {_shown(text)!r}")
-    if key == "kv_cache_dtype" and value not in KV_CACHE_DTYPES:
+    if key == "kv_cache_dtype" and value not in KV_CACHE_DTYPE_FROM:
         raise BadInput(f"{name} {_shown(text)!r} is not a KV cache dtype vLLM has (auto, fp8, fp8_e4m3, fp8_e5m2, "
                        "bfloat16, int8_per_token_head, nvfp4, turboquant_k8v4, …)")
     problem = setting_problem(key, value)

@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
     ("fp8_per_token_head", (0, 20, 0), 256, 256, 256 + 256 + 2 * 4),       # 520
     ("nvfp4", (0, 22, 0), 128, 128, 2 * (128 // 2 + 128 // 16)),           # 144
     ("nvfp4", (0, 22, 0), 192, 128, (96 + 12) + (64 + 8)),                 # 180
-    ("nvfp4_4over6", (0, 33, 0), 128, 128, 2 * (128 // 2 + 128 // 16)),    # the NVFP4 layout, 0.33+
-    ("nvfp4_4over6", (0, 32, 0), 128, 128, 0),
-    ("int4_per_token_head", (0, 33, 0), 128, 128, (128 + 128) // 2 + 8),   # 136
-    ("int4_per_token_head", (0, 32, 0), 128, 128, 0),      # no such format before 0.33
+    ("nvfp4_4over6", (0, 28, 0), 128, 128, 2 * (128 // 2 + 128 // 16)),    # the NVFP4 layout, 0.28+
+    ("nvfp4_4over6", (0, 27, 0), 128, 128, 0),
+    ("int4_per_token_head", (0, 25, 0), 128, 128, (128 + 128) // 2 + 8),   # 136
+    ("int4_per_token_head", (0, 24, 0), 128, 128, 0),      # no such format before 0.25
     ("int8_per_token_head", (0, 19, 0), 128, 128, 0),      # nor these before 0.20
     ("fp8", (0, 22, 0), 128, 128, 0),                      # a plain dtype: dims × bytes
 ])
@@ -99,7 +99,7 @@ def test_an_mtp_drafter_told_in_words_is_read(text, expected):
 
 
 @pytest.mark.parametrize(("dtype", "version", "since"), [("nvfp4", "0.19.0", "0.20.0"),
-                                                         ("int4_per_token_head", "0.32.0", "0.33.0")])
+                                                         ("int4_per_token_head", "0.24.0", "0.25.0")])
 def test_a_format_the_release_does_not_have_is_said(dtype, version, since):
     est = _qwen7b(dtype, version=version)
     assert any(f"--kv-cache-dtype {dtype} came with vLLM {since}: {version} rejects it" in a for a in est.assumptions)
@@ -156,9 +156,9 @@ def test_turboquant_on_a_hybrid_model_by_release():
 
 
 def test_nvfp4_on_mla_models():
-    """DeepSeek-V3.2 (61 MLA layers, each with a 132-byte fp8 indexer key): 0.33's nvfp4_ds_mla blob is
-    352 B a token (mla_attention.py), so 61 × (352 + 132) = 29,524 B; a plain nvfp4 cache vLLM refuses
-    for MLA models (from 0.21), and nvfp4_ds_mla does not exist before 0.33."""
+    """DeepSeek-V3.2 (61 MLA layers, each with a 132-byte fp8 indexer key): the nvfp4_ds_mla blob (0.30+)
+    is 352 B a token (mla_attention.py), so 61 × (352 + 132) = 29,524 B; a plain nvfp4 cache vLLM refuses
+    for MLA models (from 0.21), and nvfp4_ds_mla does not exist before 0.30."""
     spec = load_model("deepseek-ai/DeepSeek-V3.2", offline=True).spec
 
     def est(dtype: str, version: str = "0.33.0"):
@@ -167,7 +167,8 @@ def test_nvfp4_on_mla_models():
 
     assert est("nvfp4_ds_mla").layout.kv_bytes_per_token == 61 * (352 + 132) == 29_524
     assert any("refuses an nvfp4 KV cache for MLA models" in a and "nvfp4_ds_mla" in a for a in est("nvfp4").assumptions)
-    assert any("--kv-cache-dtype nvfp4_ds_mla came with vLLM 0.33.0" in a for a in est("nvfp4_ds_mla", "0.32.0").assumptions)
+    assert any("--kv-cache-dtype nvfp4_ds_mla came with vLLM 0.30.0: 0.29.0 rejects it" in a
+               for a in est("nvfp4_ds_mla", "0.29.0").assumptions)
 
 
 @pytest.mark.parametrize("word", ["auto", "fp8_e4m3", "int8_per_token_head", "nvfp4", "turboquant_3bit_nc", "FP8"])
@@ -188,4 +189,14 @@ def test_a_kv_cache_dtype_vllm_never_had_is_refused_with_the_reason(word):
 
 def test_a_format_kvdoctor_does_not_model_is_said():
     est = _qwen7b("octave_k3v4", version="0.33.0")
-    assert any("octave_k3v4: 0.33's packed ROCm format, whose slot kvdoctor does not model" in a for a in est.assumptions)
+    assert any("octave_k3v4: a packed format (octave: ROCm) whose slot kvdoctor does not model" in a
+               for a in est.assumptions)
+
+
+def test_every_dtype_that_came_later_is_said_before_its_release():
+    """One table (vllm.KV_CACHE_DTYPE_FROM) dates every dtype: bfloat16 came with 0.11 (0.10.1's
+    CacheDType lacks it), so 0.10.1 refuses it — the estimate keeps its 2 bytes and says so."""
+    est = _qwen7b("bfloat16", version="0.10.1")
+    assert any("--kv-cache-dtype bfloat16 came with vLLM 0.11.0: 0.10.1 rejects it; modelled with 2 byte(s)" in a
+               for a in est.assumptions)
+    assert not any("came with" in a for a in _qwen7b("bfloat16", version="0.11.0").assumptions)
