@@ -267,7 +267,7 @@ def _read(raw: str) -> Facts:
             if named:
                 extra["attention_backend_used"] = named
                 break
-    if "compiled graph" in low or "compiling a graph" in low:
+    if any(w in low for w in ("compiled graph", "compiling a graph", "aot compilation", "compiling model again")):
         found = {k for m in _finditer(_COMPILE_CACHE, text, limit=20) for k, v in m.groupdict().items() if v}
         extra["compile_cache_warm"] = found == {"warm"}
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
@@ -609,10 +609,14 @@ _ATTENTION_BACKEND = regex.compile(
     r"(?:[ ]+out[ ]+of[ ]+potential|\.)"
     r"|Using[ ]+(?P<words>FlashInfer|Flash[ ]?Attention|Triton[ ]+Attention|FlexAttention)[ ]+backend[ ]+on[ ]+V1"
     r"|for[ ]+attention[ ]+backend[ ]+(?P<cls>(?:FlashInfer|FlashAttention|TritonAttention|FlexAttention)Backend)\b")
-# torch.compile's cache as the log shows it (compilation/backends.py): "Directly load the compiled
-# graph(s) … from the cache" on a hit, "Compiling a graph for …" when Inductor compiles. A warm cache
-# takes nothing more in the profile run (memory.V2_FIRST_COMPILE).
-_COMPILE_CACHE = regex.compile(r"(?P<warm>Directly[ ]+load[ ]+the[ ]+compiled[ ]+graph)|(?P<cold>Compiling[ ]+a[ ]+graph[ ]+for)")
+# torch.compile's cache as the log shows it: "Directly load the compiled graph(s) … from the cache"
+# (compilation/backends.py) or, with AOT compilation (0.20+ decorators.py _try_load_aot_compiled_fn),
+# "Directly load AOT compilation from path …" on a hit — the whole compiled function comes from disk and
+# no per-graph line follows —; "Compiling a graph for …" when Inductor compiles, and "Compiling model
+# again due to a load failure" when the AOT artifact could not be used. A warm cache takes nothing more
+# in the profile run (memory.V2_FIRST_COMPILE).
+_COMPILE_CACHE = regex.compile(r"(?P<warm>Directly[ ]+load[ ]+(?:the[ ]+compiled[ ]+graph|AOT[ ]+compilation[ ]+from))"
+                               r"|(?P<cold>Compiling[ ]+(?:a[ ]+graph[ ]+for|model[ ]+again[ ]+due))")
 
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"

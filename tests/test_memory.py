@@ -254,6 +254,16 @@ def test_v2_model_runner_profile_peak(llama8b):
     assert read_paste(miss).extra["compile_cache_warm"] is False
     assert read_paste(hit + "\n" + miss).extra["compile_cache_warm"] is False
     assert "compile_cache_warm" not in read_paste("Model loading took 15.27 GiB").extra
+    # AOT compilation (0.20+ decorators.py): the whole compiled function loaded from disk is a hit with
+    # no per-graph line; a failed load compiles again
+    aot = ("INFO 10-01 22:41:21 [decorators.py:313] Directly load AOT compilation from path "
+           "/root/.cache/vllm/torch_compile_cache/torch_aot_compile/9892/rank_0_0/model")
+    again = ("WARNING [decorators.py:320] Compiling model again due to a load failure from "
+             "/root/.cache/vllm/torch_compile_cache/torch_aot_compile/9892/rank_0_0/model, reason: "
+             "Compile cache file corrupted.")
+    assert read_paste(aot).extra["compile_cache_warm"] is True
+    assert read_paste(again).extra["compile_cache_warm"] is False
+    assert read_paste(aot + "\n" + miss).extra["compile_cache_warm"] is False
     # ... and `explain` carries it into the settings it models
     from estimator import diagnose
 
