@@ -437,12 +437,15 @@ def modelled_version(stated: str | None, hint, engine: str | None,
                      posted: str | None = None) -> tuple[str | None, str]:
     """(version to model, why) from the version the paste states, its message formats (`hint`)
     and its date. A build of main has no version of its own: its date says which release it became."""
-    from estimator.vllm import branched_release, is_main_build, release_after
+    from estimator.vllm import NEWEST, branched_release, is_main_build, release_after
 
     became = release_after(posted) if stated and is_main_build(stated) else None
     if became:
-        return became, (f"vLLM {stated} is a build of main; posted {str(posted)[:10]}, it is modelled as "
-                        f"the next release, {became}")
+        return became, (f"vLLM {stated} is a build of main (no release number); posted {str(posted)[:10]}, "
+                        f"it is modelled as the next release, {became}")
+    if stated and is_main_build(stated):
+        return NEWEST, (f"vLLM {stated} is a build of main (no release number) and the paste has no date: "
+                        f"modelled as the newest release, {NEWEST} (a date — the post's, or --posted — places it)")
     base = branched_release(stated)
     if base:
         return base, (f"vLLM {str(stated).split('+')[0]} is a build of main from after {base} branched: "

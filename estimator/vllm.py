@@ -126,8 +126,11 @@ RELEASES: tuple[tuple[str, str], ...] = (
 
 
 def is_main_build(text: str | None) -> bool:
-    """'0.1.dev19754+g3a0914114': a build of main without a release tag (setuptools-scm's fallback)."""
-    return bool(text) and re.match(r"\s*0\.1\.dev\d", str(text)) is not None
+    """A build without a release number: '0.1.dev19754+g3a0914114' (setuptools-scm's fallback for a
+    checkout without tags) or '0.0.0+local' (a version pretended for a source tree without git:
+    setup.py's VLLM_VERSION_OVERRIDE / SETUPTOOLS_SCM_PRETEND_VERSION). vLLM's first release is 0.0.1
+    (RELEASES), so neither names one; the build carries main's code of its day."""
+    return bool(text) and re.match(r"\s*v?0\.(?:1\.dev\d|0\.0(?!\d))", str(text)) is not None
 
 
 # "0.20.1rc1.dev23+gde3da0b97": setuptools-scm's name for main N commits after the x.y.(z)rc0 tag
@@ -254,16 +257,17 @@ def release_at(day: str | None) -> str | None:
 
 
 def parse_version(text: str | None) -> tuple[int, int, int]:
-    """'0.8.5.dev169+gce17db808' → (0, 8, 5). Dev builds of main ('0.1.dev2…') count as newest, and
-    so do the words people use for them or for the newest release ("latest", "nightly", "main")."""
+    """'0.8.5.dev169+gce17db808' → (0, 8, 5). Builds without a release number ('0.1.dev2…', '0.0.0+local')
+    count as newest, and so do the words people use for them or for the newest release ("latest",
+    "nightly", "main")."""
     if not text or str(text).strip().lower() in NEWEST_WORDS:
         return parse_version(NEWEST)
     m = _VERSION.search(str(text))
     if not m:
         raise BadInput(f"cannot read vLLM version {text!r} (expected e.g. 0.7.3)")
     v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    if v < (0, 2, 0) and "dev" in str(text):
-        return parse_version(NEWEST)
+    if v < (0, 2, 0) and "dev" in str(text) or v == (0, 0, 0):
+        return parse_version(NEWEST)        # a build without a release number (is_main_build)
     return v
 
 

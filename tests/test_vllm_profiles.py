@@ -541,6 +541,15 @@ def test_a_build_of_main_is_the_release_that_followed_its_date():
     assert release_after("2026-08-20") == "0.28.0"
     assert release_after("2026-08-26") == "0.29.0"
     assert release_after("2026-11-30") is None and release_after(None) is None
+    # '0.0.0+local': a version pretended for a source tree without git (vLLM's first release is 0.0.1)
+    assert is_main_build("0.0.0+local") and is_main_build("v0.0.0") and not is_main_build("0.0.1")
+    assert parse_version("0.0.1") == (0, 0, 1)
+    assert parse_version("0.0.0+local") == parse_version("0.1.dev19754") == (0, 33, 0)
+    from estimator.diagnosis import modelled_version
+
+    assert modelled_version("0.0.0+local", None, "v1", "2026-05-03")[0] == release_after("2026-05-03")
+    version, why = modelled_version("0.0.0+local", None, "v1")
+    assert version == "0.33.0" and "no date" in why and "0.0.0+local" in why
 
 
 def test_batch_defaults_read_from_the_released_engine_args():
