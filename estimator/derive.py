@@ -441,19 +441,29 @@ def activation_from_facts(facts) -> tuple[int, str] | None:
             f"peak_torch_memory {peak} GiB − weights {weights} GiB (0.6.4 counts the weights in its torch peak)")
 
 
+# Lines that print the memory a graph capture took, not what was set aside for it: "Graph capturing
+# finished in N secs, took X GiB" (the capture itself — in Model Runner V2 also its profile-only capture
+# before the KV cache is sized, whose FULL graphs are then extrapolated: v1/worker/gpu/cudagraph_utils.py
+# profile_cudagraph_memory) and "CUDA graph pool memory: X GiB (actual)".
+_CAPTURE_TOOK = ("graph_took", "graph_pool")
+
+
 def graph_from_facts(facts, total: int | None) -> tuple[int, str] | None:
     """The CUDA-graph memory vLLM set aside, from its 0.21+ line "The current
     --gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=U' without CUDA graph
-    memory profiling": U' = U − graphs ÷ total (vllm/v1/worker/gpu_worker.py, 4 decimals), so the
-    graphs are (U − U') × total. None when a graph figure is printed outright or a part is missing."""
+    memory profiling": U' = U − estimate ÷ total (vllm/v1/worker/gpu_worker.py, 4 decimals), so the
+    estimate the KV cache was sized with is (U − U') × total — it wins over what a capture took
+    (`_CAPTURE_TOOK`). None when the estimate is printed outright or a part is missing."""
     util, equiv = facts.get("gpu_memory_utilization"), facts.extra.get("equivalent_utilization")
-    if facts.get("cuda_graph_gib") is not None or not total or not isinstance(equiv, (int, float)) \
-            or util is None or not 0 <= float(util) - float(equiv) < 1:
+    printed = facts.values.get("cuda_graph_gib")
+    if printed is not None and printed.source not in _CAPTURE_TOOK or not total \
+            or not isinstance(equiv, (int, float)) or util is None or not 0 <= float(util) - float(equiv) < 1:
         return None
     frac = float(util) - float(equiv)
+    took = f" (the capture it printed took {printed.value} GiB)" if printed is not None else ""
     return (int(round(frac * total)),
             f"({float(util):.4f} − {float(equiv):.4f}) × {total / GiB:.2f} GiB: vLLM's \"is equivalent to "
-            "--gpu-memory-utilization\" line")
+            "--gpu-memory-utilization\" line, the estimate the KV cache was sized with" + took)
 
 
 def layout_disagreement(facts, est: Estimate | None) -> str | None:

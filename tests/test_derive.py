@@ -371,6 +371,15 @@ def test_graph_memory_from_the_equivalent_utilization_line():
     # the estimate printed outright wins over the back-solved one
     assert graph_from_facts(read_paste(line + "INFO 08-23 09:39:41 [gpu_model_runner.py:6806] Estimated CUDA graph "
                                        "memory: 1.94 GiB total\n"), 2**36) is None
+    # ... but what a capture took does not: Model Runner V2 (0.30) prints its profile-only capture
+    # (FULL graphs sampled, then extrapolated) before sizing the KV cache with the estimate. A Kaggle T4
+    # log (14.56 GiB): "took 0.28 GiB", then 0.8500 "equivalent to" 0.8265 → 0.0235 × 14.56 = 0.342 GiB
+    took = ("(EngineCore pid=691) INFO 10-01 22:41:33 [model_runner.py:1066] Graph capturing finished in 10 secs, "
+            "took 0.28 GiB\n(EngineCore pid=691) INFO 10-01 22:41:34 [gpu_worker.py:655] CUDA graph memory profiling "
+            "is enabled (default since v0.21.0). The current --gpu-memory-utilization=0.8500 is equivalent to "
+            "--gpu-memory-utilization=0.8265 without CUDA graph memory profiling.\n")
+    graphs, how = graph_from_facts(read_paste(took), int(14.56 * 2**30))
+    assert abs(graphs / 2**30 - 0.342) < 0.001 and "took 0.28 GiB" in how
 
 
 def test_v0_064_with_tensor_parallelism_makes_no_other_process_claim():
