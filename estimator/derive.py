@@ -552,6 +552,11 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
                 lo, hi = int(blocks) * bpb, (int(blocks) + 1) * bpb - 1
                 if lo - 0.0051 * GiB <= pool <= hi + 0.0051 * GiB:
                     return min(max(pool, lo), hi), "KV cache memory printed by vLLM, to the block it printed"
+            fit = _blocks_from_estimated_length(facts, est)
+            if fit is not None:
+                lo, hi = fit[0] * bpb, (fit[0] + 1) * bpb - 1
+                if lo - 0.0051 * GiB <= pool <= hi + 0.0051 * GiB:
+                    return min(max(pool, lo), hi), f"KV cache memory printed by vLLM, to the block {fit[1]}"
             return pool, "KV cache memory printed by vLLM"
     if not bpb:
         return None
@@ -591,6 +596,22 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
         how = (f"{int(tokens):,} tokens = concurrency × {length:,}; one {length:,}-token request takes {per_request:,} "
                f"blocks, so {blocks:,} blocks × {mib}")
     return (blocks * bpb, how) if blocks > 0 else None
+
+
+def _blocks_from_estimated_length(facts, est: Estimate) -> tuple[int, str] | None:
+    """The whole blocks of a V1 pool from the "estimated maximum model length is N" it printed: vLLM's
+    binary search took the largest N whose need fits the available memory (v1/core/kv_cache_utils.py
+    estimate_max_model_len), so with one full-attention or MLA group — need(L) = ⌈L ÷ block size⌉
+    blocks — the pool holds ⌈N ÷ block size⌉ blocks (+ the null block 0.29+ reserves) and not one more.
+    Finer than the GiB figure beside it (2 decimals) where a block is small: llava-1.5-7b at 0.26 GiB
+    (8 MiB blocks) is 32 or 33 blocks by the GiB, 32 by "512"."""
+    n = facts.get("estimated_max_model_len")
+    groups, lay = est.layout.groups, est.layout
+    if not n or int(n) <= 0 or est.profile.engine != "v1" or len(groups) != 1 or groups[0].kind not in ("full", "mla") \
+            or lay.state_bytes_per_request or lay.dsv4 is not None or est.settings.pipeline_parallel_size > 1:
+        return None
+    reserved = 1 if est.profile.reserved_block else 0
+    return -(-int(n) // lay.block_size) + reserved, f"vLLM's estimated maximum model length ({int(n):,}) fills"
 
 
 _KIND_WORDS = {"full": "full-attention", "sliding": "sliding-window", "chunked": "chunked-local", "mla": "MLA"}

@@ -363,6 +363,9 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
         # second cos/sin cache beside the global layers' scaled one (params.rope_cache_bytes)
         "rope_theta": 1_000_000.0, "rope_local_base_freq": 10_000.0,
     },
+    # LlamaConfig: llava-hf's LLaVA configs keep only a few text_config keys (vocab, length, norm eps)
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 2048},
     "gemma2": {"head_dim": 256, "sliding_window": 4096, "tie_word_embeddings": True},
     "gemma": {"head_dim": 256, "tie_word_embeddings": True},
     "llama4_text": {"no_rope_layer_interval": 4, "tie_word_embeddings": False},

@@ -686,3 +686,30 @@ def test_a_large_solved_for_activation_is_called_unexplained():
     assert "a checkpoint larger than its config says" in check      # no weights were printed
     seed = diagnose((Path(__file__).resolve().parents[1] / "examples" / "seed-post.txt").read_text(), offline=True)
     assert not any("does not explain" in c for c in seed.checks)
+
+
+def test_the_estimated_maximum_length_pins_the_pool_to_the_block():
+    """V1's error prints the pool to 2 decimals and the longest request it fits: vLLM's binary search
+    took the largest N whose need (⌈N ÷ 16⌉ blocks) fits the available memory, so that memory holds
+    ⌈N ÷ 16⌉ whole blocks and not one more. Llama-3.1-8B: 32 layers × 8 KV heads × 128 × 2 × 2 B × 16
+    tokens = 2 MiB per block; 1.50 GiB is 768 blocks (12,288 tokens), but anything from 1.495 GiB
+    (765.4 blocks) prints so — vLLM's 12,256 says 766 blocks: the fixes must not offer 12,288."""
+    text = ("INFO [gpu_worker.py:298] Available KV cache memory: 1.50 GiB\n"
+            "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (1.50 GiB). Based on the available memory, "
+            "the estimated maximum model length is {n}. Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.\n")
+
+    def run(n):
+        d = diagnose(text.format(n=n), model="meta-llama/Llama-3.1-8B-Instruct", gpu="L4", vllm_version="0.10.1",
+                     offline=True, explain=True)
+        return d.estimate
+
+    pinned = run(12256)
+    assert pinned["gpu_blocks"] == 766 and pinned["max_model_len_fit"] == 12256
+    assert 766 * 2**21 <= pinned["memory"]["kv_cache_bytes"] < 767 * 2**21
+    alone = [s for s in pinned["suggestions"] if s["flags"].startswith("--max-model-len ") and " --" not in s["flags"]]
+    assert alone and all(int(s["flags"].split()[1]) <= 12256 for s in alone)
+    # a length the printed GiB cannot hold (770.6 blocks at most) leaves the GiB figure as read
+    loose = run(13000)
+    assert loose["gpu_blocks"] == 768
