@@ -593,11 +593,17 @@ def _model_of_path(facts, path: str, assumptions: list[str]) -> str | None:
     from estimator.catalog import match_local_name
 
     ask = "say which model the path holds if it is another"
-    model = match_local_name(path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
-    if model:
-        assumptions.append(f"the command serves the local path {path}, whose name spells {model} "
-                           f"(kvdoctor's catalog): modelled as that model — {ask}")
-        return model
+    parts = [p for p in path.replace("\\", "/").rstrip("/").split("/") if p]
+    # the directory's own name, else the nearest of its parents that spells one: a Kaggle model is
+    # mounted as /kaggle/input/<model>/<framework>/<variation>/<version>, a checkpoint sits in
+    # <model>/checkpoint-500 or <model>/snapshots/<commit>
+    for depth, part in enumerate(reversed(parts[-5:])):
+        model = match_local_name(part)
+        if model:
+            where = "whose name" if depth == 0 else f"whose directory {part}"
+            assumptions.append(f"the command serves the local path {path}, {where} spells {model} "
+                               f"(kvdoctor's catalog): modelled as that model — {ask}")
+            return model
     model = _served_repo(facts)
     if model:
         assumptions.append(f"the command serves the local path {path}, under the name {model} "

@@ -1053,6 +1053,19 @@ def test_a_local_directory_that_spells_a_catalog_model_is_that_model():
     assert "--model /srv/qwen25_7b_instruct" in d.suggestions[0]["command"]
 
 
+def test_a_parent_directory_that_spells_a_model_names_a_mounted_checkpoint():
+    """Kaggle mounts a model as /kaggle/input/<model>/<framework>/<variation>/<version>: the path's
+    last part ("1") names nothing, its model directory does; a path none of whose parts spells one
+    model stays unknown."""
+    err = V0_32K_ERROR
+    d = diagnose("vllm serve /kaggle/input/qwen2.5-7b-instruct/transformers/default/1\nGPU: RTX 4090\n" + err,
+                 offline=True)
+    assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert any("whose directory qwen2.5-7b-instruct spells Qwen/Qwen2.5-7B-Instruct" in a for a in d.assumptions)
+    d = diagnose("vllm serve /kaggle/input/my-model/transformers/default/1\nGPU: RTX 4090\n" + err, offline=True)
+    assert d.estimate is None
+
+
 def test_a_directory_that_spells_a_model_wins_over_an_alias_it_is_served_as():
     """`vllm serve /srv/qwen25_7b_instruct --served-model-name openai/gpt-4o`: the alias is what clients
     call, the directory says what it holds."""
