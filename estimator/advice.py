@@ -31,7 +31,7 @@ from estimator.memory import (
     window_tokens,
 )
 from estimator.paste import CONFIG_ERRORS
-from estimator.vllm import ceil_div, v0_keeps_chunked_prefill_off
+from estimator.vllm import ONLINE_QUANT_METHODS, ceil_div, v0_keeps_chunked_prefill_off
 
 FP8_KV = "fp8"
 
@@ -111,7 +111,7 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     # Online quantization (a 16-bit checkpoint quantized while loading) exists only through the flag;
     # a checkpoint's own format (or one read from its name) vLLM finds without it.
     if given.quantization and "quantization" not in changed and not est.spec.quantization \
-            and str(given.quantization).lower() in _ONLINE_QUANT:
+            and str(given.quantization).lower() in ONLINE_QUANT_METHODS:
         out.append(_flag("quantization", given.quantization))
     for key, value, flag in _CONTEXT_SWITCHES:
         if key not in changed and getattr(given, key, None) is value:
@@ -125,11 +125,6 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     return out
 
 
-# --quantization methods that quantize a 16-bit checkpoint while loading (vllm/model_executor/
-# layers/quantization: fp8 online, the 0.20+ per-tensor/-channel/-block names, bitsandbytes in-flight,
-# experts_int8, ptpc_fp8)
-_ONLINE_QUANT = ("fp8", "fp8_per_tensor", "fp8_per_channel", "fp8_per_block", "bitsandbytes",
-                 "experts_int8", "ptpc_fp8")
 
 
 # A flag whose name ends in the word key/token/secret/password (--api-key, --hf-token, --hf_token): not
@@ -187,12 +182,13 @@ def _shell_join(words: list[str]) -> str:
 
 
 def friendly_len(n: int) -> int:
-    """A round context length ≤ n: the largest power of two, or a multiple of 1024 if much closer."""
+    """A round context length ≤ n: the largest power of two, or a multiple of 1024 if much closer, or of
+    256 where even that gives up more than 15% (1,936 → 1,792, not 1,024)."""
     if n < 1024:
         return max(16, n // 16 * 16)
     p2 = 1 << (n.bit_length() - 1)
     k = n // 1024 * 1024
-    return p2 if p2 >= 0.85 * n else k
+    return p2 if p2 >= 0.85 * n else k if k >= 0.85 * n else n // 256 * 256
 
 
 def _flag(name: str, value) -> str:

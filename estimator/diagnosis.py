@@ -426,11 +426,22 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.advice import facts_fixes
 
         d.unchecked = facts_fixes(facts)
+    elif not [s for s in suggestions if not _MORE_CARDS.search(str(s.get("flags")))]:
+        # nothing re-checked fits on the cards the run had: vLLM's own figures still give the lever
+        # (a shorter context) where the model's state leaves no room (a card a little larger than its
+        # catalog size, a checkpoint a little smaller)
+        from estimator.advice import facts_fixes
+
+        d.unchecked = [u for u in facts_fixes(facts) if not _MORE_CARDS.search(str(u.get("flags")))]
         d.specific = d.specific or bool(d.unchecked)
     d.notes = state.notes + _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
     d.notes += shm_notes
     d.summary = _summary(d, facts, est)
     return d
+
+
+# a fix that needs more GPUs than the run had
+_MORE_CARDS = re.compile(r"--(?:tensor|pipeline|data)-parallel-size")
 
 
 def modelled_version(stated: str | None, hint, engine: str | None,
@@ -586,6 +597,28 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
             .replace(f"--model {model_id}", f"--model {quoted}{keep}", 1)
 
 
+def _impossible_prose_quantization(facts, spec, settings) -> str | None:
+    """A format only the paste's words name ("switched to the AWQ variant") that the served checkpoint
+    cannot load in: AWQ, GPTQ, NVFP4 … need an export in that format (vLLM quantizes a 16-bit checkpoint
+    while loading only with ONLINE_QUANT_METHODS), so with a 16-bit repo the words are about another
+    run. Drops it from `settings` and says so; None when the paste states it as a flag or the
+    checkpoint (or its name) is quantized."""
+    from estimator.vllm import ONLINE_QUANT_METHODS
+
+    fact, served = facts.values.get("quantization"), facts.values.get("model")
+    method = str(settings.quantization or "").lower()
+    # only words (not a flag, nor the checkpoint's own name) against a checkpoint the run names exactly
+    # (its command, not prose such as "Qwen3.6-35B-A3B W4A16", which describes an export)
+    if fact is None or not str(fact.source).startswith("prose_quant") or served is None or served.guess \
+            or not method or spec.quantization or method in ONLINE_QUANT_METHODS:
+        return None
+    settings.quantization = None
+    return (f"the paste's words name {fact.value}, but {spec.model_id} is a 16-bit checkpoint, which vLLM "
+            f"cannot load as {fact.value} (only fp8 and bitsandbytes quantize while loading): modelled "
+            "unquantized, as the run that printed these figures served it — paste that run's command if it "
+            "served another checkpoint")
+
+
 def _model_of_path(facts, path: str, assumptions: list[str]) -> str | None:
     """The model a served local path holds: the directory's own name when it spells exactly one catalog
     model, else the name the run serves it under (_served_repo), which may be an alias of another repo
@@ -691,6 +724,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     settings = settings_from_facts(facts, version, engine)
     for key, value in (adjust or {}).items():
         setattr(settings, key, value)
+    unquantized = _impossible_prose_quantization(facts, spec, settings)
     capped = None if stated else loadable_release(spec, settings, facts.extra.get("version_hint"))
     tp_from_weights(facts, spec, settings)
     f = facts.get
@@ -724,6 +758,8 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         moved.append(capped)
     elif capped:
         est.assumptions.insert(0, capped)
+    if unquantized:
+        est.assumptions.append(unquantized)
     if held is not None:
         est.assumptions.append(f"the paste names the {named} without its size, but vLLM loaded "
                                f"{overrides['weights_bytes'] / GiB:.2f} GiB of weights per GPU, more than that "

@@ -125,6 +125,9 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
                          if diag.error_kind in CONFIG_ERRORS else
                          "**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):"
                          if diag.estimate is None else
+                         "**Likely fixes on these GPUs** (from the numbers vLLM printed; not re-checked: the fixes "
+                         "above need more GPUs, and the model's own estimate leaves no room for these):"
+                         if diag.suggestions else
                          "**Likely fixes** (from the numbers vLLM printed; not re-checked: no change kvdoctor "
                          "re-checks makes these settings fit):")
         unchecked.append("")

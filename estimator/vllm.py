@@ -459,6 +459,12 @@ V0_INIT_FREE_FROM = (0, 3, 1)
 # instance (0.6.5's memory_profiling, 0.9.1's V1 worker): Profile.context_in_non_torch ends here.
 OTHERS_OWN_SHARE_FROM = {"v0": (0, 6, 5), "v1": (0, 9, 1)}
 
+# --quantization methods that quantize a 16-bit checkpoint while loading (vllm/model_executor/
+# layers/quantization: fp8 online, the 0.20+ per-tensor/-channel/-block names, bitsandbytes in-flight,
+# experts_int8, ptpc_fp8); every other method needs a checkpoint exported in its format
+ONLINE_QUANT_METHODS = ("fp8", "fp8_per_tensor", "fp8_per_channel", "fp8_per_block", "bitsandbytes",
+                        "experts_int8", "ptpc_fp8")
+
 # vLLM 0.11.0 deleted the V0 engine (vllm/engine/llm_engine.py became V1's); earlier releases have both.
 V0_REMOVED_FROM = (0, 11, 0)
 

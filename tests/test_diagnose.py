@@ -1074,3 +1074,50 @@ def test_a_directory_that_spells_a_model_wins_over_an_alias_it_is_served_as():
                  offline=True)
     assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
     assert "--served-model-name openai/gpt-4o" in d.suggestions[0]["command"]
+
+
+LUMIN_T4 = """## vLLM GPU Memory Exhaustion — Mistral-7B fp16 on T4 (g4dn.xlarge, vLLM v0.6.6)
+
+After reducing `max-model-len` to 2048 and raising `gpu-memory-utilization` to 0.95:
+
+```
+ValueError: The model's max seq len (2048) is larger than the maximum number of
+tokens that can be stored in KV cache (1936).
+```
+
+**Fix:** Switched to the AWQ 4-bit quantized variant of the same model.
+
+```yaml
+# Before (fp16 — 14GB weights, no room for KV cache)
+args:
+  - "--model"
+  - "mistralai/Mistral-7B-Instruct-v0.2"
+  - "--dtype"
+  - "half"
+  - "--max-model-len"
+  - "2048"
+  - "--gpu-memory-utilization"
+  - "0.95"
+```
+"""
+
+
+def test_a_format_only_words_name_that_the_checkpoint_cannot_load_is_another_run():
+    """The post's words name AWQ (the fix it moved to), but the run that printed 1,936 tokens served
+    mistralai/Mistral-7B-Instruct-v0.2, a 16-bit checkpoint vLLM cannot load as AWQ (only fp8 and
+    bitsandbytes quantize while loading): modelled unquantized — 13.5 GiB of fp16 weights on a T4, not
+    AWQ's ~3.9 GiB, which would leave ~70,000 tokens. A flag or an AWQ export keeps AWQ."""
+    d = diagnose(LUMIN_T4, gpu="T4", offline=True, explain=True)
+    assert d.estimate["settings"]["quantization"] is None
+    assert d.estimate["memory"]["weights_bytes"] > 13 * GiB
+    assert any("the paste's words name awq" in a for a in d.assumptions)
+    # ... and where every re-checked fix needs more GPUs, vLLM's own capacity still gives the shorter
+    # context (1,936 → a round 1,792), said as not re-checked
+    assert all("--tensor-parallel-size" in s["flags"] for s in d.suggestions)
+    assert any(u["flags"] == "--max-model-len 1792" for u in d.unchecked)
+    from estimator.render import render_markdown
+
+    assert "Likely fixes on these GPUs" in render_markdown(d)
+    flagged = diagnose(LUMIN_T4.replace('  - "half"', '  - "half"\n  - "--quantization"\n  - "awq"'), gpu="T4",
+                       offline=True, explain=True)
+    assert flagged.estimate["settings"]["quantization"] == "awq"
