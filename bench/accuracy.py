@@ -372,6 +372,12 @@ def main(argv: list[str]) -> int:
             from estimator.diagnosis import tp_from_weights
 
             tp_from_weights(paste_facts(case), loaded.spec, settings)
+        if not case.get("quantization"):
+            # as `diagnose` does: a format only the paste's words name, which the served 16-bit
+            # checkpoint cannot load in, is another run's
+            from estimator.diagnosis import impossible_prose_quantization
+
+            impossible_prose_quantization(paste_facts(case), loaded.spec, settings)
         if not (_VER.search(str(case.get("vllm_version") or "")) or paste_facts(case).get("vllm_version")):
             # as `diagnose` does: an assumed release that cannot have run the model (its registry lacks
             # the architecture, or it dropped the checkpoint's format) gives way to the nearest that can

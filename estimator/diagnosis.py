@@ -597,7 +597,7 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
             .replace(f"--model {model_id}", f"--model {quoted}{keep}", 1)
 
 
-def _impossible_prose_quantization(facts, spec, settings) -> str | None:
+def impossible_prose_quantization(facts, spec, settings) -> str | None:
     """A format only the paste's words name ("switched to the AWQ variant") that the served checkpoint
     cannot load in: AWQ, GPTQ, NVFP4 … need an export in that format (vLLM quantizes a 16-bit checkpoint
     while loading only with ONLINE_QUANT_METHODS), so with a 16-bit repo the words are about another
@@ -724,7 +724,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     settings = settings_from_facts(facts, version, engine)
     for key, value in (adjust or {}).items():
         setattr(settings, key, value)
-    unquantized = _impossible_prose_quantization(facts, spec, settings)
+    unquantized = impossible_prose_quantization(facts, spec, settings)
     capped = None if stated else loadable_release(spec, settings, facts.extra.get("version_hint"))
     tp_from_weights(facts, spec, settings)
     f = facts.get
