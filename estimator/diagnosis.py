@@ -614,9 +614,9 @@ def impossible_prose_quantization(facts, spec, settings) -> str | None:
         return None
     settings.quantization = None
     return (f"the paste's words name {fact.value}, but {spec.model_id} is a 16-bit checkpoint, which vLLM "
-            f"cannot load as {fact.value} (only fp8 and bitsandbytes quantize while loading): modelled "
-            "unquantized, as the run that printed these figures served it — paste that run's command if it "
-            "served another checkpoint")
+            f"cannot load as {fact.value} (it quantizes while loading only to fp8, bitsandbytes or int8 experts): "
+            "modelled unquantized, as the run that printed these figures served it — paste that run's command "
+            "if it served another checkpoint")
 
 
 def _model_of_path(facts, path: str, assumptions: list[str]) -> str | None:
