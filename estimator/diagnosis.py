@@ -238,6 +238,10 @@ def gpu_ref(facts, gpu: str | None) -> str | None:
     name), else the total it printed (nvidia-smi's MiB, which the lookup maps to torch's total)."""
     if gpu:
         return gpu
+    mig = facts.extra.get("mig_profile")
+    if mig and f"{mig}" not in str(facts.get("gpu") or "").lower():
+        # a MIG slice: the card's name with its profile (the slice is all vLLM sees)
+        return f"{str(facts.get('gpu') or '').removesuffix(' MIG').strip()} MIG {mig}".strip()
     if facts.get("gpu"):
         # Keep the words right after the name: "RTX 4090 with 48GB of VRAM" names a variant,
         # "RTX 5070 Ti 16303MiB" (nvidia-smi) gives the size of a card the catalog lacks.

@@ -262,12 +262,51 @@ def states_its_size(ref: str | None) -> bool:
     return bool(ref) and _SIZE_IN_TEXT.search(str(ref)) is not None
 
 
+# A MIG slice of a card (NVIDIA's Multi-Instance GPU): nvidia-smi and CUDA call it "NVIDIA
+# A100-SXM4-40GB MIG 1g.5gb", Kubernetes "nvidia.com/mig-1g.5gb", GKE "gpu-partition-size=1g.5gb". The
+# profile <compute slices>g.<memory>gb names its share of the card's memory (the MIG user guide's
+# "Fraction of Memory": 1g.5gb is 1/8 of an A100-40GB), and the slice is all a process on it sees.
+MIG_PROFILE = regex.compile(r"(?i)(?:\bMIG[ -]?|\bmig-|partition-size[= ]+)(?P<g>[1-7])g\.(?P<gb>\d{1,3})gb\b")
+
+
+def _mig_slice(text: str, m) -> Gpu:
+    """The slice as vLLM sees it: the parent card's torch total × the profile's share of its marketed
+    memory (1g.5gb of an A100-40GB: 39.39 × 5/40 = 4.92 GiB; a published torch figure for that slice is
+    4.75 GiB), said as an estimate; the parent's compute capability and formats. Without a parent named,
+    the profile's nominal size."""
+    profile = f"{m.group('g')}g.{m.group('gb')}gb"
+    gb = int(m.group("gb"))
+    rest = (text[:m.start()] + " " + text[m.end():]).strip(" ,")
+    try:
+        parent = lookup_gpu(rest) if rest else None
+    except UnknownGpu:
+        parent = None
+    row = next((r for r in _rows() if parent is not None and r.name == parent.name), None)
+    if parent is None or row is None or not row.marketed_gb or gb > row.marketed_gb:
+        g = _from_nominal_gb(gb)
+        return dataclasses.replace(g, name=f"MIG {profile} slice",
+                                   assumed=f"a MIG {profile} slice of an unnamed card: {gb} GB nominal ({g.assumed})")
+    total = round(parent.total_bytes * gb / row.marketed_gb)
+    return dataclasses.replace(
+        parent, name=f"{parent.name} MIG {profile}", total_bytes=total,
+        assumed=(f"a MIG {profile} slice of the {parent.name}: {gb} of its {row.marketed_gb:g} GB, about "
+                 f"{total / GIB:.2f} GiB as torch reports it (an estimate: paste the memory nvidia-smi or torch "
+                 "shows for the slice)"))
+
+
 def lookup_gpu(text: str) -> Gpu:
-    """A GPU from a name/alias ("RTX A6000", "a100-80gb", "4090") or a size ("47.54GiB", "24GB", "81559MiB")."""
+    """A GPU from a name/alias ("RTX A6000", "a100-80gb", "4090") or a size ("47.54GiB", "24GB", "81559MiB"),
+    or a MIG slice of one ("A100-SXM4-40GB MIG 1g.5gb")."""
     if not isinstance(text, str) or not text.strip():
         raise UnknownGpu("no GPU given; name one (e.g. \"RTX A6000\") or give its memory (e.g. 47.54GiB)")
     if len(text) > 200:
         raise UnknownGpu("GPU name too long; name the card (e.g. \"H100 SXM\") or give its memory (e.g. 80GB)")
+    try:
+        mig = MIG_PROFILE.search(text, timeout=0.1)
+    except TimeoutError:
+        mig = None
+    if mig is not None:
+        return _mig_slice(text, mig)
     size = _parse_size(text)
     if size is not None:
         return size

@@ -149,6 +149,7 @@ _GPU = regex.compile(
       )
     )
     (?=s?\b|[^\w]|_|[\u4e00-\u9fff])
+    (?!-(?:high|mega|ultra|edge)gpu)     # a Google Cloud machine type (a2-highgpu-1g holds an A100), not the A2
     """)
 # a size written before the name: "32GB显存V100", "80GB H100"
 _HAS_SIZE = regex.compile(r"\d{2,3}[ ]?G")

@@ -246,3 +246,19 @@ def test_arc_pro_b70_is_the_total_vllm_reads_on_xpu(text):
     g = lookup_gpu(text)
     assert g.name == "Intel Arc Pro B70" and g.total_bytes == round(30.30 * GIB)
     assert lookup_gpu("Arc Pro B60").total_bytes == round(22.71 * GIB)
+
+
+def test_a_mig_slice_is_its_share_of_the_card():
+    """NVIDIA's MIG profile <slices>g.<memory>gb names the slice's share of the card's memory (1g.5gb is
+    1/8 of an A100-40GB), and the slice is all a process on it sees: the parent's torch total × 5/40
+    (39.39 GiB → 4.92), with the parent's compute capability — not the whole 40 GB card. Without a
+    parent, the profile's nominal size."""
+    whole = lookup_gpu("NVIDIA A100-SXM4-40GB")
+    for text in ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", "A100 MIG 1g.5gb", "a100 mig-1g.5gb"):
+        g = lookup_gpu(text)
+        assert g.total_bytes == round(whole.total_bytes * 5 / 40), text
+        assert g.compute_capability == "8.0" and "MIG 1g.5gb" in g.name and "estimate" in g.assumed
+    h = lookup_gpu("NVIDIA H100 80GB HBM3 MIG 3g.40gb")
+    assert h.total_bytes == round(lookup_gpu("H100 80GB HBM3").total_bytes / 2)
+    alone = lookup_gpu("nvidia.com/mig-1g.5gb")
+    assert 4.4 * 2**30 < alone.total_bytes < 5 * 2**30 and "unnamed card" in alone.assumed

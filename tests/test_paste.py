@@ -1004,3 +1004,21 @@ def test_the_llm_class_default_batch_reaches_the_estimate():
     # the API server to 8,192
     assert offline.settings.max_num_batched_tokens == 16384
     assert server.settings.max_num_batched_tokens == 8192
+
+
+def test_a_mig_slice_and_a_cloud_machine_type_are_read_as_such():
+    """GKE's "gpu-partition-size=1g.5gb", nvidia-smi's "MIG 1g.5gb Device 0", CUDA's "NVIDIA
+    A100-SXM4-40GB MIG 1g.5gb": the run had a slice of the card (diagnosis sizes it from the profile).
+    A Google Cloud machine type "a2-highgpu-1g" holds an A100: it is not the NVIDIA A2."""
+    from estimator.diagnosis import gpu_ref
+
+    gke = read_paste('gcloud container node-pools create p --machine-type=a2-highgpu-1g \\\n'
+                     '  --accelerator="type=nvidia-tesla-a100,count=1,gpu-partition-size=1g.5gb"\n'
+                     "INFO [gpu_worker.py:276] Available KV cache memory: -2.16 GiB\n")
+    assert gke.get("gpu") == "a100" and gke.extra["mig_profile"] == "1g.5gb"
+    assert gpu_ref(gke, None) == "a100 MIG 1g.5gb"
+    smi = read_paste("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5c8)\n  MIG 2g.10gb Device 0: (UUID: MIG-GPU-5c8/7/0)\n"
+                     "INFO Available KV cache memory: 1.00 GiB\n")
+    assert gpu_ref(smi, None) == "NVIDIA A100-SXM4-40GB MIG 2g.10gb"
+    assert "mig_profile" not in read_paste("INFO Available KV cache memory: 1.00 GiB on an A100").extra
+    assert read_paste("I run it on an A2 card").get("gpu") == "A2"
