@@ -861,6 +861,13 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
     if reproduces(est):
         return est, ""
     options: dict[str, list] = {"kv_cache_dtype": [None] + (_kv_dtypes_tried(est) if f("kv_cache_dtype") is None else [])}
+    if v0 and f("block_size") is None and any(what == "concurrency" for what, *_ in targets):
+        # V0 prints the pool in GiB and in blocks, whose ratio is the bytes per block, and the
+        # concurrency, blocks × block size ÷ L: together the block size (--block-size, which frameworks
+        # set for their own reasons — Dynamo's KV routing used 64). Without the concurrency a block
+        # size and a KV dtype can fill the pool with as many blocks (fp8 in 16s, bf16 in 8s): the
+        # dtype alone is tried then.
+        options["block_size"] = [None, *_BLOCK_SIZES_TRIED]
     if not v0 and est.layout.state_bytes_per_request:
         if s.enable_prefix_caching is None and not s.mamba_cache_mode:
             options["enable_prefix_caching"] = [None, True, False]
@@ -888,6 +895,8 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
                                          else "off"))
     if "num_speculative_tokens" in adjust:
         said.append(f"{adjust['num_speculative_tokens']} speculative tokens per step")
+    if "block_size" in adjust:
+        said.append(f"{adjust['block_size']}-token blocks (`--block-size {adjust['block_size']}`)")
     printed = "; ".join(say(out, True) for *_, say in targets)
     assumed = "; ".join(say(est, False) for *_, say in targets)
     out.assumptions.insert(0, (
@@ -900,6 +909,8 @@ def _capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
     flags = [f"--kv-cache-dtype {adjust['kv_cache_dtype']}"] if "kv_cache_dtype" in adjust else []
     if "enable_prefix_caching" in adjust:
         flags.append("--enable-prefix-caching" if adjust["enable_prefix_caching"] else "--no-enable-prefix-caching")
+    if "block_size" in adjust:
+        flags.append(f"--block-size {adjust['block_size']}")
     return out, " ".join(flags)
 
 
@@ -915,6 +926,13 @@ def _printed_kv_targets(facts, est: Estimate) -> list[tuple]:
             n = int(f("gpu_blocks"))
             out.append(("blocks", n, lambda e: e.gpu_blocks, CAPACITY_MATCH * n,
                         lambda e, ok: f"{(n if ok else e.gpu_blocks):,} blocks"))
+            x = f("max_concurrency")
+            if x and float(x) > 0 and f("max_model_len") in (None, est.max_model_len):
+                # V0's "Maximum concurrency for L tokens per request: X" = blocks × block size ÷ L
+                # (executor_base.py initialize_cache, 2 decimals): with the blocks it tells a block
+                # size from a KV dtype that would fill the same pool with as many blocks
+                out.append(("concurrency", float(x), lambda e: e.max_concurrency, max(0.0051, CAPACITY_MATCH * float(x)),
+                            lambda e, ok: f"{(float(x) if ok else e.max_concurrency):.2f}× concurrency"))
         else:
             tokens = (f("error_max_tokens_in_kv") or f("kv_tokens_capacity")) if v0 else f("kv_tokens_capacity")
             if tokens and int(tokens) > 0:
@@ -958,7 +976,9 @@ _KV_DTYPE_WORDS = {
     "nvfp4": "an NVFP4 KV cache (`--kv-cache-dtype nvfp4`: fp4 values and an fp8 scale per 16)",
 }
 _SETTING_WORDS = {"kv_cache_dtype": "the KV cache dtype", "enable_prefix_caching": "whether prefix caching was on",
-                  "num_speculative_tokens": "num_speculative_tokens"}
+                  "num_speculative_tokens": "num_speculative_tokens", "block_size": "the block size"}
+# V0's --block-size choices besides the default 16 (engine/arg_utils.py 0.5–0.10: 8, 16, 32, 64, 128)
+_BLOCK_SIZES_TRIED = (8, 32, 64, 128)
 
 
 # Where a lower bound on the tensor-parallel size came from the workers' lines (paste.py).

@@ -219,3 +219,27 @@ def test_an_nvfp4_cache_is_read_back_from_0_20():
     # before 0.20 there is no such format to read back
     old = diagnose(text, gpu="B200", vllm_version="0.19.0", offline=True, explain=True)
     assert old.estimate["settings"]["kv_cache_dtype"] == "auto"
+
+
+def test_v0_blocks_beside_the_pool_read_back_the_block_size():
+    """V0 prints its pool in GiB and in blocks ("reserved for KV Cache is 54.32GiB", "# CUDA blocks:
+    6953"): their ratio is the block size, which frameworks set for their own reasons (Dynamo's KV
+    routing used 64). Llama-3.1-8B keeps 131,072 B per token: 54.32 GiB ÷ (64 × 131,072 B = 8 MiB) =
+    6,953 blocks, where 16-token blocks give 27,811; the fixes keep --block-size 64."""
+    log = ("INFO 04-03 01:48:02 llm_engine.py:246] Initializing a V0 LLM engine (v0.7.2) with config: "
+           "model='meta-llama/Llama-3.1-8B-Instruct', dtype=torch.bfloat16, max_seq_len=16384, tensor_parallel_size=1\n"
+           "INFO 04-03 01:39:44 worker.py:270] the current vLLM instance can use total_gpu_memory (79.10GiB) x "
+           "gpu_memory_utilization (0.90) = 71.19GiB\n"
+           "INFO 04-03 01:39:44 worker.py:270] model weights take 14.99GiB; non_torch_memory takes 0.16GiB; PyTorch "
+           "activation peak memory takes 1.72GiB; the rest of the memory reserved for KV Cache is 54.32GiB.\n"
+           "INFO 04-03 01:39:44 executor_base.py:110] # CUDA blocks: {blocks}, # CPU blocks: 512\n"
+           "INFO 04-03 01:39:44 executor_base.py:115] Maximum concurrency for 16384 tokens per request: {x}x\n")
+    # an fp8 cache in 128-token blocks fills the pool with as many blocks: the concurrency line,
+    # blocks × block size ÷ 16,384 = 6,953 × 64 ÷ 16,384 = 27.16, tells them apart (× 128: 54.32)
+    d = diagnose(log.format(blocks=6953, x="27.16"), offline=True, explain=True)
+    assert d.estimate["settings"]["block_size"] == 64 and d.estimate["gpu_blocks"] == 6953
+    assert any("64-token blocks (`--block-size 64`)" in a for a in d.assumptions)
+    assert all("--block-size 64" in s["command"] for s in d.suggestions)
+    plain = diagnose(log.format(blocks=27811, x="27.16"), offline=True, explain=True)
+    assert plain.estimate["settings"]["block_size"] == 16
+    assert not any("block size" in a for a in plain.assumptions)
