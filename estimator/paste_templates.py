@@ -203,6 +203,12 @@ TEMPLATES: tuple[Template, ...] = (
     # 4.11 chunked prefill
     _t("chunked_prefill_tb", r"Chunked[ \n]+prefill[ \n]+is[ \n]+enabled[ \n]+with[ \n]+max_num_batched_tokens=(?P<max_num_batched_tokens>" + INT + r")",
        P_CAPACITY),
+    # Unsloth's load_vllm (unsloth_zoo/vllm_utils.py) prints the batch it then hands vLLM's engine args:
+    # max_num_batched_tokens = chunked_prefill_tokens, max_num_seqs = approx_max_num_seqs
+    _t("unsloth_batch",
+       r"Unsloth:[ \n]+Using[ \n]+conservativeness[ \n]+=[ \n]+" + NUM + r"\.?[ \n]+Chunked[ \n]+prefill[ \n]+tokens[ \n]+=[ \n]+"
+       r"(?P<max_num_batched_tokens>" + INT + r")\.[ \n]+Num[ \n]+Sequences[ \n]+=[ \n]+(?P<max_num_seqs>" + INT + r")",
+       P_CONFIG, None, None, None, False),
     _t("long_context_warning", r"The[ \n]+model[ \n]+has[ \n]+a[ \n]+long[ \n]+context[ \n]+length[ \n]+\((?P<max_model_len>" + INT + r")\)",
        P_CAPACITY, None, None, None, False),
     # 4.8 TP divisibility and quantized-shape errors

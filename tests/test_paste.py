@@ -1022,3 +1022,14 @@ def test_a_mig_slice_and_a_cloud_machine_type_are_read_as_such():
     assert gpu_ref(smi, None) == "NVIDIA A100-SXM4-40GB MIG 2g.10gb"
     assert "mig_profile" not in read_paste("INFO Available KV cache memory: 1.00 GiB on an A100").extra
     assert read_paste("I run it on an A2 card").get("gpu") == "A2"
+
+
+def test_unsloths_batch_line_is_the_batch_vllm_was_given():
+    """Unsloth's load_vllm (unsloth_zoo/vllm_utils.py) prints "Chunked prefill tokens = N. Num Sequences =
+    M" and passes them as max_num_batched_tokens and max_num_seqs: its runs do not use vLLM's defaults."""
+    f = read_paste("Unsloth: vLLM loading unsloth/qwen2.5-3b-instruct-unsloth-bnb-4bit with actual GPU utilization = "
+                   "49.66%\nUnsloth: Your GPU has CUDA compute capability 7.5 with VRAM = 14.74 GB.\n"
+                   "Unsloth: Using conservativeness = 1.0. Chunked prefill tokens = 1024. Num Sequences = 160.\n"
+                   "Unsloth: vLLM's KV Cache can use up to 4.01 GB. Also swap space = 2 GB.\n")
+    assert f.get("max_num_batched_tokens") == 1024 and f.get("max_num_seqs") == 160
+    assert f.values["max_num_seqs"].source == "unsloth_batch"
