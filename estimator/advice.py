@@ -31,7 +31,13 @@ from estimator.memory import (
     window_tokens,
 )
 from estimator.paste import CONFIG_ERRORS
-from estimator.vllm import ONLINE_QUANT_METHODS, ceil_div, v0_keeps_chunked_prefill_off
+from estimator.vllm import (
+    GRAPH_PROFILING_ENV_FROM,
+    ONLINE_QUANT_METHODS,
+    ceil_div,
+    graphs_budgeted,
+    v0_keeps_chunked_prefill_off,
+)
 
 FP8_KV = "fp8"
 
@@ -676,15 +682,33 @@ def _graph_fixes(est: Estimate, kind: str) -> list[Suggestion]:
     """An OOM outside vLLM's budget: capture no graphs, or leave more of the card outside the budget.
     Where the version budgets the graphs (V1 0.20+, memory.graphs_after_kv), eager mode only gives
     their memory to the KV cache: it avoids a capture OOM but leaves a runtime OOM's margin as it was."""
-    budgeted = est.profile.cuda_graphs_budgeted and not graphs_after_kv(est.profile, est.settings)
+    budgeted = graphs_budgeted(est.profile, est.settings) and not graphs_after_kv(est.profile, est.settings)
     out: list[Suggestion | None] = []
     if not (budgeted and kind == "cuda_oom_runtime"):
         out.append(_with_len(est, {"enforce_eager": True}, "no CUDA graphs: " + (
             "nothing is captured, so the capture cannot run out of memory" if budgeted else
             "their memory is outside vLLM's budget in this version"), True, "slower decoding", ["--enforce-eager"]))
-    u = max(0.5, round((est.settings.gpu_memory_utilization or 0.9) - 0.05, 2))
-    out.append(_with_len(est, {"gpu_memory_utilization": u}, "leaves more room outside the budget for CUDA graphs "
-                         "and the sampler", True, flags=[_flag("gpu-memory-utilization", u)]))
+    u0 = est.settings.gpu_memory_utilization or 0.9
+    u = max(0.5, round(u0 - 0.05, 2))
+    why = "leaves more room outside the budget for CUDA graphs and the sampler"
+    printed = est.inputs.get("cuda_graph_bytes")
+    if not budgeted and printed and est.gpu_total_bytes:
+        # the graphs' size vLLM printed ("Estimated CUDA graph memory: 3.65 GiB"), taken out of the budget
+        # with 0.01 of margin, as the opt-in message's "increase --gpu-memory-utilization from U to U + g/T"
+        # says the other way round
+        u = max(0.5, math.floor((u0 - printed / est.gpu_total_bytes - 0.01) * 100) / 100)
+        why = (f"leaves the {printed / GiB:.2f} GiB of CUDA graphs vLLM estimated, and some margin, outside the "
+               "budget")
+    out.append(_with_len(est, {"gpu_memory_utilization": u}, why, True, flags=[_flag("gpu-memory-utilization", u)]))
+    p, s = est.profile, est.settings
+    if kind == "cuda_oom_graph" and not budgeted and p.engine == "v1" and p.version >= GRAPH_PROFILING_ENV_FROM \
+            and not graphs_after_kv(p, s) and not s.enforce_eager:
+        # 0.18–0.19 (gpu_worker.py): the estimate is measured but only subtracted when asked — vLLM's own
+        # "To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"
+        out.append(_with_len(est, {"graph_profiling": True},
+                             "vLLM then subtracts its CUDA-graph estimate before sizing the KV cache, so the capture "
+                             "fits in the budget (the default from 0.20)", True, "the KV cache gives up the graphs' share",
+                             ["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"]))
     return [x for x in out if x]
 
 

@@ -126,6 +126,10 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
             setattr(s, key, facts.extra[key])
     if facts.extra.get("usage") == "llm":
         s.usage = "llm"         # the offline LLM class: its own V1 defaults (vllm/engine/arg_utils.py)
+    if facts.extra.get("equivalent_utilization") is not None:
+        # "The current --gpu-memory-utilization=U is equivalent to …": printed only where the CUDA-graph
+        # estimate was subtracted (gpu_worker.py; 0.18–0.19 with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)
+        s.graph_profiling = True
     if facts.extra.get("performance_mode") in ("balanced", "interactivity", "throughput"):
         s.performance_mode = facts.extra["performance_mode"]
     mode = facts.extra.get("mamba_cache_mode")

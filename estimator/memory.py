@@ -51,6 +51,7 @@ from estimator.vllm import (
     default_max_num_seqs,
     default_model_runner_v2,
     full_graph_sizes,
+    graphs_budgeted,
     installed_flashinfer_sampler,
     kv_dtype_exists,
     parse_version,
@@ -1707,7 +1708,7 @@ def attention_groups(layout: KVLayout) -> int:
 def graphs_captured_after_kv(est: Estimate) -> bool:
     """Does vLLM capture CUDA graphs that this budget holds none of (V2 before 0.29: after the KV
     cache is sized), as opposed to capturing none (eager) or not counting them (before 0.20)?"""
-    return not est.cuda_graph_bytes and not est.settings.enforce_eager and est.profile.cuda_graphs_budgeted \
+    return not est.cuda_graph_bytes and not est.settings.enforce_eager and graphs_budgeted(est.profile, est.settings) \
         and graphs_after_kv(est.profile, est.settings)
 
 
@@ -1725,7 +1726,7 @@ def cuda_graph_parts(spec: ModelSpec, profile: Profile, s: EngineSettings, draft
     """`cuda_graph_memory` in parts: the graphs themselves (per graph per layer, a fit), what the
     FlashInfer attention backend allocates inside the estimate and what that is in words
     (estimator.attention_backend; "" with another backend)."""
-    if s.enforce_eager or not profile.cuda_graphs_budgeted or graphs_after_kv(profile, s):
+    if s.enforce_eager or not graphs_budgeted(profile, s) or graphs_after_kv(profile, s):
         return 0, 0, ""
     seqs, k = s.max_num_seqs or 256, speculative_tokens(spec, s)
     sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k,
@@ -1923,7 +1924,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             "vLLM 0.6.4+ empties the cache before measuring; a smaller max_num_batched_tokens shrinks it")
     # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
     # a budget item even when the log prints their size
-    after = graphs_after_kv(profile, s) or not profile.cuda_graphs_budgeted
+    after = graphs_after_kv(profile, s) or not graphs_budgeted(profile, s)
     fi_graph = 0
     if after:
         graphs = 0
@@ -1942,7 +1943,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                     else max(0, parts[key] + int(amount))
         weights_bytes, act, nt, graphs = (parts["weights_bytes"], parts["activation_bytes"], parts["non_torch_bytes"],
                                           parts["cuda_graph_bytes"])
-    if graphs_after_kv(profile, s) and profile.cuda_graphs_budgeted and not s.enforce_eager:
+    if graphs_after_kv(profile, s) and graphs_budgeted(profile, s) and not s.enforce_eager:
         assumptions.append("V2 model runner: vLLM does not subtract CUDA-graph memory before sizing the KV "
                            "cache (its profile_cudagraph_memory returns 0); graphs are captured on top of it")
     budget = requested_bytes(profile, gpu_total_bytes, s.gpu_memory_utilization)
@@ -2154,9 +2155,11 @@ def rerun(est: Estimate, **changes) -> Estimate:
         for k, v in measured.items():
             o = getattr(old_model, k)
             # a negative CUDA-graph estimate is vLLM's own artifact (free memory grew while it measured,
-            # unified-memory boards such as GB10): kept as printed, as vLLM would measure it again
+            # unified-memory boards such as GB10): kept as printed, as vLLM would measure it again; so is
+            # one the old settings did not subtract (0.18–0.19 without VLLM_MEMORY_PROFILER_ESTIMATE_
+            # CUDAGRAPHS), which is no offset from the model's own
             adjust[k] = ("ratio", v / o if o else 1.0) if k == "weights_bytes" else \
-                ("value", v) if k == "cuda_graph_bytes" and v < 0 else ("offset", v - o)
+                ("value", v) if k == "cuda_graph_bytes" and (v < 0 or not o) else ("offset", v - o)
             inputs[k] = None
         inputs["adjust"] = adjust
     out = estimate(est.spec, settings=new, **inputs)

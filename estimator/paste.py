@@ -193,6 +193,8 @@ def _read(raw: str) -> Facts:
     for s in settings:
         prio = _SOURCE_PRIORITY.get(s.source, _tpl.P_KV)
         if s.source == "env":
+            if _on_log_line(pt, text, s.span[0]):
+                continue    # vLLM's own log line names it ("To try it now, set VLLM_…=1"): advice, not the run's
             extra.setdefault("env", {})[s.key] = s.value
             continue
         if s.span in seen_spans and seen_spans[s.span] >= prio:
@@ -628,6 +630,13 @@ _COMPILE_CACHE = regex.compile(r"(?P<warm>Directly[ ]+load[ ]+(?:the[ ]+compiled
 
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"
                               r"|raise_if_cache_size_invalid")
+
+
+def _on_log_line(pt, text: str, pos: int) -> bool:
+    """Is `pos` (logical) on a line that carried a log prefix ("INFO 04-17 02:01:15 [gpu_worker.py:470]")?"""
+    start = text.rfind("\n", 0, pos) + 1
+    i = bisect.bisect_left(pt.line_starts, start)
+    return i < len(pt.line_starts) and pt.line_starts[i] == start
 
 
 def _log_prefix_hints(raw: str, hints: list) -> None:

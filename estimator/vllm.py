@@ -591,6 +591,9 @@ class EngineSettings:
     # changes memory only from 0.18, where the CUDA-graph estimate counts FlashInfer's workspace.
     attention_backend: str | None = None
     compile_cache_warm: bool | None = None        # the log: torch.compile loaded its graphs from the cache
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (0.18+): 1 subtracts the CUDA-graph estimate before sizing
+    # the KV cache where it is still opt-in (0.18–0.19), 0 stops it where it is the default (0.20+)
+    graph_profiling: bool | None = None
     # the log's "Encoder cache will be initialized with a budget of N tokens, and profiled with K
     # <modality> items": (modality, items, budget tokens) of V1's encoder dummy batch
     encoder_profile: tuple[str, int, int] | None = None
@@ -619,7 +622,19 @@ TEXT_ONLY_LIMITS = {"image": 0, "video": 0, "audio": 0}
 
 # Environment variables vLLM reads that change memory; parse_flags takes them as `NAME=value` words.
 ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_MXFP4_USE_MARLIN",
-                "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_FLASHINFER_SAMPLER")
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_FLASHINFER_SAMPLER", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+# the release whose V1 worker reads VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (v1/worker/gpu_worker.py:
+# opt-in in 0.18–0.19, "default since v0.21.0" as its message words it, on from the 0.20.0 wheel)
+GRAPH_PROFILING_ENV_FROM = (0, 18, 0)
+
+
+def graphs_budgeted(p: Profile, s: EngineSettings) -> bool:
+    """Does this run subtract the CUDA-graph estimate before sizing the KV cache: the release's default
+    (Profile.cuda_graphs_budgeted), or what VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS says where the
+    release reads it."""
+    if s.graph_profiling is not None and p.engine == "v1" and p.version >= GRAPH_PROFILING_ENV_FROM:
+        return bool(s.graph_profiling)
+    return p.cuda_graphs_budgeted
 
 
 def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
@@ -641,6 +656,9 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             continue
         if tok.startswith("VLLM_USE_V2_MODEL_RUNNER="):
             s.model_runner_v2 = bool(parse_bool(tok.partition("=")[2]))
+            continue
+        if tok.startswith("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS="):
+            s.graph_profiling = bool(parse_bool(tok.partition("=")[2]))
             continue
         if tok.startswith("VLLM_USE_V1="):
             # vLLM 0.8–0.10 ran V0 when told so (vllm/envs.py VLLM_USE_V1); the engine's budget

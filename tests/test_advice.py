@@ -797,3 +797,34 @@ def test_a_length_above_the_config_whose_config_length_does_not_fit_either():
     length = fixes[0].changes["max_model_len"]
     assert length < 40960 and fixes[0].fits and rerun(est, max_model_len=length).fits
     assert "config allows 40,960" in fixes[0].why
+
+
+GRAPH_OOM_019 = (
+    "(APIServer pid=1) INFO 04-17 01:54:40 [utils.py:299] vLLM API server version 0.19.0\n"
+    "$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192   # one RTX 3090\n"
+    "(EngineCore pid=2) INFO 04-17 02:01:15 [gpu_model_runner.py:5955] Estimated CUDA graph memory: 2.36 GiB total\n"
+    "(EngineCore pid=2) INFO 04-17 02:01:15 [gpu_worker.py:461] Available KV cache memory: 4.00 GiB\n"
+    "(EngineCore pid=2) INFO 04-17 02:01:15 [gpu_worker.py:470] In v0.19, CUDA graph memory profiling will be "
+    "enabled by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), which more accurately accounts for CUDA graph "
+    "memory during KV cache allocation. To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 and increase "
+    "--gpu-memory-utilization from 0.9000 to 1.0000 to maintain the same effective KV cache size.\n"
+    "(EngineCore pid=2) ERROR 04-17 02:01:23 [core.py:949]     cuda_graph_memory_bytes = self.model_runner.capture_model()\n"
+    "(EngineCore pid=2) ERROR 04-17 02:01:23 [core.py:949]     self.cuda_graph.capture_end()\n"
+    "(EngineCore pid=2) ERROR 04-17 02:01:23 [core.py:949] torch.AcceleratorError: CUDA error: out of memory\n")
+
+
+def test_a_019_graph_capture_oom_offers_vllms_opt_in_and_a_utilization_that_leaves_the_graphs_room():
+    """0.18–0.19 measure the CUDA-graph estimate but subtract it only with VLLM_MEMORY_PROFILER_ESTIMATE_
+    CUDAGRAPHS=1 (gpu_worker.py): that opt-in makes the capture fit in the budget, the KV cache giving up
+    the 2.36 GiB (4.00 → 1.64 GiB: 2 MiB blocks of Llama-3.1-8B, 2,048 → 839 blocks); a lower utilization
+    must leave those 2.36 GiB outside the budget: 0.90 − 2.36 / 23.56 − 0.01 = 0.789… → 0.78."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(GRAPH_OOM_019, gpu="RTX 3090", offline=True, explain=True)
+    assert d.error_kind == "cuda_oom_graph"
+    env = [s for s in d.suggestions if s["flags"] == "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"]
+    assert env and env[0]["command"].startswith("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 vllm serve")
+    assert env[0]["kv_cache_tokens"] == 839 * 16
+    util = [s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization")]
+    total = d.estimate["gpu"]["total_bytes"]
+    assert util and util[0]["flags"] == f"--gpu-memory-utilization {int((0.9 - 2.36 * 2**30 / total - 0.01) * 100) / 100}"

@@ -126,6 +126,24 @@ def test_cuda_graphs_not_budgeted_before_020(llama8b, version, engine):
     assert e.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB)
 
 
+def test_vllm_memory_profiler_estimate_cudagraphs_turns_the_graph_budget_on_and_off(llama8b):
+    """gpu_worker.py reads VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS from 0.18: 1 subtracts the CUDA-graph
+    estimate there (opt-in until 0.19), 0 stops it from 0.20 (the default); 0.17 has no such variable."""
+    from estimator.vllm import parse_flags
+
+    def run(version, env):
+        s = parse_flags([f"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS={env}"],
+                        EngineSettings(vllm_version=version, gpu_memory_utilization=0.5, max_model_len=8192))
+        return estimate(llama8b, gpu_total_bytes=64 * GiB, settings=s, weights_bytes=16 * GiB,
+                        activation_bytes=GiB, non_torch_bytes=512 * MiB)
+
+    on = run("0.19.0", 1)
+    assert on.cuda_graph_bytes > 0
+    assert on.kv_cache_bytes == 32 * GiB - (16 * GiB + GiB + 512 * MiB) - on.cuda_graph_bytes
+    assert run("0.17.0", 1).cuda_graph_bytes == 0
+    assert run("0.20.0", 0).cuda_graph_bytes == 0 < _graphs(llama8b, "0.20.0").cuda_graph_bytes
+
+
 def test_cuda_graphs_budgeted_from_020(llama8b):
     e = _graphs(llama8b, "0.20.0")
     assert e.cuda_graph_bytes > 0

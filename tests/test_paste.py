@@ -1033,3 +1033,16 @@ def test_unsloths_batch_line_is_the_batch_vllm_was_given():
                    "Unsloth: vLLM's KV Cache can use up to 4.01 GB. Also swap space = 2 GB.\n")
     assert f.get("max_num_batched_tokens") == 1024 and f.get("max_num_seqs") == 160
     assert f.values["max_num_seqs"].source == "unsloth_batch"
+
+
+def test_a_variable_vllms_own_log_line_names_is_not_the_runs_environment():
+    """0.19's "To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1" and 0.21's "To disable, set
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" are advice in vLLM's log; the same words before a command
+    are the user's environment."""
+    log = ("(EngineCore pid=2) INFO 04-17 02:01:15 [gpu_worker.py:470] In v0.19, CUDA graph memory profiling will "
+           "be enabled by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), which more accurately accounts for "
+           "CUDA graph memory during KV cache allocation. To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 "
+           "and increase --gpu-memory-utilization from 0.9000 to 0.9616 to maintain the same effective KV cache size.\n")
+    assert "env" not in read_paste(log).extra
+    user = read_paste("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 vllm serve Qwen/Qwen3-8B\n" + log)
+    assert user.extra["env"] == {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}
