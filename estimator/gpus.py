@@ -266,7 +266,8 @@ def states_its_size(ref: str | None) -> bool:
 # A100-SXM4-40GB MIG 1g.5gb", Kubernetes "nvidia.com/mig-1g.5gb", GKE "gpu-partition-size=1g.5gb". The
 # profile <compute slices>g.<memory>gb names its share of the card's memory (the MIG user guide's
 # "Fraction of Memory": 1g.5gb is 1/8 of an A100-40GB), and the slice is all a process on it sees.
-MIG_PROFILE = regex.compile(r"(?i)(?:\bMIG[ -]?|\bmig-|partition-size[= ]+)(?P<g>[1-7])g\.(?P<gb>\d{1,3})gb\b")
+MIG_PROFILE = regex.compile(r"(?i)(?:\bMIG[ -]?(?:(?:slice|instance|partition)[ ]+)?|\bmig-|partition-size[= ]+)"
+                            r"(?P<g>[1-7])g\.(?P<gb>\d{1,3})gb\b")
 
 
 def _mig_slice(text: str, m) -> Gpu:

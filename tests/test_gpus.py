@@ -254,7 +254,7 @@ def test_a_mig_slice_is_its_share_of_the_card():
     (39.39 GiB → 4.92), with the parent's compute capability — not the whole 40 GB card. Without a
     parent, the profile's nominal size."""
     whole = lookup_gpu("NVIDIA A100-SXM4-40GB")
-    for text in ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", "A100 MIG 1g.5gb", "a100 mig-1g.5gb"):
+    for text in ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", "A100 MIG 1g.5gb", "a100 mig-1g.5gb", "A100 40GB MIG slice 1g.5gb"):
         g = lookup_gpu(text)
         assert g.total_bytes == round(whole.total_bytes * 5 / 40), text
         assert g.compute_capability == "8.0" and "MIG 1g.5gb" in g.name and "estimate" in g.assumed
