@@ -546,13 +546,11 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     for key in ("kv_cache_gib", "kv_available_gib"):
         if f(key) is not None:
             pool = int(float(f(key)) * GiB)
-            if bpb and blocks is not None and int(blocks) > 0:
-                # V0 printed both: "reserved for KV Cache is 14.65GiB" (2 decimals, ±0.005 GiB) and
-                # "# CUDA blocks: 6001" = pool // bytes per block, the finer of the two where they agree
-                lo, hi = int(blocks) * bpb, (int(blocks) + 1) * bpb - 1
-                if lo - 0.0051 * GiB <= pool <= hi + 0.0051 * GiB:
-                    return min(max(pool, lo), hi), "KV cache memory printed by vLLM, to the block it printed"
-            fit = _blocks_from_estimated_length(facts, est)
+            # the whole blocks vLLM printed beside the GiB figure (V0: "reserved for KV Cache is 14.65GiB",
+            # 2 decimals, and "# CUDA blocks: 6001" = pool // bytes per block), or that its estimated
+            # maximum length fills: the finer of the two figures where they agree
+            fit = (int(blocks), "it printed") if bpb and blocks is not None and int(blocks) > 0 else \
+                _blocks_from_estimated_length(facts, est)
             if fit is not None:
                 lo, hi = fit[0] * bpb, (fit[0] + 1) * bpb - 1
                 if lo - 0.0051 * GiB <= pool <= hi + 0.0051 * GiB:

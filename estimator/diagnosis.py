@@ -981,7 +981,8 @@ _KV_DTYPE_WORDS = {
 }
 _SETTING_WORDS = {"kv_cache_dtype": "the KV cache dtype", "enable_prefix_caching": "whether prefix caching was on",
                   "num_speculative_tokens": "num_speculative_tokens", "block_size": "the block size"}
-# V0's --block-size choices besides the default 16 (engine/arg_utils.py 0.5–0.10: 8, 16, 32, 64, 128)
+# V0's --block-size values besides the default 16 that frameworks set (config.py BlockSize, 0.8.x:
+# 1, 8, 16, 32, 64, 128; a 1-token block is for other platforms)
 _BLOCK_SIZES_TRIED = (8, 32, 64, 128)
 
 

@@ -267,7 +267,15 @@ def states_its_size(ref: str | None) -> bool:
 # profile <compute slices>g.<memory>gb names its share of the card's memory (the MIG user guide's
 # "Fraction of Memory": 1g.5gb is 1/8 of an A100-40GB), and the slice is all a process on it sees.
 MIG_PROFILE = regex.compile(r"(?i)(?:\bMIG[ -]?(?:(?:slice|instance|partition)[ ]+)?|\bmig-|partition-size[= ]+)"
-                            r"(?P<g>[1-7])g\.(?P<gb>\d{1,3})gb\b")
+                            r"(?P<profile>[1-7]g\.(?P<gb>\d{1,3})gb)\b")
+
+
+def mig_profile(text: str):
+    """The MIG profile a text names (a match: `profile` "1g.5gb", `gb` its memory), or None."""
+    try:
+        return MIG_PROFILE.search(text, timeout=0.1)
+    except TimeoutError:
+        return None
 
 
 def _mig_slice(text: str, m) -> Gpu:
@@ -275,14 +283,13 @@ def _mig_slice(text: str, m) -> Gpu:
     memory (1g.5gb of an A100-40GB: 39.39 × 5/40 = 4.92 GiB; a published torch figure for that slice is
     4.75 GiB), said as an estimate; the parent's compute capability and formats. Without a parent named,
     the profile's nominal size."""
-    profile = f"{m.group('g')}g.{m.group('gb')}gb"
-    gb = int(m.group("gb"))
+    profile, gb = m.group("profile").lower(), int(m.group("gb"))
     rest = (text[:m.start()] + " " + text[m.end():]).strip(" ,")
     try:
         parent = lookup_gpu(rest) if rest else None
     except UnknownGpu:
         parent = None
-    row = next((r for r in _rows() if parent is not None and r.name == parent.name), None)
+    row = next((r for r in _rows() if r.name == parent.name), None) if parent is not None else None
     if parent is None or row is None or not row.marketed_gb or gb > row.marketed_gb:
         g = _from_nominal_gb(gb)
         return dataclasses.replace(g, name=f"MIG {profile} slice",
@@ -302,10 +309,7 @@ def lookup_gpu(text: str) -> Gpu:
         raise UnknownGpu("no GPU given; name one (e.g. \"RTX A6000\") or give its memory (e.g. 47.54GiB)")
     if len(text) > 200:
         raise UnknownGpu("GPU name too long; name the card (e.g. \"H100 SXM\") or give its memory (e.g. 80GB)")
-    try:
-        mig = MIG_PROFILE.search(text, timeout=0.1)
-    except TimeoutError:
-        mig = None
+    mig = mig_profile(text)
     if mig is not None:
         return _mig_slice(text, mig)
     size = _parse_size(text)

@@ -273,12 +273,12 @@ def _read(raw: str) -> Facts:
         found = {k for m in _finditer(_COMPILE_CACHE, text, limit=20) for k, v in m.groupdict().items() if v}
         extra["compile_cache_warm"] = found == {"warm"}
     if "mig" in low or "partition-size" in low:
-        from estimator.gpus import MIG_PROFILE
+        from estimator.gpus import mig_profile
 
-        mig = _search(MIG_PROFILE, text)
+        mig = mig_profile(text)
         if mig is not None:
             # the card is a MIG slice of the one the paste names (gpus.lookup_gpu sizes it)
-            extra["mig_profile"] = f"{mig.group('g')}g.{mig.group('gb')}gb"
+            extra["mig_profile"] = mig.group("profile").lower()
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
     if mamba_mode is not None:
         extra["mamba_cache_mode"] = mamba_mode.group(1)

@@ -266,8 +266,8 @@ def parse_version(text: str | None) -> tuple[int, int, int]:
     if not m:
         raise BadInput(f"cannot read vLLM version {text!r} (expected e.g. 0.7.3)")
     v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    if v < (0, 2, 0) and "dev" in str(text) or v == (0, 0, 0):
-        return parse_version(NEWEST)        # a build without a release number (is_main_build)
+    if v < (0, 2, 0) and "dev" in str(text) or is_main_build(str(text)):
+        return parse_version(NEWEST)        # a build without a release number
     return v
 
 
@@ -621,8 +621,12 @@ TEXT_ONLY_LIMITS = {"image": 0, "video": 0, "audio": 0}
 
 
 # Environment variables vLLM reads that change memory; parse_flags takes them as `NAME=value` words.
-ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_MXFP4_USE_MARLIN",
-                "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_FLASHINFER_SAMPLER", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+# Environment switches (vllm/envs.py) and the setting each sets: the V2 model runner, the length check's
+# override, which top-k/top-p sampler V1 runs, CUDA-graph memory profiling (graphs_budgeted)
+_ENV_SWITCHES = {"VLLM_USE_V2_MODEL_RUNNER": "model_runner_v2", "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "allow_long_max_model_len",
+                 "VLLM_USE_FLASHINFER_SAMPLER": "flashinfer_sampler",
+                 "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "graph_profiling"}
+ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_MXFP4_USE_MARLIN", *_ENV_SWITCHES)
 # the release whose V1 worker reads VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (v1/worker/gpu_worker.py:
 # opt-in in 0.18–0.19, "default since v0.21.0" as its message words it, on from the 0.20.0 wheel)
 GRAPH_PROFILING_ENV_FROM = (0, 18, 0)
@@ -654,11 +658,11 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
                 raise BadInput(f"VLLM_PP_LAYER_PARTITION takes layer counts such as 16,32, got {raw!r}")
             s.pp_layer_partition = [int(x) for x in raw.split(",")]
             continue
-        if tok.startswith("VLLM_USE_V2_MODEL_RUNNER="):
-            s.model_runner_v2 = bool(parse_bool(tok.partition("=")[2]))
-            continue
-        if tok.startswith("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS="):
-            s.graph_profiling = bool(parse_bool(tok.partition("=")[2]))
+        var, eq_sign, raw = tok.partition("=")
+        if eq_sign and var in _ENV_SWITCHES:
+            b = parse_bool(raw)
+            if b is not None:      # an unset or templated value ("${USE_V2}") says nothing
+                setattr(s, _ENV_SWITCHES[var], b)
             continue
         if tok.startswith("VLLM_USE_V1="):
             # vLLM 0.8–0.10 ran V0 when told so (vllm/envs.py VLLM_USE_V1); the engine's budget
@@ -667,16 +671,8 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             if b is not None:      # an unset or templated value ("${USE_V1}") says nothing
                 s.engine = "v1" if b else "v0"
             continue
-        if tok.startswith("VLLM_ALLOW_LONG_MAX_MODEL_LEN="):
-            s.allow_long_max_model_len = bool(parse_bool(tok.partition("=")[2]))
-            continue
         if tok.split("=", 1)[0] in ("--rope-scaling", "--rope_scaling", "--hf-overrides", "--hf_overrides"):
             s.allow_long_max_model_len = True      # the config's length is overridden: not checked here
-        if tok.startswith("VLLM_USE_FLASHINFER_SAMPLER="):
-            b = parse_bool(tok.partition("=")[2])     # which top-k/top-p sampler V1 runs (envs.py)
-            if b is not None:
-                s.flashinfer_sampler = b
-            continue
         if tok.startswith("VLLM_MXFP4_USE_MARLIN="):
             if parse_bool(tok.partition("=")[2]):
                 s.mxfp4_backend = "Marlin"

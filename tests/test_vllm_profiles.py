@@ -763,3 +763,15 @@ def test_a_main_build_between_a_release_and_its_patch_is_that_release():
     assert modelled_version("0.8.0rc2.dev9+g6eaf1e5c", None, "v1") == ("0.8.0rc2.dev9+g6eaf1e5c", "")  # no patch
     assert modelled_version("0.8.5.dev169+gce17db808", None, "v1") == ("0.8.5.dev169+gce17db808", "")
     assert modelled_version("0.26.0", None, "v1") == ("0.26.0", "")
+
+
+def test_an_environment_switch_with_a_templated_value_says_nothing():
+    """`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=${PROFILE}` (a compose file's template) leaves the release's
+    default: an unparsable value is not "off" (which would stop 0.20+'s graph budgeting)."""
+    from estimator.vllm import EngineSettings, parse_flags
+
+    s = parse_flags(["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=${PROFILE}", "VLLM_USE_V2_MODEL_RUNNER=${V2}"],
+                    EngineSettings())
+    assert s.graph_profiling is None and s.model_runner_v2 is None
+    s = parse_flags(["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0", "VLLM_USE_V2_MODEL_RUNNER=1"], EngineSettings())
+    assert s.graph_profiling is False and s.model_runner_v2 is True
