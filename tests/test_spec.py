@@ -358,3 +358,17 @@ def test_attention_sinks_are_on_the_attention_spec():
     assert oss and all(lk.sinks for lk in oss)
     qwen = load_model("Qwen/Qwen3-8B", offline=True).spec.layers
     assert not any(getattr(lk, "sinks", False) for lk in qwen)
+
+
+def test_a_trimmed_llama_text_config_takes_llamaconfigs_defaults():
+    """llava-hf's LLaVA configs keep only vocab, length and norm eps in text_config; transformers fills the
+    rest from LlamaConfig (hidden 4096, MLP 11008, 32 layers, 32 heads): the MLP is not 4 × hidden. The
+    7B's weights then come to what vLLM 0.10.2 printed for it on an RTX 4080, "Model loading took 13.1343
+    GiB" (Vicuna-7B's 6.74 B + CLIP-L + projector, fp16)."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    spec = load_model("llava-hf/llava-1.5-7b-hf", offline=True).spec
+    assert (spec.hidden_size, spec.intermediate_size, spec.num_layers, spec.num_kv_heads) == (4096, 11008, 32, 32)
+    assert any("used transformers' defaults for llama" in a for a in spec.assumptions)
+    assert abs(weight_bytes(spec, dtype="float16").bytes_total / 2**30 - 13.1343) < 0.05
