@@ -49,8 +49,13 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
             src.assumptions = [a for a in src.assumptions if a != OFFLINE_NOTE]
         name_quant = base[1]
         why = "" if isinstance(exc, ModelNotFound) else f" ({exc})"
-        base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
-                     f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
+        if _QUANT_SUFFIX.search(ref.rstrip("/").split("/")[-1]):
+            base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
+                         f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
+        else:
+            base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the model it is "
+                         "named after (another organization's upload of it, a mirror or a fine-tune, keeps its "
+                         "architecture; paste the repo's config.json if it does not)")
         if name_quant == "bitsandbytes":
             # A bitsandbytes export lists the modules it keeps in 16-bit in its own config's
             # llm_int8_skip_modules (unsloth's "dynamic" 4-bit exports keep whole layers): the base
@@ -94,13 +99,18 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
 
     name = ref.rstrip("/").split("/")[-1]
     m = _QUANT_SUFFIX.search(name)
+    org = ref.split("/")[0] if "/" in ref else None
     if not m:
-        return None
+        # no format suffix: another organization's upload under the catalog model's own name
+        # (unsloth/Llama-3.2-3B-Instruct, NousResearch/Meta-Llama-3-8B-Instruct) — a mirror or a
+        # fine-tune, either way the architecture of the model it is named after
+        same = [cid for cid in catalog_ids() if org and cid.split("/")[-1].lower() == name.lower()
+                and cid.split("/")[0].lower() != org.lower()]
+        return (same[0], None) if len(same) == 1 else None
     stem = name[: m.start()]
     # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout
     quant = quantization_in_name(m.group(0))
     quant = {"int4": "gptq", "w8a16": "int8"}.get(quant, quant)
-    org = ref.split("/")[0] if "/" in ref else None
     if org and canonical_id(f"{org}/{stem}"):
         return canonical_id(f"{org}/{stem}"), quant
     hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)]

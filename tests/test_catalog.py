@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from estimator import catalog
+from estimator.errors import ModelNotFound
 from estimator.hub import catalog_ids, clear_cache, resolve_model
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "models"
@@ -242,6 +243,26 @@ def test_a_16_bit_re_upload_resolves_to_the_meta_hf_repo_it_copies():
     assert spec.quantization is None and spec.num_layers == 40
     assert any("used the config of its base model codellama/CodeLlama-13b-Instruct-hf (same architecture)" in a
                for a in spec.assumptions)
+
+
+def test_another_organizations_upload_under_a_catalog_name_takes_that_models_config():
+    """unsloth/Llama-3.2-3B-Instruct (Unsloth's notebooks serve it) and NousResearch/Meta-Llama-3-8B-Instruct
+    are uploads of catalog models under another organization, without a format suffix: offline they
+    take the named model's architecture and say so; the catalog's own id, or a name two catalog
+    models share, does not go through this."""
+    from estimator.api import base_model_candidate, load_model
+
+    assert base_model_candidate("unsloth/Llama-3.2-3B-Instruct") == ("meta-llama/Llama-3.2-3B-Instruct", None)
+    assert base_model_candidate("NousResearch/Meta-Llama-3-8B-Instruct") == ("meta-llama/Meta-Llama-3-8B-Instruct", None)
+    assert base_model_candidate("meta-llama/Llama-3.2-3B-Instruct") is None      # the catalog's own
+    assert base_model_candidate("unsloth/Llama-3.2-3B-Instruct-Base-v9") is None  # no such name
+    loaded = load_model("unsloth/Llama-3.2-3B-Instruct", offline=True).spec
+    assert loaded.model_id == "unsloth/Llama-3.2-3B-Instruct"
+    assert loaded.num_layers == 28 and loaded.num_kv_heads == 8 and loaded.quantization is None
+    assert any("used the config of meta-llama/Llama-3.2-3B-Instruct, the model it is named after" in a
+               for a in loaded.assumptions)
+    with pytest.raises(ModelNotFound):
+        load_model("unsloth/No-Such-Model-7B", offline=True)
 
 
 def test_a_renamed_repo_is_found_under_its_new_id():
