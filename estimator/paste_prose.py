@@ -498,10 +498,21 @@ _QUANT_IN_NAME = tuple(
 QUANT_BITS_WORDS = ("w8a16", "int8", "int4")
 
 
+# Unsloth's (and transformers') `load_in_4bit = True` / `load_in_8bit=True`: a bitsandbytes
+# checkpoint (Unsloth's fast_inference hands vLLM quantization="bitsandbytes"); set False it names
+# no format at all — its "4bit" is not the checkpoint's
+_LOAD_IN_BITS = regex.compile(r"(?i)\bload_in_(?:4|8)bit[ \t]*[=:][ \t]*(?P<on>True|False)\b")
+
+
 def quantization_in_name(name: str) -> str | None:
     """Quantization a model id (or a word about a checkpoint) names ('…-AWQ', '…-FP8',
     '….Q4_K_M.gguf', 'awq_marlin')."""
     low = name.lower()
+    if "load_in_" in low:
+        on = [m.group("on") == "true" for m in _LOAD_IN_BITS.finditer(low, timeout=0.1)]
+        if any(on):
+            return "bitsandbytes"
+        low = _LOAD_IN_BITS.sub(" ", low, timeout=0.1)
     for pattern, q in _QUANT_IN_NAME:
         if pattern.search(low, timeout=0.1):
             return q
@@ -655,6 +666,9 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
             g = "q" if m.group("q") else "q2"
             out.append(Hit("quantization", {"bnb": "bitsandbytes", "w4a16": "int4", "w8a8": "int8"}.get(q, q),
                            m.start(g), m.end(g), "prose_quant_word", 9, guess=True))
+    for m in _iter(_LOAD_IN_BITS, text, limit=5):
+        if m.group("on").lower() == "true" and not _inside(m.start(), skip):
+            out.append(Hit("quantization", "bitsandbytes", m.start(), m.end(), "prose_load_in_bits", 12))
     for m in _iter(_QUANT_PROSE, text, limit=20):
         if not _inside(m.start(), skip):
             q = m.group("q").lower()

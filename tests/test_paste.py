@@ -839,6 +839,22 @@ def test_a_quantization_word_about_another_model_is_not_the_served_ones():
                       ).get("quantization") == "awq"
 
 
+def test_unslooths_load_in_4bit_says_bitsandbytes_only_when_true():
+    """Unsloth's `FastLanguageModel.from_pretrained(..., load_in_4bit = True, fast_inference = True)`
+    hands vLLM a bitsandbytes checkpoint; `load_in_4bit = False` (its 16-bit LoRA notebooks) names no
+    format, and its "4bit" must not read as int4 — not in a paste, not in a case's free text."""
+    from estimator.paste_prose import quantization_in_name
+
+    call = ('model, tokenizer = FastLanguageModel.from_pretrained(\n    model_name = "meta-llama/Llama-3.2-3B-Instruct",\n'
+            "    max_seq_length = 2048,\n    load_in_4bit = {on}, # False for LoRA 16bit\n    fast_inference = True,\n)\n")
+    assert read_paste(call.format(on="True")).get("quantization") == "bitsandbytes"
+    assert read_paste(call.format(on="False")).get("quantization") is None
+    assert quantization_in_name("Unsloth from_pretrained(load_in_4bit=False, fast_inference=True)") is None
+    assert quantization_in_name("load_in_8bit: True") == "bitsandbytes"
+    # the name's own format still counts beside a False flag
+    assert quantization_in_name("unsloth/Llama-3.2-3B-Instruct-bnb-4bit, load_in_4bit=False") == "bitsandbytes"
+
+
 def test_a_quantized_model_in_a_later_table_row_is_not_the_first_models_format():
     """A results table (a benchmark harness's CSV) names the BF16 model in its first rows and an AWQ
     copy in later ones: the model read is the first, so its format is not the other row's AWQ."""
