@@ -34,6 +34,8 @@ from estimator.spec import (
 )
 from estimator.vllm import (
     BNB_MOE_FROM,
+    FLASHINFER_SAMPLER_ANY_FROM,
+    FLASHINFER_SAMPLER_OPT_IN_FROM,
     KV_CACHE_DTYPE_FROM,
     MM_PREFIX_FLOOR_FROM,
     NEWEST,
@@ -994,6 +996,34 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     return peak
 
 
+# The smallest profile-peak difference between V1's two samplers worth a note: under it the
+# forward, not the sampler, sets the peak and which sampler ran hardly moves the KV cache.
+SAMPLER_NOTE_MIN = 256 * MiB
+
+
+def _unnamed_sampler_note(spec: ModelSpec, profile: Profile, s: EngineSettings, model_dtype_bytes: int,
+                          act: int, max_len: int | None, assumptions: list[str]) -> None:
+    """0.9.0–0.11.0 sample with FlashInfer wherever it is importable (vllm.installed_flashinfer_sampler):
+    a pip install without it runs the PyTorch-native sampler, which this estimate counts, and one with
+    it measures a smaller peak. A run that does not say which gets the difference named: a vLLM
+    0.10.1.1 Qwen2-7B on A100s (dennislee22/vLLM-benchmarking) printed 11.03 GiB of KV where its log
+    says "FlashInfer is not available" (the native peak: 0.7% from this estimate) and about 1 GiB
+    more than the native peak leaves on cards whose log says "Using FlashInfer for top-p & top-k
+    sampling"."""
+    if s.flashinfer_sampler is not None or profile.engine != "v1" \
+            or not FLASHINFER_SAMPLER_ANY_FROM <= profile.version < FLASHINFER_SAMPLER_OPT_IN_FROM:
+        return
+    alt = activation_peak(spec, profile, dataclasses.replace(s, flashinfer_sampler=True), model_dtype_bytes, [],
+                          max_len=max_len)
+    if act - alt >= SAMPLER_NOTE_MIN:
+        assumptions.append(
+            f"the profile peak counts vLLM's PyTorch-native top-k/top-p sampler (a pip install without FlashInfer); "
+            f"where FlashInfer is installed (the vllm/vllm-openai image has it; `pip install flashinfer-python` adds it) "
+            f"vLLM {profile.release} samples with it, measures about {(act - alt) / GiB:.2f} GiB less and gives that "
+            "to the KV cache — the log's \"Using FlashInfer for top-p & top-k sampling\" or \"FlashInfer is not "
+            "available\" line says which ran")
+
+
 def _v2_profiled(spec: ModelSpec, profile: Profile, s: EngineSettings) -> bool:
     """Model Runner V2's own profile run (its sampler, its first compile); DeepSeek-V4 keeps the peak its
     own model was checked with (deepseek_v4_profile_peak)."""
@@ -1912,6 +1942,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
         else activation_bytes
+    if activation_bytes is None:
+        _unnamed_sampler_note(spec, profile, s, mdb, act, max_len, assumptions)
     nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes
     held = cached_all_reduce_bytes(spec, profile, s, mdb)
     if held:

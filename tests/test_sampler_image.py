@@ -93,3 +93,21 @@ def test_the_flashinfer_attention_backend_in_the_log_means_flashinfer_samples_to
     assert any("the FlashInfer attention backend ran, so FlashInfer is installed" in n for n in notes)
     assert _peak(PIP.format(v="0.8.5") + line)[0] == NATIVE_PEAK
     assert _peak(PIP.format(v="0.11.1") + line)[0] == NATIVE_PEAK
+
+
+def test_a_run_that_does_not_say_its_sampler_is_told_what_flashinfer_would_change():
+    """A pip install of 0.9.0–0.11.0 with nothing naming the sampler is estimated with the native
+    peak, and the reply says what FlashInfer (if installed) would measure instead: (38 − 10) B × 256 ×
+    152,064 = 1,090,027,520 B = 1.02 GiB less. A run whose log names either sampler, a release where
+    FlashInfer is opt-in (0.11.1+), or one where V1 profiles no sampler (0.7.x) gets no such note."""
+    words = "1.02 GiB less"
+    assert f"{(NATIVE_PEAK - FLASHINFER_PEAK) / 2**30:.2f} GiB less" == words
+    peak, notes = _peak(PIP.format(v="0.10.1"))
+    assert peak == NATIVE_PEAK
+    assert any(words in n and "Using FlashInfer for top-p & top-k sampling" in n for n in notes)
+    named = ("WARNING 09-03 04:38:28 [topk_topp_sampler.py:61] FlashInfer is not available. Falling back to the "
+             "PyTorch-native implementation of top-p & top-k sampling. For the best performance, please install "
+             "FlashInfer.\n")
+    for text in (PIP.format(v="0.10.1") + named, IMAGE.format(v="0.10.1"), PIP.format(v="0.11.1"),
+                 PIP.format(v="0.7.3")):
+        assert not any(words in n for n in _peak(text)[1]), text
