@@ -367,6 +367,7 @@ def _read(raw: str) -> Facts:
             per_rank[key] = ranks
         if alts:
             alternatives[key] = alts
+    _gpu_by_printed_total(chosen, alternatives, by_key.get("gpu", []))
     if "vllm_version" in chosen:
         for key in [k for k in alternatives if k not in chosen]:
             got = _pick_by_version(text, by_key[key], str(chosen["vllm_version"].value))
@@ -749,6 +750,40 @@ def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
             pass
     if info.processes:
         extra["gpu_processes"] = info.processes
+
+
+# vLLM prints the torch total with two decimals; one card's variants (PCIe or SXM, the driver's
+# reservation) differ by about 0.01 GiB (an A100-PCIE-40GB printed 39.38, the SXM4 gives 39.39), two
+# cards of one size class by more (RTX 3090 23.69, RTX 4090 23.64 GiB)
+_PRINTED_TOTAL_SLACK = 0.02
+_TPL_NAMES = frozenset(t.name for t in _tpl.TEMPLATES)
+
+
+def _gpu_by_printed_total(chosen: dict, alternatives: dict, gpu_occs: list[_Occ]) -> None:
+    """Of several cards a paste names (a heading's "RTX 4090 48GB", Unsloth's banner "NVIDIA GeForce
+    RTX 3090"), the one whose memory is the total vLLM printed for the run (23.68 GiB), where the
+    first-named one's is not and exactly one other's is."""
+    total = chosen.get("total_gpu_memory_gib")
+    others = alternatives.get("gpu")
+    if not others or "gpu" not in chosen or total is None or total.source not in _TPL_NAMES:
+        return
+    from estimator.errors import KvdoctorError
+    from estimator.gpus import lookup_gpu
+
+    def holds(name: object) -> bool:
+        try:
+            size = lookup_gpu(str(name)).total_bytes / 2**30
+        except KvdoctorError:
+            return False
+        return abs(size - float(total.value)) <= _PRINTED_TOTAL_SLACK
+
+    if holds(chosen["gpu"].value):
+        return
+    fitting = [v for v in dict.fromkeys(others) if holds(v)]
+    occ = next((o for o in gpu_occs if fitting and o.value == fitting[0]), None)
+    if len(fitting) == 1 and occ is not None:
+        alternatives["gpu"] = [v for v in others if v != fitting[0]] + [chosen["gpu"].value]
+        chosen["gpu"] = occ
 
 
 def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,

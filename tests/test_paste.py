@@ -839,6 +839,22 @@ def test_a_quantization_word_about_another_model_is_not_the_served_ones():
                       ).get("quantization") == "awq"
 
 
+def test_of_several_cards_named_the_one_holding_vllms_printed_total_is_the_run_s():
+    """A notebook headed "RTX 4090 48GB" whose Unsloth banner and vLLM log ran on an RTX 3090: vLLM's
+    printed total (23.68 GiB) is the 3090's torch total (23.69), not the 4090's (23.64); where the
+    printed total is the first-named card's, or none is printed, the first-named card stays."""
+    def paste(total: str | None) -> str:
+        return ("# RTX 4090 48GB\n[...]\n==((====))==  Unsloth 2025.8.4: Fast Qwen2 patching. vLLM: 0.10.0.\n"
+                "   \\\\   /|    NVIDIA GeForce RTX 3090. Num GPUs = 1. Max memory: 23.684 GB. Platform: Linux.\n"
+                + (f"INFO 08-16 20:01:30 [worker.py:295] the current vLLM instance can use total_gpu_memory "
+                   f"({total}GiB) x gpu_memory_utilization (0.78) = 18.47GiB\n" if total else ""))
+
+    assert read_paste(paste("23.68")).get("gpu") == "NVIDIA GeForce RTX 3090"
+    assert read_paste(paste("23.68")).extra["alternatives"]["gpu"] == ["RTX 4090"]
+    assert read_paste(paste("23.64")).get("gpu") == "RTX 4090"
+    assert read_paste(paste(None)).get("gpu") == "RTX 4090"
+
+
 def test_unslooths_load_in_4bit_says_bitsandbytes_only_when_true():
     """Unsloth's `FastLanguageModel.from_pretrained(..., load_in_4bit = True, fast_inference = True)`
     hands vLLM a bitsandbytes checkpoint; `load_in_4bit = False` (its 16-bit LoRA notebooks) names no
