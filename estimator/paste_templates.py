@@ -156,7 +156,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t("kv_cache_size", r"\b(?:[A-Z]{2,5})[ \n]+KV[ \n]+cache[ \n]+size:[ \n]*(?P<kv_tokens_capacity>" + INT + r")[ \n]+tokens(?!,[ \n]*Maximum)",
        P_CAPACITY, None, ("0.8.0", "0.28.0"), "v1"),
     _t("max_concurrency",
-       r"(?<!,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens[ \n]+per[ \n]+request:[ \n]*"
+       r"(?<!tokens,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens[ \n]+per[ \n]+request:[ \n]*"
        r"(?P<max_concurrency>" + NUM + r")[ \n]*x", P_CAPACITY),
     # Aphrodite (vLLM fork) worker.raise_if_cache_size_invalid logs block_size * num_gpu_blocks,
     # the same capacity V0's length check compares against max_model_len

@@ -698,6 +698,21 @@ def test_a_later_attempts_flags_do_not_describe_the_run_that_printed_the_numbers
     assert f.get("tensor_parallel_size") is None
 
 
+def test_a_concurrency_line_a_user_joined_to_another_figure_is_read():
+    """A forum bullet retelling two log lines on one ("==> Available KV cache memory: 4.53 GiB, Maximum
+    concurrency for 262,144 tokens per request: 0.56x"): the concurrency and its length are read. Only
+    0.28+'s own merged line ("GPU KV cache size: N tokens, Maximum concurrency …") is left to the
+    template that reads both of its figures."""
+    f = read_paste("  • max-num-batched-tokens=80K ==> Available KV cache memory: 4.53 GiB, Maximum concurrency "
+                   "for 262,144 tokens per request: 0.56x (nvidia-smi shows 14628MiB / 24576MiB)\n")
+    assert f.get("max_concurrency") == 0.56 and f.get("max_model_len") == 262_144
+    assert f.get("kv_available_gib") == 4.53
+    merged = read_paste("INFO 08-20 10:01:00 [kv_cache_utils.py:1733] GPU KV cache size: 314,187 tokens, Maximum "
+                        "concurrency for 8,192 tokens per request: 38.35x\n")
+    assert merged.values["max_concurrency"].source == "kv_cache_size_merged"
+    assert merged.get("kv_tokens_capacity") == 314_187
+
+
 def test_capacity_and_concurrency_that_disagree_date_the_paste_before_0_21():
     """From 0.21 "GPU KV cache size" is int(concurrency × max_model_len), so the two agree; a hybrid
     model's older figure (blocks ÷ groups × block size) need not: vllm#28228 printed 75,840 tokens
