@@ -258,7 +258,8 @@ def estimate_text(est: Estimate) -> str:
         f"GPU blocks: {est.gpu_blocks:,};  KV cache: {est.kv_cache_tokens:,} tokens;  "
         f"max concurrency at {est.max_model_len:,}: {est.max_concurrency:.2f}×",
         f"max_model_len {est.max_model_len:,}: {'fits' if est.fits else 'DOES NOT FIT'} "
-        f"(largest that fits: {est.max_model_len_fit:,}; needs {g(est.kv_needed_bytes)} GiB of KV)",
+        + (f"(needs {g(est.kv_needed_bytes)} GiB of the {g(m.kv_cache_bytes)} GiB KV cache)" if est.fits else
+           f"(largest that fits: {est.max_model_len_fit:,}; needs {g(est.kv_needed_bytes)} GiB of KV)"),
     ]
     if not est.fits and est.error_kind == "max_model_len_derived":
         lines.append("  — longer than the model's config allows: vLLM refuses the length before it looks at memory")

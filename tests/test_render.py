@@ -245,3 +245,24 @@ def test_the_non_torch_row_names_the_cards_own_libraries():
         labels[card] = next(r[0] for r in rows if r[0].startswith("Non-torch"))
     assert labels == {"Intel Arc Pro B70": "Non-torch (oneDNN, oneCCL…)", "RTX 4090": "Non-torch (cuBLAS, NCCL…)",
                       "MI300X": "Non-torch (hipBLAS, RCCL…)"}
+
+
+def test_the_estimate_table_quotes_a_largest_length_only_when_the_asked_one_does_not_fit():
+    """vLLM's binary search for the largest length is bounded by the length asked for, so for a length
+    that fits it only repeats it ("largest that fits: 16,384" beside a 446,656-token pool reads as a
+    limit); the table then says what the length needs of the pool. Qwen2-7B at 16,384 tokens: 28
+    layers × 4 KV heads × 128 × 2 × 2 B = 57,344 B per token × 16,384 = 0.88 GiB."""
+    from estimator.api import load_model, run_estimate
+    from estimator.render import estimate_text
+    from estimator.vllm import EngineSettings
+
+    spec = load_model("Qwen/Qwen2-7B-Instruct", offline=True).spec
+    est = run_estimate(spec, "A100 80GB", EngineSettings(vllm_version="0.10.1", max_model_len=16_384,
+                                                         gpu_memory_utilization=0.5))
+    text = estimate_text(est)
+    assert f"{57_344 * 16_384 / 2**30:.2f}" == "0.88"
+    assert f"fits (needs 0.88 GiB of the {est.kv_cache_bytes / 2**30:.2f} GiB KV cache)" in text
+    assert "largest that fits" not in text
+    short = estimate_text(run_estimate(spec, "A100 80GB", EngineSettings(vllm_version="0.10.1", max_model_len=32_768,
+                                                                         gpu_memory_utilization=0.2)))
+    assert "DOES NOT FIT (largest that fits: " in short
