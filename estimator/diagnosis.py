@@ -561,6 +561,35 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     return None, ""
 
 
+def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None) -> None:
+    """Unsloth started vLLM (flags.UNSLOTH_CALL): a fix is shown as the user's from_pretrained call with
+    Unsloth's own arguments, and one no argument of it can say (more GPUs, a quantization method,
+    max_num_seqs: Unsloth runs one GPU and sizes the batch itself) is dropped. A utilization fix maps
+    through the scale Unsloth applied (the user's value over the one it printed handing vLLM); without
+    both figures it is told in words."""
+    from estimator.flags import unsloth_call_with
+
+    given, handed = facts.extra.get("unsloth_gpu_memory_utilization"), facts.extra.get("unsloth_vllm_utilization")
+    scale = given / handed if given and handed else None
+    kept = []
+    for s in suggestions:
+        call = unsloth_call_with(facts.text, s["flags"], scale, model_id)
+        if call:
+            s["command"] = call
+        elif re.search(r"--(?:tensor|pipeline|data)-parallel-size|--quantization|--max-num-seqs|"
+                       r"--max-num-batched-tokens|--swap-space|--cpu-offload-gb|--enforce-eager|VLLM_",
+                       s["flags"]):
+            continue
+        else:
+            s["command"] = ""
+        if s["flags"].startswith("--gpu-memory-utilization") and handed:
+            s["why"] += (f"; Unsloth handed vLLM {handed:g} of the card" + (f" for your gpu_memory_utilization {given:g}"
+                         if given else "") + ": the gpu_memory_utilization you give FastLanguageModel.from_pretrained "
+                         "is scaled by the memory free when Unsloth starts vLLM")
+        kept.append(s)
+    suggestions[:] = kept
+
+
 def _in_users_command(suggestions: list[dict], facts, model_id: str | None = None, from_path: bool = False,
                       read_back: str = "") -> None:
     """Show each fix as the user's own command with the fix applied (their TP, model path and
@@ -572,6 +601,9 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     from estimator.advice import command_with
     from estimator.flags import llm_call_with, user_command
 
+    if facts.extra.get("launcher") == "unsloth":
+        _in_unsloth_call(suggestions, facts, model_id)
+        return
     if facts.extra.get("usage") == "llm":
         # the offline LLM(...) class: the fix in the user's own call, as keyword arguments
         for s in suggestions:

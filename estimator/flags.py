@@ -493,6 +493,12 @@ _KWARG = regex.compile(
     r"""(?x)(?<![\w.])([A-Za-z_]\w*)\s*=\s*
     (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|True|False|None)(?=\s*[,)\n#])""")
 
+# A keyword argument whose value may also be a name (`max_seq_length = max_seq_length`): a fix replaces
+# it rather than repeating the keyword, which Python refuses
+_KWARG_ANY = regex.compile(
+    r"""(?x)(?<![\w.])([A-Za-z_]\w*)\s*=\s*
+    (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|[A-Za-z_][\w.]*)(?=\s*[,)\n#])""")
+
 _NONDEFAULT = regex.compile(r"non-default args:\s*")
 _DICT_PAIR = regex.compile(
     r"""(?x)['"]([A-Za-z_]\w*)['"]\s*:\s*
@@ -808,12 +814,15 @@ def llm_call_with(text: str, flags: str) -> str | None:
     """User code's `LLM(...)` call with a fix applied — its keyword arguments kept as written, each
     one the fix sets replaced, the others appended — so an offline-class user gets the fix in the form
     they run it (None when the paste has no such call or the fix needs an environment variable)."""
-    call = _first(LLM_CLASS_CALL, text)
-    if call is None:
+    fix = _flag_values(flags)
+    if fix is None:
         return None
-    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
-    if end > len(text) or text[end - 1] != ")":
-        return None
+    return _call_with(text, LLM_CLASS_CALL, fix, lambda name: FLAG_KEYS.get(name.lower()))
+
+
+def _flag_values(flags: str) -> dict[str, str] | None:
+    """{settings key: Python literal} of a fix's flags; None when one is no vLLM flag or an
+    environment variable (no keyword argument can say it)."""
     try:
         words = shlex.split(flags)
     except ValueError:
@@ -833,21 +842,89 @@ def llm_call_with(text: str, flags: str) -> str | None:
             value = "False" if name.lstrip("-").startswith("no-") else "True"
         fix[key] = value if regex.fullmatch(r"-?\d+(?:\.\d+)?|True|False", value) else repr(value)
         i += 1
+    return fix
+
+
+def _call_with(text: str, call_pattern, fix: dict[str, str], key_of) -> str | None:
+    """The first call `call_pattern` finds with `fix` ({key: literal}) applied to its keyword
+    arguments: one whose name `key_of` maps to a fixed key gets the value, the rest are appended."""
+    call = _first(call_pattern, text)
+    if call is None:
+        return None
+    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
+    if end > len(text) or text[end - 1] != ")":
+        return None
+    fix = dict(fix)
     body = text[start:end - 1]
-    for m in reversed(list(_safe_finditer(_KWARG, body, limit=200))):
-        key = FLAG_KEYS.get(m.group(1).lower())
+    for m in reversed(list(_safe_finditer(_KWARG_ANY, body, limit=200))):
+        key = key_of(m.group(1))
         if key in fix and _depth_ok(body, 0, m.start()):
             body = body[:m.start("v")] + fix.pop(key) + body[m.end("v"):]
     if fix:
-        added = [f"{k}={v}" for k, v in fix.items()]
+        eq = " = " if regex.search(r"(?<![\w.])[A-Za-z_]\w*[ ]=[ ]", body) else "="     # the call's own spacing
+        added = [f"{k}{eq}{v}" for k, v in fix.items()]
         stripped = body.rstrip()
         if "\n" in stripped:
             indent = regex.search(r"\n([ \t]*)\S[^\n]*$", stripped)
             pad = indent.group(1) if indent else "    "
-            body = stripped.rstrip(",") + ",\n" + ",\n".join(pad + a for a in added) + ",\n"
+            head, _, last = stripped.rpartition("\n")
+            code, hash_, comment = last.partition(" #") if "'" not in last and '"' not in last else (last, "", "")
+            # the comma goes after the last argument, not into its trailing comment
+            last = code.rstrip().rstrip(",") + "," + (f" #{comment}" if hash_ else "")
+            body = (head + "\n" if head else "") + last + "\n" + ",\n".join(pad + a for a in added) + ",\n"
         else:
             body = stripped.rstrip(",") + (", " if stripped else "") + ", ".join(added)
     return text[call.start():start] + body + ")"
+
+
+# Unsloth's `FastLanguageModel.from_pretrained(..., fast_inference = True)` starts vLLM itself
+# (unsloth_zoo's vllm_utils.load_vllm): its own keyword arguments stand for vLLM's settings —
+# max_seq_length is max_model_len, float8_kv_cache = True is kv_cache_dtype fp8, and its
+# gpu_memory_utilization is scaled by the memory free at that moment before vLLM gets it ("Unsloth:
+# vLLM loading … with actual GPU utilization = 79.08%"). It runs one GPU and sets max_num_seqs,
+# max_num_batched_tokens and swap_space itself, so no argument of it says those.
+UNSLOTH_CALL = regex.compile(r"(?<![\w.])Fast(?:Language|Vision)?Model\.from_pretrained\s*\(")
+UNSLOTH_ARGS = {"max_model_len": "max_seq_length", "gpu_memory_utilization": "gpu_memory_utilization"}
+
+
+def unsloth_given_utilization(text: str) -> float | None:
+    """The gpu_memory_utilization the user's from_pretrained call passes Unsloth (None if unstated)."""
+    call = _first(UNSLOTH_CALL, text)
+    if call is None:
+        return None
+    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
+    for m in _safe_finditer(_KWARG, text, start, end, limit=100):
+        if m.group(1) == "gpu_memory_utilization" and _depth_ok(text, start, m.start()):
+            value = _literal(m.group("v"))
+            return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else None
+    return None
+
+
+def unsloth_call_with(text: str, flags: str, scale: float | None, model_id: str | None = None) -> str | None:
+    """The user's `FastLanguageModel.from_pretrained(...)` with a fix in Unsloth's own arguments (a bare
+    call naming `model_id` where the paste shows none), or None when the fix has none there (tensor
+    parallelism, a quantization method, max_num_seqs …). `scale`: Unsloth's gpu_memory_utilization per
+    unit of the one vLLM got (the user's value over the printed actual one); without it a utilization
+    fix has no argument."""
+    fix = _flag_values(flags)
+    if not fix:
+        return None
+    if _first(UNSLOTH_CALL, text) is None:
+        if not model_id:
+            return None
+        text = f'FastLanguageModel.from_pretrained(model_name = "{model_id}", fast_inference = True)'
+
+    out: dict[str, str] = {}
+    for key, value in fix.items():
+        if key == "kv_cache_dtype" and value.strip("'\"").lower() == "fp8":
+            out["float8_kv_cache"] = "True"
+        elif key == "gpu_memory_utilization" and scale:
+            out["gpu_memory_utilization"] = f"{min(0.99, float(value) * scale):.2f}"
+        elif key in UNSLOTH_ARGS and key != "gpu_memory_utilization":
+            out[UNSLOTH_ARGS[key]] = value
+        else:
+            return None
+    return _call_with(text, UNSLOTH_CALL, out, lambda name: name)
 
 
 def _literal(raw: str) -> object:

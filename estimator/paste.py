@@ -284,6 +284,8 @@ def _read(raw: str) -> Facts:
         extra["mamba_cache_mode"] = mamba_mode.group(1)
     if "LLM" in text and _search(_flags.LLM_CLASS_CALL, text) is not None and _search(_API_SERVER, raw) is None:
         extra["usage"] = "llm"
+    if "Unsloth" in text or "from_pretrained" in text:
+        _unsloth_launch(text, extra)
     async_line = _search(_ASYNC_SCHEDULING, text) if "scheduling is" in low else None
     if async_line is not None and "async_scheduling" not in xvals:
         extra["async_scheduling"] = async_line.group(1) == "enabled"
@@ -757,6 +759,28 @@ def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
 # cards of one size class by more (RTX 3090 23.69, RTX 4090 23.64 GiB)
 _PRINTED_TOTAL_SLACK = 0.02
 _TPL_NAMES = frozenset(t.name for t in _tpl.TEMPLATES)
+
+
+# Unsloth starting vLLM (unsloth_zoo vllm_utils.load_vllm): its banner line, or the user's
+# `FastLanguageModel.from_pretrained(..., fast_inference = True)`
+_UNSLOTH_LOADING = regex.compile(r"Unsloth: vLLM loading \S{1,300} with actual GPU utilization = (?P<u>\d{1,3}(?:\.\d{1,4})?)%")
+_FAST_INFERENCE = regex.compile(r"\bfast_inference[ \t]*=[ \t]*True\b")
+
+
+def _unsloth_launch(text: str, extra: dict) -> None:
+    """extra["launcher"] = "unsloth" where Unsloth started vLLM, with the utilization it handed vLLM
+    and the one the user gave from_pretrained (their ratio maps a utilization fix back to Unsloth's
+    argument: `flags.unsloth_call_with`)."""
+    loading = _search(_UNSLOTH_LOADING, text)
+    call = _search(_flags.UNSLOTH_CALL, text)
+    if loading is None and not (call is not None and _search(_FAST_INFERENCE, text[call.end():call.end() + 3000])):
+        return
+    extra["launcher"] = "unsloth"
+    if loading is not None and 0 < float(loading.group("u")) <= 100:
+        extra["unsloth_vllm_utilization"] = round(float(loading.group("u")) / 100, 4)
+    given = _flags.unsloth_given_utilization(text)
+    if given is not None:
+        extra["unsloth_gpu_memory_utilization"] = given
 
 
 def _gpu_by_printed_total(chosen: dict, alternatives: dict, gpu_occs: list[_Occ]) -> None:

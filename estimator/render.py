@@ -142,8 +142,9 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         body.append("")
         for i, s in enumerate(diag.suggestions, 1):
             body.append(f"{i}. `{s['flags']}` → {_effect(s)} — {s['why']}")
-            command = "\n".join("   " + line for line in str(s["command"]).splitlines())
-            body.append(f"   ```\n{command}\n   ```")
+            if s.get("command"):        # none where the tool that started vLLM has no argument for it
+                command = "\n".join("   " + line for line in str(s["command"]).splitlines())
+                body.append(f"   ```\n{command}\n   ```")
         body.append("")
     if not diag.disagrees:
         body += unchecked
@@ -210,7 +211,7 @@ def render_slack(diag) -> dict:
     for text in unchecked if disagrees else []:
         section(text)
     for i, s in enumerate(diag.suggestions[:8], 1):
-        section(f"*{i}.* `{s['flags']}` → {_effect(s)}\n_{s['why']}_\n```{s['command']}```")
+        section(f"*{i}.* `{s['flags']}` → {_effect(s)}\n_{s['why']}_" + (f"\n```{s['command']}```" if s.get("command") else ""))
     for text in [] if disagrees else unchecked:
         section(text)
     if diag.full_context:

@@ -1121,3 +1121,61 @@ def test_a_format_only_words_name_that_the_checkpoint_cannot_load_is_another_run
     flagged = diagnose(LUMIN_T4.replace('  - "half"', '  - "half"\n  - "--quantization"\n  - "awq"'), gpu="T4",
                        offline=True, explain=True)
     assert flagged.estimate["settings"]["quantization"] == "awq"
+
+
+UNSLOTH_RUN = '''max_seq_length = 2048
+model, tokenizer = FastLanguageModel.from_pretrained(
+    model_name = "meta-llama/Llama-3.2-3B-Instruct",
+    max_seq_length = max_seq_length,
+    load_in_4bit = False, # False for LoRA 16bit
+    fast_inference = True, # Enable vLLM fast inference
+    max_lora_rank = lora_rank,
+    gpu_memory_utilization = 0.9, # Reduce if out of memory
+)
+==((====))==  Unsloth 2025.3.17: Fast Llama patching. Transformers: 4.50.0. vLLM: 0.8.1.
+   \\\\   /|    NVIDIA A100-SXM4-40GB. Num GPUs = 1. Max memory: 39.557 GB. Platform: Linux.
+Unsloth: vLLM loading unsloth/Llama-3.2-3B-Instruct with actual GPU utilization = 79.08%
+INFO 03-21 09:45:55 [llm_engine.py:241] Initializing a V0 LLM engine (v0.8.1) with config: model='unsloth/Llama-3.2-3B-Instruct', dtype=torch.bfloat16, max_seq_len=2048, tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto
+INFO 03-21 09:45:59 [model_runner.py:1146] Model loading took 6.2472 GB and 2.406617 seconds
+INFO 03-21 09:46:02 [worker.py:267] the current vLLM instance can use total_gpu_memory (39.56GiB) x gpu_memory_utilization (0.79) = 31.28GiB
+INFO 03-21 09:46:02 [worker.py:267] model weights take 6.25GiB; non_torch_memory takes 0.09GiB; PyTorch activation peak memory takes 1.49GiB; the rest of the memory reserved for KV Cache is 23.46GiB.
+INFO 03-21 09:46:03 [executor_base.py:111] # cuda blocks: 13724, # CPU blocks: 3510
+'''
+
+
+def test_fixes_for_a_run_unsloth_started_are_written_in_unsloths_arguments():
+    """Unsloth started vLLM from FastLanguageModel.from_pretrained: each fix is that call with Unsloth's
+    own arguments (vLLM's utilization through the scale Unsloth applied: 0.9 given, 0.7908 handed),
+    and none needs another GPU — Unsloth runs vLLM on one."""
+    d = diagnose(UNSLOTH_RUN, offline=True, explain=True)
+    assert d.suggestions
+    for s in d.suggestions:
+        assert "--tensor-parallel-size" not in s["flags"] and "--quantization" not in s["flags"]
+        assert s["command"].startswith("FastLanguageModel.from_pretrained(")
+        assert "vllm serve" not in s["command"]
+    util = next(s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization"))
+    vllm_u = float(util["flags"].split()[1])
+    assert f"gpu_memory_utilization = {vllm_u * 0.9 / 0.7908:.2f}, # Reduce if out of memory" in util["command"]
+    assert "Unsloth handed vLLM 0.7908 of the card for your gpu_memory_utilization 0.9" in util["why"]
+    # the same log started by `vllm serve` keeps its tensor-parallel fix
+    served = diagnose(UNSLOTH_RUN.split("==((====))==")[1].split("\n", 3)[3], offline=True, explain=True,
+                      model="meta-llama/Llama-3.2-3B-Instruct")
+    assert any("--tensor-parallel-size" in s["flags"] for s in served.suggestions)
+
+
+def test_a_fix_unsloths_arguments_cannot_say_is_told_without_an_empty_command():
+    """Only Unsloth's banner, no from_pretrained call: the utilization Unsloth got cannot be mapped back
+    to the value the user gave it (unknown), so that fix is told in words, with no command block; the
+    fp8 KV fix is a bare from_pretrained call naming the model."""
+    from estimator.render import render_markdown, render_slack
+
+    banner_only = UNSLOTH_RUN.split("==((====))==", 1)[1]
+    d = diagnose("==((====))==" + banner_only, offline=True, explain=True, model="meta-llama/Llama-3.2-3B-Instruct")
+    util = next(s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization"))
+    assert util["command"] == ""
+    assert "Unsloth handed vLLM 0.7908 of the card: the gpu_memory_utilization you give" in util["why"]
+    fp8 = next(s for s in d.suggestions if "fp8" in s["flags"])
+    assert fp8["command"].endswith("fast_inference = True, float8_kv_cache = True)")
+    text = render_markdown(d)
+    assert "```\n\n   ```" not in text and "```\n   \n   ```" not in text
+    assert "``````" not in json.dumps(render_slack(d))

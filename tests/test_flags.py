@@ -255,3 +255,38 @@ def test_a_fix_is_written_into_the_users_llm_call():
         '    max_model_len=8192,\n)'
     assert llm_call_with(many, "VLLM_USE_V1=0 --max-model-len 8192") is None   # no place for an env var
     assert llm_call_with("vllm serve m --max-model-len 4096", "--max-model-len 2048") is None
+
+
+def test_a_fix_appended_after_a_commented_argument_keeps_the_comment_and_the_spacing():
+    """The comma after the last argument goes before its trailing comment (after it, it would be part
+    of the comment and the appended argument a syntax error), and the call's own `key = value`
+    spacing is kept."""
+    code = 'llm = LLM(\n    model = "m",\n    max_model_len = 4096 # fits on a T4\n)\n'
+    assert llm_call_with(code, "--enforce-eager") == \
+        'LLM(\n    model = "m",\n    max_model_len = 4096, # fits on a T4\n    enforce_eager = True,\n)'
+
+
+def test_a_fix_is_written_in_unsloths_own_arguments():
+    """Unsloth's from_pretrained starts vLLM (unsloth_zoo vllm_utils.load_vllm): max_seq_length is
+    vLLM's max_model_len, float8_kv_cache = True its fp8 KV cache, and its gpu_memory_utilization
+    reaches vLLM scaled (0.9 given, 79.08% handed): vLLM's 0.81 is 0.81 × 0.9 / 0.7908 = 0.9219 of
+    Unsloth's. Tensor parallelism, a quantization method or max_num_seqs have no argument there."""
+    from estimator.flags import unsloth_call_with, unsloth_given_utilization
+
+    code = ('model, tokenizer = FastLanguageModel.from_pretrained(\n    model_name = "meta-llama/Llama-3.2-3B-Instruct",\n'
+            '    max_seq_length = max_seq_length,\n    fast_inference = True, # Enable vLLM fast inference\n'
+            '    gpu_memory_utilization = 0.9, # Reduce if out of memory\n)\n')
+    assert unsloth_given_utilization(code) == 0.9
+    scale = 0.9 / 0.7908
+    assert f"{0.81 * scale:.2f}" == "0.92"
+    assert "gpu_memory_utilization = 0.92, # Reduce if out of memory" in unsloth_call_with(
+        code, "--gpu-memory-utilization 0.81", scale)
+    assert unsloth_call_with(code, "--max-model-len 1024 --kv-cache-dtype fp8", scale).endswith(
+        "    max_seq_length = 1024,\n    fast_inference = True, # Enable vLLM fast inference\n"
+        "    gpu_memory_utilization = 0.9, # Reduce if out of memory\n    float8_kv_cache = True,\n)")
+    for flags in ("--tensor-parallel-size 2", "--quantization fp8", "--max-num-seqs 64"):
+        assert unsloth_call_with(code, flags, scale) is None
+    assert unsloth_call_with(code, "--gpu-memory-utilization 0.81", None) is None   # no scale known
+    # no call in the paste (only Unsloth's banner): a bare one naming the model
+    assert unsloth_call_with("Unsloth: vLLM loading x", "--kv-cache-dtype fp8", None, "org/m") == \
+        'FastLanguageModel.from_pretrained(model_name = "org/m", fast_inference = True, float8_kv_cache = True)'
