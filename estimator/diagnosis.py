@@ -403,7 +403,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
     if est is not None:
-        _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path, read_back=read_back)
+        _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path, read_back=read_back,
+                          compute_capability=est.compute_capability)
         est.suggestions = suggestions
     if est is not None and kind in ("kv_capacity_v0", "kv_capacity_v1"):
         from estimator.advice import full_context_plan
@@ -561,7 +562,11 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
     return None, ""
 
 
-def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None) -> None:
+# unsloth_zoo vllm_utils.load_vllm refuses float8_kv_cache below compute capability 8.0
+UNSLOTH_FP8_KV_MIN_CC = 8.0
+
+
+def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None, compute_capability: str | None) -> None:
     """Unsloth started vLLM (flags.UNSLOTH_CALL): a fix is shown as the user's from_pretrained call with
     Unsloth's own arguments, and one no argument of it can say (more GPUs, a quantization method,
     max_num_seqs: Unsloth runs one GPU and sizes the batch itself) is dropped. A utilization fix maps
@@ -571,8 +576,13 @@ def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None) -> No
 
     given, handed = facts.extra.get("unsloth_gpu_memory_utilization"), facts.extra.get("unsloth_vllm_utilization")
     scale = given / handed if given and handed else None
+    from estimator.memory import cc_number
+
+    cc = cc_number(compute_capability)
     kept = []
     for s in suggestions:
+        if "--kv-cache-dtype fp8" in s["flags"] and cc is not None and cc < UNSLOTH_FP8_KV_MIN_CC:
+            continue    # load_vllm: "Your GPU is too old for float8 KV cache! Set it to False."
         call = unsloth_call_with(facts.text, s["flags"], scale, model_id)
         if call:
             s["command"] = call
@@ -591,7 +601,7 @@ def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None) -> No
 
 
 def _in_users_command(suggestions: list[dict], facts, model_id: str | None = None, from_path: bool = False,
-                      read_back: str = "") -> None:
+                      read_back: str = "", compute_capability: str | None = None) -> None:
     """Show each fix as the user's own command with the fix applied (their TP, model path and
     other flags kept), when the paste holds a `vllm serve` command; without one, a command that
     serves the local path the user's run served, not the repo id kvdoctor read it as (a log's
@@ -602,7 +612,7 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     from estimator.flags import llm_call_with, user_command
 
     if facts.extra.get("launcher") == "unsloth":
-        _in_unsloth_call(suggestions, facts, model_id)
+        _in_unsloth_call(suggestions, facts, model_id, compute_capability)
         return
     if facts.extra.get("usage") == "llm":
         # the offline LLM(...) class: the fix in the user's own call, as keyword arguments

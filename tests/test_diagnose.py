@@ -1179,3 +1179,29 @@ def test_a_fix_unsloths_arguments_cannot_say_is_told_without_an_empty_command():
     text = render_markdown(d)
     assert "```\n\n   ```" not in text and "```\n   \n   ```" not in text
     assert "``````" not in json.dumps(render_slack(d))
+
+
+def test_unsloth_on_a_card_below_8_0_gets_no_float8_kv_cache_fix():
+    """unsloth_zoo's load_vllm refuses float8_kv_cache below compute capability 8.0 ("Your GPU is too
+    old for float8 KV cache!"): on a T4 (7.5) no fix sets it; on an A100 (8.0) one does. Lines of an
+    Unsloth GRPO notebook run on a Colab T4 (vLLM 0.7.3)."""
+    t4_run = '''max_seq_length = 1024
+model, tokenizer = FastLanguageModel.from_pretrained(
+    model_name = "unsloth/meta-Llama-3.1-8B-Instruct",
+    max_seq_length = max_seq_length,
+    load_in_4bit = True, # False for LoRA 16bit
+    fast_inference = True, # Enable vllm fast inference
+    gpu_memory_utilization = 0.9, # Reduce if out of memory
+)
+   \\\\   /|    Tesla T4. Num GPUs = 1. Max memory: 14.741 GB. Platform: Linux.
+Unsloth: vLLM loading unsloth/meta-llama-3.1-8b-instruct-unsloth-bnb-4bit with actual GPU utilization = 59.43%
+INFO 03-07 09:37:57 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with config: model='unsloth/meta-llama-3.1-8b-instruct-unsloth-bnb-4bit', dtype=torch.float16, max_seq_len=1024, quantization=bitsandbytes, enforce_eager=False, kv_cache_dtype=auto
+INFO 03-07 09:39:34 model_runner.py:1115] Loading model weights took 5.5976 GB
+INFO 03-07 09:39:49 worker.py:267] the current vLLM instance can use total_gpu_memory (14.74GiB) x gpu_memory_utilization (0.59) = 8.76GiB
+INFO 03-07 09:39:49 worker.py:267] model weights take 5.60GiB; non_torch_memory takes 0.03GiB; PyTorch activation peak memory takes 0.74GiB; the rest of the memory reserved for KV Cache is 2.39GiB.
+INFO 03-07 09:39:50 executor_base.py:111] # cuda blocks: 1224, # CPU blocks: 1024
+'''
+    d = diagnose(t4_run, offline=True, explain=True)
+    assert d.suggestions and not any("fp8" in s["flags"] for s in d.suggestions)
+    assert any("fp8" in s["flags"] and "float8_kv_cache = True" in s["command"]
+               for s in diagnose(UNSLOTH_RUN, offline=True, explain=True).suggestions)
