@@ -412,7 +412,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         plan = full_context_plan(est)
         if plan:
             full = f"{est.max_model_len:,} tokens need {plan['kv_needed_bytes'] / GiB:,.2f} GiB of KV per GPU"
-            if plan["plans"]:
+            if facts.extra.get("launcher") == "unsloth":
+                full += "; Unsloth starts vLLM on one GPU, so that needs a card with that much room beside the weights"
+            elif plan["plans"]:
                 p = plan["plans"][0]
                 full += (f"; with {p['tensor_parallel_size']}× {p['gpu']} and `--tensor-parallel-size "
                          f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens per request pool")

@@ -285,7 +285,7 @@ def _read(raw: str) -> Facts:
     if "LLM" in text and _search(_flags.LLM_CLASS_CALL, text) is not None and _search(_API_SERVER, raw) is None:
         extra["usage"] = "llm"
     if "Unsloth" in text or "from_pretrained" in text:
-        _unsloth_launch(text, extra)
+        _unsloth_launch(text, extra, occs)
     async_line = _search(_ASYNC_SCHEDULING, text) if "scheduling is" in low else None
     if async_line is not None and "async_scheduling" not in xvals:
         extra["async_scheduling"] = async_line.group(1) == "enabled"
@@ -767,17 +767,20 @@ _UNSLOTH_LOADING = regex.compile(r"Unsloth: vLLM loading \S{1,300} with actual G
 _FAST_INFERENCE = regex.compile(r"\bfast_inference[ \t]*=[ \t]*True\b")
 
 
-def _unsloth_launch(text: str, extra: dict) -> None:
+def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
     """extra["launcher"] = "unsloth" where Unsloth started vLLM, with the utilization it handed vLLM
     and the one the user gave from_pretrained (their ratio maps a utilization fix back to Unsloth's
-    argument: `flags.unsloth_call_with`)."""
+    argument: `flags.unsloth_call_with`). The handed one is vLLM's gpu_memory_utilization where vLLM's
+    own lines do not print it: the `gpu_memory_utilization = 0.9` of the user's call is Unsloth's."""
     loading = _search(_UNSLOTH_LOADING, text)
     call = _search(_flags.UNSLOTH_CALL, text)
     if loading is None and not (call is not None and _search(_FAST_INFERENCE, text[call.end():call.end() + 3000])):
         return
     extra["launcher"] = "unsloth"
     if loading is not None and 0 < float(loading.group("u")) <= 100:
-        extra["unsloth_vllm_utilization"] = round(float(loading.group("u")) / 100, 4)
+        extra["unsloth_vllm_utilization"] = u = round(float(loading.group("u")) / 100, 4)
+        occs.append(_Occ("gpu_memory_utilization", u, loading.start("u"), loading.end("u"), "unsloth_loading",
+                         _tpl.P_LOAD))
     given = _flags.unsloth_given_utilization(text)
     if given is not None:
         extra["unsloth_gpu_memory_utilization"] = given

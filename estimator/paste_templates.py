@@ -209,6 +209,10 @@ TEMPLATES: tuple[Template, ...] = (
        r"Unsloth:[ \n]+Using[ \n]+conservativeness[ \n]+=[ \n]+" + NUM + r"\.?[ \n]+Chunked[ \n]+prefill[ \n]+tokens[ \n]+=[ \n]+"
        r"(?P<max_num_batched_tokens>" + INT + r")\.[ \n]+Num[ \n]+Sequences[ \n]+=[ \n]+(?P<max_num_seqs>" + INT + r")",
        P_CONFIG, None, None, None, False),
+    # Unsloth's banner: "NVIDIA GeForce RTX 3090. Num GPUs = 1. Max memory: 23.684 GB. Platform: Linux." — torch's
+    # total_memory in GiB, rounded to 3 places (vLLM's own line beside it prints 23.68 GiB)
+    _t("unsloth_max_memory", r"Max[ \n]+memory:[ \n]*(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GB\.[ \n]+Platform",
+       P_CONFIG, None, None, None, False),
     _t("long_context_warning", r"The[ \n]+model[ \n]+has[ \n]+a[ \n]+long[ \n]+context[ \n]+length[ \n]+\((?P<max_model_len>" + INT + r")\)",
        P_CAPACITY, None, None, None, False),
     # 4.8 TP divisibility and quantized-shape errors
@@ -316,6 +320,6 @@ ANCHORS: dict[str, str] = {
     "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling": "profiling", "chunked_prefill_tb": "chunked",
     "long_context_warning": "context", "tp_heads": "divisible", "pp_layers": "divisible", "quant_shape": "quantiz",
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
-    "shared_mem_max_len": "shared memory",
+    "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory",
     "tb_lt_len": "max_num_batched_tokens", "tb_lt_seqs": "max_num_batched_tokens", "api_server_version": "version",
 }

@@ -1205,3 +1205,30 @@ INFO 03-07 09:39:50 executor_base.py:111] # cuda blocks: 1224, # CPU blocks: 102
     assert d.suggestions and not any("fp8" in s["flags"] for s in d.suggestions)
     assert any("fp8" in s["flags"] and "float8_kv_cache = True" in s["command"]
                for s in diagnose(UNSLOTH_RUN, offline=True, explain=True).suggestions)
+
+
+def test_the_whole_context_plan_for_unsloth_proposes_no_more_gpus():
+    """Unsloth starts vLLM on one GPU: a context the card cannot hold gets no tensor-parallel plan. The
+    T4 notebook's run with max_seq_length 32,768: its 1,224 blocks hold 19,584 tokens (V0's error)."""
+    run = '''model, tokenizer = FastLanguageModel.from_pretrained(
+    model_name = "unsloth/meta-Llama-3.1-8B-Instruct",
+    max_seq_length = 32768,
+    load_in_4bit = True,
+    fast_inference = True,
+    gpu_memory_utilization = 0.9,
+)
+   \\\\   /|    Tesla T4. Num GPUs = 1. Max memory: 14.741 GB. Platform: Linux.
+Unsloth: vLLM loading unsloth/meta-llama-3.1-8b-instruct-unsloth-bnb-4bit with actual GPU utilization = 59.43%
+INFO 03-07 09:37:57 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with config: model='unsloth/meta-llama-3.1-8b-instruct-unsloth-bnb-4bit', dtype=torch.float16, max_seq_len=32768, quantization=bitsandbytes, enforce_eager=False, kv_cache_dtype=auto
+INFO 03-07 09:39:50 executor_base.py:111] # cuda blocks: 1224, # CPU blocks: 1024
+ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (19584). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+'''
+    assert 1224 * 16 == 19_584
+    d = diagnose(run, offline=True, explain=True)
+    assert d.error_kind == "kv_capacity_v0"
+    assert "Unsloth starts vLLM on one GPU" in d.full_context
+    assert "--tensor-parallel-size" not in d.full_context
+    # the same run without Unsloth's lines (and its call not Unsloth's): the plan names more GPUs
+    plain = "\n".join(line for line in run.splitlines() if "Unsloth" not in line and "Max memory" not in line)
+    plain = plain.replace("FastLanguageModel.from_pretrained", "dict")
+    assert "--tensor-parallel-size" in diagnose(plain, offline=True, explain=True, gpu="Tesla T4").full_context

@@ -856,8 +856,9 @@ def test_a_quantization_word_about_another_model_is_not_the_served_ones():
 
 def test_of_several_cards_named_the_one_holding_vllms_printed_total_is_the_run_s():
     """A notebook headed "RTX 4090 48GB" whose Unsloth banner and vLLM log ran on an RTX 3090: vLLM's
-    printed total (23.68 GiB) is the 3090's torch total (23.69), not the 4090's (23.64); where the
-    printed total is the first-named card's, or none is printed, the first-named card stays."""
+    printed total (23.68 GiB) is the 3090's torch total (23.69), not the 4090's (23.64) — and so is the
+    banner's own "Max memory: 23.684 GB" without vLLM's line; where the printed total is the first-named
+    card's, or none is printed, the first-named card stays."""
     def paste(total: str | None) -> str:
         return ("# RTX 4090 48GB\n[...]\n==((====))==  Unsloth 2025.8.4: Fast Qwen2 patching. vLLM: 0.10.0.\n"
                 "   \\\\   /|    NVIDIA GeForce RTX 3090. Num GPUs = 1. Max memory: 23.684 GB. Platform: Linux.\n"
@@ -867,7 +868,10 @@ def test_of_several_cards_named_the_one_holding_vllms_printed_total_is_the_run_s
     assert read_paste(paste("23.68")).get("gpu") == "NVIDIA GeForce RTX 3090"
     assert read_paste(paste("23.68")).extra["alternatives"]["gpu"] == ["RTX 4090"]
     assert read_paste(paste("23.64")).get("gpu") == "RTX 4090"
-    assert read_paste(paste(None)).get("gpu") == "RTX 4090"
+    assert read_paste(paste(None)).get("gpu") == "NVIDIA GeForce RTX 3090"
+    no_total = paste(None).replace(" Max memory: 23.684 GB.", "")
+    assert read_paste(no_total).get("total_gpu_memory_gib") is None
+    assert read_paste(no_total).get("gpu") == "RTX 4090"
 
 
 def test_unslooths_load_in_4bit_says_bitsandbytes_only_when_true():
@@ -1093,3 +1097,23 @@ def test_a_variable_vllms_own_log_line_names_is_not_the_runs_environment():
     assert "env" not in read_paste(log).extra
     user = read_paste("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 vllm serve Qwen/Qwen3-8B\n" + log)
     assert user.extra["env"] == {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}
+
+
+def test_unsloths_lines_give_vllms_utilization_and_the_cards_total():
+    """Unsloth hands vLLM its own utilization ("Unsloth: vLLM loading … with actual GPU utilization =
+    55.0%"), not the gpu_memory_utilization = 0.6 of the user's from_pretrained call; vLLM's own line, where
+    pasted, says it to two places. Its banner's "Max memory: 23.684 GB" is torch's total in GiB (vLLM's
+    line beside it prints 23.68 GiB)."""
+    call = ('model, tokenizer = FastLanguageModel.from_pretrained(\n    model_name = "meta-llama/Llama-3.1-8B-Instruct",\n'
+            "    fast_inference = True,\n    gpu_memory_utilization = 0.6,\n)\n")
+    banner = "   \\\\   /|    NVIDIA GeForce RTX 3090. Num GPUs = 1. Max memory: 23.684 GB. Platform: Linux.\n"
+    loading = "Unsloth: vLLM loading meta-llama/Llama-3.1-8B-Instruct with actual GPU utilization = 55.0%\n"
+    f = read_paste(call + banner + loading)
+    assert f.get("gpu_memory_utilization") == 0.55 and f.get("total_gpu_memory_gib") == 23.684
+    assert f.extra["launcher"] == "unsloth" and f.extra["unsloth_gpu_memory_utilization"] == 0.6
+    budget = ("INFO 03-21 09:46:02 [worker.py:267] the current vLLM instance can use total_gpu_memory (23.68GiB) x "
+              "gpu_memory_utilization (0.55) = 13.02GiB\n")
+    g = read_paste(call + banner + loading + budget)
+    assert g.values["gpu_memory_utilization"].source == "v0_budget" and g.get("total_gpu_memory_gib") == 23.68
+    # without Unsloth's loading line the call's value is all there is
+    assert read_paste(call).get("gpu_memory_utilization") == 0.6
