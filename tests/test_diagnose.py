@@ -1123,16 +1123,16 @@ def test_a_format_only_words_name_that_the_checkpoint_cannot_load_is_another_run
     assert flagged.estimate["settings"]["quantization"] == "awq"
 
 
-UNSLOTH_RUN = '''max_seq_length = 2048
-model, tokenizer = FastLanguageModel.from_pretrained(
-    model_name = "meta-llama/Llama-3.2-3B-Instruct",
-    max_seq_length = max_seq_length,
-    load_in_4bit = False, # False for LoRA 16bit
-    fast_inference = True, # Enable vLLM fast inference
-    max_lora_rank = lora_rank,
-    gpu_memory_utilization = 0.9, # Reduce if out of memory
-)
-==((====))==  Unsloth 2025.3.17: Fast Llama patching. Transformers: 4.50.0. vLLM: 0.8.1.
+def unsloth_call(model: str, seq: int, four_bit: bool, lora: bool = False) -> str:
+    """The from_pretrained cell of Unsloth's GRPO notebooks."""
+    return (f"max_seq_length = {seq}\nmodel, tokenizer = FastLanguageModel.from_pretrained(\n"
+            f'    model_name = "{model}",\n    max_seq_length = max_seq_length,\n'
+            f"    load_in_4bit = {four_bit}, # False for LoRA 16bit\n    fast_inference = True, # Enable vLLM fast inference\n"
+            + ("    max_lora_rank = lora_rank,\n" if lora else "")
+            + "    gpu_memory_utilization = 0.9, # Reduce if out of memory\n)\n")
+
+
+UNSLOTH_RUN = unsloth_call("meta-llama/Llama-3.2-3B-Instruct", 2048, False, lora=True) + '''==((====))==  Unsloth 2025.3.17: Fast Llama patching. Transformers: 4.50.0. vLLM: 0.8.1.
    \\\\   /|    NVIDIA A100-SXM4-40GB. Num GPUs = 1. Max memory: 39.557 GB. Platform: Linux.
 Unsloth: vLLM loading unsloth/Llama-3.2-3B-Instruct with actual GPU utilization = 79.08%
 INFO 03-21 09:45:55 [llm_engine.py:241] Initializing a V0 LLM engine (v0.8.1) with config: model='unsloth/Llama-3.2-3B-Instruct', dtype=torch.bfloat16, max_seq_len=2048, tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto
@@ -1185,15 +1185,7 @@ def test_unsloth_on_a_card_below_8_0_gets_no_float8_kv_cache_fix():
     """unsloth_zoo's load_vllm refuses float8_kv_cache below compute capability 8.0 ("Your GPU is too
     old for float8 KV cache!"): on a T4 (7.5) no fix sets it; on an A100 (8.0) one does. Lines of an
     Unsloth GRPO notebook run on a Colab T4 (vLLM 0.7.3)."""
-    t4_run = '''max_seq_length = 1024
-model, tokenizer = FastLanguageModel.from_pretrained(
-    model_name = "unsloth/meta-Llama-3.1-8B-Instruct",
-    max_seq_length = max_seq_length,
-    load_in_4bit = True, # False for LoRA 16bit
-    fast_inference = True, # Enable vllm fast inference
-    gpu_memory_utilization = 0.9, # Reduce if out of memory
-)
-   \\\\   /|    Tesla T4. Num GPUs = 1. Max memory: 14.741 GB. Platform: Linux.
+    t4_run = unsloth_call("unsloth/meta-Llama-3.1-8B-Instruct", 1024, True) + '''   \\\\   /|    Tesla T4. Num GPUs = 1. Max memory: 14.741 GB. Platform: Linux.
 Unsloth: vLLM loading unsloth/meta-llama-3.1-8b-instruct-unsloth-bnb-4bit with actual GPU utilization = 59.43%
 INFO 03-07 09:37:57 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with config: model='unsloth/meta-llama-3.1-8b-instruct-unsloth-bnb-4bit', dtype=torch.float16, max_seq_len=1024, quantization=bitsandbytes, enforce_eager=False, kv_cache_dtype=auto
 INFO 03-07 09:39:34 model_runner.py:1115] Loading model weights took 5.5976 GB
