@@ -575,26 +575,21 @@ def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None, compu
     through the scale Unsloth applied (the user's value over the one it printed handing vLLM); without
     both figures it is told in words."""
     from estimator.flags import unsloth_call_with
+    from estimator.memory import cc_number
 
     given, handed = facts.extra.get("unsloth_gpu_memory_utilization"), facts.extra.get("unsloth_vllm_utilization")
     scale = given / handed if given and handed else None
-    from estimator.memory import cc_number
-
     cc = cc_number(compute_capability)
     kept = []
     for s in suggestions:
         if "--kv-cache-dtype fp8" in s["flags"] and cc is not None and cc < UNSLOTH_FP8_KV_MIN_CC:
             continue    # load_vllm: "Your GPU is too old for float8 KV cache! Set it to False."
+        utilization = s["flags"].startswith("--gpu-memory-utilization")
         call = unsloth_call_with(facts.text, s["flags"], scale, model_id)
-        if call:
-            s["command"] = call
-        elif re.search(r"--(?:tensor|pipeline|data)-parallel-size|--quantization|--max-num-seqs|"
-                       r"--max-num-batched-tokens|--swap-space|--cpu-offload-gb|--enforce-eager|VLLM_",
-                       s["flags"]):
-            continue
-        else:
-            s["command"] = ""
-        if s["flags"].startswith("--gpu-memory-utilization") and handed:
+        if not call and not utilization:
+            continue    # more GPUs, a quantization method, max_num_seqs …: no argument of from_pretrained
+        s["command"] = call or ""   # a utilization Unsloth's scale cannot map back: told in words below
+        if utilization and handed:
             s["why"] += (f"; Unsloth handed vLLM {handed:g} of the card" + (f" for your gpu_memory_utilization {given:g}"
                          if given else "") + ": the gpu_memory_utilization you give FastLanguageModel.from_pretrained "
                          "is scaled by the memory free when Unsloth starts vLLM")

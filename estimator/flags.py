@@ -884,7 +884,7 @@ def _call_with(text: str, call_pattern, fix: dict[str, str], key_of) -> str | No
 # vLLM loading … with actual GPU utilization = 79.08%"). It runs one GPU and sets max_num_seqs,
 # max_num_batched_tokens and swap_space itself, so no argument of it says those.
 UNSLOTH_CALL = regex.compile(r"(?<![\w.])Fast(?:Language|Vision)?Model\.from_pretrained\s*\(")
-UNSLOTH_ARGS = {"max_model_len": "max_seq_length", "gpu_memory_utilization": "gpu_memory_utilization"}
+UNSLOTH_ARGS = {"max_model_len": "max_seq_length"}      # beside float8_kv_cache and the scaled utilization
 
 
 def unsloth_given_utilization(text: str) -> float | None:
@@ -920,7 +920,7 @@ def unsloth_call_with(text: str, flags: str, scale: float | None, model_id: str 
             out["float8_kv_cache"] = "True"
         elif key == "gpu_memory_utilization" and scale:
             out["gpu_memory_utilization"] = f"{min(0.99, float(value) * scale):.2f}"
-        elif key in UNSLOTH_ARGS and key != "gpu_memory_utilization":
+        elif key in UNSLOTH_ARGS:
             out[UNSLOTH_ARGS[key]] = value
         else:
             return None

@@ -754,13 +754,6 @@ def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
         extra["gpu_processes"] = info.processes
 
 
-# vLLM prints the torch total with two decimals; one card's variants (PCIe or SXM, the driver's
-# reservation) differ by about 0.01 GiB (an A100-PCIE-40GB printed 39.38, the SXM4 gives 39.39), two
-# cards of one size class by more (RTX 3090 23.69, RTX 4090 23.64 GiB)
-_PRINTED_TOTAL_SLACK = 0.02
-_TPL_NAMES = frozenset(t.name for t in _tpl.TEMPLATES)
-
-
 # Unsloth starting vLLM (unsloth_zoo vllm_utils.load_vllm): its banner line, or the user's
 # `FastLanguageModel.from_pretrained(..., fast_inference = True)`
 _UNSLOTH_LOADING = regex.compile(r"Unsloth: vLLM loading \S{1,300} with actual GPU utilization = (?P<u>\d{1,3}(?:\.\d{1,4})?)%")
@@ -784,6 +777,13 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
     given = _flags.unsloth_given_utilization(text)
     if given is not None:
         extra["unsloth_gpu_memory_utilization"] = given
+
+
+# vLLM prints the torch total with two decimals; one card's variants (PCIe or SXM, the driver's
+# reservation) differ by about 0.01 GiB (an A100-PCIE-40GB printed 39.38, the SXM4 gives 39.39), two
+# cards of one size class by more (RTX 3090 23.69, RTX 4090 23.64 GiB)
+_PRINTED_TOTAL_SLACK = 0.02
+_TPL_NAMES = frozenset(t.name for t in _tpl.TEMPLATES)
 
 
 def _gpu_by_printed_total(chosen: dict, alternatives: dict, gpu_occs: list[_Occ]) -> None:
