@@ -155,6 +155,11 @@ TEMPLATES: tuple[Template, ...] = (
        P_CAPACITY, None, ("0.28.0", None), "v1"),
     _t("kv_cache_size", r"\b(?:[A-Z]{2,5})[ \n]+KV[ \n]+cache[ \n]+size:[ \n]*(?P<kv_tokens_capacity>" + INT + r")[ \n]+tokens(?!,[ \n]*Maximum)",
        P_CAPACITY, None, ("0.8.0", "0.28.0"), "v1"),
+    # V1's stat logger once the engine is up (v1/metrics/loggers.py log_engine_initialized, 0.10–0.11 wheels):
+    # cache_config.num_gpu_blocks, the blocks every worker allocated
+    _t("v1_num_gpu_blocks",
+       r"vllm[ \n]+cache_config_info[ \n]+with[ \n]+initialization[ \n]+after[ \n]+num_gpu_blocks[ \n]+is:[ \n]*"
+       r"(?P<gpu_blocks>" + INT + r")", P_CAPACITY, None, None, "v1"),
     _t("max_concurrency",
        r"(?<!tokens,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens[ \n]+per[ \n]+request:[ \n]*"
        r"(?P<max_concurrency>" + NUM + r")[ \n]*x", P_CAPACITY),
@@ -320,6 +325,6 @@ ANCHORS: dict[str, str] = {
     "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling": "profiling", "chunked_prefill_tb": "chunked",
     "long_context_warning": "context", "tp_heads": "divisible", "pp_layers": "divisible", "quant_shape": "quantiz",
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
-    "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory",
+    "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory", "v1_num_gpu_blocks": "cache_config_info",
     "tb_lt_len": "max_num_batched_tokens", "tb_lt_seqs": "max_num_batched_tokens", "api_server_version": "version",
 }

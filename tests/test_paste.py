@@ -1117,3 +1117,14 @@ def test_unsloths_lines_give_vllms_utilization_and_the_cards_total():
     assert g.values["gpu_memory_utilization"].source == "v0_budget" and g.get("total_gpu_memory_gib") == 23.68
     # without Unsloth's loading line the call's value is all there is
     assert read_paste(call).get("gpu_memory_utilization") == 0.6
+
+
+def test_v1s_engine_initialized_line_gives_the_block_count():
+    """0.10–0.11's stat logger prints the blocks once the engine is up ("Engine 000: vllm cache_config_info
+    with initialization after num_gpu_blocks is: 1546", v1/metrics/loggers.py): DeepSeek-R1-Distill-Qwen-32B
+    on an L40S, 6.04 GiB = 1,546 blocks × 16 tokens × 262,144 B (64 layers × 8 KV heads × 128 × 2 × 2 B)."""
+    assert round(1546 * 16 * 262_144 / 2**30, 2) == 6.04
+    f = read_paste("(EngineCore_DP0 pid=239442) INFO 06-21 08:43:20 [gpu_worker.py:298] Available KV cache memory: "
+                   "6.04 GiB\n(APIServer pid=238615) INFO 06-21 08:43:35 [loggers.py:147] Engine 000: vllm "
+                   "cache_config_info with initialization after num_gpu_blocks is: 1546\n")
+    assert f.get("gpu_blocks") == 1546 and f.get("kv_cache_gib") == 6.04
