@@ -90,7 +90,8 @@ class Suggestion:
 # fix was checked with them, so a command without them would run another configuration.
 _CONTEXT_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "kv_cache_dtype",
                  "cpu_offload_gb", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
-                 "max_num_batched_tokens", "dtype", "block_size", "kv_cache_memory_bytes", "mamba_cache_mode")
+                 "max_num_batched_tokens", "dtype", "block_size", "kv_cache_memory_bytes", "mamba_cache_mode",
+                 "max_loras", "max_lora_rank")
 # Boolean settings repeated when the user's run set them (the V0-era `--enable-chunked-prefill False`
 # is left out: off was V0's default for short contexts).
 _CONTEXT_SWITCHES = (("enforce_eager", True, "--enforce-eager"),
@@ -98,7 +99,8 @@ _CONTEXT_SWITCHES = (("enforce_eager", True, "--enforce-eager"),
                      ("enable_prefix_caching", True, "--enable-prefix-caching"),
                      ("enable_prefix_caching", False, "--no-enable-prefix-caching"),
                      ("async_scheduling", False, "--no-async-scheduling"),
-                     ("enable_expert_parallel", True, "--enable-expert-parallel"))
+                     ("enable_expert_parallel", True, "--enable-expert-parallel"),
+                     ("enable_lora", True, "--enable-lora"))
 
 
 def context_flags(est: Estimate, changed: set[str]) -> list[str]:

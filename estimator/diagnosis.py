@@ -121,8 +121,12 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     if f("enforce_eager") is not None:
         s.enforce_eager = bool(f("enforce_eager"))
     # Read as extras (not fact keys): engine arguments that change the memory arithmetic.
-    for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel", "async_scheduling"):
+    for key in ("enable_prefix_caching", "enable_chunked_prefill", "enable_expert_parallel", "async_scheduling",
+                "enable_lora"):
         if isinstance(facts.extra.get(key), bool):
+            setattr(s, key, facts.extra[key])
+    for key in ("max_loras", "max_lora_rank"):
+        if isinstance(facts.extra.get(key), int) and not isinstance(facts.extra.get(key), bool):
             setattr(s, key, facts.extra[key])
     if facts.extra.get("usage") == "llm":
         s.usage = "llm"         # the offline LLM class: its own V1 defaults (vllm/engine/arg_utils.py)
@@ -807,6 +811,9 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         est.assumptions.insert(0, capped)
     if unquantized:
         est.assumptions.append(unquantized)
+    if settings.enable_lora and facts.extra.get("lora_rank_assumed"):
+        est.assumptions.append(f"the paste does not show the max_lora_rank Unsloth passed vLLM: its from_pretrained "
+                               f"default {settings.max_lora_rank} assumed for the LoRA slots")
     if held is not None:
         est.assumptions.append(f"the paste names the {named} without its size, but vLLM loaded "
                                f"{overrides['weights_bytes'] / GiB:.2f} GiB of weights per GPU, more than that "

@@ -87,6 +87,9 @@ FLAG_KEYS: dict[str, str] = {
     "performance_mode": "performance_mode",
     "attention_backend": "attention_backend",
     "max_logprobs": "max_logprobs",
+    "enable_lora": "enable_lora",
+    "max_loras": "max_loras",
+    "max_lora_rank": "max_lora_rank",
     "seed": "seed",
     "port": "port",
     "host": "host",
@@ -115,13 +118,13 @@ _ALL_FLAGS: tuple[str, ...] = tuple(sorted(set(FLAG_KEYS) | set(_OTHER_FLAGS)))
 BOOL_KEYS = frozenset({
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "trust_remote_code",
     "enable_expert_parallel", "disable_custom_all_reduce", "disable_hybrid_kv_cache_manager",
-    "calculate_kv_scales", "async_scheduling", "language_model_only",
+    "calculate_kv_scales", "async_scheduling", "language_model_only", "enable_lora",
 })
 INT_KEYS = frozenset({
     "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
     "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_cache_memory_bytes",
     "max_seq_len_to_capture", "num_gpu_blocks_override", "max_logprobs", "seed", "port",
-    "num_speculative_tokens",
+    "num_speculative_tokens", "max_loras", "max_lora_rank",
 })
 FLOAT_KEYS = frozenset({"gpu_memory_utilization", "cpu_offload_gb", "swap_space"})
 
@@ -884,6 +887,7 @@ def _call_with(text: str, call_pattern, fix: dict[str, str], key_of) -> str | No
 # vLLM loading … with actual GPU utilization = 79.08%"). It runs one GPU and sets max_num_seqs,
 # max_num_batched_tokens and swap_space itself, so no argument of it says those.
 UNSLOTH_CALL = regex.compile(r"(?<![\w.])Fast(?:Language|Vision)?Model\.from_pretrained\s*\(")
+UNSLOTH_DEFAULT_LORA_RANK = 64        # FastLanguageModel.from_pretrained's max_lora_rank (unsloth/models/loader.py)
 UNSLOTH_ARGS = {"max_model_len": "max_seq_length"}      # beside float8_kv_cache and the scaled utilization
 
 
@@ -897,6 +901,25 @@ def unsloth_given_utilization(text: str) -> float | None:
         if m.group(1) == "gpu_memory_utilization" and _depth_ok(text, start, m.start()):
             value = _literal(m.group("v"))
             return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else None
+    return None
+
+
+def unsloth_lora_rank(text: str) -> int | None:
+    """The max_lora_rank the user's from_pretrained call gives Unsloth: a number, or a name the paste
+    assigns one (`lora_rank = 32` … `max_lora_rank = lora_rank`); None where the call sets none."""
+    call = _first(UNSLOTH_CALL, text)
+    if call is None:
+        return None
+    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
+    for m in _safe_finditer(_KWARG_ANY, text, start, end, limit=100):
+        if m.group(1) != "max_lora_rank" or not _depth_ok(text, start, m.start()):
+            continue
+        value = m.group("v")
+        if not value.isdigit():
+            named = _first(regex.compile(r"(?m)^[ \t]*" + regex.escape(value) + r"[ \t]*=[ \t]*(\d{1,4})\b"),
+                           text[:call.start()])
+            value = named.group(1) if named else ""
+        return int(value) if value.isdigit() and 0 < int(value) <= 4096 else None
     return None
 
 

@@ -1052,6 +1052,39 @@ def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profil
     return out
 
 
+# --enable-lora's defaults (vllm/config LoRAConfig): one adapter slot of rank 16
+LORA_DEFAULT_MAX_LORAS = 1
+LORA_DEFAULT_RANK = 16
+
+
+def lora_buffer_bytes(spec: ModelSpec, s: EngineSettings, dtype_b: int, assumptions: list[str]) -> int:
+    """The adapter slots --enable-lora allocates while the model loads (so inside "Model loading took"):
+    vllm/lora/layers.py create_lora_weights stacks, for each adapted linear and each of its slices,
+    A = max_loras × rank × input and B = max_loras × output × rank in the model dtype — the column-
+    parallel q/k/v and gate/up split their outputs over TP, the row-parallel o and down their inputs.
+    Counted for dense standard-attention models; the embedding / lm_head slots (vocabulary × rank) and
+    MoE experts' or other layers' adapters are not (said)."""
+    if not s.enable_lora:
+        return 0
+    loras = s.max_loras or LORA_DEFAULT_MAX_LORAS
+    r = s.max_lora_rank or LORA_DEFAULT_RANK
+    if spec.moe is not None or spec.uses_mla or spec.is_hybrid_state or not spec.intermediate_size:
+        assumptions.append(f"--enable-lora: vLLM also allocates adapter slots (rank {r}) at load for this "
+                           "architecture's layers; kvdoctor does not size them here, so the weights can be larger")
+        return 0
+    tp = max(1, s.tensor_parallel_size)
+    h, inter = spec.hidden_size, spec.intermediate_size
+    q_out, kv_out = spec.num_attention_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
+    a = 3 * h + q_out // tp + 2 * h + inter // tp                 # qkv, o, gate_up, down: rank × input each
+    b = (q_out + 2 * kv_out) // tp + h + 2 * inter // tp + h      # output × rank each
+    layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size))
+    total = loras * r * (a + b) * layers * dtype_b
+    assumptions.append(f"--enable-lora: {loras} adapter slot(s) of rank {r} on q/k/v/o/gate/up/down take "
+                       f"{total / GiB:.2f} GiB at load (vllm/lora/layers.py), counted with the weights; the "
+                       "embedding and lm_head slots are not")
+    return total
+
+
 def deepstack_buffer_bytes(spec: ModelSpec, s: EngineSettings, profile: Profile, dtype_b: int) -> int:
     """Qwen3-VL's deepstack buffers (qwen3_vl.py, 0.11.0–0.33 alike): one [max_num_batched_tokens, text
     hidden] tensor per deepstack level, made with the model in its dtype and so inside vLLM's "Model
@@ -1938,6 +1971,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if layout.dsv4 is not None and profile.engine == "v1":
         model_weights += deepseek_v4_load_buffers(spec, s, profile)
     model_weights += deepstack_buffer_bytes(spec, s, profile, mdb)
+    model_weights += lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [])
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \

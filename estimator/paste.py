@@ -222,7 +222,7 @@ def _read(raw: str) -> Facts:
                        "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching",
                        "enable_expert_parallel", "speculative_config", "speculative_model", "num_speculative_tokens",
                        "limit_mm_per_prompt", "async_scheduling", "mamba_cache_mode", "language_model_only",
-                       "performance_mode", "attention_backend"):
+                       "performance_mode", "attention_backend", "enable_lora", "max_loras", "max_lora_rank"):
             xvals.setdefault(s.key, []).append((s.span[0], s.value))
     _, dumps = _flags.scan_config_dump(text)
     for eng, ver, span in dumps:
@@ -777,6 +777,13 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
     given = _flags.unsloth_given_utilization(text)
     if given is not None:
         extra["unsloth_gpu_memory_utilization"] = given
+    # Unsloth's vLLM serves its LoRA adapters: load_vllm's enable_lora, with the max_lora_rank from_pretrained
+    # passes (the call's, else its default: unsloth/models/loader.py max_lora_rank = 64)
+    rank = _flags.unsloth_lora_rank(text)
+    extra.setdefault("enable_lora", True)
+    if rank is None:
+        extra["lora_rank_assumed"] = True
+    extra.setdefault("max_lora_rank", rank or _flags.UNSLOTH_DEFAULT_LORA_RANK)
 
 
 # vLLM prints the torch total with two decimals; one card's variants (PCIe or SXM, the driver's

@@ -568,6 +568,10 @@ class EngineSettings:
     enable_chunked_prefill: bool | None = None
     enable_prefix_caching: bool | None = None
     enable_expert_parallel: bool = False
+    # --enable-lora / --max-loras (1) / --max-lora-rank (16): the adapter buffers vLLM allocates at load
+    enable_lora: bool = False
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
     async_scheduling: bool | None = None          # --[no-]async-scheduling; None = vLLM's default
     mamba_cache_mode: str | None = None           # --mamba-cache-mode all|align|none (0.15+); None = derived
     performance_mode: str | None = None           # --performance-mode balanced|interactivity|throughput (0.17+)
@@ -613,6 +617,7 @@ _FIELDS = {
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "swap_space", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
     "async_scheduling", "mamba_cache_mode", "performance_mode", "attention_backend", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
+    "enable_lora", "max_loras", "max_lora_rank",
 }
 
 

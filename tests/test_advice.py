@@ -828,3 +828,14 @@ def test_a_019_graph_capture_oom_offers_vllms_opt_in_and_a_utilization_that_leav
     util = [s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization")]
     total = d.estimate["gpu"]["total_bytes"]
     assert util and util[0]["flags"] == f"--gpu-memory-utilization {int((0.9 - 2.36 * 2**30 / total - 0.01) * 100) / 100}"
+
+
+def test_a_fix_for_a_lora_run_keeps_its_adapter_flags():
+    """The adapter slots are part of what each fix was checked with (memory.lora_buffer_bytes), so a fix's
+    command for a run started with --enable-lora --max-lora-rank 64 repeats them."""
+    spec = load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec
+    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.10.1", max_model_len=131072,
+                                                       enable_lora=True, max_lora_rank=64))
+    assert not est.fits
+    fixes = suggest(est)
+    assert fixes and all("--enable-lora" in f.full_flags and "--max-lora-rank 64" in f.full_flags for f in fixes)

@@ -1224,3 +1224,11 @@ ValueError: The model's max seq len (32768) is larger than the maximum number of
     plain = "\n".join(line for line in run.splitlines() if "Unsloth" not in line and "Max memory" not in line)
     plain = plain.replace("FastLanguageModel.from_pretrained", "dict")
     assert "--tensor-parallel-size" in diagnose(plain, offline=True, explain=True, gpu="Tesla T4").full_context
+
+
+def test_an_unsloth_run_without_its_lora_rank_says_the_default_it_assumed():
+    """UNSLOTH_RUN passes `max_lora_rank = lora_rank` without the assignment: Unsloth's from_pretrained
+    default (64) is assumed for the adapter slots, and said; the weights vLLM printed stay as read."""
+    d = diagnose(UNSLOTH_RUN, offline=True, explain=True)
+    assert any("does not show the max_lora_rank" in a and "default 64" in a for a in d.assumptions)
+    assert abs(d.estimate["memory"]["weights_bytes"] / 2**30 - 6.2472) < 0.01

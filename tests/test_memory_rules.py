@@ -1658,3 +1658,35 @@ def test_qwen3_vl_deepstack_buffers_are_loaded_with_the_model():
     text_only = EngineSettings(vllm_version="0.20.0", max_num_batched_tokens=2048,
                                limit_mm_per_prompt={"image": 0, "video": 0})
     assert deepstack_buffer_bytes(vl, text_only, profile_for("0.20.0"), 2) == 0
+
+
+def test_lora_adapter_slots_are_counted_with_the_weights():
+    """--enable-lora (vllm/lora/layers.py create_lora_weights): per adapted linear and slice,
+    A = max_loras × rank × input and B = max_loras × output × rank, model dtype. Llama-3.2-3B (hidden
+    3,072, 24 × 128 q, 8 × 128 k/v, MLP 8,192, 28 layers) at rank 64: A per layer 64 × (3 × 3,072 + 3,072 +
+    2 × 3,072 + 8,192) = 1,703,936, B 64 × (3,072 + 2 × 1,024 + 3,072 + 2 × 8,192 + 3,072) = 1,769,472, × 28
+    layers × 2 B = 194,510,848 B (0.18 GiB) — an Unsloth notebook's run (rank 64, A100) printed 6.2473 GiB
+    where the checkpoint alone is 6.02. Under TP 2 the column outputs and row inputs halve; MoE models
+    are said, not sized."""
+    from estimator.memory import lora_buffer_bytes
+
+    spec = load("meta-llama/Llama-3.2-3B-Instruct")
+    per_layer = 64 * (3 * 3072 + 3072 + 2 * 3072 + 8192) + 64 * (3072 + 2 * 1024 + 3072 + 2 * 8192 + 3072)
+    assert per_layer * 28 * 2 == 194_510_848
+    notes: list[str] = []
+    s = EngineSettings(vllm_version="0.8.1", enable_lora=True, max_lora_rank=64)
+    assert lora_buffer_bytes(spec, s, 2, notes) == 194_510_848
+    assert "rank 64" in notes[0] and "0.18 GiB" in notes[0]
+    assert lora_buffer_bytes(spec, EngineSettings(vllm_version="0.8.1"), 2, []) == 0
+    tp2 = 64 * (3 * 3072 + 1536 + 2 * 3072 + 4096) + 64 * (2560 + 3072 + 8192 + 3072)
+    assert lora_buffer_bytes(spec, s.replace(tensor_parallel_size=2), 2, []) == tp2 * 28 * 2
+    # two slots of the default rank 16
+    assert lora_buffer_bytes(spec, EngineSettings(enable_lora=True, max_loras=2), 2, []) == 2 * 16 * per_layer // 64 * 28 * 2
+    moe_notes: list[str] = []
+    assert lora_buffer_bytes(load("Qwen/Qwen3-30B-A3B"), s, 2, moe_notes) == 0 and "does not size them" in moe_notes[0]
+    base = estimate(spec, gpu_total_bytes=int(39.56 * GiB), settings=EngineSettings(
+        vllm_version="0.8.1", engine="v0", dtype="bfloat16", max_model_len=2048))
+    lora = estimate(spec, gpu_total_bytes=int(39.56 * GiB), settings=EngineSettings(
+        vllm_version="0.8.1", engine="v0", dtype="bfloat16", max_model_len=2048, enable_lora=True, max_lora_rank=64))
+    assert lora.weights_bytes - base.weights_bytes == 194_510_848
+    assert abs(lora.weights_bytes / GiB - 6.2473) < 0.06

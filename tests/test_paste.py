@@ -1128,3 +1128,18 @@ def test_v1s_engine_initialized_line_gives_the_block_count():
                    "6.04 GiB\n(APIServer pid=238615) INFO 06-21 08:43:35 [loggers.py:147] Engine 000: vllm "
                    "cache_config_info with initialization after num_gpu_blocks is: 1546\n")
     assert f.get("gpu_blocks") == 1546 and f.get("kv_cache_gib") == 6.04
+
+
+def test_lora_settings_are_read_from_flags_and_from_unsloths_call():
+    """`--enable-lora --max-lora-rank 64 --max-loras 2` on a command line; Unsloth's from_pretrained serves
+    LoRA adapters with the max_lora_rank it passes — a number, a name the paste assigns (`lora_rank = 32`),
+    else its default 64 (said as assumed)."""
+    f = read_paste("vllm serve meta-llama/Llama-3.1-8B-Instruct --enable-lora --max-lora-rank 64 --max-loras 2\n")
+    assert (f.extra["enable_lora"], f.extra["max_lora_rank"], f.extra["max_loras"]) == (True, 64, 2)
+    cell = ("lora_rank = 32 # Larger rank = smarter, but slower\nmodel, tokenizer = FastLanguageModel.from_pretrained(\n"
+            '    model_name = "unsloth/Qwen3-4B-Base",\n    fast_inference = True,\n    max_lora_rank = lora_rank,\n)\n')
+    g = read_paste(cell)
+    assert (g.extra["enable_lora"], g.extra["max_lora_rank"]) == (True, 32) and "lora_rank_assumed" not in g.extra
+    h = read_paste(cell.replace("lora_rank = 32 # Larger rank = smarter, but slower\n", ""))
+    assert (h.extra["max_lora_rank"], h.extra["lora_rank_assumed"]) == (64, True)
+    assert "enable_lora" not in read_paste("vllm serve meta-llama/Llama-3.1-8B-Instruct\n").extra
