@@ -133,8 +133,6 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     return out
 
 
-
-
 # A flag whose name ends in the word key/token/secret/password (--api-key, --hf-token, --hf_token): not
 # --max-num-batched-tokens, --tokenizer or --long-prefill-token-threshold, whose values are settings.
 _SECRET_FLAG = re.compile(r"(?i)^--?(?:[a-z0-9]+[-_])*(?:api[-_]?key|key|token|secret|password|passwd)$")

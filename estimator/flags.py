@@ -502,6 +502,8 @@ _KWARG_ANY = regex.compile(
     r"""(?x)(?<![\w.])([A-Za-z_]\w*)\s*=\s*
     (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|[A-Za-z_][\w.]*)(?=\s*[,)\n#])""")
 
+_SPACED_KWARG = regex.compile(r"(?<![\w.])[A-Za-z_]\w*[ ]=[ ]")
+
 _NONDEFAULT = regex.compile(r"non-default args:\s*")
 _DICT_PAIR = regex.compile(
     r"""(?x)['"]([A-Za-z_]\w*)['"]\s*:\s*
@@ -864,7 +866,7 @@ def _call_with(text: str, call_pattern, fix: dict[str, str], key_of) -> str | No
         if key in fix and _depth_ok(body, 0, m.start()):
             body = body[:m.start("v")] + fix.pop(key) + body[m.end("v"):]
     if fix:
-        eq = " = " if regex.search(r"(?<![\w.])[A-Za-z_]\w*[ ]=[ ]", body) else "="     # the call's own spacing
+        eq = " = " if _first(_SPACED_KWARG, body) else "="     # the call's own spacing
         added = [f"{k}{eq}{v}" for k, v in fix.items()]
         stripped = body.rstrip()
         if "\n" in stripped:
@@ -891,36 +893,33 @@ UNSLOTH_DEFAULT_LORA_RANK = 64        # FastLanguageModel.from_pretrained's max_
 UNSLOTH_ARGS = {"max_model_len": "max_seq_length"}      # beside float8_kv_cache and the scaled utilization
 
 
-def unsloth_given_utilization(text: str) -> float | None:
+# `lora_rank = 32` on a line of its own: a name the user's call passes instead of a number
+_INT_ASSIGNMENT = regex.compile(r"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(\d{1,4})\b")
+
+
+def unsloth_call_kwargs(text: str) -> dict[str, str] | None:
+    """The top-level keyword arguments of the user's first from_pretrained call as written ({name: value};
+    a name the paste assigns a number before the call is replaced by that number), None without one."""
+    call = _first(UNSLOTH_CALL, text)
+    if call is None:
+        return None
+    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
+    names = {m.group(1): m.group(2) for m in _safe_finditer(_INT_ASSIGNMENT, text, 0, call.start(), limit=200)}
+    return {m.group(1): names.get(m.group("v"), m.group("v"))
+            for m in _safe_finditer(_KWARG_ANY, text, start, end, limit=100) if _depth_ok(text, start, m.start())}
+
+
+def unsloth_given_utilization(kwargs: dict[str, str]) -> float | None:
     """The gpu_memory_utilization the user's from_pretrained call passes Unsloth (None if unstated)."""
-    call = _first(UNSLOTH_CALL, text)
-    if call is None:
-        return None
-    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
-    for m in _safe_finditer(_KWARG, text, start, end, limit=100):
-        if m.group(1) == "gpu_memory_utilization" and _depth_ok(text, start, m.start()):
-            value = _literal(m.group("v"))
-            return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else None
-    return None
+    value = _literal(kwargs.get("gpu_memory_utilization", "None"))
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1 else None
 
 
-def unsloth_lora_rank(text: str) -> int | None:
-    """The max_lora_rank the user's from_pretrained call gives Unsloth: a number, or a name the paste
-    assigns one (`lora_rank = 32` … `max_lora_rank = lora_rank`); None where the call sets none."""
-    call = _first(UNSLOTH_CALL, text)
-    if call is None:
-        return None
-    start, end = call.end(), _balanced_end(text, call.end(), "(", ")")
-    for m in _safe_finditer(_KWARG_ANY, text, start, end, limit=100):
-        if m.group(1) != "max_lora_rank" or not _depth_ok(text, start, m.start()):
-            continue
-        value = m.group("v")
-        if not value.isdigit():
-            named = _first(regex.compile(r"(?m)^[ \t]*" + regex.escape(value) + r"[ \t]*=[ \t]*(\d{1,4})\b"),
-                           text[:call.start()])
-            value = named.group(1) if named else ""
-        return int(value) if value.isdigit() and 0 < int(value) <= 4096 else None
-    return None
+def unsloth_lora_rank(kwargs: dict[str, str]) -> int | None:
+    """The max_lora_rank the user's from_pretrained call gives Unsloth — a number, or a name the paste
+    assigns one (`lora_rank = 32` … `max_lora_rank = lora_rank`); None where it says none."""
+    value = kwargs.get("max_lora_rank", "")
+    return int(value) if value.isdigit() and 0 < int(value) <= 4096 else None
 
 
 def unsloth_call_with(text: str, flags: str, scale: float | None, model_id: str | None = None) -> str | None:

@@ -289,7 +289,7 @@ def _mig_slice(text: str, m) -> Gpu:
         parent = lookup_gpu(rest) if rest else None
     except UnknownGpu:
         parent = None
-    row = next((r for r in _rows() if r.name == parent.name), None) if parent is not None else None
+    row = _index().get(_norm(parent.name)) if parent is not None else None
     if parent is None or row is None or not row.marketed_gb or gb > row.marketed_gb:
         g = _from_nominal_gb(gb)
         return dataclasses.replace(g, name=f"MIG {profile} slice",

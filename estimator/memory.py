@@ -41,6 +41,7 @@ from estimator.vllm import (
     NEWEST,
     NEWEST_WORDS,
     QUANT_METHOD_REMOVED,
+    SAMPLER_BYTES_FLASHINFER,
     SAMPLER_BYTES_V0,
     V1_SAMPLER_PROFILED_FROM,
     V2_RUNNER_ENCODER_PROFILED_FROM,
@@ -56,6 +57,7 @@ from estimator.vllm import (
     graphs_budgeted,
     installed_flashinfer_sampler,
     kv_dtype_exists,
+    native_sampler_bytes,
     parse_version,
     performance_mode,
     profile_for,
@@ -1013,6 +1015,10 @@ def _unnamed_sampler_note(spec: ModelSpec, profile: Profile, s: EngineSettings, 
     if s.flashinfer_sampler is not None or profile.engine != "v1" \
             or not FLASHINFER_SAMPLER_ANY_FROM <= profile.version < FLASHINFER_SAMPLER_OPT_IN_FROM:
         return
+    rows = min(s.max_num_seqs or 256, s.max_num_batched_tokens or 2048)
+    if rows * spec.vocab_size * (native_sampler_bytes(profile.version, rows) - SAMPLER_BYTES_FLASHINFER) \
+            < SAMPLER_NOTE_MIN:
+        return      # the samplers cannot differ by that much: no second profile estimate
     alt = activation_peak(spec, profile, dataclasses.replace(s, flashinfer_sampler=True), model_dtype_bytes, [],
                           max_len=max_len)
     if act - alt >= SAMPLER_NOTE_MIN:

@@ -757,7 +757,6 @@ def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
 # Unsloth starting vLLM (unsloth_zoo vllm_utils.load_vllm): its banner line, or the user's
 # `FastLanguageModel.from_pretrained(..., fast_inference = True)`
 _UNSLOTH_LOADING = regex.compile(r"Unsloth: vLLM loading \S{1,300} with actual GPU utilization = (?P<u>\d{1,3}(?:\.\d{1,4})?)%")
-_FAST_INFERENCE = regex.compile(r"\bfast_inference[ \t]*=[ \t]*True\b")
 
 
 def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
@@ -766,20 +765,20 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
     argument: `flags.unsloth_call_with`). The handed one is vLLM's gpu_memory_utilization where vLLM's
     own lines do not print it: the `gpu_memory_utilization = 0.9` of the user's call is Unsloth's."""
     loading = _search(_UNSLOTH_LOADING, text)
-    call = _search(_flags.UNSLOTH_CALL, text)
-    if loading is None and not (call is not None and _search(_FAST_INFERENCE, text[call.end():call.end() + 3000])):
+    kwargs = _flags.unsloth_call_kwargs(text) or {}
+    if loading is None and kwargs.get("fast_inference") != "True":
         return
     extra["launcher"] = "unsloth"
     if loading is not None and 0 < float(loading.group("u")) <= 100:
         extra["unsloth_vllm_utilization"] = u = round(float(loading.group("u")) / 100, 4)
         occs.append(_Occ("gpu_memory_utilization", u, loading.start("u"), loading.end("u"), "unsloth_loading",
                          _tpl.P_LOAD))
-    given = _flags.unsloth_given_utilization(text)
+    given = _flags.unsloth_given_utilization(kwargs)
     if given is not None:
         extra["unsloth_gpu_memory_utilization"] = given
     # Unsloth's vLLM serves its LoRA adapters: load_vllm's enable_lora, with the max_lora_rank from_pretrained
     # passes (the call's, else its default: unsloth/models/loader.py max_lora_rank = 64)
-    rank = _flags.unsloth_lora_rank(text)
+    rank = _flags.unsloth_lora_rank(kwargs)
     extra.setdefault("enable_lora", True)
     if rank is None:
         extra["lora_rank_assumed"] = True

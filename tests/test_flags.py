@@ -271,12 +271,12 @@ def test_a_fix_is_written_in_unsloths_own_arguments():
     vLLM's max_model_len, float8_kv_cache = True its fp8 KV cache, and its gpu_memory_utilization
     reaches vLLM scaled (0.9 given, 79.08% handed): vLLM's 0.81 is 0.81 × 0.9 / 0.7908 = 0.9219 of
     Unsloth's. Tensor parallelism, a quantization method or max_num_seqs have no argument there."""
-    from estimator.flags import unsloth_call_with, unsloth_given_utilization
+    from estimator.flags import unsloth_call_kwargs, unsloth_call_with, unsloth_given_utilization
 
     code = ('model, tokenizer = FastLanguageModel.from_pretrained(\n    model_name = "meta-llama/Llama-3.2-3B-Instruct",\n'
             '    max_seq_length = max_seq_length,\n    fast_inference = True, # Enable vLLM fast inference\n'
             '    gpu_memory_utilization = 0.9, # Reduce if out of memory\n)\n')
-    assert unsloth_given_utilization(code) == 0.9
+    assert unsloth_given_utilization(unsloth_call_kwargs(code)) == 0.9
     scale = 0.9 / 0.7908
     assert f"{0.81 * scale:.2f}" == "0.92"
     assert "gpu_memory_utilization = 0.92, # Reduce if out of memory" in unsloth_call_with(
