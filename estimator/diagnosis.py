@@ -463,8 +463,12 @@ def modelled_version(stated: str | None, hint, engine: str | None,
                      posted: str | None = None) -> tuple[str | None, str]:
     """(version to model, why) from the version the paste states, its message formats (`hint`)
     and its date. A build of main has no version of its own: its date says which release it became."""
-    from estimator.vllm import NEWEST, branched_release, is_main_build, release_after
+    from estimator.vllm import NEWEST, branched_release, is_main_build, release_after, series_release
 
+    series = series_release(stated, posted)
+    if series:
+        return series, (f"vLLM {str(stated).strip()} names a series: modelled as {series}, its newest release"
+                        + (f" by the post's date ({str(posted)[:10]})" if posted else ""))
     became = release_after(posted) if stated and is_main_build(stated) else None
     if became:
         return became, (f"vLLM {stated} is a build of main (no release number); posted {str(posted)[:10]}, "
@@ -560,6 +564,12 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
             span = str(hi) if lo == hi else f"{lo or '?'}–{hi}"
             return str(hi), f"version not stated; the message format{dated or ' points'} to vLLM {span}: modelled as {hi}"
         if lo and parse_version(lo) > parse_version(V0_ASSUMED):
+            if dated:
+                # V0 chosen on a release where V1 is the default (VLLM_USE_V1=0, or a fallback): the
+                # newest release of the post's day, as for V1 — 0.8.0–0.8.2 and 0.8.3+ profile
+                # multimodal models differently (vllm.V0_TEXT_ONLY_DUMMY)
+                return str(hi), (f"version not stated; the V0 message format{dated} to vLLM {lo}–{hi}: "
+                                 f"modelled as {hi}")
             return str(lo), f"version not stated; the V0 message format points to vLLM ≥ {lo}: modelled as {lo}"
         return V0_ASSUMED, (f"the message format is vLLM's V0 engine; version not stated, so V0 rules of "
                             f"{V0_ASSUMED} (the last release where V0 was the default)")

@@ -526,6 +526,9 @@ _KV_PAIR = regex.compile(
 
 # A JSON config's model entry (Triton's vLLM backend model.json, an engine-args file): only the quoted
 # key form, so prose such as "model: the 7B one" is not read as a model.
+# a key that is the right operand of arithmetic in a message ("max_num_batched_tokens / max_num_seqs = 5120",
+# V0's multimodal profiling warning) names the result, not that setting
+_OPERAND_BEFORE = regex.compile(r"[\w)][ \t]*(?:/{1,2}|\*)[ \t]*\Z")
 _JSON_MODEL = regex.compile(r'"model"[ \t]*:[ \t]*"(?P<v>[^"\n]{1,300})"')
 _API_BODY = regex.compile(r'"(?:messages|prompt|max_tokens|temperature)"[ \t]*:|\bcurl\b')
 
@@ -1132,6 +1135,8 @@ def scan_key_values(text: str) -> list[Setting]:
             continue          # Mixed-Case words are prose, not keys
         # `--max-model-len …` is a flag (read by scan_commands), not a key=value pair
         if text[max(0, m.start() - 2): m.start()] == "--":
+            continue
+        if _OPERAND_BEFORE.search(text[max(0, m.start() - 40): m.start()]):
             continue
         value = normalise(key, m.group("v").rstrip(".,;"))
         if value is not None:

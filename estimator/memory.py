@@ -68,6 +68,7 @@ from estimator.vllm import (
     sampler_bytes,
     unlisted_architecture_note,
     v0_chunked_prefill,
+    v0_text_only_dummy,
     v2_sampler_bytes,
     version_text,
 )
@@ -922,6 +923,13 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                                                                       assumptions, max_len)
     encoder += pixels + pixel_copy
     tokens = tb
+    if profile.engine == "v0" and mm_tokens and v0_text_only_dummy(profile.version, spec.model_type, mm_tokens, tb):
+        assumptions.append(f"V0 profile run: one dummy prompt's {mm_tokens:,} media tokens exceed "
+                           f"max_num_batched_tokens {tb:,}, so vLLM {profile.release} profiles a text-only prompt of "
+                           f"{tb:,} tokens (\"too short to hold the multi-modal embeddings\" in its log): the vision "
+                           "encoder's peak is not set aside, and the first large image must find room at run time")
+        encoder = mm_tokens = 0
+        seqs = 1
     if profile.engine == "v0" and mm_tokens:
         # V0 profiles multimodal models with fewer, media-carrying dummy sequences:
         # max_num_seqs → min(S, Tb // max_mm_tokens), at least 1 (vllm/worker/model_runner.py), and a

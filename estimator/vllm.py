@@ -256,6 +256,21 @@ def release_at(day: str | None) -> str | None:
     return newest
 
 
+_SERIES = re.compile(r"^\s*v?(\d+)\.(\d+)\.(?:x|\*)\s*$", re.I)
+
+
+def series_release(text: str | None, day: str | None = None) -> str | None:
+    """A version stated as a series ("0.8.x", "0.10.*"): its newest release published by `day` (the
+    post's date), else the series' newest; None when `text` is no series or the series has no release
+    (by that day)."""
+    m = _SERIES.match(str(text or ""))
+    if not m:
+        return None
+    key, prefix = iso_day(day) if day else None, (int(m.group(1)), int(m.group(2)))
+    found = [v for v, published in RELEASES if parse_version(v)[:2] == prefix and (not key or published <= key)]
+    return found[-1] if found else None
+
+
 def parse_version(text: str | None) -> tuple[int, int, int]:
     """'0.8.5.dev169+gce17db808' → (0, 8, 5). Builds without a release number ('0.1.dev2…', '0.0.0+local')
     count as newest, and so do the words people use for them or for the newest release ("latest",
@@ -886,6 +901,36 @@ BNB_MOE_FROM = (0, 10, 1)
 # the first V2 runner whose profile_run encodes dummy media (encoder_runner.profile_encoder_cache);
 # 0.22–0.26 profile the language model and the sampler alone
 V2_RUNNER_ENCODER_PROFILED_FROM = (0, 27, 0)
+
+# V0's profile run, 0.7.0–0.8.2 (vllm/multimodal/profiling.py get_decoder_dummy_data in those wheels): a
+# dummy prompt whose media tokens exceed its sequence length — max_num_batched_tokens // max_num_seqs, after
+# vllm/worker/model_runner.py cut max_num_seqs to max_num_batched_tokens // the media tokens, at least 1 —
+# is replaced by a text-only prompt of that length: no media, no vision encoder in the peak. 0.8.3 keeps
+# the media (and only warns). Models whose dummy data still came from their own factory
+# (inputs/registry.py dummy_data_for_profiling without a processor) are outside the rule; by the wheels'
+# model files (register_dummy_data), per release up to the bound:
+V0_TEXT_ONLY_DUMMY = ((0, 7, 0), (0, 8, 3))
+_V0_LEGACY_DUMMY_TYPES = (
+    ((0, 7, 1), frozenset({"chatglm", "h2ovl_chat", "idefics3", "internvl_chat", "minicpmv", "mllama", "molmo",
+                           "NVLM_D", "paligemma", "pixtral", "qwen"})),
+    ((0, 7, 2), frozenset({"chatglm", "h2ovl_chat", "idefics3", "internvl_chat", "mllama", "molmo", "NVLM_D",
+                           "paligemma", "pixtral"})),
+    ((0, 7, 3), frozenset({"chatglm", "mllama", "molmo", "paligemma", "pixtral"})),
+    ((0, 8, 0), frozenset({"paligemma", "pixtral"})),
+    ((0, 8, 3), frozenset({"phi4mm"})),
+)
+
+
+def v0_text_only_dummy(version: tuple[int, ...], model_type: str, media_tokens: int, batched_tokens: int) -> bool:
+    """Does V0 profile this multimodal model with a text-only dummy prompt (V0_TEXT_ONLY_DUMMY)? Its
+    sequence length is max_num_batched_tokens // max(1, min(S, max_num_batched_tokens // media)), which is
+    at least the media tokens whenever max_num_batched_tokens is: the media do not fit exactly when they
+    exceed max_num_batched_tokens. Mllama's encoder-decoder path is its own (memory._mllama_v0_encoder_peak)."""
+    lo, hi = V0_TEXT_ONLY_DUMMY
+    if not lo <= version[:3] < hi or model_type.startswith("mllama") or media_tokens <= batched_tokens:
+        return False
+    legacy = next((types for until, types in _V0_LEGACY_DUMMY_TYPES if version[:3] < until), frozenset())
+    return model_type not in legacy
 _V2_RUNNER_ARCHITECTURES = (
     ((0, 22, 0), frozenset({"Qwen3ForCausalLM"})),
     ((0, 23, 0), frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})),

@@ -179,6 +179,16 @@ def test_key_values_in_prose_and_yaml():
                  "max_model_len": 64}
 
 
+def test_a_key_in_arithmetic_is_not_that_setting():
+    # V0's multimodal profiling warning (vllm/multimodal/profiling.py 0.8.x, as an A800 log prints it):
+    # 5120 is max_num_batched_tokens / max_num_seqs, not max_num_seqs
+    text = ("WARNING 07-09 12:57:42 [profiling.py:222] The sequence length used for profiling "
+            "(max_num_batched_tokens / max_num_seqs = 5120) is too short to hold the multi-modal embeddings")
+    assert "max_num_seqs" not in settings(text)
+    assert settings("seq_len = max_model_len * max_num_seqs = 4096") == {}
+    assert settings("with max_num_seqs = 16 set") == {"max_num_seqs": 16}
+
+
 def test_glued_flags_split():
     s = settings("vllm serve cyankiwi/Kimi-Linear-48B-A3B-Instruct-AWQ-4bit --port 8111--gpu-memory-utilization 0.95")
     assert s["gpu_memory_utilization"] == 0.95

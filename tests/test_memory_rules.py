@@ -208,6 +208,31 @@ def test_v0_multimodal_dummy_prompt_is_not_cut_to_the_batch():
     assert 5.2 * GiB < act < 5.3 * GiB
 
 
+def test_v0_070_to_082_profile_a_text_only_prompt_when_the_media_do_not_fit():
+    """vllm/multimodal/profiling.py 0.7.0–0.8.2 (V0): a dummy prompt whose media exceed its sequence
+    length is replaced by a text-only one of that length (the "too short to hold the multi-modal
+    embeddings" warning) — no media, no encoder. A LLaMA-Factory A800 log (Qwen2.5-VL-7B, 0.8.2, TP 4,
+    Tb 5,120) printed 0.32 GiB of activation; 0.8.3 and later keep the media (test above)."""
+    spec = load("Qwen/Qwen2.5-VL-7B-Instruct")          # h 3584, I 18944, vocabulary 152,064
+    kw = dict(engine="v0", max_num_batched_tokens=5120, max_num_seqs=256)
+    act, notes = _act(spec, vllm_version="0.8.2", **kw)
+    # media 16,384 + 16,384 > Tb 5,120 → S' = 1 prompt of 5,120 text tokens through V0's MLP live set
+    # (3 × 18,944 + 3 × 3,584 = 67,584 values of 2 B each), and one sampler row of 152,064 × 40 B
+    forward = 5120 * (3 * 18944 + 3 * 3584) * 2          # 0.645 GiB
+    assert act == max(forward, 1 * 152064 * 40)
+    assert any("text-only prompt of 5,120 tokens" in n for n in notes)
+    # a model whose dummy data 0.7.0 still built with its own factory (internvl_chat) is outside the rule
+    from estimator.vllm import v0_text_only_dummy
+
+    assert v0_text_only_dummy((0, 7, 0), "qwen2_vl", 32768, 5120)
+    assert not v0_text_only_dummy((0, 7, 0), "internvl_chat", 32768, 5120)
+    assert v0_text_only_dummy((0, 7, 3), "internvl_chat", 32768, 5120)
+    assert not v0_text_only_dummy((0, 8, 3), "qwen2_5_vl", 32768, 5120)
+    assert not v0_text_only_dummy((0, 8, 2), "qwen2_5_vl", 5120, 5120)   # fits exactly: media kept
+    whole, _ = _act(spec, vllm_version="0.8.3", **kw)
+    assert whole > 4 * act
+
+
 def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels():
     """vllm#16199 (gaunernst/gemma-3-27b-it-int4-awq, 0.8.3 V0, --dtype float16, 21.99 GiB at 0.98,
     max_model_len 4,096) printed 17.61 GiB of weights and 224 blocks of 16 × 507,904 B: 21.55 − 17.61

@@ -523,6 +523,11 @@ def test_assumed_version_is_capped_by_the_post_date():
     # V0: the post date caps the 0.7.3 default too (2025-02-11 is before 0.7.3's 2025-02-20).
     assert assumed_version(("0.4.0", "0.7.3"), "v0")[0] == "0.7.3"
     assert assumed_version(("0.4.0", "0.7.3"), "v0", "2025-02-11")[0] == "0.7.2"
+    # V0 chosen where V1 is the default (formats of 0.8.0+, gpustack#1800 posted 2025-04-17): the
+    # newest release of that day, 0.8.4 (2025-04-15), as for V1; undated, the oldest with the formats.
+    version, note = assumed_version(("0.8.0", None), "v0", "2025-04-17")
+    assert version == "0.8.4" and "0.8.0–0.8.4" in note
+    assert assumed_version(("0.8.0", None), "v0")[0] == "0.8.0"
     # A date after the formats' newest release changes nothing.
     assert assumed_version(("0.9.1", "0.27.0"), "v1", "2026-11-30")[0] == "0.27.0"
     # Formats first released months after the post matched by accident (vllm PR2031, 2023-12-12, quotes
@@ -775,3 +780,17 @@ def test_an_environment_switch_with_a_templated_value_says_nothing():
     assert s.graph_profiling is None and s.model_runner_v2 is None
     s = parse_flags(["VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0", "VLLM_USE_V2_MODEL_RUNNER=1"], EngineSettings())
     assert s.graph_profiling is False and s.model_runner_v2 is True
+
+
+def test_a_stated_series_is_its_newest_release_by_the_post_date():
+    from estimator.diagnosis import modelled_version
+    from estimator.vllm import series_release
+
+    # "0.8.x": 0.8.0 (03-18) … 0.8.4 (04-15), 0.8.5 (04-28) in RELEASES
+    assert series_release("0.8.x", "2025-04-17") == "0.8.4"
+    assert series_release("0.8.x") == "0.8.5"
+    assert series_release("v0.10.*", "2025-09-30") == "0.10.2"
+    assert series_release("0.8.4") is None and series_release("0.99.x") is None
+    assert series_release("0.8.x", "2024-01-01") is None          # no 0.8 release by then
+    version, note = modelled_version("0.8.x", None, "v0", "2025-04-17")
+    assert version == "0.8.4" and "names a series" in note
