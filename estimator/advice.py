@@ -34,6 +34,7 @@ from estimator.paste import CONFIG_ERRORS
 from estimator.vllm import (
     GRAPH_PROFILING_ENV_FROM,
     ONLINE_QUANT_METHODS,
+    SPECULATIVE_CONFIG_FROM,
     ceil_div,
     graphs_budgeted,
     v0_keeps_chunked_prefill_off,
@@ -125,8 +126,17 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
         if key not in changed and getattr(given, key, None) is value:
             out.append(flag)
     method = (given.speculative_method or "").lower()
-    if method.endswith("mtp") and "speculative_method" not in changed:
-        spec = {"method": given.speculative_method}
+    draft = given.speculative_model
+    if (method.endswith("mtp") or method == "ngram" or draft) and "speculative_method" not in changed:
+        if draft and est.profile.version < SPECULATIVE_CONFIG_FROM:
+            # before --speculative-config: the draft and its token count are flags of their own
+            out += [_flag("speculative-model", draft)] + (
+                [_flag("num-speculative-tokens", given.num_speculative_tokens)] if given.num_speculative_tokens else [])
+            return out
+        # a draft model's run repeats its draft (the method vLLM infers from it is left to vLLM)
+        spec = {"method": given.speculative_method} if method != "draft_model" else {}
+        if draft:
+            spec["model"] = draft
         if given.num_speculative_tokens:
             spec["num_speculative_tokens"] = given.num_speculative_tokens
         out.append("--speculative-config " + shlex.quote(json.dumps(spec, separators=(",", ":"))))

@@ -197,12 +197,18 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         # below zero when more memory was freed during the capture than the graphs took
         st.figures["cuda_graphs"].how += (" (vLLM measures the change in free memory across graph capture; below "
                                           "zero when the capture released more cached memory than the graphs took)")
-    if est is not None and f("cuda_graph_gib") is not None and not est.cuda_graph_bytes:
+    printed_graphs = facts.values.get("cuda_graph_gib")
+    if "cuda_graphs" in st.figures and printed_graphs is not None and (
+            not est.cuda_graph_bytes if est is not None else printed_graphs.source in _CAPTURE_TOOK):
         # printed, but this vLLM (the V2 model runner, or a version before graph profiling) captures
         # the graphs after sizing the KV cache: they are not part of the budget split
         st.figures["cuda_graphs"].how += " (captured after the KV cache was sized: not set aside from the budget)"
     if "non_kv" in st.figures and (est is not None or f("weights_gib") is not None):
-        parts = ("weights", "activation", "non_torch") + (("cuda_graphs",) if est is None or est.cuda_graph_bytes else ())
+        # without a model, a capture's "took X GiB" (graph_took / graph_pool) came after the KV cache was
+        # sized in every release: only an estimate printed before it is part of the split
+        set_aside = est.cuda_graph_bytes if est is not None else \
+            printed_graphs is None or printed_graphs.source not in _CAPTURE_TOOK
+        parts = ("weights", "activation", "non_torch") + (("cuda_graphs",) if set_aside else ())
         known = sum(st.get(p) or 0 for p in parts)
         gap = st.get("non_kv") - known
         if gap > 0.5 * GiB and est is None and "non_torch" not in st.figures:

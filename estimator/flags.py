@@ -286,6 +286,20 @@ def read_speculative(value: object) -> tuple[str | None, int | None]:
     return method, (int(t.group(1)) if t else None)
 
 
+def speculative_draft(value: object) -> str | None:
+    """The draft model a speculative config loads (its `model`, or a bare V0 --speculative-model value);
+    None for a method without one (MTP, n-gram)."""
+    text = ", ".join(f"'{k}': {v!r}" for k, v in value.items()) if isinstance(value, dict) else str(value or "")[:2000]
+    m = _first(_SPEC_MODEL, text)
+    if m:
+        name = m.group(1)
+    elif text.strip() and not any(c in text for c in "{(:"):
+        name = text.strip().strip("'\"`")
+    else:
+        return None
+    return None if not name or name.startswith("[") or name.lower() in ("none", "null") else name
+
+
 _MM_LIMIT = regex.compile(r"""(?i)['"]?(image|video|audio)['"]?\s*[:=]\s*(\d+)""")
 
 

@@ -627,7 +627,7 @@ def count_params(spec: ModelSpec) -> WeightBreakdown:
     assumptions = list(notes)
     if mtp:
         assumptions.append(f"multi-token-prediction weights ({by['mtp']:,} params) are stored in the checkpoint "
-                           "but not loaded by vLLM without speculative decoding; excluded from the total")
+                           "but not loaded by vLLM unless it decodes with them (--speculative-config method mtp); excluded from the total")
     return WeightBreakdown(total, by, total * db, bytes_by, _dtype_name(spec.torch_dtype), assumptions)
 
 

@@ -321,6 +321,10 @@ def _read(raw: str) -> Facts:
             if got:
                 occs.append(_Occ("model", got[0], m.start("path"), m.end("path"), "load_model_log",
                                  _tpl.P_GUESS + 5 if got[1] else _tpl.P_LOAD, None, got[1]))
+            if not got or got[1]:
+                # the local path vLLM itself loaded (a command's path, read first, wins): the catalog model
+                # its directory spells is looked for as for a served path (diagnosis._model_of_path)
+                extra.setdefault("model_path", m.group("path"))
             model_paths.append(m.group("path"))
         model_paths += _prose.config_file_models(text_p)
         for h in _prose.find_gpus(text_p, []):
@@ -330,6 +334,7 @@ def _read(raw: str) -> Facts:
         if claims:
             extra["claims"] = [{k: v for k, v in c.items() if k not in ("start", "end")} | {"span": list(pt.span(c["start"], c["end"]))}
                                for c in claims]
+        occs = _without_draft_models(occs, extra)
         # tables last: a table comparing runs is read at the run the rest of the paste points to
         model_occs = [o for o in occs if o.key == "model"]
         subject = _resolve("model", model_occs, None, lambda _p: 0)[0] if model_occs else None
@@ -446,6 +451,39 @@ def _capacity_rule_hint(facts, hints: list) -> None:
     # the concurrency is printed to 2 decimals and the tokens are truncated: |N/L − C| ≤ 0.005 + 1/L
     if abs(float(tokens) / float(length) - float(conc)) > 0.005 + 1 / float(length) + 1e-9:
         hints.append(("0.1.0", CONCURRENCY_CAPACITY_FROM))
+
+
+# A speculative decoding drafter's name (z-lab's "…-DFlash", "…-speculator", Medusa heads; EAGLE only where
+# the run decodes speculatively: RWKV's Eagle is a base model)
+_DRAFTER = regex.compile(r"(?i)(?:^|[-_.])(?:d-?flash|speculators?|medusa)(?:$|[-_.\d])")
+_EAGLE = regex.compile(r"(?i)(?:^|[-_.])eagle\d*(?:$|[-_.])")
+
+
+def _without_draft_models(occs: list[_Occ], extra: dict) -> list[_Occ]:
+    """Model mentions that name the run's draft model — the one its speculative config loads, or a
+    drafter by name — are not the model it serves, when the paste names another ("DFlash model:
+    Qwen3.6-35B-A3B-DFlash … LLM model: Qwen3.6-35B-A3B-FP8")."""
+    spec = extra.get("speculative_config")
+    drafts = []
+    if isinstance(spec, dict) and spec.get("model"):
+        drafts.append(str(spec["model"]))
+    if extra.get("speculative_model"):
+        drafts.append(str(extra["speculative_model"]))
+    names = {_squash_name(d) for d in drafts} - {""}
+    speculative = bool(spec or extra.get("speculative_model"))
+
+    def draft(o: _Occ) -> bool:
+        name = str(o.value).rstrip("/").rsplit("/", 1)[-1]
+        return _squash_name(name) in names or bool(_DRAFTER.search(name)) or speculative and bool(_EAGLE.search(name))
+
+    models = [o for o in occs if o.key == "model"]
+    if not models or all(draft(o) for o in models):
+        return occs
+    return [o for o in occs if o.key != "model" or not draft(o)]
+
+
+def _squash_name(path: str) -> str:
+    return "".join(c for c in path.rstrip("/").rsplit("/", 1)[-1].lower() if c.isalnum())
 
 
 _LOAD_MODEL = regex.compile(r"Starting[ ]+to[ ]+load[ ]+model[ ]+(?P<path>[^\s]+?)\.{0,3}(?=\s|$)")
@@ -1085,6 +1123,10 @@ _PROSE_OOM = regex.compile(
     r"|\b(?:get|got|getting|hits?|hitting|throws?|thrown|see|seeing|gives?|encounter(?:ed)?|causes?d?|results?(?:ed)?[ ]+in)[ ]+"
     r"(?:an?[ ]+|the[ ]+|same[ ]+)?(?:CUDA[ ]+)?(?:OOM|out[ ]+of[ ]+memory)\b|\bruns?[ ]+out[ ]+of[ ]+memory")
 
+# Words that make an OOM a possibility, as vLLM's own advice words it: arg_utils.py's long-context warning
+# "This may cause OOM errors during the initial memory profiling phase"
+_HEDGE = regex.compile(r"(?i)\b(?:may|might|could|can|to[ ]+avoid|to[ ]+prevent|otherwise)\b")
+
 _PHASES = (
     ("load", regex.compile(r"(?i)load_model|load_weights|Loading[ ]+model[ ]+weights(?![ ]+took)|Starting[ ]+to[ ]+load[ ]+model"
                            r"|Loading[ ]+safetensors|Loading[ ]+checkpoint[ ]+shards|model_loader|weight_loader|initialize_model"
@@ -1222,6 +1264,8 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
         return "other", m.span(), "vllm_traceback"
     m = None
     for pm in _finditer(_PROSE_OOM, text, limit=20):
+        if _HEDGE.search(text[max(text.rfind("\n", 0, pm.start()) + 1, pm.start() - 60): pm.start()]):
+            continue    # a warning of what may happen ("This may cause OOM errors during …"), not a failure
         m = m or pm
         ls = text.rfind("\n", 0, pm.start()) + 1
         le = text.find("\n", pm.end())

@@ -375,6 +375,8 @@ _REPO = regex.compile(
     r"(?<![\w./~-])(?P<org>[A-Za-z0-9][\w.-]{0,38}[A-Za-z0-9]|[A-Za-z0-9])/(?P<name>[A-Za-z0-9][\w.-]{0,95})(?![\w/-]|\.\w)")
 _HF_URL = regex.compile(r"(?i)huggingface\.co/(?!datasets/|spaces/|docs/|blog/)(?P<org>[\w.-]+)/(?P<name>[\w.-]+)")
 _HF_CACHE = regex.compile(r"models--(?P<org>[\w.-]+?)--(?P<name>[\w.-]+)")
+# ModelScope's model pages mirror the Hub's ids (modelscope.cn/models/Qwen/Qwen3.6-35B-A3B-FP8/summary)
+_MS_URL = regex.compile(r"(?i)modelscope\.cn/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)")
 _SIZE_TOKEN = regex.compile(r"(?i)(?<![a-z])\d+(?:\.\d+)?[bm](?![a-z])|\d+x\d+b")
 _FILE_EXT = regex.compile(r"(?i)\.(?:py|json|jsonl|txt|md|yaml|yml|sh|log|csv|html|gguf|bin|pt|safetensors|whl|png|jpg)$")
 
@@ -452,6 +454,8 @@ def find_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
         out.append(Hit("model", f"{m.group('org')}/{name}", m.start("org"), m.end("name"), "hf_url", 30))
     for m in _iter(_HF_CACHE, text, limit=50):
         out.append(Hit("model", f"{m.group('org')}/{m.group('name')}", m.start("org"), m.end("name"), "hf_cache", 25))
+    for m in _iter(_MS_URL, text, limit=50):
+        out.append(Hit("model", f"{m.group('org')}/{m.group('name')}", m.start("org"), m.end("name"), "ms_url", 28))
     for m in _iter(_REPO, text, limit=400):
         if _inside(m.start(), skip):
             continue

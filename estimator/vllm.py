@@ -592,6 +592,7 @@ class EngineSettings:
     performance_mode: str | None = None           # --performance-mode balanced|interactivity|throughput (0.17+)
     speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
     num_speculative_tokens: int | None = None
+    speculative_model: str | None = None          # the draft model a speculative config loads (fixes repeat it)
     limit_mm_per_prompt: dict | None = None       # {"image": 1, "video": 0}; None = 1 per modality
     pp_layer_partition: list[int] | None = None   # VLLM_PP_LAYER_PARTITION ("16,32"): layers per stage
     pp_stage: int | None = None                   # internal: the one PP stage being sized
@@ -760,13 +761,16 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
 def apply_speculative(s: EngineSettings, value: object) -> None:
     """Set the speculative method / token count from a --speculative-config (or V0
     --speculative-model) value; a token count given separately is kept."""
-    from estimator.flags import read_speculative
+    from estimator.flags import read_speculative, speculative_draft
 
     method, k = read_speculative(value)
     if method:
         s.speculative_method = method
     if k:
         s.num_speculative_tokens = k
+    draft = speculative_draft(value)
+    if draft:
+        s.speculative_model = draft
 
 
 # The most ranks kvdoctor models along one of TP, PP and DP: far past any deployment (TP stops at an
@@ -901,6 +905,9 @@ BNB_MOE_FROM = (0, 10, 1)
 # the first V2 runner whose profile_run encodes dummy media (encoder_runner.profile_encoder_cache);
 # 0.22–0.26 profile the language model and the sampler alone
 V2_RUNNER_ENCODER_PROFILED_FROM = (0, 27, 0)
+# `--speculative-config` (a JSON dict) by the wheels' engine/arg_utils.py: in 0.8.2 (beside the old
+# --speculative-model, deprecated there), not in 0.8.0; 0.8.3 keeps only the dict
+SPECULATIVE_CONFIG_FROM = (0, 8, 2)
 
 # V0's profile run, 0.7.0–0.8.2 (vllm/multimodal/profiling.py get_decoder_dummy_data in those wheels): a
 # dummy prompt whose media tokens exceed its sequence length — max_num_batched_tokens // max_num_seqs, after

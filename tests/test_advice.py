@@ -839,3 +839,20 @@ def test_a_fix_for_a_lora_run_keeps_its_adapter_flags():
     assert not est.fits
     fixes = suggest(est)
     assert fixes and all("--enable-lora" in f.full_flags and "--max-lora-rank 64" in f.full_flags for f in fixes)
+
+
+@pytest.mark.parametrize(("version", "expect"), [
+    ("0.10.1", "--speculative-config '{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\","
+               "\"num_speculative_tokens\":3}'"),
+    # 0.8.0's arg_utils.py has no --speculative-config: the draft and its count are flags of their own
+    ("0.8.0", "--speculative-model yuhuili/EAGLE3-LLaMA3.1-Instruct-8B --num-speculative-tokens 3"),
+])
+def test_a_fix_repeats_the_draft_model_the_run_decodes_with(llama8b, version, expect):
+    s = EngineSettings(vllm_version=version, max_model_len=131072)
+    from estimator.vllm import apply_speculative
+
+    apply_speculative(s, {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3})
+    assert s.speculative_model == "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    est = run_estimate(llama8b, "RTX 4090", s)
+    sugs = suggest(est)
+    assert sugs and all(expect in sg.to_json()["command"] for sg in sugs)

@@ -136,6 +136,21 @@ def test_graphs_captured_after_the_kv_cache_are_not_part_of_the_split():
     assert "not set aside" in d.derived["figures"]["cuda_graphs"]["how"]
 
 
+def test_without_a_model_a_capture_after_the_kv_cache_is_not_part_of_the_split():
+    """A LLaMA-Factory A800 log (0.8.2 V0; its model not known here): 71.39 − 4.03 − 1.39 − 0.32 =
+    65.65, the KV pool; the 2.74 GiB the graph capture took afterwards is no budget overrun."""
+    text = ("INFO 07-09 12:57:45 [worker.py:267] the current vLLM instance can use total_gpu_memory (79.33GiB) x "
+            "gpu_memory_utilization (0.90) = 71.39GiB\n"
+            "INFO 07-09 12:57:45 [worker.py:267] model weights take 4.03GiB; non_torch_memory takes 1.39GiB; PyTorch "
+            "activation peak memory takes 0.32GiB; the rest of the memory reserved for KV Cache is 65.65GiB.\n"
+            "INFO 07-09 12:58:20 [model_runner.py:1570] Graph capturing finished in 32 secs, took 2.74 GiB\n")
+    assert round(71.39 - 4.03 - 1.39 - 0.32, 2) == 65.65
+    d = diagnose(text, offline=True, explain=True)
+    assert d is not None and d.estimate is None
+    assert not any("more than the budget" in c for c in d.checks), d.checks
+    assert "not set aside" in d.derived["figures"]["cuda_graphs"]["how"]
+
+
 def test_without_a_model_no_unexplained_memory_is_claimed():
     """No config, no weights read: nothing is 'unexplained', the reply asks for the model."""
     d = diagnose("INFO Available KV cache memory: 7.71 GiB\nINFO total_gpu_memory 95.0 GiB\n"

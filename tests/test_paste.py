@@ -266,6 +266,17 @@ def test_old_torch_oom_format():
     assert f.error_kind == "cuda_oom_load"
 
 
+def test_vllms_warning_that_oom_may_happen_is_no_oom():
+    # an MI300X start-up (AUGMXNT/MI300-testing, 0.6.4): arg_utils.py's long-context warning, then the
+    # blocks vLLM sized — a healthy start-up, not an OOM in the profile run
+    text = ("WARNING 10-29 03:09:06 arg_utils.py:963] The model has a long context length (131072). This may cause "
+            "OOM errors during the initial memory profiling phase, or result in low performance due to small KV "
+            "cache space. Consider setting --max-model-len to a smaller value.\n"
+            "INFO 10-29 03:09:31 gpu_executor.py:113] # GPU blocks: 80942, # CPU blocks: 2048\n")
+    assert read_paste(text).error_kind == "startup_log_ok"
+    assert read_paste("I got OOM errors during the profile run of vllm").error_kind == "cuda_oom_profile"
+
+
 def test_tp_and_bf16_details():
     f = read_paste(TP_DIV)
     assert f.get("tensor_parallel_size") == 3 and f.extra["num_heads"] == 40.0
@@ -366,6 +377,41 @@ def test_model_repo_in_command_is_not_a_guess():
     f = read_paste("python -m vllm.entrypoints.openai.api_server --model TheBloke/CodeLlama-13B-Instruct-fp16 -tp 2")
     assert f.get("model") == "TheBloke/CodeLlama-13B-Instruct-fp16" and not f.values["model"].guess
     assert f.get("tensor_parallel_size") == 2
+
+def test_the_path_vllm_loads_is_the_model_path_and_modelscope_names_are_read():
+    # a LLaMA-Factory run (the script's own argument names the path, vLLM's log line too); ModelScope's
+    # cache writes "Qwen2.5" as "Qwen2___5"
+    text = ("CUDA_VISIBLE_DEVICES=4,5,6,7 python -u scripts/vllm_infer.py --model_name_or_path "
+            "/data/modelscope/Qwen2___5-VL-7B-Instruct\n"
+            "INFO 07-09 12:57:22 [model_runner.py:1110] Starting to load model "
+            "/data/modelscope/Qwen2___5-VL-7B-Instruct...\n")
+    f = read_paste(text)
+    assert f.extra["model_path"] == "/data/modelscope/Qwen2___5-VL-7B-Instruct"
+    from estimator import diagnose
+
+    d = diagnose(text + "INFO 07-09 12:57:45 [worker.py:267] the current vLLM instance can use total_gpu_memory "
+                 "(79.33GiB) x gpu_memory_utilization (0.90) = 71.39GiB\n", offline=True)
+    assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-VL-7B-Instruct"
+    # ModelScope's model pages name the repo as the Hub does
+    f = read_paste("LLM model : Qwen3.6-35B-A3B-FP8, from <https://www.modelscope.cn/models/Qwen/Qwen3.6-35B-A3B-FP8/summary>")
+    assert f.get("model") == "Qwen/Qwen3.6-35B-A3B-FP8" and not f.values["model"].guess
+
+
+def test_a_speculative_draft_model_is_not_the_served_model():
+    # vllm#46462: the drafter is named first, the served model second, the command serves ${MODEL_PATH}
+    text = ("DFlash model：Qwen3.6-35B-A3B-Dflash, from <https://modelscope.cn/models/z-lab/Qwen3.6-35B-A3B-DFlash/summary>\n"
+            "LLM model : Qwen3.6-35B-A3B-FP8, from <https://www.modelscope.cn/models/Qwen/Qwen3.6-35B-A3B-FP8/summary>\n"
+            "vllm serve ${MODEL_PATH} --max-model-len 8192 --speculative-config "
+            "'{\"method\": \"dflash\", \"model\": \"/data/xxx/models/Qwen3.6-35B-A3B-Dflash/\", \"num_speculative_tokens\": 6}'\n")
+    assert read_paste(text).get("model") == "Qwen/Qwen3.6-35B-A3B-FP8"
+    # the draft a speculative config loads, by name, without a drafter's word in it
+    text = ("I serve meta-llama/Llama-3.1-70B-Instruct with meta-llama/Llama-3.2-1B-Instruct as draft: "
+            "--speculative-config '{\"model\": \"meta-llama/Llama-3.2-1B-Instruct\", \"num_speculative_tokens\": 5}'")
+    assert read_paste(text).get("model") == "meta-llama/Llama-3.1-70B-Instruct"
+    # RWKV's Eagle is a base model where nothing decodes speculatively; a drafter alone stays the model
+    assert read_paste("vllm serve RWKV/v5-Eagle-7B-HF --max-model-len 4096").get("model") == "RWKV/v5-Eagle-7B-HF"
+    assert read_paste("vllm serve z-lab/Qwen3.6-35B-A3B-DFlash").get("model") == "z-lab/Qwen3.6-35B-A3B-DFlash"
+
 
 
 @pytest.mark.parametrize("text,gpu,count", [
