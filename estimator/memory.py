@@ -1532,7 +1532,7 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     9.26 GiB printed: 10.43 → 9.55).
     """
     v = spec.vision or {}
-    hv = int(v.get("hidden_size") or v.get("embed_dim") or 0)
+    hv = int(v.get("embed_dim") or v.get("hidden_size") or 0)     # Qwen2-VL: embed_dim (params._vision_weights)
     if not spec.is_multimodal or not hv:
         if spec.is_multimodal:
             assumptions.append("the vision encoder's size is not in the config: its profile-run activation "

@@ -512,7 +512,9 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     vt = str(v.get("model_type") or spec.config.get("model_type") or "").lower()
     top = str(spec.config.get("model_type") or "").lower()
     depth = int(_get(v, "depth", "num_hidden_layers", "num_layers", default=0) or 0)
-    vh = int(_get(v, "hidden_size", "embed_dim", "width", default=0) or 0)
+    # Qwen2-VL's vision_config names its ViT width embed_dim and keeps hidden_size for the merger's output
+    # (the language model's width): embed_dim first wherever a config has it
+    vh = int(_get(v, "embed_dim", "hidden_size", "width", default=0) or 0)
     if not depth or not vh:
         notes.append("vision_config lacks depth/hidden size; vision tower parameters not counted")
         return [], notes
@@ -537,7 +539,9 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     ch = int(_get(v, "in_chans", "in_channels", "num_channels", default=3))
     patch = int(_get(v, "patch_size", "spatial_patch_size", default=14))
     tpatch = int(_get(v, "temporal_patch_size", default=1))
-    ws.append(_W("vision", "vision_tower.patch_embed", ch * tpatch * patch * patch * vh + (vh if (bias and not rms) else 0),
+    # Qwen2-VL's Conv3d patch embed has no bias (qwen2_vl.py Qwen2VisionPatchEmbed, bias=False)
+    patch_bias = bias and not rms and "qwen2_vl" not in (vt, top)
+    ws.append(_W("vision", "vision_tower.patch_embed", ch * tpatch * patch * patch * vh + (vh if patch_bias else 0),
                  kind="param", tp="replicate"))
     npos = _get(v, "num_position_embeddings", "position_embedding_size")
     if not npos and v.get("image_size") and not (qwen or pixtral):

@@ -315,3 +315,21 @@ def test_gemma3_qat_awq_conversions_carry_the_qat_group_of_32():
     assert abs(w - 17.61) / 17.61 < 0.01
     for size in ("4b", "12b"):
         assert load_model(f"gaunernst/gemma-3-{size}-it-int4-awq", offline=True).spec.quantization["group_size"] == 32
+
+
+def test_qwen2_vl_towers_are_sized_by_embed_dim_not_the_mergers_output():
+    """Qwen2-VL's vision_config keeps hidden_size for the merger's output (the LLM's 1,536 in the 2B) and
+    names the ViT width embed_dim (1,280). By hand (qwen2_vl.py): patch embed Conv3d 3 × 2 × 14 × 14 ×
+    1,280, no bias = 1,505,280; 32 blocks of two LayerNorms (4 × 1,280), qkv 1,280 × 3,840 + 3,840,
+    proj 1,280² + 1,280, fc1 1,280 × 5,120 + 5,120, fc2 5,120 × 1,280 + 1,280 = 19,677,440 each;
+    merger ln_q 2 × 1,280, 5,120² + 5,120, 5,120 × 1,536 + 1,536 = 34,087,936: 665,271,296. With the
+    language model's 1,543,714,304 (tied embeddings): 2,208,985,600, the Hub's count."""
+    from estimator.api import load_model
+    from estimator.params import count_params
+
+    block = 4 * 1280 + (1280 * 3840 + 3840) + (1280 * 1280 + 1280) + (1280 * 5120 + 5120) + (5120 * 1280 + 1280)
+    vision = 3 * 2 * 14 * 14 * 1280 + 32 * block + 2 * 1280 + (5120 * 5120 + 5120) + (5120 * 1536 + 1536)
+    assert vision == 665_271_296
+    counted = count_params(load_model("Qwen/Qwen2-VL-2B-Instruct", offline=True).spec)
+    assert counted.params_by_part["vision"] == vision
+    assert counted.params_total == 2_208_985_600
