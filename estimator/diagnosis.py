@@ -347,27 +347,34 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     # so is a release that has no such quantization method: vLLM stopped before sizing any memory
     refused = kind is None and refusal
     if model_ref and kind not in CONFIG_ERRORS and not refused:
-        try:
+        stated = bool(vllm_version or facts.get("vllm_version"))
+
+        def estimate_of(ref: str) -> tuple[Estimate, str, list[str]]:
             from estimator.api import load_model
 
-            spec = load_model(str(model_ref), offline=offline, timeout=hub_timeout).spec
-            stated = bool(vllm_version or facts.get("vllm_version"))
+            spec = load_model(ref, offline=offline, timeout=hub_timeout).spec
+            notes = list(assumptions)
             moved: list[str] = []
-            est = _anchored_estimate(facts, spec, card_ref, version, engine, stated=stated, moved=moved)
+            e = _anchored_estimate(facts, spec, card_ref, version, engine, stated=stated, moved=moved)
             if moved:
                 # the checkpoint's format or the model's architecture moved the assumed release: that
                 # note takes the format's place, among the first assumptions a reply shows
-                assumptions = [moved[0] if a == note else a for a in assumptions] if note in assumptions \
-                    else moved + assumptions
+                notes = [moved[0] if a == note else a for a in notes] if note in notes else moved + notes
             elif not stated:
-                dated = _release_from_need(facts, est, est.settings.vllm_version, lambda v: _anchored_estimate(
+                dated = _release_from_need(facts, e, e.settings.vllm_version, lambda v: _anchored_estimate(
                     facts, spec, card_ref, v, engine, stated=False))
                 if dated is not None:
-                    est, why = dated
-                    assumptions = [a for a in assumptions if a != note] + [why]
-            settled = est.settings.vllm_version
-            est, read_back = _capacity_settings(facts, est, lambda adj: _anchored_estimate(
+                    e, why = dated
+                    notes = [a for a in notes if a != note] + [why]
+            settled = e.settings.vllm_version
+            e, back = _capacity_settings(facts, e, lambda adj: _anchored_estimate(
                 facts, spec, card_ref, settled, engine, stated=False, adjust=adj))
+            return e, back, notes
+
+        try:
+            est, read_back, assumptions = estimate_of(str(model_ref))
+            if est.reconciliation.failed and not model and not from_path:
+                est, read_back, assumptions = _other_named_model(facts, est, read_back, assumptions, estimate_of)
         except ModelUnavailable as exc:
             problem = str(exc)
             missing.append("the model's config.json (the model could not be looked up)")
@@ -453,6 +460,25 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     d.notes += shm_notes
     d.summary = _summary(d, facts, est)
     return d
+
+
+def _other_named_model(facts, est: Estimate, read_back: str, assumptions: list[str], estimate_of):
+    """Another model the paste names, when vLLM's figures rule out the one read first.
+
+    Why: of several models a post names in prose, the first is taken as its subject ("impossible to
+    get qwen3.5-27b running … finally got vllm to work with qwen3.5:9b:" and then the 9B's log). Where
+    no state of that model reproduces the KV figures vLLM printed, the first other named model whose
+    state does is the one the log is of; with none, the first reading stands."""
+    for other in (facts.extra.get("alternatives") or {}).get("model") or []:
+        try:
+            got, back, notes = estimate_of(str(other))
+        except KvdoctorError:
+            continue         # not loadable here (offline, unknown): no evidence either way
+        if not got.reconciliation.failed:
+            notes.append(f"the paste names {est.spec.model_id} first, but no state of that model reproduces the KV figures "
+                         f"vLLM printed; they fit {got.spec.model_id}, also named, so the log is read as its run")
+            return got, back, notes
+    return est, read_back, assumptions
 
 
 # a fix that needs more GPUs than the run had

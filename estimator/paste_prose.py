@@ -700,15 +700,18 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
 # Model names written without their organisation ("The model used is Qwen3.6-27B-FP8").
 _BARE_MODEL = regex.compile(
     r"(?<![\w/.-])(?P<name>(?:Qwen|QwQ|Llama|Meta-Llama|Mistral|Mixtral|Ministral|Codestral|Devstral|DeepSeek|gemma|Phi|Kimi|GLM|"
-    r"InternVL|MiniMax|Falcon|granite|gpt-oss|Nemotron)[\w.-]*?\d[\w.-]*?[\w])(?![\w/-]|\.\w)", regex.I)
+    r"InternVL|MiniMax|Falcon|granite|gpt-oss|Nemotron)[\w.-]*?\d(?:[\w.-]*?[\w])?)"
+    # an Ollama-style tag: the size after a colon ("qwen3.5:9b", "qwen3:30b-a3b"), the Hub's "-9B"
+    r"(?::(?P<tag>\d+(?:\.\d+)?b(?:-a\d+(?:\.\d+)?b)?)(?!\w|\.\w))?(?![\w/-]|[.:]\w)", regex.I)
 
 
 def find_bare_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
     out = []
     for m in _iter(_BARE_MODEL, text, limit=100):
-        if _inside(m.start(), skip) or "-" not in m.group("name"):
+        name = m.group("name") + (f"-{m.group('tag').upper()}" if m.group("tag") else "")
+        if _inside(m.start(), skip) or "-" not in name:
             continue
-        repo = guess_repo(m.group("name"))
+        repo = guess_repo(name)
         if repo:
-            out.append(Hit("model", repo, m.start("name"), m.end("name"), "prose_model_name", 8, guess=True))
+            out.append(Hit("model", repo, m.start("name"), m.end(), "prose_model_name", 8, guess=True))
     return out

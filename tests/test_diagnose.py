@@ -1232,3 +1232,37 @@ def test_an_unsloth_run_without_its_lora_rank_says_the_default_it_assumed():
     d = diagnose(UNSLOTH_RUN, offline=True, explain=True)
     assert any("does not show the max_lora_rank" in a and "default 64" in a for a in d.assumptions)
     assert abs(d.estimate["memory"]["weights_bytes"] / 2**30 - 6.2472) < 0.01
+
+
+# vLLM's figures of a Qwen2.5-7B-Instruct run: 28 layers x 4 KV heads x 128 x 2 (K, V) x 2 B = 57,344 B a
+# token, 917,504 B a 16-token block; 5.50 GiB / 917,504 B = 6,436 blocks = 102,976 tokens
+_SEVEN_B_LOG = ("INFO 03-01 10:00:00 [gpu_worker.py:227] Available KV cache memory: 5.50 GiB\n"
+                "INFO 03-01 10:00:00 [kv_cache_utils.py:716] GPU KV cache size: 102,976 tokens\n"
+                "INFO 03-01 10:00:00 [kv_cache_utils.py:720] Maximum concurrency for 32,768 tokens per request: 3.14x\n")
+
+
+def test_the_named_model_whose_state_reproduces_the_log_is_the_runs():
+    """Two models named in prose, the first a 72B whose 135 GiB of weights no RTX 4090 holds: the log
+    is the 7B's, the other model named (intel/llm-scaler#339: "impossible to get qwen3.5-27b running
+    … finally got vllm to work with qwen3.5:9b"). The first named still wins where it fits."""
+    assert 5.50 * 2**30 // 917_504 == 6_436 and 6_436 * 16 == 102_976
+    text = "I could not get Qwen2.5-72B-Instruct to run on my RTX 4090. It works with Qwen2.5-7B-Instruct:\n" + _SEVEN_B_LOG
+    d = diagnose(text, offline=True, explain=True)
+    assert d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert d.estimate["kv_cache_tokens"] == 102_976
+    assert any("names Qwen/Qwen2.5-72B-Instruct first" in a and "Qwen/Qwen2.5-7B-Instruct" in a
+               for a in d.assumptions), d.assumptions
+    assert all("vllm serve Qwen/Qwen2.5-7B-Instruct" in s["command"] for s in d.suggestions if s.get("command"))
+    # the first named reproduces the figures: it stays, with no note
+    first = "It works with Qwen2.5-7B-Instruct on my RTX 4090; Qwen2.5-72B-Instruct did not:\n" + _SEVEN_B_LOG
+    d = diagnose(first, offline=True, explain=True)
+    assert d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert not any("names" in a and "first" in a for a in d.assumptions)
+    # no named model reproduces them: the first reading stands, and says it cannot reconcile
+    neither = "Qwen2.5-72B-Instruct and Qwen2.5-32B-Instruct on my RTX 4090:\n" + _SEVEN_B_LOG
+    d = diagnose(neither, offline=True, explain=True)
+    assert d.estimate["model"]["id"] == "Qwen/Qwen2.5-72B-Instruct"
+    assert any("too far apart" in a for a in d.assumptions)
+    # a model the user names is never second-guessed
+    d = diagnose(text, model="Qwen/Qwen2.5-72B-Instruct", offline=True, explain=True)
+    assert d.estimate["model"]["id"] == "Qwen/Qwen2.5-72B-Instruct"

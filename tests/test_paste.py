@@ -414,6 +414,19 @@ def test_a_speculative_draft_model_is_not_the_served_model():
 
 
 
+@pytest.mark.parametrize("text,model", [
+    ("Finally got vllm to work with qwen3.5:9b:", "Qwen/Qwen3.5-9B"),        # intel/llm-scaler#339's words
+    ("qwen3:30b-a3b runs fine in Ollama, not in vLLM", "Qwen/Qwen3-30B-A3B"),
+    ("the Qwen3.5:9B.", "Qwen/Qwen3.5-9B"),
+    ("image qwen3.5:latest", None),              # a tag that is no size names no checkpoint
+    ("at 12:30 I restarted vllm", None),
+])
+def test_an_ollama_style_size_tag_is_the_hub_names_size(text, model):
+    """Ollama writes a model's size as a tag after a colon; the Hub writes it after a hyphen."""
+    got = read_paste(text).get("model")
+    assert (got.lower() if got else None) == (model.lower() if model else None)
+
+
 @pytest.mark.parametrize("text,gpu,count", [
     ("I run it on an NVIDIA RTX A6000 (49.1 GB VRAM) with vllm", "NVIDIA RTX A6000", None),
     ("GPUs: 2x 4090 (2x24GB)", "4090", 2),
