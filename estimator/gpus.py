@@ -319,7 +319,7 @@ def lookup_gpu(text: str) -> Gpu:
     key = _norm(text)
     for k in (key, _strip_vendor(key), key.replace(" ", ""), _strip_vendor(key).replace(" ", "")):
         if k in idx:
-            return _to_gpu(idx[k])
+            return _as_named(_to_gpu(idx[k]), k, text.strip())
     # "NVIDIA A100-SXM4-80GB, 81920 MiB" style lines: try the text before a comma.
     if "," in text:
         try:
@@ -334,6 +334,24 @@ def lookup_gpu(text: str) -> Gpu:
     names = list(dict.fromkeys(idx[c].name for c in close))
     hint = f"; did you mean {', '.join(names)}?" if names else ""
     raise UnknownGpu(f"unknown GPU {text.strip()[:60]!r}{hint} (or give its memory, e.g. 24GB or 47.54GiB)")
+
+
+def _model_token(name: str) -> str:
+    """A card's model number without a series prefix written into it ("rtx4090" → "4090")."""
+    return regex.sub(r"^(?:rtx|gtx)", "", family(name))
+
+
+def _as_named(gpu: Gpu, alias: str, said: str) -> Gpu:
+    """`gpu` looked up by `alias`; where the alias is another product the catalog sizes as this card
+    (an A800 as the A100-SXM4-80GB, an H800 as the H100 SXM, an MI300 as the MI300X), the reply says
+    so: a user who named an A800 should not wonder why kvdoctor speaks of an A100."""
+    named, own = _model_token(alias), _model_token(gpu.name)
+    words = set(regex.split(r"[\s\-_/()]+", gpu.name.lower()))
+    if not named or not regex.fullmatch(r"[a-z]{0,3}\d{2,4}[a-z]?", named) or named in words \
+            or named.startswith(own) or own.startswith(named):
+        return gpu
+    return dataclasses.replace(gpu, assumed=gpu.assumed or (
+        f"the {said} is sized as the {gpu.name} (the catalog's card of the same memory)"))
 
 
 def _family_row_of_size(row: _Row, stated_gb: float) -> _Row | None:
@@ -378,6 +396,8 @@ def _alias_in_text(key: str) -> Gpu | None:
     if best is not None:
         row = best[1]
         gpu = _to_gpu(row)
+        alias = next(a for a in (row.name, *row.aliases) if len(_norm(a)) == best[0] and f" {_norm(a)} " in text
+                     or len(_strip_vendor(_norm(a))) == best[0] and f" {_strip_vendor(_norm(a))} " in text)
         m = _NOMINAL.search(text, timeout=0.1)
         stated = float(m.group(1)) if m else None
         if stated and row.marketed_gb and abs(stated - row.marketed_gb) / row.marketed_gb > 0.25:
@@ -398,7 +418,9 @@ def _alias_in_text(key: str) -> Gpu | None:
                 assumed=f"{row.name} with {stated:g} GB as stated (the catalog's card has {row.marketed_gb:g} GB): "
                         f"its torch-visible memory {gpu.total_bytes / GIB:.2f} GiB + {stated - row.marketed_gb:g} GiB "
                         f"= {total / GIB:.2f} GiB")
-        return dataclasses.replace(gpu, assumed=gpu.assumed or f"read the GPU as {gpu.name} from the text")
+        other = _as_named(gpu, alias, alias.upper())
+        return other if other is not gpu else \
+            dataclasses.replace(gpu, assumed=gpu.assumed or f"read the GPU as {gpu.name} from the text")
     m = _REPORTED.search(text, timeout=0.1)
     if m:
         return _parse_size(f"{m.group(1)}GiB")

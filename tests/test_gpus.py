@@ -262,3 +262,23 @@ def test_a_mig_slice_is_its_share_of_the_card():
     assert h.total_bytes == round(lookup_gpu("H100 80GB HBM3").total_bytes / 2)
     alone = lookup_gpu("nvidia.com/mig-1g.5gb")
     assert 4.4 * 2**30 < alone.total_bytes < 5 * 2**30 and "unnamed card" in alone.assumed
+
+
+@pytest.mark.parametrize("name,card", [
+    ("A800", "NVIDIA A100-SXM4-80GB"),
+    ("2x NVIDIA A800-SXM4-80GB", "NVIDIA A100-SXM4-80GB"),
+    ("H800", "NVIDIA H100 SXM5 80GB (H100 80GB HBM3)"),
+])
+def test_another_product_sized_as_a_catalog_card_is_said(name, card):
+    """gpus.csv sizes the A800 as the A100-SXM4-80GB and the H800 as the H100 SXM (the same memory):
+    the estimate speaks of the catalog card, so it says which card the user's was taken for."""
+    g = lookup_gpu(name)
+    assert g.name == card
+    assert g.assumed and "is sized as the " + card in g.assumed and name.split()[-1].upper() in g.assumed.upper()
+
+
+@pytest.mark.parametrize("name", ["RTX 4090", "rtx4090", "A100", "H100", "MI300", "V100S", "p4de"])
+def test_a_card_named_by_its_own_alias_gets_no_such_note(name):
+    """Spellings of the card itself (a prefix, a suffix letter, an instance type) are no other product."""
+    assumed = lookup_gpu(name).assumed or ""
+    assert "is sized as" not in assumed
