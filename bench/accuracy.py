@@ -372,6 +372,11 @@ def main(argv: list[str]) -> int:
             from estimator.diagnosis import tp_from_weights
 
             tp_from_weights(paste_facts(case), loaded.spec, settings)
+        if not isinstance(case.get("pipeline_parallel_size"), int):
+            # as `diagnose` does: a pipeline size the paste cuts, from the weights each rank printed
+            from estimator.diagnosis import pp_from_weights
+
+            pp_from_weights(paste_facts(case), loaded.spec, settings)
         if not case.get("quantization"):
             # as `diagnose` does: a format only the paste's words name, which the served 16-bit
             # checkpoint cannot load in, is another run's

@@ -156,7 +156,7 @@ def command_with(base: list[str], flags: str) -> str:
     Values of key/token/secret flags are not echoed."""
     fix = shlex.split(flags)
     env = [t for t in fix if is_env_word(t)]
-    fix = [t for t in fix if not is_env_word(t)]
+    fix = _last_of_each([t for t in fix if not is_env_word(t)])
     changed = {flag_key(t.split("=", 1)[0]) for t in fix if is_flag_word(t)} - {None}
     dropped = {t.split("=", 1)[0] for t in env}
     if changed & {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"}:
@@ -186,6 +186,22 @@ def command_with(base: list[str], flags: str) -> str:
         out.append(tok)
         i += 1
     return _shell_join(env + out + fix)
+
+
+def _last_of_each(tokens: list[str]) -> list[str]:
+    """Flags with their values, a flag given twice kept at its last value: a setting read back from
+    vLLM's figures (`--pipeline-parallel-size 4`) comes first and a fix that changes it after."""
+    groups: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        name, eq, _v = tok.partition("=")
+        flag = is_flag_word(tok)
+        takes = flag and not eq and flag_takes_value(name) and i + 1 < len(tokens) and not is_flag_word(tokens[i + 1])
+        groups.append((flag_key(name) if flag else None, tokens[i:i + (2 if takes else 1)]))
+        i += 2 if takes else 1
+    last = {key: n for n, (key, _g) in enumerate(groups) if key}
+    return [t for n, (key, g) in enumerate(groups) if key is None or last[key] == n for t in g]
 
 
 # Words the shell would leave alone, plus `~` and `$VAR` / `${VAR}` the user wrote to be expanded:

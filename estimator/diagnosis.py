@@ -224,6 +224,10 @@ def _rank_notes(facts) -> list[str]:
         return [f"no --tensor-parallel-size in the paste: the worker lines show at least {fact.value} GPUs, and the "
                 f"weights each rank printed ({facts.get('weights_gib')} GiB) are the model split "
                 f"{facts.extra['tp_from_weights']} ways: tensor parallelism {facts.extra['tp_from_weights']} assumed"]
+    if facts.extra.get("pp_from_weights"):
+        pp = facts.extra["pp_from_weights"]
+        notes.append(f"the paste cuts --pipeline-parallel-size's value: the weights each rank printed "
+                     f"({facts.get('weights_gib')} GiB) are one of {pp} pipeline stages of the model: {pp} assumed")
     for key, flag in (("tensor_parallel_size", "--tensor-parallel-size"), ("pipeline_parallel_size",
                                                                            "--pipeline-parallel-size")):
         fact = facts.values.get(key)
@@ -413,9 +417,17 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         from estimator.advice import suggest
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
+    if est is not None and facts.extra.get("pp_from_weights"):
+        # the stage count the paste cut: the fixes' effects assume it, so their commands say it
+        read_back = f"--pipeline-parallel-size {facts.extra['pp_from_weights']} {read_back}".strip()
     if est is not None:
         _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path, read_back=read_back,
                           compute_capability=est.compute_capability)
+        from estimator.flags import command_was_cut
+
+        if any(s.get("command") for s in suggestions) and command_was_cut(facts.text):
+            assumptions.append("the paste cuts the vllm serve command short: the fix commands carry the flags it "
+                               "shows; add the ones it cut")
         est.suggestions = suggestions
     if est is not None and kind in ("kv_capacity_v0", "kv_capacity_v1"):
         from estimator.advice import full_context_plan
@@ -814,6 +826,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     unquantized = impossible_prose_quantization(facts, spec, settings)
     capped = None if stated else loadable_release(spec, settings, facts.extra.get("version_hint"))
     tp_from_weights(facts, spec, settings)
+    pp_from_weights(facts, spec, settings)
     f = facts.get
 
     from_peak = activation_from_facts(facts)
@@ -1095,6 +1108,37 @@ def tp_from_weights(facts, spec, settings) -> None:
             if tp != settings.tensor_parallel_size:
                 settings.tensor_parallel_size = tp
                 facts.extra.setdefault("tp_from_weights", tp)
+            return
+
+
+# a pipeline-parallel flag whose value the paste cuts ("--pipeline-parallel-s[...]", "-pp …")
+_CUT_PP_FLAG = re.compile(r"(?:--pipeline-parallel(?:-size?|-s\w*)?|(?<![\w-])-pp)[ =]*(?:\[\.\.\.|…|\.\.\.|$)", re.M)
+
+
+def pp_from_weights(facts, spec, settings) -> None:
+    """The pipeline-parallel size a paste cuts, from the weights each rank printed: vllm#15598 runs
+    DeepSeek-R1 with TP 8 on four 8-GPU machines, its `--pipeline-parallel-s[...]` cut, and every
+    rank printed 20.64 GiB of weights — a quarter of the model's 83.78 GiB at TP 8, so PP 4. Only where
+    the paste shows a pipeline-parallel flag without its value (a smaller figure alone may as well be
+    a quantized checkpoint); the smallest size one of whose stages is within 5% of the figure wins."""
+    from estimator.params import weight_bytes
+
+    printed = facts.get("weights_gib")
+    if facts.values.get("pipeline_parallel_size") is not None or settings.pipeline_parallel_size > 1 \
+            or not printed or not _CUT_PP_FLAG.search(facts.text[:200_000]):
+        return
+    target = float(printed) * GiB
+    for pp in (2, 3, 4, 6, 8, 16):
+        if pp > spec.num_layers:
+            return
+        try:
+            stages = [weight_bytes(spec, dtype=settings.dtype, quantization=settings.quantization,
+                                   tp=settings.tensor_parallel_size, pp=pp, pp_rank=r).bytes_total for r in range(pp)]
+        except ValueError:
+            return
+        if any(abs(b - target) <= 0.05 * target for b in stages):
+            settings.pipeline_parallel_size = pp
+            facts.extra.setdefault("pp_from_weights", pp)
             return
 
 

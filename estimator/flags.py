@@ -667,6 +667,15 @@ def user_command(text: str, near: int | None = None) -> list[str] | None:
         rest, positional = tokens[1:], 0
     else:
         return None
+    cut = next((i for i, t in enumerate(rest) if _CUT_WORD.search(t)), None)
+    if cut is not None:
+        # the paste cuts the command ("--pipeline-parallel-s[...]"): what follows is unknown, and a
+        # cut word is no flag; a flag whose value was cut goes with it
+        lead = tokens[:len(tokens) - len(rest)]
+        rest = rest[:cut]
+        if rest and is_flag_word(rest[-1]) and "=" not in rest[-1] and flag_takes_value(rest[-1]):
+            rest = rest[:-1]
+        tokens = lead + rest
     if not _reads_as_a_command(rest, positional):
         return None          # "vllm serve with the --dtype auto option. However, …": prose
     env = []
@@ -677,6 +686,17 @@ def user_command(text: str, near: int | None = None) -> list[str] | None:
     if before:
         env = [w for w in before.group(1).split() if "=" in w]
     return env + head + tokens
+
+
+def command_was_cut(text: str) -> bool:
+    """Whether a `vllm serve` command in the paste is cut short ("--pipeline-parallel-s[...]"): the
+    fixes then show the flags it keeps, and the reply says the rest is the user's to add."""
+    return any(_CUT_WORD.search(t) for s, e, is_vllm in command_spans(text) if is_vllm
+               for t, _span in tokens_with_spans(text, s, e))
+
+
+# a word the paste cut: "[...]", an ellipsis, or three dots ending it ("--pipeline-parallel-s...")
+_CUT_WORD = regex.compile(r"\[\.\.\.|…|\.\.\.$")
 
 
 def _reads_as_a_command(tokens: list[str], positional: int) -> bool:

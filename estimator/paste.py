@@ -1137,7 +1137,10 @@ _PHASES = (
     ("profile", regex.compile(r"(?i)Loading[ ]+model[ ]+weights[ ]+took|Model[ ]+loading[ ]+took|Loading[ ]+weights[ ]+took"
                               r"|profile_run|determine_num_available_blocks|determine_available_memory"
                               r"|profile[ ]+run|Memory[ ]+profiling|\bprofiling\b(?![ ]+is[ ]+enabled)")),
+    # the KV cache sized (V0's "the rest of the memory reserved for KV Cache is", V1's pool and blocks):
+    # the profile run is over, what fails next is the cache's allocation, graph capture or warm-up
     ("graph", regex.compile(r"(?i)\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
+                            r"|reserved[ ]+for[ ]+KV[ ]+Cache[ ]+is"
                             r"|initialize_cache|_initialize_kv_caches|initialize_from_config|capture_model|Capturing[ ]+(?:the[ ]+model"
                             r"[ ]+for[ ]+)?CUDA[ ]+graphs?|cudagraph|CUDA[ ]+graph|Graph[ ]+capturing|capture_end"
                             r"|compile_or_warm_up_model|warm[ _-]?up(?![ ]+sampler)|warming[ ]+up(?![ ]+sampler)"

@@ -76,7 +76,8 @@ _SAME_LEN = str.maketrans({
 })
 
 # Log-line prefixes, possibly several in a row: markdown/Slack quote bars, process tags
-# (`(VllmWorkerProcess pid=3280379)`, `(Worker_TP0 pid=26347)`, `(VllmWorker rank=1 pid=254)`),
+# (`(VllmWorkerProcess pid=3280379)`, `(Worker_TP0 pid=26347)`, `(VllmWorker rank=1 pid=254)`, and a Ray
+# worker on another node `(RayWorkerWrapper pid=1463574, ip=192.168.10.60)`),
 # torchrun's `[rank0]:`, the level+time+file of vLLM's logger (≤0.7.3 `file.py:N]`, 0.8+
 # `[file.py:N]`), uvicorn-style `INFO:     `, container timestamps and docker compose's service column
 # (`qwen3-1  | ` — only before one of the others, so a table row's first cell is never taken).
@@ -84,7 +85,7 @@ _PREFIX = regex.compile(
     r"""(?xm)^(?:
         [ ]{0,8}(?:[>▎┃│][ ]?)+
       | [\w.-]{1,40}[ ]+\|[ ]+(?=\(|(?:INFO|WARNING|ERROR|DEBUG)[ ]|\[rank\d|\d{4}-\d\d-\d\d)
-      | [ ]{0,8}\(?[ ]?(?:(?P<proc>[A-Za-z_][\w-]{0,40}(?:[ ](?:PP\d{1,3}(?:_TP\d{1,3})?|TP\d{1,3}))?)[ ]+)?(?:rank=(?P<rank>\d{1,4})[ ]+)?pid=(?P<pid>\d{1,10})\)[ ]*
+      | [ ]{0,8}\(?[ ]?(?:(?P<proc>[A-Za-z_][\w-]{0,40}(?:[ ](?:PP\d{1,3}(?:_TP\d{1,3})?|TP\d{1,3}))?)[ ]+)?(?:rank=(?P<rank>\d{1,4})[ ]+)?pid=(?P<pid>\d{1,10})(?:,[ ]?ip=[\w.:-]{1,64})?\)[ ]*
       | [ ]{0,8}\[rank(?P<rank2>\d{1,4})\]:?[ ]*
       | [ ]{0,8}(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+(?:\[[^\]\n]{1,80}\]|[\w.-]{1,60}:\d{1,6}\])[ ]?
       | [ ]{0,8}(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[ ]+

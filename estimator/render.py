@@ -85,6 +85,8 @@ def breakdown_rows(diag) -> list[tuple[str, str, str, str]]:
         if key == "non_torch":
             label = _NON_TORCH_BY_VENDOR.get(_vendor(diag), label)
         val, how = g(f.value), f.how
+        if 0 < f.value < 0.005 * GiB:
+            val = "<0.01"      # a 2 MiB allocation that failed is no "0.00 GiB"
         if f.low is not None and f.high is not None and f.high - f.low > 0.005 * GiB:
             val = f"{f.low / GiB:.2f}–{f.high / GiB:.2f}"
         if key == "kv_pool" and f.value < 0:

@@ -856,3 +856,18 @@ def test_a_fix_repeats_the_draft_model_the_run_decodes_with(llama8b, version, ex
     est = run_estimate(llama8b, "RTX 4090", s)
     sugs = suggest(est)
     assert sugs and all(expect in sg.to_json()["command"] for sg in sugs)
+
+
+def test_a_cut_command_keeps_what_it_shows_and_a_flag_given_twice_its_last_value():
+    """vllm#15598's command is cut inside a flag ("--pipeline-parallel-s[...]"): the cut word and a
+    flag whose value went with it are no part of a fix's command. A setting read back (PP 4) and a
+    fix that changes it: the fix's value, once."""
+    text = ("vllm serve deepseek-ai/DeepSeek-R1 --max-model-len 16384 --tensor-parallel-size 8 "
+            "--pipeline-parallel-s[...]")
+    base = user_command(text)
+    assert base == ["vllm", "serve", "deepseek-ai/DeepSeek-R1", "--max-model-len", "16384", "--tensor-parallel-size", "8"]
+    cut_value = user_command("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192 --gpu-memory-utilization 0.9…")
+    assert cut_value == ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"]
+    assert command_with(base, "--pipeline-parallel-size 4 --pipeline-parallel-size 8 --enforce-eager") == (
+        "vllm serve deepseek-ai/DeepSeek-R1 --max-model-len 16384 --tensor-parallel-size 8 "
+        "--pipeline-parallel-size 8 --enforce-eager")

@@ -26,6 +26,7 @@ from estimator.api import load_model
 from estimator.diagnosis import diagnose
 from estimator.gpus import lookup_gpu
 from estimator.memory import estimate, rerun
+from estimator.render import breakdown_rows
 from estimator.vllm import EngineSettings, parse_flags
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1266,3 +1267,40 @@ def test_the_named_model_whose_state_reproduces_the_log_is_the_runs():
     # a model the user names is never second-guessed
     d = diagnose(text, model="Qwen/Qwen2.5-72B-Instruct", offline=True, explain=True)
     assert d.estimate["model"]["id"] == "Qwen/Qwen2.5-72B-Instruct"
+
+
+# vllm#15598 (0.7.3 V0, Ray over four 8-GPU L40S machines), its command cut inside the PP flag:
+# 44.53 × 0.98 = 43.64 GiB; 43.64 − 20.64 − 0.28 − 1.52 = 21.20 GiB of KV cache, then an OOM
+_RAY_PP_CUT = """vllm serve /ai_models/hf_hub/models/deepseek-ai/DeepSeek-R1 \\
+  --trust-remote-code \\
+  --max-model-len 16384 \\
+  --tensor-parallel-size 8 \\
+  --pipeline-parallel-s[...]
+(RayWorkerWrapper pid=1463574, ip=192.168.10.60) INFO 03-27 10:29:01 [worker.py:267] Memory profiling takes 4.26 seconds [repeated 30x across cluster]
+(RayWorkerWrapper pid=1463574, ip=192.168.10.60) INFO 03-27 10:29:01 [worker.py:267] the current vLLM instance can use total_gpu_memory (44.53GiB) x gpu_memory_utilization (0.98) = 43.64GiB [repeated 30x across cluster]
+(RayWorkerWrapper pid=1463574, ip=192.168.10.60) INFO 03-27 10:29:01 [worker.py:267] model weights take 20.64GiB; non_torch_memory takes 0.28GiB; PyTorch activation peak memory takes 1.52GiB; the rest of the memory reserved for KV Cache is 21.20GiB. [repeated 30x across cluster]
+(RayWorkerWrapper pid=206994, ip=192.168.10.25) ERROR 03-27 10:29:13 [worker_base.py:620] Error executing method
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 has a total capacity of 44.53 GiB of which 448.00 KiB is free.
+"""
+
+
+def test_a_pipeline_size_the_paste_cuts_is_read_from_the_weights_each_rank_printed():
+    """DeepSeek-R1 at TP 8 is about 84 GiB a rank; the 20.64 GiB each Ray worker printed is one of 4
+    pipeline stages (61 layers: 15, 15, 15, 16). The OOM came after the KV cache was sized (V0's
+    "reserved for KV Cache" line, a Ray worker on another node printed it), not while loading."""
+    assert round(44.53 * 0.98, 2) == 43.64 and round(43.64 - 20.64 - 0.28 - 1.52, 2) == 21.20
+    d = diagnose(_RAY_PP_CUT, offline=True, explain=True)
+    assert d.error_kind == "cuda_oom_graph"
+    s = d.estimate["settings"]
+    assert (s["tensor_parallel_size"], s["pipeline_parallel_size"]) == (8, 4)
+    assert any("4 pipeline stages" in a for a in d.assumptions)
+    assert not any("check the model id, quantization and TP" in c for c in d.checks), d.checks
+    cmds = [x["command"] for x in d.suggestions if x.get("command")]
+    assert cmds and all("--pipeline-parallel-size 4" in c and "[...]" not in c for c in cmds)
+    assert any("cuts the vllm serve command short" in a for a in d.assumptions)
+    # a 2.00 MiB allocation and 448 KiB free are no "0.00 GiB"
+    table = dict((row[0], row[1]) for row in breakdown_rows(d))
+    assert table["Allocation that failed (OOM)"] == "<0.01" and table["Free when it failed"] == "<0.01"
+    # the same figures with the flag not cut away: no stage count is guessed from a smaller figure
+    whole = _RAY_PP_CUT.replace("  --pipeline-parallel-s[...]\n", "")
+    assert diagnose(whole, offline=True, explain=True).estimate["settings"]["pipeline_parallel_size"] == 1
