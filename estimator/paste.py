@@ -326,6 +326,8 @@ def _read(raw: str) -> Facts:
                 # its directory spells is looked for as for a served path (diagnosis._model_of_path)
                 extra.setdefault("model_path", m.group("path"))
             model_paths.append(m.group("path"))
+        for h in _prose.downloaded_models(text_p, model_paths):
+            occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority))
         model_paths += _prose.config_file_models(text_p)
         for h in _prose.find_gpus(text_p, []):
             occs.append(_Occ(h.key, h.value, h.start, h.end, h.source, h.priority, None, h.guess, h.norm))
@@ -866,7 +868,8 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,
         # belong to no single run
         if in_focal and not (key in ("gpu", "model", "gpu_count", "vllm_version")
                              and all(o.source.startswith(("prose", "catalog", "hf_")) for o in in_focal)):
-            cands = in_focal
+            # a local path the run served, read as a guess, gives way to the repo the paste downloaded there
+            cands = in_focal + [o for o in cands if o.source == "download_local_dir" and all(f.guess for f in in_focal)]
         elif not in_focal and focal > 0 and key in _SETTING_FACTS:
             # The failing run has its own command line and it does not set this flag: vLLM used its
             # default, not the value another attempt passed — one that failed on its own, or one
@@ -905,6 +908,11 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,
     workers = _per_worker_lines(key, group)
     if workers:
         return workers[0], [o.value for o in workers], []
+    if key == "free_memory_gib" and all(o.source == "free_memory_startup" for o in group):
+        # each worker checks its own GPU at start-up ("Free memory on device cuda:3 (53.76/79.18 GiB)"):
+        # other processes hold a different amount on each, and a utilization that fits must fit the tightest
+        ordered = sorted(group, key=lambda o: o.start)
+        return min(ordered, key=lambda o: float(o.value)), [o.value for o in ordered], []
     if key == "model" and top <= _tpl.P_PROSE + 10:
         first = min(group, key=lambda o: o.start)     # the subject is named first
         return first, per_rank, [o.value for o in group if norm(o) != norm(first)]

@@ -189,7 +189,8 @@ _NUM_WORDS = {"one": 1, "single": 1, "a": 1, "an": 1, "two": 2, "dual": 2, "doub
               "quad": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "sixteen": 16,
               "一": 1, "单": 1, "两": 2, "二": 2, "双": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8}
 _COUNT_BEFORE = regex.compile(
-    r"(?ix)(?:(?<![\w.,])(?P<n>\d{1,2})[ ]*(?:[x*][ ]*|[ ]+)|"
+    # a count before the name ("2x 4090", "2 A100"), not nvidia-smi's row index ("|   1  Tesla T4")
+    r"(?ix)(?:(?<![\w.,])(?P<n>\d{1,2})(?:[ ]*[x*][ ]*|(?<!\|[ ]{0,8}\d{1,2})[ ]+)|"
     r"\b(?P<w>one|single|two|dual|double|three|four|quad|five|six|seven|eight|sixteen)[ ]+|(?P<cn>\d{1,2})[ ]*[张块台卡]\S{0,10}?|(?P<zh>[一单两二双三四五六七八])[ ]*[张块台卡]\S{0,10}?)"
     r"(?:\d{1,3}[ ]?G[Bi]?B?[ ]+)?\Z")
 # "H20 8 nodes", "A100 x 2"
@@ -379,6 +380,34 @@ _HF_CACHE = regex.compile(r"models--(?P<org>[\w.-]+?)--(?P<name>[\w.-]+)")
 _MS_URL = regex.compile(r"(?i)modelscope\.cn/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)")
 _SIZE_TOKEN = regex.compile(r"(?i)(?<![a-z])\d+(?:\.\d+)?[bm](?![a-z])|\d+x\d+b")
 _FILE_EXT = regex.compile(r"(?i)\.(?:py|json|jsonl|txt|md|yaml|yml|sh|log|csv|html|gguf|bin|pt|safetensors|whl|png|jpg)$")
+
+
+# A download into a local directory: `hf download ORG/NAME --local-dir DIR` (huggingface-cli, modelscope's
+# `--model ORG/NAME --local_dir DIR`) and huggingface_hub's snapshot_download(repo_id=…, local_dir=…)
+_DOWNLOAD = regex.compile(
+    r"(?i)(?:(?:huggingface-cli|hf|modelscope)[ ]+download[ ]+(?:--model[ ]+)?['\"]?(?P<repo>[\w.-]+/[\w.-]+)['\"]?"
+    r"[^\n]{0,300}?--local[-_]dir[ =]+['\"]?(?P<dir>[^\s'\"]+)"
+    r"|snapshot_download\((?:[ ]*repo_id[ ]*=)?[ ]*['\"](?P<repo2>[\w.-]+/[\w.-]+)['\"][^)\n]{0,300}?local_dir[ ]*=[ ]*"
+    r"[rf]?['\"](?P<dir2>[^'\"\n]+)['\"])")
+
+
+def downloaded_models(text: str, served_paths: list[str]) -> list[Hit]:
+    """The repo a served local directory holds, where the paste downloads it there: an Arm tutorial's
+    `hf download TheBloke/Mistral-7B-Instruct-v0.2-GPTQ --local-dir ~/models/mistral-7b` and then
+    `vllm serve /models/mistral-7b` (the directory mounted into a container) — the same last path
+    component, so the repo, not the family the directory's name spells."""
+    names = {_leaf(p) for p in served_paths} - {""}
+    out = []
+    for m in _iter(_DOWNLOAD, text, limit=20):
+        repo, where = (m.group("repo"), m.group("dir")) if m.group("repo") else (m.group("repo2"), m.group("dir2"))
+        if _leaf(where) in names:
+            g = "repo" if m.group("repo") else "repo2"
+            out.append(Hit("model", repo, m.start(g), m.end(g), "download_local_dir", 45))
+    return out
+
+
+def _leaf(path: str) -> str:
+    return regex.split(r"[/\\]", str(path).strip().strip("'\"").rstrip("/\\"))[-1].lower()
 
 
 def model_from_value(value: str) -> tuple[str, bool] | None:

@@ -1202,3 +1202,57 @@ def test_lora_settings_are_read_from_flags_and_from_unsloths_call():
     h = read_paste(cell.replace("lora_rank = 32 # Larger rank = smarter, but slower\n", ""))
     assert (h.extra["max_lora_rank"], h.extra["lora_rank_assumed"]) == (64, True)
     assert "enable_lora" not in read_paste("vllm serve meta-llama/Llama-3.1-8B-Instruct\n").extra
+
+
+def _served_log(path: str) -> str:
+    """vLLM's own lines of a run serving `path` (a focal run: the paste's prose repo ids are not its model)."""
+    return (f"(APIServer pid=1) INFO 01-23 15:48:29 [utils.py:233] non-default args: {{'model_tag': '{path}', "
+            f"'model': '{path}', 'dtype': 'float16'}}\n"
+            "(EngineCore_DP0 pid=1) INFO 01-23 15:49:00 [gpu_worker.py:298] Available KV cache memory: 10.56 GiB\n")
+
+
+@pytest.mark.parametrize("text,model", [
+    # learn.arm.com's DGX Spark tutorial: downloaded to ~/models/mistral-7b, served as /models/mistral-7b
+    ("hf download TheBloke/Mistral-7B-Instruct-v0.2-GPTQ --local-dir ~/models/mistral-7b\n"
+     "docker run --gpus all -v ~/models:/models vllm/vllm-openai:latest \\\n  vllm serve /models/mistral-7b \\\n"
+     "  --quantization gptq --dtype float16\n" + _served_log("/models/mistral-7b"), "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ"),
+    ("from huggingface_hub import snapshot_download\n"
+     "snapshot_download(repo_id=\"Qwen/Qwen2.5-7B-Instruct-AWQ\", local_dir=\"/data/qwen7b\")\n"
+     "vllm serve /data/qwen7b --max-model-len 8192\n" + _served_log("/data/qwen7b"), "Qwen/Qwen2.5-7B-Instruct-AWQ"),
+    ("modelscope download --model Qwen/Qwen2.5-14B-Instruct --local_dir /mnt/q14\n"
+     "vllm serve /mnt/q14/ --max-model-len 8192\n" + _served_log("/mnt/q14/"), "Qwen/Qwen2.5-14B-Instruct"),
+])
+def test_a_local_directory_the_paste_downloads_a_repo_into_is_that_repo(text, model):
+    f = read_paste(text)
+    assert f.get("model") == model and f.values["model"].source == "download_local_dir"
+
+
+def test_a_download_into_another_directory_does_not_name_the_served_one():
+    text = ("hf download TheBloke/Mistral-7B-Instruct-v0.2-GPTQ --local-dir ~/models/other\n"
+            "vllm serve /models/mistral-7b --dtype float16\n" + _served_log("/models/mistral-7b"))
+    f = read_paste(text)
+    assert f.get("model") != "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ" and f.extra.get("model_path") == "/models/mistral-7b"
+
+
+def test_an_nvidia_smi_row_index_is_no_gpu_count():
+    """A Kaggle notebook's two-T4 nvidia-smi rows ("|   1  Tesla T4 …") under a TP 2 run: the row's
+    index is no "1 Tesla T4" — the run had 2 GPUs. A count in a table cell still counts."""
+    text = ("|   0  Tesla T4                       Off |   00000000:00:04.0 Off |                    0 |\n"
+            "|   1  Tesla T4                       Off |   00000000:00:05.0 Off |                    0 |\n"
+            "python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --tensor-parallel-size 2\n")
+    assert read_paste(text).get("gpu_count") == 2
+    assert read_paste("| GPU | 2 x RTX 4090 |").get("gpu_count") == 2
+
+
+def test_free_memory_checked_on_each_gpu_is_the_tightest():
+    """V1 workers each check their own GPU (a medqa TP 4 run: 54.34, 53.76, 54.49, 54.11 GiB free of
+    79.18): a utilization that fits must fit cuda:3's 53.76 GiB; every figure is kept per rank."""
+    line = ("(Worker pid={pid}) ERROR 07-01 09:41:21 [multiproc_executor.py:888] ValueError: Free memory on device "
+            "cuda:{dev} ({free}/79.18 GiB) on startup is less than desired GPU memory utilization (0.92, 72.84 GiB). "
+            "Decrease GPU memory utilization or reduce GPU memory used by other processes.\n")
+    text = "".join(line.format(pid=60651 + i, dev=d, free=f)
+                   for i, (d, f) in enumerate([(0, "54.34"), (3, "53.76"), (1, "54.49"), (2, "54.11")]))
+    f = read_paste(text)
+    assert f.error_kind == "free_memory_startup"
+    assert f.get("free_memory_gib") == 53.76
+    assert f.extra["per_rank"]["free_memory_gib"] == [54.34, 53.76, 54.49, 54.11]
