@@ -90,7 +90,11 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     read = lambda key: facts.values[key].source if key in facts.values else ""  # noqa: E731
 
     # ---- the card and the budget ----
-    read_total = torch_total_from_facts(facts)
+    read_total = torch_total_from_facts(facts, card_named=True)
+    if read_total is None and facts.get("gpu") is None:
+        hint = _total_from_graph_hint(facts)
+        # the hint's total where the estimate took it (not where the caller named the card)
+        read_total = hint if hint and (est is None or est.gpu_total_bytes == hint[0]) else None
     total = read_total[0] if read_total else None
     if read_total:
         st.add(Figure("total", total, read_total[1], read_total[2]))
@@ -302,14 +306,16 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     return st
 
 
-def torch_total_from_facts(facts) -> tuple[int, str, str] | None:
+def torch_total_from_facts(facts, card_named: bool = False) -> tuple[int, str, str] | None:
     """The GPU's memory as torch reports it (what vLLM budgets from), from the paste: (bytes,
     provenance, how). vLLM's own total is read as is; nvidia-smi's MiB total is not torch's — the
     driver keeps a reservation — so it goes through the catalog (a card showing that total to
-    nvidia-smi, whose torch total was observed) or the usual reservation (`gpus.lookup_gpu`)."""
+    nvidia-smi, whose torch total was observed) or the usual reservation (`gpus.lookup_gpu`).
+    Without a printed total, the one vLLM's graph hint implies (`_total_from_graph_hint`), unless the
+    card is named (`card_named`): a catalog card's total is exact, the hint's only to 3%."""
     fact = facts.values.get("total_gpu_memory_gib")
     if fact is None or not fact.value:
-        return None
+        return None if card_named else _total_from_graph_hint(facts)
     rows = facts.extra.get("nvidia_smi_memory_mib") or []
     if fact.source == "nvidia_smi_total" and rows:
         from estimator.errors import KvdoctorError
@@ -323,6 +329,32 @@ def torch_total_from_facts(facts) -> tuple[int, str, str] | None:
         if g is not None:
             return g.total_bytes, "derived", f"nvidia-smi's {mib:,} MiB as torch sees it: {g.assumed}"
     return int(round(float(fact.value) * GiB)), "read", f"total_gpu_memory {fact.value} GiB in the paste"
+
+
+# the spread of a total worked back from the graph hint, at the printed precision, that still names a card
+_HINT_TOTAL_SPREAD = 0.03
+
+
+def _total_from_graph_hint(facts) -> tuple[int, str, str] | None:
+    """The card's torch total where the paste prints none, from 0.21+'s two graph lines: "Estimated
+    CUDA graph memory: G GiB total" and "--gpu-memory-utilization=U is equivalent to …=U' without CUDA
+    graph memory profiling", U' = U − G ÷ total (vllm/v1/worker/gpu_worker.py), so total = G ÷ (U − U').
+    Only where the printed precision (G to 0.01 GiB, U and U' to 4 decimals) pins it within 3%: a
+    6 GB laptop card's 0.74 GiB at 0.7000 → 0.5760 is 5.97 GiB; 0.43 GiB at 0.9000 → 0.8964 is not."""
+    graph, util, equiv = facts.values.get("cuda_graph_gib"), facts.get("gpu_memory_utilization"), \
+        facts.extra.get("equivalent_utilization")
+    if graph is None or graph.source != "graph_estimated" or util is None or not isinstance(equiv, (int, float)):
+        return None
+    g, delta = float(graph.value), float(util) - float(equiv)
+    if g <= 0.005 or delta <= 0.0001:
+        return None
+    low, high = (g - 0.005) / (delta + 0.0001), (g + 0.005) / (delta - 0.0001)
+    total = g / delta
+    if (high - low) / total > _HINT_TOTAL_SPREAD:
+        return None
+    return (int(round(total * GiB)), "derived",
+            f"{g:.2f} GiB of CUDA graphs ÷ ({float(util):.4f} − {float(equiv):.4f}): vLLM's \"is equivalent to "
+            "--gpu-memory-utilization\" line takes the graphs' share of the card")
 
 
 def _need_counting(est: Estimate) -> str:

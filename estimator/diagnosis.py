@@ -833,7 +833,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     overrides = {"weights_bytes": gib_bytes(f("weights_gib")),
                  "activation_bytes": from_peak[0] if from_peak else gib_bytes(f("activation_peak_gib")),
                  "non_torch_bytes": gib_bytes(f("non_torch_gib")), "cuda_graph_bytes": gib_bytes(f("cuda_graph_gib"))}
-    read_total = torch_total_from_facts(facts)
+    read_total = torch_total_from_facts(facts, card_named=bool(card_ref))
     total = read_total[0] if read_total else None
     free = gib_bytes(f("free_memory_gib"))
     initial = facts.extra.get("initial_memory_usage_gib")

@@ -728,3 +728,27 @@ def test_the_estimated_maximum_length_pins_the_pool_to_the_block():
     # a length the printed GiB cannot hold (770.6 blocks at most) leaves the GiB figure as read
     loose = run(13000)
     assert loose["gpu_blocks"] == 768
+
+
+def _graph_hint_log(graph: str, util: str, equiv: str) -> str:
+    return ("vllm serve Qwen/Qwen2.5-VL-3B-Instruct-AWQ --max-model-len 4096 --gpu-memory-utilization 0.7\n"
+            f"(EngineCore pid=208) INFO 06-17 11:30:46 [gpu_model_runner.py:6517] Estimated CUDA graph memory: {graph} GiB total\n"
+            "(EngineCore pid=208) INFO 06-17 11:30:47 [gpu_worker.py:480] Available KV cache memory: -2.14 GiB\n"
+            "(EngineCore pid=208) INFO 06-17 11:30:47 [gpu_worker.py:495] CUDA graph memory profiling is enabled (default "
+            f"since v0.21.0). The current --gpu-memory-utilization={util} is equivalent to --gpu-memory-utilization={equiv} "
+            "without CUDA graph memory profiling.\n")
+
+
+def test_the_card_size_vllms_graph_hint_implies_where_no_card_is_named():
+    """0.21+ prints U' = U − G ÷ total, so total = G ÷ (U − U'): a WSL RTX 3050 laptop run (InvoiceVLM's
+    log) 0.74 ÷ (0.7000 − 0.5760) = 5.97 GiB. A named card stands; a hint too coarse to name one (0.43 GiB
+    at 0.9000 → 0.8964: 116–122 GiB at the printed precision) is not used."""
+    assert round(0.74 / (0.7000 - 0.5760), 2) == 5.97
+    d = diagnose(_graph_hint_log("0.74", "0.7000", "0.5760"), offline=True, explain=True)
+    fig = d.derived["figures"]["total"]
+    assert fig["provenance"] == "derived" and abs(fig["value"] / GiB - 5.97) < 0.01
+    named = diagnose(_graph_hint_log("0.74", "0.7000", "0.5760"), gpu="RTX 3060", offline=True, explain=True)
+    assert named.derived["figures"]["total"]["provenance"] == "assumed"
+    assert abs(named.derived["figures"]["total"]["value"] / GiB - 5.97) > 1
+    coarse = diagnose(_graph_hint_log("0.43", "0.9000", "0.8964"), offline=True, explain=True)
+    assert "÷ (0.9000 − 0.8964)" not in str(coarse.derived["figures"].get("total", {}).get("how"))
