@@ -89,7 +89,8 @@ class Suggestion:
 
 # Settings of the user's run that a fix's command must repeat, as `vllm serve` spells them: the
 # fix was checked with them, so a command without them would run another configuration.
-_CONTEXT_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "kv_cache_dtype",
+_CONTEXT_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "decode_context_parallel_size",
+                 "kv_cache_dtype",
                  "cpu_offload_gb", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
                  "max_num_batched_tokens", "dtype", "block_size", "kv_cache_memory_bytes", "mamba_cache_mode",
                  "max_loras", "max_lora_rank")

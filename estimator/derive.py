@@ -28,7 +28,7 @@ from estimator.memory import (
 )
 from estimator.paste import torch_oom_records
 from estimator.spec import DeepseekV4Layer
-from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
+from estimator.vllm import DCP_FROM, OTHERS_OWN_SHARE_FROM, version_text
 
 if TYPE_CHECKING:
     from estimator.paste import Facts
@@ -377,7 +377,12 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
     if counting == "all stages":
         return (f"{length:,} tokens over all {est.spec.num_layers} layers of every pipeline stage: vLLM "
                 f"{est.settings.vllm_version} checks the whole model's need against one stage's memory")
+    cp = est.settings.decode_context_parallel_size if est.profile.engine == "v1" and est.profile.version >= DCP_FROM else 1
     if counting == "per token":
+        if cp > 1:
+            # each of the dcp ranks keeps every dcp-th token (FullAttentionSpec.max_memory_usage_bytes)
+            return (f"{length:,} tokens ÷ {cp} decode-context-parallel ranks × {est.layout.kv_bytes_per_token:,} B "
+                    f"(in {bs}-token blocks)")
         return f"{length:,} tokens × {est.layout.kv_bytes_per_token:,} B (in {bs}-token blocks)"
     tb = window_tokens(est.settings, est.profile)
     if est.layout.dsv4 is not None:
@@ -393,6 +398,8 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
             parts.append(f"at most {min(span - 1 + tb, length):,} tokens in the {where} layers")
         elif g.kind == "mamba":
             parts.append("one state in the linear-attention/Mamba layers")
+        elif cp > 1:
+            parts.append(f"its {length:,} tokens ÷ {cp} decode-context-parallel ranks in the full-attention layers")
         else:
             parts.append(f"all {length:,} tokens in the full-attention layers")
     return f"one {length:,}-token request keeps " + "; ".join(dict.fromkeys(parts)) + " (in whole blocks)"

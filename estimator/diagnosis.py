@@ -144,6 +144,10 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     dp = facts.extra.get("data_parallel_size")
     if isinstance(dp, int) and dp > 1 and plausible_setting("data_parallel_size", dp):
         s.data_parallel_size = dp
+    dcp = facts.extra.get("decode_context_parallel_size")
+    if isinstance(dcp, (int, float)) and dcp == int(dcp) and dcp > 1 \
+            and plausible_setting("decode_context_parallel_size", int(dcp)):
+        s.decode_context_parallel_size = int(dcp)    # a flag, vLLM's args, or its "Multiplying …" line
     if facts.extra.get("mxfp4_backend"):
         s.mxfp4_backend = facts.extra["mxfp4_backend"]
     # the backend the log says ran, else the one --attention-backend asked for

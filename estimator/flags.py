@@ -43,6 +43,8 @@ FLAG_KEYS: dict[str, str] = {
     "pp": "pipeline_parallel_size",
     "data_parallel_size": "data_parallel_size",
     "dp": "data_parallel_size",
+    "decode_context_parallel_size": "decode_context_parallel_size",
+    "dcp": "decode_context_parallel_size",
     "gpu_memory_utilization": "gpu_memory_utilization",
     "gmu": "gpu_memory_utilization",           # Aphrodite (vLLM fork) short alias
     "max_model_len": "max_model_len",
@@ -121,8 +123,8 @@ BOOL_KEYS = frozenset({
     "calculate_kv_scales", "async_scheduling", "language_model_only", "enable_lora",
 })
 INT_KEYS = frozenset({
-    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_model_len",
-    "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_cache_memory_bytes",
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "decode_context_parallel_size",
+    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_cache_memory_bytes",
     "max_seq_len_to_capture", "num_gpu_blocks_override", "max_logprobs", "seed", "port",
     "num_speculative_tokens", "max_loras", "max_lora_rank",
 })
@@ -1074,7 +1076,7 @@ _DUMP_KEYS = {
     "quantization": "quantization", "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype",
     "chunked_prefill_enabled": "enable_chunked_prefill", "enable_prefix_caching": "enable_prefix_caching",
     "data_parallel_size": "data_parallel_size", "speculative_config": "speculative_config",
-    "served_model_name": "served_model_name",
+    "served_model_name": "served_model_name", "decode_context_parallel_size": "decode_context_parallel_size",
 }
 
 

@@ -34,6 +34,7 @@ from estimator.spec import (
 )
 from estimator.vllm import (
     BNB_MOE_FROM,
+    DCP_FROM,
     FLASHINFER_SAMPLER_ANY_FROM,
     FLASHINFER_SAMPLER_OPT_IN_FROM,
     KV_CACHE_DTYPE_FROM,
@@ -218,10 +219,11 @@ class KVGroup:
     spec: LayerKV
 
     def blocks_per_request(self, max_len: int, tb: int, profile: Profile, mamba_extra: int = 0,
-                           mamba_all: bool = False) -> int:
+                           mamba_all: bool = False, cp: int = 1) -> int:
         """`max_memory_usage_bytes / page` for one request at max_len (vllm/v1/kv_cache_interface.py).
         `tb`: the tokens a windowed layer holds beyond its window (`window_tokens`); a Mamba group
-        holds 1 + `mamba_extra` states, or one per block of the context in the "all" mode."""
+        holds 1 + `mamba_extra` states, or one per block of the context in the "all" mode; `cp`: the
+        context-parallel ranks a full-attention layer spreads a request's tokens over (DCP_FROM)."""
         bs = self.block_size
         if isinstance(self.spec, MambaState):
             return (ceil_div(max_len, bs) if mamba_all else 1) + mamba_extra
@@ -229,7 +231,7 @@ class KVGroup:
             return ceil_div(min(self.spec.window - 1 + tb, max_len), bs) + 1
         if isinstance(self.spec, ChunkedLocal) and profile.chunked_local_spec:
             return ceil_div(min(self.spec.chunk + tb, max_len), bs)
-        return ceil_div(max_len, bs)
+        return ceil_div(ceil_div(max_len, cp), bs)
 
 
 @dataclass
@@ -344,6 +346,7 @@ class Estimate:
                 "block_size": self.layout.block_size, "enforce_eager": s.enforce_eager,
                 "enable_prefix_caching": s.enable_prefix_caching, "enable_chunked_prefill": s.enable_chunked_prefill,
                 "data_parallel_size": s.data_parallel_size, "enable_expert_parallel": s.enable_expert_parallel,
+                "decode_context_parallel_size": s.decode_context_parallel_size,
                 "speculative_method": s.speculative_method, "num_speculative_tokens": s.num_speculative_tokens,
                 "pp_layer_partition": s.pp_layer_partition, "model_runner_v2": s.model_runner_v2,
                 "usage": s.usage,
@@ -2057,10 +2060,20 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     dsv4_extra = spec_k - 1 if layout.dsv4 is not None and profile.version >= (0, 28, 0) \
         and (s.speculative_method or "").lower().endswith("mtp") and min(mtp_layers(spec), spec_k) > 1 else 0
 
+    cp = 1
+    if s.decode_context_parallel_size > 1:
+        if profile.engine == "v1" and profile.version >= DCP_FROM:
+            cp = s.decode_context_parallel_size
+            assumptions.append(f"decode context parallelism {cp}: each of {cp} ranks keeps every {cp}th token of a "
+                               f"request, so a rank's KV cache holds {cp}× the tokens its memory alone would")
+        else:
+            assumptions.append(f"--decode-context-parallel-size is not in vLLM {profile.release} (V1 from "
+                               f"{'.'.join(map(str, DCP_FROM))}): modelled without it")
+
     def blocks_needed(length: int) -> int:
         if layout.dsv4 is not None:
             return kv_deepseek_v4.blocks_per_request(layout.dsv4, length, tb, dsv4_extra)
-        return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all) for g in layout.groups)
+        return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all, cp) for g in layout.groups)
 
     check_layout = layout
     if profile.pp_global_check and s.pipeline_parallel_size > 1:
@@ -2073,10 +2086,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         if check_layout.dsv4 is not None:
             # the admission check sums the groups' own counts (_max_memory_usage_bytes_from_groups)
             return sum(kv_deepseek_v4.group_blocks(g, length, tb, dsv4_extra) for g in check_layout.dsv4.groups)
-        return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all) for g in check_layout.groups)
+        return sum(g.blocks_per_request(length, tb, profile, mamba_extra, mamba_all, cp) for g in check_layout.groups)
 
     def needed(length: int) -> int:
-        return kv_needed_bytes(check_layout, profile, s, length, check_blocks, kvb, mdb)
+        return kv_needed_bytes(check_layout, profile, s, length, check_blocks, kvb, mdb, cp)
 
     check_pool = kv_pool - (bpb if profile.reserved_block else 0)
     need_blocks = blocks_needed(max_len) if layout.groups else 0
@@ -2091,10 +2104,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     else:
         concurrency = blocks / need_blocks if need_blocks else 0.0
         if profile.capacity_rule == "v1_blocks":
-            capacity = blocks * layout.block_size
+            capacity = blocks * layout.block_size * cp
             concurrency = capacity / max_len if max_len else 0.0
         elif profile.capacity_rule == "v1_groups":
-            capacity = (blocks // max(1, layout.num_groups)) * min(g.block_size for g in layout.groups) \
+            capacity = (blocks // max(1, layout.num_groups)) * min(g.block_size for g in layout.groups) * cp \
                 if layout.groups else 0
         else:
             capacity = int(concurrency * max_len)
@@ -2248,14 +2261,15 @@ def rerun(est: Estimate, **changes) -> Estimate:
 
 
 def kv_needed_bytes(layout: KVLayout, profile: Profile, s: EngineSettings, length: int, blocks_needed,
-                    kv_bytes: int, model_dtype_bytes: int) -> int:
+                    kv_bytes: int, model_dtype_bytes: int, cp: int = 1) -> int:
     """KV memory one request at `length` needs, as the version's admission check counts it.
 
     V0: every attention layer at full length (cache_engine.get_cache_block_size). V1 0.7–0.13:
     Σ over layers of `max_memory_usage_bytes` (vllm/v1/core/kv_cache_utils.py
     check_enough_kv_cache_memory) — sliding layers at their window from 0.8.3, chunked-local layers at
     their chunk from 0.10, before any unification or padding. 0.14–0.18: group-aware, but only the FIRST group was counted in the
-    multi-group case (fixed in 0.19); 0.19+: bytes_per_block × Σ_groups blocks.
+    multi-group case (fixed in 0.19); 0.19+: bytes_per_block × Σ_groups blocks. `cp`: decode context
+    parallelism, a full-attention layer keeping cdiv(length, cp) tokens (`blocks_needed` counts it too).
     """
     rule = profile.needed_rule
     bs, tp, tb = layout.block_size, s.tensor_parallel_size, window_tokens(s, profile)
@@ -2281,14 +2295,14 @@ def kv_needed_bytes(layout: KVLayout, profile: Profile, s: EngineSettings, lengt
                 # (off by default for chunked attention) unifies it to full attention (get_kv_cache_config)
                 n = ceil_div(min(lk.chunk + tb, length), bs)
             else:
-                n = ceil_div(length, bs)
+                n = ceil_div(ceil_div(length, cp), bs)
             total += n * ppt * bs
         return total
     if layout.dsv4 is not None:
         # DeepSeek-V4: a layer tuple's bytes per block to 0.28, the pool's stride from 0.29
         return layout.dsv4.needed_block_bytes * blocks_needed(length)
     if rule == "first_group" and len(layout.groups) > 1:
-        return layout.bytes_per_block * layout.groups[0].blocks_per_request(length, tb, profile)
+        return layout.bytes_per_block * layout.groups[0].blocks_per_request(length, tb, profile, cp=cp)
     return layout.bytes_per_block * blocks_needed(length)
 
 

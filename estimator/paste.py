@@ -218,7 +218,7 @@ def _read(raw: str) -> Facts:
             continue
         if s.key in _SETTING_FACTS:
             occs.append(_Occ(s.key, s.value, s.span[0], s.span[1], s.source, prio, pt.rank_at(s.span[0])))
-        elif s.key in ("data_parallel_size", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_chunked_prefill",
+        elif s.key in ("data_parallel_size", "decode_context_parallel_size", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_chunked_prefill",
                        "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching",
                        "enable_expert_parallel", "speculative_config", "speculative_model", "num_speculative_tokens",
                        "limit_mm_per_prompt", "async_scheduling", "mamba_cache_mode", "language_model_only",

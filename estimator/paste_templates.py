@@ -198,6 +198,12 @@ TEMPLATES: tuple[Template, ...] = (
        r"The[ \n]+current[ \n]+--gpu-memory-utilization=(?P<gpu_memory_utilization>" + NUM + r")[ \n]+is[ \n]+equivalent[ \n]+to[ \n]+"
        r"--gpu-memory-utilization=(?P<x_equivalent_utilization>" + NUM + r")", P_PROFILE, None, ("0.20.0", None), "v1"),
     _t("graph_profiling", r"Profiling[ \n]+CUDA[ \n]+graph[ \n]+memory:", P_LOAD, None, ("0.18.0", None), "v1"),
+    # decode context parallelism's factor in "GPU KV cache size" (v1/core/kv_cache_utils.py): "by the
+    # dcp_world_size 8." (0.10.2+), later "by the cp_world_size 4 (pcp_world_size 1 * dcp_world_size 4)."
+    _t("dcp_multiply", r"Multiplying[ \n]+the[ \n]+GPU[ \n]+KV[ \n]+cache[ \n]+size[ \n]+by[ \n]+the[ \n]+(?:dcp_world_size[ \n]+"
+       r"(?P<x_decode_context_parallel_size>" + INT + r")|cp_world_size[ \n]+\d+[ \n]*\(pcp_world_size[ \n]+\d+"
+       r"[ \n]*\*[ \n]*dcp_world_size[ \n]+(?P<x_decode_context_parallel_size>" + INT + r")\))",
+       P_PROFILE, None, ("0.10.2", None), "v1"),
     # 0.18–0.19.x, before graph profiling became the default (0.20.0): "In v0.19, CUDA graph memory
     # profiling will be enabled by default … increase --gpu-memory-utilization from 0.9000 to 0.9616
     # to maintain the same effective KV cache size" — the utilization in use, graphs not set aside
@@ -322,7 +328,7 @@ ANCHORS: dict[str, str] = {
     "max_concurrency": "concurrency", "num_gpu_blocks_override": "overriding", "aphrodite_max_seq_len": "allowed", "using_max_model_len": "using",
     "auto_fit": "auto-fit", "weights_v0": "weights", "weights_080": "loading", "weights_083": "loading",
     "weights_0112": "loading", "graph_took": "capturing", "graph_estimated": "estimated", "graph_pool": "pool",
-    "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling": "profiling", "chunked_prefill_tb": "chunked",
+    "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling": "profiling", "dcp_multiply": "multiplying", "chunked_prefill_tb": "chunked",
     "long_context_warning": "context", "tp_heads": "divisible", "pp_layers": "divisible", "quant_shape": "quantiz",
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
     "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory", "v1_num_gpu_blocks": "cache_config_info",

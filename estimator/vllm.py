@@ -568,6 +568,9 @@ class EngineSettings:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
+    # --decode-context-parallel-size / -dcp (DCP_FROM): the TP group's ranks each keep 1/dcp of a
+    # request's tokens, so one rank's pool holds dcp times the tokens (vllm/v1/core/kv_cache_utils.py)
+    decode_context_parallel_size: int = 1
     dtype: str | None = None
     kv_cache_dtype: str | None = None
     quantization: str | None = None
@@ -629,7 +632,7 @@ class EngineSettings:
 # shared with the paste reader; vllm/engine/arg_utils.py is the source of both).
 _FIELDS = {
     "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size",
-    "data_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
+    "data_parallel_size", "decode_context_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "swap_space", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
     "async_scheduling", "mamba_cache_mode", "performance_mode", "attention_backend", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
@@ -777,7 +780,7 @@ def apply_speculative(s: EngineSettings, value: object) -> None:
 # NVLink domain, 72 GPUs; PP at the layer count), low enough that a garbled figure (10^20 ranks) cannot
 # size per-stage work by it. A bound of this tool, not one of vLLM's.
 MAX_PARALLEL = 4096
-_PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+_PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "decode_context_parallel_size")
 # Likewise for token, sequence and block counts (2^40, 10^5 times the longest context any model
 # offers), far below where the arithmetic's floats overflow (a 400-digit length did).
 MAX_COUNT = 2**40
@@ -908,6 +911,11 @@ V2_RUNNER_ENCODER_PROFILED_FROM = (0, 27, 0)
 # `--speculative-config` (a JSON dict) by the wheels' engine/arg_utils.py: in 0.8.2 (beside the old
 # --speculative-model, deprecated there), not in 0.8.0; 0.8.3 keeps only the dict
 SPECULATIVE_CONFIG_FROM = (0, 8, 2)
+# --decode-context-parallel-size (vllm/engine/arg_utils.py, V1 only): from the release after vllm PR
+# #23734 ("Support decode context parallel (DCP) for MLA"); each of the TP group's dcp ranks keeps every
+# dcp-th token, kv_cache_utils multiplies "GPU KV cache size" by dcp ("Multiplying the GPU KV cache size
+# by the dcp_world_size N") and FullAttentionSpec.max_memory_usage_bytes counts cdiv(max_model_len, dcp)
+DCP_FROM = (0, 10, 2)
 
 # V0's profile run, 0.7.0–0.8.2 (vllm/multimodal/profiling.py get_decoder_dummy_data in those wheels): a
 # dummy prompt whose media tokens exceed its sequence length — max_num_batched_tokens // max_num_seqs, after

@@ -752,3 +752,21 @@ def test_the_card_size_vllms_graph_hint_implies_where_no_card_is_named():
     assert abs(named.derived["figures"]["total"]["value"] / GiB - 5.97) > 1
     coarse = diagnose(_graph_hint_log("0.43", "0.9000", "0.8964"), offline=True, explain=True)
     assert "÷ (0.9000 − 0.8964)" not in str(coarse.derived["figures"].get("total", {}).get("how"))
+
+
+def test_a_decode_context_parallel_runs_tokens_are_dcp_times_its_pool():
+    """vllm PR's DCP test plan (Qwen3-235B-A22B, TP 8, DCP 2): 4 KV heads over 8 ranks is one head a
+    rank, 94 × 1 × 128 × 2 × 2 = 48,128 B a token; the 1,723,584 tokens vLLM printed are 2 × 861,792
+    tokens of one rank's pool: 861,792 × 48,128 B = 38.63 GiB, not twice that."""
+    text = ("vllm serve Qwen/Qwen3-235B-A22B-Instruct-2507 --gpu-memory-utilization 0.9 --tensor-parallel-size 8 "
+            "--decode-context-parallel-size 2\n"
+            "[kv_cache_utils.py:859] Multiplying the GPU KV cache size by the dcp_world_size 2.\n"
+            "[kv_cache_utils.py:864] GPU KV cache size: 1,723,584 tokens\n"
+            "[kv_cache_utils.py:868] Maximum concurrency for 262,144 tokens per request: 6.57x\n")
+    assert 1_723_584 // 2 * 48_128 / GiB == pytest.approx(38.63, abs=0.01)
+    assert round(1_723_584 / 262_144, 2) == 6.57
+    d = diagnose(text, offline=True, explain=True)
+    assert d.estimate["settings"]["decode_context_parallel_size"] == 2
+    pool = d.derived["figures"]["kv_pool"]["value"]
+    assert pool / GiB == pytest.approx(38.63, rel=0.01)
+    assert "262,144 tokens ÷ 2 decode-context-parallel ranks × 48,128 B" in d.derived["figures"]["kv_needed"]["how"]

@@ -1715,3 +1715,42 @@ def test_lora_adapter_slots_are_counted_with_the_weights():
         vllm_version="0.8.1", engine="v0", dtype="bfloat16", max_model_len=2048, enable_lora=True, max_lora_rank=64))
     assert lora.weights_bytes - base.weights_bytes == 194_510_848
     assert abs(lora.weights_bytes / GiB - 6.2473) < 0.06
+
+
+def test_decode_context_parallelism_spreads_a_requests_tokens_over_the_dcp_ranks():
+    """--decode-context-parallel-size (0.10.2+): each of dcp ranks keeps every dcp-th token. A rank's
+    pool holds dcp × its blocks' tokens ("Multiplying the GPU KV cache size by the dcp_world_size"), and
+    one request needs cdiv(cdiv(L, dcp), block) blocks (FullAttentionSpec.max_memory_usage_bytes).
+    DeepSeek-V3's MLA latent (576 values, 1 B fp8 + the 656-byte row vLLM pads to) in a fixed pool."""
+    spec = load("deepseek-ai/DeepSeek-V3")
+    pool = 40 * GiB
+
+    def run(version, dcp):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=8, decode_context_parallel_size=dcp,
+                           max_model_len=131072, kv_cache_memory_bytes=pool)
+        return estimate(spec, gpu_total_bytes=140 * GiB, settings=s, weights_bytes=0, activation_bytes=0,
+                        non_torch_bytes=0, cuda_graph_bytes=0)
+
+    one, eight = run("0.11.0", 1), run("0.11.0", 8)
+    assert eight.gpu_blocks == one.gpu_blocks
+    bs = eight.layout.block_size
+    assert one.kv_cache_tokens == one.gpu_blocks * bs                 # one KV group: blocks × block size
+    assert eight.kv_cache_tokens == 8 * one.gpu_blocks * bs
+    need_one, need_eight = cdiv(131072, bs), cdiv(cdiv(131072, 8), bs)
+    assert eight.max_concurrency == pytest.approx(eight.gpu_blocks / need_eight)
+    assert one.max_concurrency == pytest.approx(one.gpu_blocks / need_one)
+    assert eight.kv_needed_bytes == one.kv_needed_bytes // 8
+    assert any("decode context parallelism 8" in a for a in eight.assumptions)
+    # before the flag existed: modelled without it, and said
+    old = run("0.10.1", 8)
+    assert old.kv_cache_tokens == run("0.10.1", 1).kv_cache_tokens
+    assert any("not in vLLM 0.10.1" in a for a in old.assumptions)
+
+
+def test_the_decode_context_parallel_size_is_read_from_flags_and_vllms_args():
+    assert parse_flags(["-tp", "8", "-dcp", "4"]).decode_context_parallel_size == 4
+    assert parse_flags(["--decode-context-parallel-size", "8"]).decode_context_parallel_size == 8
+    from estimator.paste import read_paste
+    line = ("(APIServer pid=1) INFO 05-15 05:33:37 [utils.py:240] non-default args: {'model': "
+            "'deepseek-ai/DeepSeek-V3', 'tensor_parallel_size': 8, 'decode_context_parallel_size': 8}")
+    assert read_paste(line).extra.get("decode_context_parallel_size") == 8
