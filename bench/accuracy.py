@@ -138,7 +138,10 @@ def settings_for(case: dict) -> EngineSettings:
     quant = quant_word(case.get("quantization"))
     generic = str(case.get("quantization") or s.quantization or "").lower().replace("_", "-") in (
         "modelopt", "compressed-tensors")
-    if not (quant or s.quantization) or (generic and not quant):
+    stated_none = str(case.get("quantization") or "").split()[:1] in ([w] for w in _NO_QUANT)
+    if stated_none:
+        pass        # the field says the checkpoint is unquantized ("none (BF16 baseline)"): nothing to infer
+    elif not (quant or s.quantization) or (generic and not quant):
         # no format in the field or the paste, or only a toolkit's name ("modelopt" serves FP8 and
         # NVFP4 exports alike): the checkpoint as the case describes it ("AutoRound int4 checkpoint of
         # Qwen3.6-27B", "single-nvfp4 compose"), where the repo id is the base model's
