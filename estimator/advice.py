@@ -19,6 +19,7 @@ from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 from estimator.gpus import lookup_gpu
 from estimator.memory import (
+    CUDA_CONTEXT,
     Estimate,
     GiB,
     cc_number,
@@ -801,8 +802,10 @@ def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
 
 
 def _free_memory_fixes(est: Estimate) -> list[Suggestion]:
+    # what vLLM finds free at start: the card less the other processes and its own CUDA context
+    # (memory.estimate's startup_free; the diagnosis reads `other` as total − free − context)
     other = est.inputs.get("other_process_bytes") or 0
-    free = est.gpu_total_bytes - other
+    free = est.gpu_total_bytes - other - CUDA_CONTEXT
     u = int(free / est.gpu_total_bytes * 100 - 1) / 100
     if u <= 0.1:
         return []

@@ -871,3 +871,21 @@ def test_a_cut_command_keeps_what_it_shows_and_a_flag_given_twice_its_last_value
     assert command_with(base, "--pipeline-parallel-size 4 --pipeline-parallel-size 8 --enforce-eager") == (
         "vllm serve deepseek-ai/DeepSeek-R1 --max-model-len 16384 --tensor-parallel-size 8 "
         "--pipeline-parallel-size 8 --enforce-eager")
+
+
+def test_a_free_memory_failure_is_fixed_by_asking_for_less_than_is_free():
+    """imageworks' RTX 4080 (WSL, 0.10.2): 13.58 of 15.99 GiB free, 0.85 asks for 13.59. vLLM's free
+    figure is after its own CUDA context, so the fix asks for less than 13.58 / 15.99 = 0.849: 0.83,
+    re-checked to pass the start-up check and fit the 4,096-token context."""
+    from estimator.diagnosis import diagnose
+    text = ("(APIServer pid=941339) INFO 09-30 18:28:54 [utils.py:328] non-default args: {'model': "
+            "'/home/stewa/ai-models/weights/ybelkada/llava-1.5-7b-hf-awq', 'max_model_len': 4096, "
+            "'gpu_memory_utilization': 0.85}\n"
+            "(EngineCore_DP0 pid=941609) ERROR 09-30 18:29:03 [core.py:718] ValueError: Free memory on device "
+            "(13.58/15.99 GiB) on startup is less than desired GPU memory utilization (0.85, 13.59 GiB). Decrease "
+            "GPU memory utilization or reduce GPU memory used by other processes.\n")
+    assert int(13.58 / 15.99 * 100 - 1) / 100 == 0.83
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "free_memory_startup"
+    first = d.suggestions[0]
+    assert first["flags"] == "--gpu-memory-utilization 0.83" and first["fits"]

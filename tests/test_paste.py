@@ -1256,3 +1256,16 @@ def test_free_memory_checked_on_each_gpu_is_the_tightest():
     assert f.error_kind == "free_memory_startup"
     assert f.get("free_memory_gib") == 53.76
     assert f.extra["per_rank"]["free_memory_gib"] == [54.34, 53.76, 54.49, 54.11]
+
+
+@pytest.mark.parametrize("path,repo", [
+    ("/home/stewa/ai-models/weights/ybelkada/llava-1.5-7b-hf-awq", "ybelkada/llava-1.5-7b-hf-awq"),
+    ("/home/u/weights/TheBloke/zephyr-7B-beta-AWQ", "TheBloke/zephyr-7B-beta-AWQ"),
+    ("/data/models/llama-7b", None),             # a store directory is no organisation
+    ("/mnt/disk1/foo-7b", None),                  # nor a mount point
+])
+def test_a_store_laid_out_as_org_and_name_is_read_as_that_repo(path, repo):
+    """A local model store kept as the Hub's ORG/NAME, where the name spells no known family: a guess."""
+    from estimator.paste_prose import model_from_value
+    got = model_from_value(path)
+    assert (got[0] if got else None) == repo and (got is None or got[1])
