@@ -382,7 +382,8 @@ def _alias_in_text(key: str) -> Gpu | None:
     The longest alias found as whole words wins (so "h100 nvl" beats "h100"); with none, a
     "NN GiB" figure in the text is taken as the torch-reported size.
     """
-    text = " " + _COUNT_PREFIX.sub("", key).replace("(", " ").replace(")", " ").replace(";", " ") + " "
+    # "A100/A800 80GB": a slash lists alternatives, each a name of its own
+    text = " " + _COUNT_PREFIX.sub("", key).replace("(", " ").replace(")", " ").replace(";", " ").replace("/", " ") + " "
     best: tuple[int, _Row] | None = None
     for alias, row in _index().items():
         if len(alias) < 3 or alias.isdigit() and len(alias) < 4:

@@ -282,3 +282,10 @@ def test_a_card_named_by_its_own_alias_gets_no_such_note(name):
     """Spellings of the card itself (a prefix, a suffix letter, an instance type) are no other product."""
     assumed = lookup_gpu(name).assumed or ""
     assert "is sized as" not in assumed
+
+
+def test_cards_listed_with_a_slash_are_names_of_their_own():
+    """"A100/A800 80GB": the slash lists alternatives; without it the text's "62.52 GiB" (a KV figure)
+    was taken for the card's size."""
+    g = lookup_gpu("4x 80GB-class NVIDIA Ampere (A100/A800 80GB) - inferred from 62.52 GiB KV per GPU")
+    assert g.name == "NVIDIA A100-SXM4-80GB"
