@@ -138,8 +138,8 @@ def settings_for(case: dict) -> EngineSettings:
     quant = quant_word(case.get("quantization"))
     generic = str(case.get("quantization") or s.quantization or "").lower().replace("_", "-") in (
         "modelopt", "compressed-tensors")
-    stated_none = str(case.get("quantization") or "").split()[:1] in ([w] for w in _NO_QUANT)
-    if stated_none:
+    said = str(case.get("quantization") or "").split()
+    if said and said[0].strip("(),;:").lower() in _NO_QUANT:
         pass        # the field says the checkpoint is unquantized ("none (BF16 baseline)"): nothing to infer
     elif not (quant or s.quantization) or (generic and not quant):
         # no format in the field or the paste, or only a toolkit's name ("modelopt" serves FP8 and

@@ -168,31 +168,22 @@ def command_with(base: list[str], flags: str) -> str:
         dropped.add("VLLM_PP_LAYER_PARTITION")   # one entry per stage: stale once the stages change
     base = [t for t in base if not (is_env_word(t) and t.split("=", 1)[0] in dropped)]
     out: list[str] = []
-    i = 0
-    while i < len(base):
-        tok = base[i]
-        name, eq, _value = tok.partition("=")
-        flag = is_flag_word(tok)
-        key = flag_key(name) if flag else None
-        takes_value = flag and not eq and flag_takes_value(name) and i + 1 < len(base) \
-            and not is_flag_word(base[i + 1])
+    for key, words in _flag_groups(base):
         if key in changed:
-            i += 2 if takes_value else 1
             continue
-        if flag and key is None and _SECRET_FLAG.match(name):
+        name, eq, _value = words[0].partition("=")
+        if key is None and is_flag_word(words[0]) and _SECRET_FLAG.match(name):
             # (an engine setting is never a secret, whatever its last word: argparse takes
             # `--max-num-batched-token`, a prefix of --max-num-batched-tokens)
-            out += [f"{name}=[redacted]"] if eq else [tok] + (["[redacted]"] if takes_value else [])
-            i += 2 if takes_value else 1
+            out += [f"{name}=[redacted]"] if eq else [words[0]] + (["[redacted]"] if len(words) > 1 else [])
             continue
-        out.append(tok)
-        i += 1
+        out += words
     return _shell_join(env + out + fix)
 
 
-def _last_of_each(tokens: list[str]) -> list[str]:
-    """Flags with their values, a flag given twice kept at its last value: a setting read back from
-    vLLM's figures (`--pipeline-parallel-size 4`) comes first and a fix that changes it after."""
+def _flag_groups(tokens: list[str]) -> list[tuple[str | None, list[str]]]:
+    """Command words grouped as argparse reads them: a flag with its value ("--max-model-len 4096",
+    "--max-model-len=4096") and the settings key it sets (None for other flags and plain words)."""
     groups: list[tuple[str | None, list[str]]] = []
     i = 0
     while i < len(tokens):
@@ -202,6 +193,13 @@ def _last_of_each(tokens: list[str]) -> list[str]:
         takes = flag and not eq and flag_takes_value(name) and i + 1 < len(tokens) and not is_flag_word(tokens[i + 1])
         groups.append((flag_key(name) if flag else None, tokens[i:i + (2 if takes else 1)]))
         i += 2 if takes else 1
+    return groups
+
+
+def _last_of_each(tokens: list[str]) -> list[str]:
+    """Flags with their values, a flag given twice kept at its last value: a setting read back from
+    vLLM's figures (`--pipeline-parallel-size 4`) comes first and a fix that changes it after."""
+    groups = _flag_groups(tokens)
     last = {key: n for n, (key, _g) in enumerate(groups) if key}
     return [t for n, (key, g) in enumerate(groups) if key is None or last[key] == n for t in g]
 

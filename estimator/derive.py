@@ -18,6 +18,7 @@ from estimator.memory import (
     TURBOQUANT_PRESETS,
     Estimate,
     GiB,
+    dcp_ranks,
     graphs_captured_after_kv,
     turboquant_slot,
     v0_capacity_divisor,
@@ -28,7 +29,7 @@ from estimator.memory import (
 )
 from estimator.paste import torch_oom_records
 from estimator.spec import DeepseekV4Layer
-from estimator.vllm import DCP_FROM, OTHERS_OWN_SHARE_FROM, version_text
+from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
 
 if TYPE_CHECKING:
     from estimator.paste import Facts
@@ -90,9 +91,9 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     read = lambda key: facts.values[key].source if key in facts.values else ""  # noqa: E731
 
     # ---- the card and the budget ----
-    read_total = torch_total_from_facts(facts, card_named=True)
+    read_total = torch_total_from_facts(facts)
     if read_total is None and facts.get("gpu") is None:
-        hint = _total_from_graph_hint(facts)
+        hint = total_from_graph_hint(facts)
         # the hint's total where the estimate took it (not where the caller named the card)
         read_total = hint if hint and (est is None or est.gpu_total_bytes == hint[0]) else None
     total = read_total[0] if read_total else None
@@ -306,16 +307,15 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     return st
 
 
-def torch_total_from_facts(facts, card_named: bool = False) -> tuple[int, str, str] | None:
+def torch_total_from_facts(facts) -> tuple[int, str, str] | None:
     """The GPU's memory as torch reports it (what vLLM budgets from), from the paste: (bytes,
     provenance, how). vLLM's own total is read as is; nvidia-smi's MiB total is not torch's — the
     driver keeps a reservation — so it goes through the catalog (a card showing that total to
     nvidia-smi, whose torch total was observed) or the usual reservation (`gpus.lookup_gpu`).
-    Without a printed total, the one vLLM's graph hint implies (`_total_from_graph_hint`), unless the
-    card is named (`card_named`): a catalog card's total is exact, the hint's only to 3%."""
+    Without one, a card the paste does not name may be sized by `total_from_graph_hint`."""
     fact = facts.values.get("total_gpu_memory_gib")
     if fact is None or not fact.value:
-        return None if card_named else _total_from_graph_hint(facts)
+        return None
     rows = facts.extra.get("nvidia_smi_memory_mib") or []
     if fact.source == "nvidia_smi_total" and rows:
         from estimator.errors import KvdoctorError
@@ -335,12 +335,13 @@ def torch_total_from_facts(facts, card_named: bool = False) -> tuple[int, str, s
 _HINT_TOTAL_SPREAD = 0.03
 
 
-def _total_from_graph_hint(facts) -> tuple[int, str, str] | None:
+def total_from_graph_hint(facts) -> tuple[int, str, str] | None:
     """The card's torch total where the paste prints none, from 0.21+'s two graph lines: "Estimated
     CUDA graph memory: G GiB total" and "--gpu-memory-utilization=U is equivalent to …=U' without CUDA
     graph memory profiling", U' = U − G ÷ total (vllm/v1/worker/gpu_worker.py), so total = G ÷ (U − U').
     Only where the printed precision (G to 0.01 GiB, U and U' to 4 decimals) pins it within 3%: a
-    6 GB laptop card's 0.74 GiB at 0.7000 → 0.5760 is 5.97 GiB; 0.43 GiB at 0.9000 → 0.8964 is not."""
+    6 GB laptop card's 0.74 GiB at 0.7000 → 0.5760 is 5.97 GiB; 0.43 GiB at 0.9000 → 0.8964 is not. Not
+    for a named card: a catalog card's total is exact, the hint's only to 3%."""
     graph, util, equiv = facts.values.get("cuda_graph_gib"), facts.get("gpu_memory_utilization"), \
         facts.extra.get("equivalent_utilization")
     if graph is None or graph.source != "graph_estimated" or util is None or not isinstance(equiv, (int, float)):
@@ -377,7 +378,7 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
     if counting == "all stages":
         return (f"{length:,} tokens over all {est.spec.num_layers} layers of every pipeline stage: vLLM "
                 f"{est.settings.vllm_version} checks the whole model's need against one stage's memory")
-    cp = est.settings.decode_context_parallel_size if est.profile.engine == "v1" and est.profile.version >= DCP_FROM else 1
+    cp = dcp_ranks(est.profile, est.settings)
     if counting == "per token":
         if cp > 1:
             # each of the dcp ranks keeps every dcp-th token (FullAttentionSpec.max_memory_usage_bytes)

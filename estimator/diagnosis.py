@@ -26,6 +26,7 @@ from estimator.derive import (
     need_sentence,
     other_worker_pool,
     torch_total_from_facts,
+    total_from_graph_hint,
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.gpus import states_its_size
@@ -427,9 +428,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     if est is not None:
         _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path, read_back=read_back,
                           compute_capability=est.compute_capability)
-        from estimator.flags import command_was_cut
+        from estimator.flags import command_cut
 
-        if any(s.get("command") for s in suggestions) and command_was_cut(facts.text):
+        if any(s.get("command") for s in suggestions) and command_cut(facts.text)[0]:
             assumptions.append("the paste cuts the vllm serve command short: the fix commands carry the flags it "
                                "shows; add the ones it cut")
         est.suggestions = suggestions
@@ -837,7 +838,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     overrides = {"weights_bytes": gib_bytes(f("weights_gib")),
                  "activation_bytes": from_peak[0] if from_peak else gib_bytes(f("activation_peak_gib")),
                  "non_torch_bytes": gib_bytes(f("non_torch_gib")), "cuda_graph_bytes": gib_bytes(f("cuda_graph_gib"))}
-    read_total = torch_total_from_facts(facts, card_named=bool(card_ref))
+    read_total = torch_total_from_facts(facts) or (None if card_ref else total_from_graph_hint(facts))
     total = read_total[0] if read_total else None
     free = gib_bytes(f("free_memory_gib"))
     initial = facts.extra.get("initial_memory_usage_gib")
@@ -1115,21 +1116,18 @@ def tp_from_weights(facts, spec, settings) -> None:
             return
 
 
-# a pipeline-parallel flag whose value the paste cuts ("--pipeline-parallel-s[...]", "-pp …")
-_CUT_PP_FLAG = re.compile(r"(?:--pipeline-parallel(?:-size?|-s\w*)?|(?<![\w-])-pp)[ =]*(?:\[\.\.\.|…|\.\.\.|$)", re.M)
-
-
 def pp_from_weights(facts, spec, settings) -> None:
     """The pipeline-parallel size a paste cuts, from the weights each rank printed: vllm#15598 runs
     DeepSeek-R1 with TP 8 on four 8-GPU machines, its `--pipeline-parallel-s[...]` cut, and every
     rank printed 20.64 GiB of weights — a quarter of the model's 83.78 GiB at TP 8, so PP 4. Only where
     the paste shows a pipeline-parallel flag without its value (a smaller figure alone may as well be
     a quantized checkpoint); the smallest size one of whose stages is within 5% of the figure wins."""
+    from estimator.flags import command_cut
     from estimator.params import weight_bytes
 
     printed = facts.get("weights_gib")
     if facts.values.get("pipeline_parallel_size") is not None or settings.pipeline_parallel_size > 1 \
-            or not printed or not _CUT_PP_FLAG.search(facts.text[:200_000]):
+            or not printed or command_cut(facts.text)[1] != "pipeline_parallel_size":
         return
     target = float(printed) * GiB
     for pp in (2, 3, 4, 6, 8, 16):

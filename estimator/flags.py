@@ -690,11 +690,23 @@ def user_command(text: str, near: int | None = None) -> list[str] | None:
     return env + head + tokens
 
 
-def command_was_cut(text: str) -> bool:
-    """Whether a `vllm serve` command in the paste is cut short ("--pipeline-parallel-s[...]"): the
-    fixes then show the flags it keeps, and the reply says the rest is the user's to add."""
-    return any(_CUT_WORD.search(t) for s, e, is_vllm in command_spans(text) if is_vllm
-               for t, _span in tokens_with_spans(text, s, e))
+def command_cut(text: str) -> tuple[bool, str | None]:
+    """Whether a `vllm serve` command in the paste is cut short ("--pipeline-parallel-s[...]"), and the
+    setting whose flag or value the cut took (argparse's prefix reading: "pipeline_parallel_size"),
+    if any. A cut command's fixes show the flags it keeps, and the reply says the rest is the user's
+    to add; a setting it cut may be worked back from vLLM's figures (diagnosis.pp_from_weights)."""
+    for s, e, is_vllm in command_spans(text):
+        if not is_vllm:
+            continue
+        words = [t for t, _span in tokens_with_spans(text, s, e)]
+        for i, word in enumerate(words):
+            if _CUT_WORD.search(word):
+                # what stands before the cut: the flag's name ("--pipeline-parallel-s[...]"), else the flag
+                # before a cut value ("--pipeline-parallel-size …")
+                head = _CUT_WORD.split(word)[0]
+                name = head if head.startswith("-") else (words[i - 1] if i and not head else "")
+                return True, flag_key(name) if is_flag_word(name) else None
+    return False, None
 
 
 # a word the paste cut: "[...]", an ellipsis, or three dots ending it ("--pipeline-parallel-s...")

@@ -112,14 +112,21 @@ _GENERIC_KEYS = {"max", "pro", "gpu", "ultra", "plus", "super", "mini", "data ce
 
 @lru_cache(maxsize=1)
 def _index() -> dict[str, _Row]:
-    idx: dict[str, _Row] = {}
+    return {k: row for k, (row, _spelled) in _keys().items()}
+
+
+@lru_cache(maxsize=1)
+def _keys() -> dict[str, tuple[_Row, str]]:
+    """Every lookup key (a name or alias normalised, with and without vendor words and spaces) → its
+    row and the catalog's own spelling of it ("a800-sxm4-80gb"), which a reply quotes."""
+    keys: dict[str, tuple[_Row, str]] = {}
     for row in _rows():
         for key in (row.name, *row.aliases):
             for k in (_norm(key), _strip_vendor(_norm(key))):
                 if k and k not in _GENERIC_KEYS:
-                    idx.setdefault(k, row)
-                    idx.setdefault(k.replace(" ", ""), row)
-    return idx
+                    keys.setdefault(k, (row, key))
+                    keys.setdefault(k.replace(" ", ""), (row, key))
+    return keys
 
 
 def _to_gpu(row: _Row) -> Gpu:
@@ -384,7 +391,7 @@ def _alias_in_text(key: str) -> Gpu | None:
     """
     # "A100/A800 80GB": a slash lists alternatives, each a name of its own
     text = " " + _COUNT_PREFIX.sub("", key).replace("(", " ").replace(")", " ").replace(";", " ").replace("/", " ") + " "
-    best: tuple[int, _Row] | None = None
+    best: tuple[int, _Row, str] | None = None
     for alias, row in _index().items():
         if len(alias) < 3 or alias.isdigit() and len(alias) < 4:
             continue
@@ -393,12 +400,11 @@ def _alias_in_text(key: str) -> Gpu | None:
             continue
         if _VARIANT_AFTER.match(text, at + len(alias) + 1):     # "rtx 3080 ti" is not the "rtx 3080" row
             continue
-        best = (len(alias), row)
+        best = (len(alias), row, alias)
     if best is not None:
-        row = best[1]
+        _n, row, key = best
         gpu = _to_gpu(row)
-        alias = next(a for a in (row.name, *row.aliases) if len(_norm(a)) == best[0] and f" {_norm(a)} " in text
-                     or len(_strip_vendor(_norm(a))) == best[0] and f" {_strip_vendor(_norm(a))} " in text)
+        alias = _keys()[key][1]
         m = _NOMINAL.search(text, timeout=0.1)
         stated = float(m.group(1)) if m else None
         if stated and row.marketed_gb and abs(stated - row.marketed_gb) / row.marketed_gb > 0.25:

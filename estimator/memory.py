@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from estimator import kv_deepseek_v4, params
 from estimator.attention_backend import FLASHINFER, attention_backend, flashinfer_capture, full_graphs_kept
-from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated
+from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated, vision_width
 from estimator.spec import (
     MLA,
     ChunkedLocal,
@@ -206,6 +206,12 @@ def window_tokens(s: EngineSettings, profile: Profile) -> int:
     if not async_on:
         return pp * tb
     return (pp + 1 if s.model_runner_v2 else (2 if pp == 1 else pp)) * tb
+
+
+def dcp_ranks(profile: Profile, s: EngineSettings) -> int:
+    """The ranks decode context parallelism spreads a request's tokens over (1 where the release has
+    no --decode-context-parallel-size: V1 from DCP_FROM)."""
+    return s.decode_context_parallel_size if profile.engine == "v1" and profile.version >= DCP_FROM else 1
 
 
 @dataclass
@@ -1535,7 +1541,7 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     9.26 GiB printed: 10.43 → 9.55).
     """
     v = spec.vision or {}
-    hv = int(v.get("embed_dim") or v.get("hidden_size") or 0)     # Qwen2-VL: embed_dim (params._vision_weights)
+    hv = vision_width(v)
     if not spec.is_multimodal or not hv:
         if spec.is_multimodal:
             assumptions.append("the vision encoder's size is not in the config: its profile-run activation "
@@ -2060,10 +2066,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     dsv4_extra = spec_k - 1 if layout.dsv4 is not None and profile.version >= (0, 28, 0) \
         and (s.speculative_method or "").lower().endswith("mtp") and min(mtp_layers(spec), spec_k) > 1 else 0
 
-    cp = 1
+    cp = dcp_ranks(profile, s)
     if s.decode_context_parallel_size > 1:
-        if profile.engine == "v1" and profile.version >= DCP_FROM:
-            cp = s.decode_context_parallel_size
+        if cp > 1:
             assumptions.append(f"decode context parallelism {cp}: each of {cp} ranks keeps every {cp}th token of a "
                                f"request, so a rank's KV cache holds {cp}× the tokens its memory alone would")
         else:

@@ -86,6 +86,12 @@ def _get(d: dict, *keys: str, default: Any = None) -> Any:
     return default
 
 
+def vision_width(vision_config: dict | None) -> int:
+    """A vision tower's hidden width. Qwen2-VL's vision_config names it embed_dim and keeps hidden_size
+    for the merger's output (the language model's width): embed_dim first wherever a config has it."""
+    return int(_get(vision_config or {}, "embed_dim", "hidden_size", "width", default=0) or 0)
+
+
 def _is(mtype: str, families: tuple[str, ...]) -> bool:
     return any(mtype == f or mtype.startswith(f + "_") for f in families)
 
@@ -512,9 +518,7 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     vt = str(v.get("model_type") or spec.config.get("model_type") or "").lower()
     top = str(spec.config.get("model_type") or "").lower()
     depth = int(_get(v, "depth", "num_hidden_layers", "num_layers", default=0) or 0)
-    # Qwen2-VL's vision_config names its ViT width embed_dim and keeps hidden_size for the merger's output
-    # (the language model's width): embed_dim first wherever a config has it
-    vh = int(_get(v, "embed_dim", "hidden_size", "width", default=0) or 0)
+    vh = vision_width(v)
     if not depth or not vh:
         notes.append("vision_config lacks depth/hidden size; vision tower parameters not counted")
         return [], notes

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import regex
 
+from estimator.catalog import match_local_name
 from estimator.paste_text import budget, expired
 
 TIMEOUT = 0.25
@@ -372,13 +373,14 @@ KNOWN_ORGS = frozenset(o.lower() for _, o in FAMILY_ORGS) | frozenset(u.lower() 
 _NOT_ORGS = frozenset({"vllm", "vllm-project", "docker", "library", "pytorch", "nvcr.io", "github", "issues", "pull",
                        "blob", "tree", "usr", "home", "root", "tmp", "data", "models", "model", "mnt", "opt", "var",
                        "workspace", "path", "to", "src", "lib", "bin", "etc", "dustynv", "lmcache", "sglang", "wildguard"})
-# directories that hold models without naming their organisation ("~/ai-models/weights/llama-7b")
+# directories that hold models without naming their organisation ("~/ai-models/weights/llama-7b"); mount
+# points ("disk1", "nvme0", "mnt") are _MOUNT_DIR's
 _STORE_DIRS = _NOT_ORGS | {"weights", "checkpoints", "checkpoint", "ckpt", "ckpts", "hf", "huggingface", "hub", "cache",
                            "ai-models", "llm", "llms", "hf_models", "hf-models", "pretrained", "output", "outputs",
-                           "merged", "downloads", "download", "share", "shared", "storage", "disk", "models_cache",
-                           "modelscope", "snapshots", "local", "users", "user", "kaggle", "input", "content", "drive",
+                           "merged", "downloads", "download", "share", "shared", "storage", "models_cache",
+                           "modelscope", "snapshots", "local", "users", "user", "kaggle", "input", "content",
                            "srv", "app", "apps", "code", "repo", "repos", "project", "projects", "work", "workdir",
-                           "scratch", "nas", "nfs", "gpfs", "lustre", "dev", "shm", "volumes", "private", "public"}
+                           "scratch", "nas", "gpfs", "lustre", "dev", "shm", "volumes", "private", "public"}
 _MOUNT_DIR = regex.compile(r"(?i)(?:disk|nvme|ssd|hdd|vol|volume|data|drive|sd[a-z]|mnt|raid|nfs)\d*")
 _REPO = regex.compile(
     r"(?<![\w./~-])(?P<org>[A-Za-z0-9][\w.-]{0,38}[A-Za-z0-9]|[A-Za-z0-9])/(?P<name>[A-Za-z0-9][\w.-]{0,95})(?![\w/-]|\.\w)")
@@ -453,19 +455,12 @@ def model_from_value(value: str) -> tuple[str, bool] | None:
         return guess, True
     if is_path and len(parts) >= 2 and parts[-2].lower() not in _STORE_DIRS and name == parts[-1] \
             and not _MOUNT_DIR.fullmatch(parts[-2]) and _looks_like_repo(parts[-2], name, strict=True) \
-            and _catalog_spelling(name) is None:
+            and match_local_name(name) is None:
+        # (a name that spells a catalog model another way is read as that model: diagnosis._model_of_path)
         # a store laid out as the Hub's ORG/NAME (".../weights/ybelkada/llava-1.5-7b-hf-awq"), where the
         # name spells no known family: the Hub's repo of that spelling, a guess
         return f"{parts[-2]}/{name}", True
     return None
-
-
-def _catalog_spelling(name: str) -> str | None:
-    """The catalog model a directory's name spells another way (catalog.match_local_name): that
-    reading (diagnosis._model_of_path) is surer than taking the parent directory for an organisation."""
-    from estimator.catalog import match_local_name
-
-    return match_local_name(name)
 
 
 def guess_repo(name: str) -> str | None:
