@@ -28,6 +28,14 @@ def accuracy():
     return mod
 
 
+@pytest.fixture(scope="module")
+def extraction():
+    spec = importlib.util.spec_from_file_location("bench_extraction", ROOT / "bench" / "extraction.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_a_corpus_total_taken_from_nvidia_smi_is_converted(accuracy):
     """qevos's 47.99 GiB is nvidia-smi's 49,140 MiB (its notes say so); torch sees that less the
     driver's reservation, as the catalog's cards that show 49,140 MiB have it: RTX A6000 47.54 GiB,
@@ -220,6 +228,23 @@ def test_a_checkpoint_format_in_the_description_is_read_but_not_a_kv_dtype(accur
     assert accuracy.settings_for(case).quantization == "auto_round"
     kv_only = dict(case, other_flags="--kv-cache-dtype fp8_e5m2; fp8 KV cache")
     assert accuracy.settings_for(kv_only).quantization is None
+
+
+def test_a_quantization_field_that_says_none_is_not_overridden_by_the_description(accuracy):
+    """A BF16 baseline whose description names the run it is compared with ("of an NVFP4-vs-BF16
+    comparison"): the field's "none" stands; without it the description's format is read."""
+    case = {"paste": "", "model": "deepseek-ai/DeepSeek-V2-Lite", "quantization": "none (BF16 baseline)",
+            "other_flags": "offline LLM() (BF16 baseline of an NVFP4-vs-BF16 comparison)"}
+    assert accuracy.settings_for(case).quantization is None
+    assert accuracy.settings_for(dict(case, quantization=None)).quantization == "nvfp4"
+
+
+def test_a_weights_figure_read_at_fewer_decimals_is_the_same_figure(extraction):
+    """vLLM prints the weights as "took 5.2032 GiB" and as "weights take 5.20GiB": either is the label's."""
+    assert extraction.same("weights_gib", 5.2032, 5.2)
+    assert extraction.same("weights_gib", 14.9595, 14.96)
+    assert not extraction.same("weights_gib", 5.2032, 5.21)
+    assert not extraction.same("weights_gib", 5.2, 5.2032)     # a finer reading must match exactly
 
 
 def test_a_malformed_corpus_line_is_skipped_not_a_traceback(accuracy, tmp_path, capsys):
