@@ -76,8 +76,8 @@ _SOURCE_PRIORITY = {
     "kwargs": _tpl.P_CMDLINE, "env": _tpl.P_ENV, "flag": _tpl.P_FLAG, "kv": _tpl.P_KV,
     "prose": _tpl.P_GUESS + 5,      # a setting told in words ("`fp8_e4m3` KV"): below any flag or log value
 }
-_BUDGET_S = 0.45     # skip the prose stage when a paste has used this much time already
-_DEADLINE_S = 0.6    # hard wall-clock budget of one paste (regex timeouts shrink to fit)
+_BUDGET_S = 0.45     # skip the prose stage when a paste has used this much CPU time already
+_DEADLINE_S = 0.6    # hard CPU-time budget of one paste (paste_text.budget: regex timeouts shrink to fit)
 _PROSE_HEAD = 150_000
 _PROSE_TAIL = 50_000
 

@@ -23,33 +23,51 @@ TIMEOUT = 0.3
 # Deadline of the paste being read, on the reading thread's own CPU clock (time.thread_time()); every
 # regex call's timeout is cut to what is left, so a hostile or huge paste returns on time with what
 # was found so far. CPU time, not wall time: a server answers several posts at once, and the other
-# threads' turns under the GIL are not this paste's cost (a CI run once saw one of four Discourse
-# replicas racing on the seed post decide "no problem", which a wall-clock budget cut short under load
-# would explain; not reproduced). Each regex call still has its own wall-clock timeout (the `regex`
-# package's) against catastrophic backtracking.
-_DEADLINE: ContextVar[float] = ContextVar("kvdoctor_paste_deadline", default=0.0)
+# threads' turns under the GIL are not this paste's cost. Each regex call's own timeout (the `regex`
+# package's, against catastrophic backtracking) is wall-clock, though: under load one call's CPU
+# second takes several wall seconds, and a template match cut short by the wall clock loses the
+# error line (a CI run on two busy cores once saw one of four Discourse replicas racing on the seed
+# post decide "no problem"). So a call's timeout is its CPU allowance scaled by how much slower than
+# CPU time the wall clock has run for this paste so far (`_load`), at most _MAX_LOAD times.
+_DEADLINE: ContextVar[tuple[float, float, float] | None] = ContextVar("kvdoctor_paste_deadline", default=None)
 cpu_clock = time.thread_time    # the clock of the paste's budgets (paste.py too)
+wall_clock = time.perf_counter  # the clock the `regex` package's timeouts run on
+_MAX_LOAD = 8.0                 # a paste's wall/CPU ratio beyond this is a stall, not load
+_SETTLE_S = 0.02                # both clocks' first instants carry no ratio worth scaling by
 
 
 def start_clock(seconds: float):
-    return _DEADLINE.set(cpu_clock() + seconds)
+    """Start the paste's CPU budget; the token is for stop_clock."""
+    cpu = cpu_clock()
+    return _DEADLINE.set((cpu + seconds, cpu, wall_clock()))
 
 
 def stop_clock(token) -> None:
     _DEADLINE.reset(token)
 
 
+def _load(start_cpu: float, start_wall: float) -> float:
+    """How many wall seconds one of this thread's CPU seconds has taken since the paste began (≥ 1)."""
+    ratio = (wall_clock() - start_wall + _SETTLE_S) / (cpu_clock() - start_cpu + _SETTLE_S)
+    return min(_MAX_LOAD, max(1.0, ratio))
+
+
 def budget(default: float = TIMEOUT) -> float:
-    """Timeout for the next regex call: `default`, or less when the paste's deadline is near."""
+    """Wall-clock timeout for the next regex call: `default` CPU seconds, or what is left of the
+    paste's CPU deadline when less, scaled by the load this paste has run under."""
     d = _DEADLINE.get()
-    if not d:
+    if d is None:
         return default
-    return max(0.001, min(default, d - cpu_clock()))
+    deadline, start_cpu, start_wall = d
+    left = deadline - cpu_clock()
+    if left <= 0:
+        return 0.001
+    return max(0.001, min(default, left) * _load(start_cpu, start_wall))
 
 
 def expired() -> bool:
     d = _DEADLINE.get()
-    return bool(d) and cpu_clock() >= d
+    return d is not None and cpu_clock() >= d[0]
 MAX_CHARS = 1_200_000      # read at most this much of a paste (the rest is never a log we need)
 MAX_LINE = 20_000          # a longer line is cut: no vLLM message is that long
 MAX_CLEANINGS = 40_000     # entity/tag/ANSI replacements; past that the rest is read as it is

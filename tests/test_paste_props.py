@@ -154,3 +154,24 @@ def test_the_paste_budget_counts_only_the_reading_threads_own_cpu_time():
         assert expired() and budget(0.3) == 0.001
     finally:
         stop_clock(token)
+
+
+def test_a_regex_calls_wall_clock_timeout_stretches_with_the_load_the_paste_runs_under():
+    """The `regex` package's timeouts are wall-clock. A reading thread that waits for a core (here a
+    sleep: wall time passes, its CPU clock does not) gets correspondingly longer per-call timeouts,
+    at most paste_text._MAX_LOAD times its CPU allowance, so a busy server does not cut a template
+    match short; with no waiting, a call's timeout is its CPU allowance."""
+    from estimator.paste_text import _MAX_LOAD, budget, start_clock, stop_clock
+
+    token = start_clock(1.0)
+    try:
+        spent = time.thread_time() + 0.2
+        while time.thread_time() < spent:     # CPU-bound reading: the wall clock runs with the CPU clock
+            pass
+        assert 0.1 <= budget(0.1) < 0.2       # ratio ≈ 1 (the test's own thread may be preempted a little)
+        time.sleep(0.6)                       # wall ≈ 0.8 s for 0.2 s of CPU: load ≈ 3.7
+        assert 0.25 < budget(0.1) < 0.1 * _MAX_LOAD
+        time.sleep(3.0)                       # a stall, not load: capped
+        assert budget(0.1) == pytest.approx(0.1 * _MAX_LOAD)
+    finally:
+        stop_clock(token)
