@@ -184,6 +184,18 @@ def test_a_card_named_without_its_size_is_the_one_that_held_the_printed_weights(
     assert accuracy.gpu_for(dict(case, observed={"weights_gib": 13.72, "kv_cache_gib": -2.14})) == "NVIDIA A100"
 
 
+def test_a_plus_in_a_card_labels_reasoning_joins_no_cards(accuracy):
+    """Mixed cards are joined by "+" ("RTX 5070 Ti 16GB + RTX 5090 D 32GB"), and run_estimate sizes
+    each stage on its own; a label whose reasoning has a "+" ("… + 62.52 GiB KV per GPU beside …")
+    names one card, which was run as a 62.52 GiB card (the smaller "part")."""
+    label = ('4x 80GB-class NVIDIA Ampere (A100/A800 80GB) - not named; inferred: SymmMem warning '
+             '"Device capability 8.0" + 62.52 GiB KV per GPU beside 3.74 GiB weights')
+    case = {"gpu": label, "observed": {"weights_gib": 3.74, "kv_available_gib": 62.52}, "notes": ""}
+    assert accuracy.gpu_for(case) == "NVIDIA A100-SXM4-80GB"
+    mixed = dict(case, gpu="NVIDIA GeForce RTX 5070 Ti 16GB + NVIDIA GeForce RTX 5090 D 32GB (heterogeneous)")
+    assert accuracy.gpu_for(mixed) == "NVIDIA GeForce RTX 5070 Ti 16GB + NVIDIA GeForce RTX 5090 D 32GB"
+
+
 def test_a_case_with_no_card_anywhere_is_skipped_not_run_on_a_default(accuracy, tmp_path, capsys):
     """vLLM's example output (no card named, no total printed) cannot be predicted forward: the
     bench skips it instead of comparing vLLM's 16.20 GiB with a default card's pool."""
