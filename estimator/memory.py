@@ -87,6 +87,19 @@ MiB = 2**20
 # vllm13061 0.25), TP4 0.39 (vllm16570 0.34–0.43, vllm PR48601 0.60).
 NON_TORCH_SINGLE = int(0.15 * GiB)
 NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
+# A single GPU's figure follows the card's generation, measured where it is taken after the CUDA
+# context (0.6.5+ V0, V1 0.9.1+): what the profile run loads outside torch is mostly kernel code
+# (lazily loaded modules), and Hopper loads the most (FlashAttention 3, sm90 CUTLASS). Printed by
+# public logs: H100/H200 0.13–0.16 (15 logs of 0.6.6–0.8.5, four projects: ART notebooks, llm-d,
+# vLLM PR12126, Dynamo) → NON_TORCH_SINGLE; A100 0.01–0.11 (9 logs, 0.7.3–0.10.2, median 0.09);
+# Turing/Ampere-consumer/Ada/Blackwell-workstation cards 0.02–0.08 (30 logs: T4, A10, RTX 2060,
+# 3090, 4060, 4070, 4080, 4090, RTX PRO 6000; 0.7.1–0.12; median 0.05). No such figure for AMD
+# or datacenter Blackwell, nor from releases after 0.12 (their logs print no non-torch line): they
+# keep NON_TORCH_SINGLE, which 0.17.1's RTX 3090 log (TheBuccaneer/vllm-offload-profiles: 16.58 −
+# 14.99 weights − 0.43 sampler peak − 0.95 KV = 0.21 GiB for the rest) supports.
+NON_TORCH_BY_CARD_UNTIL = (0, 13, 0)
+NON_TORCH_SINGLE_A100 = int(0.09 * GiB)
+NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
 # CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
 # 0.6.4's V0 logs print it: vllm/worker/worker.py takes non_torch_memory = (total − free) − torch's
 # allocated bytes after the profile run, with no baseline, so the figure is the context plus
@@ -1741,10 +1754,14 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> 
     # the run adds folded in (see CUDA_CONTEXT); every other era's baseline already holds the
     # context and what it measures on top of it starts at NON_TORCH_SINGLE
     single = 0 if profile.budget_rule == "v0_nontorch" else NON_TORCH_SINGLE
-    n = single + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0)
     if profile.context_in_non_torch:
-        n += CUDA_CONTEXT + other_process_bytes
-    return n
+        return single + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0) + CUDA_CONTEXT + other_process_bytes
+    if world > 1:
+        return single + NON_TORCH_PER_TP_RANK * world
+    cc = cc_number(s.compute_capability)
+    if not single or cc is None or 9.0 <= cc < 12.0 or profile.version >= NON_TORCH_BY_CARD_UNTIL:
+        return single       # Hopper, datacenter Blackwell, AMD (no number), no card named, or after 0.12
+    return NON_TORCH_SINGLE_A100 if cc == 8.0 else NON_TORCH_SINGLE_SMALL
 
 
 def cached_all_reduce_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int) -> int:

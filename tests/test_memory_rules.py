@@ -1470,6 +1470,53 @@ def test_a_negative_cuda_graph_estimate_vllm_printed_is_kept_when_a_fix_is_reche
     assert abs((more.budget_bytes - est.budget_bytes) - 0.02 * total) < 2
 
 
+def test_a_single_gpus_non_torch_figure_follows_the_cards_generation():
+    """Where vLLM measures non-torch memory after the CUDA context (0.6.5+ V0, V1 0.9.1+), public
+    single-GPU logs print 0.13–0.16 GiB on H100/H200, about 0.09 on A100 and 0.02–0.08 on other cards
+    (memory.NON_TORCH_SINGLE*). One of them, Unsloth's V0 0.10.0 on an RTX 3090 (RLDecisionAgent's
+    ART notes): total 23.68 × 0.78 = 18.47 GiB; weights 0.52, non_torch 0.06, activation 1.61, KV
+    16.29 GiB (18.47 − 0.52 − 0.06 − 1.61 = 16.28). Tensor parallelism keeps its own fit; a card of
+    unknown generation, an era that counts the context too, or a release after 0.12 (no printed
+    figure; test_v1_0_17_sampler_peak_matches_a_printed_pool) keeps the Hopper figure."""
+    from estimator.memory import (
+        CUDA_CONTEXT,
+        NON_TORCH_PER_TP_RANK,
+        NON_TORCH_SINGLE,
+        NON_TORCH_SINGLE_A100,
+        NON_TORCH_SINGLE_SMALL,
+        non_torch,
+    )
+    from estimator.vllm import profile_for
+
+    assert round(23.68 * 0.78, 2) == 18.47 and round(18.47 - 0.52 - 0.06 - 1.61, 2) == 16.28
+    p = profile_for("0.10.0")
+
+    def nt(cc, **kw):
+        return non_torch(p, EngineSettings(vllm_version="0.10.0", compute_capability=cc, **kw), 0)
+
+    assert nt("9.0") == NON_TORCH_SINGLE == int(0.15 * GiB)
+    assert nt("10.0") == NON_TORCH_SINGLE and nt("gfx942") == NON_TORCH_SINGLE and nt(None) == NON_TORCH_SINGLE
+    assert nt("8.0") == NON_TORCH_SINGLE_A100 == int(0.09 * GiB)
+    for cc in ("7.5", "8.6", "8.9", "12.0"):
+        assert nt(cc) == NON_TORCH_SINGLE_SMALL == int(0.05 * GiB)
+    assert nt("8.6", tensor_parallel_size=2) == NON_TORCH_SINGLE + 2 * NON_TORCH_PER_TP_RANK
+    assert non_torch(profile_for("0.13.0"), EngineSettings(vllm_version="0.13.0", compute_capability="8.6"),
+                     0) == NON_TORCH_SINGLE
+    one_083 = EngineSettings(vllm_version="0.8.3", compute_capability="8.6")
+    assert non_torch(profile_for("0.8.3"), one_083, 0) == CUDA_CONTEXT + NON_TORCH_SINGLE
+
+    # end to end with the printed weights and activation peak: the pool is the printed 16.29 GiB
+    # (18.47 − 0.5151 − 0.05 − 1.61 = 16.295; Hopper's 0.15 would give 16.195)
+    spec = load("Qwen/Qwen2.5-0.5B-Instruct")
+    card = lookup_gpu("RTX 3090")
+    est = estimate(spec, gpu_total_bytes=card.total_bytes, compute_capability=card.compute_capability,
+                   settings=EngineSettings(vllm_version="0.10.0", engine="v0", gpu_memory_utilization=0.78,
+                                           max_model_len=32768),
+                   weights_bytes=int(0.5151 * GiB), activation_bytes=int(1.61 * GiB))
+    assert est.non_torch_bytes == NON_TORCH_SINGLE_SMALL
+    assert est.kv_cache_bytes / GiB == pytest.approx(16.29, abs=0.03)
+
+
 def test_064_non_torch_is_the_cuda_context_alone():
     """0.6.4 (vllm/worker/worker.py): non_torch_memory = (total − free) − torch's allocated bytes after
     the profile run, against an empty card — the CUDA context and what the run loaded beside it. A
