@@ -111,11 +111,14 @@ def settings_for(case: dict) -> EngineSettings:
     while i < len(words):
         if words[i].startswith("-") and len(words[i]) > 1:
             chunk = words[i:i + 2] if i + 1 < len(words) and not words[i + 1].startswith("-") else words[i:i + 1]
+            unit = words[i + 2] if len(chunk) == 2 and i + 2 < len(words) else ""
+            # a size the notes write with its unit apart ("--kv-cache-memory 6 GiB") is that size
+            value = [chunk[0], chunk[1] + unit] if re.fullmatch(r"[KMGT]i?B", unit) else chunk
             try:
-                parse_flags(chunk, s)
+                parse_flags(value, s)
             except KvdoctorError:
                 pass
-            i += len(chunk)
+            i += len(chunk) + (value is not chunk)
         else:
             i += 1
     if pasted_engine:

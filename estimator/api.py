@@ -49,9 +49,14 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
             src.assumptions = [a for a in src.assumptions if a != OFFLINE_NOTE]
         name_quant = base[1]
         why = "" if isinstance(exc, ModelNotFound) else f" ({exc})"
-        if _QUANT_SUFFIX.search(ref.rstrip("/").split("/")[-1]):
+        leaf = ref.rstrip("/").split("/")[-1]
+        if _QUANT_SUFFIX.search(leaf):
             base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
                          f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
+        elif leaf.lower() != src.model_id.split("/")[-1].lower() \
+                and variant_stem(leaf) == variant_stem(src.model_id.split("/")[-1]):
+            base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the same release's "
+                         "other variant (base and chat weights share one architecture; its default context length may differ)")
         else:
             base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the model it is "
                          "named after (another organization's upload of it, a mirror or a fine-tune, keeps its "
@@ -83,6 +88,14 @@ _QUANT_SUFFIX = re.compile(
 )
 
 
+_VARIANT = re.compile(r"(?i)-(?:instruct|chat|it|base|pt)(?=-hf$|$)")
+
+
+def variant_stem(name: str) -> str:
+    """A repo name without its base/chat variant word ("Meta-Llama-3-70B-Instruct" → "meta-llama-3-70b")."""
+    return _VARIANT.sub("", name).lower()
+
+
 def _bare_name(name: str) -> str:
     """A repo name as the family knows it, for comparing an export's stem with the catalog: lower-cased,
     without Meta's "-hf" (Hugging Face format) or a precision/format suffix (NVIDIA's …-BF16 / …-FP8
@@ -106,7 +119,13 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
         # fine-tune, either way the architecture of the model it is named after
         same = [cid for cid in catalog_ids() if org and cid.split("/")[-1].lower() == name.lower()
                 and cid.split("/")[0].lower() != org.lower()]
-        return (same[0], None) if len(same) == 1 else None
+        if len(same) == 1:
+            return same[0], None
+        # the same release's other variant (meta-llama/Meta-Llama-3-70B beside the catalog's -Instruct,
+        # Llama-2-7b-hf beside -chat-hf): base and chat weights share one architecture
+        sib = [cid for cid in catalog_ids() if org and cid.split("/")[0].lower() == org.lower()
+               and cid.split("/")[-1].lower() != name.lower() and variant_stem(cid.split("/")[-1]) == variant_stem(name)]
+        return (sib[0], None) if len(sib) == 1 else None
     stem = name[: m.start()]
     # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout
     quant = quantization_in_name(m.group(0))

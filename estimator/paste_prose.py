@@ -18,7 +18,7 @@ from pathlib import Path
 
 import regex
 
-from estimator.catalog import match_local_name
+from estimator.catalog import canonical_id, match_local_name
 from estimator.paste_text import budget, expired
 
 TIMEOUT = 0.25
@@ -475,6 +475,10 @@ def guess_repo(name: str) -> str | None:
         if regex.search(r"(?i)(?:^|-)" + up + r"(?:-|$)", name):
             return f"{up}/{name}"
     org = _family_org(name)
+    if org == "meta-llama":
+        # Llama 3's repos carry Meta's prefix (meta-llama/Meta-Llama-3-70B-Instruct); Llama 2's and 3.1+'s
+        # do not (Llama-2-7b-hf, Llama-3.1-8B)
+        name = regex.sub(r"(?i)^llama-?3-(?=\d)", "Meta-Llama-3-", name)
     return f"{org}/{name}" if org else None
 
 
@@ -750,16 +754,24 @@ _BARE_MODEL = regex.compile(
     r"(?<![\w/.-])(?P<name>(?:Qwen|QwQ|Llama|Meta-Llama|Mistral|Mixtral|Ministral|Codestral|Devstral|DeepSeek|gemma|Phi|Kimi|GLM|"
     r"InternVL|MiniMax|Falcon|granite|gpt-oss|Nemotron)[\w.-]*?\d(?:[\w.-]*?[\w])?)"
     # an Ollama-style tag: the size after a colon ("qwen3.5:9b", "qwen3:30b-a3b"), the Hub's "-9B"
-    r"(?::(?P<tag>\d+(?:\.\d+)?b(?:-a\d+(?:\.\d+)?b)?)(?!\w|\.\w))?(?![\w/-]|[.:]\w)", regex.I)
+    r"(?::(?P<tag>\d+(?:\.\d+)?b(?:-a\d+(?:\.\d+)?b)?)(?!\w|\.\w))?(?![\w/-]|[.:]\w)"
+    # the size written apart ("Llama-3 70B", "Qwen2.5 7B"): the Hub's "-70B"
+    r"(?:[ ](?P<size>\d+(?:\.\d+)?b)(?![\w/-]|[.:]\w))?", regex.I)
 
 
 def find_bare_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
     out = []
     for m in _iter(_BARE_MODEL, text, limit=100):
         name = m.group("name") + (f"-{m.group('tag').upper()}" if m.group("tag") else "")
-        if _inside(m.start(), skip) or "-" not in name:
+        sized = f"{name}-{m.group('size')}" if m.group("size") and not m.group("tag") \
+            and not _SIZE_TOKEN.search(name) else ""
+        if _inside(m.start(), skip) or "-" not in (sized or name):
             continue
-        repo = guess_repo(name)
+        # a name that is a model of its own ("phi-4 14B" is microsoft/phi-4) keeps its catalog id; else
+        # the size written apart completes it
+        repo = guess_repo(name) if "-" in name else None
+        if sized and not (repo and canonical_id(repo)):
+            repo = guess_repo(sized)
         if repo:
             out.append(Hit("model", repo, m.start("name"), m.end(), "prose_model_name", 8, guess=True))
     return out

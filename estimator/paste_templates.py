@@ -55,7 +55,7 @@ def _t(name, pat, priority, kind=None, hint=None, engine=None, memory_log=True) 
 TEMPLATES: tuple[Template, ...] = (
     # 4.1 V0 length check (vllm/worker/worker.py raise_if_cache_size_invalid)
     _t("v0_capacity_error",
-       r"The[ \n]+models?'?s?'?[ \n]+max[ \n]+seq[ \n]+len[ \n]+\((?P<max_model_len>" + INT + r")\)[ \n]+is[ \n]+larger"
+       r"(?:[Tt]he[ \n]+)?models?'?s?'?[ \n]+max[ \n]+seq[ \n]+len[ \n]+\((?P<max_model_len>" + INT + r")\)[ \n]+is[ \n]+larger"
        r"[ \n]+than[ \n]+the[ \n]+maximum[ \n]+number[ \n]+of[ \n]+tokens[ \n]+that[ \n]+can[ \n]+be[ \n]+stored"
        r"[ \n]+in[ \n]+KV[ \n]+cache[ \n]*\((?P<error_max_tokens_in_kv>" + INT + r")\)",
        P_ERROR, "kv_capacity_v0", ("0.4.0", "0.11.0"), "v0"),

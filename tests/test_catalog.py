@@ -265,6 +265,22 @@ def test_another_organizations_upload_under_a_catalog_name_takes_that_models_con
         load_model("unsloth/No-Such-Model-7B", offline=True)
 
 
+def test_a_base_or_chat_variant_takes_its_catalogued_siblings_config():
+    """meta-llama/Meta-Llama-3-70B is not in the catalog, its -Instruct is; "Qwen/Qwen3-VL-30B-A3B" (a
+    shorthand without -Instruct/-Thinking) likewise: base and chat weights share one architecture, so the
+    sibling's config is used and said; a name with no single sibling still fails."""
+    from estimator.api import base_model_candidate, load_model
+
+    assert base_model_candidate("meta-llama/Meta-Llama-3-70B") == ("meta-llama/Meta-Llama-3-70B-Instruct", None)
+    assert base_model_candidate("Qwen/Qwen3-VL-30B-A3B") == ("Qwen/Qwen3-VL-30B-A3B-Instruct", None)
+    assert base_model_candidate("other-org/Meta-Llama-3-70B") is None       # not the same organization
+    spec = load_model("meta-llama/Meta-Llama-3-70B", offline=True).spec
+    assert spec.model_id == "meta-llama/Meta-Llama-3-70B" and spec.num_layers == 80 and spec.num_kv_heads == 8
+    assert any("the same release's other variant" in a for a in spec.assumptions)
+    with pytest.raises(ModelNotFound):
+        load_model("meta-llama/Meta-Llama-3-71B", offline=True)
+
+
 def test_a_renamed_repo_is_found_under_its_new_id():
     """Meta renamed the Llama 3.1 repos in July 2024 (the old ids redirect): a paste from before names
     meta-llama/Meta-Llama-3.1-8B-Instruct, the catalog has meta-llama/Llama-3.1-8B-Instruct."""

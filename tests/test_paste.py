@@ -427,6 +427,28 @@ def test_an_ollama_style_size_tag_is_the_hub_names_size(text, model):
     assert (got.lower() if got else None) == (model.lower() if model else None)
 
 
+@pytest.mark.parametrize("text,model", [
+    ("I was trying to run Llama-3 70B PPO", "meta-llama/Meta-Llama-3-70B"),   # OpenRLHF#336's words
+    ("Qwen2.5 7B on a 3090", "Qwen/Qwen2.5-7B"),
+    ("Llama-3.1 8B with vllm", "meta-llama/Llama-3.1-8B"),
+    ("I run Llama-3-70B-Instruct", "meta-llama/Meta-Llama-3-70B-Instruct"),  # Llama 3 carries Meta's prefix
+    ("phi-4 14B", "microsoft/phi-4"),           # a catalog model of its own keeps its id
+    ("Qwen3-30B-A3B 4bit", "Qwen/Qwen3-30B-A3B"),  # a size already in the name takes no other
+])
+def test_a_model_size_written_apart_completes_the_name(text, model):
+    """People write the size apart from the family ("Llama-3 70B"); the Hub joins it with a hyphen."""
+    got = read_paste(text).get("model")
+    assert got and got.lower() == model.lower()
+
+
+def test_the_v0_error_without_its_first_word_is_still_read():
+    """An issue title that quotes vLLM's V0 error from "model's max seq len" on (OpenRLHF#336)."""
+    f = read_paste("(issue title) vLLM related: model's max seq len (8192) is larger than the maximum number of "
+                   "tokens that can be stored in KV cache (6048).")
+    assert f.error_kind == "kv_capacity_v0"
+    assert f.get("error_max_tokens_in_kv") == 6048 and f.get("max_model_len") == 8192
+
+
 @pytest.mark.parametrize("text,gpu,count", [
     ("I run it on an NVIDIA RTX A6000 (49.1 GB VRAM) with vllm", "NVIDIA RTX A6000", None),
     ("GPUs: 2x 4090 (2x24GB)", "4090", 2),
