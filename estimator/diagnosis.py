@@ -1206,12 +1206,23 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
     return out
 
 
+# How far below the checkpoint's own figure solving for vLLM's pool may take the weights. Largest
+# falls the corpus needs: 5.9% (club-3090#446, an AutoRound export whose kept-16-bit parts are
+# not all in its config); 0.7–1.0% for three others. Beyond 10% every case was a wrong model, card or
+# setting (the 29.9–47.3% falls of vllm#33263's unnamed 24 GB card, OpenRLHF#336's 70B with no card).
+WEIGHTS_FLOOR = 0.9
+
+
 def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     """Make the model reproduce vLLM's printed KV pool by solving for the parts the paste did not state.
 
     The gap goes to the activation peak first (the least certain estimate), then to the weights
-    (checkpoint details the config does not show), then to non-torch; a part never goes below 0.
-    Each part moved is named in `assumptions`; if the gap cannot be closed, a check says so.
+    (checkpoint details the config does not show), then to non-torch; a part never goes below 0, and
+    the weights never below WEIGHTS_FLOOR of the checkpoint's own figure: a config that shows every
+    tensor's shape leaves room for small details (a tied head, padding), not for a third of the model
+    gone — vLLM's pool beside 8.23 of Llama-3.1-8B's 14.99 GiB is another model's, card's or setting's
+    (a README's 70B run on four A6000s read as the 8B on its 3090). Each part moved is named in
+    `assumptions`; if the gap cannot be closed, a check says so.
     """
     gap = est.kv_cache_bytes - pool          # > 0: vLLM had less KV than modelled → more non-KV
     bpb = max(est.layout.bytes_per_block, 1)
@@ -1235,7 +1246,7 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
         if not gap or read.get(key) is not None:
             continue
         current = getattr(est, key)
-        new = max(0, current + gap)
+        new = max(int(WEIGHTS_FLOOR * current) if key == "weights_bytes" else 0, current + gap)
         gap -= new - current
         inputs[key] = new
         keys.append(key)

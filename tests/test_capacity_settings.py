@@ -87,7 +87,9 @@ def test_a_stated_kv_cache_dtype_is_not_overridden():
 # Qwen3.6-27B at TP 2 (bundled catalog): 16 full-attention layers and 48 Gated DeltaNet layers; V1
 # groups layers 16 at a time, so 1 attention group and 3 Mamba groups share each block. 0.27 keeps
 # prefix caching off for hybrid models unless asked for (1 state block per Mamba group per request).
-QWEN = ("vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --max-model-len 131072 "
+# FP8 weights, as the talos-argocd-proxmox run this mirrors served them: 16-bit ones (25.5 GiB a rank)
+# do not fit a 3090 at all, so no pool of theirs is a figure to read settings back from.
+QWEN = ("vllm serve Qwen/Qwen3.6-27B --quantization fp8 --tensor-parallel-size 2 --max-model-len 131072 "
         "--kv-cache-dtype fp8_e4m3 --max-num-seqs 2")
 MAMBA_GROUPS = 3
 

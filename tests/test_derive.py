@@ -703,6 +703,28 @@ def test_a_large_solved_for_activation_is_called_unexplained():
     assert not any("does not explain" in c for c in seed.checks)
 
 
+def test_solving_for_vllms_pool_does_not_take_a_third_of_the_weights_away():
+    """A README names Llama-3.1-8B for one 3090 and Llama-3.1-70B for four A6000s, then the 70B run's
+    error (kilian-group/phantom-wiki): 106,848 tokens × 128 KiB = 13.04 GiB of KV beside 21.32 GiB of
+    budget leaves 8.28 GiB for everything else, less than the 8B's 14.99 GiB of weights. Solving for
+    the parts had made the weights 8.23 GiB (activation 0); now the weights fall at most to 90% of the
+    checkpoint's figure (diagnosis.WEIGHTS_FLOOR), so the reconciliation fails, the table keeps the
+    model's own 14.99, and a check says the budget cannot hold vLLM's pool."""
+    from estimator.diagnosis import WEIGHTS_FLOOR
+
+    text = ("- `meta-llama/Llama-3.1-8B-Instruct`: >= one 3090\n"
+            "- `meta-llama/Llama-3.1-70B-Instruct`: >= four A6000s\n"
+            "With four A6000s:\n```\n[rank0]: ValueError: The model's max seq len (131072) is larger than the maximum "
+            "number of tokens that can be stored in KV cache (106848). Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.\n```\n")
+    assert round(106_848 * 131_072 / GiB, 2) == 13.04 and round(23.69 * 0.9 - 13.04, 2) == 8.28
+    d = diagnose(text, offline=True, explain=True)
+    weights = d.derived["figures"]["weights"]
+    assert weights["provenance"] == "estimated" and round(weights["value"] / GiB, 2) == 14.99
+    assert 14.99 * WEIGHTS_FLOOR > 8.28
+    assert any("more than the budget" in c for c in d.checks)
+
+
 def test_the_estimated_maximum_length_pins_the_pool_to_the_block():
     """V1's error prints the pool to 2 decimals and the longest request it fits: vLLM's binary search
     took the largest N whose need (⌈N ÷ 16⌉ blocks) fits the available memory, so that memory holds
