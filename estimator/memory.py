@@ -98,6 +98,10 @@ NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
 # keep NON_TORCH_SINGLE, which 0.17.1's RTX 3090 log (TheBuccaneer/vllm-offload-profiles: 16.58 −
 # 14.99 weights − 0.43 sampler peak − 0.95 KV = 0.21 GiB for the rest) supports.
 NON_TORCH_BY_CARD_UNTIL = (0, 13, 0)
+# A card known only by its size (vLLM's printed total): every Hopper and A100 has 39 GiB or more, so a
+# smaller one takes the other cards' figure (the unnamed 6–16 GiB cards of the public logs above print
+# 0.01–0.05: Colab T4s, an 8 GB card, RTX 2060/3050/4070 laptops).
+UNNAMED_SMALL_CARD = 32 * GiB
 NON_TORCH_SINGLE_A100 = int(0.09 * GiB)
 NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
 # CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
@@ -1738,7 +1742,8 @@ def _mllama_v0_encoder_peak(spec: ModelSpec, v: dict, images: int, tp: int, dtyp
     return images * per_image
 
 
-def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> int:
+def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
+              unnamed_card_bytes: int | None = None) -> int:
     """Memory the instance holds outside torch's allocator, as the version measures it.
 
     V0 0.6.5+ measures it after `gc.collect(); torch.cuda.empty_cache()` (vllm/utils.py
@@ -1759,6 +1764,8 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int) -> 
     if world > 1:
         return single + NON_TORCH_PER_TP_RANK * world
     cc = cc_number(s.compute_capability)
+    if cc is None and unnamed_card_bytes and unnamed_card_bytes < UNNAMED_SMALL_CARD:
+        cc = 8.6            # no card named, but one this small is no Hopper or A100 (see below)
     if not single or cc is None or 9.0 <= cc < 12.0 or profile.version >= NON_TORCH_BY_CARD_UNTIL:
         return single       # Hopper, datacenter Blackwell, AMD (no number), no card named, or after 0.12
     return NON_TORCH_SINGLE_A100 if cc == 8.0 else NON_TORCH_SINGLE_SMALL
@@ -2018,7 +2025,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         else activation_bytes
     if activation_bytes is None:
         _unnamed_sampler_note(spec, profile, s, mdb, act, max_len, assumptions)
-    nt = non_torch(profile, s, other_process_bytes) if non_torch_bytes is None else non_torch_bytes
+    nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes) \
+        if non_torch_bytes is None else non_torch_bytes
     held = cached_all_reduce_bytes(spec, profile, s, mdb)
     if held:
         assumptions.append(

@@ -1476,8 +1476,9 @@ def test_a_single_gpus_non_torch_figure_follows_the_cards_generation():
     (memory.NON_TORCH_SINGLE*). One of them, Unsloth's V0 0.10.0 on an RTX 3090 (RLDecisionAgent's
     ART notes): total 23.68 × 0.78 = 18.47 GiB; weights 0.52, non_torch 0.06, activation 1.61, KV
     16.29 GiB (18.47 − 0.52 − 0.06 − 1.61 = 16.28). Tensor parallelism keeps its own fit; a card of
-    unknown generation, an era that counts the context too, or a release after 0.12 (no printed
-    figure; test_v1_0_17_sampler_peak_matches_a_printed_pool) keeps the Hopper figure."""
+    unknown generation (but for one under 32 GiB, which no Hopper or A100 is), an era that counts the
+    context too, or a release after 0.12 (no printed figure; test_v1_0_17_sampler_peak_matches_a_printed_pool)
+    keeps the Hopper figure."""
     from estimator.memory import (
         CUDA_CONTEXT,
         NON_TORCH_PER_TP_RANK,
@@ -1500,6 +1501,10 @@ def test_a_single_gpus_non_torch_figure_follows_the_cards_generation():
     for cc in ("7.5", "8.6", "8.9", "12.0"):
         assert nt(cc) == NON_TORCH_SINGLE_SMALL == int(0.05 * GiB)
     assert nt("8.6", tensor_parallel_size=2) == NON_TORCH_SINGLE + 2 * NON_TORCH_PER_TP_RANK
+    # a card known only by the total vLLM printed: under 32 GiB it is no Hopper or A100
+    s = EngineSettings(vllm_version="0.10.0")
+    assert non_torch(p, s, 0, int(7.75 * GiB)) == NON_TORCH_SINGLE_SMALL
+    assert non_torch(p, s, 0, int(79.18 * GiB)) == NON_TORCH_SINGLE
     assert non_torch(profile_for("0.13.0"), EngineSettings(vllm_version="0.13.0", compute_capability="8.6"),
                      0) == NON_TORCH_SINGLE
     one_083 = EngineSettings(vllm_version="0.8.3", compute_capability="8.6")
