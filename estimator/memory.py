@@ -99,8 +99,8 @@ NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
 # 14.99 weights − 0.43 sampler peak − 0.95 KV = 0.21 GiB for the rest) supports.
 NON_TORCH_BY_CARD_UNTIL = (0, 13, 0)
 # A card known only by its size (vLLM's printed total): every Hopper and A100 has 39 GiB or more, so a
-# smaller one takes the other cards' figure (the unnamed 6–16 GiB cards of the public logs above print
-# 0.01–0.05: Colab T4s, an 8 GB card, RTX 2060/3050/4070 laptops).
+# smaller one takes the other cards' figure (the unnamed 7–16 GiB cards of the public logs above print
+# 0.01–0.05, one 0.13: Colab T4s, an 8 GB card, an RTX 2060 and a 4070 laptop).
 UNNAMED_SMALL_CARD = 32 * GiB
 NON_TORCH_SINGLE_A100 = int(0.09 * GiB)
 NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
@@ -1763,12 +1763,15 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
         return single + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0) + CUDA_CONTEXT + other_process_bytes
     if world > 1:
         return single + NON_TORCH_PER_TP_RANK * world
+    if not single or profile.version >= NON_TORCH_BY_CARD_UNTIL:
+        return single
     cc = cc_number(s.compute_capability)
-    if cc is None and unnamed_card_bytes and unnamed_card_bytes < UNNAMED_SMALL_CARD:
-        cc = 8.6            # no card named, but one this small is no Hopper or A100 (see below)
-    if not single or cc is None or 9.0 <= cc < 12.0 or profile.version >= NON_TORCH_BY_CARD_UNTIL:
-        return single       # Hopper, datacenter Blackwell, AMD (no number), no card named, or after 0.12
-    return NON_TORCH_SINGLE_A100 if cc == 8.0 else NON_TORCH_SINGLE_SMALL
+    if cc == 8.0:
+        return NON_TORCH_SINGLE_A100
+    small_unnamed = cc is None and bool(unnamed_card_bytes) and unnamed_card_bytes < UNNAMED_SMALL_CARD
+    if small_unnamed or (cc is not None and not 9.0 <= cc < 12.0):
+        return NON_TORCH_SINGLE_SMALL
+    return single       # Hopper, datacenter Blackwell, AMD (no number) or an unnamed card of 32 GiB or more
 
 
 def cached_all_reduce_bytes(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int) -> int:
