@@ -358,32 +358,39 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     if model_ref and kind not in CONFIG_ERRORS and not refused:
         stated = bool(vllm_version or facts.get("vllm_version"))
 
-        def estimate_of(ref: str) -> tuple[Estimate, str, list[str]]:
+        def estimate_of(ref: str, f=None) -> tuple[Estimate, str, list[str]]:
             from estimator.api import load_model
 
+            f = facts if f is None else f
             spec = load_model(ref, offline=offline, timeout=hub_timeout).spec
             notes = list(assumptions)
             moved: list[str] = []
-            e = _anchored_estimate(facts, spec, card_ref, version, engine, stated=stated, moved=moved)
+            e = _anchored_estimate(f, spec, card_ref, version, engine, stated=stated, moved=moved)
             if moved:
                 # the checkpoint's format or the model's architecture moved the assumed release: that
                 # note takes the format's place, among the first assumptions a reply shows
                 notes = [moved[0] if a == note else a for a in notes] if note in notes else moved + notes
             elif not stated:
-                dated = _release_from_need(facts, e, e.settings.vllm_version, lambda v: _anchored_estimate(
-                    facts, spec, card_ref, v, engine, stated=False))
+                dated = _release_from_need(f, e, e.settings.vllm_version, lambda v: _anchored_estimate(
+                    f, spec, card_ref, v, engine, stated=False))
                 if dated is not None:
                     e, why = dated
                     notes = [a for a in notes if a != note] + [why]
             settled = e.settings.vllm_version
-            e, back = _capacity_settings(facts, e, lambda adj: _anchored_estimate(
-                facts, spec, card_ref, settled, engine, stated=False, adjust=adj))
+            e, back = _capacity_settings(f, e, lambda adj: _anchored_estimate(
+                f, spec, card_ref, settled, engine, stated=False, adjust=adj))
             return e, back, notes
 
         try:
-            est, read_back, assumptions = estimate_of(str(model_ref))
+            ref_used = str(model_ref)
+            est, read_back, assumptions = estimate_of(ref_used)
             if est.reconciliation.failed and not model and not from_path:
+                first = est
                 est, read_back, assumptions = _other_named_model(facts, est, read_back, assumptions, estimate_of)
+                ref_used = ref_used if est is first else est.spec.model_id
+            if est.reconciliation.failed:
+                facts, (est, read_back, assumptions) = _other_stated_value(
+                    facts, (est, read_back, assumptions), lambda f: estimate_of(ref_used, f))
         except ModelUnavailable as exc:
             problem = str(exc)
             missing.append("the model's config.json (the model could not be looked up)")
@@ -496,6 +503,39 @@ def _other_named_model(facts, est: Estimate, read_back: str, assumptions: list[s
                          f"vLLM printed; they fit {got.spec.model_id}, also named, so the log is read as its run")
             return got, back, notes
     return est, read_back, assumptions
+
+
+# settings a paste may give twice, one per run it describes, that vLLM's figures can tell apart
+_RUN_SETTINGS = ("gpu_memory_utilization",)
+
+
+def _other_stated_value(facts, first: tuple, estimate_with):
+    """(facts, (estimate, read-back flags, notes)) with another value the paste gives for a setting,
+    when vLLM's figures rule out the one read (or none was, the values disagreeing).
+
+    Why: a post that shows a baseline and the change it made ("--gpu-memory-utilization 0.9" in its
+    manifest, then "0.5  # 0.9 → 0.5" beside the failing run's log) gives two values; the reader keeps
+    neither. The later-stated value is tried first (posts show the change after the baseline); the
+    first whose state reproduces vLLM's KV figures is the run's, and a note says so."""
+    from estimator.paste import Fact, Facts
+
+    alts = (facts.extra.get("alternatives") or {})
+    for key in _RUN_SETTINGS:
+        read = facts.get(key)
+        for value in dict.fromkeys(reversed(alts.get(key) or [])):
+            if value == read:
+                continue
+            other = Facts(facts.text, {**facts.values, key: Fact(value, (0, 0), "alternative")}, dict(facts.extra))
+            try:
+                got = estimate_with(other)
+            except KvdoctorError:
+                continue
+            if not got[0].reconciliation.failed:
+                stated = ", ".join(str(v) for v in dict.fromkeys(alts[key]))
+                got[2].append(f"the paste gives {key} as {stated}; vLLM's KV figures fit {value}, so the log is "
+                              "read as that run's")
+                return other, got
+    return facts, first
 
 
 # a fix that needs more GPUs than the run had

@@ -725,6 +725,31 @@ def test_solving_for_vllms_pool_does_not_take_a_third_of_the_weights_away():
     assert any("more than the budget" in c for c in d.checks)
 
 
+def test_of_two_utilizations_a_post_gives_the_one_vllms_figures_fit_is_read():
+    """A Korean blog (sirzzang) shows its Kubernetes manifest's baseline (--gpu-memory-utilization 0.9)
+    and the change of its failing scenario (0.5), then that run's error on an A10G (22.06 GiB): the
+    reader keeps neither value. At 0.9 the budget is 19.85 GiB and vLLM's 0.18 GiB pool would leave
+    19.67 GiB for Qwen2.5-14B AWQ's ~10 GiB of weights, activation and the rest: no state of the model
+    does that. At 0.5 the budget is 11.03 GiB, 10.85 of it for the rest: within reach (the activation
+    peak solved for). So the run read is the 0.5 one, and a note says so."""
+    text = ("| GPU 노드 | g5.xlarge × 2, NVIDIA A10G 23,028 MiB |\n"
+            "          image: vllm/vllm-openai:v0.19.1\n          args:\n            - --model\n"
+            "            - Qwen/Qwen2.5-14B-Instruct-AWQ\n            - --gpu-memory-utilization\n"
+            "            - \"0.9\"\n            - --max-model-len\n            - \"4096\"\n"
+            "```yaml\nargs:\n  - --gpu-memory-utilization\n  - \"0.5\"       # 0.9 → 0.5\n"
+            "  - --max-model-len\n  - \"16384\"\n```\n"
+            "(EngineCore pid=81) INFO 04-19 10:59:54 [gpu_worker.py:436] Available KV cache memory: 0.18 GiB\n"
+            "(EngineCore pid=81) ValueError: To serve at least one request with the models's max seq len (16384), "
+            "(3.0 GiB KV cache is needed, which is larger than the available KV cache memory (0.18 GiB). Based on "
+            "the available memory, the estimated maximum model length is 976.\n")
+    assert read_paste(text).get("gpu_memory_utilization") is None      # two values, neither kept
+    d = diagnose(text, offline=True, explain=True)
+    assert d.estimate["settings"]["gpu_memory_utilization"] == 0.5
+    assert round(d.derived["figures"]["budget"]["value"] / GiB, 2) == 11.03
+    assert any("gives gpu_memory_utilization as 0.9, 0.5; vLLM's KV figures fit 0.5" in a for a in d.assumptions)
+    assert not any("too far apart" in a for a in d.assumptions)
+
+
 def test_the_estimated_maximum_length_pins_the_pool_to_the_block():
     """V1's error prints the pool to 2 decimals and the longest request it fits: vLLM's binary search
     took the largest N whose need (⌈N ÷ 16⌉ blocks) fits the available memory, so that memory holds
