@@ -571,9 +571,16 @@ def _template_match(t, m, pt: PasteText, occs: list[_Occ], xvals: dict) -> None:
         s, e = m.span(name)
         norm = _prose.gpu_family(str(value)) if key == "gpu" else None
         occs.append(_Occ(key, value, s, e, t.name, t.priority, pt.rank_at(s), norm=norm))
-        if t.name in ("v1_available_kv",):
+        if key == "kv_available_gib" and t.name in ("v1_available_kv", "actual_usage"):
             # V1 hands exactly this much to the KV cache (gpu_worker.determine_available_memory)
             occs.append(_Occ("kv_cache_gib", value, s, e, t.name, _tpl.P_PROSE + 5, pt.rank_at(s)))
+    if t.name == "actual_usage" and m.group("x_kv_bytes"):
+        s, e = m.span("x_kv_bytes")
+        gib = int(m.group("x_kv_bytes")) / 2**30
+        for key in ("kv_available_gib", "kv_cache_gib"):
+            # the same pool as the "Available KV cache memory: 55.15 GiB" line, to its 2 decimals: that
+            # line, where the paste has it, is the figure quoted back
+            occs.append(_Occ(key, gib, s, e, t.name, _tpl.P_PROSE + 4, pt.rank_at(s), norm=round(gib, 2)))
 
 
 def _v1_error_hint(m, text: str) -> tuple[str, str | None]:

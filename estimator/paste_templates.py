@@ -92,7 +92,9 @@ TEMPLATES: tuple[Template, ...] = (
        + r")[ \n]*GiB[ \n]+for[ \n]+non-torch[ \n]+memory,|(?P<x_consumed_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+consumed"
        r"[ \n]+memory[^,\n]{0,40},[ \n]+(?P<activation_peak_gib2>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+peak[ \n]+activation,)"
        r"[ \n]+and[ \n]+(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+CUDAGraph[ \n]+memory\.)?"
-       r"(?:[^\n]{0,700}?Current[ \n]+kv[ \n]+cache[ \n]+memory[ \n]+in[ \n]+use[ \n]+is[ \n]+(?P<kv_cache_gib>" + NUM + r")[ \n]*GiB)?",
+       # the pool (self.available_kv_cache_memory_bytes), in GiB or, in 0.10.2–0.11, in bytes
+       r"(?:[^\n]{0,700}?Current[ \n]+kv[ \n]+cache[ \n]+memory[ \n]+in[ \n]+use[ \n]+is[ \n]+(?:(?P<kv_available_gib>" + NUM
+       + r")[ \n]*GiB|(?P<x_kv_bytes>\d{4,15})[ \n]*bytes))?",
        P_PROFILE, None, ("0.10.2", None), "v1"),
     _t("kv_cache_memory_bytes",
        r"Initial[ \n]+free[ \n]+memory[ \n]+(?P<free_memory_gib>" + NUM + r")[ \n]*GiB,[ \n]+reserved[ \n]+(?P<kv_cache_gib>"

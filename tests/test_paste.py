@@ -217,8 +217,27 @@ def test_actual_usage_line():
     assert f.get("gpu_memory_utilization") == 0.92
     assert (f.get("weights_gib"), f.get("activation_peak_gib"), f.get("non_torch_gib"), f.get("cuda_graph_gib")) == \
         (7.39, 1.54, 0.6, 2.04)
-    assert f.get("kv_cache_gib") == 63.25
+    assert f.get("kv_cache_gib") == 63.25 and f.get("kv_available_gib") == 63.25   # the V1 pool
     assert f.error_kind == "startup_log_ok"
+
+
+def test_actual_usage_line_with_the_pool_in_bytes():
+    """0.10.2–0.11 print the pool in bytes ("Current kv cache memory in use is 59212694937 bytes."):
+    59,212,694,937 / 2^30 = 55.146 GiB, the "Available KV cache memory: 55.15 GiB" of the same log,
+    which is the figure quoted where both are pasted."""
+    line = ("(EngineCore_DP0 pid=3021) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device (78.66/79.19 GiB) "
+            "on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual usage is 14.08 GiB for weight, "
+            "1.97 GiB for peak activation, 0.07 GiB for non-torch memory, and 0.67 GiB for CUDAGraph memory. Replace "
+            "gpu_memory_utilization config with `--kv-cache-memory=58333988249` to fit into requested memory, or "
+            "`--kv-cache-memory=66273897472` to fully utilize gpu memory. Current kv cache memory in use is "
+            "59212694937 bytes.\n")
+    f = read_paste(line)
+    assert f.get("kv_available_gib") == pytest.approx(59_212_694_937 / 2**30) == pytest.approx(55.146, abs=1e-3)
+    assert f.get("kv_cache_gib") == f.get("kv_available_gib")
+    both = read_paste("(EngineCore_DP0 pid=3021) INFO 09-23 18:12:33 [gpu_worker.py:298] Available KV cache memory: "
+                      "55.15 GiB\n" + line)
+    assert both.get("kv_available_gib") == 55.15 and both.get("kv_cache_gib") == 55.15
+    assert "kv_cache_gib" not in (both.extra.get("alternatives") or {})
 
 
 def test_weights_lines_all_versions():
