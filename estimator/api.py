@@ -49,12 +49,11 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
             src.assumptions = [a for a in src.assumptions if a != OFFLINE_NOTE]
         name_quant = base[1]
         why = "" if isinstance(exc, ModelNotFound) else f" ({exc})"
-        leaf = ref.rstrip("/").split("/")[-1]
+        leaf, base_leaf = ref.rstrip("/").split("/")[-1], src.model_id.split("/")[-1]
         if _QUANT_SUFFIX.search(leaf):
             base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
                          f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
-        elif leaf.lower() != src.model_id.split("/")[-1].lower() \
-                and variant_stem(leaf) == variant_stem(src.model_id.split("/")[-1]):
+        elif leaf.lower() != base_leaf.lower() and _variant_stem(leaf) == _variant_stem(base_leaf):
             base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the same release's "
                          "other variant (base and chat weights share one architecture; its default context length may differ)")
         else:
@@ -91,7 +90,7 @@ _QUANT_SUFFIX = re.compile(
 _VARIANT = re.compile(r"(?i)-(?:instruct|chat|it|base|pt)(?=-hf$|$)")
 
 
-def variant_stem(name: str) -> str:
+def _variant_stem(name: str) -> str:
     """A repo name without its base/chat variant word ("Meta-Llama-3-70B-Instruct" → "meta-llama-3-70b")."""
     return _VARIANT.sub("", name).lower()
 
@@ -124,7 +123,7 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
         # the same release's other variant (meta-llama/Meta-Llama-3-70B beside the catalog's -Instruct,
         # Llama-2-7b-hf beside -chat-hf): base and chat weights share one architecture
         sib = [cid for cid in catalog_ids() if org and cid.split("/")[0].lower() == org.lower()
-               and cid.split("/")[-1].lower() != name.lower() and variant_stem(cid.split("/")[-1]) == variant_stem(name)]
+               and cid.split("/")[-1].lower() != name.lower() and _variant_stem(cid.split("/")[-1]) == _variant_stem(name)]
         return (sib[0], None) if len(sib) == 1 else None
     stem = name[: m.start()]
     # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout
