@@ -82,6 +82,16 @@ def test_llm_keyword_arguments_in_the_notes_are_read_both_ways(accuracy):
     assert (s.enable_chunked_prefill, s.enforce_eager, s.block_size) == (False, True, 32)
 
 
+def test_a_flag_size_written_apart_from_its_unit_is_that_size(accuracy):
+    """A case's notes write "--kv-cache-memory 6 GiB (explicit KV pool …)": 6 GiB, not the 6 bytes
+    (vLLM's argparse takes --kv-cache-memory for --kv-cache-memory-bytes) it had been run as, with no KV
+    pool at all; a value with no unit after it stays as written."""
+    s = accuracy.settings_for({"paste": "", "other_flags": "--kv-cache-memory 6 GiB (explicit KV pool); ROCm"})
+    assert s.kv_cache_memory_bytes == 6 * GiB
+    s = accuracy.settings_for({"paste": "", "other_flags": "--kv-cache-memory-bytes 6442450944 --enforce-eager"})
+    assert s.kv_cache_memory_bytes == 6 * GiB and s.enforce_eager
+
+
 def test_a_printed_total_wins_over_a_nominal_card_size(accuracy):
     """vllm#13882 printed total_gpu_memory 8.00 GiB for an "RTX 4060 (8 GB)", a card the catalog does
     not have: its "8 GB" is only a nominal size (6.98 GiB by the decimal rule), so the printed total
