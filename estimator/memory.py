@@ -91,7 +91,7 @@ NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
 # context (0.6.5+ V0, V1 0.9.1+): what the profile run loads outside torch is mostly kernel code
 # (lazily loaded modules), and Hopper loads the most (FlashAttention 3, sm90 CUTLASS). Printed by
 # public logs: H100/H200 0.13–0.16 (15 logs of 0.6.6–0.8.5, four projects: ART notebooks, llm-d,
-# vLLM PR12126, Dynamo) → NON_TORCH_SINGLE; A100 0.01–0.11 (9 logs, 0.7.3–0.10.2, median 0.09);
+# vLLM PR12126, Dynamo) → NON_TORCH_SINGLE; A100 0.01–0.11 (9 logs, 0.6.6–0.10.2, median 0.09);
 # Turing/Ampere-consumer/Ada/Blackwell-workstation cards 0.02–0.08 (30 logs: T4, A10, RTX 2060,
 # 3090, 4060, 4070, 4080, 4090, RTX PRO 6000; 0.7.1–0.12; median 0.05). No such figure for AMD
 # or datacenter Blackwell, nor from releases after 0.12 (their logs print no non-torch line): they
