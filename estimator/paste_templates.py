@@ -163,8 +163,10 @@ TEMPLATES: tuple[Template, ...] = (
        r"vllm[ \n]+cache_config_info[ \n]+with[ \n]+initialization[ \n]+after[ \n]+num_gpu_blocks[ \n]+is:[ \n]*"
        r"(?P<gpu_blocks>" + INT + r")", P_CAPACITY, None, None, "v1"),
     _t("max_concurrency",
-       r"(?<!tokens,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens[ \n]+per[ \n]+request:[ \n]*"
-       r"(?P<max_concurrency>" + NUM + r")[ \n]*x", P_CAPACITY),
+       r"(?<!tokens,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens(?:[ \n]+per[ \n]+"
+       r"request:[ \n]*(?P<max_concurrency>" + NUM + r")[ \n]*x"
+       # a line the paste cuts after its length ("… for 65,536 tokens [...]") still says max_model_len
+       r"|(?=[ ]*(?:\[\.\.\.\]|\.\.\.|…)))", P_CAPACITY),
     # Aphrodite (vLLM fork) worker.raise_if_cache_size_invalid logs block_size * num_gpu_blocks,
     # the same capacity V0's length check compares against max_model_len
     _t("aphrodite_max_seq_len",

@@ -240,6 +240,15 @@ def test_actual_usage_line_with_the_pool_in_bytes():
     assert "kv_cache_gib" not in (both.extra.get("alternatives") or {})
 
 
+def test_a_concurrency_line_cut_after_its_length_still_gives_max_model_len():
+    """A DGX Spark compose log pasted with "Maximum concurrency for 65,536 tokens [...]": the length is
+    vLLM's max_model_len even without the concurrency figure; a question in words is no such line."""
+    f = read_paste("vllm_gb10_server  | (EngineCore pid=194) INFO 04-29 12:01:07 [kv_cache_utils.py:1718] "
+                   "Maximum concurrency for 65,536 tokens [...]\n")
+    assert f.get("max_model_len") == 65536 and f.get("max_concurrency") is None
+    assert read_paste("what is the maximum concurrency for 32768 tokens?").get("max_model_len") is None
+
+
 def test_weights_lines_all_versions():
     assert read_paste("Loading model weights took 30.7098 GB").get("weights_gib") == 30.7098
     assert read_paste("Model loading took 17.6110 GiB and 12.273077 seconds").get("weights_gib") == 17.611
