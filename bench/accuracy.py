@@ -207,20 +207,10 @@ def smi_total_mib(case: dict) -> int | None:
     return mib if abs(mib / 1024 - float(total)) < 0.02 else None
 
 
-def _names_a_card(text: str) -> bool:
-    """Whether a label part names a card (a catalog row or a known model), not a bare size."""
-    from estimator.gpus import lookup_gpu
-
-    try:
-        return not re.fullmatch(r"[\d.]+ ?Gi?B GPU", lookup_gpu(text).name)
-    except KvdoctorError:
-        return False
-
-
 def gpu_for(case: dict) -> str:
     """The case's card: its name when we know it (per rank), the torch total it printed when that
     agrees with the name (exact), else the printed total alone."""
-    from estimator.gpus import lookup_gpu
+    from estimator.gpus import lookup_gpu, names_a_card
 
     name = case.get("gpu") or ""
     total = (case.get("observed") or {}).get("total_gpu_memory_gib")
@@ -235,7 +225,7 @@ def gpu_for(case: dict) -> str:
         # total, which the driver's reservation keeps lower; the lookup knows what torch sees.
         return f"{smi}MiB"
     mixed = re.sub(r"\([^)]*\)", "", name).strip()
-    if "+" in mixed and all(_names_a_card(part) for part in mixed.split("+")):
+    if "+" in mixed and all(names_a_card(part) for part in mixed.split("+")):
         # Mixed cards, one per pipeline stage ("RTX 5070 Ti 16GB + RTX 5090 D 32GB (heterogeneous)"):
         # each is looked up on its own; a printed total would be their sum, not a card. A "+" in a
         # label's reasoning ("… + 62.52 GiB KV per GPU") joins no cards.

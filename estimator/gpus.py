@@ -170,6 +170,19 @@ def _catalog() -> tuple[tuple[_Row, Gpu], ...]:
     return tuple(out)
 
 
+# the names _parse_size, _from_smi_mib and _from_nominal_gb give a card known only by its size
+_SIZE_NAME = regex.compile(r"[\d.,]+ (?:GiB|TiB|GB|MiB|B) GPU")
+
+
+def names_a_card(text: str) -> bool:
+    """Does `text` name a card (a catalog row or an alias in it), not only a memory size ("62.52 GiB
+    KV per GPU" reads as a 62.52 GiB card)?"""
+    try:
+        return not _SIZE_NAME.fullmatch(lookup_gpu(text).name)
+    except UnknownGpu:
+        return False
+
+
 def is_size_only(text: str) -> bool:
     """Is `text` a bare memory size ("79.25GiB", "49140MiB", "24GB"), not a card's name?"""
     try:

@@ -289,3 +289,13 @@ def test_cards_listed_with_a_slash_are_names_of_their_own():
     was taken for the card's size."""
     g = lookup_gpu("4x 80GB-class NVIDIA Ampere (A100/A800 80GB) - inferred from 62.52 GiB KV per GPU")
     assert g.name == "NVIDIA A100-SXM4-80GB"
+
+
+def test_a_card_name_is_told_from_a_bare_size():
+    """gpus.names_a_card: a text that names a card (a catalog row, an alias in prose) versus one that
+    only carries a size, which the lookup turns into a card of that size ("… GiB GPU")."""
+    from estimator.gpus import names_a_card
+
+    assert names_a_card("NVIDIA GeForce RTX 5070 Ti 16GB") and names_a_card("4x A100/A800 80GB (not named)")
+    for text in ("62.52 GiB KV per GPU beside 3.74 GiB weights", "24GB", "16303MiB", "no such card"):
+        assert not names_a_card(text), text
