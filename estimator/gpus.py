@@ -183,6 +183,22 @@ def names_a_card(text: str) -> bool:
         return False
 
 
+# The catalog's cards that come on NVSwitch baseboards (HGX / DGX: every GPU linked to every other):
+# SXM modules, and the rows whose catalog name is the SXM part (H200, H20, B200, GB200, B300). Their
+# PCIe and NVL versions (pairs or fours over bridges) are rows of their own (H100 PCIe, H100 NVL) —
+# except the H200 NVL, which the catalog reads as the H200. A MIG slice is no board's GPU.
+_NVSWITCH_NAME = regex.compile(r"\bSXM\d?\b|^NVIDIA (?:H200|H20|B200|GB200|B300)\b")
+
+
+def on_nvswitch_board(name: str) -> bool:
+    """Is the card (a catalog name, as `lookup_gpu` gives it) one that sits on an NVSwitch board?
+    Why: NCCL's buffers under tensor parallelism follow the links between the GPUs (memory.non_torch)."""
+    try:
+        return bool(_NVSWITCH_NAME.search((name or "")[:200], timeout=0.1)) and "MIG" not in name
+    except TimeoutError:
+        return False
+
+
 def is_size_only(text: str) -> bool:
     """Is `text` a bare memory size ("79.25GiB", "49140MiB", "24GB"), not a card's name?"""
     try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from estimator import kv_deepseek_v4, params
 from estimator.attention_backend import FLASHINFER, attention_backend, flashinfer_capture, full_graphs_kept
+from estimator.gpus import on_nvswitch_board
 from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated, vision_width
 from estimator.spec import (
     MLA,
@@ -104,6 +105,27 @@ NON_TORCH_BY_CARD_UNTIL = (0, 13, 0)
 UNNAMED_SMALL_CARD = 32 * GiB
 NON_TORCH_SINGLE_A100 = int(0.09 * GiB)
 NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
+# Hopper GPUs on NVSwitch boards (HGX/DGX H100, H200, H800, H20) under tensor parallelism hold more
+# outside torch than the fit above: NCCL opens its NVLink connections over many channels (16–32
+# against the 2–4 of a PCIe ring), each with its own buffers, and how many it opens follows the
+# release's NCCL and all-reduce path. Public logs, by release window:
+# - 0.9.0–0.10.x (torch 2.7–2.8 with NCCL 2.26–2.27; vLLM's symmetric-memory all-reduce, which keeps
+#   mid-size all-reduces off NCCL, is on by default from 0.11): printed 1.38 GiB (2× H200, 0.10.2) and
+#   2.04 (4× H200-class, 0.9.2, vLLM PR21429's debug log); implied by the printed pool with the rest
+#   modelled, 2.51 (dev vllm#21348, 4× H100, 0.9.2) and 2.35 / 2.41 (8× H100, 0.10.0, two runs of
+#   DaisukeTakai/eval_dataset). Least squares in log2(tp): 1.16 + 0.44 × log2(tp) GiB (TP 2 1.60,
+#   TP 4 2.04, TP 8 2.48).
+# - 0.11 on: printed 0.55 (2× H100, llm-d) and 0.60 (4× H100, vLLM PR48601), implied 0.44 / 0.84 /
+#   1.06 (2× H100, 0.12.0, three runs of a public repo): 0.60 GiB.
+# Before 0.9 the same boards print more at TP 8 (8× H200 0.7.3 with DeepSeek-R1: 7.16 GiB; 16× H100
+# 0.6.6 with DeepSeek-V3: about 9.7 implied) and no public log gives TP 2 or 4: kept to the general fit.
+# A100 boards show no such excess in their logs (2× A100-SXM4-80GB 0.10.1: 0.6 GiB for activation and
+# non-torch together), nor do PCIe cards (L40S TP 8: 0.18).
+NVSWITCH_NCCL_FROM = (0, 9, 0)
+NVSWITCH_NCCL_UNTIL = (0, 11, 0)
+NVSWITCH_NCCL_BASE = int(1.16 * GiB)
+NVSWITCH_NCCL_PER_DOUBLING = int(0.44 * GiB)
+NVSWITCH_NCCL_LATE = int(0.60 * GiB)
 # CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
 # 0.6.4's V0 logs print it: vllm/worker/worker.py takes non_torch_memory = (total − free) − torch's
 # allocated bytes after the profile run, with no baseline, so the figure is the context plus
@@ -1742,8 +1764,19 @@ def _mllama_v0_encoder_peak(spec: ModelSpec, v: dict, images: int, tp: int, dtyp
     return images * per_image
 
 
+def nvswitch_nccl(profile: Profile, s: EngineSettings, nvswitch: bool) -> int:
+    """What a Hopper GPU on an NVSwitch board holds outside torch under tensor parallelism, as the
+    release's NCCL leaves it (NVSWITCH_NCCL_*); 0 where the general fit applies."""
+    tp = s.tensor_parallel_size
+    if not nvswitch or tp < 2 or cc_number(s.compute_capability) != 9.0 or profile.version < NVSWITCH_NCCL_FROM:
+        return 0
+    if profile.version >= NVSWITCH_NCCL_UNTIL:
+        return NVSWITCH_NCCL_LATE
+    return NVSWITCH_NCCL_BASE + int(NVSWITCH_NCCL_PER_DOUBLING * math.log2(tp))
+
+
 def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
-              unnamed_card_bytes: int | None = None) -> int:
+              unnamed_card_bytes: int | None = None, nvswitch: bool = False) -> int:
     """Memory the instance holds outside torch's allocator, as the version measures it.
 
     V0 0.6.5+ measures it after `gc.collect(); torch.cuda.empty_cache()` (vllm/utils.py
@@ -1759,10 +1792,11 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
     # the run adds folded in (see CUDA_CONTEXT); every other era's baseline already holds the
     # context and what it measures on top of it starts at NON_TORCH_SINGLE
     single = 0 if profile.budget_rule == "v0_nontorch" else NON_TORCH_SINGLE
-    if profile.context_in_non_torch:
-        return single + (NON_TORCH_PER_TP_RANK * world if world > 1 else 0) + CUDA_CONTEXT + other_process_bytes
     if world > 1:
-        return single + NON_TORCH_PER_TP_RANK * world
+        shared = max(single + NON_TORCH_PER_TP_RANK * world, nvswitch_nccl(profile, s, nvswitch))
+        return shared + (CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0)
+    if profile.context_in_non_torch:
+        return single + CUDA_CONTEXT + other_process_bytes
     if not single or profile.version >= NON_TORCH_BY_CARD_UNTIL:
         return single
     cc = cc_number(s.compute_capability)
@@ -2028,8 +2062,15 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         else activation_bytes
     if activation_bytes is None:
         _unnamed_sampler_note(spec, profile, s, mdb, act, max_len, assumptions)
-    nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes) \
+    nvswitch = on_nvswitch_board(gpu_name)
+    nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes, nvswitch) \
         if non_torch_bytes is None else non_torch_bytes
+    if non_torch_bytes is None and nvswitch_nccl(profile, s, nvswitch) >= nt - (
+            CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0) > 0:
+        assumptions.append(f"NCCL over the NVSwitch board's links with tensor parallelism {s.tensor_parallel_size}: "
+                           f"{nvswitch_nccl(profile, s, nvswitch) / GiB:.2f} GiB outside torch per GPU in vLLM "
+                           f"{profile.release} (public logs of H100/H200 boards print 1.4–2.5 GiB in 0.9–0.10 "
+                           "and about 0.6 GiB from 0.11; an estimate — the log's non_torch_memory line gives yours)")
     held = cached_all_reduce_bytes(spec, profile, s, mdb)
     if held:
         assumptions.append(

@@ -1806,3 +1806,47 @@ def test_the_decode_context_parallel_size_is_read_from_flags_and_vllms_args():
     line = ("(APIServer pid=1) INFO 05-15 05:33:37 [utils.py:240] non-default args: {'model': "
             "'deepseek-ai/DeepSeek-V3', 'tensor_parallel_size': 8, 'decode_context_parallel_size': 8}")
     assert read_paste(line).extra.get("decode_context_parallel_size") == 8
+
+
+def test_hopper_nvswitch_boards_hold_more_outside_torch_under_tp():
+    """HGX/DGX Hopper boards under tensor parallelism: NCCL's NVLink buffers (memory.NVSWITCH_NCCL_*).
+    A public 8× H100 log (DaisukeTakai/eval_dataset vllm_predict.log, vLLM 0.10.0, Qwen3-32B, TP 8,
+    fp8 KV, --max-model-len 32768, u 0.9) prints weights 7.6871 GiB and "Available KV cache memory:
+    55.71 GiB" on a 79.18 GiB card: 0.9 × 79.18 = 71.26 GiB, so activation + non-torch = 71.26 − 7.69 −
+    55.71 = 7.86 GiB, of which the general fit's 0.15 + 0.06 × 8 = 0.63 leaves 7.23 for the profile's
+    activation (1,024 sequences × 151,936 logits through the native sampler, ~4 GiB, and the forward):
+    the pool came out 1.8 GiB over. With the board's 1.16 + 0.44 × log2(8) = 2.48 GiB it is within 1%.
+    The same card over PCIe, an A100 board, TP 1, and releases before 0.9 keep the general fit; from
+    0.11 the board holds 0.60 GiB."""
+    from estimator.api import load_model, run_estimate
+    from estimator.gpus import on_nvswitch_board
+    from estimator.memory import NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
+    from estimator.vllm import profile_for
+
+    for card in ("H100 SXM", "H800", "NVIDIA H100 80GB HBM3", "H200", "H20", "A100-SXM4-80GB", "B200"):
+        assert on_nvswitch_board(lookup_gpu(card).name), card
+    for card in ("H100 PCIe", "H100 NVL", "RTX 4090", "L40S", "80GB", "79.18GiB", "A100 80GB PCIe"):
+        assert not on_nvswitch_board(lookup_gpu(card).name), card
+
+    def nt(version, tp, cc="9.0", board=True):
+        s = EngineSettings(vllm_version=version, compute_capability=cc, tensor_parallel_size=tp)
+        return non_torch(profile_for(version), s, 0, None, board) / GiB
+
+    general = (NON_TORCH_SINGLE + 4 * NON_TORCH_PER_TP_RANK) / GiB
+    assert nt("0.9.2", 2) == pytest.approx(1.60, abs=0.01)
+    assert nt("0.9.2", 4) == pytest.approx(2.04, abs=0.01)      # vLLM PR21429's 4× H200-class debug log prints 2.04
+    assert nt("0.10.2", 8) == pytest.approx(2.48, abs=0.01)
+    assert nt("0.11.0", 4) == nt("0.33.0", 2) == pytest.approx(0.60, abs=0.01)
+    assert nt("0.9.2", 4, board=False) == nt("0.9.2", 4, cc="8.0") == pytest.approx(general, abs=1e-6)
+    assert nt("0.8.5", 4) == nt("0.8.5", 4, board=False)       # 0.8.5 counts the CUDA context beside it
+    assert nt("0.10.0", 1) == NON_TORCH_SINGLE / GiB
+
+    spec = load_model("Qwen/Qwen3-32B", offline=True).spec
+    s = parse_flags(["--tensor-parallel-size", "8", "--kv-cache-dtype", "fp8", "--max-model-len", "32768"],
+                    EngineSettings(vllm_version="0.10.0"))
+    board = run_estimate(spec, "H100 SXM", s.replace())
+    pcie = run_estimate(spec, "H100 PCIe", s.replace())
+    assert board.kv_cache_bytes / GiB == pytest.approx(55.71, rel=0.01)
+    assert (pcie.kv_cache_bytes - board.kv_cache_bytes) / GiB == pytest.approx(2.48 - 0.63, abs=0.02)
+    assert any("NVSwitch" in a for a in board.assumptions)
+    assert not any("NVSwitch" in a for a in pcie.assumptions)
