@@ -51,8 +51,13 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
         why = "" if isinstance(exc, ModelNotFound) else f" ({exc})"
         leaf, base_leaf = ref.rstrip("/").split("/")[-1], src.model_id.split("/")[-1]
         if _QUANT_SUFFIX.search(leaf):
-            base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
-                         f"(same architecture{', ' + name_quant + ' weights from the name' if name_quant else ''})")
+            other = _variant_stem(_bare_name(leaf)) == _variant_stem(_bare_name(base_leaf)) \
+                and _bare_name(leaf) != _bare_name(base_leaf)
+            fmt = f", {name_quant} weights from the name" if name_quant else ""
+            base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id}, "
+                         f"the release's other variant (base and chat weights share one architecture{fmt})" if other
+                         else f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
+                              f"(same architecture{fmt})")
         elif leaf.lower() != base_leaf.lower() and _variant_stem(leaf) == _variant_stem(base_leaf):
             base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the same release's "
                          "other variant (base and chat weights share one architecture; its default context length may differ)")
@@ -131,7 +136,11 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     quant = {"int4": "gptq", "w8a16": "int8"}.get(quant, quant)
     if org and canonical_id(f"{org}/{stem}"):
         return canonical_id(f"{org}/{stem}"), quant
-    hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)]
+    hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)] or [
+        # an export of the chat model whose catalog entry is the base one, or the reverse
+        # (RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic beside google/gemma-4-26B-A4B): one architecture
+        cid for cid in catalog_ids()
+        if _variant_stem(_bare_name(cid.split("/")[-1])) == _variant_stem(_bare_name(stem))]
     if len(hits) > 1:
         # several precisions of one model (NVIDIA's -BF16 / -FP8 / -NVFP4): the unquantized one; the
         # same model under an old and a new name (Meta-Llama-3.1-8B, Llama-3.1-8B): either

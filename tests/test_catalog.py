@@ -281,6 +281,24 @@ def test_a_base_or_chat_variant_takes_its_catalogued_siblings_config():
         load_model("meta-llama/Meta-Llama-3-71B", offline=True)
 
 
+def test_a_quantized_export_of_the_other_variant_takes_the_catalogued_variants_config():
+    """RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic is an export of the -it model; the catalog holds the base
+    google/gemma-4-26B-A4B (and NVIDIA's NVFP4 of it, a quantized sibling the unquantized one wins over):
+    one architecture, said in the note, with the export's format from its name. A stem of no catalog
+    family still fails."""
+    from estimator.api import base_model_candidate, load_model
+
+    assert base_model_candidate("RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic") == ("google/gemma-4-26B-A4B", "fp8")
+    assert base_model_candidate("RedHatAI/gemma-4-26B-A4B-it-NVFP4") == ("google/gemma-4-26B-A4B", "nvfp4")
+    assert base_model_candidate("RedHatAI/gemma-4-27B-A4B-it-FP8-Dynamic") is None
+    spec = load_model("RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic", offline=True).spec
+    assert spec.model_id == "RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic" and spec.quantization["quant_method"] == "fp8"
+    assert any("google/gemma-4-26B-A4B, the release's other variant" in a for a in spec.assumptions)
+    # an export of the catalog's own variant keeps the plain note
+    note = [a for a in load_model("unsloth/Qwen3.8-27B-NVFP4", offline=True).spec.assumptions if "base model" in a]
+    assert note and "other variant" not in note[0]
+
+
 def test_a_renamed_repo_is_found_under_its_new_id():
     """Meta renamed the Llama 3.1 repos in July 2024 (the old ids redirect): a paste from before names
     meta-llama/Meta-Llama-3.1-8B-Instruct, the catalog has meta-llama/Llama-3.1-8B-Instruct."""
