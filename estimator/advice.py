@@ -103,7 +103,8 @@ _CONTEXT_SWITCHES = (("enforce_eager", True, "--enforce-eager"),
                      ("enable_prefix_caching", False, "--no-enable-prefix-caching"),
                      ("async_scheduling", False, "--no-async-scheduling"),
                      ("enable_expert_parallel", True, "--enable-expert-parallel"),
-                     ("enable_lora", True, "--enable-lora"))
+                     ("enable_lora", True, "--enable-lora"),
+                     ("language_model_only", True, "--language-model-only"))
 
 
 def context_flags(est: Estimate, changed: set[str]) -> list[str]:
@@ -127,6 +128,10 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     for key, value, flag in _CONTEXT_SWITCHES:
         if key not in changed and getattr(given, key, None) is value:
             out.append(flag)
+    # the media limits decide the profile run's dummy inputs (and whether the vision tower loads)
+    if given.limit_mm_per_prompt and not given.language_model_only and "limit_mm_per_prompt" not in changed \
+            and "language_model_only" not in changed:
+        out.append("--limit-mm-per-prompt " + shlex.quote(json.dumps(given.limit_mm_per_prompt, separators=(",", ":"))))
     method = (given.speculative_method or "").lower()
     draft = given.speculative_model
     if (method.endswith("mtp") or method == "ngram" or draft) and "speculative_method" not in changed:

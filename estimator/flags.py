@@ -257,6 +257,10 @@ def _method_from_draft_name(name: str) -> str:
     """The speculative method a draft model's name implies: vllm/config/speculative.py runs a draft
     named like an EAGLE head as one, "ngram" as prompt lookup, anything else as a draft model."""
     name = name.lower()
+    if "gemma-4" in name and name.endswith("-assistant"):
+        # Gemma 4's assistant checkpoints run on vLLM's Gemma 4 MTP path, not the generic draft-model
+        # one (vllm PR #42180: docs/features/spec_decode "Gemma 4 assistant"; vllm/v1/spec_decode/gemma4.py)
+        return "mtp"
     return "ngram" if "ngram" in name else "eagle3" if "eagle3" in name else \
         "eagle" if "eagle" in name else "draft_model"
 
@@ -770,7 +774,9 @@ def scan_commands(text: str) -> list[Setting]:
         if brace is not None:
             # an unquoted JSON value (`--speculative-config {"method":"mtp",…}` in a compose args list):
             # the whole balanced dict, not its first character
-            value = normalise(key, text[brace[0]:brace[1]])
+            raw = text[brace[0]:brace[1]]
+            # inside a double-quoted item of a JSON / compose args list the dict's quotes are escaped
+            value = normalise(key, raw.replace('\\"', '"') if '\\"' in raw else raw)
             if value is not None:
                 out.append(Setting(key, value, brace, "flag", text[m.start():brace[1]]))
             continue
@@ -803,7 +809,8 @@ _VLLM_KV_SUGGESTION_TAIL = regex.compile(r"[`'\" ]{0,4}[(（][ ]?\d+(?:\.\d+)?[ 
 
 def _dict_value_at(text: str, pos: int) -> tuple[int, int] | None:
     """Span of a `{…}` value right after a flag (past `=`, spaces and one opening quote), or None."""
-    m = regex.match(r"""[ \t]*=?[ \t]*['"]?(?=\{)""", text[pos:pos + 40])
+    # `--flag {…}`, `--flag='{…}'`, and an args list's next item (`"--flag", "{…}"`)
+    m = regex.match(r"""[ \t]*(?:=|['"]?[ \t]*,)?[ \t]*['"]?(?=\{)""", text[pos:pos + 40])
     if not m:
         return None
     start = pos + m.end()

@@ -858,6 +858,25 @@ def test_a_fix_repeats_the_draft_model_the_run_decodes_with(llama8b, version, ex
     assert sugs and all(expect in sg.to_json()["command"] for sg in sugs)
 
 
+def test_a_fix_keeps_the_runs_media_limits():
+    """--language-model-only (vllm#41789's Gemma 4 run) and --limit-mm-per-prompt decide whether the vision
+    tower loads and what the profile run encodes: a fix's command without them would run another
+    configuration than the one its effect was checked for. A fix that changes the limits sets its own."""
+    from estimator.vllm import parse_flags
+
+    spec = load_model("Qwen/Qwen2.5-VL-7B-Instruct", offline=True).spec
+    text_only = parse_flags(["--language-model-only", "--max-model-len", "131072"], EngineSettings(vllm_version="0.20.1"))
+    fixes = suggest(run_estimate(spec, "RTX 4090", text_only))
+    assert fixes and all("--language-model-only" in f.full_flags and "--limit-mm-per-prompt" not in f.full_flags
+                         for f in fixes)
+    limited = parse_flags(["--limit-mm-per-prompt", '{"image": 2, "video": 0}', "--max-model-len", "131072"],
+                          EngineSettings(vllm_version="0.20.1"))
+    fixes = suggest(run_estimate(spec, "RTX 4090", limited))
+    kept = [f for f in fixes if "limit_mm_per_prompt" not in f.changes]
+    assert kept and all("--limit-mm-per-prompt '{\"image\":2,\"video\":0}'" in f.full_flags for f in kept)
+    assert all(f.full_flags.count("--limit-mm-per-prompt") <= 1 for f in fixes)
+
+
 def test_a_cut_command_keeps_what_it_shows_and_a_flag_given_twice_its_last_value():
     """vllm#15598's command is cut inside a flag ("--pipeline-parallel-s[...]"): the cut word and a
     flag whose value went with it are no part of a fix's command. A setting read back (PP 4) and a

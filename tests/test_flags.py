@@ -209,6 +209,21 @@ def test_an_unquoted_json_flag_value_is_read_whole():
     assert f.extra["limit_mm_per_prompt"] == '{"image":4,"video":0}'
 
 
+def test_a_json_flag_value_as_the_next_item_of_an_args_list_is_read_whole():
+    """A docker-compose / JSON args list gives each word its own quoted item, so the dict's quotes come
+    escaped (vllm#41789: `"--speculative-config", "{\\"model\\":\\"google/gemma-4-26B-A4B-it-assistant\\",…}"`);
+    it had been read as the value `{\\`. A Gemma 4 assistant named as the draft is vLLM's MTP path."""
+    from estimator.flags import read_speculative
+    from estimator.paste import read_paste
+
+    f = read_paste('"--max-model-len", "32768",\n"--speculative-config", '
+                   '"{\\"model\\":\\"google/gemma-4-26B-A4B-it-assistant\\",\\"num_speculative_tokens\\":1}",\n'
+                   '"--no-enable-prefix-caching",\n')
+    assert f.extra["speculative_config"] == '{"model":"google/gemma-4-26B-A4B-it-assistant","num_speculative_tokens":1}'
+    assert read_speculative(f.extra["speculative_config"]) == ("mtp", 1)
+    assert f.get("max_model_len") == 32768
+
+
 @pytest.mark.parametrize("argv, method", [
     (["--speculative-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"], "eagle3"),
     (["--speculative-config", '{"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'], "eagle"),
