@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from estimator import kv_deepseek_v4, params
 from estimator.attention_backend import FLASHINFER, attention_backend, flashinfer_capture, full_graphs_kept
+from estimator.drafters import gemma4_assistant
 from estimator.gpus import on_nvswitch_board
 from estimator.params import Mxfp4Layout, gated_mlp, pp_partition, vision_mlp_gated, vision_width
 from estimator.spec import (
@@ -88,6 +89,12 @@ MiB = 2**20
 # vllm13061 0.25), TP4 0.39 (vllm16570 0.34–0.43, vllm PR48601 0.60).
 NON_TORCH_SINGLE = int(0.15 * GiB)
 NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
+# ... and it stops growing past 4 ranks where the GPUs talk over PCIe (NCCL's ring keeps 2 peers
+# and few channels whatever the ring's length): logs of 8 and more such cards print 0.18 (8× L40S,
+# 0.10.2), 0.28 (L40S, TP 8, 0.7.3), 0.36 (8× L40S, 0.6.6) and 0.20 GiB (16× RTX 3090, 0.8.3) — below
+# even the 4-rank 0.39. NVSwitch boards (NVSWITCH_NCCL_* below) and AMD's xGMI boards (8× MI300X
+# 0.6.4 prints 8–9 GiB, not modelled) are not capped.
+NON_TORCH_RANKS_CAP = 4
 # A single GPU's figure follows the card's generation, measured where it is taken after the CUDA
 # context (0.6.5+ V0, V1 0.9.1+): what the profile run loads outside torch is mostly kernel code
 # (lazily loaded modules), and Hopper loads the most (FlashAttention 3, sm90 CUTLASS). Printed by
@@ -592,6 +599,8 @@ def speculative_tokens(spec: ModelSpec, s: EngineSettings) -> int:
     if s.num_speculative_tokens:
         return s.num_speculative_tokens
     method = (s.speculative_method or "").lower()
+    if gemma4_assistant(spec.model_type, spec.hidden_size, method, s.speculative_model) and not mtp_layers(spec):
+        return 1    # the assistant drafts one token per step unless told otherwise
     return mtp_layers(spec) if method.endswith("mtp") else 0
 
 
@@ -614,6 +623,15 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
         return [], 0, False
     n_mtp = mtp_layers(spec)
     k = speculative_tokens(spec, s)
+    assistant = gemma4_assistant(spec.model_type, spec.hidden_size, method, s.speculative_model)
+    if assistant is not None and not n_mtp:
+        assumptions.append(f"Gemma 4 speculative decoding ({k} token(s) per step) drafts with {assistant.repo} "
+                           f"({assistant.params / 1e9:.2f} B parameters, loaded in the model dtype beside the model); "
+                           "its attention reads this model's KV cache (vLLM's cross-model KV sharing), so it adds "
+                           "no KV of its own. Its activations and CUDA graphs are not modelled: two public runs "
+                           "with the 26B-A4B assistant (an RTX 3090 and an L40S) had 1–1.4 GiB less KV cache "
+                           "than this estimate gives")
+        return [], k, False
     if method.endswith("mtp"):
         if not n_mtp:
             assumptions.append(f"speculative method {method!r} but the config has no MTP layers: no draft "
@@ -1776,7 +1794,7 @@ def nvswitch_nccl(profile: Profile, s: EngineSettings, nvswitch: bool) -> int:
 
 
 def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
-              unnamed_card_bytes: int | None = None, nvswitch: bool = False) -> int:
+              unnamed_card_bytes: int | None = None, nvswitch: bool = False, amd: bool = False) -> int:
     """Memory the instance holds outside torch's allocator, as the version measures it.
 
     V0 0.6.5+ measures it after `gc.collect(); torch.cuda.empty_cache()` (vllm/utils.py
@@ -1793,7 +1811,8 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
     # context and what it measures on top of it starts at NON_TORCH_SINGLE
     single = 0 if profile.budget_rule == "v0_nontorch" else NON_TORCH_SINGLE
     if world > 1:
-        shared = max(single + NON_TORCH_PER_TP_RANK * world, nvswitch_nccl(profile, s, nvswitch))
+        ranks = world if nvswitch or amd else min(world, NON_TORCH_RANKS_CAP)
+        shared = max(single + NON_TORCH_PER_TP_RANK * ranks, nvswitch_nccl(profile, s, nvswitch))
         return shared + (CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0)
     if profile.context_in_non_torch:
         return single + CUDA_CONTEXT + other_process_bytes
@@ -2055,6 +2074,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if layout.dsv4 is not None and profile.engine == "v1":
         model_weights += deepseek_v4_load_buffers(spec, s, profile)
     model_weights += deepstack_buffer_bytes(spec, s, profile, mdb)
+    assistant = gemma4_assistant(spec.model_type, spec.hidden_size, s.speculative_method, s.speculative_model)
+    if assistant is not None and not draft_info[2] and (s.pp_stage is None or s.pp_stage == s.pipeline_parallel_size - 1):
+        model_weights += assistant.bytes_per_rank(mdb, s.tensor_parallel_size)
     model_weights += lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [])
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
@@ -2063,7 +2085,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if activation_bytes is None:
         _unnamed_sampler_note(spec, profile, s, mdb, act, max_len, assumptions)
     nvswitch = on_nvswitch_board(gpu_name)
-    nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes, nvswitch) \
+    nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes, nvswitch,
+                   amd=str(compute_capability or "").startswith("gfx")) \
         if non_torch_bytes is None else non_torch_bytes
     if non_torch_bytes is None and nvswitch_nccl(profile, s, nvswitch) >= nt - (
             CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0) > 0:

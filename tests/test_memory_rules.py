@@ -653,6 +653,39 @@ def test_ngram_needs_no_memory_and_a_foreign_drafter_is_said_to_be_missing():
     assert any("eagle3 speculative decoding" in a and "weights" in a and "not counted" in a for a in ea.assumptions)
 
 
+def test_a_gemma4_target_drafts_with_its_assistant_whose_weights_count_and_whose_kv_is_shared():
+    """Gemma 4 has no MTP layers; vLLM's Gemma 4 MTP loads google/gemma-4-26B-A4B-it-assistant (4 layers,
+    hidden 1024, MLP 8192, 16 heads of 256 — 512 on the full layer — tied 262,144 × 1024 embeddings,
+    projections from / to the target's 2,816). Parameters: 268,435,456 embeddings + 4 × 3 × 1024 × 8192
+    = 100,663,296 MLP + 2 × 1024 × 16 × (3 × 256 + 512) = 41,943,040 q/o + 3 × 2816 × 1024 = 8,650,752
+    projections = 419,692,544 (the model card: ~0.4 B). Its attention reads the target's KV cache, so the
+    pool per token is unchanged; in bf16 it takes 839,385,088 B = 0.78 GiB beside the weights. The
+    same method on a model with MTP layers, or no speculative decoding, keeps the old accounting."""
+    from estimator.drafters import GEMMA4_ASSISTANTS
+
+    a = GEMMA4_ASSISTANTS[2816]
+    assert a.params == 268_435_456 + 100_663_296 + 41_943_040 + 8_650_752 == 419_692_544
+    assert round(GEMMA4_ASSISTANTS[1536].params / 1e6) == 78 and round(GEMMA4_ASSISTANTS[5376].params / 1e9, 1) == 0.5
+    spec = load("google/gemma-4-26B-A4B")
+    base = EngineSettings(vllm_version="0.22.1", max_model_len=32768)
+    mtp = parse_flags(["--speculative-config", '{"model": "google/gemma-4-26B-A4B-it-assistant", '
+                                               '"num_speculative_tokens": 4, "method": "mtp"}'], base.replace())
+    e0 = estimate(spec, gpu_total_bytes=80 * GiB, settings=base)
+    e1 = estimate(spec, gpu_total_bytes=80 * GiB, settings=mtp)
+    assert e1.weights_bytes - e0.weights_bytes == 2 * 419_692_544
+    assert e1.layout.kv_bytes_per_token == e0.layout.kv_bytes_per_token
+    assert any("gemma-4-26B-A4B-it-assistant" in x and "no KV of its own" in x for x in e1.assumptions)
+    assert not any("no draft memory counted" in x for x in e1.assumptions)
+    # tensor parallelism splits all but the projections (replicated): 2 × (411,041,792 / 2 + 8,650,752)
+    tp2 = estimate(spec, gpu_total_bytes=80 * GiB, settings=mtp.replace(tensor_parallel_size=2))
+    tp2_base = estimate(spec, gpu_total_bytes=80 * GiB, settings=base.replace(tensor_parallel_size=2))
+    assert tp2.weights_bytes - tp2_base.weights_bytes == 2 * (411_041_792 // 2 + 8_650_752)
+    # a Qwen3.6 target's own MTP layer is still the drafter
+    q = load("Qwen/Qwen3.6-27B")
+    qm = estimate(q, gpu_total_bytes=80 * GiB, settings=base.replace(speculative_method="mtp"))
+    assert any("MTP layer(s) loaded" in x for x in qm.assumptions)
+
+
 def test_limit_mm_per_prompt_shrinks_the_v0_dummy_prompt():
     """--limit-mm-per-prompt '{"image": 1, "video": 0}': the V0 dummy prompt holds one 16,384-token
     image only; '{"image": 0, "video": 0}': no media, the profile run is the text model's."""
@@ -1847,6 +1880,34 @@ def test_hopper_nvswitch_boards_hold_more_outside_torch_under_tp():
     board = run_estimate(spec, "H100 SXM", s.replace())
     pcie = run_estimate(spec, "H100 PCIe", s.replace())
     assert board.kv_cache_bytes / GiB == pytest.approx(55.71, rel=0.01)
-    assert (pcie.kv_cache_bytes - board.kv_cache_bytes) / GiB == pytest.approx(2.48 - 0.63, abs=0.02)
+    # over PCIe: the general fit, capped at four ranks (0.15 + 0.06 × 4 = 0.39)
+    assert (pcie.kv_cache_bytes - board.kv_cache_bytes) / GiB == pytest.approx(2.48 - 0.39, abs=0.02)
     assert any("NVSwitch" in a for a in board.assumptions)
     assert not any("NVSwitch" in a for a in pcie.assumptions)
+
+
+def test_non_torch_stops_growing_past_four_pcie_ranks():
+    """NCCL's ring over PCIe keeps two peers and a few channels whatever its length: logs of eight and
+    more such cards print 0.18 (8× L40S, 0.10.2), 0.28 (L40S TP 8, 0.7.3), 0.36 (8× L40S, 0.6.6) and
+    0.20 GiB (16× RTX 3090), all below the 4-rank fit 0.15 + 0.06 × 4 = 0.39, which TP 8 and 16 keep
+    (memory.NON_TORCH_RANKS_CAP). NVSwitch boards and AMD's boards are not capped: 0.15 + 0.06 × 8 = 0.63
+    (8× H200 0.7.3 prints 7.16, 8× MI300X 0.6.4 8.02 — more, not less)."""
+    from estimator.memory import non_torch
+    from estimator.vllm import profile_for
+
+    def nt(tp, cc="8.9", **kw):
+        s = EngineSettings(vllm_version="0.10.2", compute_capability=cc, tensor_parallel_size=tp)
+        return round(non_torch(profile_for("0.10.2"), s, 0, None, **kw) / GiB, 2)
+
+    assert (nt(2), nt(4), nt(8), nt(16)) == (0.27, 0.39, 0.39, 0.39)
+    assert nt(8, cc=None, amd=True) == 0.63
+    s = EngineSettings(vllm_version="0.8.5", compute_capability="9.0", tensor_parallel_size=8)
+    assert round(non_torch(profile_for("0.8.5"), s, 0, None, nvswitch=True) / GiB, 2) == round(0.63 + 0.45, 2)
+
+    # end to end: the 8× L40S log (aiplatform, Qwen3-235B-A22B-Instruct-2507-FP8, TP 8, EP) prints
+    # non_torch 0.18 GiB; the estimate's own figure is the capped 0.39, not 0.63
+    spec = load("Qwen/Qwen3-235B-A22B-Instruct-2507")
+    est = estimate(spec, gpu_total_bytes=lookup_gpu("L40S").total_bytes, compute_capability="8.9",
+                   gpu_name=lookup_gpu("L40S").name,
+                   settings=EngineSettings(vllm_version="0.10.2", tensor_parallel_size=8, max_model_len=32768))
+    assert est.non_torch_bytes / GiB == pytest.approx(0.39, abs=0.005)
