@@ -128,6 +128,20 @@ NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
 # 0.6.6 with DeepSeek-V3: about 9.7 implied) and no public log gives TP 2 or 4: kept to the general fit.
 # A100 boards show no such excess in their logs (2× A100-SXM4-80GB 0.10.1: 0.6 GiB for activation and
 # non-torch together), nor do PCIe cards (L40S TP 8: 0.18).
+# AMD Instinct MI300-class cards (gfx942: MI300X, MI300A, MI325X) in the ROCm builds of vLLM 0.6.0–0.6.4
+# (ROCm 6.1–6.2), which measure with total − free: single-card runs leave 2.0–2.4 GiB less KV cache
+# than the fit (the ROCm blog's two 0.6.2 Llama-3-8B runs 2.36, llm-tracker's 0.6.3 Llama-2-7B 2.03,
+# MI300-testing's two 0.6.4 runs 2.25 / 2.01) — and the same llm-tracker run with hipBLASLt turned off
+# got 220 blocks (1.72 GiB) more: hipBLASLt's kernels and workspace, 2.1 GiB (the median). Under tensor
+# parallelism RCCL's buffers over xGMI come on top: 8 × MI300X runs print 8.02 / 9.32 / 9.32 GiB of
+# non-torch memory (0.6.4) and five more leave 4.8–11.2 GiB (median 6.8) less KV than the fit; a 2 ×
+# MI300X run 3.2: 0.72 GiB per rank beside hipBLASLt's (TP 2 3.5, TP 8 7.9 over the fit). W7900
+# (gfx1100) logs of 0.6.4 print 0.34 / 0.44 — no such excess; later releases have too few MI300 logs
+# to say (a 0.16 TP 4 run 1.6 GiB over the fit, a 0.23 single-card run 3 GiB under it).
+ROCM_MI300_FROM = (0, 6, 0)
+ROCM_MI300_UNTIL = (0, 6, 5)
+ROCM_MI300_HIPBLASLT = int(2.1 * GiB)
+ROCM_MI300_RCCL_PER_RANK = int(0.72 * GiB)
 NVSWITCH_NCCL_FROM = (0, 9, 0)
 NVSWITCH_NCCL_UNTIL = (0, 11, 0)
 NVSWITCH_NCCL_BASE = int(1.16 * GiB)
@@ -1794,8 +1808,24 @@ def nvswitch_nccl(profile: Profile, s: EngineSettings, nvswitch: bool) -> int:
 
 
 def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
-              unnamed_card_bytes: int | None = None, nvswitch: bool = False, amd: bool = False) -> int:
-    """Memory the instance holds outside torch's allocator, as the version measures it.
+              unnamed_card_bytes: int | None = None, nvswitch: bool = False, arch: str = "") -> int:
+    """Memory the instance holds outside torch's allocator, as the version measures it: the fits
+    below, and what the early ROCm builds add on MI300-class cards (ROCM_MI300_*)."""
+    fit = _non_torch_fit(profile, s, other_process_bytes, unnamed_card_bytes, nvswitch, arch.startswith("gfx"))
+    return fit + rocm_mi300_extra(profile, s, arch)
+
+
+def rocm_mi300_extra(profile: Profile, s: EngineSettings, arch: str) -> int:
+    """hipBLASLt's and RCCL's memory on an MI300-class card in the ROCm builds of vLLM before 0.6.5."""
+    if arch != "gfx942" or not ROCM_MI300_FROM <= profile.version < ROCM_MI300_UNTIL or profile.budget_rule == "v0_allocated":
+        return 0
+    tp = s.tensor_parallel_size
+    return ROCM_MI300_HIPBLASLT + (ROCM_MI300_RCCL_PER_RANK * tp if tp > 1 else 0)
+
+
+def _non_torch_fit(profile: Profile, s: EngineSettings, other_process_bytes: int,
+                   unnamed_card_bytes: int | None, nvswitch: bool, amd: bool) -> int:
+    """The fitted figure, as the version measures it.
 
     V0 0.6.5+ measures it after `gc.collect(); torch.cuda.empty_cache()` (vllm/utils.py
     memory_profiling: "after garbage-collecting activation tensors"), so the allocator's cached
@@ -2086,7 +2116,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         _unnamed_sampler_note(spec, profile, s, mdb, act, max_len, assumptions)
     nvswitch = on_nvswitch_board(gpu_name)
     nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes, nvswitch,
-                   amd=str(compute_capability or "").startswith("gfx")) \
+                   arch=str(compute_capability or "")) \
         if non_torch_bytes is None else non_torch_bytes
     if non_torch_bytes is None and nvswitch_nccl(profile, s, nvswitch) >= nt - (
             CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0) > 0:

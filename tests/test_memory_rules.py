@@ -1900,7 +1900,7 @@ def test_non_torch_stops_growing_past_four_pcie_ranks():
         return round(non_torch(profile_for("0.10.2"), s, 0, None, **kw) / GiB, 2)
 
     assert (nt(2), nt(4), nt(8), nt(16)) == (0.27, 0.39, 0.39, 0.39)
-    assert nt(8, cc=None, amd=True) == 0.63
+    assert nt(8, cc=None, arch="gfx942") == 0.63
     s = EngineSettings(vllm_version="0.8.5", compute_capability="9.0", tensor_parallel_size=8)
     assert round(non_torch(profile_for("0.8.5"), s, 0, None, nvswitch=True) / GiB, 2) == round(0.63 + 0.45, 2)
 
@@ -1911,3 +1911,31 @@ def test_non_torch_stops_growing_past_four_pcie_ranks():
                    gpu_name=lookup_gpu("L40S").name,
                    settings=EngineSettings(vllm_version="0.10.2", tensor_parallel_size=8, max_model_len=32768))
     assert est.non_torch_bytes / GiB == pytest.approx(0.39, abs=0.005)
+
+
+def test_early_rocm_builds_add_hipblaslt_and_rccl_on_mi300():
+    """MI300-class cards (gfx942) in vLLM 0.6.0–0.6.4's ROCm builds (memory.ROCM_MI300_*): hipBLASLt holds
+    2.1 GiB outside torch, RCCL 0.72 GiB per tensor-parallel rank on top. llm-tracker's MI300X notes
+    (vLLM 0.6.3.dev, Llama-2-7b-chat-hf fp16, u 0.9, 4,096 tokens) print 20,186 blocks; the same run with
+    hipBLASLt off 20,406 — 220 blocks of 16 × 32 layers × 32 heads × 128 × 2 × 2 B = 8 MiB, 1.72 GiB.
+    The fit alone gives 20,446 blocks, with hipBLASLt's 2.1 GiB (268.8 blocks) 20,177: 0.04% from the
+    printed figure. A W7900 (gfx1100) and releases from 0.6.5 keep the fit."""
+    from estimator.memory import NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
+    from estimator.vllm import profile_for
+
+    def nt(version, tp=1, arch="gfx942"):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=tp)
+        return non_torch(profile_for(version), s, 0, None, arch=arch)
+
+    assert nt("0.6.3") == NON_TORCH_SINGLE + int(2.1 * GiB)
+    assert nt("0.6.3", tp=8) == NON_TORCH_SINGLE + 8 * NON_TORCH_PER_TP_RANK + int(2.1 * GiB) + 8 * int(0.72 * GiB)
+    assert nt("0.6.3", arch="gfx1100") == nt("0.6.5") == nt("0.5.5") == NON_TORCH_SINGLE
+    assert round(2.1 * GiB / (16 * 32 * 32 * 128 * 2 * 2), 1) == 268.8
+
+    spec = load("meta-llama/Llama-2-7b-chat-hf")
+    s = EngineSettings(vllm_version="0.6.3", dtype="float16", gpu_memory_utilization=0.9)
+    from estimator.api import run_estimate
+
+    est = run_estimate(spec, "MI300X", s)
+    assert est.gpu_blocks == pytest.approx(20_186, rel=0.005)
+    assert run_estimate(spec, "MI300X", s.replace(vllm_version="0.6.5")).non_torch_bytes < int(0.5 * GiB)
