@@ -128,6 +128,11 @@ NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
 # 0.6.6 with DeepSeek-V3: about 9.7 implied) and no public log gives TP 2 or 4: kept to the general fit.
 # A100 boards show no such excess in their logs (2× A100-SXM4-80GB 0.10.1: 0.6 GiB for activation and
 # non-torch together), nor do PCIe cards (L40S TP 8: 0.18).
+NVSWITCH_NCCL_FROM = (0, 9, 0)
+NVSWITCH_NCCL_UNTIL = (0, 11, 0)
+NVSWITCH_NCCL_BASE = int(1.16 * GiB)
+NVSWITCH_NCCL_PER_DOUBLING = int(0.44 * GiB)
+NVSWITCH_NCCL_LATE = int(0.60 * GiB)
 # AMD Instinct MI300-class cards (gfx942: MI300X, MI300A, MI325X) in the ROCm builds of vLLM 0.6.0–0.6.4
 # (ROCm 6.1–6.2), which measure with total − free: single-card runs leave 2.0–2.4 GiB less KV cache
 # than the fit (the ROCm blog's two 0.6.2 Llama-3-8B runs 2.36, llm-tracker's 0.6.3 Llama-2-7B 2.03,
@@ -142,11 +147,6 @@ ROCM_MI300_FROM = (0, 6, 0)
 ROCM_MI300_UNTIL = (0, 6, 5)
 ROCM_MI300_HIPBLASLT = int(2.1 * GiB)
 ROCM_MI300_RCCL_PER_RANK = int(0.72 * GiB)
-NVSWITCH_NCCL_FROM = (0, 9, 0)
-NVSWITCH_NCCL_UNTIL = (0, 11, 0)
-NVSWITCH_NCCL_BASE = int(1.16 * GiB)
-NVSWITCH_NCCL_PER_DOUBLING = int(0.44 * GiB)
-NVSWITCH_NCCL_LATE = int(0.60 * GiB)
 # CUDA context (driver + kernels) counted by 0.6.4 V0 and V1 ≤0.9.0 (docs §6: 0.3–0.6 GiB).
 # 0.6.4's V0 logs print it: vllm/worker/worker.py takes non_torch_memory = (total − free) − torch's
 # allocated bytes after the profile run, with no baseline, so the figure is the context plus
@@ -1817,7 +1817,7 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
 
 def rocm_mi300_extra(profile: Profile, s: EngineSettings, arch: str) -> int:
     """hipBLASLt's and RCCL's memory on an MI300-class card in the ROCm builds of vLLM before 0.6.5."""
-    if arch != "gfx942" or not ROCM_MI300_FROM <= profile.version < ROCM_MI300_UNTIL or profile.budget_rule == "v0_allocated":
+    if arch != "gfx942" or not ROCM_MI300_FROM <= profile.version < ROCM_MI300_UNTIL:
         return 0
     tp = s.tensor_parallel_size
     return ROCM_MI300_HIPBLASLT + (ROCM_MI300_RCCL_PER_RANK * tp if tp > 1 else 0)
@@ -2118,12 +2118,19 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes, nvswitch,
                    arch=str(compute_capability or "")) \
         if non_torch_bytes is None else non_torch_bytes
-    if non_torch_bytes is None and nvswitch_nccl(profile, s, nvswitch) >= nt - (
-            CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0) > 0:
+    board = nvswitch_nccl(profile, s, nvswitch) if non_torch_bytes is None else 0
+    context = CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0
+    if board and nt - context == board:      # the board's figure, not the general fit, is the estimate
         assumptions.append(f"NCCL over the NVSwitch board's links with tensor parallelism {s.tensor_parallel_size}: "
-                           f"{nvswitch_nccl(profile, s, nvswitch) / GiB:.2f} GiB outside torch per GPU in vLLM "
+                           f"{board / GiB:.2f} GiB outside torch per GPU in vLLM "
                            f"{profile.release} (public logs of H100/H200 boards print 1.4–2.5 GiB in 0.9–0.10 "
                            "and about 0.6 GiB from 0.11; an estimate — the log's non_torch_memory line gives yours)")
+    rocm = rocm_mi300_extra(profile, s, str(compute_capability or "")) if non_torch_bytes is None else 0
+    if rocm:
+        assumptions.append(f"vLLM {profile.release}'s ROCm build on an MI300-class card: hipBLASLt"
+                           f"{' and RCCL (over xGMI)' if s.tensor_parallel_size > 1 else ''} add about "
+                           f"{rocm / GiB:.1f} GiB outside torch (public MI300X logs of 0.6.2–0.6.4; a run with hipBLASLt "
+                           "turned off had 1.7 GiB more KV cache)")
     held = cached_all_reduce_bytes(spec, profile, s, mdb)
     if held:
         assumptions.append(

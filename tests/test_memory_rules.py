@@ -1938,4 +1938,5 @@ def test_early_rocm_builds_add_hipblaslt_and_rccl_on_mi300():
 
     est = run_estimate(spec, "MI300X", s)
     assert est.gpu_blocks == pytest.approx(20_186, rel=0.005)
+    assert any("MI300-class card: hipBLASLt add about 2.1 GiB" in a for a in est.assumptions)
     assert run_estimate(spec, "MI300X", s.replace(vllm_version="0.6.5")).non_torch_bytes < int(0.5 * GiB)
