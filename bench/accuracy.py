@@ -234,6 +234,14 @@ def gpu_for(case: dict) -> str:
         known = lookup_gpu(name)
     except KvdoctorError:
         known = None
+    if known is None and mixed != name:
+        # a label whose bracketed reasoning makes it too long for a card name ("NVIDIA H200 NVL 141GB
+        # (nvidia-smi 143771 MiB), 8 per node …"): the words outside the brackets
+        try:
+            known = lookup_gpu(mixed)
+            name = known.name
+        except KvdoctorError:
+            known = None
     if known and total and known.assumed:
         # the card's size is only nominal: the total vLLM printed is what it saw
         return f"{total}GiB"

@@ -117,13 +117,18 @@ NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
 # against the 2–4 of a PCIe ring), each with its own buffers, and how many it opens follows the
 # release's NCCL and all-reduce path. Public logs, by release window:
 # - 0.9.0–0.10.x (torch 2.7–2.8 with NCCL 2.26–2.27; vLLM's symmetric-memory all-reduce, which keeps
-#   mid-size all-reduces off NCCL, is on by default from 0.11): printed 1.38 GiB (2× H200, 0.10.2) and
-#   2.04 (4× H200-class, 0.9.2, vLLM PR21429's debug log); implied by the printed pool with the rest
+#   mid-size all-reduces off NCCL, is on by default from 0.11): printed 1.38 GiB (2× H200, 0.10.2),
+#   2.04 (4× H200-class, 0.9.2, vLLM PR21429's debug log) and 1.84 (4× 80 GB Hopper, 0.10.2, vllm#24881;
+#   not in the fit, found after it: 0.2 below its TP 4 figure); implied by the printed pool with the rest
 #   modelled, 2.51 (dev vllm#21348, 4× H100, 0.9.2) and 2.35 / 2.41 (8× H100, 0.10.0, two runs of
 #   DaisukeTakai/eval_dataset). Least squares in log2(tp): 1.16 + 0.44 × log2(tp) GiB (TP 2 1.60,
 #   TP 4 2.04, TP 8 2.48).
 # - 0.11 on: printed 0.55 (2× H100, llm-d) and 0.60 (4× H100, vLLM PR48601), implied 0.44 / 0.84 /
-#   1.06 (2× H100, 0.12.0, three runs of a public repo): 0.60 GiB.
+#   1.06 (2× H100, 0.12.0, three runs of a public repo): 0.60 GiB. One 8× H200 SXM log (0.28.1, AWS
+#   p5en, GLM-5.3-Flash) prints 1.74 (consumed − weights) at TP 8, but 8× H200 NVL runs (bridged pairs,
+#   no NVSwitch, which the catalog reads as the H200) leave room for no more than about 0.7 at TP 8 and
+#   H200 NVL at TP 2/4 lands within 1% with 0.60: TP 8 on a full NVSwitch board is left at 0.60 until
+#   the two can be told apart.
 # Before 0.9 the same boards print more at TP 8 (8× H200 0.7.3 with DeepSeek-R1: 7.16 GiB; 16× H100
 # 0.6.6 with DeepSeek-V3: about 9.7 implied) and no public log gives TP 2 or 4: kept to the general fit.
 # A100 boards show no such excess in their logs (2× A100-SXM4-80GB 0.10.1: 0.6 GiB for activation and
@@ -642,9 +647,10 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
         assumptions.append(f"Gemma 4 speculative decoding ({k} token(s) per step) drafts with {assistant.repo} "
                            f"({assistant.params / 1e9:.2f} B parameters, loaded in the model dtype beside the model); "
                            "its attention reads this model's KV cache (vLLM's cross-model KV sharing), so it adds "
-                           "no KV of its own. Its activations and CUDA graphs are not modelled: two public runs "
-                           "with the 26B-A4B assistant (an RTX 3090 and an L40S) had 1–1.4 GiB less KV cache "
-                           "than this estimate gives")
+                           "no KV of its own. Three public pairs of runs with and without the E4B assistant "
+                           "(eager, one sequence) lost its weights and nothing more; its activations and CUDA "
+                           "graphs under larger batches are not modelled — two runs with the 26B-A4B assistant "
+                           "(an RTX 3090 and an L40S) had 1–1.4 GiB less KV cache than this estimate gives")
         return [], k, False
     if method.endswith("mtp"):
         if not n_mtp:

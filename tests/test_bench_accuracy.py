@@ -206,6 +206,15 @@ def test_a_plus_in_a_card_labels_reasoning_joins_no_cards(accuracy):
     assert accuracy.gpu_for(mixed) == "NVIDIA GeForce RTX 5070 Ti 16GB + NVIDIA GeForce RTX 5090 D 32GB"
 
 
+def test_a_card_label_too_long_for_a_name_is_read_outside_its_brackets(accuracy):
+    """A label whose bracketed reasoning runs past the 200 characters a card name may have is read by
+    the words outside the brackets, not skipped."""
+    label = ("NVIDIA H200 NVL 141GB (nvidia-smi 143771 MiB), 8 per node (" + "topology notes, " * 12
+             + "NVLink bridge in pairs)")
+    assert len(label) > 200
+    assert accuracy.gpu_for({"gpu": label, "observed": {"kv_cache_gib": 88.0}}) == "NVIDIA H200"
+
+
 def test_a_case_with_no_card_anywhere_is_skipped_not_run_on_a_default(accuracy, tmp_path, capsys):
     """vLLM's example output (no card named, no total printed) cannot be predicted forward: the
     bench skips it instead of comparing vLLM's 16.20 GiB with a default card's pool."""
