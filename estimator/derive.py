@@ -197,6 +197,11 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                               "(so that the model reproduces vLLM's KV figure)"))
             else:
                 st.add(Figure(name, val, "estimated", _estimate_reason(name, est)))
+    if est is None and "weights" not in st.figures and isinstance(facts.extra.get("consumed_gib"), (int, float)):
+        # 0.27+ prints weights and non-torch as one figure; without the model nothing splits it
+        st.add(Figure("consumed", gib_bytes(facts.extra["consumed_gib"]), "read",
+                      f"consumed memory {facts.extra['consumed_gib']} GiB in the paste (weights + non-torch, which "
+                      "vLLM prints as one figure; the model id splits it)"))
     if isinstance(f("cuda_graph_gib"), (int, float)) and f("cuda_graph_gib") < 0 and "cuda_graphs" in st.figures:
         # gpu_model_runner.py capture_model (0.11): free memory before capture − free memory after it,
         # below zero when more memory was freed during the capture than the graphs took

@@ -31,6 +31,7 @@ _ROWS = (
     ("weights", "Model weights"),
     ("activation", "Activation peak (profile run)"),
     ("non_torch", "Non-torch (cuBLAS, NCCL…)"),
+    ("consumed", "Weights + non-torch (vLLM's consumed memory)"),
     ("cuda_graphs", "CUDA graphs"),
     ("non_kv", "Everything but KV"),
     ("kv_pool", "KV cache pool"),

@@ -467,6 +467,20 @@ def test_without_a_model_the_remainder_is_non_torch_not_unexplained():
     assert any("2.70 GiB beyond the weights, activation and graphs" in n for n in d.notes)
 
 
+def test_without_a_model_or_weights_line_the_consumed_figure_is_shown_as_printed():
+    """club-3090#1139's two worker lines (0.27): "Actual usage is 15.25 GiB for consumed memory (weights +
+    non-torch)" and no model id, no "Model loading took": the reply shows the 15.25 GiB as vLLM's one
+    figure for weights and non-torch, read, rather than leaving it out of the breakdown."""
+    text = ("(Worker_TP0 pid=150) INFO 09-02 13:12:19 [gpu_worker.py:789] Free memory on device (23.15/23.56 GiB) on "
+            "startup. Desired GPU memory utilization is (0.92, 21.67 GiB). Actual usage is 15.25 GiB for consumed "
+            "memory (weights + non-torch), 1.66 GiB for peak activation, and 0.14 GiB for CUDAGraph memory. "
+            "Current kv cache memory in use is 4.76 GiB.\n")
+    d = diagnose(text, offline=True, explain=True)
+    fig = d.state.figures["consumed"]
+    assert (round(fig.value / 2**30, 2), fig.provenance) == (15.25, "read")
+    assert "Weights + non-torch (vLLM's consumed memory) | 15.25 | read" in render_markdown(d)
+
+
 def test_printed_weights_far_from_the_checkpoint_are_checked():
     """vLLM printed 7.52 GiB of weights for what the paste calls Llama-3.1-8B in bf16, whose checkpoint
     vLLM loads as 14.99 GiB (vllm#10517: "Loading model weights took 14.9888 GB"): a different
