@@ -131,7 +131,7 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
     # the media limits decide the profile run's dummy inputs (and whether the vision tower loads)
     if given.limit_mm_per_prompt and not given.language_model_only and "limit_mm_per_prompt" not in changed \
             and "language_model_only" not in changed:
-        out.append("--limit-mm-per-prompt " + shlex.quote(json.dumps(given.limit_mm_per_prompt, separators=(",", ":"))))
+        out.append(_mm_flag(est, given.limit_mm_per_prompt))
     method = (given.speculative_method or "").lower()
     draft = given.speculative_model
     if (method.endswith("mtp") or method == "ngram" or draft) and "speculative_method" not in changed:

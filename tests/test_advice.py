@@ -873,8 +873,13 @@ def test_a_fix_keeps_the_runs_media_limits():
                           EngineSettings(vllm_version="0.20.1"))
     fixes = suggest(run_estimate(spec, "RTX 4090", limited))
     kept = [f for f in fixes if "limit_mm_per_prompt" not in f.changes]
-    assert kept and all("--limit-mm-per-prompt '{\"image\":2,\"video\":0}'" in f.full_flags for f in kept)
+    assert kept and all("--limit-mm-per-prompt '{\"image\": 2, \"video\": 0}'" in f.full_flags for f in kept)
     assert all(f.full_flags.count("--limit-mm-per-prompt") <= 1 for f in fixes)
+    # before 0.10 the flag takes KEY=VALUE pairs (vllm/engine/arg_utils.py nullable_kvs)
+    old = parse_flags(["--limit-mm-per-prompt", "image=2,video=0", "--max-model-len", "131072"],
+                      EngineSettings(vllm_version="0.8.4"))
+    kept = [f for f in suggest(run_estimate(spec, "RTX 4090", old)) if "limit_mm_per_prompt" not in f.changes]
+    assert kept and all("--limit-mm-per-prompt image=2,video=0" in f.full_flags for f in kept)
 
 
 def test_a_cut_command_keeps_what_it_shows_and_a_flag_given_twice_its_last_value():
