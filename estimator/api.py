@@ -50,17 +50,15 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
         name_quant = base[1]
         why = "" if isinstance(exc, ModelNotFound) else f" ({exc})"
         leaf, base_leaf = ref.rstrip("/").split("/")[-1], src.model_id.split("/")[-1]
-        if _QUANT_SUFFIX.search(leaf):
-            other = _variant_stem(_bare_name(leaf)) == _variant_stem(_bare_name(base_leaf)) \
-                and _bare_name(leaf) != _bare_name(base_leaf)
-            fmt = f", {name_quant} weights from the name" if name_quant else ""
-            base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id}, "
-                         f"the release's other variant (base and chat weights share one architecture{fmt})" if other
-                         else f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
-                              f"(same architecture{fmt})")
-        elif leaf.lower() != base_leaf.lower() and _variant_stem(leaf) == _variant_stem(base_leaf):
+        fmt = f", {name_quant} weights from the name" if name_quant else ""
+        if _bare_name(leaf) != _bare_name(base_leaf) and _variant_stem(_bare_name(leaf)) == _variant_stem(_bare_name(base_leaf)):
+            # the catalog's model is the release's base or chat sibling (of the export's own model, if quantized)
             base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the same release's "
-                         "other variant (base and chat weights share one architecture; its default context length may differ)")
+                         f"other variant (base and chat weights share one architecture; its default context length "
+                         f"may differ{fmt})")
+        elif _QUANT_SUFFIX.search(leaf):
+            base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
+                         f"(same architecture{fmt})")
         else:
             base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the model it is "
                          "named after (another organization's upload of it, a mirror or a fine-tune, keeps its "

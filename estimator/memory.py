@@ -2111,7 +2111,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         model_weights += deepseek_v4_load_buffers(spec, s, profile)
     model_weights += deepstack_buffer_bytes(spec, s, profile, mdb)
     assistant = gemma4_assistant(spec.model_type, spec.hidden_size, s.speculative_method, s.speculative_model)
-    if assistant is not None and not draft_info[2] and (s.pp_stage is None or s.pp_stage == s.pipeline_parallel_size - 1):
+    if assistant is not None and draft_info[1] and not draft_info[2]:    # drafting on this stage (the last)
         model_weights += assistant.bytes_per_rank(mdb, s.tensor_parallel_size)
     model_weights += lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [])
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out

@@ -293,7 +293,8 @@ def test_a_quantized_export_of_the_other_variant_takes_the_catalogued_variants_c
     assert base_model_candidate("RedHatAI/gemma-4-27B-A4B-it-FP8-Dynamic") is None
     spec = load_model("RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic", offline=True).spec
     assert spec.model_id == "RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic" and spec.quantization["quant_method"] == "fp8"
-    assert any("google/gemma-4-26B-A4B, the release's other variant" in a for a in spec.assumptions)
+    assert any("google/gemma-4-26B-A4B, the same release's other variant" in a and "fp8 weights from the name" in a
+               for a in spec.assumptions)
     # an export of the catalog's own variant keeps the plain note
     note = [a for a in load_model("unsloth/Qwen3.8-27B-NVFP4", offline=True).spec.assumptions if "base model" in a]
     assert note and "other variant" not in note[0]

@@ -680,6 +680,11 @@ def test_a_gemma4_target_drafts_with_its_assistant_whose_weights_count_and_whose
     tp2 = estimate(spec, gpu_total_bytes=80 * GiB, settings=mtp.replace(tensor_parallel_size=2))
     tp2_base = estimate(spec, gpu_total_bytes=80 * GiB, settings=base.replace(tensor_parallel_size=2))
     assert tp2.weights_bytes - tp2_base.weights_bytes == 2 * (411_041_792 // 2 + 8_650_752)
+    # pipeline parallelism: the assistant drafts on the last stage and is loaded there only
+    for stage, extra in ((0, 0), (1, 2 * 419_692_544)):
+        pp = base.replace(pipeline_parallel_size=2, pp_stage=stage)
+        with_mtp = estimate(spec, gpu_total_bytes=80 * GiB, settings=mtp.replace(pipeline_parallel_size=2, pp_stage=stage))
+        assert with_mtp.weights_bytes - estimate(spec, gpu_total_bytes=80 * GiB, settings=pp).weights_bytes == extra
     # a Qwen3.6 target's own MTP layer is still the drafter
     q = load("Qwen/Qwen3.6-27B")
     qm = estimate(q, gpu_total_bytes=80 * GiB, settings=base.replace(speculative_method="mtp"))
