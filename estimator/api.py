@@ -51,7 +51,12 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
         why = "" if isinstance(exc, ModelNotFound) else f" ({exc})"
         leaf, base_leaf = ref.rstrip("/").split("/")[-1], src.model_id.split("/")[-1]
         fmt = f", {name_quant} weights from the name" if name_quant else ""
-        if _bare_name(leaf) != _bare_name(base_leaf) and _variant_stem(_bare_name(leaf)) == _variant_stem(_bare_name(base_leaf)):
+        if _bare_name(leaf) != _bare_name(base_leaf) and _undated(_bare_name(leaf)) == _undated(_bare_name(base_leaf)):
+            # a dated revision of the catalog's model, or the model a dated catalog entry revises
+            base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, a revision of the "
+                         f"same model under another release date (a dated re-release keeps the architecture; its "
+                         f"default context length may differ{fmt})")
+        elif _bare_name(leaf) != _bare_name(base_leaf) and _variant_stem(_bare_name(leaf)) == _variant_stem(_bare_name(base_leaf)):
             # the catalog's model is the release's base or chat sibling (of the export's own model, if quantized)
             base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the same release's "
                          f"other variant (base and chat weights share one architecture; its default context length "
@@ -90,12 +95,23 @@ _QUANT_SUFFIX = re.compile(
 )
 
 
-_VARIANT = re.compile(r"(?i)-(?:instruct|chat|it|base|pt)(?=-hf$|$)")
+_VARIANT = re.compile(r"(?i)-(?:instruct|chat|it|base|pt|thinking)(?=-hf$|$)")
+# A release date a revision adds to a repo name: MMDD (DeepSeek-V3-0324, DeepSeek-R1-0528,
+# DeepSeek-V4-Flash-0731) or YYMM (Qwen3-30B-A3B-Instruct-2507, Mistral-Large-Instruct-2411).
+_DATED = re.compile(r"-(?:(?:0[1-9]|1[0-2])(?:[0-2]\d|3[01])|2[3-9](?:0[1-9]|1[0-2]))$")
+
+
+def _undated(name: str) -> str:
+    """A repo name without a revision's release date ("DeepSeek-V4-Flash-0731" → "deepseek-v4-flash"):
+    a dated re-release keeps the layers, heads and KV layout of the model it revises (DeepSeek's -0324 /
+    -0528 / -0731, Qwen's -2507); its default context length may differ."""
+    return _DATED.sub("", name).lower()
 
 
 def _variant_stem(name: str) -> str:
-    """A repo name without its base/chat variant word ("Meta-Llama-3-70B-Instruct" → "meta-llama-3-70b")."""
-    return _VARIANT.sub("", name).lower()
+    """A repo name without its release date and base/chat variant word ("Meta-Llama-3-70B-Instruct" →
+    "meta-llama-3-70b", "Qwen3-30B-A3B-Instruct-2507" → "qwen3-30b-a3b")."""
+    return _VARIANT.sub("", _undated(name)).lower()
 
 
 def _bare_name(name: str) -> str:
@@ -127,6 +143,13 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
         # Llama-2-7b-hf beside -chat-hf): base and chat weights share one architecture
         sib = [cid for cid in catalog_ids() if org and cid.split("/")[0].lower() == org.lower()
                and cid.split("/")[-1].lower() != name.lower() and _variant_stem(cid.split("/")[-1]) == _variant_stem(name)]
+        if len(sib) > 1:
+            # Qwen3-30B-A3B-Thinking-2507 beside Qwen3-30B-A3B and -Instruct-2507: the sibling of the same
+            # release date (or undated); of several (Qwen3-VL-32B beside -Instruct and -Thinking), -Instruct
+            date = _DATED.search(name)
+            sib = [cid for cid in sib if (cid.endswith(date.group(0)) if date else not _DATED.search(cid))]
+            if len(sib) > 1:
+                sib = [cid for cid in sib if re.search(r"(?i)-instruct$", cid)]
         return (sib[0], None) if len(sib) == 1 else None
     stem = name[: m.start()]
     # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout

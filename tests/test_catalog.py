@@ -281,6 +281,26 @@ def test_a_base_or_chat_variant_takes_its_catalogued_siblings_config():
         load_model("meta-llama/Meta-Llama-3-71B", offline=True)
 
 
+def test_a_dated_revision_takes_the_config_of_the_model_it_revises():
+    """DeepSeek-V4-Flash-0731 revises the catalog's DeepSeek-V4-Flash (vllm#51041: same compress_ratios,
+    window and layers); Qwen's -Thinking-2507 pairs with the catalog's -Instruct-2507 of the same date,
+    not the undated release; a base model of an undated release with an -Instruct-2507 sibling takes the
+    undated one. The note says it is a revision; a date of no catalog family still fails."""
+    from estimator.api import base_model_candidate, load_model
+
+    assert base_model_candidate("deepseek-ai/DeepSeek-V4-Flash-0731") == ("deepseek-ai/DeepSeek-V4-Flash", None)
+    assert base_model_candidate("deepseek-ai/DeepSeek-V3-0324") == ("deepseek-ai/DeepSeek-V3", None)
+    assert base_model_candidate("Qwen/Qwen3-30B-A3B-Thinking-2507") == ("Qwen/Qwen3-30B-A3B-Instruct-2507", None)
+    assert base_model_candidate("Qwen/Qwen3-30B-A3B-Base") == ("Qwen/Qwen3-30B-A3B", None)
+    assert base_model_candidate("Qwen/Qwen3-VL-32B") == ("Qwen/Qwen3-VL-32B-Instruct", None)
+    assert base_model_candidate("deepseek-ai/DeepSeek-V5-0731") is None
+    assert base_model_candidate("other-org/DeepSeek-V4-Flash-0731") is None
+    spec = load_model("deepseek-ai/DeepSeek-V4-Flash-0731", offline=True).spec
+    assert spec.model_id == "deepseek-ai/DeepSeek-V4-Flash-0731" and spec.num_layers == 43
+    assert any("used the config of deepseek-ai/DeepSeek-V4-Flash, a revision of the same model" in a
+               for a in spec.assumptions)
+
+
 def test_a_quantized_export_of_the_other_variant_takes_the_catalogued_variants_config():
     """RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic is an export of the -it model; the catalog holds the base
     google/gemma-4-26B-A4B (and NVIDIA's NVFP4 of it, a quantized sibling the unquantized one wins over):
