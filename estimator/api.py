@@ -95,7 +95,7 @@ _QUANT_SUFFIX = re.compile(
 )
 
 
-_VARIANT = re.compile(r"(?i)-(?:instruct|chat|it|base|pt|thinking)(?=-hf$|$)")
+_VARIANT = re.compile(r"(?i)-(?:instruct|chat|it|base|pt|thinking)(?=(?:-v\d+(?:\.\d+)*)?(?:-hf)?$)")
 # A release date a revision adds to a repo name: MMDD (DeepSeek-V3-0324, DeepSeek-R1-0528,
 # DeepSeek-V4-Flash-0731) or YYMM (Qwen3-30B-A3B-Instruct-2507, Mistral-Large-Instruct-2411).
 _DATED = re.compile(r"-(?:(?:0[1-9]|1[0-2])(?:[0-2]\d|3[01])|2[3-9](?:0[1-9]|1[0-2]))$")
@@ -110,7 +110,8 @@ def _undated(name: str) -> str:
 
 def _variant_stem(name: str) -> str:
     """A repo name without its release date and base/chat variant word ("Meta-Llama-3-70B-Instruct" →
-    "meta-llama-3-70b", "Qwen3-30B-A3B-Instruct-2507" → "qwen3-30b-a3b")."""
+    "meta-llama-3-70b", "Qwen3-30B-A3B-Instruct-2507" → "qwen3-30b-a3b", "Mistral-7B-Instruct-v0.3" →
+    "mistral-7b-v0.3")."""
     return _VARIANT.sub("", _undated(name)).lower()
 
 

@@ -274,6 +274,10 @@ def test_a_base_or_chat_variant_takes_its_catalogued_siblings_config():
     assert base_model_candidate("meta-llama/Meta-Llama-3-70B") == ("meta-llama/Meta-Llama-3-70B-Instruct", None)
     assert base_model_candidate("Qwen/Qwen3-VL-30B-A3B") == ("Qwen/Qwen3-VL-30B-A3B-Instruct", None)
     assert base_model_candidate("other-org/Meta-Llama-3-70B") is None       # not the same organization
+    # the variant word before a version suffix: Mistral-7B-v0.3 beside the catalog's -Instruct-v0.3
+    assert base_model_candidate("mistralai/Mistral-7B-v0.3") == ("mistralai/Mistral-7B-Instruct-v0.3", None)
+    assert base_model_candidate("mistralai/Mistral-7B-Instruct-v0.1") == ("mistralai/Mistral-7B-v0.1", None)
+    assert base_model_candidate("mistralai/Mistral-7B-v0.4") is None
     spec = load_model("meta-llama/Meta-Llama-3-70B", offline=True).spec
     assert spec.model_id == "meta-llama/Meta-Llama-3-70B" and spec.num_layers == 80 and spec.num_kv_heads == 8
     assert any("the same release's other variant" in a for a in spec.assumptions)
