@@ -836,6 +836,7 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
 # reservation) differ by about 0.01 GiB (an A100-PCIE-40GB printed 39.38, the SXM4 gives 39.39), two
 # cards of one size class by more (RTX 3090 23.69, RTX 4090 23.64 GiB)
 _PRINTED_TOTAL_SLACK = 0.02
+_PRINTED_TOTAL_DRIVER_SLACK = 0.0012  # of the total: 0.095 GiB at 80 GiB, 0.03 at 24 (under RTX 3090 vs 4090)
 _TPL_NAMES = frozenset(t.name for t in _tpl.TEMPLATES)
 
 
@@ -850,16 +851,22 @@ def _gpu_by_printed_total(chosen: dict, alternatives: dict, gpu_occs: list[_Occ]
     from estimator.errors import KvdoctorError
     from estimator.gpus import lookup_gpu
 
-    def holds(name: object) -> bool:
+    def holds(name: object, slack: float = _PRINTED_TOTAL_SLACK) -> bool:
         try:
             size = lookup_gpu(str(name)).total_bytes / 2**30
         except KvdoctorError:
             return False
-        return abs(size - float(total.value)) <= _PRINTED_TOTAL_SLACK
+        return abs(size - float(total.value)) <= slack
 
     if holds(chosen["gpu"].value):
         return
     fitting = [v for v in dict.fromkeys(others) if holds(v)]
+    if not fitting:
+        # one card's total varies with the driver by up to ~0.1 GiB (H100s print 79.10–79.21): the
+        # one named card within that of the printed total, where the first-named one is not
+        loose = _PRINTED_TOTAL_DRIVER_SLACK * float(total.value)
+        if not holds(chosen["gpu"].value, loose):
+            fitting = [v for v in dict.fromkeys(others) if holds(v, loose)]
     occ = next((o for o in gpu_occs if fitting and o.value == fitting[0]), None)
     if len(fitting) == 1 and occ is not None:
         alternatives["gpu"] = [v for v in others if v != fitting[0]] + [chosen["gpu"].value]

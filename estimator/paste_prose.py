@@ -656,7 +656,10 @@ _VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
     ("kv_tokens_capacity", regex.compile(r"(?i)\bKV(?:[ ]+cache|[ ]+pool)?[ ]*[:=]?[ ]*\d+(?:\.\d+)?[ ]?GiB[ ]*[/,][ ]*" + _N
                                          + r"[ ]+tok(?:en)?s\b"
                                          r"|(?<![\d.])\d+(?:\.\d+)?[ ]?GiB(?:[ ]*/[ ]*(?:rank|GPU)|[ ]+per[ ]+(?:rank|GPU))?[ ]+"
-                                         r"(?:serves|holds|stores|fits)[ ]+" + _N.replace("<n>", "<n2>") + r"[ ]+tok(?:en)?s\b"),
+                                         r"(?:serves|holds|stores|fits)[ ]+" + _N.replace("<n>", "<n2>") + r"[ ]+tok(?:en)?s\b"
+                                         # "(38.43 GiB KV cache, 3,511,589 tokens, …)"
+                                         r"|(?<![\d.])\d+(?:\.\d+)?[ ]?GiB[ ]+(?:of[ ]+)?KV(?:[ ]+cache)?[ ]*,[ ]*"
+                                         + _N.replace("<n>", "<n3>") + r"[ ]+tok(?:en)?s\b"),
      "prose_kv_tokens"),
     ("kv_cache_gib", regex.compile(r"(?i)\bKV(?:[ ]+cache|[ ]+pool)?[ ]*[:=]?[ ]*" + _F + r"[ ]?GiB[ ]*[/,][ ]*\d{1,3}(?:,\d{3})*[ ]+tok(?:en)?s\b"),
      "prose_kv_gib"),
@@ -675,7 +678,9 @@ _NEED_AVAIL = regex.compile(
     r"(?i)\bneed(?:s|ed)?[ ]+(?P<need>\d+(?:\.\d+)?)[ ]?GiB(?:[ ]+(?:of[ ]+)?KV(?:[ ]+cache)?)?[ ]*[,;]?[ ]+(?:but[ ]+|vs\.?[ ]+|while[ ]+)?"
     r"(?:only[ ]+)?(?P<avail>\d+(?:\.\d+)?)[ ]?(?:GiB)?(?:[ ]+(?:avail(?:able)?|free|left))?"
     r"|(?P<need2>\d+(?:\.\d+)?)[ ]?GiB[ ]+(?:of[ ]+)?KV(?:[ ]+cache)?[ ]+(?:is[ ]+)?needed[ ]*[,;]?[ ]+(?:but[ ]+|vs\.?[ ]+|while[ ]+)?"
-    r"(?:only[ ]+)?(?P<avail2>\d+(?:\.\d+)?)[ ]?(?:GiB[ ]+)?(?:avail(?:able)?|free|left)\b")
+    r"(?:(?:only[ ]+)?(?P<avail2>\d+(?:\.\d+)?)[ ]?(?:GiB[ ]+)?(?:avail(?:able)?|free|left)\b"
+    # vLLM's message shortened: "1.75 GiB KV cache is needed, available 0.13 GiB"
+    r"|(?:avail(?:able)?|free|left)(?:[ ]+(?:is|was))?(?:[ ]+only)?[ ]+(?P<avail3>\d+(?:\.\d+)?)[ ]?GiB\b)")
 # "2 x 4.99 = 9.98 GiB pool": a pool summed over GPUs; vLLM reports the per-GPU figure
 _POOL_SPLIT = regex.compile(
     r"(?i)(?<![\w.])(?P<c>\d{1,2})[ ]*[x*][ ]*(?P<f>\d+\.\d+)(?:[ ]?GiB)?[ ]*=[ ]*(?P<t>\d+(?:\.\d+)?)[ ]?GiB[ ]+"
@@ -689,16 +694,28 @@ _GMU_EQUIVALENT = regex.compile(
 _QUANT_WORD = regex.compile(
     r"(?i)(?<![\w./-])(?P<q>AWQ|GPTQ)(?![\w/-]|\.\w)"
     r"|(?<![\w.])\d{1,4}(?:\.\d+)?B(?:-A\d+(?:\.\d+)?B)?[ ]+(?P<q2>INT4|INT8|FP8|AWQ|GPTQ|NVFP4|MXFP4|W4A16|W8A8)(?![\w-])")
-# "FP8 weights", "the AWQ checkpoint": a quantization named as what the weights are
-_QUANT_PROSE = regex.compile(r"(?i)\b(?P<q>FP8|AWQ|GPTQ|NVFP4|MXFP4|GGUF|bitsandbytes|bnb)[ ]+(?:weights|checkpoint|quantized|quantization)\b")
+# "FP8 weights", "the AWQ checkpoint": a quantization named as what the weights are — not vLLM's
+# kv_cache.py warning "… make sure Q/prob scaling factors are available in the fp8 checkpoint", which any
+# checkpoint with attention scales prints (vllm#17327's w4a16 one)
+_QUANT_PROSE = regex.compile(r"(?i)\b(?<!scaling[ ]factors[ ]are[ ]available[ ]in[ ]the[ ])"
+                             r"(?P<q>FP8|AWQ|GPTQ|NVFP4|MXFP4|GGUF|bitsandbytes|bnb)[ ]+(?:weights|checkpoint|quantized|quantization)\b")
+
+
+# vLLM's fused-MoE tuning file it looked for names the weight format the kernel runs:
+# "Config file not found at …/E=128,N=768,device_name=NVIDIA_GeForce_RTX_3090,dtype=int4_w4a16.json"
+_MOE_CONFIG_DTYPE = regex.compile(r"device_name=[\w-]{1,80},dtype=(?P<q>int4_w4a16|int8_w8a16|fp8_w8a8|int8_w8a8)"
+                                  r"(?:,block_shape=\[\d+,[ ]?\d+\])?\.json")
+_MOE_DTYPE_FORMAT = {"int4_w4a16": "int4", "int8_w8a16": "int8", "fp8_w8a8": "fp8", "int8_w8a8": "int8"}
 
 
 def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]:
     out: list[Hit] = []
+    for m in _iter(_MOE_CONFIG_DTYPE, text, limit=5):
+        out.append(Hit("quantization", _MOE_DTYPE_FORMAT[m.group("q")], m.start("q"), m.end("q"), "moe_config_dtype", 11))
     for m in _iter(_NEED_AVAIL, text, limit=20):
         if _inside(m.start(), skip) or suggestion(text, m.start()):
             continue
-        ng, ag = ("need", "avail") if m.group("need") else ("need2", "avail2")
+        ng, ag = ("need", "avail") if m.group("need") else ("need2", "avail2" if m.group("avail2") else "avail3")
         need, avail = float(m.group(ng)), float(m.group(ag))
         if need > avail:
             out.append(Hit("kv_needed_gib", need, m.start(ng), m.end(ng), "prose_need_avail", 20))

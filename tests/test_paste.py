@@ -193,6 +193,16 @@ Based on the available memory, the estimated maximum model length is 810208."""
     assert f.extra["version_hint"] == ("0.22.0", None)   # "model's" (fixed typo) is 0.22+
 
 
+def test_v1_capacity_error_shortened_by_the_poster():
+    """olmOCR#269 retells vLLM's error as "1.75 GiB KV cache is needed, available 0.13 GiB": the same two
+    figures, the availability word before its number; a need below the availability is no such error."""
+    f = read_paste("On RTX 4090 / 24 GB the default pipeline fails at start-up:\n"
+                   "ValueError: 1.75 GiB KV cache is needed, available 0.13 GiB\n")
+    assert (f.get("kv_needed_gib"), f.get("kv_available_gib")) == (1.75, 0.13)
+    f = read_paste("about 1.75 GiB KV cache is needed, free 3.5 GiB on the card")
+    assert f.get("kv_needed_gib") is None and f.get("kv_available_gib") is None
+
+
 def test_v064_results_line():
     text = ("INFO 11-20 10:00:00 worker.py:232] Memory profiling results: total_gpu_memory=23.58GiB "
             "initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB memory_usage_post_profile=15.35Gib "
@@ -981,6 +991,48 @@ def test_of_several_cards_named_the_one_holding_vllms_printed_total_is_the_run_s
     no_total = paste(None).replace(" Max memory: 23.684 GB.", "")
     assert read_paste(no_total).get("total_gpu_memory_gib") is None
     assert read_paste(no_total).get("gpu") == "RTX 4090"
+
+
+def test_the_card_holding_the_printed_total_within_the_drivers_spread_is_the_run_s():
+    """ART's notebook comments "To run on a T4" above a log whose Unsloth banner and vLLM line ran on an
+    H100 PCIe printing 79.10 GiB — the catalog's 79.18 for that board is a driver's spread away (H100s
+    print 79.10–79.21), the T4's 14.56 is not: the H100 PCIe. A printed total no named card is near
+    keeps the first-named one."""
+    def paste(total: str) -> str:
+        return ("    # To run on a T4, we need to override some config defaults.\n[...]\n"
+                "==((====))==  Unsloth 2025.3.19: Fast Qwen2 patching. Transformers: 4.51.1. vLLM: 0.7.3.\n"
+                "   \\\\   /|    NVIDIA H100 PCIe. Num GPUs = 1. Max memory: 79.097 GB. Platform: Linux.\n"
+                f"INFO 04-15 01:57:17 worker.py:267] the current vLLM instance can use total_gpu_memory "
+                f"({total}GiB) x gpu_memory_utilization (0.57) = 45.09GiB\n")
+
+    assert read_paste(paste("79.10")).get("gpu") == "NVIDIA H100 PCIe"
+    assert read_paste(paste("78.50")).get("gpu") == "T4"
+
+
+def test_the_fused_moe_config_file_names_the_weight_format_and_the_kv_scale_warning_does_not():
+    """vllm#17327 served a w4a16 export from a local path: vLLM's kv_cache.py warning ("… scaling factors are
+    available in the fp8 checkpoint", printed for any checkpoint with attention scales) is not an fp8
+    checkpoint; the MoE tuning file vLLM looked for ("…,dtype=int4_w4a16.json") names the int4 weights.
+    vLLM's own "Detected fp8 checkpoint" still reads as fp8."""
+    kv_warning = ("WARNING 05-07 22:17:23 [kv_cache.py:128] Using Q scale 1.0 and prob scale 1.0 with fp8 attention. "
+                  "This may cause accuracy issues. Please make sure Q/prob scaling factors are available in the fp8 "
+                  "checkpoint.\n")
+    moe = ("WARNING 05-07 22:17:24 [fused_moe.py:668] Using default MoE config. Performance might be sub-optimal! "
+           "Config file not found at [...]/E=128,N=768,device_name=NVIDIA_GeForce_RTX_3090,dtype=int4_w4a16.json\n")
+    assert read_paste(kv_warning).get("quantization") is None
+    assert read_paste(kv_warning + moe).get("quantization") == "int4"
+    assert read_paste(moe.replace("int4_w4a16", "fp8_w8a8")).get("quantization") == "fp8"
+    assert read_paste("WARNING 05-07 [fp8.py:60] Detected fp8 checkpoint. Please note that the format is "
+                      "experimental and subject to change.").get("quantization") == "fp8"
+
+
+def test_a_kv_pool_retold_with_its_token_count():
+    """recipes#906's "(38.43 GiB KV cache, 3,511,589 tokens, full 1M context at 3.35x concurrency)": the
+    pool, vLLM's token count and its concurrency; a size with no pool word is not a token count."""
+    f = read_paste("With it the server comes up (38.43 GiB KV cache, 3,511,589 tokens, full 1M context at 3.35x "
+                   "concurrency) and answers normally.")
+    assert (f.get("kv_cache_gib"), f.get("kv_tokens_capacity"), f.get("max_concurrency")) == (38.43, 3511589, 3.35)
+    assert read_paste("It used 38.43 GiB of RAM, 3,511,589 tokens in the dataset.").get("kv_tokens_capacity") is None
 
 
 def test_unslooths_load_in_4bit_says_bitsandbytes_only_when_true():
