@@ -186,6 +186,13 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
                 parse_flags([f"{name}={str(value).replace(' ', '')}"], s)
             except BadInput:
                 pass
+    if facts.extra.get("unsloth_vision"):
+        # Unsloth started vLLM for a vision model (paste._unsloth_launch): its own batch and sequence count
+        from estimator.flags import UNSLOTH_VISION_MIN_BATCH
+
+        s.max_num_seqs = s.max_num_seqs or 1
+        if s.max_num_batched_tokens is None:
+            s.max_num_batched_tokens = max(UNSLOTH_VISION_MIN_BATCH, s.max_model_len or 0)
     if facts.extra.get("limit_mm_per_prompt"):
         from estimator.flags import read_mm_limits
 
@@ -676,6 +683,10 @@ def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None, compu
 
     given, handed = facts.extra.get("unsloth_gpu_memory_utilization"), facts.extra.get("unsloth_vllm_utilization")
     scale = given / handed if given and handed else None
+    from estimator.flags import UNSLOTH_CALL
+
+    named = UNSLOTH_CALL.search(facts.text[:200_000])    # the user's own FastLanguageModel / FastVisionModel / FastModel
+    caller = named.group(0).split(".")[0] if named else "FastLanguageModel"
     cc = cc_number(compute_capability)
     kept = []
     for s in suggestions:
@@ -688,7 +699,7 @@ def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None, compu
         s["command"] = call or ""   # a utilization Unsloth's scale cannot map back: told in words below
         if utilization and handed:
             s["why"] += (f"; Unsloth handed vLLM {handed:g} of the card" + (f" for your gpu_memory_utilization {given:g}"
-                         if given else "") + ": the gpu_memory_utilization you give FastLanguageModel.from_pretrained "
+                         if given else "") + f": the gpu_memory_utilization you give {caller}.from_pretrained "
                          "is scaled by the memory free when Unsloth starts vLLM")
         kept.append(s)
     suggestions[:] = kept

@@ -948,6 +948,10 @@ def _call_with(text: str, call_pattern, fix: dict[str, str], key_of) -> str | No
 # max_num_batched_tokens and swap_space itself, so no argument of it says those.
 UNSLOTH_CALL = regex.compile(r"(?<![\w.])Fast(?:Language|Vision)?Model\.from_pretrained\s*\(")
 UNSLOTH_DEFAULT_LORA_RANK = 64        # FastLanguageModel.from_pretrained's max_lora_rank (unsloth/models/loader.py)
+UNSLOTH_VISION_CALL = regex.compile(r"(?<![\w.])FastVisionModel\.from_pretrained\s*\(")
+# unsloth_zoo vllm_utils.load_vllm's engine arguments for a vision model (is_vision_model)
+UNSLOTH_VISION_MM_LIMITS = {"image": 1, "video": 0}
+UNSLOTH_VISION_MIN_BATCH = 8192      # max_num_batched_tokens = max(8192, max_seq_length); max_num_seqs = 1
 UNSLOTH_ARGS = {"max_model_len": "max_seq_length"}      # beside float8_kv_cache and the scaled utilization
 
 

@@ -804,6 +804,7 @@ def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
 # Unsloth starting vLLM (unsloth_zoo vllm_utils.load_vllm): its banner line, or the user's
 # `FastLanguageModel.from_pretrained(..., fast_inference = True)`
 _UNSLOTH_LOADING = regex.compile(r"Unsloth: vLLM loading \S{1,300} with actual GPU utilization = (?P<u>\d{1,3}(?:\.\d{1,4})?)%")
+_UNSLOTH_VISION = regex.compile(r"Unsloth: Vision model detected, setting approx_max_num_seqs to 1")
 
 
 def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
@@ -830,6 +831,14 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
     if rank is None:
         extra["lora_rank_assumed"] = True
     extra.setdefault("max_lora_rank", rank or _flags.UNSLOTH_DEFAULT_LORA_RANK)
+    if _search(_UNSLOTH_VISION, text) is not None or (_flags.UNSLOTH_VISION_CALL.search(text[:200_000]) is not None
+                                                      and kwargs.get("fast_inference") == "True"):
+        # unsloth_zoo load_vllm for a vision model (since its VLM support, 2025-09-16): one sequence, a batch
+        # of max(8192, max_seq_length) tokens and one image, no video per prompt; the "Chunked prefill
+        # tokens" it prints beside is not the batch vLLM gets
+        extra["unsloth_vision"] = True
+        extra.setdefault("limit_mm_per_prompt", dict(_flags.UNSLOTH_VISION_MM_LIMITS))
+        occs[:] = [o for o in occs if not (o.source == "unsloth_batch" and o.key == "max_num_batched_tokens")]
 
 
 # vLLM prints the torch total with two decimals; one card's variants (PCIe or SXM, the driver's

@@ -1158,6 +1158,12 @@ def test_fixes_for_a_run_unsloth_started_are_written_in_unsloths_arguments():
     vllm_u = float(util["flags"].split()[1])
     assert f"gpu_memory_utilization = {vllm_u * 0.9 / 0.7908:.2f}, # Reduce if out of memory" in util["command"]
     assert "Unsloth handed vLLM 0.7908 of the card for your gpu_memory_utilization 0.9" in util["why"]
+    assert "you give FastLanguageModel.from_pretrained" in util["why"]
+    # started from FastVisionModel: the note names the call the user made
+    vision = diagnose(UNSLOTH_RUN.replace("FastLanguageModel.from_pretrained", "FastVisionModel.from_pretrained"),
+                      offline=True, explain=True)
+    vutil = next(s for s in vision.suggestions if s["flags"].startswith("--gpu-memory-utilization"))
+    assert "you give FastVisionModel.from_pretrained" in vutil["why"]
     # the same log started by `vllm serve` keeps its tensor-parallel fix
     served = diagnose(UNSLOTH_RUN.split("==((====))==")[1].split("\n", 3)[3], offline=True, explain=True,
                       model="meta-llama/Llama-3.2-3B-Instruct")

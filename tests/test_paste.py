@@ -1247,6 +1247,33 @@ def test_unsloths_batch_line_is_the_batch_vllm_was_given():
     assert f.values["max_num_seqs"].source == "unsloth_batch"
 
 
+def test_unsloths_vision_launch_is_one_sequence_one_image_and_its_own_batch():
+    """unsloth_zoo's load_vllm for a vision model ("Vision model detected, setting approx_max_num_seqs to 1"):
+    one sequence, max_num_batched_tokens = max(8192, max_seq_length) and limit_mm_per_prompt image 1 / video 0;
+    the "Chunked prefill tokens = 2048" it prints beside is not vLLM's batch (the Qwen2.5-VL GRPO notebook's
+    own log: "Chunked prefill is enabled with max_num_batched_tokens=16384"). A text model keeps the line's
+    batch; the engine settings follow the launch."""
+    from estimator.diagnosis import settings_from_facts
+
+    banner = ("Unsloth: Vision model detected, setting approx_max_num_seqs to 1\n"
+              "Unsloth: vLLM loading unsloth/qwen2.5-vl-7b-instruct-unsloth-bnb-4bit with actual GPU utilization = "
+              "76.93%\nUnsloth: Using conservativeness = 1.0. Chunked prefill tokens = 2048. Num Sequences = 1.\n"
+              "INFO 09-15 15:37:43 [config.py:1472] Using max model len 16384\n")
+    f = read_paste(banner)
+    assert f.extra["unsloth_vision"] is True and f.get("max_num_seqs") == 1
+    assert f.get("max_num_batched_tokens") is None
+    s = settings_from_facts(f, "0.9.2", "v0")
+    assert (s.max_num_batched_tokens, s.max_num_seqs, s.limit_mm_per_prompt) == (16384, 1, {"image": 1, "video": 0})
+    short = settings_from_facts(read_paste(banner.replace("16384", "4096")), "0.9.2", "v0")
+    assert short.max_num_batched_tokens == 8192
+    # the user's FastVisionModel call with fast_inference says the same without the banner
+    call = read_paste("model, tokenizer = FastVisionModel.from_pretrained(\n    model_name = \"unsloth/Qwen2.5-VL-7B-Instruct\",\n"
+                      "    max_seq_length = 16384,\n    fast_inference = True,\n)\n")
+    assert call.extra.get("unsloth_vision") is True
+    text = read_paste(banner.replace("Unsloth: Vision model detected, setting approx_max_num_seqs to 1\n", ""))
+    assert "unsloth_vision" not in text.extra and text.get("max_num_batched_tokens") == 2048
+
+
 def test_a_variable_vllms_own_log_line_names_is_not_the_runs_environment():
     """0.19's "To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1" and 0.21's "To disable, set
     VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" are advice in vLLM's log; the same words before a command
