@@ -1029,7 +1029,11 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                                f"{tokens:,} tokens through the language model (more than "
                                f"max_num_batched_tokens {tb:,})")
     marlin = marlin_input_copy_bytes(spec, profile, s, tokens, model_dtype_bytes)
-    forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0") \
+    unchunked = marlin_moe_unchunked(spec, profile, s)
+    if unchunked and tokens > FUSED_MOE_CHUNK_TOKENS:
+        assumptions.append(f"the experts run on Marlin (fused_marlin_moe), whose workspaces hold all {tokens:,} "
+                           f"tokens at once in this release, not a chunk of {FUSED_MOE_CHUNK_TOKENS:,}")
+    forward = _forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0", unchunked_moe=unchunked) \
         + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes) + marlin
     if marlin:
         assumptions.append(f"Marlin (the AWQ/GPTQ kernel) copies the MLP down projection's input in the profile "
@@ -1272,9 +1276,23 @@ def v0_driver_extra_bytes(est: Estimate) -> int:
 # workspaces for one chunk (VLLM_FUSED_MOE_CHUNK_SIZE, default 32768; vllm/envs.py,
 # vllm/model_executor/layers/fused_moe/fused_moe.py fused_experts_impl).
 FUSED_MOE_CHUNK_TOKENS = 32768
+# AWQ / GPTQ / W4A16 experts on Marlin (compute capability ≥ 8.0): their MoE methods called
+# fused_marlin_moe directly (quantization/awq_marlin.py AWQMoEMethod.apply, 0.11-era source), which sizes
+# intermediate_cache13 / cache2 for all M tokens with no chunk; later releases run them as the
+# modular kernel's MarlinExperts (supports_chunking: chunked like the rest) — from 0.12 modelled so.
+# vllm#28228 (Kimi-Linear AWQ, 2 × 3090, 0.11, 64,000 batched tokens): 2.30 GiB of KV where the
+# chunked workspace left 5.53.
+MARLIN_MOE_CHUNKED_FROM = (0, 12, 0)
 
 
-def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int, v0: bool = False) -> int:
+def marlin_moe_unchunked(spec: ModelSpec, profile: Profile, s: EngineSettings) -> bool:
+    """Do the experts' Marlin workspaces hold every routed token at once (MARLIN_MOE_CHUNKED_FROM)?"""
+    return bool(spec.moe and spec.moe.moe_layers) and profile.version < MARLIN_MOE_CHUNKED_FROM \
+        and (s.compute_capability or 0) >= 8.0 and params.weight_format_kind(spec, s.quantization) == "int"
+
+
+def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int, v0: bool = False,
+                   unchunked_moe: bool = False) -> int:
     """Peak of one decoder layer's forward over `tokens` dummy tokens (docs §6).
 
     Dense: MLP gate/up + activation (3·I/tp) + qkv + residual/norm buffers (3·h) per token, × the
@@ -1302,7 +1320,8 @@ def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int
     mats = 3 if gated_mlp(spec) else 2
     out_w = int(spec.text.get("moe_latent_size") or 0) or h
     per_token = m.experts_per_tok * (mats * m.expert_intermediate // tp + out_w) + mats * m.shared_intermediate // tp
-    moe = factor * (min(routed, FUSED_MOE_CHUNK_TOKENS) * per_token + tokens * (attn + 3 * h)) * dtype_b
+    chunk = routed if unchunked_moe else min(routed, FUSED_MOE_CHUNK_TOKENS)
+    moe = factor * (chunk * per_token + tokens * (attn + 3 * h)) * dtype_b
     if dp > 1:
         moe += 2 * routed * h * dtype_b
     return int(max(dense if m.dense_layers else 0, moe))

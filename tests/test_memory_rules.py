@@ -539,6 +539,28 @@ def test_data_parallel_moe_gathers_every_ranks_tokens():
     assert abs(est.kv_cache_bytes / GiB - 48.66) / 48.66 < 0.05
 
 
+def test_marlin_experts_hold_every_routed_token_before_0_12():
+    """AWQ experts on an Ampere card run fused_marlin_moe, called directly before 0.12: its
+    intermediate caches are sized for all M tokens, not one 32,768-token chunk as fused_experts' are.
+    Qwen3-30B-A3B (h 2048, 32 q / 4 KV heads × 128, top-8 of I 768) at 64,000 batched tokens: the AWQ
+    export's workspace is the unquantized one's plus (64,000 − 32,768) routed tokens' worth; a T4
+    (no Marlin) and 0.12 keep the chunk."""
+    from estimator.api import load_model
+
+    awq = load_model("Qwen/Qwen3-30B-A3B-AWQ", offline=True).spec
+    plain = load("Qwen/Qwen3-30B-A3B")
+    per_token = 8 * (3 * 768 + 2048)                    # 34,816 expert elements per routed token
+    tb = 64000
+    kw = dict(vllm_version="0.11.1", max_num_batched_tokens=tb, max_num_seqs=1)
+    a_awq, notes = _act(awq, compute_capability=8.6, **kw)
+    a_plain, _ = _act(plain, compute_capability=8.6, **kw)
+    assert a_awq - a_plain == pytest.approx(1.3 * (tb - 32768) * per_token * 2, abs=4)
+    assert any("fused_marlin_moe" in n and "64,000 tokens at once" in n for n in notes)
+    assert _act(awq, compute_capability=7.5, **kw)[0] == _act(plain, compute_capability=7.5, **kw)[0]
+    kw12 = dict(kw, vllm_version="0.12.0")
+    assert _act(awq, compute_capability=8.6, **kw12)[0] == _act(plain, compute_capability=8.6, **kw12)[0]
+
+
 def test_diagnosis_applies_data_and_expert_parallelism_from_the_command():
     """`-dp=8 --enable-expert-parallel` change the per-GPU weights: without them the 480B model
     would be charged whole to one GPU (≈449 GiB) and the paste's 48.66 GiB of KV could not be read."""
