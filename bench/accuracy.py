@@ -148,8 +148,11 @@ def settings_for(case: dict) -> EngineSettings:
         # no format in the field or the paste, or only a toolkit's name ("modelopt" serves FP8 and
         # NVFP4 exports alike): the checkpoint as the case describes it ("AutoRound int4 checkpoint of
         # Qwen3.6-27B", "single-nvfp4 compose"), where the repo id is the base model's
-        named = " ".join(str(x) for x in (case.get("model"), case.get("other_flags"), facts.get("model"),
-                                          facts.extra.get("model_path")) if x)   # … the path it served
+        # … the path it served; a speculative config's draft model is another checkpoint
+        # ("speculative_config={'model': '…-qat-q4_0-unquantized-assistant', …}" is not a GGUF target)
+        other = _SPEC_CONFIG.sub(" ", str(case.get("other_flags") or ""))
+        named = " ".join(str(x) for x in (case.get("model"), other, facts.get("model"),
+                                          facts.extra.get("model_path")) if x)
         quant = quant_word(named, weights_only=True)
     if quant:
         s.quantization = quant
@@ -164,6 +167,7 @@ def settings_for(case: dict) -> EngineSettings:
 # vLLM's online int8 for MoE experts only: no whole-model format the estimator can take from a word.
 _EXPERTS_INT8 = re.compile(r"(?i)(?<![A-Za-z0-9])experts[-_]int8(?![A-Za-z0-9])")
 _GGUF_TYPE = re.compile(r"(?i)(?<![A-Za-z0-9])gguf\W*(q\d\w*)")
+_SPEC_CONFIG = re.compile(r"(?i)speculative[-_ ]?(?:config|model)\s*[=:]?\s*(?:\{[^}]{0,500}\}|\S+)")
 # an fp8 that belongs to the KV cache ("fp8 KV cache", "kv_cache_dtype fp8", "fp8_e5m2 KV")
 _KV_FP8 = re.compile(r"(?i)kv[-_ ]?(?:cache)?[-_ ]?(?:dtype)?\W{0,3}fp8|fp8(?:[-_]e[45]m[23])?\W{0,3}kv")
 _NO_QUANT = ("none", "null", "no", "n/a", "auto", "bf16", "bfloat16", "fp16", "float16", "half", "fp32", "float32")

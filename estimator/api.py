@@ -90,7 +90,7 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
 # Meta …-hf repo), and the words people give a local copy of a repo (an HF cache dir renamed
 # models--Qwen--Qwen3.6-27B-local). The architecture (layers, heads, KV) is the base's.
 _QUANT_SUFFIX = re.compile(
-    r"(?i)[-_.](?:fp8(?:-dynamic|-block)?|w8a8|w8a16|w4a16|int4|int8|awq|gptq|bnb|nvfp4|mxfp4|autoround|"
+    r"(?i)[-_.](?:fp8(?:-dynamic|-block)?|w8a8|w8a16|w4a16|int4|int8|awq|gptq|bnb|nvfp4|mxfp4|autoround|qat|"
     r"4bit|8bit|unsloth|quantized|dynamic|gguf|q4_k_m|q8_0|fp16|bf16|local|copy|mirror|backup|bak)(?:[-_.].*)?$"
 )
 
@@ -156,6 +156,14 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout
     quant = quantization_in_name(m.group(0))
     quant = {"int4": "gptq", "w8a16": "int8"}.get(quant, quant)
+    if re.match(r"(?i)[-_.]qat\b", m.group(0)):
+        # quantization-aware training says how the weights were trained, not how they are stored: Google's
+        # "-qat-q4_0-unquantized" releases are 16-bit; a format word after it says the export's
+        # (-qat-w4a16-ct, -qat-AWQ-INT4); none recognised (-qat-autoawq) — not this rule's to guess
+        if re.search(r"(?i)unquantized", m.group(0)):
+            quant = None
+        elif quant is None:
+            return None
     if org and canonical_id(f"{org}/{stem}"):
         return canonical_id(f"{org}/{stem}"), quant
     hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)] or [

@@ -141,6 +141,9 @@ def describe(repo_id: str) -> list[str]:
             "the catalog copy comes from a derivative repo; architecture fields match the original but "
             "metadata keys may not"
         )
+    if "CONFIG: RECONSTRUCTED" in (e.get("notes") or ""):
+        out.append("the catalog copy was RECONSTRUCTED from a sibling model's copy and matches the official file "
+                   "byte for byte (its sha256, see the catalog index notes)")
     if "DERIVED, NOT OFFICIAL" in (e.get("notes") or ""):
         out.append("the catalog copy is DERIVED, not official: it was made from a sibling model's config "
                    "(see the catalog index notes)")

@@ -265,6 +265,16 @@ def _method_from_draft_name(name: str) -> str:
         "eagle" if "eagle" in name else "draft_model"
 
 
+def speculative_draft_model(value: object) -> str | None:
+    """The draft model a speculative config names (a dict's "model", or `model=…` inside the engine
+    dump's SpeculativeConfig(…) or a dict's text), None when it names none."""
+    if isinstance(value, dict):
+        m = value.get("model")
+        return str(m) if m else None
+    mm = _first(_SPEC_MODEL, str(value or "")[:2000])
+    return mm.group(1) if mm else None
+
+
 def read_speculative(value: object) -> tuple[str | None, int | None]:
     """(method, num_speculative_tokens) of a speculative config as users and logs write it: a JSON
     or Python dict (`--speculative-config '{"method": "mtp", "num_speculative_tokens": 3}'`), the
@@ -1143,14 +1153,16 @@ def scan_config_dump(text: str) -> tuple[list[Setting], list[tuple[str | None, s
     out: list[Setting] = []
     heads, seen_ranges = _config_dumps(text)
     for s, e in seen_ranges:
+        inside = -1     # the end of a SpeculativeConfig(…) call: its `model=` is the draft's, not the engine's
         for p in _safe_finditer(_EQ_PAIR, text, s, e, limit=400):
             key = _DUMP_KEYS.get(p.group(1))
-            if not key:
+            if not key or p.start() < inside:
                 continue
             if key == "speculative_config":
                 # SpeculativeConfig(method='mtp', model=…, num_spec_tokens=3): the whole call
                 v0 = p.start("v")
                 close = _balanced_end(text, text.find("(", v0, e) + 1, "(", ")") if "(" in text[v0:e] else p.end("v")
+                inside = min(close, e)
                 raw = text[v0:min(close, e)]
                 if read_speculative(raw)[0]:
                     out.append(Setting(key, raw, (v0, min(close, e)), "config_dump", raw))

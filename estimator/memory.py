@@ -1305,7 +1305,7 @@ def _forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int
     experts see dp × Tb tokens and the gathered input and combined output buffers hold dp × Tb × h.
     """
     tp = s.tensor_parallel_size
-    h, inter = spec.hidden_size, spec.intermediate_size
+    h, inter = spec.hidden_size, params.max_dense_intermediate(spec)   # Gemma 4 E2B's double-wide layers
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
     # V0's eager run frees the attention buffers before the MLP (or experts) run: no qkv term
     factor, attn = (V0_FORWARD_FACTOR, 0) if v0 else (FORWARD_FACTOR, qkv)
@@ -1570,6 +1570,8 @@ def _dummy_item(spec: ModelSpec) -> DummyItem:
         tokens = fixed or max(1, patches // (merge * merge))
     elif fixed:
         tokens, patches = fixed, fixed * max(merge * merge, pool * pool)
+        # Gemma 4 takes video as frames through the same tower (gemma4_mm.py), sized in encoder_profile
+        video = spec.config.get("model_type") == "gemma4" and bool(spec.config.get("video_token_id"))
     else:
         tokens, patches = MAX_DYNAMIC_IMAGE_TOKENS, MAX_DYNAMIC_IMAGE_TOKENS * merge * merge
         video = bool(spec.config.get("video_token_id"))
@@ -1591,6 +1593,11 @@ class EncoderProfile(NamedTuple):
     kept: int = 0   # bytes of encoder outputs V1 holds through the LLM's dummy run and the sampler
     pixels: int = 0  # bytes of the dummy media's inputs V1 holds on the GPU through the whole profile run
     pixel_copy: int = 0  # the tower's model-dtype copy of them, beside its peak (float32 inputs, ≤ 0.8.5)
+
+
+# vllm/model_executor/models/gemma4_mm.py _VIDEO_MAX_FRAMES / _VIDEO_MAX_SOFT_TOKENS
+GEMMA4_VIDEO_FRAMES = 32
+GEMMA4_VIDEO_SOFT_TOKENS = 70
 
 
 def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
@@ -1656,6 +1663,11 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         video_tokens, video_run = qwen2_vl_dummy_video(profile, s, tokens, max_len, tb)
     elif video and (qwen3 := qwen3_vl_dummy_video(spec, profile)):
         video_tokens, video_run = qwen3
+    elif video and profile.engine == "v1" and spec.config.get("model_type") == "gemma4":
+        # gemma4_mm.py get_mm_max_tokens_per_item: a video is _VIDEO_MAX_FRAMES (32) frames of
+        # _VIDEO_MAX_SOFT_TOKENS (70) soft tokens, 2,240 — more than an image's 280 — so the profile run
+        # encodes the dummy video: 32 frames, each padded to 70 × pooling² patches, through the tower
+        video_tokens = video_run = GEMMA4_VIDEO_FRAMES * GEMMA4_VIDEO_SOFT_TOKENS
     n_img, n_vid = _media_per_prompt(s, video)
     if n_img + n_vid == 0:
         assumptions.append("--limit-mm-per-prompt allows no images or videos: no multimodal dummy inputs in "
@@ -2539,6 +2551,14 @@ def vision_tower_skipped(spec: ModelSpec, s: EngineSettings, profile: Profile) -
     return all(int(limits.get(m, 1) or 0) == 0 for m in modalities)
 
 
+def audio_tower_skipped(spec: ModelSpec, s: EngineSettings, profile: Profile) -> bool:
+    """Whether vLLM leaves an audio tower out: the audio limit 0 (--limit-mm-per-prompt, or
+    --language-model-only's every modality at 0), from 0.15 as for vision towers."""
+    limits = s.limit_mm_per_prompt
+    return bool(spec.is_multimodal and limits) and profile.version >= TOWER_SKIP_FROM \
+        and int(limits.get("audio", 1) or 0) == 0
+
+
 def mm_prefix_item_tokens(spec: ModelSpec, s: EngineSettings, profile: Profile) -> int:
     """The largest media item of a multimodal prefix-LM model, as its processing info reports it
     (get_mm_max_tokens_per_item) — Gemma 4 with bidirectional vision attention (transformers_utils/
@@ -2570,12 +2590,13 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     part = tuple(stage_sizes(spec, profile, pp, s.pp_layer_partition)) if pp > 1 else None
     layout = MXFP4_LAYOUTS[mxfp4_backend(profile, compute_capability, s.mxfp4_backend)]
     vision = not vision_tower_skipped(spec, s, profile)
+    audio = not audio_tower_skipped(spec, s, profile)
     if s.language_model_only and profile.version < (0, 17, 0):
         assumptions.append("--language-model-only is a vLLM 0.17+ flag: this release refuses it "
                            "(use --limit-mm-per-prompt with every modality at 0)")
     absorption, rope_per_layer = profile.mla_matrix_absorption, profile.rope_cache_per_layer
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep, tuple(sorted(st.items())) if st else None,
-           with_mtp, s.pp_stage, part, layout, vision, absorption, rope_per_layer)
+           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
@@ -2583,7 +2604,7 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                                          safetensors_bytes_by_dtype=st, with_mtp=with_mtp,
                                          pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
                                          layer_partition=list(part) if part else None, mxfp4_layout=layout,
-                                         with_vision=vision, mla_absorption=absorption,
+                                         with_vision=vision, with_audio=audio, mla_absorption=absorption,
                                          rope_per_layer=rope_per_layer)
     wb = cache[key]
     assumptions.extend(wb.assumptions)

@@ -323,6 +323,8 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
         inter = spec.intermediate_size
         if moe is not None:
             inter = int(_get(t, "intermediate_size_mlp", default=inter))  # llama4 dense layers
+        if _double_wide(spec, i):
+            inter *= 2
         return dense(inter, f"{pfx}.mlp")
 
     e, ei = moe.num_experts, moe.expert_intermediate
@@ -403,6 +405,31 @@ def _block_char(spec: ModelSpec, i: int) -> str | None:
     return pattern[i] if spec.model_type == "nemotron_h" and isinstance(pattern, str) and i < len(pattern) else None
 
 
+def _double_wide(spec: ModelSpec, i: int) -> bool:
+    """Gemma 4 E2B (`use_double_wide_mlp`): the KV-shared layers — the last num_kv_shared_layers — run an
+    MLP of twice intermediate_size (gemma4.py Gemma4DecoderLayer)."""
+    t = spec.text
+    shared = int(_get(t, "num_kv_shared_layers", default=0) or 0)
+    return bool(t.get("use_double_wide_mlp")) and 0 < shared < spec.num_layers and i >= spec.num_layers - shared
+
+
+def max_dense_intermediate(spec: ModelSpec) -> int:
+    """The widest dense MLP of any layer (what the profile run's MLP peak is sized by)."""
+    return spec.intermediate_size * (2 if any(_double_wide(spec, i) for i in range(spec.num_layers)) else 1)
+
+
+def _per_layer_input_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
+    """Gemma 3n / 4 per-layer embeddings inside a decoder layer: per_layer_input_gate (h → hpl),
+    per_layer_projection (hpl → h), both ReplicatedLinear, and post_per_layer_input_norm (gemma4.py)."""
+    hpl = int(_get(spec.text, "hidden_size_per_layer_input", default=0) or 0)
+    if not hpl:
+        return []
+    h = spec.hidden_size
+    return [_W("mlp", f"{pfx}.per_layer_input_gate", hpl, h, layer=i, tp="replicate"),
+            _W("mlp", f"{pfx}.per_layer_projection", h, hpl, layer=i, tp="replicate"),
+            _W("norms", f"{pfx}.post_per_layer_input_norm", h, kind="norm", layer=i, tp="replicate")]
+
+
 def _decoder_layer(spec: ModelSpec, i: int, kinds: list[str], pfx: str) -> list[_W]:
     c = _block_char(spec, i)
     if c is not None:
@@ -413,7 +440,8 @@ def _decoder_layer(spec: ModelSpec, i: int, kinds: list[str], pfx: str) -> list[
         for part in ("mamba", "self_attn", "mlp"):
             mixer = [dataclasses.replace(w, name=w.name.replace(f"{pfx}.{part}.", f"{pfx}.mixer.")) for w in mixer]
         return mixer + [_W("norms", f"{pfx}.norm", spec.hidden_size, kind="norm", layer=i, tp="replicate")]
-    return _attention_weights(spec, i, kinds[i], pfx) + _mlp_weights(spec, i, pfx) + _norm_weights(spec, i, pfx)
+    return (_attention_weights(spec, i, kinds[i], pfx) + _mlp_weights(spec, i, pfx) + _norm_weights(spec, i, pfx)
+            + _per_layer_input_weights(spec, i, pfx))
 
 
 def _layer_kinds(spec: ModelSpec) -> list[str]:
@@ -553,6 +581,10 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     if npos:
         mult = 2 if vt.startswith("gemma4") else 1  # gemma-4: separate x/y position tables
         ws.append(_W("vision", "vision_tower.pos_embed", int(npos) * mult, vh, kind="param", tp="replicate"))
+    if vt.startswith("gemma4") and v.get("standardize"):
+        # Gemma4VisionModel with `standardize`: std_bias and std_scale buffers of the tower's width,
+        # stored in the checkpoint (the 26B-A4B / 31B towers; not the E2B / E4B ones)
+        ws.append(_W("vision", "vision_tower.std_bias_scale", 2 * vh, kind="param", tp="replicate"))
     if vt.startswith("siglip") or (not qwen and not gemma):
         ws.append(_W("vision", "vision_tower.ln_pre" if pixtral else "vision_tower.post_layernorm",
                      norm, kind="norm", tp="replicate"))
@@ -573,11 +605,44 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
         merger_total = merger + deep * (merger - norm + 2 * cat)
         ws.append(_W("vision", "visual.merger", merger_total, tp="split"))
     elif gemma:
-        ws.append(_W("vision", "multi_modal_projector", vh * text_h + vh, tp="split"))
+        # gemma3_mm.py keeps an RMSNorm (mm_soft_emb_norm) before the projection; Gemma 4's embedder
+        # normalises without a scale (embedding_pre_projection_norm, with_scale=False): no parameters
+        ws.append(_W("vision", "multi_modal_projector", vh * text_h + (0 if vt.startswith("gemma4") else vh), tp="split"))
     else:
         ws.append(_W("vision", "multi_modal_projector", vh * text_h + text_h * text_h + 2 * text_h, tp="split"))
         notes.append("vision projector assumed llava-style (2 linear layers)")
     return ws, notes
+
+
+def _audio_weights(spec: ModelSpec) -> list[_W]:
+    """Gemma 4's audio tower (transformers modeling_gemma4.py Gemma4AudioModel, which vLLM's gemma4_mm.py
+    loads): a subsampling conv projection (two 3×3 stride-2 convs, LayerNorms without bias, a linear
+    from (channels[0] // 4) × channels[1] to hidden), `num_hidden_layers` conformer layers — two
+    feed-forwards (h → 4h → h, two RMSNorms each), chunked attention (q, k, v, post, relative_k_proj:
+    5·h², per_dim_scale), a light conv (linear_start h → 2h, depthwise conv, linear_end h → h, two
+    norms) and three layer norms — then output_proj (h → output_proj_dims, with bias) and embed_audio
+    (output_proj_dims → text hidden). With the card's ~300M, E2B-it and E4B-it come to their safetensors
+    totals (5,123,178,051 / 7,996,156,490) within 1,248 parameters."""
+    a = spec.config.get("audio_config") or {}
+    if not str(a.get("model_type") or "").startswith("gemma4_audio"):
+        return []
+    h, n = int(a.get("hidden_size") or 0), int(a.get("num_hidden_layers") or 0)
+    if not (h and n):
+        return []
+    heads = int(a.get("num_attention_heads") or 1)
+    k = int(a.get("conv_kernel_size") or 5)
+    c0, c1 = (list(a.get("subsampling_conv_channels") or [128, 32]) + [32])[:2]
+    out = int(a.get("output_proj_dims") or h)
+    layer = 24 * h * h + 9 * h + h * k + h // heads
+    sub = 9 * c0 + c0 + 9 * c0 * c1 + c1 + (c0 // 4) * c1 * h
+    return [_W("audio", "audio_tower.layers", layer * n, tp="replicate"),
+            _W("audio", "audio_tower.subsample_conv_projection", sub, kind="param", tp="replicate"),
+            _W("audio", "audio_tower.output_proj", out, h + 1, tp="replicate"),
+            _W("audio", "embed_audio.embedding_projection", spec.hidden_size, out, tp="replicate")]
+
+
+# Multimodal encoders: kept at the base dtype by quantizers, built on the first pipeline stage only
+TOWER_PARTS = ("vision", "audio")
 
 
 # ---- whole model ------------------------------------------------------------------------------
@@ -603,7 +668,8 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     if hpl:  # gemma-3n/4 per-layer input embeddings + projection
         vpl = int(_get(t, "vocab_size_per_layer_input", default=V))
         ws += [_W("embed", "model.embed_tokens_per_layer", vpl, spec.num_layers * hpl, kind="embed", tp="vocab"),
-               _W("mlp", "model.per_layer_model_projection", spec.num_layers * hpl, h)]
+               _W("mlp", "model.per_layer_model_projection", spec.num_layers * hpl, h),
+               _W("norms", "model.per_layer_projection_norm", hpl, kind="norm", tp="replicate")]
     for i in range(spec.num_layers):
         ws += _decoder_layer(spec, i, kinds, f"model.layers.{i}")
     if not opt or (t.get("do_layer_norm_before", True) and not t.get("_remove_final_layer_norm")):
@@ -611,7 +677,7 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     if not spec.tie_word_embeddings:
         ws.append(_W("lm_head", "lm_head", V, e, kind="lm_head", tp="vocab"))
     vis, notes = _vision_weights(spec)
-    ws += vis
+    ws += vis + _audio_weights(spec)
     mtp, _ = _mtp_weights(spec, kinds)
     return ws, mtp, notes
 
@@ -950,12 +1016,12 @@ def _quantized(fmt: _Fmt, w: _W) -> bool:
     if fmt.kind == "none":
         return False
     if fmt.kind == "gguf":
-        return w.kind in ("linear", "embed", "lm_head") and w.part != "vision"
+        return w.kind in ("linear", "embed", "lm_head") and w.part not in TOWER_PARTS
     if fmt.layers is not None:
         # a mixed-precision checkpoint says module by module, lm_head included where it lists it
         # (ModelOpt NVFP4 exports store lm_head in FP4, and vLLM loads it so)
-        return w.kind in ("linear", "lm_head") and w.part != "vision" and _layer_fmt(fmt, w.name) is not None
-    if w.kind != "linear" or w.part == "vision":
+        return w.kind in ("linear", "lm_head") and w.part not in TOWER_PARTS and _layer_fmt(fmt, w.name) is not None
+    if w.kind != "linear" or w.part in TOWER_PARTS:
         return False
     if fmt.experts_only and w.part not in ("experts",):
         return False
@@ -1069,7 +1135,7 @@ def _rank_share(w: _W, tp: int, vocab_rank_rows: int) -> tuple[int, int]:
         # QKVParallelLinear: KV heads split, replicated when kv < tp (max(1, kv // tp) heads per rank).
         per_head = w.rows // w.kv_heads
         return max(1, w.kv_heads // tp) * per_head, w.cols
-    if w.kind in ("norm", "param") and w.part != "vision":
+    if w.kind in ("norm", "param") and w.part not in TOWER_PARTS:
         return -(-w.rows // tp), w.cols
     # Column- or row-parallel: one dimension divides by tp; the element count is the same either way.
     if w.rows >= tp and w.rows % tp == 0:
@@ -1190,7 +1256,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  tp: int = 1, pp: int = 1, pp_rank: int | None = None, ep: int = 1,
                  safetensors_bytes_by_dtype: dict[str, int] | None = None,
                  with_mtp: bool = False, layer_partition: list[int] | None = None,
-                 mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True,
+                 mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True, with_audio: bool = True,
                  mla_absorption: bool = False, rope_per_layer: bool = False) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
@@ -1199,7 +1265,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     `with_mtp` (MTP speculative decoding): the MTP layers are loaded on the last stage; their
     embedding and lm_head copies are not, the drafter shares the target's (vllm/v1/spec_decode/eagle.py
     load_model).
-    `with_vision` False: the vision tower is not built (every modality limited to 0, vLLM 0.15+).
+    `with_vision` False: the vision tower is not built (every modality limited to 0, vLLM 0.15+);
+    `with_audio` False: nor the audio tower (audio limited to 0).
     """
     tp, pp, ep = max(1, int(tp)), max(1, int(pp)), max(1, int(ep))
     notes: list[str] = []
@@ -1234,6 +1301,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                 if (w.kind == "lm_head" or w.name == "model.norm") and not last:
                     continue
                 if w.part == "vision" and not (first and with_vision):
+                    continue
+                if w.part == "audio" and not (first and with_audio):
                     continue
             copies = w.copies
             if ep > 1 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
@@ -1308,6 +1377,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                      "--limit-mm-per-prompt 0; vllm _mark_tower_model, 0.15+)")
     elif fmt.kind != "none" and spec.vision:
         notes.append("vision tower kept at the base dtype (quantizers usually skip it)")
+    if not with_audio and any(w.part == "audio" for w in ws):
+        notes.append("audio tower not loaded: the audio limit is 0")
     if ep > 1:
         notes.append(f"expert parallelism over {ep} ranks: each holds {-(-(spec.moe.num_experts if spec.moe else 0) // ep)} "
                      "whole experts")

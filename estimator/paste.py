@@ -336,7 +336,9 @@ def _read(raw: str) -> Facts:
         if claims:
             extra["claims"] = [{k: v for k, v in c.items() if k not in ("start", "end")} | {"span": list(pt.span(c["start"], c["end"]))}
                                for c in claims]
-        occs = _without_draft_models(occs, extra)
+        # the speculative settings read so far (extra gets them from xvals only further down)
+        spec_seen = {k: v[0][1] for k, v in xvals.items() if k in ("speculative_config", "speculative_model") and v}
+        occs = _without_draft_models(occs, {**spec_seen, **extra})
         # tables last: a table comparing runs is read at the run the rest of the paste points to
         model_occs = [o for o in occs if o.key == "model"]
         subject = _resolve("model", model_occs, None, lambda _p: 0)[0] if model_occs else None
@@ -467,8 +469,8 @@ def _without_draft_models(occs: list[_Occ], extra: dict) -> list[_Occ]:
     Qwen3.6-35B-A3B-DFlash … LLM model: Qwen3.6-35B-A3B-FP8")."""
     spec = extra.get("speculative_config")
     drafts = []
-    if isinstance(spec, dict) and spec.get("model"):
-        drafts.append(str(spec["model"]))
+    if spec and _flags.speculative_draft_model(spec):
+        drafts.append(str(_flags.speculative_draft_model(spec)))
     if extra.get("speculative_model"):
         drafts.append(str(extra["speculative_model"]))
     names = {_squash_name(d) for d in drafts} - {""}
@@ -478,9 +480,17 @@ def _without_draft_models(occs: list[_Occ], extra: dict) -> list[_Occ]:
         name = str(o.value).rstrip("/").rsplit("/", 1)[-1]
         return _squash_name(name) in names or bool(_DRAFTER.search(name)) or speculative and bool(_EAGLE.search(name))
 
+    def configured(o: _Occ) -> bool:
+        return _squash_name(str(o.value).rstrip("/").rsplit("/", 1)[-1]) in names
+
     models = [o for o in occs if o.key == "model"]
-    if not models or all(draft(o) for o in models):
+    if not models:
         return occs
+    if all(draft(o) for o in models):
+        # the speculative config's own draft is never the served model, even where the target is only
+        # a local path (vLLM's args: 'speculative_config': {'model': 'google/…-assistant'}, 'model':
+        # '/workspace/gemma_build/int4_g32_lmhead'); a drafter-like name alone may be what was served
+        return [o for o in occs if o.key != "model" or not configured(o)]
     return [o for o in occs if o.key != "model" or not draft(o)]
 
 

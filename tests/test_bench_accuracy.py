@@ -261,6 +261,16 @@ def test_a_checkpoint_format_in_the_description_is_read_but_not_a_kv_dtype(accur
     assert accuracy.settings_for(kv_only).quantization is None
 
 
+def test_a_draft_models_name_in_the_notes_is_not_the_checkpoints_format(accuracy):
+    """senpai's notes carry the MTP draft's name ("speculative_config={'model': 'google/gemma-4-E4B-it-qat-
+    q4_0-unquantized-assistant', …}"): its q4_0 is not the served bf16 model's GGUF format."""
+    case = {"paste": "", "model": "google/gemma-4-E4B-it", "quantization": None,
+            "other_flags": "speculative_config={'model': 'google/gemma-4-E4B-it-qat-q4_0-unquantized-assistant', "
+                           "'num_speculative_tokens': 6} (method resolved to 'mtp'); VLLM_BATCH_INVARIANT=1"}
+    assert accuracy.settings_for(case).quantization is None
+    assert accuracy.settings_for(dict(case, other_flags="a GGUF Q4_K_M export")).quantization == "gguf_q4_k_m"
+
+
 def test_a_quantization_field_that_says_none_is_not_overridden_by_the_description(accuracy):
     """A BF16 baseline whose description names the run it is compared with ("of an NVFP4-vs-BF16
     comparison"): the field's "none" stands; without it the description's format is read."""

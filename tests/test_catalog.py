@@ -305,6 +305,18 @@ def test_a_dated_revision_takes_the_config_of_the_model_it_revises():
                for a in spec.assumptions)
 
 
+def test_a_qat_name_says_how_the_weights_were_trained_not_stored():
+    """Google's "-qat-w4a16-ct" exports are int4 compressed-tensors of the catalogued -it model; its
+    "-qat-q4_0-unquantized" ones are 16-bit (no format to take from "q4_0"); a QAT name whose format word
+    is not recognised ("-qat-autoawq") is not guessed."""
+    from estimator.api import base_model_candidate
+
+    assert base_model_candidate("google/gemma-4-E4B-it-qat-w4a16-ct") == ("google/gemma-4-E4B-it", "gptq")
+    assert base_model_candidate("google/gemma-3-27b-it-qat-q4_0-unquantized") == ("google/gemma-3-27b-it", None)
+    assert base_model_candidate("cyankiwi/gemma-4-26B-A4B-it-qat-AWQ-INT4") == ("google/gemma-4-26B-A4B", "awq")
+    assert base_model_candidate("gaunernst/gemma-3-12b-it-qat-autoawq") is None
+
+
 def test_a_quantized_export_of_the_other_variant_takes_the_catalogued_variants_config():
     """RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic is an export of the -it model; the catalog holds the base
     google/gemma-4-26B-A4B (and NVIDIA's NVFP4 of it, a quantized sibling the unquantized one wins over):

@@ -501,19 +501,27 @@ def test_v2_runner_profiles_no_media_before_027():
 
 
 def test_fixed_size_image_tokens_come_from_the_config():
-    """Gemma 4: 280 soft tokens per image (vision_soft_tokens_per_image), pooled 3×3 from patches."""
+    """Gemma 4: 280 soft tokens per image (vision_soft_tokens_per_image), pooled 3×3 from patches; a
+    video is 32 frames of 70 soft tokens (gemma4_mm.py get_mm_max_tokens_per_item: 2,240, more than an
+    image), so V1 profiles the dummy video unless videos are limited to 0."""
     from estimator.memory import vision_encoder_peak
     from estimator.vllm import profile_for
 
     spec = load("nvidia/Gemma-4-31B-IT-NVFP4")          # vision h 1152, I 4304
-    s = EngineSettings(vllm_version="0.33", max_num_batched_tokens=4096)
-    notes: list[str] = []
-    peak, tokens = vision_encoder_peak(spec, profile_for("0.33"), s, 2, notes)
-    assert tokens == 280
-    items = 4096 // 280                                 # V1 encoder budget max(Tb, 280) → 14 images
     # Gemma's own tower has a gated MLP (params.vision_mlp_gated, as its weights are counted):
     # gate/up + act 3·4304 + 3·1152 = 16,368 over the attention's 10·1152 at TP1
-    assert peak == int(1.3 * items * 280 * 9 * (3 * 4304 + 3 * 1152) * 2)
+    per_patch = (3 * 4304 + 3 * 1152) * 2
+    notes: list[str] = []
+    s = EngineSettings(vllm_version="0.33", max_num_batched_tokens=4096)
+    peak, _ = vision_encoder_peak(spec, profile_for("0.33"), s, 2, notes)
+    # encoder budget max(Tb, 2,240) → one video: 32 frames × 70 tokens × 9 patches = 20,160 patches
+    assert peak == int(1.3 * 1 * 2240 * 9 * per_patch)
+    assert "1 max-size dummy video(s) of 2,240 tokens (20,160 patches)" in notes[-1]
+    images = s.replace(limit_mm_per_prompt={"image": 1, "video": 0})
+    peak, tokens = vision_encoder_peak(spec, profile_for("0.33"), images, 2, notes)
+    assert tokens == 280
+    items = 4096 // 280                                 # V1 encoder budget max(Tb, 280) → 14 images
+    assert peak == int(1.3 * items * 280 * 9 * per_patch)
     assert "14 max-size dummy image(s) of 280 tokens (2,520 patches)" in notes[-1]
 
 
@@ -1967,3 +1975,14 @@ def test_early_rocm_builds_add_hipblaslt_and_rccl_on_mi300():
     assert est.gpu_blocks == pytest.approx(20_186, rel=0.005)
     assert any("MI300-class card: hipBLASLt add about 2.1 GiB" in a for a in est.assumptions)
     assert run_estimate(spec, "MI300X", s.replace(vllm_version="0.6.5")).non_torch_bytes < int(0.5 * GiB)
+
+
+def test_gemma4_e2b_profile_mlp_is_its_double_wide_one():
+    """The profile run's MLP peak is the widest layer's: E2B's KV-shared layers run 2 × 6,144. The
+    text-only LLM forward over Tb tokens: 1.3 × Tb × (3 × 12,288 + qkv (8 + 2 × 1) × 256 + 3 × 1,536) × 2 B."""
+    from estimator.api import load_model
+    from estimator.memory import _forward_bytes
+
+    sp = load_model("google/gemma-4-E2B-it", offline=True).spec
+    s = EngineSettings(vllm_version="0.22.0", max_num_batched_tokens=8192)
+    assert _forward_bytes(sp, s, 8192, 2) == int(1.3 * 8192 * (3 * 12288 + 10 * 256 + 3 * 1536) * 2)

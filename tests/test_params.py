@@ -665,3 +665,57 @@ def test_attention_sinks_counted_from_the_attention_spec():
     assert [(w.rows, w.layer) for w in sinks] == [(64, 0), (64, 1)]
     llama = _inventory(spec(LLAMA_31_8B))[0]
     assert not any(w.name.endswith(".sinks") for w in llama)
+
+
+def test_gemma4_small_models_match_their_safetensors_totals():
+    """Gemma 4 E2B-it / E4B-it (catalog copies: tt-metal's E2B-it, and E4B-it rebuilt from it, both
+    byte-identical to Google's config.json by sha256) against the totals Hugging Face reports,
+    5,123,178,051 and 7,996,156,490 parameters, with the parts the E-models add by hand:
+    - E2B's last 20 (KV-shared) layers run a double-wide MLP (use_double_wide_mlp): 20 × 3 × 1536 × 6144 more;
+    - every layer's per-layer-input gate and projection (h ↔ 256) and its norm (h);
+    - the audio tower (hidden 1024, 12 conformer layers: 24·h² + 9·h + conv 5·h + head_dim 128 each;
+      the subsampling convs 128 → 32 channels and their 1024 → 1024 projection; output_proj 1024 → 1536
+      with bias; embed_audio 1536 → text hidden)."""
+    from estimator.api import load_model
+
+    e2b = count_params(load_model("google/gemma-4-E2B-it", offline=True).spec)
+    e4b = count_params(load_model("google/gemma-4-E4B-it", offline=True).spec)
+    assert (e2b.params_total, e4b.params_total) == (5_123_178_051, 7_996_156_490)
+    layer = 24 * 1024 ** 2 + 9 * 1024 + 5 * 1024 + 1024 // 8
+    towers = 12 * layer + (9 * 128 + 128 + 9 * 128 * 32 + 32 + 32 * 32 * 1024) + (1024 * 1536 + 1536)
+    assert e2b.params_by_part["audio"] == towers + 1536 * 1536
+    assert e4b.params_by_part["audio"] == towers + 1536 * 2560
+    # E2B's MLPs: 15 layers of 3 × 1536 × 6144, 20 of twice that, and 35 gates + projections (2 × 1536 × 256)
+    # with the model-level per_layer_model_projection (1536 → 35 × 256)
+    assert e2b.params_by_part["mlp"] == 15 * 3 * 1536 * 6144 + 20 * 3 * 1536 * 12288 + 35 * 2 * 1536 * 256 \
+        + 1536 * 35 * 256
+
+
+def test_the_audio_tower_is_left_out_when_audio_is_limited_to_0():
+    """vLLM (0.15+) does not build a tower whose modalities are all limited to 0: `audio: 0` drops Gemma 4's
+    audio tower (0.58 GiB of E4B's bf16 weights) and keeps the vision tower; before 0.15 both are loaded."""
+    from estimator.api import load_model
+    from estimator.memory import estimate
+    from estimator.vllm import EngineSettings
+
+    sp = load_model("google/gemma-4-E4B-it", offline=True).spec
+    audio = count_params(sp).params_by_part["audio"]
+
+    def weights(version, limits=None):
+        s = EngineSettings(vllm_version=version, max_model_len=4096, limit_mm_per_prompt=limits)
+        return estimate(sp, gpu_total_bytes=80 * GIB, settings=s).weights_bytes
+
+    assert weights("0.22.0") - weights("0.22.0", {"audio": 0}) == 2 * audio
+    assert weights("0.14.0") == weights("0.14.0", {"audio": 0})
+    text_only = weights("0.22.0", {"image": 0, "video": 0, "audio": 0})
+    assert weights("0.22.0", {"audio": 0}) - text_only == 2 * count_params(sp).params_by_part["vision"]
+
+
+def test_gemma4_vision_standardize_buffers_are_counted():
+    """The 26B-A4B and 31B towers set `standardize`: std_bias and std_scale (2 × 1152) are stored in the
+    checkpoint — with them both models match Hugging Face's totals exactly (25,805,936,206 and
+    31,273,088,876)."""
+    from estimator.api import load_model
+
+    assert count_params(load_model("google/gemma-4-26B-A4B", offline=True).spec).params_total == 25_805_936_206
+    assert count_params(load_model("google/gemma-4-31B-it", offline=True).spec).params_total == 31_273_088_876

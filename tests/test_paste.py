@@ -1035,6 +1035,30 @@ def test_a_kv_pool_retold_with_its_token_count():
     assert read_paste("It used 38.43 GiB of RAM, 3,511,589 tokens in the dataset.").get("kv_tokens_capacity") is None
 
 
+def test_the_draft_model_of_a_speculative_config_is_not_the_served_model():
+    """A senpai log served a local int4 build with Gemma 4's assistant as the MTP draft: vLLM's printed
+    args and its engine config dump name the draft (`'speculative_config': {'model': 'google/…-assistant'}`,
+    `SpeculativeConfig(method='mtp', model='google/…-assistant', …)`) and the target only by its path —
+    the model is unknown (the path is kept), never the draft."""
+    text = ("INFO 06-20 18:02:02 [utils.py:278] non-default args: {'max_model_len': 4096, 'speculative_config': "
+            "{'model': 'google/gemma-4-E4B-it-qat-q4_0-unquantized-assistant', 'num_speculative_tokens': 6}, "
+            "'model': '/workspace/gemma_build/int4_g32_lmhead'}\n"
+            "INFO 06-20 18:02:37 [core.py:112] Initializing a V1 LLM engine (v0.22.0) with config: "
+            "model='/workspace/gemma_build/int4_g32_lmhead', speculative_config=SpeculativeConfig(method='mtp', "
+            "model='google/gemma-4-E4B-it-qat-q4_0-unquantized-assistant', num_spec_tokens=6), "
+            "tokenizer='/workspace/gemma_build/int4_g32_lmhead', skip_tokenizer_init=False, "
+            "quantization=compressed-tensors, enforce_eager=True, kv_cache_dtype=auto\n")
+    f = read_paste(text)
+    assert f.get("model") is None and f.extra["model_path"] == "/workspace/gemma_build/int4_g32_lmhead"
+    assert "gemma-4-E4B-it-qat-q4_0-unquantized-assistant" in str(f.extra["speculative_config"])
+    # the engine dump alone: its SpeculativeConfig's model= is not the engine's
+    dump_only = read_paste(text.split("\n", 1)[1])
+    assert dump_only.get("model") is None
+    # a served Hub model beside the draft is the model
+    served = read_paste(text.replace("/workspace/gemma_build/int4_g32_lmhead", "google/gemma-4-E4B-it"))
+    assert served.get("model") == "google/gemma-4-E4B-it"
+
+
 def test_unslooths_load_in_4bit_says_bitsandbytes_only_when_true():
     """Unsloth's `FastLanguageModel.from_pretrained(..., load_in_4bit = True, fast_inference = True)`
     hands vLLM a bitsandbytes checkpoint; `load_in_4bit = False` (its 16-bit LoRA notebooks) names no
