@@ -1113,6 +1113,7 @@ _DUMP_KEYS = {
 }
 
 
+_SPEC_CALL = regex.compile(r"[A-Za-z_]\w*\(")     # the dump's value is a call: SpeculativeConfig(…)
 _DUMP_KEY = regex.compile(r"\b(?:tokenizer_mode|skip_tokenizer_init|load_format|chunked_prefill_enabled|enforce_eager|kv_cache_dtype)=")
 
 
@@ -1162,7 +1163,8 @@ def scan_config_dump(text: str) -> tuple[list[Setting], list[tuple[str | None, s
                 # SpeculativeConfig(method='mtp', model=…, num_spec_tokens=3): the whole call
                 v0 = p.start("v")
                 close = _balanced_end(text, text.find("(", v0, e) + 1, "(", ")") if "(" in text[v0:e] else p.end("v")
-                inside = min(close, e)
+                if _SPEC_CALL.match(text, v0, min(e, v0 + 80)):
+                    inside = min(close, e)      # skip the pairs inside SpeculativeConfig(…) only
                 raw = text[v0:min(close, e)]
                 if read_speculative(raw)[0]:
                     out.append(Setting(key, raw, (v0, min(close, e)), "config_dump", raw))

@@ -486,12 +486,15 @@ def _without_draft_models(occs: list[_Occ], extra: dict) -> list[_Occ]:
     models = [o for o in occs if o.key == "model"]
     if not models:
         return occs
+    # the run's own model argument names the served model even where the speculative config names it
+    # too (an MTP head inside the served checkpoint: 'model': 'lukealonso/GLM-5.1-NVFP4-MTP' in both)
+    served = {o.value for o in models if o.source.removesuffix("_model") in _RUN_SOURCES}
     if all(draft(o) for o in models):
-        # the speculative config's own draft is never the served model, even where the target is only
-        # a local path (vLLM's args: 'speculative_config': {'model': 'google/…-assistant'}, 'model':
+        # the speculative config's own draft is not the served model, even where the target is only a
+        # local path (vLLM's args: 'speculative_config': {'model': 'google/…-assistant'}, 'model':
         # '/workspace/gemma_build/int4_g32_lmhead'); a drafter-like name alone may be what was served
-        return [o for o in occs if o.key != "model" or not configured(o)]
-    return [o for o in occs if o.key != "model" or not draft(o)]
+        return [o for o in occs if o.key != "model" or not configured(o) or o.value in served]
+    return [o for o in occs if o.key != "model" or not draft(o) or o.value in served]
 
 
 def _squash_name(path: str) -> str:

@@ -1057,6 +1057,17 @@ def test_the_draft_model_of_a_speculative_config_is_not_the_served_model():
     # a served Hub model beside the draft is the model
     served = read_paste(text.replace("/workspace/gemma_build/int4_g32_lmhead", "google/gemma-4-E4B-it"))
     assert served.get("model") == "google/gemma-4-E4B-it"
+    # an MTP head inside the served checkpoint: the speculative config names the served repo itself
+    mtp = read_paste("INFO 05-15 05:08:32 [utils.py:240] non-default args: {'model': 'lukealonso/GLM-5.1-NVFP4-MTP', "
+                     "'served_model_name': ['GLM-5'], 'tensor_parallel_size': 8, 'speculative_config': {'model': "
+                     "'lukealonso/GLM-5.1-NVFP4-MTP', 'method': 'mtp', 'num_speculative_tokens': 3}}\n")
+    assert mtp.get("model") == "lukealonso/GLM-5.1-NVFP4-MTP"
+    # a dump without a draft: a later call in the line (DecodingConfig(…)) hides none of its settings
+    plain = read_paste("INFO 01-02 03:04:05 [core.py:112] Initializing a V1 LLM engine (v0.9.2) with config: "
+                       "model='Qwen/Qwen3-8B', speculative_config=None, tokenizer='Qwen/Qwen3-8B', "
+                       "skip_tokenizer_init=False, dtype=torch.bfloat16, max_seq_len=8192, "
+                       "decoding_config=DecodingConfig(backend='auto'), enforce_eager=False\n")
+    assert plain.get("model") == "Qwen/Qwen3-8B" and plain.get("dtype") == "bfloat16"
 
 
 def test_unslooths_load_in_4bit_says_bitsandbytes_only_when_true():
