@@ -144,6 +144,11 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
         # Llama-2-7b-hf beside -chat-hf): base and chat weights share one architecture
         sib = [cid for cid in catalog_ids() if org and cid.split("/")[0].lower() == org.lower()
                and cid.split("/")[-1].lower() != name.lower() and _variant_stem(cid.split("/")[-1]) == _variant_stem(name)]
+        if not sib and org and _variant_stem(name) != name.lower():
+            # another organization's upload of a variant the catalog holds under its sibling's name
+            # (unsloth/Qwen3-4B-Base beside Qwen/Qwen3-4B): a name that carries its own variant word
+            sib = [cid for cid in catalog_ids() if cid.split("/")[0].lower() != org.lower()
+                   and _variant_stem(_bare_name(cid.split("/")[-1])) == _variant_stem(_bare_name(name))]
         if len(sib) > 1:
             # Qwen3-30B-A3B-Thinking-2507 beside Qwen3-30B-A3B and -Instruct-2507: the sibling of the same
             # release date (or undated); of several (Qwen3-VL-32B beside -Instruct and -Thinking), -Instruct

@@ -278,6 +278,11 @@ def test_a_base_or_chat_variant_takes_its_catalogued_siblings_config():
     assert base_model_candidate("mistralai/Mistral-7B-v0.3") == ("mistralai/Mistral-7B-Instruct-v0.3", None)
     assert base_model_candidate("mistralai/Mistral-7B-Instruct-v0.1") == ("mistralai/Mistral-7B-v0.1", None)
     assert base_model_candidate("mistralai/Mistral-7B-v0.4") is None
+    # another organization's upload of a variant (its own variant word in the name): the catalog's sibling,
+    # the -Instruct of several, under Meta's new Llama 3.1 names
+    assert base_model_candidate("unsloth/Qwen3-4B-Base") == ("Qwen/Qwen3-4B", None)
+    assert base_model_candidate("unsloth/Meta-Llama-3.1-8B-Instruct") == ("meta-llama/Llama-3.1-8B-Instruct", None)
+    assert base_model_candidate("foo/bar-Instruct") is None
     spec = load_model("meta-llama/Meta-Llama-3-70B", offline=True).spec
     assert spec.model_id == "meta-llama/Meta-Llama-3-70B" and spec.num_layers == 80 and spec.num_kv_heads == 8
     assert any("the same release's other variant" in a for a in spec.assumptions)
