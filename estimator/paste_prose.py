@@ -133,6 +133,7 @@ _GPU = regex.compile(
     r"""(?ix)
     (?=[ABGHJKLMNPQRTVDabghjklmnpqrtvd0-9])
     (?<![A-WYZa-wyz0-9./-])
+    (?<![A-Za-z][Xx])                # "2xT4" is a count, "EXT4" (a file system) no card
     (?P<name>
       (?:NVIDIA[ ]+|AMD[ ]+)?(?:GeForce[ ]+|Quadro[ ]+|Tesla[ ]+|Instinct[ ]+|Radeon[ ]+)?
       (?:

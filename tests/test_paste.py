@@ -1070,6 +1070,16 @@ def test_the_draft_model_of_a_speculative_config_is_not_the_served_model():
     assert plain.get("model") == "Qwen/Qwen3-8B" and plain.get("dtype") == "bfloat16"
 
 
+def test_a_file_systems_name_is_not_a_card():
+    """vLLM 0.22's weight_utils line "Filesystem type for checkpoints: EXT4. Checkpoint size: 14.89 GiB"
+    names no T4 (senpai's A10G logs); "2xT4" still counts two T4s."""
+    line = ("(EngineCore pid=19713) INFO 06-13 14:02:11 [weight_utils.py:922] Filesystem type for checkpoints: "
+            "EXT4. Checkpoint size: 14.89 GiB. Available RAM: 726.06 GiB.\n")
+    assert read_paste(line).get("gpu") is None
+    two = read_paste("Kaggle 2xT4\n" + line)
+    assert (two.get("gpu"), two.get("gpu_count")) == ("T4", 2)
+
+
 def test_unslooths_load_in_4bit_says_bitsandbytes_only_when_true():
     """Unsloth's `FastLanguageModel.from_pretrained(..., load_in_4bit = True, fast_inference = True)`
     hands vLLM a bitsandbytes checkpoint; `load_in_4bit = False` (its 16-bit LoRA notebooks) names no
