@@ -2573,7 +2573,7 @@ def mm_prefix_item_tokens(spec: ModelSpec, s: EngineSettings, profile: Profile) 
     if s.language_model_only or vision_tower_skipped(spec, s, profile):
         return 0
     image = int((spec.vision or {}).get("default_output_length") or 280)
-    return max(image, 32 * (70 + 2 + 6))
+    return max(image, GEMMA4_VIDEO_FRAMES * (GEMMA4_VIDEO_SOFT_TOKENS + 2 + 6))
 
 
 # model types whose vision tower vLLM marks for "image" alone (gemma3_mm.py, mistral3.py, pixtral.py,

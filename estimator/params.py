@@ -621,8 +621,8 @@ def _audio_weights(spec: ModelSpec) -> list[_W]:
     feed-forwards (h → 4h → h, two RMSNorms each), chunked attention (q, k, v, post, relative_k_proj:
     5·h², per_dim_scale), a light conv (linear_start h → 2h, depthwise conv, linear_end h → h, two
     norms) and three layer norms — then output_proj (h → output_proj_dims, with bias) and embed_audio
-    (output_proj_dims → text hidden). With the card's ~300M, E2B-it and E4B-it come to their safetensors
-    totals (5,123,178,051 / 7,996,156,490) within 1,248 parameters."""
+    (output_proj_dims → text hidden) — about 307M, the card's "~300M". With it E2B-it and E4B-it come to
+    their safetensors totals (5,123,178,051 / 7,996,156,490) exactly."""
     a = spec.config.get("audio_config") or {}
     if not str(a.get("model_type") or "").startswith("gemma4_audio"):
         return []
