@@ -409,8 +409,8 @@ def _double_wide(spec: ModelSpec, i: int) -> bool:
     """Gemma 4 E2B (`use_double_wide_mlp`): the KV-shared layers — the last num_kv_shared_layers — run an
     MLP of twice intermediate_size (gemma4.py Gemma4DecoderLayer)."""
     t = spec.text
-    shared = int(_get(t, "num_kv_shared_layers", default=0) or 0)
-    return bool(t.get("use_double_wide_mlp")) and 0 < shared < spec.num_layers and i >= spec.num_layers - shared
+    shared = _pos(t.get("num_kv_shared_layers"))
+    return t.get("use_double_wide_mlp") is True and 0 < shared < spec.num_layers and i >= spec.num_layers - shared
 
 
 def max_dense_intermediate(spec: ModelSpec) -> int:
@@ -421,7 +421,7 @@ def max_dense_intermediate(spec: ModelSpec) -> int:
 def _per_layer_input_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     """Gemma 3n / 4 per-layer embeddings inside a decoder layer: per_layer_input_gate (h → hpl),
     per_layer_projection (hpl → h), both ReplicatedLinear, and post_per_layer_input_norm (gemma4.py)."""
-    hpl = int(_get(spec.text, "hidden_size_per_layer_input", default=0) or 0)
+    hpl = _pos(spec.text.get("hidden_size_per_layer_input"))
     if not hpl:
         return []
     h = spec.hidden_size
@@ -614,6 +614,11 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     return ws, notes
 
 
+def _pos(v: object) -> int:
+    """A positive integer a config gives, else 0 (a hand-edited config may hold anything)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+
 def _audio_weights(spec: ModelSpec) -> list[_W]:
     """Gemma 4's audio tower (transformers modeling_gemma4.py Gemma4AudioModel, which vLLM's gemma4_mm.py
     loads): a subsampling conv projection (two 3×3 stride-2 convs, LayerNorms without bias, a linear
@@ -626,13 +631,14 @@ def _audio_weights(spec: ModelSpec) -> list[_W]:
     a = spec.config.get("audio_config") or {}
     if not str(a.get("model_type") or "").startswith("gemma4_audio"):
         return []
-    h, n = int(a.get("hidden_size") or 0), int(a.get("num_hidden_layers") or 0)
+    h, n = _pos(a.get("hidden_size")), _pos(a.get("num_hidden_layers"))
     if not (h and n):
         return []
-    heads = int(a.get("num_attention_heads") or 1)
-    k = int(a.get("conv_kernel_size") or 5)
-    c0, c1 = (list(a.get("subsampling_conv_channels") or [128, 32]) + [32])[:2]
-    out = int(a.get("output_proj_dims") or h)
+    heads = _pos(a.get("num_attention_heads")) or 1
+    k = _pos(a.get("conv_kernel_size")) or 5
+    channels = a.get("subsampling_conv_channels")
+    c0, c1 = ([_pos(c) or 32 for c in channels] + [32, 32])[:2] if isinstance(channels, list) else (128, 32)
+    out = _pos(a.get("output_proj_dims")) or h
     layer = 24 * h * h + 9 * h + h * k + h // heads
     sub = 9 * c0 + c0 + 9 * c0 * c1 + c1 + (c0 // 4) * c1 * h
     return [_W("audio", "audio_tower.layers", layer * n, tp="replicate"),
@@ -664,9 +670,9 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
         if e != h:
             ws += [_W("embed", "model.project_in", h, e, tp="replicate"),
                    _W("embed", "model.project_out", e, h, tp="replicate")]
-    hpl = int(_get(t, "hidden_size_per_layer_input", default=0) or 0)
+    hpl = _pos(t.get("hidden_size_per_layer_input"))
     if hpl:  # gemma-3n/4 per-layer input embeddings + projection
-        vpl = int(_get(t, "vocab_size_per_layer_input", default=V))
+        vpl = _pos(t.get("vocab_size_per_layer_input")) or V
         ws += [_W("embed", "model.embed_tokens_per_layer", vpl, spec.num_layers * hpl, kind="embed", tp="vocab"),
                _W("mlp", "model.per_layer_model_projection", spec.num_layers * hpl, h),
                _W("norms", "model.per_layer_projection_norm", hpl, kind="norm", tp="replicate")]

@@ -719,3 +719,18 @@ def test_gemma4_vision_standardize_buffers_are_counted():
 
     assert count_params(load_model("google/gemma-4-26B-A4B", offline=True).spec).params_total == 25_805_936_206
     assert count_params(load_model("google/gemma-4-31B-it", offline=True).spec).params_total == 31_273_088_876
+
+
+def test_hand_edited_gemma4_keys_are_not_a_traceback():
+    """A pasted config may hold anything: strings or junk in the E-models' keys count as absent."""
+    from estimator.catalog import lookup
+
+    _, cfg, _ = lookup("google/gemma-4-E2B-it")
+    for key, value in (("num_kv_shared_layers", "x"), ("hidden_size_per_layer_input", "x"),
+                       ("use_double_wide_mlp", "yes"), ("vocab_size_per_layer_input", None)):
+        bad = json.loads(json.dumps(cfg))
+        bad["text_config"][key] = value
+        assert count_params(spec(bad)).params_total > 0
+    bad = json.loads(json.dumps(cfg))
+    bad["audio_config"].update(subsampling_conv_channels=7, hidden_size="1024")
+    assert count_params(spec(bad)).params_by_part.get("audio", 0) == 0
