@@ -186,6 +186,29 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
                 parse_flags([f"{name}={str(value).replace(' ', '')}"], s)
             except BadInput:
                 pass
+    version = facts.extra.get("unsloth_version")
+    if version is None and s.vllm_version:
+        from estimator.vllm import parse_version
+
+        # no banner: a vLLM before 0.10.2 (September 2025) ran beside an Unsloth of before its changes
+        if parse_version(s.vllm_version) < (0, 10, 2):
+            version = (2025, 8, 0)
+    if facts.extra.get("launcher") == "unsloth" and not facts.extra.get("unsloth_vision") \
+            and isinstance(facts.extra.get("unsloth_kv_gb"), float):
+        # Unsloth started vLLM for a text model: the batch it gives vLLM by its release (flags.unsloth_text_batch)
+        from estimator.flags import unsloth_text_batch
+
+        got = unsloth_text_batch(version, facts.extra["unsloth_kv_gb"], bool(facts.extra.get("unsloth_float8_kv")),
+                                 facts.extra.get("unsloth_conservativeness", 1.0))
+        if got is not None:
+            batch, seqs = got
+            if facts.values.get("max_num_seqs") is None or facts.values["max_num_seqs"].source != "unsloth_batch":
+                s.max_num_seqs = s.max_num_seqs or seqs
+            read = facts.values.get("max_num_batched_tokens")
+            if batch is not None and (read is None or read.source == "unsloth_batch"):
+                s.max_num_batched_tokens = batch     # the printed "Chunked prefill tokens" is not it here
+            elif batch is None and read is None:
+                s.max_num_batched_tokens = s.max_model_len or s.max_num_batched_tokens
     if facts.extra.get("unsloth_vision"):
         # Unsloth started vLLM for a vision model (paste._unsloth_launch): its own batch and sequence count
         from estimator.flags import UNSLOTH_VISION_MIN_BATCH

@@ -958,6 +958,34 @@ def _call_with(text: str, call_pattern, fix: dict[str, str], key_of) -> str | No
 # max_num_batched_tokens and swap_space itself, so no argument of it says those.
 UNSLOTH_CALL = regex.compile(r"(?<![\w.])Fast(?:Language|Vision)?Model\.from_pretrained\s*\(")
 UNSLOTH_DEFAULT_LORA_RANK = 64        # FastLanguageModel.from_pretrained's max_lora_rank (unsloth/models/loader.py)
+# unsloth_zoo vllm_utils.load_vllm's own batch for a text model, by the memory it leaves the KV cache
+# ("Unsloth: vLLM's KV Cache can use up to X GB"), as its releases wrote it:
+# - 83f5318c (2025-02-06) … 9308f9ea (2025-11-29): max_num_seqs 128 … 400 by that memory; the batch was
+#   max_seq_length until 2afbcc19 (2025-09-16), then vLLM's 2048 (the printed "Chunked prefill tokens" is not it);
+# - from 9308f9ea: (max_num_batched_tokens, max_num_seqs) from (2048, 8) to (8192, 256).
+# Both × 1.05 with float8_kv_cache, × conservativeness, at least 1. Eras by the banner's Unsloth release
+# (released beside unsloth_zoo); a month that straddles a change is not guessed.
+_UNSLOTH_SEQS_A = ((2, 128), (4, 160), (8, 192), (12, 224), (16, 256), (24, 288), (40, 320), (48, 226), (80, 368))
+_UNSLOTH_BATCH_B = ((2, 2048, 8), (4, 2048, 16), (8, 4096, 32), (12, 4096, 48), (16, 6144, 64), (24, 6144, 80),
+                    (40, 8192, 96), (48, 8192, 112), (80, 8192, 128))
+
+
+def unsloth_text_batch(version: tuple[int, int, int] | None, kv_gb: float, fp8_kv: bool = False,
+                       conservativeness: float = 1.0) -> tuple[int | None, int] | None:
+    """(max_num_batched_tokens — None for max_seq_length —, max_num_seqs) Unsloth gave vLLM for a text
+    model, or None when the release is unknown or straddles a change (above)."""
+    if version is None or version < (2025, 2, 0) or version[:2] in ((2025, 9), (2025, 11)):
+        return None
+    if version < (2025, 11, 0):
+        seqs = next((n for cap, n in _UNSLOTH_SEQS_A if kv_gb <= cap), 400)
+        batch = None if version < (2025, 9, 0) else 2048
+    else:
+        batch, seqs = next(((b, n) for cap, b, n in _UNSLOTH_BATCH_B if kv_gb <= cap), (8192, 256))
+    if fp8_kv:
+        seqs = int(seqs * 1.05)
+    return batch, max(int(seqs * conservativeness), 1)
+
+
 UNSLOTH_VISION_CALL = regex.compile(r"(?<![\w.])FastVisionModel\.from_pretrained\s*\(")
 # unsloth_zoo vllm_utils.load_vllm's engine arguments for a vision model (is_vision_model)
 UNSLOTH_VISION_MM_LIMITS = {"image": 1, "video": 0}

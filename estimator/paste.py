@@ -818,6 +818,9 @@ def _smi(text: str, occs: list[_Occ], extra: dict) -> None:
 # `FastLanguageModel.from_pretrained(..., fast_inference = True)`
 _UNSLOTH_LOADING = regex.compile(r"Unsloth: vLLM loading \S{1,300} with actual GPU utilization = (?P<u>\d{1,3}(?:\.\d{1,4})?)%")
 _UNSLOTH_VISION = regex.compile(r"Unsloth: Vision model detected, setting approx_max_num_seqs to 1")
+_UNSLOTH_KV_GB = regex.compile(r"Unsloth: vLLM's KV Cache can use up to (?P<gb>\d{1,4}(?:\.\d{1,3})?) GB")
+_UNSLOTH_BANNER = regex.compile(r"Unsloth (20\d\d)\.(\d{1,2})\.(\d{1,2})\b")
+_UNSLOTH_CONSERVATIVENESS = regex.compile(r"Unsloth: Using conservativeness = (?P<c>\d(?:\.\d{1,3})?)")
 
 
 def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
@@ -844,6 +847,17 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
     if rank is None:
         extra["lora_rank_assumed"] = True
     extra.setdefault("max_lora_rank", rank or _flags.UNSLOTH_DEFAULT_LORA_RANK)
+    kv = _search(_UNSLOTH_KV_GB, text)
+    if kv is not None:
+        extra["unsloth_kv_gb"] = float(kv.group("gb"))
+    banner = _search(_UNSLOTH_BANNER, text)
+    if banner is not None:
+        extra["unsloth_version"] = tuple(int(x) for x in banner.groups())
+    conservative = _search(_UNSLOTH_CONSERVATIVENESS, text)
+    if conservative is not None and 0 < float(conservative.group("c")) <= 1:
+        extra["unsloth_conservativeness"] = float(conservative.group("c"))
+    if kwargs.get("float8_kv_cache") == "True":
+        extra["unsloth_float8_kv"] = True
     if _search(_UNSLOTH_VISION, text) is not None or (_flags.UNSLOTH_VISION_CALL.search(text[:200_000]) is not None
                                                       and kwargs.get("fast_inference") == "True"):
         # unsloth_zoo load_vllm for a vision model (since its VLM support, 2025-09-16): one sequence, a batch

@@ -1319,6 +1319,40 @@ def test_unsloths_vision_launch_is_one_sequence_one_image_and_its_own_batch():
     assert "unsloth_vision" not in text.extra and text.get("max_num_batched_tokens") == 2048
 
 
+def test_unsloths_own_text_batch_by_its_release_when_the_batch_line_is_not_shown():
+    """unsloth_zoo load_vllm sizes a text model's batch by the memory it leaves the KV cache ("vLLM's KV
+    Cache can use up to 3.27 GB"): up to November 2025 128 … 400 sequences (≤ 4 GB: 160) with the batch
+    max_seq_length (from 2025-09-16 vLLM's 2048, whatever "Chunked prefill tokens" says), from 2025-11-29
+    (2048, 16) at ≤ 4 GB; × 1.05 with float8_kv_cache, × conservativeness. A release month that straddles a
+    change is not guessed; without the banner a vLLM before 0.10.2 places the run before the changes."""
+    from estimator.diagnosis import settings_from_facts
+    from estimator.flags import unsloth_text_batch
+
+    assert unsloth_text_batch((2025, 5, 4), 3.27) == (None, 160)
+    assert unsloth_text_batch((2025, 10, 1), 3.27) == (2048, 160)
+    assert unsloth_text_batch((2025, 12, 3), 3.27) == (2048, 16)
+    assert unsloth_text_batch((2025, 12, 3), 90.0) == (8192, 256)
+    assert unsloth_text_batch((2025, 5, 4), 3.27, fp8_kv=True, conservativeness=0.5) == (None, 84)
+    assert unsloth_text_batch((2025, 9, 4), 3.27) is None and unsloth_text_batch(None, 3.27) is None
+
+    def paste(banner: str, batch_line: str = "") -> str:
+        return (banner + "Unsloth: vLLM loading unsloth/Qwen3-4B-Base with actual GPU utilization = 69.34%\n"
+                + batch_line + "Unsloth: vLLM's KV Cache can use up to 3.27 GB. Also swap space = 0 GB.\n"
+                "INFO 05-26 00:49:01 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5.post1) with config: "
+                "model='unsloth/Qwen3-4B-Base', dtype=torch.float16, max_seq_len=2048, enforce_eager=False\n")
+
+    may = settings_from_facts(read_paste(paste("==((====))==  Unsloth 2025.5.4: Fast Qwen3 patching.\n")), "0.8.5", "v0")
+    assert (may.max_num_batched_tokens, may.max_num_seqs) == (2048, 160)
+    bare = settings_from_facts(read_paste(paste("")), "0.8.5", "v0")             # no banner, vLLM 0.8.5
+    assert (bare.max_num_batched_tokens, bare.max_num_seqs) == (2048, 160)
+    october = paste("==((====))==  Unsloth 2025.10.2: Fast Qwen3 patching.\n",
+                    "Unsloth: Using conservativeness = 1.0. Chunked prefill tokens = 4096. Num Sequences = 160.\n")
+    s = settings_from_facts(read_paste(october.replace("max_seq_len=2048", "max_seq_len=4096")), "0.10.2", "v1")
+    assert (s.max_num_batched_tokens, s.max_num_seqs) == (2048, 160)
+    september = settings_from_facts(read_paste(paste("==((====))==  Unsloth 2025.9.1: x\n")), "0.10.1", "v1")
+    assert september.max_num_seqs is None
+
+
 def test_a_variable_vllms_own_log_line_names_is_not_the_runs_environment():
     """0.19's "To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1" and 0.21's "To disable, set
     VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" are advice in vLLM's log; the same words before a command
