@@ -706,10 +706,7 @@ def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None, compu
 
     given, handed = facts.extra.get("unsloth_gpu_memory_utilization"), facts.extra.get("unsloth_vllm_utilization")
     scale = given / handed if given and handed else None
-    from estimator.flags import UNSLOTH_CALL
-
-    named = UNSLOTH_CALL.search(facts.text[:200_000])    # the user's own FastLanguageModel / FastVisionModel / FastModel
-    caller = named.group(0).split(".")[0] if named else "FastLanguageModel"
+    caller = facts.extra.get("unsloth_call") or "FastLanguageModel"    # the user's own call (paste reader)
     cc = cc_number(compute_capability)
     kept = []
     for s in suggestions:

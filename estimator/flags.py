@@ -986,7 +986,6 @@ def unsloth_text_batch(version: tuple[int, int, int] | None, kv_gb: float, fp8_k
     return batch, max(int(seqs * conservativeness), 1)
 
 
-UNSLOTH_VISION_CALL = regex.compile(r"(?<![\w.])FastVisionModel\.from_pretrained\s*\(")
 # unsloth_zoo vllm_utils.load_vllm's engine arguments for a vision model (is_vision_model)
 UNSLOTH_VISION_MM_LIMITS = {"image": 1, "video": 0}
 UNSLOTH_VISION_MIN_BATCH = 8192      # max_num_batched_tokens = max(8192, max_seq_length); max_num_seqs = 1
@@ -995,6 +994,12 @@ UNSLOTH_ARGS = {"max_model_len": "max_seq_length"}      # beside float8_kv_cache
 
 # `lora_rank = 32` on a line of its own: a name the user's call passes instead of a number
 _INT_ASSIGNMENT = regex.compile(r"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(\d{1,4})\b")
+
+
+def unsloth_caller(text: str) -> str | None:
+    """The class whose from_pretrained the user called (FastLanguageModel, FastVisionModel, FastModel)."""
+    call = _first(UNSLOTH_CALL, text)
+    return call.group(0).split(".")[0] if call else None
 
 
 def unsloth_call_kwargs(text: str) -> dict[str, str] | None:

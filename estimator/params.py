@@ -23,7 +23,7 @@ from typing import Any
 
 import regex
 
-from estimator.spec import DeepseekV4Layer, MambaState, ModelSpec, dtype_bytes
+from estimator.spec import DeepseekV4Layer, MambaState, ModelSpec, _positive_int, dtype_bytes
 
 # --------------------------------------------------------------------------------------------
 # Result type
@@ -414,8 +414,9 @@ def _double_wide(spec: ModelSpec, i: int) -> bool:
 
 
 def max_dense_intermediate(spec: ModelSpec) -> int:
-    """The widest dense MLP of any layer (what the profile run's MLP peak is sized by)."""
-    return spec.intermediate_size * (2 if any(_double_wide(spec, i) for i in range(spec.num_layers)) else 1)
+    """The widest dense MLP of any layer (what the profile run's MLP peak is sized by): the double-wide
+    layers are the last ones, so the last layer says whether there are any."""
+    return spec.intermediate_size * (2 if _double_wide(spec, spec.num_layers - 1) else 1)
 
 
 def _per_layer_input_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
@@ -615,8 +616,9 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
 
 
 def _pos(v: object) -> int:
-    """A positive integer a config gives, else 0 (a hand-edited config may hold anything)."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+    """A positive integer a config gives, read as spec.py reads every key, else 0 (a hand-edited config
+    may hold anything)."""
+    return _positive_int(v) or 0
 
 
 def _audio_weights(spec: ModelSpec) -> list[_W]:

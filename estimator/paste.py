@@ -858,7 +858,10 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
         extra["unsloth_conservativeness"] = float(conservative.group("c"))
     if kwargs.get("float8_kv_cache") == "True":
         extra["unsloth_float8_kv"] = True
-    if _search(_UNSLOTH_VISION, text) is not None or (_flags.UNSLOTH_VISION_CALL.search(text[:200_000]) is not None
+    caller = _flags.unsloth_caller(text)
+    if caller:
+        extra["unsloth_call"] = caller
+    if _search(_UNSLOTH_VISION, text) is not None or (caller == "FastVisionModel"
                                                       and kwargs.get("fast_inference") == "True"):
         # unsloth_zoo load_vllm for a vision model (since its VLM support, 2025-09-16): one sequence, a batch
         # of max(8192, max_seq_length) tokens and one image, no video per prompt; the "Chunked prefill

@@ -731,6 +731,10 @@ def test_hand_edited_gemma4_keys_are_not_a_traceback():
         bad = json.loads(json.dumps(cfg))
         bad["text_config"][key] = value
         assert count_params(spec(bad)).params_total > 0
+    # junk channels take the tower's defaults (128, 32) and a number written as a string is read as
+    # spec.py reads every key: the same tower as the real config
     bad = json.loads(json.dumps(cfg))
     bad["audio_config"].update(subsampling_conv_channels=7, hidden_size="1024")
+    assert count_params(spec(bad)).params_by_part["audio"] == count_params(spec(cfg)).params_by_part["audio"]
+    bad["audio_config"]["hidden_size"] = "x"
     assert count_params(spec(bad)).params_by_part.get("audio", 0) == 0
