@@ -774,14 +774,43 @@ _BARE_MODEL = regex.compile(
     # an Ollama-style tag: the size after a colon ("qwen3.5:9b", "qwen3:30b-a3b"), the Hub's "-9B"
     r"(?::(?P<tag>\d+(?:\.\d+)?b(?:-a\d+(?:\.\d+)?b)?)(?!\w|\.\w))?(?![\w/-]|[.:]\w)"
     # the size written apart ("Llama-3 70B", "Qwen2.5 7B"): the Hub's "-70B"
-    r"(?:[ ](?P<size>\d+(?:\.\d+)?b)(?![\w/-]|[.:]\w))?", regex.I)
+    r"(?:[ ](?P<size>\d+(?:\.\d+)?b)(?:[ -](?P<act>a\d+(?:\.\d+)?b))?(?![\w/-]|[.:]\w))?", regex.I)
+
+
+# ... and names written as words ("Gemma 4 31B INT4", "Llama 3.1 8B Instruct", "Mistral 7B", "Qwen 2.5 72B"):
+# the family, a space, an optional version and the size, each apart. The Hub joins them with hyphens, except
+# where the family glues its version on (Qwen2.5-7B): both spellings are tried, the catalog's wins.
+_SPACED_MODEL = regex.compile(
+    r"(?<![\w/.-])(?P<fam>Qwen|Llama|Mistral|Mixtral|Ministral|Devstral|Gemma|Phi|Falcon|Granite|GLM|Nemotron|OLMo)"
+    r"[ ](?:(?P<ver>\d{1,2}(?:\.\d{1,2})?)[ ])?(?P<size>(?:\d[xX])?\d{1,3}(?:\.\d)?B)(?:[ -](?P<act>A\d{1,2}(?:\.\d)?B))?"
+    r"(?:[ ](?P<var>Instruct|Chat|it|Base))?(?![\w/-]|[.:]\w)", regex.I)
+# families whose Hub names glue the version on (Qwen2.5, Qwen3) rather than hyphenating it (gemma-4, Llama-3.1)
+_GLUED_VERSION = ("qwen",)
+
+
+def _spaced_name(m) -> str | None:
+    """The repo a name written as words spells, or None when the version is not a model's."""
+    fam, ver, size = m.group("fam"), m.group("ver"), m.group("size")[:-1].lower() + "B"
+    tail = f"-{size}" + (f"-{m.group('act').upper()}" if m.group("act") else "") + \
+        (f"-{m.group('var')}" if m.group("var") and m.group("var").lower() != "base" else "")
+    stems = [fam] if not ver else [f"{fam}-{ver}", f"{fam}{ver}"]
+    if fam.lower() in _GLUED_VERSION:
+        stems.reverse()
+    # a version that is a model of its own ("Phi 4 14B" is microsoft/phi-4) keeps the catalog's id
+    repos = [r for r in (guess_repo(name) for name in [stem + tail for stem in stems] + (stems if ver else [])) if r]
+    return next((r for r in repos if canonical_id(r)), repos[0] if repos else None)
 
 
 def find_bare_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
     out = []
+    for m in _iter(_SPACED_MODEL, text, limit=100):
+        repo = None if _inside(m.start(), skip) else _spaced_name(m)
+        if repo:
+            out.append(Hit("model", repo, m.start(), m.end(), "prose_model_name", 8, guess=True))
     for m in _iter(_BARE_MODEL, text, limit=100):
         name = m.group("name") + (f"-{m.group('tag').upper()}" if m.group("tag") else "")
-        sized = f"{name}-{m.group('size')}" if m.group("size") and not m.group("tag") \
+        size = m.group("size") and m.group("size") + (f"-{m.group('act').upper()}" if m.group("act") else "")
+        sized = f"{name}-{size}" if size and not m.group("tag") \
             and not _SIZE_TOKEN.search(name) else ""
         if _inside(m.start(), skip) or "-" not in (sized or name):
             continue

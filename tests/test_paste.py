@@ -472,6 +472,14 @@ def test_an_ollama_style_size_tag_is_the_hub_names_size(text, model):
     ("I run Llama-3-70B-Instruct", "meta-llama/Meta-Llama-3-70B-Instruct"),  # Llama 3 carries Meta's prefix
     ("phi-4 14B", "microsoft/phi-4"),           # a catalog model of its own keeps its id
     ("Qwen3-30B-A3B 4bit", "Qwen/Qwen3-30B-A3B"),  # a size already in the name takes no other
+    ("Qwen3 30B-A3B on one card", "Qwen/Qwen3-30B-A3B"),     # the active size with the total
+    # names written as words (vllm#39133's title; vllm#7593's "Gemma 2 9b on 8xL4")
+    ("[Bug]: Gemma 4 31B INT4 on 2×24GB GPUs (TP=2)", "google/gemma-4-31B"),
+    ("Gemma 2 9b on 8xL4(24gb) says cuda oom", "google/gemma-2-9B"),
+    ("Llama 3.1 8B Instruct on a 4090", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("Qwen 2.5 7B Instruct", "Qwen/Qwen2.5-7B-Instruct"),     # Qwen glues its version on
+    ("Phi 4 14B", "microsoft/phi-4"),                          # the catalog's own id
+    ("Mixtral 8x7B Instruct", "mistralai/Mixtral-8x7B-Instruct"),
 ])
 def test_a_model_size_written_apart_completes_the_name(text, model):
     """People write the size apart from the family ("Llama-3 70B"); the Hub joins it with a hyphen."""
@@ -1477,3 +1485,12 @@ def test_a_store_laid_out_as_org_and_name_is_read_as_that_repo(path, repo):
     from estimator.paste_prose import model_from_value
     got = model_from_value(path)
     assert (got[0] if got else None) == repo and (got is None or got[1])
+
+
+@pytest.mark.parametrize("text", [
+    "I have 2 GPUs with 24 GB each",
+    "Llama 3 is great, Qwen 2.5 too",          # a family and version without a size name no checkpoint
+    "Gemma 4 31 GB of memory",
+])
+def test_words_without_a_size_name_no_model(text):
+    assert read_paste(text).get("model") is None
