@@ -167,6 +167,15 @@ ROCM_MI300_RCCL_PER_RANK = int(0.72 * GiB)
 # the allocator's cached blocks (vllm PR #2031: Llama-2-7B on an A100 lost 98 blocks, 0.77 GiB, to
 # that change).
 CUDA_CONTEXT = int(0.45 * GiB)
+# What 0.3.1–0.6.3 V0 subtracts beyond the torch peak the model gives (`v0_classic`): vllm/worker/worker.py
+# takes init_gpu_memory − free after the profile run with no empty_cache between, so the caching allocator's
+# reserved blocks count, not only the allocated peak (0.6.4 empties the cache first; 0.6.6+ measures the
+# allocated peak). Single-GPU NVIDIA runs of those releases leave this much less KV cache than the
+# allocated-peak model, whatever the activation: vllm PR #4454's Llama-2-7B-GPTQ and Llama-3-8B on an
+# RTX A6000 (0.4.1) 0.58 / 0.68 GiB, two RTX 3090 Llama-3-8B runs (0.4.1, xformers and flash-attn) 0.48 /
+# 0.49, Qwen1.5-7B-GPTQ on a 3090 (0.4.0) 0.49, GLM-4-9B on a 4090 (0.6.3, version second-hand) 0.24:
+# median 0.49 GiB. ROCm builds are left out: the MI300 fit below was taken from such runs already.
+V0_CLASSIC_CACHED_EXCESS = int(0.49 * GiB)
 # V1's forward activation of one token: MLP gate/up (2I) + activation (I) + qkv + residual/norm
 # buffers (≈3h) in the model dtype, times 1.3 (docs §6: 1.2–1.5). V1 runs compiled graphs and its
 # attention backends' buffers inside the profile, so the eager MLP live set (V0 below) is not
@@ -2151,6 +2160,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         else activation_bytes
     if activation_bytes is None:
         _unnamed_sampler_note(spec, profile, s, mdb, act, max_len, assumptions)
+        if profile.budget_rule == "v0_classic" and not str(compute_capability or "").startswith("gfx"):
+            act += V0_CLASSIC_CACHED_EXCESS
+            assumptions.append(f"vLLM {profile.release} measures the profile run as the free memory it took, "
+                               "with PyTorch's cached blocks still reserved: about "
+                               f"{V0_CLASSIC_CACHED_EXCESS / GiB:.2f} GiB more than the tensors' own peak "
+                               "(public 0.4–0.6.3 logs; vLLM 0.6.4+ empties the cache first)")
     nvswitch = on_nvswitch_board(gpu_name)
     nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes, nvswitch,
                    arch=str(compute_capability or "")) \

@@ -541,9 +541,10 @@ def test_a_negative_block_count_bounds_the_pool_and_a_zero_only_caps_it():
             "when initializing the engine.\n")
     d = diagnose(zero, offline=True)
     fig = d.derived["figures"]
-    # V0 without chunked prefill profiles 131,072 tokens: (3 × 14,336 + 3 × 4,096) × 2 B each
+    # V0 without chunked prefill profiles 131,072 tokens: (3 × 14,336 + 3 × 4,096) × 2 B each, and 0.5.0
+    # measures that with PyTorch's cached blocks still reserved (memory.V0_CLASSIC_CACHED_EXCESS)
     assert fig["activation"]["provenance"] == "estimated"
-    assert fig["activation"]["value"] == 131072 * (3 * 14336 + 3 * 4096) * 2
+    assert fig["activation"]["value"] == 131072 * (3 * 14336 + 3 * 4096) * 2 + int(0.49 * 2**30)
     assert fig["kv_pool"]["value"] < 0 and "clamps the count at 0" in fig["kv_pool"]["how"]
 
 
