@@ -58,9 +58,9 @@ def test_smi_mib_unknown_card_subtracts_reservation():
 
 
 def test_nominal_gb_ambiguous_takes_the_middle_card_of_that_size():
-    # "24GB" cards show 21.99 (A10), 22.05 (L4), 22.06 (A10G), 22.38 (P40), 23.42 (RTX PRO 4000), 23.53 (A30,
-    # RTX A5000 and five cards known by their marketed size only), 23.62 (TITAN RTX), 23.64 (4090), 23.65
-    # (Quadro RTX 6000), 23.68 (3090 Ti), 23.69 (3090) and 23.98 GiB (RX 7900 XTX) to torch: the lower
+    # "24GB" cards show 21.99 (A10), 22.05 (L4), 22.06 (A10G), 22.38 (P40), 23.42 (RTX PRO 4000), 23.53 (A30
+    # and five cards known by their marketed size only), 23.62 (TITAN RTX), 23.64 (4090), 23.65 (Quadro RTX
+    # 6000), 23.68 (3090 Ti, RTX A5000), 23.69 (3090) and 23.98 GiB (RX 7900 XTX) to torch: the lower
     # middle of the seventeen is 23.53 GiB (the decimal 24e9 B − 480 MiB = 21.88 GiB is below all of them)
     g = lookup_gpu("24GB")
     assert round(g.total_bytes / GIB, 2) == 23.53
