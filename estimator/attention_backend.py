@@ -160,7 +160,11 @@ def flashinfer_trtllm_decode(profile: Profile, s: EngineSettings, batch: int, sp
 def full_graphs_kept(backend: str | None, s: EngineSettings, spec_tokens: int) -> bool:
     """FULL decode graphs with speculative decoding need a backend that graphs uniform batches
     (config/compilation.py resolve_cudagraph_mode_and_sizes): FlashInfer graphs them on SM 10.x
-    (TRT-LLM) only, elsewhere one token per request, so vLLM falls back to PIECEWISE graphs alone."""
+    (TRT-LLM) only, elsewhere one token per request, so vLLM falls back to PIECEWISE graphs alone. A
+    pooling model gets PIECEWISE graphs alone too (config/vllm.py: "Pooling models do not support full
+    cudagraphs")."""
+    if s.runner == "pooling":
+        return False
     return not (backend == FLASHINFER and spec_tokens > 0 and not _sm100(s))
 
 

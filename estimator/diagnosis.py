@@ -135,6 +135,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         # "The current --gpu-memory-utilization=U is equivalent to …": printed only where the CUDA-graph
         # estimate was subtracted (gpu_worker.py; 0.18–0.19 with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)
         s.graph_profiling = True
+    if facts.extra.get("runner") in ("pooling", "generate"):
+        s.runner = facts.extra["runner"]   # an embedding / reranking run: no sampler, no lm_head
     if facts.extra.get("performance_mode") in ("balanced", "interactivity", "throughput"):
         s.performance_mode = facts.extra["performance_mode"]
     mode = facts.extra.get("mamba_cache_mode")

@@ -92,6 +92,11 @@ FLAG_KEYS: dict[str, str] = {
     "enable_lora": "enable_lora",
     "max_loras": "max_loras",
     "max_lora_rank": "max_lora_rank",
+    # the runner: --runner pooling (0.10.2+), or the task / conversion that implies it (--task embed to
+    # 0.10, --convert embed from 0.10.2); vllm/config/model.py
+    "runner": "runner",
+    "task": "runner",
+    "convert": "runner",
     "seed": "seed",
     "port": "port",
     "host": "host",
@@ -202,6 +207,19 @@ def parse_bool(text: str) -> bool | None:
     return None
 
 
+# --runner / --task / --convert values (vllm/config/model.py RunnerOption, TaskOption, ConvertOption) →
+# the runner they mean; "auto" and "none" leave it to vLLM (None)
+_POOLING_WORDS = frozenset({"pooling", "embed", "embedding", "classify", "classification", "score", "reward",
+                            "encode", "token_embed", "token_classify", "plugin"})
+_GENERATE_WORDS = frozenset({"generate", "generation", "transcription", "draft"})
+
+
+def runner_word(text: str) -> str | None:
+    """'pooling' or 'generate' for a runner, task or conversion word; None for auto/none/unknown."""
+    t = text.strip().strip("'\"`").lower()
+    return "pooling" if t in _POOLING_WORDS else "generate" if t in _GENERATE_WORDS else None
+
+
 def normalise(key: str, raw: object) -> object | None:
     """Value of `key` in its canonical type, or None when `raw` does not say a usable value
     (None/'None'/'auto' for a numeric key, a variable name, …)."""
@@ -235,6 +253,8 @@ def normalise(key: str, raw: object) -> object | None:
     if key == "mamba_cache_mode":
         t = t.lower()
         return t if t in ("all", "align", "none") else None
+    if key == "runner":
+        return runner_word(t)
     if key == "performance_mode":
         t = t.lower()
         return t if t in ("balanced", "interactivity", "throughput") else None

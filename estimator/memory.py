@@ -1074,8 +1074,9 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     else:
         per_elem = 0        # V1 0.7.x: the logits alone (below)
     sampler = rows * vocab * per_elem
-    if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
-        sampler = 0     # logits and the sampler run on the last pipeline stage only
+    if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples \
+            or s.runner == "pooling":
+        sampler = 0     # logits and the sampler run on the last pipeline stage only; a pooling model has neither
     if sampler and _v2_profiled(spec, profile, s):
         # Model Runner V2 (by default from 0.22, vllm.py default_model_runner_v2) samples its dummy
         # batch with its own sampler: the code's bytes (vllm.v2_sampler_bytes), not V1's fitted ones;
@@ -1086,7 +1087,9 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         assumptions.append(f"Model Runner V2: the profile peak includes {V2_FIRST_COMPILE / GiB:.1f} GiB for "
                            "torch.compile's first compile (a cold compile cache, as on a first start; with a "
                            "warm cache vLLM measures up to that much less and the KV cache gets it)")
-    if profile.logits_all_tokens:
+    if s.runner == "pooling":
+        pass
+    elif profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
         sampler = rows * vocab * 4
@@ -2038,6 +2041,11 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(unlisted)
     if s.gpu_memory_utilization is None:
         s.gpu_memory_utilization = profile.default_utilization
+    pooling = pooling_runner(spec, s)
+    s.runner = "pooling" if pooling else (s.runner or "generate")
+    if pooling:
+        assumptions.append(f"pooling model ({pooling}): vLLM loads no lm_head and its profile run ends in the "
+                           "pooler, not the sampler; with CUDA graphs, PIECEWISE ones only")
     model_dtype = resolve_dtype(spec, s, profile, compute_capability, assumptions)
     s.dtype = s.dtype or "auto"
     mdb = dtype_bytes(model_dtype)
@@ -2553,6 +2561,37 @@ def mxfp4_backend(profile: Profile, compute_capability: str | None, named: str |
 TOWER_SKIP_FROM = (0, 15, 0)
 
 
+# What makes vLLM run a model as a pooling model (embedding, reranking, reward), when no --runner /
+# --task / --convert says so (vllm/config/model.py _get_default_runner_type): an architecture its registry
+# lists as one, or whose suffix maps to the pooling runner (_SUFFIX_TO_DEFAULTS), or a Sentence
+# Transformers repo (a modules.json: Qwen3-Embedding keeps Qwen3ForCausalLM), which the name says here.
+POOLING_ARCH_SUFFIXES = ("ForSequenceClassification", "ForTokenClassification", "ForRewardModeling",
+                         "RewardModel", "ForProcessRewardModel", "EmbeddingModel", "EmbedModel", "ForTextEncoding",
+                         "ClassificationModel", "ForEmbedding")
+# decoder backbones the registry serves as embedding models (models/registry.py _EMBEDDING_MODELS)
+POOLING_ARCHITECTURES = ("LlamaModel", "MistralModel", "Qwen2Model", "Gemma2Model", "GritLM")
+_EMBEDDING_NAME = ("embedding", "-embed-", "_embed_")
+
+
+def pooling_runner(spec: ModelSpec, s: EngineSettings) -> str | None:
+    """Why vLLM runs this model with the pooling runner, or None (the generate runner). A pooling
+    model's profile run ends in its pooler, not the sampler (v1/worker/gpu_model_runner.py
+    profile_run: _dummy_pooler_run), and it loads no lm_head (model_executor/models/adapters.py deletes
+    it); the pooler's own output (one vector per request) is small beside the forward."""
+    if s.runner == "pooling":
+        return "the run is a pooling (embedding / scoring) run"
+    if s.runner == "generate":
+        return None
+    arch = spec.architecture or ""
+    if arch in POOLING_ARCHITECTURES or arch.endswith(POOLING_ARCH_SUFFIXES):
+        return f"{arch} is a pooling architecture in vLLM"
+    name = (spec.model_id or "").lower().rsplit("/", 1)[-1] + "-"
+    if any(w in name for w in _EMBEDDING_NAME):
+        return ("the model's name says it is an embedding model (a Sentence Transformers repo, which vLLM serves "
+                "with its pooling runner; --runner generate says otherwise)")
+    return None
+
+
 def vision_tower_skipped(spec: ModelSpec, s: EngineSettings, profile: Profile) -> bool:
     """Whether vLLM leaves the vision tower out: every modality it serves (image, and video where the
     config has a video token) limited to 0, from 0.15. Unlisted modalities keep vLLM's default
@@ -2610,8 +2649,9 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
         assumptions.append("--language-model-only is a vLLM 0.17+ flag: this release refuses it "
                            "(use --limit-mm-per-prompt with every modality at 0)")
     absorption, rope_per_layer = profile.mla_matrix_absorption, profile.rope_cache_per_layer
+    head = s.runner != "pooling"       # adapters.py: a pooling model deletes lm_head and skips its weights
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep, tuple(sorted(st.items())) if st else None,
-           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer)
+           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer, head)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
@@ -2620,7 +2660,7 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                                          pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
                                          layer_partition=list(part) if part else None, mxfp4_layout=layout,
                                          with_vision=vision, with_audio=audio, mla_absorption=absorption,
-                                         rope_per_layer=rope_per_layer)
+                                         rope_per_layer=rope_per_layer, with_lm_head=head)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

@@ -1265,7 +1265,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  safetensors_bytes_by_dtype: dict[str, int] | None = None,
                  with_mtp: bool = False, layer_partition: list[int] | None = None,
                  mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True, with_audio: bool = True,
-                 mla_absorption: bool = False, rope_per_layer: bool = False) -> WeightBreakdown:
+                 mla_absorption: bool = False, rope_per_layer: bool = False,
+                 with_lm_head: bool = True) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -1275,6 +1276,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     load_model).
     `with_vision` False: the vision tower is not built (every modality limited to 0, vLLM 0.15+);
     `with_audio` False: nor the audio tower (audio limited to 0).
+    `with_lm_head` False: no lm_head (a pooling model: model_executor/models/adapters.py deletes it).
     """
     tp, pp, ep = max(1, int(tp)), max(1, int(pp)), max(1, int(ep))
     notes: list[str] = []
@@ -1307,6 +1309,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                 if w.kind == "embed" and not (first or (last and spec.tie_word_embeddings)):
                     continue  # tied models keep the embedding on the last stage too (llama.py)
                 if (w.kind == "lm_head" or w.name == "model.norm") and not last:
+                    continue
+                if w.kind == "lm_head" and not with_lm_head:
                     continue
                 if w.part == "vision" and not (first and with_vision):
                     continue

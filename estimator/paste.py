@@ -222,7 +222,8 @@ def _read(raw: str) -> Facts:
                        "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching",
                        "enable_expert_parallel", "speculative_config", "speculative_model", "num_speculative_tokens",
                        "limit_mm_per_prompt", "async_scheduling", "mamba_cache_mode", "language_model_only",
-                       "performance_mode", "attention_backend", "enable_lora", "max_loras", "max_lora_rank"):
+                       "performance_mode", "attention_backend", "enable_lora", "max_loras", "max_lora_rank",
+                       "runner"):
             xvals.setdefault(s.key, []).append((s.span[0], s.value))
     _, dumps = _flags.scan_config_dump(text)
     for eng, ver, span in dumps:
@@ -279,6 +280,8 @@ def _read(raw: str) -> Facts:
         if mig is not None:
             # the card is a MIG slice of the one the paste names (gpus.lookup_gpu sizes it)
             extra["mig_profile"] = mig.group("profile").lower()
+    if ("pooler" in low or "pooling" in low) and _search(_POOLING_RUN, text) is not None:
+        extra["runner"] = "pooling"     # a --runner / --task / --convert flag read below says it too
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
     if mamba_mode is not None:
         extra["mamba_cache_mode"] = mamba_mode.group(1)
@@ -669,6 +672,10 @@ _ASYNC_SCHEDULING = regex.compile(r"Asynchronous[ \n]+scheduling[ \n]+is[ \n]+(e
 # class, whose V1 defaults batch more tokens than the API server's)
 _API_SERVER = regex.compile(r"(?i)\bvllm[ \n]+serve\b|api_server|APIServer|openai[ .]api_server|vllm-openai"
                             r"|vllm\.entrypoints\.openai")
+# A pooling (embedding / reranking / reward) run as vLLM's own lines show it: the engine config's
+# PoolerConfig (generative runs print pooler_config=None), the cudagraph override pooling models get
+# (vllm/config/vllm.py: "Pooling models do not support full cudagraphs"), the runner it resolved
+_POOLING_RUN = regex.compile(r"pooler_config=PoolerConfig\(|Pooling models do not support|runner(?:_type)?='?pooling\b")
 _MAMBA_MODE = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'(align|all)'")
 
 # The attention backend V1 chose for the model's layers, as its log names it: platforms/cuda.py

@@ -621,6 +621,9 @@ class EngineSettings:
     # <modality> items": (modality, items, budget tokens) of V1's encoder dummy batch
     encoder_profile: tuple[str, int, int] | None = None
     language_model_only: bool = False             # --language-model-only (0.17+): every modality limited to 0
+    # --runner pooling / --task embed / --convert embed: an embedding, reranking or reward model
+    # (memory.pooling_runner); None = what vLLM decides from the model
+    runner: str | None = None
     usage: str = "server"                          # "server" (vllm serve) | "llm" (LLM(...) class)
     unknown_flags: list[str] = field(default_factory=list)
 
@@ -636,7 +639,7 @@ _FIELDS = {
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "swap_space", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
     "async_scheduling", "mamba_cache_mode", "performance_mode", "attention_backend", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
-    "enable_lora", "max_loras", "max_lora_rank",
+    "enable_lora", "max_loras", "max_lora_rank", "runner",
 }
 
 
@@ -845,6 +848,8 @@ def _value(key: str, raw: str, name: str) -> object:
     text = raw.strip()
     if key == "max_model_len" and text.lower() in ("auto", "-1"):
         return "auto"
+    if key == "runner" and text.strip("'\"").lower() in ("auto", "none"):
+        return None             # --runner auto / --convert none: vLLM decides
     if key == "kv_cache_memory_bytes":
         try:
             return parse_bytes(text)

@@ -1,0 +1,70 @@
+"""Pooling models (embedding, reranking, reward): vLLM's pooling runner loads no lm_head and ends its
+profile run in the pooler instead of the sampler (v1/worker/gpu_model_runner.py profile_run,
+model_executor/models/adapters.py), and captures PIECEWISE CUDA graphs only."""
+
+import pytest
+
+from estimator.api import load_model, run_estimate
+from estimator.flags import runner_word
+from estimator.paste import read_paste
+from estimator.vllm import EngineSettings, parse_flags
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize("argv,runner", [
+    (["--runner", "pooling"], "pooling"),
+    (["--task", "embed"], "pooling"),           # 0.5–0.10 spelling
+    (["--task=score"], "pooling"),
+    (["--convert", "embed"], "pooling"),        # 0.10.2+ spelling
+    (["--runner", "generate"], "generate"),
+    (["--task", "generate"], "generate"),
+    (["--runner", "auto"], None),               # vLLM decides
+])
+def test_runner_task_and_convert_flags_say_the_runner(argv, runner):
+    assert parse_flags(argv).runner == runner
+
+
+def test_runner_words():
+    assert runner_word("'embed'") == "pooling" and runner_word("classify") == "pooling"
+    assert runner_word("none") is None and runner_word("auto") is None and runner_word("banana") is None
+
+
+@pytest.mark.parametrize("text,runner", [
+    ("vllm serve BAAI/bge-m3 --task embed", "pooling"),
+    ("... served_model_name=x, pooler_config=PoolerConfig(pooling_type='LAST', normalize=True), compilation_config={}",
+     "pooling"),
+    ("WARNING 12-22 14:22:10 [vllm.py:693] Pooling models do not support full cudagraphs. Overriding cudagraph_mode "
+     "to PIECEWISE.", "pooling"),
+    ("... served_model_name=x, pooler_config=None, compilation_config={}", None),    # a generative run's dump
+])
+def test_the_paste_says_a_pooling_run(text, runner):
+    assert read_paste(text).extra.get("runner") == runner
+
+
+def test_an_embedding_model_has_no_lm_head_and_no_sampler_in_its_profile():
+    """Qwen3-Embedding-8B (Qwen3ForCausalLM in its config, a Sentence Transformers repo) on an H100, vLLM
+    0.12.0, max_model_len 8,192: a public log (VideoCuttingAgent's Qwen3Embedding_vllm-server.out) prints
+    "Model loading took 14.1062 GiB" and "Available KV cache memory: 56.24 GiB". Its untied lm_head is
+    151,680 (151,665 padded to 64) × 4,096 × 2 B = 1.157 GiB that the pooling model does not load, and the
+    generate runner's
+    sampler (1,024 rows × 151,665 vocab on an H100) is not in its profile run."""
+    spec = load_model("Qwen/Qwen3-Embedding-8B", offline=True).spec
+    settings = dict(vllm_version="0.12.0", max_model_len=8192, dtype="bfloat16")
+    pooled = run_estimate(spec, "H100 80GB", EngineSettings(**settings))
+    generated = run_estimate(spec, "H100 80GB", EngineSettings(runner="generate", **settings))
+    assert pooled.settings.runner == "pooling" and any("pooling model" in a for a in pooled.assumptions)
+    assert generated.weights_bytes - pooled.weights_bytes == 151680 * 4096 * 2
+    assert abs(pooled.weights_bytes / GIB - 14.1062) < 0.01
+    assert generated.activation_bytes - pooled.activation_bytes > 1024 * 151665 * 4     # at least the fp32 logits
+    assert abs(pooled.kv_cache_bytes / GIB / 56.24 - 1) < 0.02
+    assert abs(generated.kv_cache_bytes / GIB / 56.24 - 1) > 0.05
+
+
+def test_a_generative_model_stays_generative_unless_told():
+    spec = load_model("Qwen/Qwen2.5-7B-Instruct", offline=True).spec
+    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.12.0", max_model_len=8192))
+    assert est.settings.runner == "generate"
+    told = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.12.0", max_model_len=8192, runner="pooling"))
+    assert told.weights_bytes == est.weights_bytes - 152064 * 3584 * 2      # its untied lm_head
+    assert told.kv_cache_bytes > est.kv_cache_bytes
