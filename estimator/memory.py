@@ -176,6 +176,13 @@ CUDA_CONTEXT = int(0.45 * GiB)
 # 0.49, Qwen1.5-7B-GPTQ on a 3090 (0.4.0) 0.49, GLM-4-9B on a 4090 (0.6.3, version second-hand) 0.24:
 # median 0.49 GiB. ROCm builds are left out: the MI300 fit below was taken from such runs already.
 V0_CLASSIC_CACHED_EXCESS = int(0.49 * GiB)
+# V1's dummy sampler run with speculative decoding (gpu_model_runner.py _dummy_sampler_run): after the
+# sampler, the rejection sampler runs on torch.randn logits of one draft row and one bonus row per request
+# (2R × V in the model dtype) and samples the bonus tokens from its own copy of the bonus rows with the
+# same sampler, so the peak is the sampler's plus 3 × dtype bytes per R × V element. The earlier form
+# (R draft rows, bonus token ids given) stays under the sampler's own peak. 0.10's code has the earlier
+# form, the current code the later; 0.11.0 is taken as the boundary, not checked release by release.
+V1_REJECTION_BONUS_FROM = (0, 11, 0)
 # V1's forward activation of one token: MLP gate/up (2I) + activation (I) + qkv + residual/norm
 # buffers (≈3h) in the model dtype, times 1.3 (docs §6: 1.2–1.5). V1 runs compiled graphs and its
 # attention backends' buffers inside the profile, so the eager MLP live set (V0 below) is not
@@ -212,7 +219,7 @@ GRAPH_BYTES_PER_LAYER_MOE = int(0.6 * MiB)
 # RTX PRO 6000 Qwen3-32B TP 2 on 0.27.1: 1.38 GiB). A paste seldom says which, and most are first runs:
 # scanned from 0.6 to 1.5 GiB over the 78 V2-runner KV figures of the collected public logs (not
 # dev.jsonl, where PR48601 is the only one), every value from 0.75 to 1.0 beats V1's fitted 29 B sampler
-# that V2 took before; 0.9 GiB is the best: the 68 figures of logs with a version or a date go from a
+# (since refitted to 16 B on V1-runner logs) that V2 took before; 0.9 GiB is the best: the 68 figures of logs with a version or a date go from a
 # 5.0% to a 2.7% median (38 → 50 within 5%), while 10 undated ones — modelled as the newest release,
 # though most ran V1's runner — lose (4 → 1 within 5%). Not with --enforce-eager (nothing compiles), nor where the
 # log shows a warm cache ("Directly load the compiled graph(s) … from the cache", paste.py).
@@ -1068,8 +1075,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     elif profile.version >= V1_SAMPLER_PROFILED_FROM:
         # the release's sampler for these rows, or the one the log (or VLLM_USE_FLASHINFER_SAMPLER)
         # names: FlashInfer's kernel samples without sorting the vocabulary (≈ 10 B), the PyTorch-native
-        # path sorts it (≈ 38 B) or, from 0.17, masks it with a Triton kernel (14 B; ≈ 29 B measured
-        # from 0.21); see vllm.py
+        # path sorts it (≈ 38 B) or, from 0.17, masks it with a Triton kernel (14 B; ≈ 16 B measured
+        # from 0.21, where it runs twice); see vllm.py
         per_elem = sampler_bytes(profile.version, s.flashinfer_sampler, rows)
     else:
         per_elem = 0        # V1 0.7.x: the logits alone (below)
@@ -1077,6 +1084,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples \
             or s.runner == "pooling":
         sampler = 0     # logits and the sampler run on the last pipeline stage only; a pooling model has neither
+    if sampler and profile.engine == "v1" and s.speculative_method and profile.version >= V1_REJECTION_BONUS_FROM:
+        sampler += rows * vocab * 3 * model_dtype_bytes     # the rejection sampler's dummy run (above)
     if sampler and _v2_profiled(spec, profile, s):
         # Model Runner V2 (by default from 0.22, vllm.py default_model_runner_v2) samples its dummy
         # batch with its own sampler: the code's bytes (vllm.v2_sampler_bytes), not V1's fitted ones;
@@ -1230,7 +1239,7 @@ def deepseek_v4_profile_peak(spec: ModelSpec, profile: Profile, s: EngineSetting
     model_executor/layers/sparse_attn_indexer.py, fused_moe/experts/marlin_moe.py and deep_gemm_moe.py,
     nvidia/flashmla.py, nvidia/flashinfer_sparse.py). Checked on a 0.25 RTX PRO 6000 run (10.33 GiB of KV
     against the 10.29 printed); a second one with 1,024 sequences comes out 2 GiB short, where the sampler
-    takes V1's fitted figure (29 B per row × vocab) against the code's ≈14 B; two GH200 runs (a 0.22 LLM() run, a 0.26 source build) leave 0.5–2 GiB vLLM spent beyond it."""
+    took V1's fitted figure of then (29 B per row × vocab, now 16) against the code's ≈14 B; two GH200 runs (a 0.22 LLM() run, a 0.26 source build) leave 0.5–2 GiB vLLM spent beyond it."""
     t, h = spec.text or {}, spec.hidden_size
     tp = s.tensor_parallel_size
     heads, padded, head_b, flashmla = _deepseek_v4_attention_kernel(spec, s)

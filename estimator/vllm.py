@@ -366,14 +366,15 @@ SAMPLER_BYTES_NATIVE = 38
 # Llama-3.1-8B (128,256 vocab) and 0.59 for Qwen2.5-7B (152,064) beside 0.15 of non-torch, ≈ 16 B;
 # tokenkaki's Qwen3-8B on 0.19.1 fits 14 B within 0.2 GiB where 29 B leaves 0.4 too little.
 SAMPLER_BYTES_TRITON = 14
-# From 0.21 (NATIVE_WARMED_TOO_FROM: the dummy sampler runs twice, FlashInfer's or the native path,
-# then the native one with a generator) the logs show about twice the code's figure, for a reason the
-# code does not show: akiyax/kvcache-lab on 0.26 with VLLM_USE_FLASHINFER_SAMPLER=0 (RTX 4080,
-# Qwen2.5-7B-AWQ) prints a 1.04 GiB peak over 256 × 152,064 = 28.7 B; 0.21–0.30 pools on consumer
-# cards (vllm#38516 Qwen3-4B on an RTX 5080, RTX 5090 Qwen3-4B, L40S Qwen3-14B) sit within 0.3 GiB of
-# it where 14 B leaves 0.3–0.5 GiB too much KV — and others (RTX PRO 6000 Qwen3-32B at 1,024 rows on
-# 0.27.1, A5000 Qwen3-8B on 0.21) fit 14 B better. A fit, kept at the one printed peak.
-SAMPLER_BYTES_TRITON_WARMED = 29
+# From 0.21 (NATIVE_WARMED_TOO_FROM) the dummy sampler runs twice: FlashInfer's or the native path, then
+# the native one again with a generator (gpu_model_runner.py "Also warm forward_native"); the second
+# call's temporaries come after the first's are freed, so the peak stays near the code's 14 B. V1-runner
+# logs of 0.21–0.26 whose pool rests on the sampler solve to 14.6–18.3 B (median 16.3): an A5000 Qwen3-8B
+# (0.21), two L4 spell-check runs (Gemma 3 4B, Gemma 4 E2B; 0.21), an H100 Llama-3.1-70B-FP8 (0.22), an
+# H100 Qwen3.6-27B-FP8 at 1,024 rows (0.23), an MI300X Gemma 3 4B (0.23), an L40S Gemma 4 26B (0.25.1)
+# and an 80 GB Qwen3.5-35B-A3B at TP 4 (0.26). This was 29 B, taken from akiyax/kvcache-lab's 0.26 log,
+# which ran on Model Runner V2 (its own sampler: v2_sampler_bytes).
+SAMPLER_BYTES_TRITON_WARMED = 16
 # The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):
 # FlashInfer's when importable up to 0.11.0 (VLLM_USE_FLASHINFER_SAMPLER unset "means True"), the
 # native one 0.11.1–0.20 (FlashInfer opt-in: unset reads as None; read in 0.11.1 and 0.11.2),
