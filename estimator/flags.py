@@ -1163,6 +1163,7 @@ _DUMP_KEYS = {
     "chunked_prefill_enabled": "enable_chunked_prefill", "enable_prefix_caching": "enable_prefix_caching",
     "data_parallel_size": "data_parallel_size", "speculative_config": "speculative_config",
     "served_model_name": "served_model_name", "decode_context_parallel_size": "decode_context_parallel_size",
+    "task": "runner",       # V0 0.6–0.9 print task=embed / task=generate
 }
 
 

@@ -37,6 +37,11 @@ def test_runner_words():
     ("WARNING 12-22 14:22:10 [vllm.py:693] Pooling models do not support full cudagraphs. Overriding cudagraph_mode "
      "to PIECEWISE.", "pooling"),
     ("... served_model_name=x, pooler_config=None, compilation_config={}", None),    # a generative run's dump
+    # V0's engine config line (0.6–0.9) prints the task
+    ("INFO 10-01 12:00:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: "
+     "model='intfloat/e5-mistral-7b-instruct', speculative_config=None, task=embed, dtype=torch.float16", "pooling"),
+    ("INFO 10-01 12:00:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: "
+     "model='meta-llama/Llama-3.1-8B', task=generate, dtype=torch.float16", "generate"),
 ])
 def test_the_paste_says_a_pooling_run(text, runner):
     assert read_paste(text).extra.get("runner") == runner
