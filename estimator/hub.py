@@ -77,7 +77,10 @@ MEMO_TTL_S = 3600.0
 FALLBACK_TTL_S = 60.0
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH is 25 MB
 
-COMPANION_FILES = ("hf_quant_config.json", "quantize_config.json", "quant_config.json", "params.json")
+# sentence_bert_config.json: a Sentence Transformers repo, which vLLM serves with its pooling runner
+# (memory.pooling_runner) whatever its architecture says
+COMPANION_FILES = ("hf_quant_config.json", "quantize_config.json", "quant_config.json", "params.json",
+                   "sentence_bert_config.json")
 SAFETENSORS_SINGLE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 

@@ -2594,6 +2594,8 @@ def pooling_runner(spec: ModelSpec, s: EngineSettings) -> str | None:
     arch = spec.architecture or ""
     if arch in POOLING_ARCHITECTURES or arch.endswith(POOLING_ARCH_SUFFIXES):
         return f"{arch} is a pooling architecture in vLLM"
+    if isinstance((spec.companions or {}).get("sentence_bert_config.json"), dict):
+        return "the repo is a Sentence Transformers model (its sentence_bert_config.json), which vLLM serves as one"
     name = (spec.model_id or "").lower().rsplit("/", 1)[-1] + "-"
     if any(w in name for w in _EMBEDDING_NAME):
         return ("the model's name says it is an embedding model (a Sentence Transformers repo, which vLLM serves "

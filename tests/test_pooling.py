@@ -73,3 +73,34 @@ def test_a_generative_model_stays_generative_unless_told():
     told = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.12.0", max_model_len=8192, runner="pooling"))
     assert told.weights_bytes == est.weights_bytes - 152064 * 3584 * 2      # its untied lm_head
     assert told.kv_cache_bytes > est.kv_cache_bytes
+
+
+def test_a_sentence_transformers_repo_on_the_hub_is_a_pooling_model(tmp_path):
+    """vLLM runs a Sentence Transformers repo with its pooling runner even when config.json names a
+    *ForCausalLM (vllm/config/model.py: "Some Sentence Transformers models use *ForCausalLM archs"): the
+    repo's sentence_bert_config.json, fetched from the (fake) Hub beside config.json, says so."""
+    import json
+
+    from estimator.hub import resolve_model
+    from estimator.memory import estimate
+    from estimator.spec import spec_from_config
+    from tests.fakehub import FakeHub
+
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 1024,
+              "intermediate_size": 2816, "num_hidden_layers": 4, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "vocab_size": 32000, "max_position_embeddings": 4096,
+              "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    files = {"config.json": json.dumps(config).encode()}
+    with FakeHub() as hub:
+        hub.add_repo("kvtest/plain-lm", dict(files))
+        hub.add_repo("kvtest/st-embedder", {**files, "sentence_bert_config.json": b'{"max_seq_length": 4096}'})
+        plain = resolve_model("kvtest/plain-lm", endpoint=hub.url, cache_dir=str(tmp_path), timeout=5)
+        st = resolve_model("kvtest/st-embedder", endpoint=hub.url, cache_dir=str(tmp_path), timeout=5)
+    assert st.companions == {"sentence_bert_config.json": {"max_seq_length": 4096}}
+    settings = EngineSettings(vllm_version="0.12.0", max_model_len=4096)
+    a = estimate(spec_from_config(plain.config, plain.model_id, plain.companions), gpu_total_bytes=24 * GIB,
+                 settings=settings.replace())
+    b = estimate(spec_from_config(st.config, st.model_id, st.companions), gpu_total_bytes=24 * GIB,
+                 settings=settings.replace())
+    assert (a.settings.runner, b.settings.runner) == ("generate", "pooling")
+    assert a.weights_bytes - b.weights_bytes == 32000 * 1024 * 2          # its lm_head
