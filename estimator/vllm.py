@@ -368,11 +368,11 @@ SAMPLER_BYTES_NATIVE = 38
 SAMPLER_BYTES_TRITON = 14
 # From 0.21 (NATIVE_WARMED_TOO_FROM) the dummy sampler runs twice: FlashInfer's or the native path, then
 # the native one again with a generator (gpu_model_runner.py "Also warm forward_native"); the second
-# call's temporaries come after the first's are freed, so the peak stays near the code's 14 B. V1-runner
-# logs of 0.21–0.26 whose pool rests on the sampler solve to 14.6–18.3 B (median 16.3): an A5000 Qwen3-8B
-# (0.21), two L4 spell-check runs (Gemma 3 4B, Gemma 4 E2B; 0.21), an H100 Llama-3.1-70B-FP8 (0.22), an
-# H100 Qwen3.6-27B-FP8 at 1,024 rows (0.23), an MI300X Gemma 3 4B (0.23), an L40S Gemma 4 26B (0.25.1)
-# and an 80 GB Qwen3.5-35B-A3B at TP 4 (0.26). This was 29 B, taken from akiyax/kvcache-lab's 0.26 log,
+# call's temporaries come after the first's are freed, so the peak stays near the code's 14 B. Seven
+# V1-runner logs of 0.21–0.26 whose pool rests on the sampler solve to 14.6–18.3 B (median 16.4): an
+# A5000 Qwen3-8B (0.21), two L4 spell-check runs (Gemma 3 4B, Gemma 4 E2B; 0.21), an H100 Qwen3.6-27B-FP8
+# at 1,024 rows (0.23), an MI300X Gemma 3 4B (0.23), an L40S Gemma 4 26B (0.25.1) and an 80 GB
+# Qwen3.5-35B-A3B at TP 4 (0.26). This was 29 B, taken from akiyax/kvcache-lab's 0.26 log,
 # which ran on Model Runner V2 (its own sampler: v2_sampler_bytes).
 SAMPLER_BYTES_TRITON_WARMED = 16
 # The sampler each release runs on CUDA by default (v1/sample/ops/topk_topp_sampler.py, envs.py):

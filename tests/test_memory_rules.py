@@ -1378,7 +1378,7 @@ def test_an_image_only_tower_goes_with_image_zero_a_video_tower_needs_both():
     ("0.20.1", None, 14),
     # 0.21+: FlashInfer by default (unset = True), then the native path warmed with a generator ("Also
     # warm forward_native", gpu_model_runner.py) after the first call's temporaries are freed: near the
-    # code's 14 B, 16 B as eight V1-runner logs of 0.21–0.26 solve it (vllm.SAMPLER_BYTES_TRITON_WARMED)
+    # code's 14 B, 16 B as seven V1-runner logs of 0.21–0.26 solve it (vllm.SAMPLER_BYTES_TRITON_WARMED)
     ("0.21.0", None, 16),
     ("0.26.0", "1", 16),
     ("0.26.0", "0", 16),      # turned off: the Triton path twice, one after the other

@@ -81,10 +81,11 @@ def test_a_sentence_transformers_repo_on_the_hub_is_a_pooling_model(tmp_path):
     repo's sentence_bert_config.json, fetched from the (fake) Hub beside config.json, says so."""
     import json
 
+    from fakehub import FakeHub
+
     from estimator.hub import resolve_model
     from estimator.memory import estimate
     from estimator.spec import spec_from_config
-    from fakehub import FakeHub
 
     config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 1024,
               "intermediate_size": 2816, "num_hidden_layers": 4, "num_attention_heads": 16,
