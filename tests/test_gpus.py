@@ -299,3 +299,13 @@ def test_a_card_name_is_told_from_a_bare_size():
     assert names_a_card("NVIDIA GeForce RTX 5070 Ti 16GB") and names_a_card("4x A100/A800 80GB (not named)")
     for text in ("62.52 GiB KV per GPU beside 3.74 GiB weights", "24GB", "16303MiB", "no such card"):
         assert not names_a_card(text), text
+
+
+def test_rtx_a5000_is_sized_as_observed():
+    """nvidia-smi prints 24,564 MiB for an RTX A5000 (vllm#22177's 8-card box) and PyTorch's OOM message
+    'GPU 0 has a total capacity of 23.68 GiB' (a public A5000 report): no longer the marketed 24 GB less
+    the usual reservation (23.53 GiB), which sized vllm#22177's budget 0.13 GiB short."""
+    g = lookup_gpu("RTX A5000")
+    assert round(g.total_bytes / GIB, 2) == 23.68 and not g.assumed
+    # the same nvidia-smi figure as an RTX 4090's: a size alone names both cards
+    assert "NVIDIA RTX A5000" in lookup_gpu("24564MiB").assumed
