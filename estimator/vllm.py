@@ -1057,9 +1057,12 @@ def v0_keeps_chunked_prefill_off(p: Profile, spec, settings: EngineSettings) -> 
     return p.version >= (0, 8, 0) and bool(spec.uses_mla)
 
 
-# engine/arg_utils.py 0.27+: a multimodal prefix-LM model (Gemma 4 with bidirectional vision attention)
-# cannot chunk a media item, so a defaulted max_num_batched_tokens is raised to its largest item
-MM_PREFIX_FLOOR_FROM = (0, 27, 0)
+# engine/arg_utils.py: a multimodal prefix-LM model (Gemma 4 with bidirectional vision attention)
+# cannot chunk a media item, so a defaulted max_num_batched_tokens is raised to its largest item. Read
+# in 0.27's code; a 0.25.1 log shows it already (an L40S Gemma 4 26B at 32,768 tokens prints 9.81×
+# concurrency: its sliding-window groups hold window − 1 + 2,496 tokens per request, where 2,048 would
+# give 10.46×), a 0.21.0 log not yet (an L4 Gemma 4 E2B prints what 2,048 gives); 0.22–0.24 not seen.
+MM_PREFIX_FLOOR_FROM = (0, 25, 0)
 
 
 def default_max_num_batched_tokens(p: Profile, settings: EngineSettings, max_model_len: int,

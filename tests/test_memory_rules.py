@@ -1511,11 +1511,12 @@ def test_a_release_without_the_weights_format_says_it_cannot_load_them(quantizat
     assert last_release_before((0, 28, 0)) == "0.27.1" and last_release_before((0, 24, 0)) == "0.23.0"
 
 
-def test_gemma4_prefix_lm_raises_the_default_batch_to_one_video_from_027():
-    """engine/arg_utils.py 0.27+: a multimodal prefix-LM model (Gemma 4, use_bidirectional_attention
-    'vision') cannot chunk a media item, so a defaulted max_num_batched_tokens is raised to its largest
-    item: a video of 32 frames × (70 soft tokens + 2 + 6 markers) = 2,496 tokens (gemma4_mm.py) — the
-    figure a kvllm write-up quotes for gemma-4 on an RTX 5090 (2,048 raised to 2,496)."""
+def test_gemma4_prefix_lm_raises_the_default_batch_to_one_video_from_025():
+    """engine/arg_utils.py: a multimodal prefix-LM model (Gemma 4, use_bidirectional_attention 'vision')
+    cannot chunk a media item, so a defaulted max_num_batched_tokens is raised to its largest item: a
+    video of 32 frames × (70 soft tokens + 2 + 6 markers) = 2,496 tokens (gemma4_mm.py) — the figure a
+    kvllm write-up quotes for gemma-4 on an RTX 5090 (2,048 raised to 2,496). A 0.25.1 log shows it
+    (vllm.MM_PREFIX_FLOOR_FROM), a 0.21.0 log not."""
     spec = load("google/gemma-4-26B-A4B")
     card = lookup_gpu("RTX 5090").total_bytes
 
@@ -1525,7 +1526,8 @@ def test_gemma4_prefix_lm_raises_the_default_batch_to_one_video_from_027():
             .max_num_batched_tokens
 
     assert batch("0.28.0") == 32 * (70 + 2 + 6) == 2496
-    assert batch("0.26.0") == 2048                      # before the rule: the API server's 2,048 on this card
+    assert batch("0.25.1") == 2496
+    assert batch("0.21.0") == 2048                      # before the rule: the API server's 2,048 on this card
     assert batch("0.28.0", "--language-model-only") == 2048     # text only: not a prefix-LM run
     assert batch("0.28.0", "--max-num-batched-tokens", "1024") == 1024   # a value the user set stays
 
@@ -1996,3 +1998,20 @@ def test_gemma4_e2b_profile_mlp_is_its_double_wide_one():
     sp = load_model("google/gemma-4-E2B-it", offline=True).spec
     s = EngineSettings(vllm_version="0.22.0", max_num_batched_tokens=8192)
     assert _forward_bytes(sp, s, 8192, 2) == int(1.3 * 8192 * (3 * 12288 + 10 * 256 + 3 * 1536) * 2)
+
+
+def test_gemma4_sliding_groups_hold_the_raised_batch_in_the_concurrency():
+    """A 0.25.1 log (an L40S, Gemma 4 26B-A4B FP8, max_model_len 32,768, the docker image's defaults)
+    prints 12.75 GiB of KV, 321,600 tokens and 9.81× concurrency. Per request the full-attention group
+    needs 32,768 / 32 = 1,024 blocks (its 2 KV heads × 512 pages padded to the sliding layers' 16-token
+    page: 32-token blocks) and each of the 5 sliding-window groups cdiv(1,023 + 2,496, 16) + 1 = 221:
+    2,129 blocks, not the 1,989 a 2,048-token batch gives (10.46×)."""
+    spec = load("google/gemma-4-26B-A4B")
+    est = estimate(spec, gpu_total_bytes=lookup_gpu("L40S").total_bytes, gpu_name="NVIDIA L40S",
+                   settings=EngineSettings(vllm_version="0.25.1", max_model_len=32768,
+                                           gpu_memory_utilization=0.92, quantization="fp8"))
+    assert est.settings.max_num_batched_tokens == 2496
+    per_request = 32768 // 32 + 5 * (-(-(1023 + 2496) // 16) + 1)
+    assert per_request == 2129
+    assert abs(est.max_concurrency - est.gpu_blocks / per_request) < 0.01
+    assert abs(est.max_concurrency / 9.81 - 1) < 0.02
