@@ -1081,9 +1081,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     else:
         per_elem = 0        # V1 0.7.x: the logits alone (below)
     sampler = rows * vocab * per_elem
-    if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples \
-            or s.runner == "pooling":
-        sampler = 0     # logits and the sampler run on the last pipeline stage only; a pooling model has neither
+    if s.pp_stage is not None and s.pp_stage != s.pipeline_parallel_size - 1 or not samples:
+        sampler = 0     # logits and the sampler run on the last pipeline stage only
     if sampler and profile.engine == "v1" and s.speculative_method and profile.version >= V1_REJECTION_BONUS_FROM:
         sampler += rows * vocab * 3 * model_dtype_bytes     # the rejection sampler's dummy run (above)
     if sampler and _v2_profiled(spec, profile, s):
@@ -1096,12 +1095,12 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         assumptions.append(f"Model Runner V2: the profile peak includes {V2_FIRST_COMPILE / GiB:.1f} GiB for "
                            "torch.compile's first compile (a cold compile cache, as on a first start; with a "
                            "warm cache vLLM measures up to that much less and the KV cache gets it)")
-    if s.runner == "pooling":
-        pass
-    elif profile.logits_all_tokens:
+    if profile.logits_all_tokens:
         sampler = max(sampler, tb * vocab * 2 * 2)  # bf16 logits + fp32 upcast for all Tb tokens
     elif profile.engine == "v1" and profile.version < V1_SAMPLER_PROFILED_FROM:
         sampler = rows * vocab * 4
+    if s.runner == "pooling":
+        sampler = 0     # a pooling model ends its profile run in the pooler: no logits, no sampler
     if profile.engine == "v1" and spec.deepseek_v4_layers:
         return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
     # V1 holds the dummy encoder outputs and the dummy media's pixels while the language model and the

@@ -674,8 +674,9 @@ _API_SERVER = regex.compile(r"(?i)\bvllm[ \n]+serve\b|api_server|APIServer|opena
                             r"|vllm\.entrypoints\.openai")
 # A pooling (embedding / reranking / reward) run as vLLM's own lines show it: the engine config's
 # PoolerConfig (generative runs print pooler_config=None), the cudagraph override pooling models get
-# (vllm/config/vllm.py: "Pooling models do not support full cudagraphs"), the runner it resolved
-_POOLING_RUN = regex.compile(r"pooler_config=PoolerConfig\(|Pooling models do not support|runner(?:_type)?='?pooling\b")
+# (vllm/config/vllm.py: "Pooling models do not support full cudagraphs"); a runner flag or the
+# non-default args' 'runner' is the flag reader's (flags.FLAG_KEYS)
+_POOLING_RUN = regex.compile(r"pooler_config=PoolerConfig\(|Pooling models do not support")
 _MAMBA_MODE = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'(align|all)'")
 
 # The attention backend V1 chose for the model's layers, as its log names it: platforms/cuda.py

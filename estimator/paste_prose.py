@@ -797,8 +797,19 @@ def _spaced_name(m) -> str | None:
     if fam.lower() in _GLUED_VERSION:
         stems.reverse()
     # a version that is a model of its own ("Phi 4 14B" is microsoft/phi-4) keeps the catalog's id
-    repos = [r for r in (guess_repo(name) for name in [stem + tail for stem in stems] + (stems if ver else [])) if r]
-    return next((r for r in repos if canonical_id(r)), repos[0] if repos else None)
+    return _catalog_first([stem + tail for stem in stems] + (stems if ver else []))
+
+
+def _catalog_first(names: list[str], fallback: str | None = None) -> str | None:
+    """The repo the first of `names` the catalog knows spells; else `fallback`'s guess, or the first
+    name's guess when no fallback is given."""
+    repos = [guess_repo(n) for n in names]
+    known = next((r for r in repos if r and canonical_id(r)), None)
+    if known:
+        return known
+    if fallback is not None:
+        return guess_repo(fallback)
+    return next((r for r in repos if r), None)
 
 
 def find_bare_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
@@ -816,9 +827,10 @@ def find_bare_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
             continue
         # a name that is a model of its own ("phi-4 14B" is microsoft/phi-4) keeps its catalog id; else
         # the size written apart completes it
-        repo = guess_repo(name) if "-" in name else None
-        if sized and not (repo and canonical_id(repo)):
-            repo = guess_repo(sized)
+        if sized:
+            repo = _catalog_first([name] if "-" in name else [], fallback=sized)
+        else:
+            repo = guess_repo(name)
         if repo:
             out.append(Hit("model", repo, m.start("name"), m.end(), "prose_model_name", 8, guess=True))
     return out
