@@ -105,3 +105,19 @@ def test_a_sentence_transformers_repo_on_the_hub_is_a_pooling_model(tmp_path):
                  settings=settings.replace())
     assert (a.settings.runner, b.settings.runner) == ("generate", "pooling")
     assert a.weights_bytes - b.weights_bytes == 32000 * 1024 * 2          # its lm_head
+
+
+def test_a_pooling_model_captures_piecewise_graphs_only():
+    """vLLM (config/vllm.py) turns a pooling model's cudagraph mode to PIECEWISE ("Pooling models do not
+    support full cudagraphs"): where the estimate is budgeted (0.20+), the same captures without the FULL
+    decode graphs — here as many FULL sizes as PIECEWISE ones, so half the graph memory."""
+    from estimator.memory import cuda_graph_sizes, full_graph_sizes
+
+    spec = load_model("Qwen/Qwen3-Embedding-8B", offline=True).spec
+    graphs = {r: run_estimate(spec, "H100 80GB", EngineSettings(vllm_version="0.22.0", max_model_len=8192,
+                                                                runner=r, model_runner_v2=False))
+              for r in ("generate", "pooling")}
+    g = graphs["generate"].settings
+    sizes = cuda_graph_sizes(graphs["generate"].profile, g.max_num_seqs, g.max_num_batched_tokens, 0)
+    assert len(full_graph_sizes(sizes, g.max_num_seqs, 0)) == len(sizes)
+    assert graphs["pooling"].cuda_graph_bytes * 2 == graphs["generate"].cuda_graph_bytes > 0
