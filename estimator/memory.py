@@ -1618,6 +1618,44 @@ class EncoderProfile(NamedTuple):
 # vllm/model_executor/models/gemma4_mm.py _VIDEO_MAX_FRAMES / _VIDEO_MAX_SOFT_TOKENS
 GEMMA4_VIDEO_FRAMES = 32
 GEMMA4_VIDEO_SOFT_TOKENS = 70
+# From 0.22 Gemma 4's tower encodes images, and a video's frames, in batches (vllm PR #43169) of
+# `_encoder_chunk` items: min(free // 2, total // 10) of GPU memory over GEMMA4_ONE_HOT_COST_FACTOR ×
+# patches × position_embedding_size × 8 bytes per item (PR #43296; gemma4_mm.py). Before, one image or
+# frame per call.
+GEMMA4_ENCODER_CHUNKED_FROM = (0, 22, 0)
+GEMMA4_ONE_HOT_COST_FACTOR = 4
+# transformers' Gemma4VisionPatchEmbedder._position_embeddings built the position embeddings from
+# F.one_hot(positions, position_embedding_size): (batch, patches, 2, P) int64 and its cast to the table's
+# dtype, alive together — the tower's peak, which is why vLLM sizes the batch by it. transformers#46176
+# (merged 2026-05-28) replaced it with two F.embedding look-ups. Evidence for the window: nine 0.22.0 logs
+# of Gemma-4-E4B on an A10G (gemma-challenge-senpai, June 2026: one seq, 512–2,048 batched tokens,
+# bf16 and W4A16, with and without a drafter) leave 0.72–0.73 GiB more outside the KV cache than the
+# tower's activations, and an 11-frame one-hot is 0.73 GiB more (1.32 GiB); 0.25.1 logs of Gemma-4-26B-A4B
+# (L40S, two GB10) and Gemma-4-31B (RTX PRO 6000) fit without it. 0.23–0.24 were not seen: modelled as 0.25.
+GEMMA4_ONE_HOT_UNTIL = (0, 23, 0)
+
+
+def gemma4_encoder_call(spec: ModelSpec, profile: Profile, s: EngineSettings, units: int, unit_patches: int,
+                        dtype_b: int) -> tuple[int, int]:
+    """(patches one call of Gemma 4's vision tower encodes, the position embeddings' one-hot bytes beside
+    them) for `units` dummy images or video frames of `unit_patches` patches each (gemma4_mm.py
+    _process_image_input / _process_video_input, _encoder_chunk); (units × unit_patches, 0) for other
+    models or where the free memory at the profile run is not known."""
+    v = spec.vision or {}
+    classes = int(v.get("position_embedding_size") or 0)
+    if spec.config.get("model_type") != "gemma4" or profile.engine != "v1" or not classes or units <= 0:
+        return units * unit_patches, 0
+    if profile.version < GEMMA4_ENCODER_CHUNKED_FROM:
+        chunk = 1
+    elif s.gpu_memory_at_profile is None:
+        return units * unit_patches, 0
+    else:
+        total, free = s.gpu_memory_at_profile
+        budget = min(free // 2, total // 10)
+        chunk = max(1, budget // (unit_patches * GEMMA4_ONE_HOT_COST_FACTOR * classes * 8))
+    chunk = min(chunk, units)
+    one_hot = chunk * unit_patches * 2 * classes * (8 + dtype_b) if profile.version < GEMMA4_ONE_HOT_UNTIL else 0
+    return chunk * unit_patches, one_hot
 
 
 def vision_encoder_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_b: int,
@@ -1650,6 +1688,8 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
       Qwen2_5_VisionAttention.split_qkv all-gathers at TP > 1 (3·H replicated), and the rotated
       q/k copies and the output (≈ 5·H/tp). This half is why a tower's peak shrinks far less
       than 1/tp: Qwen3.6-27B's logs print 2.2 / 1.8 / 1.5 GiB of encoder peak at TP 1 / 2 / 4.
+    Gemma 4 encodes its items (a video's frames) a batch at a time and its position embeddings once held
+    a one-hot per patch, which can be the larger figure (gemma4_encoder_call).
     Times the LLM forward's factor: V1's fragmentation factor, V0's eager 1.0 (activation_peak adds the
     dummy media's pixels V0 keeps on the GPU, v0_dummy_pixel_bytes). An estimate, said as one, checked on V1 logs that
     profile one huge item: Qwen2.5-VL-7B's 114,688-token video on 0.23 (solved 15.34 GiB, modelled
@@ -1755,10 +1795,24 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         # a release whose ViT attention is read from its code: that live set, as eagerly as every
         # release runs the encoder (compile_mm_encoder is an opt-in from 0.12)
         attention, factor = exact, V0_FORWARD_FACTOR
-    peak = int(factor * items * patches * max(mlp * dtype_b, attention))
+    # the patches one call of the tower encodes: all of them, except where the model batches its calls
+    frames = GEMMA4_VIDEO_FRAMES if video and what == "video(s)" and spec.config.get("model_type") == "gemma4" else 1
+    encoded, one_hot = gemma4_encoder_call(spec, profile, s, items * frames, patches // frames, dtype_b)
+    peak = max(int(factor * encoded * max(mlp * dtype_b, attention)), one_hot)
     rotation = ", whose attention rotates q and k in float32 in this release" if exact and exact > mlp * dtype_b else ""
     assumptions.append(f"profile run includes {items} max-size dummy {what} of {tokens:,} tokens "
                        f"({patches:,} patches) through the vision encoder{rotation} (estimate)")
+    if encoded < items * patches:
+        unit = "frame" if frames > 1 else "image"
+        assumptions.append(f"Gemma 4's vision tower encodes them {encoded // (patches // frames)} {unit}(s) at a time"
+                           + (f" (vLLM {profile.release} sizes the batch by the GPU's free memory)"
+                              if profile.version >= GEMMA4_ENCODER_CHUNKED_FROM else
+                              f" (vLLM {profile.release} encodes one per call)"))
+    if one_hot:
+        assumptions.append(f"the tower's position embeddings are built from a one-hot of "
+                           f"{int(v.get('position_embedding_size')):,} classes per patch (int64, and its cast): "
+                           f"{one_hot / GiB:.2f} GiB at the profile run's peak (transformers' Gemma 4 of vLLM "
+                           f"{profile.release}'s time; transformers#46176 replaced it with a look-up)")
     return EncoderProfile(peak, media, kept, pixels, pixel_copy)
 
 
@@ -2172,6 +2226,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     model_weights += lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [])
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
+    # what torch sees free when the profile run starts: the weights, the CUDA context and other processes
+    # taken, nothing else yet
+    s.gpu_memory_at_profile = (gpu_total_bytes,
+                               max(0, gpu_total_bytes - weights_bytes - CUDA_CONTEXT - other_process_bytes))
     act = activation_peak(spec, profile, s, mdb, assumptions, max_len=max_len) if activation_bytes is None \
         else activation_bytes
     if activation_bytes is None:

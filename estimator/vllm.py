@@ -602,6 +602,9 @@ class EngineSettings:
     pp_stage: int | None = None                   # internal: the one PP stage being sized
     hybrid_block_align: int | None = None         # internal: the hybrid block alignment the card imposes
     compute_capability: float | None = None       # internal: the card's, for backend choices in the layout
+    # internal: (total, free) bytes torch sees when the profile run starts — the weights loaded, the
+    # KV cache not yet; models that size an encoder batch by free memory read it (memory.gemma4_encoder_call)
+    gpu_memory_at_profile: tuple[int, int] | None = None
     # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or RoPE scaling set on the command line (--rope-scaling,
     # --hf-overrides): a max_model_len above the config's is accepted
     allow_long_max_model_len: bool = False

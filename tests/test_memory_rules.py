@@ -2015,3 +2015,59 @@ def test_gemma4_sliding_groups_hold_the_raised_batch_in_the_concurrency():
     assert per_request == 2129
     assert abs(est.max_concurrency - est.gpu_blocks / per_request) < 0.01
     assert abs(est.max_concurrency / 9.81 - 1) < 0.02
+
+
+def test_gemma4_tower_batches_frames_by_free_memory_and_022_adds_the_one_hot():
+    """gemma4_mm.py from 0.22 (vllm PRs #43169, #43296): the tower encodes a video's frames `_encoder_chunk`
+    at a time, min(free // 2, total // 10) over 630 patches × 4 × 10,240 position classes × 8 B each, and
+    transformers' patch embedder of the time (before transformers#46176) builds an int64 one-hot of
+    (frames, 630, 2, 10,240) beside its bf16 cast. Before 0.22 one frame per call; 0.25 logs fit without
+    the one-hot."""
+    from estimator.memory import gemma4_encoder_call
+    from estimator.vllm import profile_for
+
+    spec = load("google/gemma-4-E4B-it")            # vision: 10,240 position classes; 70 × 3² patches a frame
+    assert spec.vision["position_embedding_size"] == 10240
+    frame = 70 * 3 * 3                              # 630 patches
+    per_frame_cost = frame * 4 * 10240 * 8          # 206,438,400 B: vLLM's cost model per frame
+    total = lookup_gpu("A10G").total_bytes          # 22.06 GiB
+    free = total - int(15.09 * GiB)                 # the bf16 weights loaded
+
+    def call(version, mem):
+        s = EngineSettings(vllm_version=version, gpu_memory_at_profile=mem)
+        return gemma4_encoder_call(spec, profile_for(version), s, 32, frame, 2)
+
+    # total // 10 binds (free // 2 ≈ 3.5 GiB): 2,368,… B // 206,438,400 B = 11 frames at a time
+    chunk = min(free // 2, total // 10) // per_frame_cost
+    assert chunk == 11
+    one_hot = 11 * frame * 2 * 10240 * (8 + 2)      # int64 + bf16 cast: 1,419,264,000 B = 1.32 GiB
+    assert call("0.22.0", (total, free)) == (11 * frame, one_hot)
+    # a nearly full card: free // 2 binds — (1 GiB // 2) // 206,438,400 = 2 frames
+    assert call("0.22.0", (total, GiB)) == (2 * frame, 2 * frame * 2 * 10240 * 10)
+    # 0.25: the same batching, no one-hot (transformers' look-up)
+    assert call("0.25.1", (total, free)) == (11 * frame, 0)
+    # 0.21: one frame per call, the one-hot of one frame
+    assert call("0.21.0", (total, free)) == (frame, frame * 2 * 10240 * 10)
+    # a card with room encodes all 32 frames at once (H100: 79 GiB // 10 over 206 MB = 41 ≥ 32)
+    h100 = lookup_gpu("H100").total_bytes
+    assert call("0.25.1", (h100, h100 // 2)) == (32 * frame, 0)
+    # other models are not batched this way
+    assert gemma4_encoder_call(load("Qwen/Qwen2.5-VL-7B-Instruct"), profile_for("0.22.0"),
+                               EngineSettings(gpu_memory_at_profile=(total, free)), 1, 65536, 2) == (65536, 0)
+
+
+def test_gemma4_e4b_on_an_a10g_at_022_matches_its_pool_with_the_one_hot():
+    """gemma-challenge-senpai's 0.22.0 log: Gemma-4-E4B-it bf16 on an A10G, util 0.9, one sequence, 512
+    batched tokens, eager: weights 15.09 GiB, 3.31 GiB of KV. The profile peak is the tower's one-hot
+    (1.32 GiB, above) and the dummy video's pixels; the pool is 0.9 × 22.06 − 15.09 − 1.35 − 0.15 ≈ 3.37 GiB
+    (1.8% over; it was 4.13 before the one-hot, 25% over)."""
+    spec = load("google/gemma-4-E4B-it")
+    s = EngineSettings(vllm_version="0.22.0", gpu_memory_utilization=0.9, max_model_len=4096, max_num_seqs=1,
+                       max_num_batched_tokens=512, enforce_eager=True, dtype="bfloat16")
+    est = estimate(spec, gpu_total_bytes=lookup_gpu("A10G").total_bytes, settings=s,
+                   weights_bytes=int(15.09 * GiB), gpu_name="NVIDIA A10G")
+    one_hot = 11 * 630 * 2 * 10240 * 10
+    assert one_hot <= est.activation_bytes < one_hot + 64 * MiB
+    assert abs(est.kv_cache_bytes / (3.31 * GiB) - 1) < 0.03
+    assert any("11 frame(s) at a time" in a for a in est.assumptions)
+    assert any("one-hot of 10,240 classes" in a for a in est.assumptions)
