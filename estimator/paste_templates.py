@@ -82,6 +82,11 @@ TEMPLATES: tuple[Template, ...] = (
        r"[ \n]+GPU[ \n]+memory[ \n]+utilization[ \n]*\((?P<gpu_memory_utilization>" + NUM + r"),[ \n]*(?P<x_requested_gib>"
        + NUM + r")[ \n]*GiB\)",
        P_ERROR, "free_memory_startup", ("0.9.1", None), "v1"),
+    # either line above cut after "on startup" (a paste that ends it with "…"): the card's free and total
+    _t("free_memory_cut",
+       r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM + r")[ \n]*/[ \n]*"
+       r"(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GiB\)[ \n]+on[ \n]+startup(?![ \n]+is[ \n]+less|\.[ \n]+Desired)",
+       P_PROFILE, None, ("0.9.1", None), "v1"),
     # 1.9 the "Actual usage" report (V1 0.10.2+; INFO in 0.10.2 and 0.27+)
     _t("actual_usage",
        r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM + r")[ \n]*/[ \n]*"

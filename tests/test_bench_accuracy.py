@@ -356,3 +356,16 @@ def test_the_official_image_recorded_in_the_notes_is_read(accuracy, other, expec
     of 0.8–0.11.0 then uses it: vllm.image_flashinfer_sampler)."""
     s = accuracy.settings_for({"paste": "", "era": "v1", "vllm_version": "0.8.5", "other_flags": other})
     assert s.official_image is expected
+
+
+def test_a_total_torch_printed_in_the_paste_sizes_the_card_the_case_field_leaves_out(accuracy):
+    """A case whose observed numbers lack total_gpu_memory_gib but whose paste shows vLLM's (or PyTorch's)
+    own total is sized by it, as `diagnose` does: kvcache-lab's RTX 4080 (15.99 GiB, a card the catalog
+    sizes by the 16,376 MiB it shares with the 4070 Ti SUPER: 15.60 GiB). An nvidia-smi MiB total or a size
+    in prose is not torch's and stays out."""
+    paste = "Free memory on device cuda:0 (13.88/15.99 GiB) on startup ..."
+    case = {"gpu": "NVIDIA GeForce RTX 4080", "paste": paste, "observed": {"kv_available_gib": 3.46}}
+    assert accuracy.printed_total(case, "NVIDIA GeForce RTX 4080") == int(15.99 * 2**30)
+    prose = {"gpu": "NVIDIA GeForce RTX 5090", "paste": "my 32 GB GPU runs out of KV cache",
+             "observed": {"kv_available_gib": 18.96}}
+    assert accuracy.printed_total(prose, "NVIDIA GeForce RTX 5090") is None

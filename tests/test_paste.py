@@ -1494,3 +1494,18 @@ def test_a_store_laid_out_as_org_and_name_is_read_as_that_repo(path, repo):
 ])
 def test_words_without_a_size_name_no_model(text):
     assert read_paste(text).get("model") is None
+
+
+def test_a_free_memory_line_cut_after_on_startup_still_gives_the_cards_total():
+    """kvcache-lab's notes quote vLLM's start-up line as "Free memory on device cuda:0 (13.88/15.99 GiB)
+    on startup ..." — cut before either ending (the error's "is less than desired …", the 0.10.2+ report's
+    ". Desired GPU memory utilization is …"). Free and total are still vLLM's own figures; nothing else
+    (no error, no utilization) is read from the cut line, and the whole lines keep their templates."""
+    f = read_paste("Free memory on device cuda:0 (13.88/15.99 GiB) on startup ...")
+    assert f.get("total_gpu_memory_gib") == 15.99 and f.get("free_memory_gib") == 13.88
+    assert f.values["total_gpu_memory_gib"].source == "free_memory_cut"
+    assert f.get("gpu_memory_utilization") is None and f.error_kind != "free_memory_startup"
+    whole = read_paste("ValueError: Free memory on device cuda:0 (13.88/15.99 GiB) on startup is less than desired "
+                       "GPU memory utilization (0.9, 14.39 GiB). Decrease GPU memory utilization")
+    assert whole.values["total_gpu_memory_gib"].source == "free_memory_startup"
+    assert whole.get("gpu_memory_utilization") == 0.9
