@@ -1618,6 +1618,8 @@ class EncoderProfile(NamedTuple):
 # vllm/model_executor/models/gemma4_mm.py _VIDEO_MAX_FRAMES / _VIDEO_MAX_SOFT_TOKENS
 GEMMA4_VIDEO_FRAMES = 32
 GEMMA4_VIDEO_SOFT_TOKENS = 70
+# get_mm_max_tokens_per_item's video: each frame's soft tokens plus boi, eoi and about 6 timestamp tokens
+GEMMA4_VIDEO_ITEM_TOKENS = GEMMA4_VIDEO_FRAMES * (GEMMA4_VIDEO_SOFT_TOKENS + 2 + 6)
 # From 0.22 Gemma 4's tower encodes images, and a video's frames, in batches (vllm PR #43169) of
 # `_encoder_chunk` items: min(free // 2, total // 10) of GPU memory over GEMMA4_ONE_HOT_COST_FACTOR ×
 # patches × position_embedding_size × 8 bytes per item (PR #43296; gemma4_mm.py). Before, one image or
@@ -1725,9 +1727,10 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         video_tokens, video_run = qwen3
     elif video and profile.engine == "v1" and spec.config.get("model_type") == "gemma4":
         # gemma4_mm.py get_mm_max_tokens_per_item: a video is _VIDEO_MAX_FRAMES (32) frames of
-        # _VIDEO_MAX_SOFT_TOKENS (70) soft tokens, 2,240 — more than an image's 280 — so the profile run
-        # encodes the dummy video: 32 frames, each padded to 70 × pooling² patches, through the tower
-        video_tokens = video_run = GEMMA4_VIDEO_FRAMES * GEMMA4_VIDEO_SOFT_TOKENS
+        # _VIDEO_MAX_SOFT_TOKENS (70) soft tokens and 8 marker tokens each, 2,496 — more than an image's
+        # 280 — so the profile run encodes the dummy video, as many as the encoder budget holds of 2,496:
+        # 32 frames, each padded to 70 × pooling² patches, through the tower (2,240 rows out)
+        video_tokens, video_run = GEMMA4_VIDEO_ITEM_TOKENS, GEMMA4_VIDEO_FRAMES * GEMMA4_VIDEO_SOFT_TOKENS
     n_img, n_vid = _media_per_prompt(s, video)
     if n_img + n_vid == 0:
         assumptions.append("--limit-mm-per-prompt allows no images or videos: no multimodal dummy inputs in "
@@ -2695,7 +2698,7 @@ def mm_prefix_item_tokens(spec: ModelSpec, s: EngineSettings, profile: Profile) 
     if s.language_model_only or vision_tower_skipped(spec, s, profile):
         return 0
     image = int((spec.vision or {}).get("default_output_length") or 280)
-    return max(image, GEMMA4_VIDEO_FRAMES * (GEMMA4_VIDEO_SOFT_TOKENS + 2 + 6))
+    return max(image, GEMMA4_VIDEO_ITEM_TOKENS)
 
 
 # model types whose vision tower vLLM marks for "image" alone (gemma3_mm.py, mistral3.py, pixtral.py,

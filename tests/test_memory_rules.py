@@ -2071,3 +2071,15 @@ def test_gemma4_e4b_on_an_a10g_at_022_matches_its_pool_with_the_one_hot():
     assert abs(est.kv_cache_bytes / (3.31 * GiB) - 1) < 0.03
     assert any("11 frame(s) at a time" in a for a in est.assumptions)
     assert any("one-hot of 10,240 classes" in a for a in est.assumptions)
+
+
+def test_gemma4_profiles_as_many_videos_as_the_budget_holds_of_2496_tokens():
+    """gemma4_mm.py get_mm_max_tokens_per_item: a video is 32 frames × (70 soft tokens + boi + eoi + ~6
+    timestamp tokens) = 2,496 tokens, so a 16,384-token encoder budget holds 16,384 // 2,496 = 6 dummy
+    videos (not the 7 that 2,240 soft tokens would give); each still encodes 32 × 70 = 2,240 rows."""
+    spec = load("google/gemma-4-26B-A4B")
+    s = EngineSettings(vllm_version="0.25.1", max_model_len=32768, max_num_batched_tokens=16384,
+                       quantization="fp8")
+    est = estimate(spec, gpu_total_bytes=lookup_gpu("L40S").total_bytes, gpu_name="NVIDIA L40S", settings=s)
+    assert 16384 // (32 * (70 + 2 + 6)) == 6
+    assert any("includes 6 max-size dummy video(s) of 2,240 tokens" in a for a in est.assumptions)
