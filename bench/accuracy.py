@@ -275,23 +275,17 @@ def gpu_for(case: dict) -> str:
     return f"{total}GiB" if total else name
 
 
-# paste lines that print torch's own total: vLLM's start-up check and profiling lines, PyTorch's OOM
-# message ("total capacity of"), Unsloth's banner — not nvidia-smi's MiB, nor a size in prose
-TORCH_TOTAL_SOURCES = ("free_memory_startup", "free_memory_cut", "actual_usage", "v064_results_head", "v0_budget",
-                       "v065_tab_total", "torch_oom", "unsloth_max_memory")
-
-
 def printed_total(case: dict, gpu_arg: str) -> int | None:
     """The torch total vLLM printed, in bytes, for a case run on a named card (gpu_for): the card
     sets the defaults, the printed figure the size — as `diagnose` re-runs a paste on the total it
-    prints (diagnosis.with_printed_total). The case's observed figure, else one of the paste's lines
-    that print torch's total (TORCH_TOTAL_SOURCES)."""
+    prints (diagnosis.with_printed_total). The case's observed figure, else a total a line of the
+    paste prints as torch reports it (derive.printed_torch_total_gib)."""
+    from estimator.derive import printed_torch_total_gib
     from estimator.gpus import is_size_only
 
     total = (case.get("observed") or {}).get("total_gpu_memory_gib")
-    if total is None:
-        fact = paste_facts(case).values.get("total_gpu_memory_gib")
-        total = fact.value if fact is not None and fact.source in TORCH_TOTAL_SOURCES else None
+    if not _number(total):
+        total = printed_torch_total_gib(paste_facts(case))
     if not _number(total) or "+" in gpu_arg or smi_total_mib(case) or is_size_only(gpu_arg):
         return None
     return int(float(total) * GiB)

@@ -28,6 +28,7 @@ from estimator.memory import (
     window_tokens,
 )
 from estimator.paste import torch_oom_records
+from estimator.paste_templates import TEMPLATES
 from estimator.spec import DeepseekV4Layer
 from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
 
@@ -334,6 +335,23 @@ def torch_total_from_facts(facts) -> tuple[int, str, str] | None:
         if g is not None:
             return g.total_bytes, "derived", f"nvidia-smi's {mib:,} MiB as torch sees it: {g.assumed}"
     return int(round(float(fact.value) * GiB)), "read", f"total_gpu_memory {fact.value} GiB in the paste"
+
+
+# the fact sources that are torch's own total as software printed it: every message template with a total
+# group, and PyTorch's OOM message (paste.py reads it outside the templates)
+_PRINTED_TOTAL_SOURCES = frozenset({t.name for t in TEMPLATES if "total_gpu_memory_gib" in t.pattern.groupindex}
+                                   | {"torch_oom"})
+
+
+def printed_torch_total_gib(facts) -> float | None:
+    """Torch's own total, in GiB as printed, where a line the paste holds prints it — a message template with a
+    total (vLLM's start-up check and profiling lines, Unsloth's banner) or PyTorch's OOM message —
+    else None: nvidia-smi's MiB and a size in prose are not torch's figure (torch_total_from_facts
+    converts or trusts those)."""
+    fact = facts.values.get("total_gpu_memory_gib")
+    if fact is None or not fact.value or fact.source not in _PRINTED_TOTAL_SOURCES:
+        return None
+    return float(fact.value)
 
 
 # the spread of a total worked back from the graph hint, at the printed precision, that still names a card

@@ -983,7 +983,7 @@ UNSLOTH_DEFAULT_LORA_RANK = 64        # FastLanguageModel.from_pretrained's max_
 # - 83f5318c (2025-02-06) … 9308f9ea (2025-11-29): max_num_seqs 128 … 400 by that memory; the batch was
 #   max_seq_length until 2afbcc19 (2025-09-16), then vLLM's 2048 (the printed "Chunked prefill tokens" is not it);
 # - from 9308f9ea: (max_num_batched_tokens, max_num_seqs) from (2048, 8) to (8192, 256).
-# Both × 1.05 with float8_kv_cache, × conservativeness, at least 1. Eras by the banner's Unsloth release
+# (226 for 40–48 GB is unsloth_zoo's own figure, as its code has it.) Both × 1.05 with float8_kv_cache, × conservativeness, at least 1. Eras by the banner's Unsloth release
 # (released beside unsloth_zoo); a month that straddles a change is not guessed.
 _UNSLOTH_SEQS_A = ((2, 128), (4, 160), (8, 192), (12, 224), (16, 256), (24, 288), (40, 320), (48, 226), (80, 368))
 _UNSLOTH_BATCH_B = ((2, 2048, 8), (4, 2048, 16), (8, 4096, 32), (12, 4096, 48), (16, 6144, 64), (24, 6144, 80),

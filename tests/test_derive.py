@@ -832,3 +832,22 @@ def test_a_decode_context_parallel_runs_tokens_are_dcp_times_its_pool():
     pool = d.derived["figures"]["kv_pool"]["value"]
     assert pool / GiB == pytest.approx(38.63, rel=0.01)
     assert "262,144 tokens ÷ 2 decode-context-parallel ranks × 48,128 B" in d.derived["figures"]["kv_needed"]["how"]
+
+
+def test_a_total_is_torchs_own_only_where_a_template_or_pytorchs_oom_prints_it():
+    """derive.printed_torch_total_gib: any message template with a total (vLLM's V0 budget line, Unsloth's
+    banner) and PyTorch's OOM message give torch's figure; nvidia-smi's MiB total does not."""
+    from estimator.derive import printed_torch_total_gib
+
+    v0 = read_paste("the current vLLM instance can use total_gpu_memory (39.50GiB) x gpu_memory_utilization (0.90) "
+                    "= 35.55GiB")
+    assert printed_torch_total_gib(v0) == 39.5
+    unsloth = read_paste("NVIDIA GeForce RTX 3090. Num GPUs = 1. Max memory: 23.684 GB. Platform: Linux.")
+    assert printed_torch_total_gib(unsloth) == 23.684
+    oom = read_paste("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                     "capacity of 23.54 GiB of which 1.02 GiB is free.")
+    assert printed_torch_total_gib(oom) == 23.54
+    smi = read_paste("|   0  NVIDIA GeForce RTX 3090  Off | 00000000:01:00.0 Off | N/A |\n"
+                     "| 30%   40C    P8    20W / 350W |      1MiB / 24576MiB |      0%      Default |")
+    assert smi.values["total_gpu_memory_gib"].source == "nvidia_smi_total"
+    assert printed_torch_total_gib(smi) is None
