@@ -15,23 +15,16 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from estimator.cuda_graphs import graphs_after_kv
 from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
-from estimator.gpus import lookup_gpu
-from estimator.memory import (
-    CUDA_CONTEXT,
-    Estimate,
-    GiB,
-    cc_number,
-    graphs_after_kv,
-    length_over_config,
-    rerun,
-    stage_sizes,
-    vision_encoder_peak,
-    vision_tower_skipped,
-    window_tokens,
-)
+from estimator.gpus import cc_number, lookup_gpu
+from estimator.kv_layout import stage_sizes, window_tokens
+from estimator.memory import Estimate, length_over_config, rerun
+from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
+from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
+from estimator.units import GiB
 from estimator.vllm import (
     GRAPH_PROFILING_ENV_FROM,
     ONLINE_QUANT_METHODS,
@@ -252,7 +245,7 @@ def _length_sets_profile(est: Estimate, length: int, base: Estimate | None = Non
     """Does max_model_len size the profile run (with `changes`)? V0 without chunked prefill batches
     max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py), and V1 from 0.11 builds Qwen2-VL's dummy
     video as long as max_model_len holds (gpu_model_runner.py _get_mm_dummy_batch, seq_len=max_model_len;
-    memory.qwen2_vl_dummy_video): a shorter context then also shrinks the activation peak, and the length
+    multimodal_profile.qwen2_vl_dummy_video): a shorter context then also shrinks the activation peak, and the length
     that fits is longer than the one the KV pool holds now. `base`: `est` re-run with `changes`, where the
     caller has it already."""
     if base is None:
@@ -614,7 +607,7 @@ def _activation_fixes(est: Estimate) -> list[Suggestion]:
         seqs = min(seqs, useful)
     mllama_v0 = est.profile.engine == "v0" and est.spec.model_type.startswith("mllama")
     while mllama_v0 and e.error_kind == "no_cache_blocks" and seqs > 1:
-        # V0 encodes one dummy image per max_num_seqs prompt (memory._mllama_v0_encoder_peak): halve
+        # V0 encodes one dummy image per max_num_seqs prompt (multimodal_profile._mllama_v0_encoder_peak): halve
         # the prompts until a block is left
         seqs //= 2
         e, ok, _ = _check(est, max_num_seqs=seqs)
@@ -662,7 +655,7 @@ def _window_fixes(est: Estimate) -> list[Suggestion]:
 
 # The least KV memory a --limit-mm-per-prompt fix must free to be offered (a judgement, not vLLM's): above the
 # spread of the modelled image-tower peaks against the logs' (0.1–0.3 GiB on the Qwen3.6 and Qwen2.5-VL image
-# logs, memory.encoder_profile) and above what a fixed-size tower's dummy batch leaves beside the LLM's run
+# logs, multimodal_profile.encoder_profile) and above what a fixed-size tower's dummy batch leaves beside the LLM's run
 # (Gemma 3 27B on 0.8.5: 32 images' outputs and float32 pixels, 0.37 GiB), so that such a gain is not
 # promised as a fix that serves only text.
 MM_LIMIT_MIN_GAIN = 512 * 2**20
@@ -694,7 +687,7 @@ def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
         if frees(new):
             why = "text-only serving: no dummy images in the profile run"
             if vision_tower_skipped(spec, s.replace(limit_mm_per_prompt=new), est.profile):
-                why += " and no vision tower loaded"       # memory.TOWER_SKIP_FROM
+                why += " and no vision tower loaded"       # multimodal_profile.TOWER_SKIP_FROM
             out.append(_with_len(est, {"limit_mm_per_prompt": new}, why, True, "only if you send no images",
                                  [_mm_flag(est, new)]))
     return [x for x in out if x]
@@ -711,7 +704,7 @@ def _mm_flag(est: Estimate, limits: dict) -> str:
 
 def _graph_fixes(est: Estimate, kind: str) -> list[Suggestion]:
     """An OOM outside vLLM's budget: capture no graphs, or leave more of the card outside the budget.
-    Where the version budgets the graphs (V1 0.20+, memory.graphs_after_kv), eager mode only gives
+    Where the version budgets the graphs (V1 0.20+, cuda_graphs.graphs_after_kv), eager mode only gives
     their memory to the KV cache: it avoids a capture OOM but leaves a runtime OOM's margin as it was."""
     budgeted = graphs_budgeted(est.profile, est.settings) and not graphs_after_kv(est.profile, est.settings)
     out: list[Suggestion | None] = []

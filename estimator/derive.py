@@ -13,23 +13,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from estimator.activation import v2_first_compile
 from estimator.kv_deepseek_v4 import DS_MLA_ALIGN, DS_MLA_ROW_BYTES
-from estimator.memory import (
+from estimator.kv_layout import (
     TURBOQUANT_PRESETS,
-    Estimate,
-    GiB,
     dcp_ranks,
-    graphs_captured_after_kv,
     turboquant_slot,
-    v0_capacity_divisor,
-    v0_driver_extra_bytes,
     v0_mla_padded_values,
-    v2_first_compile,
     window_tokens,
 )
+from estimator.memory import Estimate, graphs_captured_after_kv, v0_capacity_divisor, v0_driver_extra_bytes
 from estimator.paste import torch_oom_records
 from estimator.paste_templates import TEMPLATES
 from estimator.spec import DeepseekV4Layer
+from estimator.units import GiB
 from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
 
 if TYPE_CHECKING:
@@ -234,7 +231,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             held = est.cached_all_reduce_bytes if est else 0
             if held:
                 # vllm PR #2031 (0.2.5) to 0.6.3: the peak is the used memory after the profile run, PyTorch's
-                # cache included (memory.cached_all_reduce_bytes)
+                # cache included (non_torch.cached_all_reduce_bytes)
                 msg = (f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory beyond the model's estimate; "
                        f"vLLM {est.profile.release} with tensor parallelism counts what PyTorch still caches after the "
                        f"profile run, and the all-reduced activations held for NCCL can take up to {held / GiB:.1f} GiB "
@@ -701,14 +698,14 @@ def kv_formula(est: Estimate) -> str:
         return "no layer keeps per-token KV" + states
     if est.layout.dsv4 is not None or any(isinstance(lk, DeepseekV4Layer) for lk in layers):
         return _deepseek_v4_formula(est, layers, total)
-    # the layers as this version caches them: MLA before 0.7.1 keeps K and V per head (memory.effective_layers)
+    # the layers as this version caches them: MLA before 0.7.1 keeps K and V per head (kv_layout.effective_layers)
     if any(lk.kind == "mla" or getattr(lk, "fixed_bytes", 0) or getattr(lk, "indexer_bytes", 0) for lk in layers):
         mla = spec.mla or {}
         idx = [lk for lk in layers if getattr(lk, "indexer_bytes", 0)]
         packed = [lk for lk in layers if getattr(lk, "fixed_bytes", 0)]
         sum_ = f"{mla.get('kv_lora_rank', '?')} + {mla.get('qk_rope_head_dim', '?')}"
         if packed and est.profile.engine == "v0":
-            # 0.7.2–0.7.3's cache engine pads the latent to 256 bytes (memory.V0_MLA_ALIGNED)
+            # 0.7.2–0.7.3's cache engine pads the latent to 256 bytes (kv_layout.V0_MLA_ALIGNED)
             padded = v0_mla_padded_values(packed[0])
             latent = f"{len(layers)} MLA layers × ({sum_}, padded to {padded} for 256-byte alignment) × dtype bytes"
         elif packed:
@@ -745,7 +742,7 @@ def kv_formula(est: Estimate) -> str:
 
 
 def _packed_kv_formula(est: Estimate, layers: list, total: int, states: str) -> str:
-    """A KV format that packs scales beside the values (memory.packed_kv_content): each token takes a
+    """A KV format that packs scales beside the values (kv_layout.packed_kv_content): each token takes a
     fixed number of bytes per KV head, which the formula shows with what makes it up."""
     dtype = (est.settings.kv_cache_dtype or "").lower()
     tp = est.settings.tensor_parallel_size
@@ -779,7 +776,7 @@ def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:
     for lk in layers:
         by_ratio[lk.compress_ratio] = by_ratio.get(lk.compress_ratio, 0) + 1
     plan = est.layout.dsv4
-    # a release before DeepSeek-V4's pool (memory._deepseek_v4_layout) has no plan: only the rows count
+    # a release before DeepSeek-V4's pool (kv_layout._deepseek_v4_layout) has no plan: only the rows count
     ds_mla = plan.ds_mla if plan is not None else (est.settings.kv_cache_dtype or "auto").startswith("fp8")
     row = f"{DS_MLA_ROW_BYTES} B (fp8_ds_mla)" if ds_mla else f"{layers[0].head_dim} × dtype bytes"
     terms = [f"{n} layers × {row} ÷ {r}" + (" + the indexer's 132 B key ÷ 4" if r == 4 else "")
@@ -836,7 +833,7 @@ def _estimate_reason(name: str, est: Estimate) -> str:
 
 def _graphs_not_counted(est: Estimate) -> str:
     """Why the budget holds no CUDA graphs: eager mode, a release before graph profiling, or the V2
-    model runner before 0.29, which captures them after sizing the KV cache (memory.graphs_after_kv)."""
+    model runner before 0.29, which captures them after sizing the KV cache (cuda_graphs.graphs_after_kv)."""
     if est.settings.enforce_eager:
         return "none: --enforce-eager"
     if graphs_captured_after_kv(est):

@@ -30,9 +30,11 @@ from estimator.derive import (
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.gpus import states_its_size
-from estimator.memory import CUDA_CONTEXT, Estimate, GiB
+from estimator.memory import Estimate
+from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
 from estimator.render import redact, render_markdown, render_slack, render_text
+from estimator.units import GiB
 
 # A size that belongs to the card named just before it ("RTX 4090 with 48GB", "A100 (80GB)", "my A100
 # is 40GB", "RTX 5070 Ti 16303MiB"), not a usage figure ("T4 and only takes ~10GB/15GB") nor the
@@ -704,7 +706,7 @@ def _in_unsloth_call(suggestions: list[dict], facts, model_id: str | None, compu
     through the scale Unsloth applied (the user's value over the one it printed handing vLLM); without
     both figures it is told in words."""
     from estimator.flags import unsloth_call_with
-    from estimator.memory import cc_number
+    from estimator.gpus import cc_number
 
     given, handed = facts.extra.get("unsloth_gpu_memory_utilization"), facts.extra.get("unsloth_vllm_utilization")
     scale = given / handed if given and handed else None
@@ -1135,7 +1137,7 @@ def _printed_kv_targets(facts, est: Estimate) -> list[tuple]:
 def _kv_dtypes_tried(est: Estimate) -> list[str]:
     """KV cache dtypes a paste may hide: fp8 everywhere; where the release has them (V1, 0.20+) an 8-bit
     per-token-head cache (int8 and fp8 take the same bytes: one stands for both) and, on Blackwell's
-    SM 10.x where FlashInfer runs it, NVFP4 (memory.packed_kv_content)."""
+    SM 10.x where FlashInfer runs it, NVFP4 (kv_layout.packed_kv_content)."""
     from estimator.vllm import kv_dtype_exists
 
     if est.profile.engine != "v1":

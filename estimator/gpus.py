@@ -192,7 +192,7 @@ _NVSWITCH_NAME = regex.compile(r"\bSXM\d?\b|^NVIDIA (?:H200|H20|B200|GB200|B300)
 
 def on_nvswitch_board(name: str) -> bool:
     """Is the card (a catalog name, as `lookup_gpu` gives it) one that sits on an NVSwitch board?
-    Why: NCCL's buffers under tensor parallelism follow the links between the GPUs (memory.non_torch)."""
+    Why: NCCL's buffers under tensor parallelism follow the links between the GPUs (non_torch.non_torch)."""
     return bool(_NVSWITCH_NAME.search(name or "")) and "MIG" not in name    # a short catalog name, not user text
 
 
@@ -516,3 +516,11 @@ def family_card_holding(text: str, loaded_bytes: int) -> Gpu | None:
         return None
     bigger = [g for g in family_variants(named.name) if g.total_bytes > loaded_bytes]
     return min(bigger, key=lambda g: g.total_bytes) if bigger else None
+
+
+def cc_number(compute_capability: str | None) -> float | None:
+    """NVIDIA compute capability as a number ("8.6" → 8.6); None for other vendors ("gfx942")."""
+    try:
+        return float(compute_capability) if compute_capability else None
+    except (TypeError, ValueError):
+        return None

@@ -289,5 +289,5 @@ def group_blocks(g: Group, length: int, in_flight: int, extra_tokens: int = 0) -
 
 
 def window_spec(g: Group) -> SlidingWindow:
-    """A stand-in layer for a windowed group (its window), as memory.KVGroup expects one."""
+    """A stand-in layer for a windowed group (its window), as kv_layout.KVGroup expects one."""
     return SlidingWindow(kv_heads=1, head_dim=1, window=g.window)

@@ -665,7 +665,7 @@ _SAMPLER_IMPL = regex.compile(
 
 
 # vLLM logs this only when prefix caching is on for a hybrid model (vllm/model_executor/models/config.py):
-# "align" mode keeps two state blocks per running request (memory.py), flag or default.
+# "align" mode keeps two state blocks per running request (kv_layout.mamba_cache_mode), flag or default.
 # vllm/config/vllm.py (0.26+): "Asynchronous scheduling is enabled." / "... disabled."
 _ASYNC_SCHEDULING = regex.compile(r"Asynchronous[ \n]+scheduling[ \n]+is[ \n]+(enabled|disabled)\b")
 # The marks of an API server run (a paste with user code's LLM(...) call and none of these ran the offline
@@ -694,7 +694,7 @@ _ATTENTION_BACKEND = regex.compile(
 # "Directly load AOT compilation from path …" on a hit — the whole compiled function comes from disk and
 # no per-graph line follows —; "Compiling a graph for …" when Inductor compiles, and "Compiling model
 # again due to a load failure" when the AOT artifact could not be used. A warm cache takes nothing more
-# in the profile run (memory.V2_FIRST_COMPILE).
+# in the profile run (activation.V2_FIRST_COMPILE).
 _COMPILE_CACHE = regex.compile(r"(?P<warm>Directly[ ]+load[ ]+(?:the[ ]+compiled[ ]+graph|AOT[ ]+compilation[ ]+from))"
                                r"|(?P<cold>Compiling[ ]+(?:a[ ]+graph[ ]+for|model[ ]+again[ ]+due))")
 

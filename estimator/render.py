@@ -13,8 +13,9 @@ import re
 
 import regex
 
-from estimator.memory import Estimate, GiB, graphs_captured_after_kv
+from estimator.memory import Estimate, graphs_captured_after_kv
 from estimator.paste import CONFIG_ERRORS
+from estimator.units import GiB
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
 SECRET_SHAPES = regex.compile(

@@ -69,7 +69,7 @@ class FullAttention(LayerKV):
     # learned attention sinks (models/gpt_oss.py: one per head): not every attention backend takes them
     sinks: bool = False
     # Bytes one token takes per KV head, K and V together, where the KV format packs scales beside the
-    # values (memory.packed_kv_content: per-token-head int8/fp8/int4, NVFP4); 0 = (K + V dims) × dtype bytes
+    # values (kv_layout.packed_kv_content: per-token-head int8/fp8/int4, NVFP4); 0 = (K + V dims) × dtype bytes
     content_bytes: int = 0
 
     def heads_per_rank(self, tp: int) -> int:

@@ -293,7 +293,7 @@ class Profile:
     era: str
     version: tuple[int, int, int]
     engine: str                      # "v0" | "v1"
-    budget_rule: str                 # see memory.available_kv
+    budget_rule: str                 # see memory.estimate
     default_utilization: float
     cuda_graphs_budgeted: bool       # graph memory subtracted before KV sizing (V1 0.20+)
     reserved_block: bool             # one null block subtracted in the admission check (0.29+)
@@ -350,7 +350,7 @@ SAMPLER_BYTES_FLASHINFER = 10
 # row × vocab element (docs §6: 256 × 152,064 × 40 B = 1.45 GiB vs 1.42 GiB measured in vllm#13882;
 # dev vllm15815 35 B, vllm10511 41 B).
 SAMPLER_BYTES_V0 = 40
-# V1 samples in the profile run from 0.8 (before, only the logits count: memory.activation_peak)
+# V1 samples in the profile run from 0.8 (before, only the logits count: activation.activation_peak)
 V1_SAMPLER_PROFILED_FROM = (0, 8, 0)
 # The native path's peak, element by element (v1/sample/sampler.py + ops/topk_topp_sampler.py): the
 # bf16 logits (2) the caller still holds, their fp32 copy (4), sort's values (4) and int64 indices
@@ -603,7 +603,7 @@ class EngineSettings:
     hybrid_block_align: int | None = None         # internal: the hybrid block alignment the card imposes
     compute_capability: float | None = None       # internal: the card's, for backend choices in the layout
     # internal: (total, free) bytes torch sees when the profile run starts — the weights loaded, the
-    # KV cache not yet; models that size an encoder batch by free memory read it (memory.gemma4_encoder_call)
+    # KV cache not yet; models that size an encoder batch by free memory read it (multimodal_profile.gemma4_encoder_call)
     gpu_memory_at_profile: tuple[int, int] | None = None
     # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or RoPE scaling set on the command line (--rope-scaling,
     # --hf-overrides): a max_model_len above the config's is accepted
@@ -949,7 +949,7 @@ def v0_text_only_dummy(version: tuple[int, ...], model_type: str, media_tokens: 
     """Does V0 profile this multimodal model with a text-only dummy prompt (V0_TEXT_ONLY_DUMMY)? Its
     sequence length is max_num_batched_tokens // max(1, min(S, max_num_batched_tokens // media)), which is
     at least the media tokens whenever max_num_batched_tokens is: the media do not fit exactly when they
-    exceed max_num_batched_tokens. Mllama's encoder-decoder path is its own (memory._mllama_v0_encoder_peak)."""
+    exceed max_num_batched_tokens. Mllama's encoder-decoder path is its own (multimodal_profile._mllama_v0_encoder_peak)."""
     lo, hi = V0_TEXT_ONLY_DUMMY
     if not lo <= version[:3] < hi or model_type.startswith("mllama") or media_tokens <= batched_tokens:
         return False

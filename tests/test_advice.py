@@ -12,7 +12,8 @@ import pytest
 from estimator.advice import command_with, friendly_len, full_context_plan, suggest
 from estimator.api import load_model, run_estimate
 from estimator.flags import user_command
-from estimator.memory import GiB, estimate, rerun
+from estimator.memory import estimate, rerun
+from estimator.units import GiB
 from estimator.vllm import EngineSettings
 
 SEED_MODEL = "Qwen/Qwen2.5-14B-Instruct-1M"
@@ -831,7 +832,7 @@ def test_a_019_graph_capture_oom_offers_vllms_opt_in_and_a_utilization_that_leav
 
 
 def test_a_fix_for_a_lora_run_keeps_its_adapter_flags():
-    """The adapter slots are part of what each fix was checked with (memory.lora_buffer_bytes), so a fix's
+    """The adapter slots are part of what each fix was checked with (activation.lora_buffer_bytes), so a fix's
     command for a run started with --enable-lora --max-lora-rank 64 repeats them."""
     spec = load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec
     est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.10.1", max_model_len=131072,

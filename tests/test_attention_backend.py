@@ -3,7 +3,7 @@ estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, v1/attention/b
 
 The graph figures are written out by hand: PIECEWISE sizes [1, 2, 4] and FULL sizes [1, 2] at
 max_num_seqs 2 (vllm.cuda_graph_sizes / full_graph_sizes), 0.24 MiB per graph per layer for a
-dense model (memory.GRAPH_BYTES_PER_LAYER_DENSE), FlashInfer's 394 MiB workspace and 8 MiB per
+dense model (cuda_graphs.GRAPH_BYTES_PER_LAYER_DENSE), FlashInfer's 394 MiB workspace and 8 MiB per
 decode wrapper (one per FULL size, shared by its warm-up and its capture: flashinfer.py build()).
 """
 
@@ -16,7 +16,8 @@ from test_memory import load
 from estimator import diagnose, render_markdown
 from estimator.api import run_estimate
 from estimator.attention_backend import attention_backend
-from estimator.memory import GRAPH_BYTES_PER_LAYER_DENSE, attention_groups
+from estimator.cuda_graphs import GRAPH_BYTES_PER_LAYER_DENSE
+from estimator.kv_layout import attention_groups
 from estimator.paste import read_paste
 from estimator.vllm import EngineSettings, parse_flags, profile_for
 

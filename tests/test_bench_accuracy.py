@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from estimator.memory import GiB
+from estimator.units import GiB
 from estimator.vllm import EngineSettings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,8 @@ import math
 import pytest
 
 from estimator import catalog
-from estimator.memory import V2_FIRST_COMPILE, estimate, rerun, resolve_max_model_len
+from estimator.activation import V2_FIRST_COMPILE
+from estimator.memory import estimate, rerun, resolve_max_model_len
 from estimator.spec import MambaState, spec_from_config
 from estimator.vllm import EngineSettings, parse_flags, profile_for
 
@@ -153,7 +154,7 @@ def test_cuda_graphs_budgeted_from_020(llama8b):
 def test_graph_estimate_counts_piecewise_and_full_captures(llama8b):
     """G = (PIECEWISE + FULL graphs) × decoder layers × the fitted per-graph-layer figure: at
     max_num_seqs 256 vLLM captures 51 PIECEWISE sizes (up to 512) and 35 FULL ones (up to 256)."""
-    from estimator.memory import GRAPH_BYTES_PER_LAYER_DENSE
+    from estimator.cuda_graphs import GRAPH_BYTES_PER_LAYER_DENSE
 
     e = _graphs(llama8b, "0.22.0", max_num_seqs=256, max_num_batched_tokens=8192)
     assert e.cuda_graph_bytes == (51 + 35) * 32 * GRAPH_BYTES_PER_LAYER_DENSE
@@ -238,7 +239,7 @@ def test_v2_model_runner_profile_peak(llama8b):
     # Model Runner V2 samples its dummy batch with its own code (vllm.v2_sampler_bytes): Llama-3.1-8B,
     # 1,024 rows × 128,256 vocab — the bf16 logits (2 B) and their fp32 copy (4 B) to 0.25, the logits
     # alone 0.26–0.32 (an all-gather's 4 + 2/tp B under TP), a warm-up pass with every parameter set in
-    # 0.33 (10 B); its first compile adds 0.9 GiB to the 2,048-token forward (memory.V2_FIRST_COMPILE),
+    # 0.33 (10 B); its first compile adds 0.9 GiB to the 2,048-token forward (activation.V2_FIRST_COMPILE),
     # not with --enforce-eager. V1 keeps its fitted 16 B (vllm.SAMPLER_BYTES_TRITON_WARMED).
     def act(version, v2, seqs, eager=False, tp=1):
         s = EngineSettings(vllm_version=version, max_num_seqs=seqs, max_num_batched_tokens=2048,

@@ -15,7 +15,8 @@ from test_memory import cdiv, load  # the same catalog loader and ceil-div as th
 from estimator import diagnose
 from estimator.advice import suggest
 from estimator.gpus import lookup_gpu
-from estimator.memory import estimate, window_tokens
+from estimator.kv_layout import window_tokens
+from estimator.memory import estimate
 from estimator.params import weight_bytes
 from estimator.vllm import EngineSettings, parse_flags
 
@@ -156,7 +157,7 @@ def test_free_memory_error_without_a_model_says_who_holds_the_gpu():
 
 
 def _act(spec, **settings):
-    from estimator.memory import activation_peak
+    from estimator.activation import activation_peak
     from estimator.vllm import profile_for
 
     s = EngineSettings(**settings)
@@ -242,7 +243,8 @@ def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels
     and norm (3 × 1,152) = 12,064 values per patch, 1.84 GiB; the 20 images' float32 pixels (3 × 896²
     × 4 B each, 0.18 GiB) stay on the GPU as the forward's arguments and the tower encodes their fp16
     copy (0.09 GiB): 2.11 GiB, + 0.15 non-torch = 2.26 (V1's factor 1.3 without the pixels: 2.39)."""
-    from estimator.memory import activation_peak, v0_dummy_pixel_bytes
+    from estimator.activation import activation_peak
+    from estimator.multimodal_profile import v0_dummy_pixel_bytes
     from estimator.vllm import profile_for
 
     spec = load("gaunernst/gemma-3-27b-it-int4-awq")
@@ -277,7 +279,7 @@ def test_vision_encoder_activation_is_split_by_tensor_parallelism():
     """A ViT block's peak is its larger half: the MLP (split by TP) or the attention, whose qkv
     Qwen2_5_VisionAttention all-gathers at TP > 1 — so the peak shrinks far less than 1/tp."""
     spec = load("Qwen/Qwen3.6-27B")                     # vision h 1152, I 4304, gelu (plain MLP), merge 2
-    from estimator.memory import vision_encoder_peak
+    from estimator.multimodal_profile import vision_encoder_peak
     from estimator.vllm import profile_for
 
     def enc(tp):
@@ -304,7 +306,7 @@ def test_vision_encoder_activation_is_split_by_tensor_parallelism():
 def test_gated_vision_mlp_keeps_gate_and_up():
     """Qwen2.5-VL's vision MLP is SiLU-gated (gate/up 2·I + activation I); its config copy may omit
     hidden_act, whose class default is silu."""
-    from estimator.memory import vision_encoder_peak
+    from estimator.multimodal_profile import vision_encoder_peak
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")          # vision h 1280, I 3420, silu
@@ -349,7 +351,7 @@ def test_qwen_vit_rotates_q_and_k_in_float32_before_0_12(version, tp, values):
     Two logs: an L4 on 0.9.0.1 printed 1.81 GiB of KV after 15.63 GiB of Qwen2.5-VL-7B weights (the
     1.3 × MLP peak, 2.24 GiB, left 1.53; 13·1280 values, 2.03 GiB, leave 1.74), and Ray's docs' L4 on 0.11.0
     (Qwen2.5-VL-3B, the same tower) printed 9.26 GiB (below)."""
-    from estimator.memory import vision_encoder_peak
+    from estimator.multimodal_profile import vision_encoder_peak
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
@@ -365,7 +367,7 @@ def test_qwen2_vl_gathers_its_heads_from_0_7():
     = 8,960 B, then the rotation's four float32 tensors of 320 (5,120 B) or the gathered 3·1280 (7,680 B)."""
     import dataclasses as dc
 
-    from estimator.memory import qwen_vit_attention_bytes
+    from estimator.multimodal_profile import qwen_vit_attention_bytes
 
     base = load("Qwen/Qwen2.5-VL-7B-Instruct")
     qwen2 = dc.replace(base, config={**base.config, "model_type": "qwen2_vl"})
@@ -383,7 +385,7 @@ def test_qwen_vit_float32_rotation_in_a_0_11_log():
     × 0.90 − 7.155 − the tower's 65,536 patches × 20·1280 values × 2 B (3.125 GiB) − non-torch memory
     leaves ≈ 9.5 GiB (10.43 with the 1.3 × MLP peak, 12.7% over); Qwen2-VL rotates a concatenation in 0.11.1
     too (qwen2_vl.py still cats q and k there)."""
-    from estimator.memory import vision_encoder_peak
+    from estimator.multimodal_profile import vision_encoder_peak
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-3B-Instruct")
@@ -405,7 +407,7 @@ def test_v1_keeps_the_dummy_pixels_through_the_profile_run():
     dummy is a 114,688-token video, 458,752 patches of 14² × 3 × 2 = 1,176 bf16 values, 1.0 GiB — and
     25.05 GiB with '{"image": 1, "video": 0}' (65,536 patches, 0.14 GiB). Without the pixels the model said
     6.41 and 25.16."""
-    from estimator.memory import encoder_profile
+    from estimator.multimodal_profile import encoder_profile
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-3B-Instruct")
@@ -433,7 +435,7 @@ def test_v1_keeps_the_dummy_pixels_through_the_profile_run():
     ("0.13.0", 2, False),
 ])
 def test_v1_dummy_pixels_are_float32_before_0_9(version, value_bytes, copy):
-    from estimator.memory import encoder_profile
+    from estimator.multimodal_profile import encoder_profile
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
@@ -449,7 +451,7 @@ def test_model_runner_v2_frees_the_pixels_before_the_language_model_runs():
     large batch the language model's side is the peak: the encoder budget max(Tb, item) = 65,536 holds four
     16,384-token images, and images on against images off differs by their kept outputs (4 × 16,384 ×
     3,584 × 2 B) under V2, and by those and their pixels (4 × 65,536 × 1,176 × 2 B) under V1."""
-    from estimator.memory import activation_peak
+    from estimator.activation import activation_peak
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
@@ -472,7 +474,7 @@ def test_v2_runner_profiles_no_media_before_027():
     """Model Runner V2's profile_run (v1/worker/gpu/model_runner.py) encodes dummy media only from
     0.27 (encoder_runner.profile_encoder_cache); 0.22–0.26 run the language model and the sampler
     alone, so the tower's peak is not set aside and no media limit frees budget there."""
-    from estimator.memory import vision_encoder_peak
+    from estimator.multimodal_profile import vision_encoder_peak
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
@@ -504,7 +506,7 @@ def test_fixed_size_image_tokens_come_from_the_config():
     """Gemma 4: 280 soft tokens per image (vision_soft_tokens_per_image), pooled 3×3 from patches; a
     video is 32 frames of 70 soft tokens (gemma4_mm.py get_mm_max_tokens_per_item: 2,240, more than an
     image), so V1 profiles the dummy video unless videos are limited to 0."""
-    from estimator.memory import vision_encoder_peak
+    from estimator.multimodal_profile import vision_encoder_peak
     from estimator.vllm import profile_for
 
     spec = load("nvidia/Gemma-4-31B-IT-NVFP4")          # vision h 1152, I 4304
@@ -669,7 +671,7 @@ def test_hybrid_models_keep_one_state_block_per_speculative_token():
 
 def test_ngram_needs_no_memory_and_a_foreign_drafter_is_said_to_be_missing():
     """n-gram drafting loads nothing and keeps no KV of its own; like every speculative method, its profile
-    run adds the rejection sampler's dummy run (memory.V1_REJECTION_BONUS_FROM): randn logits of 2 rows per
+    run adds the rejection sampler's dummy run (activation.V1_REJECTION_BONUS_FROM): randn logits of 2 rows per
     request and a copy of the bonus rows in bf16, 3 × 2 B per row × vocab, on top of the sampler — here
     1,024 rows (an 80 GiB card's default max_num_seqs) × 128,256 vocab × 6 B = 788,004,864 B."""
     spec = load("meta-llama/Llama-3.1-8B-Instruct")
@@ -986,7 +988,7 @@ def test_paste_names_the_mxfp4_backend():
     (1_000_000, 7 * 16_384),     # never more than 14 frames
 ])
 def test_qwen2_vl_longest_dummy_video(max_len, tokens):
-    from estimator.memory import qwen2_vl_video_tokens
+    from estimator.multimodal_profile import qwen2_vl_video_tokens
 
     assert qwen2_vl_video_tokens(16_384, max_len) == tokens
 
@@ -995,7 +997,8 @@ def test_v1_profiles_qwen25_vl_with_its_longest_video():
     """vLLM 0.23 log: "Encoder cache will be initialized with a budget of 114688 tokens, and profiled
     with 1 video items of the maximum feature size" — Qwen2.5-VL-7B at max_model_len 128,000. The
     ViT then sees 114,688 × 2 × 2 = 458,752 patches; with videos off it is one 16,384-token image."""
-    from estimator.memory import FORWARD_FACTOR, activation_peak
+    from estimator.activation import activation_peak
+    from estimator.forward import FORWARD_FACTOR
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")      # ViT: hidden 1280, intermediate 3420
@@ -1016,7 +1019,7 @@ def test_v1_profiles_qwen25_vl_with_its_longest_video():
 def test_a_log_naming_the_v1_sampler_sets_its_memory():
     """V1 logs "Using FlashInfer for top-p & top-k sampling." (no vocabulary sort: ≈10 B per row ×
     vocab element) or falls back to the PyTorch-native path (sort: ≈38 B). 256 rows × 151,936 vocab."""
-    from estimator.memory import activation_peak
+    from estimator.activation import activation_peak
     from estimator.paste import read_paste
     from estimator.vllm import profile_for
 
@@ -1077,7 +1080,7 @@ def test_mtp_graph_sizes_use_the_default_token_count():
     """`--speculative-config '{"method": "mtp"}'` without a token count runs as many speculative
     tokens as the config has MTP layers (1 for Qwen3.6-27B): graph sizes are multiples of
     q = 1 + 1, exactly as when the count is given, not those of plain decoding."""
-    from estimator.memory import cuda_graph_memory
+    from estimator.cuda_graphs import cuda_graph_memory
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen3.6-27B")
@@ -1315,7 +1318,7 @@ def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
     ("0.11.2", {"image": 1, "video": 1}, 114_688, "video(s)"),
 ])
 def test_v1_qwen25_vl_dummy_video_per_release(version, limits, tokens, what):
-    from estimator.memory import activation_peak
+    from estimator.activation import activation_peak
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
@@ -1331,7 +1334,8 @@ def test_the_logged_encoder_profile_decides_what_the_vision_encoder_ran():
     <modality> items of the maximum feature size": the profile the ViT actually ran. A Qwen2.5-VL run
     that logged one 16,384-token image (QwenLM/Qwen3-VL#1057, its limits 10/10 not in the paste) is
     sized by that image's 65,536 patches even where the release rule would pick a 7-patch video."""
-    from estimator.memory import FORWARD_FACTOR, activation_peak
+    from estimator.activation import activation_peak
+    from estimator.forward import FORWARD_FACTOR
     from estimator.paste import read_paste
     from estimator.vllm import profile_for
 
@@ -1387,7 +1391,7 @@ def test_an_image_only_tower_goes_with_image_zero_a_video_tower_needs_both():
 def test_v1_sampler_per_release_and_env(version, env, per_elem):
     """The dummy sampler's bytes per row × vocab element as each release picks the sampler
     (v1/sample/ops/topk_topp_sampler.py and envs.py in the wheels); 256 rows × 151,936 vocab."""
-    from estimator.memory import activation_peak
+    from estimator.activation import activation_peak
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen3-8B")
@@ -1469,7 +1473,7 @@ def test_bitsandbytes_4bit_adds_its_dequantized_shard_until_028():
     """layers/quantization/bitsandbytes.py: a prefill matmul dequantizes its 4-bit weight one shard at
     a time (matmul_4bit), so the forward holds the largest shard in 16 bits; from 0.10.1 a MoE layer
     dequantizes w13 and w2 of every local expert at once (_apply_4bit_dequnt). 0.28 dropped it."""
-    from estimator.memory import bnb_dequant_bytes
+    from estimator.forward import bnb_dequant_bytes
     from estimator.vllm import profile_for
 
     llama = load("meta-llama/Llama-3.1-8B")             # h 4096, I 14336, 32 heads × 128
@@ -1553,13 +1557,13 @@ def test_a_negative_cuda_graph_estimate_vllm_printed_is_kept_when_a_fix_is_reche
 def test_a_single_gpus_non_torch_figure_follows_the_cards_generation():
     """Where vLLM measures non-torch memory after the CUDA context (0.6.5+ V0, V1 0.9.1+), public
     single-GPU logs print 0.13–0.16 GiB on H100/H200, about 0.09 on A100 and 0.02–0.08 on other cards
-    (memory.NON_TORCH_SINGLE*). One of them, Unsloth's V0 0.10.0 on an RTX 3090 (RLDecisionAgent's
+    (non_torch.NON_TORCH_SINGLE*). One of them, Unsloth's V0 0.10.0 on an RTX 3090 (RLDecisionAgent's
     ART notes): total 23.68 × 0.78 = 18.47 GiB; weights 0.52, non_torch 0.06, activation 1.61, KV
     16.29 GiB (18.47 − 0.52 − 0.06 − 1.61 = 16.28). Tensor parallelism keeps its own fit; a card of
     unknown generation (but for one under 32 GiB, which no Hopper or A100 is), an era that counts the
     context too, or a release after 0.12 (no printed figure; test_v1_0_17_sampler_peak_matches_a_printed_pool)
     keeps the Hopper figure."""
-    from estimator.memory import (
+    from estimator.non_torch import (
         CUDA_CONTEXT,
         NON_TORCH_PER_TP_RANK,
         NON_TORCH_SINGLE,
@@ -1610,7 +1614,7 @@ def test_064_non_torch_is_the_cuda_context_alone():
     weights 14.9888 GiB. So KV = 23.58 × 0.9 − 17.06 − 0.35 = 21.222 − 17.41 = 3.81, and before the
     profile run the card already held 15.34 − 14.99 = 0.35 GiB beyond the weights: the whole
     non-torch figure was there before the run (the context), nothing more came with it."""
-    from estimator.memory import CUDA_CONTEXT, NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
+    from estimator.non_torch import CUDA_CONTEXT, NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
     from estimator.vllm import profile_for
 
     assert round(23.58 * 0.9 - 17.06 - 0.35, 2) == 3.81
@@ -1640,7 +1644,7 @@ def test_marlin_copies_the_down_projections_input_until_090():
     A weisser-zwerg.dev log (Qwen2.5-72B-Instruct-AWQ, 2 × A40, 0.7.2 V0, TP 2, no chunked prefill:
     32,768 profile tokens) prints a 5.66 GiB activation peak: (3 × 14,784 + 3 × 8,192) × 32,768 × 2 B
     = 4.21 GiB without the copy, + 32,768 × 14,784 × 2 B = 0.90 GiB with it = 5.11."""
-    from estimator.memory import marlin_input_copy_bytes
+    from estimator.forward import marlin_input_copy_bytes
     from estimator.vllm import profile_for
 
     qwen = load("Qwen/Qwen2.5-72B-Instruct")          # h 8192, I 29568
@@ -1719,7 +1723,7 @@ def test_v1_keeps_the_dummy_encoder_outputs_through_the_language_model_run():
     deepstack level: 2,048 × (1 + 3) = 8,192 values per token for Qwen3-VL-30B-A3B. On 0.13 (no padding)
     one 16,384-token image: 16,384 × 8,192 × 2 B = 256 MiB; the peak is max(max(forward, sampler) +
     those, the tower's own)."""
-    from estimator.memory import encoder_output_width, encoder_profile
+    from estimator.multimodal_profile import encoder_output_width, encoder_profile
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen3-VL-30B-A3B-Instruct")
@@ -1741,7 +1745,7 @@ def test_qwen3_vl_video_of_0_11_counts_its_timestamps_and_is_padded():
     tokens, and profiled with 1 video items", "Available KV cache memory: 2.31 GiB" (the model said
     5.00 before). The tower encodes 12,288 × 4 = 49,152 patches; the LLM runs beside 153,600 × 8,192
     × 2 B = 2.34 GiB of padded outputs."""
-    from estimator.memory import encoder_profile
+    from estimator.multimodal_profile import encoder_profile
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen3-VL-30B-A3B-Instruct")
@@ -1792,7 +1796,7 @@ def test_0_11_pads_every_dummy_output_to_the_encoder_budget(version, rows):
     the budget's length (`output.new_zeros((encoder_budget, hidden))`); 0.12.0 pads to the modality's
     tokens per item, 0.13.0 not at all. Gemma-3-27B at Tb 8,192: 8,192 // 256 = 32 images, each 256 rows
     of the LLM's 5,376 values — 32 × 8,192 × 5,376 × 2 B = 2.69 GiB on 0.11, 84 MiB after."""
-    from estimator.memory import encoder_profile
+    from estimator.multimodal_profile import encoder_profile
     from estimator.vllm import profile_for
 
     spec = load("google/gemma-3-27b-it")
@@ -1805,7 +1809,7 @@ def test_qwen3_vl_deepstack_buffers_are_loaded_with_the_model():
     """qwen3_vl.py builds one [max_num_batched_tokens, text hidden] buffer per deepstack level with the
     model (so in "Model loading took"): Qwen3-VL-30B-A3B at Tb 2,048, 3 levels × 2,048 × 2,048 × 2 B =
     24 MiB; none without deepstack (Qwen3.6) or without the tower (every modality limited to 0, 0.15+)."""
-    from estimator.memory import deepstack_buffer_bytes
+    from estimator.activation import deepstack_buffer_bytes
     from estimator.vllm import profile_for
 
     vl, p = load("Qwen/Qwen3-VL-30B-A3B-Instruct"), profile_for("0.13.0")
@@ -1825,7 +1829,7 @@ def test_lora_adapter_slots_are_counted_with_the_weights():
     layers × 2 B = 194,510,848 B (0.18 GiB) — an Unsloth notebook's run (rank 64, A100) printed 6.2473 GiB
     where the checkpoint alone is 6.02. Under TP 2 the column outputs and row inputs halve; MoE models
     are said, not sized."""
-    from estimator.memory import lora_buffer_bytes
+    from estimator.activation import lora_buffer_bytes
 
     spec = load("meta-llama/Llama-3.2-3B-Instruct")
     per_layer = 64 * (3 * 3072 + 3072 + 2 * 3072 + 8192) + 64 * (3072 + 2 * 1024 + 3072 + 2 * 8192 + 3072)
@@ -1889,7 +1893,7 @@ def test_the_decode_context_parallel_size_is_read_from_flags_and_vllms_args():
 
 
 def test_hopper_nvswitch_boards_hold_more_outside_torch_under_tp():
-    """HGX/DGX Hopper boards under tensor parallelism: NCCL's NVLink buffers (memory.NVSWITCH_NCCL_*).
+    """HGX/DGX Hopper boards under tensor parallelism: NCCL's NVLink buffers (non_torch.NVSWITCH_NCCL_*).
     A public 8× H100 log (DaisukeTakai/eval_dataset vllm_predict.log, vLLM 0.10.0, Qwen3-32B, TP 8,
     fp8 KV, --max-model-len 32768, u 0.9) prints weights 7.6871 GiB and "Available KV cache memory:
     55.71 GiB" on a 79.18 GiB card: 0.9 × 79.18 = 71.26 GiB, so activation + non-torch = 71.26 − 7.69 −
@@ -1900,7 +1904,7 @@ def test_hopper_nvswitch_boards_hold_more_outside_torch_under_tp():
     0.11 the board holds 0.60 GiB."""
     from estimator.api import load_model, run_estimate
     from estimator.gpus import on_nvswitch_board
-    from estimator.memory import NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
+    from estimator.non_torch import NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
     from estimator.vllm import profile_for
 
     for card in ("H100 SXM", "H800", "NVIDIA H100 80GB HBM3", "H200", "H20", "A100-SXM4-80GB", "B200"):
@@ -1937,9 +1941,9 @@ def test_non_torch_stops_growing_past_four_pcie_ranks():
     """NCCL's ring over PCIe keeps two peers and a few channels whatever its length: logs of eight and
     more such cards print 0.18 (8× L40S, 0.10.2), 0.28 (L40S TP 8, 0.7.3), 0.36 (8× L40S, 0.6.6) and
     0.20 GiB (16× RTX 3090), all below the 4-rank fit 0.15 + 0.06 × 4 = 0.39, which TP 8 and 16 keep
-    (memory.NON_TORCH_RANKS_CAP). NVSwitch boards and AMD's boards are not capped: 0.15 + 0.06 × 8 = 0.63
+    (non_torch.NON_TORCH_RANKS_CAP). NVSwitch boards and AMD's boards are not capped: 0.15 + 0.06 × 8 = 0.63
     (8× H200 0.7.3 prints 7.16, 8× MI300X 0.6.4 8.02 — more, not less)."""
-    from estimator.memory import non_torch
+    from estimator.non_torch import non_torch
     from estimator.vllm import profile_for
 
     def nt(tp, cc="8.9", **kw):
@@ -1961,13 +1965,13 @@ def test_non_torch_stops_growing_past_four_pcie_ranks():
 
 
 def test_early_rocm_builds_add_hipblaslt_and_rccl_on_mi300():
-    """MI300-class cards (gfx942) in vLLM 0.6.0–0.6.4's ROCm builds (memory.ROCM_MI300_*): hipBLASLt holds
+    """MI300-class cards (gfx942) in vLLM 0.6.0–0.6.4's ROCm builds (non_torch.ROCM_MI300_*): hipBLASLt holds
     2.1 GiB outside torch, RCCL 0.72 GiB per tensor-parallel rank on top. llm-tracker's MI300X notes
     (vLLM 0.6.3.dev, Llama-2-7b-chat-hf fp16, u 0.9, 4,096 tokens) print 20,186 blocks; the same run with
     hipBLASLt off 20,406 — 220 blocks of 16 × 32 layers × 32 heads × 128 × 2 × 2 B = 8 MiB, 1.72 GiB.
     The fit alone gives 20,446 blocks, with hipBLASLt's 2.1 GiB (268.8 blocks) 20,177: 0.04% from the
     printed figure. A W7900 (gfx1100) and releases from 0.6.5 keep the fit."""
-    from estimator.memory import NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
+    from estimator.non_torch import NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
     from estimator.vllm import profile_for
 
     def nt(version, tp=1, arch="gfx942"):
@@ -1993,11 +1997,11 @@ def test_gemma4_e2b_profile_mlp_is_its_double_wide_one():
     """The profile run's MLP peak is the widest layer's: E2B's KV-shared layers run 2 × 6,144. The
     text-only LLM forward over Tb tokens: 1.3 × Tb × (3 × 12,288 + qkv (8 + 2 × 1) × 256 + 3 × 1,536) × 2 B."""
     from estimator.api import load_model
-    from estimator.memory import _forward_bytes
+    from estimator.forward import forward_bytes
 
     sp = load_model("google/gemma-4-E2B-it", offline=True).spec
     s = EngineSettings(vllm_version="0.22.0", max_num_batched_tokens=8192)
-    assert _forward_bytes(sp, s, 8192, 2) == int(1.3 * 8192 * (3 * 12288 + 10 * 256 + 3 * 1536) * 2)
+    assert forward_bytes(sp, s, 8192, 2) == int(1.3 * 8192 * (3 * 12288 + 10 * 256 + 3 * 1536) * 2)
 
 
 def test_gemma4_sliding_groups_hold_the_raised_batch_in_the_concurrency():
@@ -2023,7 +2027,7 @@ def test_gemma4_tower_batches_frames_by_free_memory_and_022_adds_the_one_hot():
     transformers' patch embedder of the time (before transformers#46176) builds an int64 one-hot of
     (frames, 630, 2, 10,240) beside its bf16 cast. Before 0.22 one frame per call; 0.25 logs fit without
     the one-hot."""
-    from estimator.memory import gemma4_encoder_call
+    from estimator.multimodal_profile import gemma4_encoder_call
     from estimator.vllm import profile_for
 
     spec = load("google/gemma-4-E4B-it")            # vision: 10,240 position classes; 70 × 3² patches a frame

@@ -14,7 +14,7 @@ from estimator.api import load_model, run_estimate
 from estimator.attention_backend import FLASHINFER, TRITON_ATTN, attention_backend
 from estimator.derive import kv_formula
 from estimator.diagnosis import diagnose
-from estimator.memory import packed_kv_content
+from estimator.kv_layout import packed_kv_content
 from estimator.paste import read_paste
 from estimator.vllm import EngineSettings
 
@@ -119,7 +119,7 @@ def test_a_format_the_release_does_not_have_is_said(dtype, version, since):
     ("fp8", 128, 0),
 ])
 def test_a_turboquant_slot(dtype, hd, slot):
-    from estimator.memory import turboquant_slot
+    from estimator.kv_layout import turboquant_slot
 
     assert turboquant_slot(dtype, hd) == slot
 

@@ -1232,7 +1232,7 @@ def test_a_kv_cache_dtype_told_in_prose_is_read_unless_it_is_advice():
         assert read_paste(advice).get("kv_cache_dtype") is None, advice
     # a flag outranks the words
     assert read_paste("vllm serve x --kv-cache-dtype auto\nwith fp8 KV it was faster\n").get("kv_cache_dtype") == "auto"
-    # the packed formats of 0.20+ (memory.packed_kv_content) are dtypes too
+    # the packed formats of 0.20+ (kv_layout.packed_kv_content) are dtypes too
     assert read_paste("running with an nvfp4 KV cache on two B200s\n").get("kv_cache_dtype") == "nvfp4"
     assert read_paste("KV cache: turboquant_k8v4\n").get("kv_cache_dtype") == "turboquant_k8v4"
     assert read_paste("`fp8_per_token_head` KV, 2 GPUs\n").get("kv_cache_dtype") == "fp8_per_token_head"

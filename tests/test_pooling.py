@@ -111,7 +111,7 @@ def test_a_pooling_model_captures_piecewise_graphs_only():
     """vLLM (config/vllm.py) turns a pooling model's cudagraph mode to PIECEWISE ("Pooling models do not
     support full cudagraphs"): where the estimate is budgeted (0.20+), the same captures without the FULL
     decode graphs — here as many FULL sizes as PIECEWISE ones, so half the graph memory."""
-    from estimator.memory import cuda_graph_sizes, full_graph_sizes
+    from estimator.vllm import cuda_graph_sizes, full_graph_sizes
 
     spec = load_model("Qwen/Qwen3-Embedding-8B", offline=True).spec
     graphs = {r: run_estimate(spec, "H100 80GB", EngineSettings(vllm_version="0.22.0", max_model_len=8192,

@@ -10,8 +10,9 @@ from importlib import resources
 from test_memory import load
 
 from estimator.diagnosis import diagnose
-from estimator.memory import GiB, estimate
+from estimator.memory import estimate
 from estimator.render import render_text
+from estimator.units import GiB
 from estimator.vllm import (
     NEWEST,
     RELEASES,

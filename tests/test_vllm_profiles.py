@@ -591,7 +591,8 @@ def test_startup_free_memory_check_counts_the_cuda_context_and_runs_with_a_fixed
     measured after the CUDA context exists, must cover ceil(T × u) — always, --kv-cache-memory-bytes or
     not. On a 24 GB card with nothing else on it u = 0.99 asks for 23.40 of 23.64 GiB; about 0.45 GiB
     of context leaves 23.19 free."""
-    from estimator.memory import CUDA_CONTEXT, estimate
+    from estimator.memory import estimate
+    from estimator.non_torch import CUDA_CONTEXT
 
     cid, config, _ = catalog.lookup("meta-llama/Llama-3.2-1B-Instruct")
     spec = spec_from_config(config, cid)
@@ -639,7 +640,7 @@ def test_v0_before_0_4_charges_what_its_release_measured():
     Llama-2-7B on an A100-80GB with benchmark_throughput's defaults, as PR #2031 ran it: the PR printed
     7,351 blocks, the main branch before it 7,449. A block is 32 layers × 2 × 4,096 × 2 B × 16 = 8 MiB,
     so 0.2.5 has (0.45 GiB context + 0.15 GiB non-torch) / 8 MiB = 76.8 → 77 blocks fewer than 0.2.4,
-    and 0.3.1 (no context; an A100's 0.09 GiB, memory.NON_TORCH_SINGLE_A100, and the 0.49 GiB of cached
+    and 0.3.1 (no context; an A100's 0.09 GiB, non_torch.NON_TORCH_SINGLE_A100, and the 0.49 GiB of cached
     blocks its free-memory reading keeps, memory.V0_CLASSIC_CACHED_EXCESS) 0.58 GiB / 8 MiB = 74.2 → 74
     fewer (73 or 74 with the byte rounding of the two figures)."""
     from estimator.api import load_model, run_estimate
