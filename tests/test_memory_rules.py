@@ -2021,6 +2021,27 @@ def test_gemma4_sliding_groups_hold_the_raised_batch_in_the_concurrency():
     assert abs(est.max_concurrency / 9.81 - 1) < 0.02
 
 
+def test_gemma4_on_a_gb10_holds_the_small_default_batch_in_the_concurrency():
+    """The GB10 gets vLLM's small defaults (NVML cannot size its memory), so a 0.25.1 server batches
+    2,048 tokens, raised to Gemma 4's 2,496-token video. A DGX Spark log (Gemma 4 26B-A4B NVFP4,
+    max_model_len 262,144, 32 sequences, util 0.85) prints 84.68 GiB of KV and 3,912,140 tokens:
+    84.68 GiB / (5 layers × 131,072 B) = 138,739 blocks; per request 262,144 / 32 = 8,192 full-attention
+    blocks and 5 × (cdiv(1,023 + 2,496, 16) + 1) = 1,105 sliding ones, 9,297 in all; 138,739 / 9,297 ×
+    262,144 = 3,911,971 tokens (0.01% off). The large defaults' 8,192-token batch would need 11,077 blocks (3.28M)."""
+    spec = load("google/gemma-4-26B-A4B")
+    gb10 = lookup_gpu("GB10")
+    est = estimate(spec, gpu_total_bytes=gb10.total_bytes, gpu_name=gb10.name,
+                   settings=EngineSettings(vllm_version="0.25.1", max_model_len=262144, max_num_seqs=32,
+                                           gpu_memory_utilization=0.85))
+    assert est.settings.max_num_batched_tokens == 2496
+    per_request = 262144 // 32 + 5 * (-(-(1023 + 2496) // 16) + 1)
+    assert per_request == 9297
+    assert abs(est.max_concurrency - est.gpu_blocks / per_request) < 0.01
+    blocks_printed = int(84.68 * 2**30 // (5 * 131072))
+    assert blocks_printed == 138739
+    assert abs(blocks_printed / per_request * 262144 / 3912140 - 1) < 0.001
+
+
 def test_gemma4_tower_batches_frames_by_free_memory_and_022_adds_the_one_hot():
     """gemma4_mm.py from 0.22 (vllm PRs #43169, #43296): the tower encodes a video's frames `_encoder_chunk`
     at a time, min(free // 2, total // 10) over 630 patches × 4 × 10,240 position classes × 8 B each, and

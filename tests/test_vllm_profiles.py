@@ -206,10 +206,18 @@ def test_default_max_num_seqs(version, engine, gpu, expected):
     assert default_max_num_seqs(profile_for(version, engine), total, name) == expected
 
 
-def test_default_max_num_seqs_gb10_before_033_is_big():
+@pytest.mark.parametrize("version", ["0.11.0", "0.25.1", "0.32.0", "0.33.0"])
+def test_gb10_gets_the_small_defaults_in_every_release(version):
+    """vLLM reads the card's size through NVML, which cannot size the GB10's unified memory: the error
+    counts as 0 bytes, so 119.7 GiB gets what a card under 70 GiB gets (256 sequences, 2,048 batched
+    tokens for the server, 8,192 for LLM()); NVIDIA's 0.11.0 build prints that 2,048 on a DGX Spark."""
     name, total = GB10
-    # 0.32: 119.7 GiB ≥ 70 and name has no 'a100' → 1024 (the GB10 exclusion arrives in 0.33)
-    assert default_max_num_seqs(profile_for("0.32.0"), total, name) == 1024
+    assert default_max_num_seqs(profile_for(version), total, name) == 256
+    assert _tb(version, GB10) == 2048
+    assert _tb(version, GB10, usage="llm") == 8192
+    # a card of the same size that NVML can read gets the large ones
+    assert default_max_num_seqs(profile_for(version), total, "NVIDIA H100 NVL") == 1024
+    assert _tb(version, ("NVIDIA H100 NVL", total)) == 8192
 
 
 # ---------------------------------------------------------------------------------------------
