@@ -220,7 +220,8 @@ def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, 
     if g.assumed:
         assumed.append(g.assumed)
     est = estimate(spec, gpu_total_bytes=g.total_bytes, settings=settings, gpu_name=g.name,
-                   compute_capability=g.compute_capability, gpu_count=gpu_count, **overrides)
+                   device_name=g.product, compute_capability=g.compute_capability, gpu_count=gpu_count,
+                   **overrides)
     est.assumptions[:0] = assumed
     est.params = count_params(spec).params_total
     est.gpu = g

@@ -40,6 +40,9 @@ class Gpu:
     assumed: str | None = None  # a sentence when the size was nominal, derived or assumed
     unified: bool = False       # the CPU and the OS use the same memory (Jetson): vLLM's budget is their RAM
     vendor: str = ""            # the catalog row's ("NVIDIA", "AMD", "Intel"); "" for a size alone
+    # the product the user named where the catalog sizes it as this card (an A800 as the A100-SXM4-80GB):
+    # vLLM's checks of the device name ("a100", "h100", "gb10") see that product, not the catalog's card
+    product: str = ""
 
     @property
     def total_gib(self) -> float:
@@ -383,7 +386,7 @@ def _as_named(gpu: Gpu, alias: str, said: str) -> Gpu:
     if not named or not regex.fullmatch(r"[a-z]{0,3}\d{2,4}[a-z]?", named) or named in words \
             or named.startswith(own) or own.startswith(named):
         return gpu
-    return dataclasses.replace(gpu, assumed=gpu.assumed or (
+    return dataclasses.replace(gpu, product=said, assumed=gpu.assumed or (
         f"the {said} is sized as the {gpu.name} (the catalog's card of the same memory)"))
 
 

@@ -340,20 +340,22 @@ def graphs_captured_after_kv(est: Estimate) -> bool:
 
 
 def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings | None = None,
-             gpu_name: str = "", compute_capability: str | None = None, gpu_count: int | None = None,
-             weights_bytes: int | None = None, other_process_bytes: int = 0,
+             gpu_name: str = "", device_name: str = "", compute_capability: str | None = None,
+             gpu_count: int | None = None, weights_bytes: int | None = None, other_process_bytes: int = 0,
              activation_bytes: int | None = None, non_torch_bytes: int | None = None,
              cuda_graph_bytes: int | None = None, stage_gpus: list[tuple[str, int]] | None = None,
              adjust: dict[str, tuple[str, float]] | None = None) -> Estimate:
     """Forward model for one rank. Overrides (weights/activation/…) come from a paste when read.
 
+    `device_name`: the product vLLM's device query names where the catalog sizes it as `gpu_name`'s card
+    (an A800 as the A100-SXM4-80GB); the defaults that test the name (engine/arg_utils.py) read it.
     `stage_gpus`: (name, torch total) of each pipeline stage's GPU when they differ (mixed cards).
     `adjust`: how measured figures differ from the model's, applied to the modelled parts of every
     rank or stage ({"weights_bytes": ("ratio", r), "activation_bytes": ("offset", d), …}); `rerun`
     sets it, so a fix is checked from the user's measured state even when it moves layers between
     pipeline stages of different cards.
     """
-    inputs = dict(gpu_total_bytes=gpu_total_bytes, settings=settings, gpu_name=gpu_name,
+    inputs = dict(gpu_total_bytes=gpu_total_bytes, settings=settings, gpu_name=gpu_name, device_name=device_name,
                   compute_capability=compute_capability, gpu_count=gpu_count, weights_bytes=weights_bytes,
                   other_process_bytes=other_process_bytes, activation_bytes=activation_bytes,
                   non_torch_bytes=non_torch_bytes, cuda_graph_bytes=cuda_graph_bytes, stage_gpus=stage_gpus,
@@ -415,14 +417,15 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            "modelled with the config's length (omit the flag for that)")
     max_len = resolve_max_model_len(spec, s, profile, assumptions)
     seqs_defaulted = s.max_num_seqs is None
+    vllm_name = device_name or gpu_name     # what vLLM's name checks see
     doubled = performance_mode(profile, s) == "throughput"
     if seqs_defaulted:
-        s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, gpu_name) * (2 if doubled else 1)
+        s.max_num_seqs = default_max_num_seqs(profile, gpu_total_bytes, vllm_name) * (2 if doubled else 1)
     chunked = v0_chunked_prefill(profile, max_len, spec, s) if profile.engine == "v0" else True
     if s.max_num_batched_tokens is None:
         item = mm_prefix_item_tokens(spec, s, profile)
         s.max_num_batched_tokens = default_max_num_batched_tokens(
-            profile, s, max_len, s.max_num_seqs, gpu_total_bytes, gpu_name, chunked, spec.is_multimodal, doubled,
+            profile, s, max_len, s.max_num_seqs, gpu_total_bytes, vllm_name, chunked, spec.is_multimodal, doubled,
             mm_item_tokens=item)
         if item and s.max_num_batched_tokens == item:
             assumptions.append(f"vLLM {profile.release} raises the default max_num_batched_tokens to {item:,} for this "
@@ -454,7 +457,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     s.hybrid_block_align = 32 if (profile.engine == "v1" and (0, 11, 2) <= profile.version < (0, 18, 0)
                                   and cc and 10.0 <= cc < 11.0 and not spec.uses_mla
                                   and spec.head_dim == 256) else None
-    why_flashinfer = installed_flashinfer_sampler(profile, s, gpu_name)
+    why_flashinfer = installed_flashinfer_sampler(profile, s, vllm_name)
     if why_flashinfer:
         s.flashinfer_sampler = True
         assumptions.append(why_flashinfer)
@@ -741,7 +744,8 @@ def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
     for i in range(pp):
         name, total = gpus[i] if i < len(gpus) else (inputs["gpu_name"], inputs["gpu_total_bytes"])
         stage_inputs = {**inputs, "settings": s.replace(pp_stage=i), "gpu_total_bytes": total, "gpu_name": name,
-                        "stage_gpus": None}
+                        "stage_gpus": None,
+                        "device_name": inputs.get("device_name") if name == inputs["gpu_name"] else ""}
         e = estimate(spec, **stage_inputs)
         per_stage.append(f"stage {i} ({name}, layers {start}–{start + sizes[i] - 1}): "
                          f"{e.kv_cache_bytes / GiB:.2f} GiB of KV, {e.gpu_blocks:,} blocks")

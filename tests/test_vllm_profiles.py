@@ -220,6 +220,26 @@ def test_gb10_gets_the_small_defaults_in_every_release(version):
     assert _tb(version, ("NVIDIA H100 NVL", total)) == 8192
 
 
+def test_an_a800_gets_the_large_defaults_that_vllm_keeps_from_a100s():
+    """The catalog sizes an A800 as the A100-SXM4-80GB, but vLLM's check is on the device's own name
+    (engine/arg_utils.py: ≥ 70 GiB and "a100" not in it): "NVIDIA A800-SXM4-80GB" passes, so 0.11 gives it
+    1,024 sequences and 8,192 batched tokens where an A100 gets 256 / 2,048. Before 0.8.5 the test was
+    "h100" or "h200" in the name, which an H800 (sized as the H100) fails."""
+    from estimator.api import run_estimate
+    from estimator.gpus import lookup_gpu
+
+    a800 = lookup_gpu("NVIDIA A800-SXM4-80GB")
+    assert a800.name == "NVIDIA A100-SXM4-80GB" and a800.product == "NVIDIA A800-SXM4-80GB"
+    assert lookup_gpu("A100 80GB").product == ""
+    spec = load("Qwen/Qwen2.5-7B-Instruct")
+    for card, seqs, tokens in (("NVIDIA A800-SXM4-80GB", 1024, 8192), ("A100 80GB", 256, 2048)):
+        s = run_estimate(spec, card, EngineSettings(vllm_version="0.11.0", max_model_len=8192)).settings
+        assert (s.max_num_seqs, s.max_num_batched_tokens) == (seqs, tokens), card
+    for card, tokens in (("H800", 2048), ("H100", 8192)):
+        s = run_estimate(spec, card, EngineSettings(vllm_version="0.8.0", max_model_len=8192)).settings
+        assert s.max_num_batched_tokens == tokens, card
+
+
 # ---------------------------------------------------------------------------------------------
 # max_num_batched_tokens defaults (§5)
 # ---------------------------------------------------------------------------------------------
