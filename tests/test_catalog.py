@@ -393,6 +393,25 @@ def test_gemma3_qat_awq_conversions_carry_the_qat_group_of_32():
         assert load_model(f"gaunernst/gemma-3-{size}-it-int4-awq", offline=True).spec.quantization["group_size"] == 32
 
 
+def test_cyankiwi_kimi_linear_awq_is_the_w4a16_group_32_a_deployment_note_records():
+    """No copy of cyankiwi/Kimi-Linear-48B-A3B-Instruct-AWQ-4bit's config.json is public; a deployment note
+    records its format (compressed-tensors int4, group 32, symmetric, weight-only), and the catalog derives
+    the entry from the base model's config with it. By hand, one expert (gate, up, down: 3 × 2,304 × 1,024 =
+    7,077,888 weights) takes 7,077,888 / 2 = 3,538,944 B of packed int4 and 7,077,888 / 32 × 2 = 442,368 B
+    of bf16 scales, no zero points: 3,981,312 B; 26 MoE layers × 256 experts = 26,499,612,672 B.
+    AWQ's usual group of 128 with zeros would give 3,677,184 B per expert."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    loaded = load_model("cyankiwi/Kimi-Linear-48B-A3B-Instruct-AWQ-4bit", offline=True)
+    q = loaded.spec.quantization
+    assert q["quant_method"] == "compressed-tensors"
+    assert q["config_groups"]["group_0"]["weights"]["group_size"] == 32
+    assert any("DERIVED" in a for a in loaded.spec.assumptions + list(getattr(loaded, "assumptions", [])))
+    experts = weight_bytes(loaded.spec).bytes_by_part["experts"]
+    assert experts == 26 * 256 * (7_077_888 // 2 + 7_077_888 // 32 * 2) == 26_499_612_672
+
+
 def test_qwen2_vl_towers_are_sized_by_embed_dim_not_the_mergers_output():
     """Qwen2-VL's vision_config keeps hidden_size for the merger's output (the LLM's 1,536 in the 2B) and
     names the ViT width embed_dim (1,280). By hand (qwen2_vl.py): patch embed Conv3d 3 × 2 × 14 × 14 ×
