@@ -29,7 +29,7 @@ from corpus_reader import read_cases  # noqa: E402
 from estimator.api import load_model, run_estimate  # noqa: E402
 from estimator.derive import graphs_on_top, other_worker_pool  # noqa: E402
 from estimator.errors import KvdoctorError  # noqa: E402
-from estimator.units import GiB
+from estimator.units import GiB  # noqa: E402
 from estimator.vllm import EngineSettings  # noqa: E402
 
 _REPO = re.compile(r"\b([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)")

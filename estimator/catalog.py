@@ -48,6 +48,10 @@ def _by_lower() -> dict[str, str]:
 def _load_files(repo_id: str) -> tuple[dict, dict[str, dict]]:
     entry = _index()[repo_id]
     config = _read_json(entry["config"])
+    if "quantization_config" in entry:
+        # a DERIVED entry: another repo's copy (the base model's) with the quantization format that the
+        # entry's evidence gives for this repo, kept in the index rather than in a copied file
+        config["quantization_config"] = entry["quantization_config"]
     companions = {name: _read_json(fname) for name, fname in entry.get("companions", {}).items()}
     return config, companions
 

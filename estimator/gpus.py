@@ -527,3 +527,9 @@ def cc_number(compute_capability: str | None) -> float | None:
         return float(compute_capability) if compute_capability else None
     except (TypeError, ValueError):
         return None
+
+
+def is_rocm_target(compute_capability: str | None) -> bool:
+    """An AMD card: the catalog gives every AMD row its ROCm target ("gfx942") where NVIDIA rows have
+    a compute capability, and the ROCm builds of vLLM account memory in their own ways."""
+    return str(compute_capability or "").startswith("gfx")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from estimator import kv_deepseek_v4
 from estimator.drafters import gemma4_assistant
+from estimator.gpus import is_rocm_target
 from estimator.params import pp_partition
 from estimator.spec import (
     MLA,
@@ -378,7 +379,7 @@ def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], k
                 lk = dataclasses.replace(lk, fixed_bytes=_NVFP4_DS_MLA_BYTES)     # the NVFP4 sparse-MLA blob
             elif ds_mla and (sparse or kv_cache_dtype == "fp8_ds_mla"):
                 lk = dataclasses.replace(lk, fixed_bytes=656)
-            elif profile.engine == "v0" and V0_MLA_ALIGNED <= v < (0, 8, 0) and not str(cc or "").startswith("gfx") \
+            elif profile.engine == "v0" and V0_MLA_ALIGNED <= v < (0, 8, 0) and not is_rocm_target(cc) \
                     and not lk.indexer_bytes:
                 # V0's cache engine pads each token's latent (worker/cache_engine.py _align_cache,
                 # VLLM_CUDA_MEM_ALIGN_KV_CACHE=1 by default, CUDA only)

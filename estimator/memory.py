@@ -34,7 +34,7 @@ from estimator.cuda_graphs import (
     graphs_after_kv,
 )
 from estimator.drafters import gemma4_assistant
-from estimator.gpus import cc_number, on_nvswitch_board
+from estimator.gpus import cc_number, is_rocm_target, on_nvswitch_board
 from estimator.kv_layout import (
     NVFP4_MLA_REFUSED_FROM,
     TURBOQUANT_HYBRID_FROM,
@@ -468,7 +468,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             # read through its base model's config carries one: spec.quantization from its name)
             quantized=bool(spec.quantization),
             attention_free=not spec.attention_layers, speculative_method=s.speculative_method,
-            rocm=str(compute_capability or "").startswith("gfx"),     # every AMD row's target (gpus.csv)
+            rocm=is_rocm_target(compute_capability),
             pipeline_parallel=s.pipeline_parallel_size)
         if s.model_runner_v2 and not profile.v2_runner_budgets_graphs:
             assumptions.append(f"vLLM {profile.release} runs this model on Model Runner V2 by default "
@@ -517,7 +517,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         else activation_bytes
     if activation_bytes is None:
         unnamed_sampler_note(spec, profile, s, mdb, act, max_len, assumptions)
-        if profile.budget_rule == "v0_classic" and not str(compute_capability or "").startswith("gfx"):
+        if profile.budget_rule == "v0_classic" and not is_rocm_target(compute_capability):
             act += V0_CLASSIC_CACHED_EXCESS
             assumptions.append(f"vLLM {profile.release} measures the profile run as the free memory it took, "
                                "with PyTorch's cached blocks still reserved: about "

@@ -359,7 +359,8 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     media = tokens * (n_img + n_vid)
     per_prompt = max(n_img, n_vid)
     what = "image(s)" + (" and as many videos" if n_vid and n_img and profile.engine == "v0" else "")
-    if not n_img:
+    profiled_video = not n_img      # the dummy items the tower encodes are videos
+    if profiled_video:
         what = "video(s)"
     if profile.engine == "v0" and spec.model_type.startswith("mllama"):
         return EncoderProfile(_mllama_v0_encoder_peak(spec, v, seqs * n_img, tp, dtype_b, assumptions), media)
@@ -373,14 +374,14 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
                 (not logged and n_vid and (video_tokens > tokens or not n_img)):
             # V1 profiles the modality whose largest item has the most tokens (a tie keeps the
             # image, listed first) — here the video; or the log says so
-            tokens, run, what = video_tokens, video_run, "video(s)"
+            tokens, run, what, profiled_video = video_tokens, video_run, "video(s)", True
         # items: the encoder budget max(Tb, largest item) over the largest item (vllm/v1/worker/
         # gpu_model_runner.py profile_run; utils compute_encoder_budget)
         items = max(1, min(max(tb, tokens) // tokens, seqs * per_prompt))
         if logged:
             # the log says what V1 profiled: its modality and item count stand; each item is the
             # size the release's dummy builder makes (above)
-            items, what = logged[1], f"{logged[0]}(s)"
+            items, what, profiled_video = logged[1], f"{logged[0]}(s)", logged[0] == "video"
         if video:
             patches = run * merge2              # a dynamic-resolution item: its tokens × the merge²
         # the outputs stay in the encoder cache through the LLM's dummy run and the sampler, padded
@@ -410,7 +411,7 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         # release runs the encoder (compile_mm_encoder is an opt-in from 0.12)
         attention, factor = exact, V0_FORWARD_FACTOR
     # the patches one call of the tower encodes: all of them, except where the model batches its calls
-    frames = GEMMA4_VIDEO_FRAMES if video and what == "video(s)" and spec.config.get("model_type") == "gemma4" else 1
+    frames = GEMMA4_VIDEO_FRAMES if video and profiled_video and spec.config.get("model_type") == "gemma4" else 1
     encoded, one_hot = gemma4_encoder_call(spec, profile, s, items * frames, patches // frames, dtype_b)
     peak = max(int(factor * encoded * max(mlp * dtype_b, attention)), one_hot)
     rotation = ", whose attention rotates q and k in float32 in this release" if exact and exact > mlp * dtype_b else ""

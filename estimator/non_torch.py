@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from estimator.gpus import cc_number
+from estimator.gpus import cc_number, is_rocm_target
 from estimator.spec import ModelSpec
 from estimator.units import GiB
 from estimator.vllm import EngineSettings, Profile
@@ -113,7 +113,7 @@ def non_torch(profile: Profile, s: EngineSettings, other_process_bytes: int,
               unnamed_card_bytes: int | None = None, nvswitch: bool = False, arch: str = "") -> int:
     """Memory the instance holds outside torch's allocator, as the version measures it: the fits
     below, and what the early ROCm builds add on MI300-class cards (ROCM_MI300_*)."""
-    fit = _non_torch_fit(profile, s, other_process_bytes, unnamed_card_bytes, nvswitch, arch.startswith("gfx"))
+    fit = _non_torch_fit(profile, s, other_process_bytes, unnamed_card_bytes, nvswitch, is_rocm_target(arch))
     return fit + rocm_mi300_extra(profile, s, arch)
 
 

@@ -52,6 +52,11 @@ def _t(name, pat, priority, kind=None, hint=None, engine=None, memory_log=True) 
     return Template(name, regex.compile(pat, regex.V0), priority, kind, hint, engine, memory_log)
 
 
+# vLLM's start-up free-memory report, "Free memory on device cuda:0 (F/T GiB) on startup", which the
+# start-up check (an error) and the profiling summary (INFO) both begin with
+_FREE_ON_STARTUP = (r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM
+                    + r")[ \n]*/[ \n]*(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GiB\)[ \n]+on[ \n]+startup")
+
 TEMPLATES: tuple[Template, ...] = (
     # 4.1 V0 length check (vllm/worker/worker.py raise_if_cache_size_invalid)
     _t("v0_capacity_error",
@@ -77,20 +82,17 @@ TEMPLATES: tuple[Template, ...] = (
        P_ERROR, "no_cache_blocks", ("0.14.0", None), "v1"),
     # 4.4 start-up free-memory check (V1 0.9.1+; "device cuda:0" 0.14+)
     _t("free_memory_startup",
-       r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?P<x_device>[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM + r")[ \n]*/[ \n]*"
-       r"(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GiB\)[ \n]+on[ \n]+startup[ \n]+is[ \n]+less[ \n]+than[ \n]+desired"
+       _FREE_ON_STARTUP + r"[ \n]+is[ \n]+less[ \n]+than[ \n]+desired"
        r"[ \n]+GPU[ \n]+memory[ \n]+utilization[ \n]*\((?P<gpu_memory_utilization>" + NUM + r"),[ \n]*(?P<x_requested_gib>"
        + NUM + r")[ \n]*GiB\)",
        P_ERROR, "free_memory_startup", ("0.9.1", None), "v1"),
     # either line above cut after "on startup" (a paste that ends it with "…"): the card's free and total
     _t("free_memory_cut",
-       r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM + r")[ \n]*/[ \n]*"
-       r"(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GiB\)[ \n]+on[ \n]+startup(?![ \n]+is[ \n]+less|\.[ \n]+Desired)",
+       _FREE_ON_STARTUP + r"(?![ \n]+is[ \n]+less|\.[ \n]+Desired)",
        P_PROFILE, None, ("0.9.1", None), "v1"),
     # 1.9 the "Actual usage" report (V1 0.10.2+; INFO in 0.10.2 and 0.27+)
     _t("actual_usage",
-       r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM + r")[ \n]*/[ \n]*"
-       r"(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GiB\)[ \n]+on[ \n]+startup\.[ \n]+Desired[ \n]+GPU[ \n]+memory"
+       _FREE_ON_STARTUP + r"\.[ \n]+Desired[ \n]+GPU[ \n]+memory"
        r"[ \n]+utilization[ \n]+is[ \n]+\((?P<gpu_memory_utilization>" + NUM + r"),[ \n]*(?P<x_requested_gib>" + NUM
        + r")[ \n]*GiB\)\.(?:[ \n]+Actual[ \n]+usage[ \n]+is[ \n]+(?:(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+weight,"
        r"[ \n]+(?P<activation_peak_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+peak[ \n]+activation,[ \n]+(?P<non_torch_gib>" + NUM
