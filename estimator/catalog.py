@@ -62,8 +62,9 @@ def catalog_ids() -> list[str]:
 
 
 # Repos renamed on the Hub (the old id redirects there): Meta dropped "Meta-" from the Llama 3.1 names
-# in July 2024 (meta-llama/Meta-Llama-3.1-8B-Instruct → meta-llama/Llama-3.1-8B-Instruct).
-_RENAMED = (("meta-llama/meta-llama-3.1-", "meta-llama/llama-3.1-"),)
+# in July 2024 (meta-llama/Meta-Llama-3.1-8B-Instruct → meta-llama/Llama-3.1-8B-Instruct); the Hub's
+# legacy ids without an organisation moved under one in 2024 (gpt2, gpt2-medium … → openai-community/).
+_RENAMED = (("meta-llama/meta-llama-3.1-", "meta-llama/llama-3.1-"), ("gpt2", "openai-community/gpt2"))
 
 
 def canonical_id(repo_id: str) -> str | None:

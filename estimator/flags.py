@@ -881,12 +881,46 @@ def _depth_ok(text: str, start: int, pos: int) -> bool:
     return not final or final[0][1] == 0
 
 
+# `LLM(...)`'s first parameter is `model`: a string literal or a name given first, or `model=` a name
+_FIRST_ARG = regex.compile(r"""\s*(?:model\s*=\s*)?(?:(?P<lit>"[^"\n]{1,300}"|'[^'\n]{1,300}')|(?P<name>[A-Za-z_]\w{0,60}))\s*[,)]""")
+
+
+def _model_argument(text: str, call, start: int) -> Setting | None:
+    """The model an `LLM(...)` call names first: a literal (`LLM("gpt2")`, which no keyword marks), or a
+    variable the notebook set to one above the call (`model_name = "gpt2"` … `LLM(model_name)`), whose
+    last assignment before the call is the one it runs."""
+    if not call.group(0).startswith("LLM"):
+        return None
+    m = _FIRST_ARG.match(text, start, timeout=_budget(TIMEOUT))
+    if m is None:
+        return None
+    if m.group("lit"):
+        return Setting("model", m.group("lit")[1:-1], _value_span(m, "lit"), "kwargs", m.group(0).strip())
+    if m.group("name") in ("True", "False", "None"):
+        return None
+    assign = regex.compile(r"(?m)^[ \t]*" + regex.escape(m.group("name")) +
+                           r"""[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*(?P<v>"[^"\n]{1,300}"|'[^'\n]{1,300}')[ \t]*(?:#.*)?$""")
+    last = None
+    for a in _safe_finditer(assign, text, 0, call.start(), limit=50):
+        last = a
+    if last is None:
+        return None
+    return Setting("model", last.group("v")[1:-1], _value_span(last, "v"), "kwargs", last.group(0).strip())
+
+
 def scan_kwargs(text: str) -> list[Setting]:
-    """`LLM(model="…", max_model_len=30_000, …)` and EngineArgs(...) keyword arguments."""
+    """`LLM(model="…", max_model_len=30_000, …)` and EngineArgs(...) keyword arguments, and the model an
+    `LLM(...)` call gives first or through a variable."""
     out: list[Setting] = []
     for call in _safe_finditer(_KWARGS_CALL, text, limit=100):
         start = call.end()
         end = _balanced_end(text, start, "(", ")")
+        try:
+            first = _model_argument(text, call, start)
+        except TimeoutError:
+            first = None
+        if first is not None:
+            out.append(first)
         for m in _safe_finditer(_KWARG, text, start, end, limit=200):
             if not _depth_ok(text, start, m.start()):
                 continue

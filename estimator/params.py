@@ -75,6 +75,11 @@ _NON_GATED_TYPES = (
     "falcon", "refinedweb", "refinedwebmodel", "gpt2", "gpt_bigcode", "gpt_neox", "gptj", "phi",
     "starcoder2", "mpt", "bloom", "opt", "nemotron", "nemotron_h", "persimmon", "stablelm_epoch",
 )
+# Families whose every linear layer has a bias (gpt2.py: c_attn, c_proj, c_fc, c_proj all bias=True); OPT
+# reads its enable_bias key instead.
+_ALL_BIAS_TYPES = ("gpt2",)
+# Families with LayerNorms (weight and bias) instead of RMSNorms: opt.py, gpt2.py (ln_1, ln_2, ln_f).
+_LAYERNORM_TYPES = ("opt", "gpt2")
 # Gemma families have two extra norms per layer (pre/post feed-forward) — gemma2.py, gemma3.py.
 _SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4", "olmo2")
 
@@ -174,10 +179,12 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     # qwen3_next.py / qwen3_5.py: a sigmoid output gate rides on q_proj (on unless attn_output_gate is false).
     gate = t.get("attn_output_gate", True if mt.startswith(("qwen3_next", "qwen3_5")) else False)
     q_out = heads * hd * (2 if gate else 1)
-    qkv_bias = bool(_get(t, "qkv_bias", "attention_bias", "bias", "enable_bias", default=_is(mt, _QKV_BIAS_TYPES)))
+    all_bias = _is(mt, _ALL_BIAS_TYPES)
+    qkv_bias = bool(_get(t, "qkv_bias", "attention_bias", "bias", "enable_bias",
+                         default=_is(mt, _QKV_BIAS_TYPES) or all_bias))
     if _is(mt, _QKV_BIAS_TYPES) and t.get("qkv_bias") is not False:
         qkv_bias = True
-    o_bias = bool(_get(t, "attention_bias", "bias", "enable_bias", default=False)) and not _is(mt, _QKV_BIAS_TYPES)
+    o_bias = bool(_get(t, "attention_bias", "bias", "enable_bias", default=all_bias)) and not _is(mt, _QKV_BIAS_TYPES)
     falcon_fused = mt.startswith(("falcon", "refinedweb"))
     if falcon_fused:
         # falcon.py: one fused query_key_value (+dense); old MQA configs have 1 KV head.
@@ -309,7 +316,8 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     t, h, mt, moe = spec.text, spec.hidden_size, spec.model_type, spec.moe
     gated = _gated(mt, t)
     mats = 3 if gated else 2
-    mlp_bias = bool(_get(t, "mlp_bias", "use_bias", "enable_bias", default=False))   # opt: enable_bias
+    mlp_bias = bool(_get(t, "mlp_bias", "use_bias", "enable_bias",   # opt: enable_bias
+                         default=_is(mt, _ALL_BIAS_TYPES)))
     out: list[_W] = []
 
     def dense(inter: int, name: str, part: str = "mlp") -> list[_W]:
@@ -380,8 +388,8 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
 
 def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     t, h, mt = spec.text, spec.hidden_size, spec.model_type
-    if mt == "opt":
-        # opt.py: self_attn_layer_norm and final_layer_norm are LayerNorms with bias
+    if _is(mt, _LAYERNORM_TYPES):
+        # opt.py: self_attn_layer_norm and final_layer_norm; gpt2.py: ln_1 and ln_2 — LayerNorms with bias
         return [_W("norms", f"{pfx}.layernorms", 2 * 2 * h, kind="norm", layer=i, tp="replicate")]
     if mt.startswith(("falcon", "refinedweb")):
         # falcon.py: LayerNorm with bias; parallel-attention layers share one norm unless the new
@@ -458,7 +466,8 @@ def _layer_kinds(spec: ModelSpec) -> list[str]:
 
 def _vocab_layer_norm(spec: ModelSpec) -> int:
     """Final norm size: LayerNorm (weight+bias) for falcon-style models, RMSNorm weight otherwise."""
-    return 2 * spec.hidden_size if spec.model_type.startswith(("falcon", "refinedweb", "opt")) else spec.hidden_size
+    layernorm = spec.model_type.startswith(("falcon", "refinedweb")) or _is(spec.model_type, _LAYERNORM_TYPES)
+    return 2 * spec.hidden_size if layernorm else spec.hidden_size
 
 
 def _mtp_weights(spec: ModelSpec, kinds: list[str]) -> tuple[list[_W], bool]:
@@ -672,6 +681,10 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
         if e != h:
             ws += [_W("embed", "model.project_in", h, e, tp="replicate"),
                    _W("embed", "model.project_out", e, h, tp="replicate")]
+    elif _is(spec.model_type, ("gpt2",)):
+        # gpt2.py: wpe, an nn.Embedding of max_position_embeddings (n_positions) rows, replicated
+        ws.append(_W("embed", "transformer.wpe", int(_get(t, "max_position_embeddings", "n_positions", default=1024)),
+                     h, kind="embed", tp="replicate"))
     hpl = _pos(t.get("hidden_size_per_layer_input"))
     if hpl:  # gemma-3n/4 per-layer input embeddings + projection
         vpl = _pos(t.get("vocab_size_per_layer_input")) or V

@@ -366,6 +366,11 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     # LlamaConfig: llava-hf's LLaVA configs keep only a few text_config keys (vocab, length, norm eps)
     "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
               "num_attention_heads": 32, "max_position_embeddings": 2048},
+    # MistralConfig (transformers configuration_mistral.py): llava-hf's LLaVA-NeXT Mistral config keeps only
+    # the text_config keys that differ from these
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                "sliding_window": 4096},
     "gemma2": {"head_dim": 256, "sliding_window": 4096, "tie_word_embeddings": True},
     "gemma": {"head_dim": 256, "tie_word_embeddings": True},
     "llama4_text": {"no_rope_layer_interval": 4, "tie_word_embeddings": False},
@@ -373,6 +378,8 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "falcon": {"tie_word_embeddings": True},
     "refinedwebmodel": {"tie_word_embeddings": True},
     "refinedweb": {"tie_word_embeddings": True},
+    # GPT2Config leaves tie_word_embeddings to PretrainedConfig's default (True); vLLM gpt2.py ties lm_head to wte.
+    "gpt2": {"tie_word_embeddings": True},
     # OPTConfig: tie_word_embeddings and enable_bias default to True (vLLM opt.py ties lm_head)
     "opt": {"tie_word_embeddings": True, "enable_bias": True},
     "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
@@ -767,5 +774,5 @@ _KNOWN_TYPES = {
     "minimax_text_01", "phi3", "phi", "phi4", "falcon", "refinedwebmodel", "refinedweb", "jamba", "falcon_h1",
     "granitemoehybrid", "nemotron_h", "bamba", "kimi_linear", "qwen3_vl_text", "qwen3_vl_moe_text", "qwen3_5_moe_text", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
     "pixtral", "cohere", "cohere2", "starcoder2", "gpt_bigcode", "gpt_neox", "mpt", "dbrx", "internlm2",
-    "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2", "opt",
+    "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2", "opt", "gpt2",
 }

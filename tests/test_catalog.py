@@ -412,6 +412,30 @@ def test_cyankiwi_kimi_linear_awq_is_the_w4a16_group_32_a_deployment_note_record
     assert experts == 26 * 256 * (7_077_888 // 2 + 7_077_888 // 32 * 2) == 26_499_612_672
 
 
+def test_kimi_k26_is_k25s_architecture_with_its_native_int4_experts():
+    """No copy of moonshotai/Kimi-K2.6's config.json is public; the catalog derives it from K2.5's, which
+    NVIDIA's K2.6 re-export (nvidia/Kimi-K2.6-NVFP4, a copy in the catalog) matches in every architecture
+    field, and whose native int4 (compressed-tensors, group 32, symmetric) the K2.6 card says it keeps. By
+    hand, one routed expert (gate, up, down: 3 × 7,168 × 2,048 = 44,040,192 weights) takes 22,020,096 B of
+    packed int4 and 44,040,192 / 32 × 2 = 2,752,512 B of bf16 scales: 24,772,608 B; 60 MoE layers × 384
+    experts = 570,760,888,320 B. NVFP4 (group 16, fp8 scales) would give a different figure."""
+    import dataclasses
+
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    k26 = load_model("moonshotai/Kimi-K2.6", offline=True).spec
+    nvfp4 = load_model("nvidia/Kimi-K2.6-NVFP4", offline=True).spec
+    assert any("DERIVED" in a for a in k26.assumptions)
+    differing = {f.name for f in dataclasses.fields(k26) if getattr(k26, f.name) != getattr(nvfp4, f.name)}
+    # the NVIDIA export renames the text model type and carries its own quantization; nothing else differs
+    assert differing <= {"model_id", "model_type", "quantization", "vision", "config", "text", "companions",
+                         "assumptions"}
+    assert k26.num_layers == nvfp4.num_layers == 61
+    assert weight_bytes(k26).bytes_by_part["experts"] == 60 * 384 * (44_040_192 // 2 + 44_040_192 // 32 * 2)
+    assert weight_bytes(k26).bytes_by_part["experts"] == 570_760_888_320
+
+
 def test_qwen2_vl_towers_are_sized_by_embed_dim_not_the_mergers_output():
     """Qwen2-VL's vision_config keeps hidden_size for the merger's output (the LLM's 1,536 in the 2B) and
     names the ViT width embed_dim (1,280). By hand (qwen2_vl.py): patch embed Conv3d 3 × 2 × 14 × 14 ×

@@ -450,6 +450,28 @@ def test_opt_counts_biases_layernorms_and_learned_positions():
     assert count_params(spec).params_total == v * h + 2050 * h + n * layer + 2 * h == 125_239_296
 
 
+def test_gpt2_counts_biases_layernorms_and_learned_positions():
+    """openai-community/gpt2 (vLLM gpt2.py): c_attn, c_proj, c_fc, c_proj all biased, ln_1/ln_2/ln_f
+    LayerNorms with bias, wpe of n_positions (1,024) rows with no offset, and lm_head tied to wte (the
+    config has no tie_word_embeddings key; PretrainedConfig's default True applies): 124,439,808, GPT-2
+    small's published total. opt-2.7b by the same rules (OPT: 2,050 positions): 2,651,596,800."""
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup("gpt2")
+    assert cid == "openai-community/gpt2"  # the Hub's legacy id
+    spec = spec_from_config(config, cid)
+    h, f, n, v = 768, 3072, 12, 50257
+    layer = (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    assert count_params(spec).params_total == v * h + 1024 * h + n * layer + 2 * h == 124_439_808
+    assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 12 * 12 * 64 * 2 * 2
+
+    cid, config, _ = lookup("facebook/opt-2.7b")
+    h, f, n, v = 2560, 10240, 32, 50272
+    layer = (3 * h * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    total = v * h + 2050 * h + n * layer + 2 * h
+    assert count_params(spec_from_config(config, cid)).params_total == total == 2_651_596_800
+
+
 def test_added_catalog_models_match_their_hub_totals():
     """Exact totals a source shows for models the catalog researched itself: the HF API's for
     DeepSeek-R1-Distill-Llama-8B (8,030,261,248) and a tensor sum for Qwen2.5-3B-Instruct."""

@@ -1487,6 +1487,24 @@ def test_a_store_laid_out_as_org_and_name_is_read_as_that_repo(path, repo):
     assert (got[0] if got else None) == repo and (got is None or got[1])
 
 
+@pytest.mark.parametrize("text,model,path", [
+    ('llm = LLM("gpt2", gpu_memory_utilization=0.5)', "openai-community/gpt2", None),
+    # a notebook names the model in a variable above the call; the last assignment is the one it runs
+    ('model_name = "facebook/opt-125m"\nmodel_name = "gpt2"  # Replace with your desired model\n[...]\n'
+     'llm = LLM(model_name, gpu_memory_utilization = 0.5)', "openai-community/gpt2", None),
+    ('MODEL = "gpt2"\nllm = LLM(model=MODEL)', "openai-community/gpt2", None),
+    ("vllm serve gpt2 --max-model-len 1024", "openai-community/gpt2", None),
+    ("vllm serve ./gpt2 --max-model-len 1024", None, "./gpt2"),     # a directory of that name is a local path
+])
+def test_a_hub_legacy_id_without_organisation_is_read_as_its_repo(text, model, path):
+    """The Hub redirects its legacy ids ("gpt2") to their organisation's repo (openai-community/gpt2);
+    vLLM downloads them as such. A path spelled as one ("./gpt2") stays a local path. `LLM(...)`'s first
+    parameter is the model, given as a literal or a variable."""
+    f = read_paste(text)
+    assert f.get("model") == model
+    assert f.extra.get("model_path") == path
+
+
 @pytest.mark.parametrize("text", [
     "I have 2 GPUs with 24 GB each",
     "Llama 3 is great, Qwen 2.5 too",          # a family and version without a size name no checkpoint

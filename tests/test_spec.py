@@ -372,3 +372,20 @@ def test_a_trimmed_llama_text_config_takes_llamaconfigs_defaults():
     assert (spec.hidden_size, spec.intermediate_size, spec.num_layers, spec.num_kv_heads) == (4096, 11008, 32, 32)
     assert any("used transformers' defaults for llama" in a for a in spec.assumptions)
     assert abs(weight_bytes(spec, dtype="float16").bytes_total / 2**30 - 13.1343) < 0.05
+
+
+def test_a_trimmed_mistral_text_config_takes_mistralconfigs_defaults():
+    """llava-hf/llava-v1.6-mistral-7b-hf's text_config keeps only the keys that differ from MistralConfig
+    (MLP 14336, 8 KV heads, length 32768, no window, vocab 32064); transformers fills hidden 4096, 32 layers
+    and 32 heads. KV per token by hand: 32 layers × 8 KV heads × 128 × 2 (K, V) × 2 B = 131,072 B, not
+    the 524,288 B that 32 KV heads would give. The weights come to what vLLM 0.10.2 printed for it on an
+    80 GB card, "Model loading took 14.0786 GiB" (Mistral-7B's 7.24 B with a 32,064-row vocabulary, CLIP-L
+    and the projector, fp16)."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    spec = load_model("llava-hf/llava-v1.6-mistral-7b-hf", offline=True).spec
+    assert (spec.hidden_size, spec.intermediate_size, spec.num_layers, spec.num_kv_heads) == (4096, 14336, 32, 8)
+    assert any("used transformers' defaults for mistral" in a for a in spec.assumptions)
+    assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 131_072
+    assert abs(weight_bytes(spec, dtype="float16").bytes_total / 2**30 - 14.0786) < 0.05
