@@ -129,6 +129,8 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     from estimator.catalog import canonical_id, catalog_ids, lookup
     from estimator.paste_prose import quantization_in_name
 
+    if canonical_id(ref):
+        return None        # the catalog's own model: its copy, not a sibling's
     name = ref.rstrip("/").split("/")[-1]
     m = _QUANT_SUFFIX.search(name)
     org = ref.split("/")[0] if "/" in ref else None

@@ -75,11 +75,12 @@ _NON_GATED_TYPES = (
     "falcon", "refinedweb", "refinedwebmodel", "gpt2", "gpt_bigcode", "gpt_neox", "gptj", "phi",
     "starcoder2", "mpt", "bloom", "opt", "nemotron", "nemotron_h", "persimmon", "stablelm_epoch",
 )
-# Families whose every linear layer has a bias (gpt2.py: c_attn, c_proj, c_fc, c_proj all bias=True); OPT
-# reads its enable_bias key instead.
-_ALL_BIAS_TYPES = ("gpt2",)
-# Families with LayerNorms (weight and bias) instead of RMSNorms: opt.py, gpt2.py (ln_1, ln_2, ln_f).
-_LAYERNORM_TYPES = ("opt", "gpt2")
+# Families whose every linear layer has a bias (gpt2.py, gpt_bigcode.py: c_attn, c_proj, c_fc, c_proj all
+# bias=True); OPT reads its enable_bias key instead.
+_ALL_BIAS_TYPES = ("gpt2", "gpt_bigcode")
+# Families with LayerNorms (weight and bias) instead of RMSNorms: opt.py, gpt2.py and gpt_bigcode.py (ln_1,
+# ln_2, ln_f).
+_LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode")
 # Gemma families have two extra norms per layer (pre/post feed-forward) — gemma2.py, gemma3.py.
 _SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4", "olmo2")
 
@@ -389,7 +390,8 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
 def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     t, h, mt = spec.text, spec.hidden_size, spec.model_type
     if _is(mt, _LAYERNORM_TYPES):
-        # opt.py: self_attn_layer_norm and final_layer_norm; gpt2.py: ln_1 and ln_2 — LayerNorms with bias
+        # opt.py: self_attn_layer_norm and final_layer_norm; gpt2.py, gpt_bigcode.py: ln_1 and ln_2 — LayerNorms
+        # with bias
         return [_W("norms", f"{pfx}.layernorms", 2 * 2 * h, kind="norm", layer=i, tp="replicate")]
     if mt.startswith(("falcon", "refinedweb")):
         # falcon.py: LayerNorm with bias; parallel-attention layers share one norm unless the new
@@ -555,6 +557,8 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
         return [], notes
     vt = str(v.get("model_type") or spec.config.get("model_type") or "").lower()
     top = str(spec.config.get("model_type") or "").lower()
+    if top == "mllama":
+        return _mllama_vision_weights(spec, v), notes
     depth = int(_get(v, "depth", "num_hidden_layers", "num_layers", default=0) or 0)
     vh = vision_width(v)
     if not depth or not vh:
@@ -624,6 +628,31 @@ def _vision_weights(spec: ModelSpec) -> tuple[list[_W], list[str]]:
     return ws, notes
 
 
+def _mllama_vision_weights(spec: ModelSpec, v: dict) -> list[_W]:
+    """Llama 3.2 Vision's tower as vLLM's mllama.py builds it (MllamaVisionModel): a bias-free patch
+    linear, a class embedding, a gated position embedding of (image_size / patch)² + 1 rows beside a
+    tile-position table of (max_aspect_ratio_id + 1) × max_num_tiles × that × hidden, gated pre/post
+    aspect-ratio embeddings, two LayerNorms, num_hidden_layers encoder layers (bias-free qkv/o, CLIP's
+    biased MLP, two LayerNorms) and num_global_layers gated ones (two tanh gates each), then the
+    projector from vision_output_dim (the final and intermediate layers' states side by side) to the
+    text width, with bias. max_aspect_ratio_id is the number of supported aspect ratios
+    (MllamaVisionConfig)."""
+    h, inter = vision_width(v), _pos(v.get("intermediate_size")) or 4 * vision_width(v)
+    patch, image = _pos(v.get("patch_size")) or 14, _pos(v.get("image_size")) or 560
+    tiles, ch = _pos(v.get("max_num_tiles")) or 4, _pos(v.get("num_channels")) or 3
+    ratios = _pos(v.get("max_aspect_ratio_id")) or len(v.get("supported_aspect_ratios") or []) or 8
+    patches = (image // patch) ** 2 + 1
+    layer = 4 * h * h + (h * inter + inter) + (inter * h + h) + 2 * 2 * h
+    local, glob = _pos(v.get("num_hidden_layers")) or 32, _pos(v.get("num_global_layers")) or 8
+    out = _pos(v.get("vision_output_dim")) or h
+    return [_W("vision", "vision_model.patch_embedding", h, ch * patch * patch),
+            _W("vision", "vision_model.embeddings", h + 1 + patches * h + (ratios + 1) * tiles * patches * h
+               + 2 * ((ratios + 1) * tiles * h + 1) + 2 * 2 * h, kind="param", tp="replicate"),
+            _W("vision", "vision_model.transformer.layers", layer * local),
+            _W("vision", "vision_model.global_transformer.layers", (layer + 2) * glob),
+            _W("vision", "multi_modal_projector", spec.hidden_size, out + 1)]
+
+
 def _pos(v: object) -> int:
     """A positive integer a config gives, read as spec.py reads every key, else 0 (a hand-edited config
     may hold anything)."""
@@ -673,7 +702,9 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     opt = spec.model_type == "opt"
     # opt.py: tokens are embedded at word_embed_proj_dim (project_in/out bridge it to hidden_size)
     e = int(_get(t, "word_embed_proj_dim", default=h) or h) if opt else h
-    ws: list[_W] = [_W("embed", "model.embed_tokens", V, e, kind="embed", tp="vocab")]
+    mllama = str(spec.config.get("model_type") or "") == "mllama"
+    # mllama.py: the text model embeds vocab_size + 8 rows (learned image-token embeddings)
+    ws: list[_W] = [_W("embed", "model.embed_tokens", V + (8 if mllama else 0), e, kind="embed", tp="vocab")]
     if opt:
         # OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows (OPT's offset), replicated
         ws.append(_W("embed", "model.embed_positions", int(_get(t, "max_position_embeddings", default=2048)) + 2, h,
@@ -681,8 +712,8 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
         if e != h:
             ws += [_W("embed", "model.project_in", h, e, tp="replicate"),
                    _W("embed", "model.project_out", e, h, tp="replicate")]
-    elif _is(spec.model_type, ("gpt2",)):
-        # gpt2.py: wpe, an nn.Embedding of max_position_embeddings (n_positions) rows, replicated
+    elif _is(spec.model_type, ("gpt2", "gpt_bigcode")):
+        # gpt2.py, gpt_bigcode.py: wpe, an nn.Embedding of max_position_embeddings (n_positions) rows, replicated
         ws.append(_W("embed", "transformer.wpe", int(_get(t, "max_position_embeddings", "n_positions", default=1024)),
                      h, kind="embed", tp="replicate"))
     hpl = _pos(t.get("hidden_size_per_layer_input"))
@@ -693,6 +724,12 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
                _W("norms", "model.per_layer_projection_norm", hpl, kind="norm", tp="replicate")]
     for i in range(spec.num_layers):
         ws += _decoder_layer(spec, i, kinds, f"model.layers.{i}")
+    if mllama:
+        # MllamaCrossAttentionDecoderLayer: q_norm and k_norm (head_dim each) and two tanh gates per
+        # cross-attention layer, beyond a self-attention layer's weights
+        for i in t.get("cross_attention_layers") or []:
+            ws.append(_W("norms", f"model.layers.{i}.cross_attn.norms_gates", 2 * spec.head_dim + 2, kind="norm",
+                         layer=int(i), tp="replicate"))
     if not opt or (t.get("do_layer_norm_before", True) and not t.get("_remove_final_layer_norm")):
         ws.append(_W("norms", "model.norm", _vocab_layer_norm(spec), kind="norm", tp="replicate"))
     if not spec.tie_word_embeddings:

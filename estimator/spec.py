@@ -378,8 +378,10 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "falcon": {"tie_word_embeddings": True},
     "refinedwebmodel": {"tie_word_embeddings": True},
     "refinedweb": {"tie_word_embeddings": True},
-    # GPT2Config leaves tie_word_embeddings to PretrainedConfig's default (True); vLLM gpt2.py ties lm_head to wte.
+    # GPT2Config and GPTBigCodeConfig leave tie_word_embeddings to PretrainedConfig's default (True); vLLM's
+    # gpt2.py and gpt_bigcode.py tie lm_head to wte.
     "gpt2": {"tie_word_embeddings": True},
+    "gpt_bigcode": {"tie_word_embeddings": True},
     # OPTConfig: tie_word_embeddings and enable_bias default to True (vLLM opt.py ties lm_head)
     "opt": {"tie_word_embeddings": True, "enable_bias": True},
     "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
@@ -706,7 +708,8 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     if vision:
         vision = {**_VISION_DEFAULTS.get(str(config.get("model_type") or ""), {}), **vision}
     is_mm = bool(vision) or any(k in config for k in ("image_token_index", "image_token_id", "vision_start_token_id"))
-    known = mtype in _KNOWN_TYPES or any(a in _KNOWN_TYPES for a in (arch,))
+    # a multimodal config's own type (mllama) knows its text part's (mllama_text_model)
+    known = mtype in _KNOWN_TYPES or str(config.get("model_type") or "") in _KNOWN_TYPES
     if not known:
         assumptions.append(
             f"architecture {arch} ({mtype or 'no model_type'}) is not one kvdoctor knows; read it as a generic "

@@ -771,11 +771,13 @@ def test_commands_before_0_5_2_start_the_server_module(llama8b):
 
 def test_v0_no_cache_blocks_still_gets_the_plain_length_fix():
     """Llama-3.2-11B-Vision on a 4090, V0 0.6.3, 32,768 tokens, --max-num-seqs 2 (with the default 256
-    V0 would encode 256 dummy images at once, 74.7 GiB): no KV block at that length, but V0's profile
-    run shrinks with max_model_len, so a shorter context fits with its own profile — the plain
-    length fix is searched from 2,048 tokens up (each length re-run with its own profile)."""
+    V0 would encode 256 dummy images at once, 74.7 GiB), utilization 0.95 (at 0.90 its 19.9 GiB of
+    weights leave no room at any length): no KV block at that length, but V0's profile run shrinks with
+    max_model_len, so a shorter context fits with its own profile — the plain length fix is searched
+    from 2,048 tokens up (each length re-run with its own profile)."""
     spec = load_model("meta-llama/Llama-3.2-11B-Vision-Instruct", offline=True).spec
-    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.6.3", max_model_len=32768, max_num_seqs=2))
+    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.6.3", max_model_len=32768, max_num_seqs=2,
+                                                         gpu_memory_utilization=0.95))
     assert est.error_kind == "no_cache_blocks" and est.max_model_len_fit == 0
     plain = [s for s in suggest(est) if set(s.changes) == {"max_model_len"}]
     assert plain and plain[0].fits

@@ -276,7 +276,8 @@ def test_a_base_or_chat_variant_takes_its_catalogued_siblings_config():
     assert base_model_candidate("other-org/Meta-Llama-3-70B") is None       # not the same organization
     # the variant word before a version suffix: Mistral-7B-v0.3 beside the catalog's -Instruct-v0.3
     assert base_model_candidate("mistralai/Mistral-7B-v0.3") == ("mistralai/Mistral-7B-Instruct-v0.3", None)
-    assert base_model_candidate("mistralai/Mistral-7B-Instruct-v0.1") == ("mistralai/Mistral-7B-v0.1", None)
+    assert base_model_candidate("mistralai/Mistral-7B-v0.2") == ("mistralai/Mistral-7B-Instruct-v0.2", None)
+    assert base_model_candidate("mistralai/Mistral-7B-Instruct-v0.1") is None      # the catalog's own copy
     assert base_model_candidate("mistralai/Mistral-7B-v0.4") is None
     # another organization's upload of a variant (its own variant word in the name): the catalog's sibling,
     # the -Instruct of several, under Meta's new Llama 3.1 names
@@ -434,6 +435,25 @@ def test_kimi_k26_is_k25s_architecture_with_its_native_int4_experts():
     assert k26.num_layers == nvfp4.num_layers == 61
     assert weight_bytes(k26).bytes_by_part["experts"] == 60 * 384 * (44_040_192 // 2 + 44_040_192 // 32 * 2)
     assert weight_bytes(k26).bytes_by_part["experts"] == 570_760_888_320
+
+
+def test_later_releases_keep_their_predecessors_shapes_but_not_always_their_length():
+    """GLM-4.7 (92 layers, 160 experts + 1 shared, 96 / 8 heads) has GLM-4.5's shapes and a longer
+    max_position_embeddings (202,752 against 131,072), which sets the default max_model_len; MiniMax-M2
+    is MiniMax-M2.5's architecture and block-FP8 checkpoint. Each copy is its own release's file, so the
+    length is the release's own."""
+    import dataclasses
+
+    from estimator.api import load_model
+
+    for new, old in (("zai-org/GLM-4.7", "zai-org/GLM-4.5"), ("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.5")):
+        a, b = load_model(new, offline=True).spec, load_model(old, offline=True).spec
+        for f in ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "vocab_size", "moe"):
+            assert getattr(a, f) == getattr(b, f), (new, f)
+        assert a.kv_bytes_per_token() == b.kv_bytes_per_token()
+        assert dataclasses.asdict(a)["quantization"] == dataclasses.asdict(b)["quantization"]
+    assert load_model("zai-org/GLM-4.7", offline=True).spec.text["max_position_embeddings"] == 202_752
+    assert load_model("zai-org/GLM-4.5", offline=True).spec.text["max_position_embeddings"] == 131_072
 
 
 def test_qwen2_vl_towers_are_sized_by_embed_dim_not_the_mergers_output():

@@ -472,6 +472,89 @@ def test_gpt2_counts_biases_layernorms_and_learned_positions():
     assert count_params(spec_from_config(config, cid)).params_total == total == 2_651_596_800
 
 
+def test_added_catalog_models_counted_by_hand():
+    """Catalog copies researched on 2026-12-04, counted by hand from their config.json.
+    Qwen3-Embedding-0.6B (tied): embed 151,669 × 1,024; per layer q 1,024 × 2,048, k and v 1,024 × 1,024,
+    o 2,048 × 1,024, q/k norms 2 × 128, MLP 3 × 1,024 × 3,072, two norms: 15,730,944; 28 layers and the
+    final norm: 595,776,512, keras-hub's figure for its preset. Phi-3-medium-4k (untied, 10 KV heads of
+    128): per layer 2 × 5,120² + 2 × 5,120 × 1,280 + 3 × 5,120 × 17,920 + 2 × 5,120 = 340,797,440; 40 layers,
+    the final norm and 2 × 32,064 × 5,120 of embeddings: 13,960,238,080 (its card's 13.96 B)."""
+    from estimator.catalog import lookup
+
+    layer = 2 * 1024 * 2048 + 2 * 1024 * 1024 + 2 * 128 + 3 * 1024 * 3072 + 2 * 1024
+    cid, config, _ = lookup("Qwen/Qwen3-Embedding-0.6B")
+    spec = spec_from_config(config, cid)
+    assert count_params(spec).params_total == 151669 * 1024 + 28 * layer + 1024 == 595_776_512
+    assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 28 * 8 * 128 * 2 * 2
+
+    h = 5120
+    layer = 2 * h * h + 2 * h * 1280 + 3 * h * 17920 + 2 * h
+    cid, config, _ = lookup("microsoft/Phi-3-medium-4k-instruct")
+    spec = spec_from_config(config, cid)
+    assert count_params(spec).params_total == 40 * layer + h + 2 * 32064 * h == 13_960_238_080
+    assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 40 * 10 * 128 * 2 * 2
+
+
+def test_mllama_counts_its_tiled_tower_and_cross_attention_extras():
+    """Llama-3.2-11B-Vision as vLLM's mllama.py builds it. Tower (hidden 1,280, MLP 5,120, 560 px / 14 px
+    patches: 1,601 positions with the class token, 4 tiles, 8 supported aspect ratios): patch linear
+    588 × 1,280 = 752,640; class embedding 1,280; position gate 1 + 1,601 × 1,280 = 2,049,280 + tile
+    positions 9 × 4 × 1,601 × 1,280 = 73,774,080; pre/post aspect-ratio embeddings 2 × (9 × 4 × 1,280 + 1);
+    two LayerNorms 5,120; 32 layers of 4 × 1,280² + 1,280 × 5,120 + 5,120 + 5,120 × 1,280 + 1,280 + 4 × 1,280 =
+    19,672,320 and 8 gated ones (+2); projector 7,680 × 4,096 + 4,096: 895,028,755. Text: vocab + 8 embedding
+    rows (128,264 × 4,096), 40 Llama layers, q/k norms (2 × 128) and two gates on each of the 8
+    cross-attention layers: 10,670,220,835 in all, the Hub's safetensors count (a public benchmark's table
+    of `get_safetensors_metadata` counts lists it); × 2 B = 19.875 GiB, against the 19.86 GiB vLLM
+    printed for its weights (vllm#12126)."""
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup("meta-llama/Llama-3.2-11B-Vision-Instruct")
+    spec = spec_from_config(config, cid)
+    assert not any("not one kvdoctor knows" in a for a in spec.assumptions)   # mllama's text part is known
+    parts = count_params(spec).params_by_part
+    layer = 4 * 1280 * 1280 + 1280 * 5120 + 5120 + 5120 * 1280 + 1280 + 4 * 1280
+    tower = (588 * 1280 + 1280 + 1 + 1601 * 1280 + 9 * 4 * 1601 * 1280 + 2 * (9 * 4 * 1280 + 1) + 2 * 2 * 1280
+             + 32 * layer + 8 * (layer + 2) + 7680 * 4096 + 4096)
+    assert parts["vision"] == tower == 895_028_755
+    assert parts["embed"] == 128264 * 4096
+    assert sum(v for k, v in parts.items() if k != "computed_total") == 10_670_220_835
+
+
+@pytest.mark.parametrize("h,n,heads,inner,total", [
+    (6144, 40, 48, 24576, 15_517_456_384),     # StarCoder (15B)
+    (2048, 24, 16, 8192, 1_137_207_296),        # StarCoderBase-1B
+])
+def test_gpt_bigcode_counts_biases_layernorms_positions_and_one_kv_head(h, n, heads, inner, total):
+    """gpt_bigcode.py (StarCoder): multi-query attention (c_attn gives h + 2 × head_dim: one K/V head),
+    every linear biased, LayerNorms with bias, 8,192 learned positions, lm_head tied to wte. The totals are
+    the ones a public table of StarCoder sizes lists."""
+    cfg = {"architectures": ["GPTBigCodeForCausalLM"], "model_type": "gpt_bigcode", "n_embd": h, "n_layer": n,
+           "n_head": heads, "n_positions": 8192, "vocab_size": 49152, "multi_query": True, "n_inner": inner}
+    spec = spec_from_config(cfg, "bigcode/starcoder")
+    hd = h // heads
+    layer = (h * (h + 2 * hd) + h + 2 * hd) + (h * h + h) + (h * inner + inner) + (inner * h + h) + 2 * 2 * h
+    assert count_params(spec).params_total == 49152 * h + 8192 * h + n * layer + 2 * h == total
+    assert spec.num_kv_heads == 1
+
+
+def test_added_copies_count_as_their_siblings_hub_totals():
+    """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
+    that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
+    -v0.1 with Mistral-7B-v0.1 (7,241,732,096), Llama-3.2-3B with its Instruct (3,212,749,824, tied),
+    Qwen2.5-14B with Qwen2.5-14B-Instruct-1M (14,770,033,664). vicuna-7b-v1.5 is a Llama-2-7B fine-tune
+    with its shapes: the same count as the catalog's Llama-2-7b-hf."""
+    from estimator.catalog import lookup
+
+    def total(repo_id: str) -> int:
+        cid, config, _ = lookup(repo_id)
+        return count_params(spec_from_config(config, cid)).params_total
+
+    assert total("mistralai/Mistral-7B-Instruct-v0.1") == 7_241_732_096
+    assert total("meta-llama/Llama-3.2-3B") == 3_212_749_824
+    assert total("Qwen/Qwen2.5-14B") == 14_770_033_664
+    assert total("lmsys/vicuna-7b-v1.5") == total("meta-llama/Llama-2-7b-hf")
+
+
 def test_added_catalog_models_match_their_hub_totals():
     """Exact totals a source shows for models the catalog researched itself: the HF API's for
     DeepSeek-R1-Distill-Llama-8B (8,030,261,248) and a tensor sum for Qwen2.5-3B-Instruct."""
