@@ -76,8 +76,8 @@ _NON_GATED_TYPES = (
     "starcoder2", "mpt", "bloom", "opt", "nemotron", "nemotron_h", "persimmon", "stablelm_epoch",
 )
 # Families whose every linear layer has a bias (gpt2.py, gpt_bigcode.py: c_attn, c_proj, c_fc, c_proj all
-# bias=True); OPT reads its enable_bias key instead.
-_ALL_BIAS_TYPES = ("gpt2", "gpt_bigcode")
+# bias=True; phi.py: qkv_proj, dense, fc1, fc2); OPT reads its enable_bias key instead.
+_ALL_BIAS_TYPES = ("gpt2", "gpt_bigcode", "phi")
 # Families with LayerNorms (weight and bias) instead of RMSNorms: opt.py, gpt2.py and gpt_bigcode.py (ln_1,
 # ln_2, ln_f).
 _LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode")
@@ -181,7 +181,8 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     gate = t.get("attn_output_gate", True if mt.startswith(("qwen3_next", "qwen3_5")) else False)
     q_out = heads * hd * (2 if gate else 1)
     all_bias = _is(mt, _ALL_BIAS_TYPES)
-    qkv_bias = bool(_get(t, "qkv_bias", "attention_bias", "bias", "enable_bias",
+    # chatglm.py: add_qkv_bias (ChatGLM2/3, GLM-4) biases the fused query_key_value only
+    qkv_bias = bool(_get(t, "qkv_bias", "add_qkv_bias", "attention_bias", "bias", "enable_bias",
                          default=_is(mt, _QKV_BIAS_TYPES) or all_bias))
     if _is(mt, _QKV_BIAS_TYPES) and t.get("qkv_bias") is not False:
         qkv_bias = True
@@ -468,7 +469,9 @@ def _layer_kinds(spec: ModelSpec) -> list[str]:
 
 def _vocab_layer_norm(spec: ModelSpec) -> int:
     """Final norm size: LayerNorm (weight+bias) for falcon-style models, RMSNorm weight otherwise."""
-    layernorm = spec.model_type.startswith(("falcon", "refinedweb")) or _is(spec.model_type, _LAYERNORM_TYPES)
+    # phi.py: final_layernorm is a LayerNorm too (its one per-layer input_layernorm, weight and bias, is the
+    # 2 × hidden the default norm count gives)
+    layernorm = spec.model_type.startswith(("falcon", "refinedweb")) or _is(spec.model_type, _LAYERNORM_TYPES + ("phi",))
     return 2 * spec.hidden_size if layernorm else spec.hidden_size
 
 
@@ -734,6 +737,8 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
         ws.append(_W("norms", "model.norm", _vocab_layer_norm(spec), kind="norm", tp="replicate"))
     if not spec.tie_word_embeddings:
         ws.append(_W("lm_head", "lm_head", V, e, kind="lm_head", tp="vocab"))
+        if _is(spec.model_type, ("phi",)):
+            ws.append(_W("lm_head", "lm_head.bias", V, kind="bias", tp="vocab"))   # phi.py: ParallelLMHead(bias=True)
     vis, notes = _vision_weights(spec)
     ws += vis + _audio_weights(spec)
     mtp, _ = _mtp_weights(spec, kinds)

@@ -537,6 +537,36 @@ def test_gpt_bigcode_counts_biases_layernorms_positions_and_one_kv_head(h, n, he
     assert spec.num_kv_heads == 1
 
 
+@pytest.mark.parametrize("repo_id,h,n,total", [
+    ("microsoft/phi-2", 2560, 32, 2_779_683_840),
+    ("microsoft/phi-1_5", 2048, 24, 1_418_270_720),
+])
+def test_phi_counts_its_biases_layernorms_and_head_bias(repo_id, h, n, total):
+    """phi.py: qkv_proj, dense, fc1 and fc2 all biased (vLLM's linear layers default to bias), one
+    LayerNorm per layer (attention and MLP read the same normed input), a final LayerNorm, and a biased
+    lm_head, untied, over 51,200 tokens. The totals are the Hub's safetensors counts."""
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup(repo_id)
+    f, v = 4 * h, 51200
+    layer = (3 * h * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 2 * h
+    assert count_params(spec_from_config(config, cid)).params_total == v * h + n * layer + 2 * h + v * h + v == total
+
+
+def test_chatglm_biases_its_fused_qkv_only():
+    """chatglm3-6b (chatglm.py): add_qkv_bias true, add_bias_linear false — the fused query_key_value
+    (32 query heads and 2 KV groups of 128: 4,608 outputs) has a bias, nothing else does. By hand:
+    embedding and output layer 2 × 65,024 × 4,096, per layer 4,096 × 4,608 + 4,608 + 4,096² +
+    4,096 × 2 × 13,696 + 13,696 × 4,096 + 2 × 4,096 norms, 28 layers and the final norm: 6,243,584,000,
+    what transformers counts for the checkpoint."""
+    from estimator.catalog import lookup
+
+    cid, config, _ = lookup("THUDM/chatglm3-6b")
+    h, f = 4096, 13696
+    layer = h * 4608 + 4608 + h * h + h * 2 * f + f * h + 2 * h
+    assert count_params(spec_from_config(config, cid)).params_total == 2 * 65024 * h + 28 * layer + h == 6_243_584_000
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
