@@ -58,9 +58,11 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
                          f"default context length may differ{fmt})")
         elif _bare_name(leaf) != _bare_name(base_leaf) and _variant_stem(_bare_name(leaf)) == _variant_stem(_bare_name(base_leaf)):
             # the catalog's model is the release's base or chat sibling (of the export's own model, if quantized)
+            # a sibling may ship another checkpoint format (Kimi-K2-Thinking's int4 beside K2-Instruct's FP8)
+            also = "" if fmt else " and checkpoint format"
             base_note = (f"{ref} is not available here{why}; used the config of {src.model_id}, the same release's "
-                         f"other variant (base and chat weights share one architecture; its default context length "
-                         f"may differ{fmt})")
+                         f"other variant (base and chat weights share one architecture; its default context length"
+                         f"{also} may differ{fmt})")
         elif _QUANT_SUFFIX.search(leaf):
             base_note = (f"{ref} is not available here{why}; used the config of its base model {src.model_id} "
                          f"(same architecture{fmt})")

@@ -287,6 +287,8 @@ def test_a_base_or_chat_variant_takes_its_catalogued_siblings_config():
     spec = load_model("meta-llama/Meta-Llama-3-70B", offline=True).spec
     assert spec.model_id == "meta-llama/Meta-Llama-3-70B" and spec.num_layers == 80 and spec.num_kv_heads == 8
     assert any("the same release's other variant" in a for a in spec.assumptions)
+    # a sibling may ship another format (Kimi-K2-Thinking's int4 beside K2-Instruct's FP8): said, not assumed away
+    assert any("checkpoint format may differ" in a for a in spec.assumptions)
     with pytest.raises(ModelNotFound):
         load_model("meta-llama/Meta-Llama-3-71B", offline=True)
 
