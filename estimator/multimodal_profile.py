@@ -184,6 +184,31 @@ class DummyItem(NamedTuple):
     values: int         # pixel values the processor hands over: patches × patch² × channels (× temporal patch)
 
 
+def llava_next_largest_image(spec: ModelSpec) -> tuple[int, int] | None:
+    """(LLM tokens, tower tiles) of LLaVA-NeXT's largest image, None for another model. vLLM's
+    llava_next.py (get_image_size_with_most_features) tries each of the config's image_grid_pinpoints
+    and keeps the one with the most features (get_num_image_tokens): the base tile's patches (less the
+    CLS token under the "default" feature strategy), the anyres grid's patches (an image of the
+    pinpoint's own size needs no unpadding) and one image_newline per row of them. The tower encodes
+    the base tile and each tile of the grid. llava-v1.6's 672 × 672: 576 + 48 × 48 + 48 = 2,928 tokens
+    from 5 tiles of 336 px, which is why vLLM 0.10.2 profiles 5 of them in a 16,384-token budget."""
+    v = spec.vision or {}
+    pins = spec.config.get("image_grid_pinpoints")
+    size, patch = int(v.get("image_size") or 0), int(v.get("patch_size") or 14)
+    if spec.config.get("model_type") != "llava_next" or not isinstance(pins, list) or not size:
+        return None
+    side = size // patch
+    base = side * side + (1 if spec.config.get("vision_feature_select_strategy") == "full" else 0)
+    best = (0, 0)
+    for pin in pins:
+        if not (isinstance(pin, (list, tuple)) and len(pin) == 2):
+            continue
+        grid_h, grid_w = int(pin[0]) // size, int(pin[1]) // size
+        feats = base + (side * grid_h) * (side * grid_w) + side * grid_h
+        best = max(best, (feats, 1 + grid_h * grid_w))
+    return best if best[0] else None
+
+
 def dummy_item(spec: ModelSpec) -> DummyItem:
     """A fixed-size tower's image (its image_size, or the tokens its config fixes), else a
     dynamic-resolution ViT's largest image (MAX_DYNAMIC_IMAGE_TOKENS), beside which a model with a
@@ -196,7 +221,9 @@ def dummy_item(spec: ModelSpec) -> DummyItem:
     fixed = next((int(spec.config[k]) for k in _TOKENS_PER_IMAGE_KEYS if spec.config.get(k)), 0)
     fixed = fixed or int(v.get("default_output_length") or 0)
     video = False
-    if v.get("image_size"):
+    if (anyres := llava_next_largest_image(spec)) is not None:
+        tokens, patches = anyres[0], anyres[1] * (int(v["image_size"]) // patch) ** 2
+    elif v.get("image_size"):
         patches = (int(v["image_size"]) // patch) ** 2
         tokens = fixed or max(1, patches // (merge * merge))
     elif fixed:

@@ -275,6 +275,25 @@ def test_gemma3_local_layers_get_their_own_rope_cache():
     assert rope_cache_bytes(spec, 2)[0] == (131072 * 8 + 131072) * 128 * 2
 
 
+def test_llava_next_profiles_its_largest_anyres_image():
+    """llava-v1.6-mistral-7b-hf (llava_next.py get_image_size_with_most_features): of the pinpoints
+    336×672, 672×336, 672×672, 1008×336 and 336×1008, 672×672 has the most features — the base tile's
+    24² = 576 (CLS dropped by the default strategy), the 2 × 2 grid's 48 × 48 = 2,304 and 48 newlines:
+    2,928 tokens from 5 tiles of 336 px (2,880 patches through CLIP); 1×3 grids give 576 + 1,728 + 24
+    or + 72. vLLM 0.10.2's log for it: "Encoder cache will be initialized with a budget of 16384
+    tokens, and profiled with 5 image items of the maximum feature size" (16,384 // 2,928 = 5)."""
+    from estimator.multimodal_profile import dummy_item, llava_next_largest_image
+
+    spec = load("llava-hf/llava-v1.6-mistral-7b-hf")
+    assert llava_next_largest_image(spec) == (576 + 48 * 48 + 48, 5)
+    item = dummy_item(spec)
+    assert (item.tokens, item.patches) == (2928, 5 * 576)
+    assert 16384 // item.tokens == 5
+    # LLaVA-1.5 has no anyres grid: one 336 px tile, 576 tokens
+    assert llava_next_largest_image(load("llava-hf/llava-1.5-7b-hf")) is None
+    assert dummy_item(load("llava-hf/llava-1.5-7b-hf")).tokens == 576
+
+
 def test_vision_encoder_activation_is_split_by_tensor_parallelism():
     """A ViT block's peak is its larger half: the MLP (split by TP) or the attention, whose qkv
     Qwen2_5_VisionAttention all-gathers at TP > 1 — so the peak shrinks far less than 1/tp."""
