@@ -69,18 +69,19 @@ class _W:
 # Qwen2-style attention has q/k/v biases without a config key (vllm/model_executor/models/qwen2.py).
 _QKV_BIAS_TYPES = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_audio")
 # Families whose attention has per-head q_norm/k_norm weights (qwen3.py, gemma3.py, olmo2.py …).
-_QK_NORM_TYPES = ("qwen3", "gemma3", "gemma4", "olmo2", "olmoe", "qwen3_5")
+_QK_NORM_TYPES = ("qwen3", "gemma3", "gemma4", "olmo2", "olmoe", "qwen3_5", "lfm2")
 # Non-gated MLPs (up + down only): GPT-2/NeoX/Falcon/Phi-1/2/StarCoder2/MPT/BLOOM/Nemotron lineage.
 _NON_GATED_TYPES = (
     "falcon", "refinedweb", "refinedwebmodel", "gpt2", "gpt_bigcode", "gpt_neox", "gptj", "phi",
     "starcoder2", "mpt", "bloom", "opt", "nemotron", "nemotron_h", "persimmon", "stablelm_epoch",
 )
 # Families whose every linear layer has a bias (gpt2.py, gpt_bigcode.py: c_attn, c_proj, c_fc, c_proj all
-# bias=True; phi.py: qkv_proj, dense, fc1, fc2); OPT reads its enable_bias key instead.
-_ALL_BIAS_TYPES = ("gpt2", "gpt_bigcode", "phi")
+# bias=True; phi.py: qkv_proj, dense, fc1, fc2; gpt_neox.py: query_key_value and dense per attention_bias,
+# default True, dense_h_to_4h and dense_4h_to_h); OPT reads its enable_bias key instead.
+_ALL_BIAS_TYPES = ("gpt2", "gpt_bigcode", "phi", "gpt_neox")
 # Families with LayerNorms (weight and bias) instead of RMSNorms: opt.py, gpt2.py and gpt_bigcode.py (ln_1,
-# ln_2, ln_f).
-_LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode")
+# ln_2, ln_f), gpt_neox.py (input_layernorm, post_attention_layernorm, final_layer_norm).
+_LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode", "gpt_neox")
 # Gemma families have two extra norms per layer (pre/post feed-forward) — gemma2.py, gemma3.py.
 _SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4", "olmo2")
 
@@ -295,6 +296,14 @@ def _state_layer_weights(spec: ModelSpec, lk: MambaState, i: int, pfx: str) -> l
                 _W("attention", f"{a}.output_gate", inner, h, layer=i),
                 _W("norms", f"{a}.norm", inner, kind="norm", layer=i, tp="replicate"),
                 _W("attention", f"{a}.out_proj", h, inner, layer=i)]
+    if lk.variant == "short_conv":
+        # lfm2.py ShortConv: in_proj to B, C and x (3 × conv_dim), a depthwise conv of conv_L_cache taps,
+        # out_proj (biases per conv_bias)
+        d, b = lk.d_inner, bool(spec.text.get("conv_bias"))
+        return [_W("attention", f"{pfx}.conv.in_proj", 3 * d, h, layer=i),
+                _W("attention", f"{pfx}.conv.conv", d, lk.conv_kernel, kind="conv", layer=i),
+                _W("attention", f"{pfx}.conv.out_proj", h, d, layer=i)] + (
+            [_W("attention", f"{pfx}.conv.biases", 3 * d + d + h, kind="bias", layer=i)] if b else [])
     m = f"{pfx}.mamba"
     d = lk.d_inner
     if lk.variant == "mamba2":
@@ -391,8 +400,8 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
 def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     t, h, mt = spec.text, spec.hidden_size, spec.model_type
     if _is(mt, _LAYERNORM_TYPES):
-        # opt.py: self_attn_layer_norm and final_layer_norm; gpt2.py, gpt_bigcode.py: ln_1 and ln_2 — LayerNorms
-        # with bias
+        # opt.py: self_attn_layer_norm and final_layer_norm; gpt2.py, gpt_bigcode.py: ln_1 and ln_2; gpt_neox.py:
+        # input_layernorm and post_attention_layernorm — LayerNorms with bias
         return [_W("norms", f"{pfx}.layernorms", 2 * 2 * h, kind="norm", layer=i, tp="replicate")]
     if mt.startswith(("falcon", "refinedweb")):
         # falcon.py: LayerNorm with bias; parallel-attention layers share one norm unless the new

@@ -454,6 +454,11 @@ def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
             else:
                 out.append("full")
         return out
+    if mtype.startswith("lfm2") and isinstance(text.get("full_attn_idxs"), list):
+        # LFM2's first configs list the attention layers; the rest are short convolutions (transformers'
+        # Lfm2Config turns them into layer_types "full_attention" / "conv")
+        full = {int(x) for x in text["full_attn_idxs"]}
+        return ["full" if i in full else "mamba" for i in range(n)]
     lac = text.get("linear_attn_config")
     if isinstance(lac, dict) and isinstance(lac.get("kda_layers"), list):
         # Kimi-Linear: 1-based layer numbers of the KDA (linear) layers; the rest are MLA
@@ -497,7 +502,26 @@ def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
     return ["full"] * n
 
 
+def _lfm2_ff_dim(text: dict, ff: int) -> int:
+    """LFM2's MLP width as vLLM's lfm2.py Lfm2MLP derives it: block_ff_dim (or intermediate_size), and with
+    block_auto_adjust_ff_dim two thirds of it, times block_ffn_dim_multiplier, rounded up to a multiple of
+    block_multiple_of (12,288 → 8,192 for LFM2-1.2B)."""
+    ff = _positive_int(text.get("block_ff_dim")) or ff
+    if text.get("block_auto_adjust_ff_dim"):
+        ff = int(2 * ff / 3)
+        if text.get("block_ffn_dim_multiplier") is not None:
+            ff = int(float(text["block_ffn_dim_multiplier"]) * ff)
+        step = _positive_int(text.get("block_multiple_of")) or 256
+        ff = step * ((ff + step - 1) // step)
+    return ff
+
+
 def _mamba_state(text: dict, kind: str, mtype: str, hidden: int) -> MambaState:
+    if mtype.startswith("lfm2"):
+        # LFM2's short convolution (lfm2.py ShortConv; MambaStateShapeCalculator.short_conv_state_shape):
+        # a conv_dim / tp × (conv_L_cache − 1) state in the model dtype, no SSM state
+        return MambaState(variant="short_conv", conv_kernel=int(text.get("conv_L_cache") or 3),
+                          d_inner=int(text.get("conv_dim") or hidden))
     ssm_dtype = text.get("mamba_ssm_dtype") or text.get("mamba_ssm_cache_dtype")
     ssm_b = dtype_bytes(ssm_dtype) if ssm_dtype else None
     if kind == "linear" and ("linear_num_value_heads" in text):  # gated DeltaNet (Qwen3-Next, Qwen3.5)
@@ -596,10 +620,14 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     kv_heads = _total_kv_heads(text, heads, mtype)
     head_dim = _positive_int(text.get("head_dim")) or hidden // heads
     inter = _positive_int(_first(text, "intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")) or 4 * hidden
+    if mtype.startswith("lfm2"):
+        inter = _lfm2_ff_dim(text, inter)
     vocab = _positive_int(_first(text, "vocab_size", "padded_vocab_size")) or 32000
     if not _first(text, "vocab_size", "padded_vocab_size"):
         assumptions.append("vocab_size not found; assumed 32000")
-    tie = bool(_first(text, "tie_word_embeddings", default=_first(config, "tie_word_embeddings", default=False)))
+    # LFM2's configs spell it tie_embedding (transformers' Lfm2Config reads it as tie_word_embeddings)
+    tie = bool(_first(text, "tie_word_embeddings", "tie_embedding",
+                      default=_first(config, "tie_word_embeddings", default=False)))
     torch_dtype = _first(text, "torch_dtype", "dtype", default=_first(config, "torch_dtype", "dtype"))
 
     kinds = _layer_kinds(text, n, mtype)

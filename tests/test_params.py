@@ -567,6 +567,48 @@ def test_chatglm_biases_its_fused_qkv_only():
     assert count_params(spec_from_config(config, cid)).params_total == 2 * 65024 * h + 28 * layer + h == 6_243_584_000
 
 
+def test_lfm2_short_convolutions_and_its_adjusted_mlp():
+    """LiquidAI/LFM2-1.2B as vLLM's lfm2.py builds it: 16 layers, attention at 2, 5, 8, 10, 12, 14
+    (full_attn_idxs), short convolutions elsewhere (in_proj 3 × 2,048 × 2,048, a 3-tap depthwise conv
+    2,048 × 3, out_proj 2,048²: 16,783,360 each); attention q 2,048², k and v 2,048 × 512, o 2,048² and
+    per-head q/k norms (2 × 64); the MLP's block_ff_dim 12,288 auto-adjusted to 2/3 rounded up to a
+    multiple of 256: 8,192 (3 × 2,048 × 8,192 per layer); two norms a layer, a final one, tied
+    embeddings (tie_embedding): 1,170,340,608, what transformers counts for it. Only the six attention
+    layers page KV: 6 × 8 × 64 × 2 × 2 = 12,288 B a token; a conv layer keeps 2,048 × 2 values a request."""
+    cfg = {"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "block_auto_adjust_ff_dim": True,
+           "block_ff_dim": 12288, "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256, "conv_L_cache": 3,
+           "conv_bias": False, "conv_dim": 2048, "full_attn_idxs": [2, 5, 8, 10, 12, 14], "hidden_size": 2048,
+           "max_position_embeddings": 128000, "num_attention_heads": 32, "num_hidden_layers": 16,
+           "num_key_value_heads": 8, "vocab_size": 65536, "tie_embedding": True, "torch_dtype": "bfloat16"}
+    spec = spec_from_config(cfg, "LiquidAI/LFM2-1.2B")
+    h = 2048
+    conv = 3 * h * h + h * 3 + h * h
+    attn = 2 * h * h + 2 * h * 512 + 2 * 64
+    total = 65536 * h + 10 * conv + 6 * attn + 16 * (3 * h * 8192 + 2 * h) + h
+    assert count_params(spec).params_total == total == 1_170_340_608
+    assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 6 * 8 * 64 * 2 * 2
+    states = [lk for lk in spec.layers if lk.kind == "mamba"]
+    assert len(states) == 10 and states[0].state_elems(1) == (2 * 2048, 0)
+
+
+@pytest.mark.parametrize("h,n,heads,total", [
+    (512, 6, 8, 70_426_624),        # pythia-70m
+    (768, 12, 12, 162_322_944),     # pythia-160m
+])
+def test_gpt_neox_counts_biases_and_layernorms(h, n, heads, total):
+    """gpt_neox.py (Pythia): query_key_value and dense biased (attention_bias, default True), MLP
+    dense_h_to_4h / dense_4h_to_h biased, two LayerNorms with bias a layer and a final one, embed_in and
+    embed_out untied over 50,304 tokens. The totals are the ones public tables of Pythia sizes list."""
+    cfg = {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_size": h,
+           "num_hidden_layers": n, "num_attention_heads": heads, "intermediate_size": 4 * h, "vocab_size": 50304,
+           "max_position_embeddings": 2048, "rotary_pct": 0.25, "use_parallel_residual": True,
+           "tie_word_embeddings": False}
+    f = 4 * h
+    layer = (h * 3 * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    assert count_params(spec_from_config(cfg, "EleutherAI/pythia")).params_total == 2 * 50304 * h + n * layer + 2 * h \
+        == total
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
