@@ -79,9 +79,12 @@ _NON_GATED_TYPES = (
 # bias=True; phi.py: qkv_proj, dense, fc1, fc2; gpt_neox.py: query_key_value and dense per attention_bias,
 # default True, dense_h_to_4h and dense_4h_to_h); OPT reads its enable_bias key instead.
 _ALL_BIAS_TYPES = ("gpt2", "gpt_bigcode", "phi", "gpt_neox")
+# Families with one norm a layer (attention and MLP read the same normed input): commandr.py (Cohere's
+# input_layernorm, a LayerNorm without bias).
+_ONE_NORM_TYPES = ("cohere", "cohere2")
 # Families with LayerNorms (weight and bias) instead of RMSNorms: opt.py, gpt2.py and gpt_bigcode.py (ln_1,
-# ln_2, ln_f), gpt_neox.py (input_layernorm, post_attention_layernorm, final_layer_norm).
-_LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode", "gpt_neox")
+# ln_2, ln_f), gpt_neox.py and starcoder2.py (input_layernorm, post_attention_layernorm, the final norm).
+_LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode", "gpt_neox", "starcoder2")
 # Gemma families have two extra norms per layer (pre/post feed-forward) — gemma2.py, gemma3.py.
 _SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4", "olmo2")
 
@@ -183,11 +186,13 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     q_out = heads * hd * (2 if gate else 1)
     all_bias = _is(mt, _ALL_BIAS_TYPES)
     # chatglm.py: add_qkv_bias (ChatGLM2/3, GLM-4) biases the fused query_key_value only
-    qkv_bias = bool(_get(t, "qkv_bias", "add_qkv_bias", "attention_bias", "bias", "enable_bias",
+    # starcoder2.py: use_bias (qkv, o and the MLP), read after the keys that name attention biases alone
+    qkv_bias = bool(_get(t, "qkv_bias", "add_qkv_bias", "attention_bias", "bias", "enable_bias", "use_bias",
                          default=_is(mt, _QKV_BIAS_TYPES) or all_bias))
     if _is(mt, _QKV_BIAS_TYPES) and t.get("qkv_bias") is not False:
         qkv_bias = True
-    o_bias = bool(_get(t, "attention_bias", "bias", "enable_bias", default=all_bias)) and not _is(mt, _QKV_BIAS_TYPES)
+    o_bias = bool(_get(t, "attention_bias", "bias", "enable_bias", "use_bias", default=all_bias)) \
+        and not _is(mt, _QKV_BIAS_TYPES)
     falcon_fused = mt.startswith(("falcon", "refinedweb"))
     if falcon_fused:
         # falcon.py: one fused query_key_value (+dense); old MQA configs have 1 KV head.
@@ -408,7 +413,7 @@ def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
         # decoder architecture (ln_attn + ln_mlp).
         n = 2 if (t.get("new_decoder_architecture") or not t.get("parallel_attn", True)) else 1
         return [_W("norms", f"{pfx}.layernorms", 2 * n * h, kind="norm", layer=i, tp="replicate")]
-    n = 4 if _is(mt, _SANDWICH_NORM_TYPES) else 2
+    n = 4 if _is(mt, _SANDWICH_NORM_TYPES) else 1 if _is(mt, _ONE_NORM_TYPES) else 2
     if mt.startswith("gemma4") and t.get("enable_moe_block"):
         n += 3  # extra pre/post norms around the MoE block
     if mt.startswith("gemma4"):

@@ -382,6 +382,11 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     # gpt2.py and gpt_bigcode.py tie lm_head to wte.
     "gpt2": {"tie_word_embeddings": True},
     "gpt_bigcode": {"tie_word_embeddings": True},
+    # MPTConfig and CohereConfig / Cohere2Config tie by default too (vLLM's mpt.py and commandr.py use wte /
+    # embed_tokens as the head)
+    "mpt": {"tie_word_embeddings": True},
+    "cohere": {"tie_word_embeddings": True},
+    "cohere2": {"tie_word_embeddings": True},
     # OPTConfig: tie_word_embeddings and enable_bias default to True (vLLM opt.py ties lm_head)
     "opt": {"tie_word_embeddings": True, "enable_bias": True},
     "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,

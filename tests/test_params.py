@@ -609,6 +609,36 @@ def test_gpt_neox_counts_biases_and_layernorms(h, n, heads, total):
         == total
 
 
+def test_mpt_cohere_and_starcoder2_norms_biases_and_tied_heads():
+    """Three families vLLM builds with their own norm and bias rules, counted by hand:
+    - MPT-7B (mpt.py): no biases (no_bias), two LayerNorms a layer without bias, the head tied to wte (MPTConfig's
+      default): 50,432 × 4,096 + 32 × (4,096 × 12,288 + 4,096² + 2 × 4,096 × 16,384 + 2 × 4,096) + 4,096 =
+      6,649,286,656 (its card's 6.7 B);
+    - Command-R (commandr.py): one LayerNorm a layer (attention and MLP read the same input), no biases, the
+      head tied (CohereConfig's default): 256,000 × 8,192 + 40 × (4 × 8,192² + 3 × 8,192 × 22,528 + 8,192) +
+      8,192 = 34,980,831,232 (the Open LLM Leaderboard's 34.981 B);
+    - StarCoder2-3B (starcoder2.py): use_bias on qkv (3,072 + 2 × 256), o and the MLP, LayerNorms with bias,
+      tied: 3,030,371,328 (3.03 B)."""
+    mpt = {"architectures": ["MPTForCausalLM"], "model_type": "mpt", "d_model": 4096, "n_layers": 32, "n_heads": 32,
+           "expansion_ratio": 4, "vocab_size": 50432, "max_seq_len": 2048, "no_bias": True}
+    h = 4096
+    assert count_params(spec_from_config(mpt, "mosaicml/mpt-7b")).params_total == \
+        50432 * h + 32 * (h * 3 * h + h * h + 2 * h * 4 * h + 2 * h) + h == 6_649_286_656
+    cohere = {"architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 8192,
+              "num_hidden_layers": 40, "num_attention_heads": 64, "num_key_value_heads": 64,
+              "intermediate_size": 22528, "vocab_size": 256000, "use_qk_norm": False}
+    h = 8192
+    assert count_params(spec_from_config(cohere, "CohereForAI/c4ai-command-r-v01")).params_total == \
+        256000 * h + 40 * (4 * h * h + 3 * h * 22528 + h) + h == 34_980_831_232
+    sc2 = {"architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2", "hidden_size": 3072,
+           "num_hidden_layers": 30, "num_attention_heads": 24, "num_key_value_heads": 2, "intermediate_size": 12288,
+           "vocab_size": 49152, "use_bias": True, "tie_word_embeddings": True}
+    h, kv = 3072, 2 * 128
+    layer = (h * (h + 2 * kv) + h + 2 * kv) + (h * h + h) + (h * 12288 + 12288) + (12288 * h + h) + 2 * 2 * h
+    assert count_params(spec_from_config(sc2, "bigcode/starcoder2-3b")).params_total == \
+        49152 * h + 30 * layer + 2 * h == 3_030_371_328
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
