@@ -86,7 +86,11 @@ _ONE_NORM_TYPES = ("cohere", "cohere2")
 # ln_2, ln_f), gpt_neox.py and starcoder2.py (input_layernorm, post_attention_layernorm, the final norm).
 _LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode", "gpt_neox", "starcoder2")
 # Gemma families have two extra norms per layer (pre/post feed-forward) — gemma2.py, gemma3.py.
-_SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4", "olmo2")
+_SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4")
+# Families whose q_norm / k_norm span all heads at once (RMSNorm over heads × head_dim and KV heads ×
+# head_dim: olmo2.py, olmoe.py), not one head's width; OLMo 2's two layer norms sit after attention and
+# after the MLP (post_attention_layernorm, post_feedforward_layernorm), two like any other layer's.
+_FULL_WIDTH_QK_NORM_TYPES = ("olmo2", "olmoe")
 
 
 def _get(d: dict, *keys: str, default: Any = None) -> Any:
@@ -214,7 +218,8 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     if o_bias:
         out.append(_W("attention", f"{a}.o_proj.bias", h, kind="bias", layer=i, tp="replicate"))
     if _is(mt, _QK_NORM_TYPES) or t.get("use_qk_norm") and t.get("qk_norm_type"):
-        per_layer = str(t.get("qk_norm_type", "")).lower() == "per_layer"  # minimax: norm over all heads
+        # minimax (qk_norm_type per_layer), OLMo 2, OLMoE: a norm over all heads
+        per_layer = str(t.get("qk_norm_type", "")).lower() == "per_layer" or _is(mt, _FULL_WIDTH_QK_NORM_TYPES)
         qn, kn = (heads * hd, kv * hd) if per_layer else (hd, hd)
         out.append(_W("norms", f"{a}.q_norm", qn + kn, kind="norm", layer=i, tp="replicate"))
     if getattr(lk, "sinks", False):

@@ -639,6 +639,26 @@ def test_mpt_cohere_and_starcoder2_norms_biases_and_tied_heads():
         49152 * h + 30 * layer + 2 * h == 3_030_371_328
 
 
+def test_olmo_qk_norms_span_all_heads():
+    """olmo2.py / olmoe.py: q_norm is an RMSNorm over heads × head_dim and k_norm over KV heads × head_dim,
+    not one head's width; OLMo 2 has two layer norms a layer (after attention, after the MLP).
+    OLMo-2-1124-7B: 100,352 × 4,096 × 2 + 32 × (4 × 4,096² + 3 × 4,096 × 11,008 + 2 × 4,096 + 2 × 4,096) +
+    4,096 = 7,298,617,344; OLMoE-1B-7B: 50,304 × 2,048 × 2 + 16 × (4 × 2,048² + 2 × 2,048 + 64 × 3 × 2,048 ×
+    1,024 + 64 × 2,048 + 2 × 2,048) + 2,048 = 6,919,161,856 — both the Hub's safetensors counts."""
+    olmo2 = {"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_size": 4096, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 100352,
+             "tie_word_embeddings": False, "attention_bias": False}
+    h = 4096
+    assert count_params(spec_from_config(olmo2, "allenai/OLMo-2-1124-7B")).params_total == \
+        100352 * h * 2 + 32 * (4 * h * h + 3 * h * 11008 + 2 * h + 2 * h) + h == 7_298_617_344
+    olmoe = {"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048, "num_hidden_layers": 16,
+             "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 1024, "num_experts": 64,
+             "num_experts_per_tok": 8, "vocab_size": 50304, "tie_word_embeddings": False}
+    h = 2048
+    assert count_params(spec_from_config(olmoe, "allenai/OLMoE-1B-7B-0924")).params_total == \
+        50304 * h * 2 + 16 * (4 * h * h + 2 * h + 64 * 3 * h * 1024 + 64 * h + 2 * h) + h == 6_919_161_856
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
