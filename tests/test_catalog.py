@@ -439,6 +439,23 @@ def test_kimi_k26_is_k25s_architecture_with_its_native_int4_experts():
     assert weight_bytes(k26).bytes_by_part["experts"] == 570_760_888_320
 
 
+def test_kimi_k2_thinking_is_int4_and_twice_k2_instructs_length():
+    """Kimi-K2-Thinking: aiconfigurator's trimmed copy gives K2-Instruct's architecture at 262,144 positions;
+    its checkpoint is the native int4 that K2.5 and K2.6 keep ("the same native int4 quantization method as
+    Kimi-K2-Thinking", K2.6's card): 384 experts × 60 MoE layers × 24,772,608 B (see the K2.6 test) =
+    570,760,888,320 B of experts, about half of K2-Instruct's FP8 ones, which the catalog used before."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    thinking = load_model("moonshotai/Kimi-K2-Thinking", offline=True).spec
+    instruct = load_model("moonshotai/Kimi-K2-Instruct", offline=True).spec
+    assert any("DERIVED" in a for a in thinking.assumptions) and any("TRIMMED" in a for a in thinking.assumptions)
+    assert thinking.text["max_position_embeddings"] == 2 * instruct.text["max_position_embeddings"] == 262_144
+    assert (thinking.num_layers, thinking.kv_bytes_per_token()) == (instruct.num_layers, instruct.kv_bytes_per_token())
+    assert weight_bytes(thinking).bytes_by_part["experts"] == 60 * 384 * 24_772_608 == 570_760_888_320
+    assert weight_bytes(instruct).bytes_by_part["experts"] > 1.7 * weight_bytes(thinking).bytes_by_part["experts"]
+
+
 def test_later_releases_keep_their_predecessors_shapes_but_not_always_their_length():
     """GLM-4.7 (92 layers, 160 experts + 1 shared, 96 / 8 heads) has GLM-4.5's shapes and a longer
     max_position_embeddings (202,752 against 131,072), which sets the default max_model_len; MiniMax-M2
