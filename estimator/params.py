@@ -325,7 +325,10 @@ def _state_layer_weights(spec: ModelSpec, lk: MambaState, i: int, pfx: str) -> l
                 _W("norms", f"{m}.norm", d, kind="norm", layer=i, tp="replicate"),
                 _W("attention", f"{m}.out_proj", h, d, layer=i)]
     dt_rank = int(_get(spec.text, "mamba_dt_rank", "time_step_rank", default=math.ceil(h / 16)))
-    return [_W("attention", f"{m}.in_proj", 2 * d, h, layer=i),
+    # jamba.py builds its MambaMixer with use_rms_norm: dt_layernorm, b_layernorm and c_layernorm
+    inner_norms = ([_W("norms", f"{m}.dt_b_c_layernorms", dt_rank + 2 * lk.d_state, kind="norm", layer=i,
+                       tp="replicate")] if spec.model_type == "jamba" else [])
+    return inner_norms + [_W("attention", f"{m}.in_proj", 2 * d, h, layer=i),
             _W("attention", f"{m}.conv1d", d, lk.conv_kernel + 1, kind="conv", layer=i),
             _W("attention", f"{m}.x_proj", dt_rank + 2 * lk.d_state, d, layer=i),
             _W("attention", f"{m}.dt_proj", d, dt_rank + 1, layer=i),
@@ -398,6 +401,8 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
     types = t.get("mlp_layer_types")
     if isinstance(types, list) and len(types) >= n:
         return str(types[i]).lower() != "dense"
+    if _pos(t.get("expert_layer_period")):   # Jamba: JambaConfig.layers_num_experts
+        return i % int(t["expert_layer_period"]) == int(t.get("expert_layer_offset") or 0)
     dense = int(_get(t, "first_k_dense_replace", default=0) or 0)
     if i < dense:
         return False

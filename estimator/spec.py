@@ -792,6 +792,10 @@ def _moe(text: dict, n: int, inter: int) -> MoE | None:
     only = text.get("mlp_only_layers")
     if isinstance(only, list) and only:
         moe_layers -= len([i for i in only if i < n])
+    if _positive_int(text.get("expert_layer_period")):
+        # Jamba (JambaConfig.layers_num_experts): experts where i % expert_layer_period == expert_layer_offset
+        period, offset = int(text["expert_layer_period"]), int(text.get("expert_layer_offset") or 0)
+        moe_layers = len([i for i in range(n) if i % period == offset])
     pattern = text.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         # nemotron-h: one mixer per layer — E MoE, - dense MLP, M Mamba, * attention (nemotron_h.py)

@@ -659,6 +659,30 @@ def test_olmo_qk_norms_span_all_heads():
         50304 * h * 2 + 16 * (4 * h * h + 2 * h + 64 * 3 * h * 1024 + 64 * h + 2 * h) + h == 6_919_161_856
 
 
+def test_jamba_puts_experts_on_every_other_layer():
+    """Jamba-v0.1 (jamba.py): attention at i % 8 == 4 (4 layers), Mamba elsewhere; experts where
+    i % expert_layer_period (2) == expert_layer_offset (1), JambaConfig.layers_num_experts — 16 MoE layers of
+    16 experts and 16 dense MLPs, not 32 MoE layers. By hand: embeddings and head 2 × 65,536 × 4,096;
+    attention 4 × (2 × 4,096² + 2 × 4,096 × 1,024); Mamba 28 × (in_proj 4,096 × 16,384, conv 8,192 × 4 +
+    8,192 bias, x_proj 8,192 × 288, dt_proj 256 × 8,192 + 8,192, A_log 8,192 × 16, D 8,192, out_proj 8,192 ×
+    4,096, dt/B/C norms 256 + 32); MLP 16 × 3 × 4,096 × 14,336 and experts 16 × 16 × that, routers
+    16 × 16 × 4,096; norms 32 × 2 × 4,096 + 4,096: 51,570,323,328 (its card's 52 B)."""
+    cfg = {"architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 4096, "num_hidden_layers": 32,
+           "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1,
+           "num_experts": 16, "num_experts_per_tok": 2, "intermediate_size": 14336, "mamba_d_state": 16,
+           "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 256, "mamba_conv_bias": True,
+           "mamba_proj_bias": False, "vocab_size": 65536, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "tie_word_embeddings": False}
+    spec = spec_from_config(cfg, "ai21labs/Jamba-v0.1")
+    h, d, mlp = 4096, 8192, 3 * 4096 * 14336
+    mamba = h * 2 * d + d * 4 + d + d * (256 + 32) + 256 * d + d + d * 16 + d + d * h + 256 + 32
+    total = 2 * 65536 * h + 4 * (2 * h * h + 2 * h * 1024) + 28 * mamba + 16 * mlp + 16 * (16 * mlp + 16 * h) \
+        + 32 * 2 * h + h
+    assert spec.moe.moe_layers == 16 and spec.moe.dense_layers == 16
+    assert count_params(spec).params_total == total == 51_570_323_328
+    assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 4 * 8 * 128 * 2 * 2
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
