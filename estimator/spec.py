@@ -768,6 +768,12 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
 
 
 def _moe(text: dict, n: int, inter: int) -> MoE | None:
+    ffn = text.get("ffn_config") if isinstance(text.get("ffn_config"), dict) else {}
+    if ffn:
+        # DBRX keeps its experts in ffn_config (dbrx.py DbrxExperts: moe_num_experts × ffn_hidden_size,
+        # moe_top_k of them a token)
+        text = {**text, "moe_num_experts": ffn.get("moe_num_experts"), "moe_topk": ffn.get("moe_top_k"),
+                "expert_intermediate_size": ffn.get("ffn_hidden_size")}
     experts = _positive_int(_first(text, "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"))
     if not experts or experts <= 1:
         return None

@@ -683,6 +683,23 @@ def test_jamba_puts_experts_on_every_other_layer():
     assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 4 * 8 * 128 * 2 * 2
 
 
+def test_dbrx_reads_its_experts_from_ffn_config():
+    """DBRX keeps its MoE settings in ffn_config (dbrx.py DbrxExperts / DbrxRouter): 16 experts of
+    ffn_hidden_size 10,752 (w1, v1, w2), 4 a token, a bias-free router, Wqkv for 48 heads and 8 KV heads,
+    bias-free LayerNorms, an untied head. By hand: 2 × 100,352 × 6,144 + 40 × (6,144 × (6,144 + 2,048) +
+    6,144² + 16 × 6,144 + 16 × 3 × 6,144 × 10,752 + 2 × 6,144) + 6,144 = 131,596,523,520 (its card's
+    132 B); read as a dense model with a 4 × hidden MLP it was 22.9 B."""
+    cfg = {"architectures": ["DbrxForCausalLM"], "model_type": "dbrx", "d_model": 6144, "n_layers": 40, "n_heads": 48,
+           "attn_config": {"kv_n_heads": 8, "clip_qkv": 8, "rope_theta": 500000},
+           "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4},
+           "vocab_size": 100352, "max_seq_len": 32768, "tie_word_embeddings": False}
+    spec = spec_from_config(cfg, "databricks/dbrx-instruct")
+    h = 6144
+    layer = h * (h + 2 * 1024) + h * h + 16 * h + 16 * 3 * h * 10752 + 2 * h
+    assert (spec.moe.num_experts, spec.moe.experts_per_tok, spec.moe.expert_intermediate) == (16, 4, 10752)
+    assert count_params(spec).params_total == 2 * 100352 * h + 40 * layer + h == 131_596_523_520
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
