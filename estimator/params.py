@@ -23,7 +23,14 @@ from typing import Any
 
 import regex
 
-from estimator.spec import DeepseekV4Layer, MambaState, ModelSpec, _positive_int, dtype_bytes
+from estimator.spec import (
+    PURE_MAMBA_TYPES,
+    DeepseekV4Layer,
+    MambaState,
+    ModelSpec,
+    _positive_int,
+    dtype_bytes,
+)
 
 # --------------------------------------------------------------------------------------------
 # Result type
@@ -435,7 +442,10 @@ def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
 
 def _block_char(spec: ModelSpec, i: int) -> str | None:
     """nemotron-h's layer i: one mixer per layer (hybrid_override_pattern M Mamba, * attention,
-    - MLP, E MoE; vllm/model_executor/models/nemotron_h.py), each behind one norm."""
+    - MLP, E MoE; vllm/model_executor/models/nemotron_h.py), each behind one norm; a pure Mamba model's
+    layers are all M."""
+    if spec.model_type in PURE_MAMBA_TYPES:
+        return "M"      # mamba.py / mamba2.py: every layer is a norm and a mixer, no MLP
     pattern = spec.text.get("hybrid_override_pattern")
     return pattern[i] if spec.model_type == "nemotron_h" and isinstance(pattern, str) and i < len(pattern) else None
 

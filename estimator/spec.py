@@ -441,8 +441,14 @@ def _total_kv_heads(text: dict, heads: int, mtype: str) -> int:
     return int(v) if v is not None else heads
 
 
+# Models with no attention at all (vllm mamba.py, mamba2.py): every layer a Mamba mixer
+PURE_MAMBA_TYPES = ("mamba", "mamba2", "falcon_mamba")
+
+
 def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
     """Per-layer kind names: full | sliding | chunked | linear | mamba | cross | mla-handled later."""
+    if mtype in PURE_MAMBA_TYPES:
+        return ["mamba"] * n
     lt = text.get("layer_types")
     if isinstance(lt, list) and len(lt) >= n:
         out = []
@@ -553,6 +559,9 @@ def _mamba_state(text: dict, kind: str, mtype: str, hidden: int) -> MambaState:
     # Zamba2 spells them n_mamba_heads / mamba_headdim / mamba_ngroups (vllm zamba2.py)
     n_heads = _first(text, "mamba_n_heads", "mamba_num_heads", "num_heads_mamba", "n_mamba_heads")
     head_dim = _first(text, "mamba_d_head", "mamba_head_dim", "mamba_headdim")
+    if mtype == "mamba2" and not n_heads:
+        # Mamba2Config spells them num_heads / head_dim (its layers have no attention to share them with)
+        n_heads, head_dim = text.get("num_heads"), head_dim or text.get("head_dim")
     d_inner = _first(text, "mamba_d_ssm", "intermediate_size_mamba")
     if mtype == "zamba2" and not n_heads and head_dim:
         n_heads = int(expand * hidden) // int(head_dim)     # transformers' Zamba2Config derives it so

@@ -700,6 +700,32 @@ def test_dbrx_reads_its_experts_from_ffn_config():
     assert count_params(spec).params_total == 2 * 100352 * h + 40 * layer + h == 131_596_523_520
 
 
+@pytest.mark.parametrize("h,n,rank,total", [
+    (768, 24, 48, 129_135_360),        # mamba-130m-hf
+    (2048, 48, 128, 1_372_178_432),    # mamba-1.4b-hf
+])
+def test_a_pure_mamba_model_is_all_mixers(h, n, rank, total):
+    """mamba.py: every layer is a norm and a Mamba-1 mixer — in_proj h × 4h, a 4-tap conv with bias over
+    2h channels, x_proj 2h × (dt_rank + 2 × 16), dt_proj with bias, A_log 2h × 16, D, out_proj — and no
+    attention or MLP (it was read as a transformer: about twice the weights, and KV it does not have).
+    Its state, not KV: conv 3 × 2h and SSM 2h × 16 values a request. V0 sizes no KV blocks for it and
+    checks none. The totals are the ones a public table of Mamba sizes lists."""
+    from estimator.api import run_estimate
+    from estimator.vllm import EngineSettings
+
+    cfg = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": h, "num_hidden_layers": n,
+           "state_size": 16, "conv_kernel": 4, "expand": 2, "vocab_size": 50280, "tie_word_embeddings": True,
+           "time_step_rank": rank, "use_bias": False, "use_conv_bias": True}
+    spec = spec_from_config(cfg, "state-spaces/mamba-hf")
+    d = 2 * h
+    layer = h * 2 * d + d * 4 + d + d * (rank + 32) + rank * d + d + d * 16 + d + d * h + h
+    assert count_params(spec).params_total == 50280 * h + n * layer + h == total
+    assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 0
+    assert spec.layers[0].state_elems(1) == (3 * d, d * 16)
+    est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.6.4"))
+    assert est.error_kind is None and est.fits
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
