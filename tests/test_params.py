@@ -726,6 +726,22 @@ def test_a_pure_mamba_model_is_all_mixers(h, n, rank, total):
     assert est.error_kind is None and est.fits
 
 
+def test_a_pure_mamba2_model_reads_num_heads_and_head_dim():
+    """Mamba2Config spells the mixer's heads num_heads / head_dim (mamba2.py). Mamba-Codestral-7B by hand:
+    per layer in_proj 4,096 × (2 × 8,192 + 2 × 8 groups × 128 + 128 heads), a 4-tap conv with bias over
+    8,192 + 2,048 channels, dt_bias / A_log / D 3 × 128, the gated norm 8,192, out_proj 8,192 × 4,096 and
+    the layer norm; 64 layers, the final norm and untied 32,768 × 4,096 embeddings: 7,285,403,648. Its
+    state: conv 3 × 10,240 and SSM 128 heads × 64 × 128 values a request."""
+    cfg = {"architectures": ["Mamba2ForCausalLM"], "model_type": "mamba2", "hidden_size": 4096, "num_hidden_layers": 64,
+           "state_size": 128, "expand": 2, "n_groups": 8, "num_heads": 128, "head_dim": 64, "conv_kernel": 4,
+           "vocab_size": 32768, "tie_word_embeddings": False, "use_bias": False, "use_conv_bias": True}
+    spec = spec_from_config(cfg, "mistralai/Mamba-Codestral-7B-v0.1")
+    h, d, g = 4096, 8192, 8 * 128
+    layer = h * (2 * d + 2 * g + 128) + (d + 2 * g) * 5 + 3 * 128 + d + d * h + h
+    assert count_params(spec).params_total == 2 * 32768 * h + 64 * layer + h == 7_285_403_648
+    assert spec.layers[0].state_elems(1) == (3 * (d + 2 * g), 128 * 64 * 128)
+
+
 def test_added_copies_count_as_their_siblings_hub_totals():
     """Copies added on 2026-12-04 whose repo has no exact count here share their shapes with a sibling
     that has one (../shared/data/models/params.jsonl, the HF API's safetensors totals): Mistral-7B-Instruct
