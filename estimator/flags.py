@@ -882,6 +882,9 @@ def _depth_ok(text: str, start: int, pos: int) -> bool:
 
 
 # `LLM(...)`'s first parameter is `model`: a string literal or a name given first, or `model=` a name
+# a line that sets a name to a string literal (`model_name = "gpt2"  # comment`, `MODEL: str = '…'`)
+_STR_ASSIGN = regex.compile(r"""(?m)^[ \t]*(?P<name>[A-Za-z_]\w{0,60})[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*"""
+                            r"""(?P<v>"[^"\n]{1,300}"|'[^'\n]{1,300}')[ \t]*(?:#.*)?$""")
 _FIRST_ARG = regex.compile(r"""\s*(?:model\s*=\s*)?(?:(?P<lit>"[^"\n]{1,300}"|'[^'\n]{1,300}')|(?P<name>[A-Za-z_]\w{0,60}))\s*[,)]""")
 
 
@@ -898,11 +901,10 @@ def _model_argument(text: str, call, start: int) -> Setting | None:
         return Setting("model", m.group("lit")[1:-1], _value_span(m, "lit"), "kwargs", m.group(0).strip())
     if m.group("name") in ("True", "False", "None"):
         return None
-    assign = regex.compile(r"(?m)^[ \t]*" + regex.escape(m.group("name")) +
-                           r"""[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*(?P<v>"[^"\n]{1,300}"|'[^'\n]{1,300}')[ \t]*(?:#.*)?$""")
     last = None
-    for a in _safe_finditer(assign, text, 0, call.start(), limit=50):
-        last = a
+    for a in _safe_finditer(_STR_ASSIGN, text, 0, call.start(), limit=500):
+        if a.group("name") == m.group("name"):
+            last = a
     if last is None:
         return None
     return Setting("model", last.group("v")[1:-1], _value_span(last, "v"), "kwargs", last.group(0).strip())

@@ -637,6 +637,10 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     check_pool = kv_pool - (bpb if profile.reserved_block else 0)
     need_blocks = blocks_needed(max_len) if layout.groups else 0
     kv_needed = needed(max_len)
+    # an attention-free model (pure Mamba) on V0: vLLM sizes no KV blocks and checks none
+    # (vllm/worker/worker.py raise_if_cache_size_invalid skips is_attention_free models; their Mamba
+    # states are allocated apart, for max_num_seqs sequences)
+    attention_free_v0 = profile.engine == "v0" and spec.kv_bytes_per_token() == 0
     if profile.engine == "v0":
         capacity = layout.block_size * (blocks // v0_capacity_divisor(profile, s))
         # the printed concurrency does not divide by the pipeline stages: blocks × block size / L
@@ -644,10 +648,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         concurrency = blocks * layout.block_size / max_len if max_len else 0.0
         fits = blocks > 0 and max_len <= capacity
         fit_len = capacity
-        if spec.kv_bytes_per_token() == 0 and not layout.state_bytes_per_request:
-            # an attention-free model (pure Mamba): V0 sizes no KV blocks and checks none
-            # (vllm/worker/worker.py raise_if_cache_size_invalid skips is_attention_free models; its
-            # Mamba states are allocated apart, for max_num_seqs sequences)
+        if attention_free_v0:
             fits, fit_len = True, max_len
     else:
         concurrency = blocks / need_blocks if need_blocks else 0.0
@@ -683,7 +684,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"only {startup_free / GiB:.2f} GiB is free at start-up (after the CUDA context, about "
                            f"{CUDA_CONTEXT / GiB:.2f} GiB) but vLLM asks for {budget / GiB:.2f} GiB "
                            "(utilization × total): it stops before loading")
-    elif (kv_pool <= 0 or blocks == 0) and not (profile.engine == "v0" and fits):
+    elif (kv_pool <= 0 or blocks == 0) and not attention_free_v0:
         error = "no_cache_blocks"
     elif mamba_short and profile.version >= MAMBA_BLOCKS_CHECK_FROM:
         # Hybrid (Mamba / linear-attention) models: every decoding sequence holds one state block,

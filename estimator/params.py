@@ -87,11 +87,12 @@ _NON_GATED_TYPES = (
 # default True, dense_h_to_4h and dense_4h_to_h); OPT reads its enable_bias key instead.
 _ALL_BIAS_TYPES = ("gpt2", "gpt_bigcode", "phi", "gpt_neox")
 # Families with one norm a layer (attention and MLP read the same normed input): commandr.py (Cohere's
-# input_layernorm, a LayerNorm without bias).
-_ONE_NORM_TYPES = ("cohere", "cohere2")
-# Families with LayerNorms (weight and bias) instead of RMSNorms: opt.py, gpt2.py and gpt_bigcode.py (ln_1,
-# ln_2, ln_f), gpt_neox.py and starcoder2.py (input_layernorm, post_attention_layernorm, the final norm).
-_LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode", "gpt_neox", "starcoder2")
+# input_layernorm, a LayerNorm without bias), phi.py (input_layernorm).
+_ONE_NORM_TYPES = ("cohere", "cohere2", "phi")
+# Families whose norms are LayerNorms with a bias (2 × hidden each, the final one too): opt.py, gpt2.py and
+# gpt_bigcode.py (ln_1, ln_2, ln_f), gpt_neox.py and starcoder2.py (input_layernorm, post_attention_layernorm,
+# the final norm), phi.py (input_layernorm, final_layernorm).
+_LAYERNORM_TYPES = ("opt", "gpt2", "gpt_bigcode", "gpt_neox", "starcoder2", "phi")
 # Gemma families have two extra norms per layer (pre/post feed-forward) — gemma2.py, gemma3.py.
 _SANDWICH_NORM_TYPES = ("gemma2", "gemma3", "gemma4")
 # Families whose q_norm / k_norm span all heads at once (RMSNorm over heads × head_dim and KV heads ×
@@ -421,10 +422,6 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
 
 def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     t, h, mt = spec.text, spec.hidden_size, spec.model_type
-    if _is(mt, _LAYERNORM_TYPES):
-        # opt.py: self_attn_layer_norm and final_layer_norm; gpt2.py, gpt_bigcode.py: ln_1 and ln_2; gpt_neox.py:
-        # input_layernorm and post_attention_layernorm — LayerNorms with bias
-        return [_W("norms", f"{pfx}.layernorms", 2 * 2 * h, kind="norm", layer=i, tp="replicate")]
     if mt.startswith(("falcon", "refinedweb")):
         # falcon.py: LayerNorm with bias; parallel-attention layers share one norm unless the new
         # decoder architecture (ln_attn + ln_mlp).
@@ -437,7 +434,8 @@ def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
         n_scalar = 1  # per-layer output scalar
     else:
         n_scalar = 0
-    return [_W("norms", f"{pfx}.layernorms", n * h + n_scalar, kind="norm", layer=i, tp="replicate")]
+    width = 2 * h if _is(mt, _LAYERNORM_TYPES) else h    # a LayerNorm's bias beside its weight
+    return [_W("norms", f"{pfx}.layernorms", n * width + n_scalar, kind="norm", layer=i, tp="replicate")]
 
 
 def _block_char(spec: ModelSpec, i: int) -> str | None:
@@ -503,9 +501,7 @@ def _layer_kinds(spec: ModelSpec) -> list[str]:
 
 def _vocab_layer_norm(spec: ModelSpec) -> int:
     """Final norm size: LayerNorm (weight+bias) for falcon-style models, RMSNorm weight otherwise."""
-    # phi.py: final_layernorm is a LayerNorm too (its one per-layer input_layernorm, weight and bias, is the
-    # 2 × hidden the default norm count gives)
-    layernorm = spec.model_type.startswith(("falcon", "refinedweb")) or _is(spec.model_type, _LAYERNORM_TYPES + ("phi",))
+    layernorm = spec.model_type.startswith(("falcon", "refinedweb")) or _is(spec.model_type, _LAYERNORM_TYPES)
     return 2 * spec.hidden_size if layernorm else spec.hidden_size
 
 

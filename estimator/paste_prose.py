@@ -441,9 +441,9 @@ def model_from_value(value: str) -> tuple[str, bool] | None:
         return None
     if not is_path and len(parts) == 2 and _looks_like_repo(parts[0], parts[1], strict=False):
         return f"{parts[0]}/{parts[1]}", False
-    if not is_path and len(parts) == 1 and "/" in (canonical_id(v) or ""):
+    if not is_path and len(parts) == 1 and "/" in (legacy := canonical_id(v) or ""):
         # a Hub legacy id without an organisation ("gpt2"), which the Hub redirects to its repo
-        return str(canonical_id(v)), False
+        return legacy, False
     name = parts[-1]
     if _FILE_EXT.search(name):
         gguf = name.lower().endswith(".gguf")
