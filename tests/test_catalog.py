@@ -415,6 +415,26 @@ def test_cyankiwi_kimi_linear_awq_is_the_w4a16_group_32_a_deployment_note_record
     assert experts == 26 * 256 * (7_077_888 // 2 + 7_077_888 // 32 * 2) == 26_499_612_672
 
 
+def test_qwen25_72b_awq_has_the_padded_mlp_of_the_export():
+    """Qwen/Qwen2.5-72B-Instruct-AWQ's config, as a public fixture quotes it, pads intermediate_size to
+    29,696 (the base model's is 29,568). By hand, one layer's MLP (gate and up 2 × 29,696 × 8,192, down
+    8,192 × 29,696 = 729,808,896 weights) takes 364,904,448 B of packed int4, 729,808,896 / 128 × 2 =
+    11,403,264 B of fp16 scales and 729,808,896 / 128 / 2 = 2,850,816 B of packed zero points:
+    379,158,528 B; × 80 layers = 30,332,682,240 B. With the base model's 29,568 it would be
+    130,744,320 B less (3 × 128 × 8,192 weights × 0.51953125 B × 80)."""
+    from estimator.api import load_model
+    from estimator.params import weight_bytes
+
+    loaded = load_model("Qwen/Qwen2.5-72B-Instruct-AWQ", offline=True)
+    assert loaded.spec.text["intermediate_size"] == 29_696
+    assert loaded.spec.quantization["quant_method"] == "awq"
+    assert any("DERIVED" in a for a in loaded.spec.assumptions)
+    assert weight_bytes(loaded.spec).bytes_by_part["mlp"] == 80 * (364_904_448 + 11_403_264 + 2_850_816)
+    assert weight_bytes(loaded.spec).bytes_by_part["mlp"] == 30_332_682_240
+    base = load_model("Qwen/Qwen2.5-72B-Instruct", offline=True).spec
+    assert weight_bytes(base, quantization="awq").bytes_by_part["mlp"] == 30_332_682_240 - 130_744_320
+
+
 def test_kimi_k26_is_k25s_architecture_with_its_native_int4_experts():
     """No copy of moonshotai/Kimi-K2.6's config.json is public; the catalog derives it from K2.5's, which
     NVIDIA's K2.6 re-export (nvidia/Kimi-K2.6-NVFP4, a copy in the catalog) matches in every architecture
