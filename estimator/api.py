@@ -79,9 +79,10 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
     spec = spec_from_config(src.config, src.model_id if base_note is None else ref, src.companions)
     if name_quant:
         # The export's own format (from its name) replaces the base model's quantization_config.
-        spec.quantization = {"quant_method": name_quant, "_from_name": True}
-        if name_quant == "int8":
-            spec.quantization = {"quant_method": "gptq", "bits": 8, "group_size": -1, "_from_name": True}
+        spec.quantization = _name_format(name_quant, leaf)
+        if _QAT.search(leaf) and name_quant in ("w4a16", "awq", "gptq"):
+            base_note = (f"{base_note}; a QAT export keeps the int4 grid its weights were trained on: symmetric, "
+                         "groups of 32")
     spec.assumptions[:0] = list(src.assumptions) + ([base_note] if base_note else [])
     spec.safetensors_bytes_by_dtype = src.safetensors_bytes_by_dtype  # type: ignore[attr-defined]
     return LoadedModel(spec, src.origin, src.safetensors_bytes_by_dtype, list(src.assumptions))
@@ -126,6 +127,30 @@ def _bare_name(name: str) -> str:
     return re.sub(r"^meta-llama-3\.1-", "llama-3.1-", bare)
 
 
+# A QAT word in a repo name: Google trains its Gemma QAT checkpoints on an int4 grid, symmetric, with groups
+# of 32 (gau-nernst/gemma3-int4's README; a public Gemma 4 run log calls google/gemma-4-E4B-it-qat-w4a16-ct
+# "int4-W4A16-g32"), and a 4-bit export of one keeps that grid, or it would not reproduce the trained weights.
+_QAT = re.compile(r"(?i)[-_.]qat(?:[-_.]|$)")
+
+
+def _name_format(name_quant: str, leaf: str) -> dict:
+    """The quantization_config a repo name implies (marked `_from_name`, so that an explicit
+    --quantization wins). "w4a16" is llm-compressor's scheme (compressed-tensors, 4-bit weights,
+    symmetric: no zero points; groups of 128 by its preset), a bare "int8" GPTQ's per-channel layout;
+    a QAT export keeps the training grid's groups of 32."""
+    qat = bool(_QAT.search(leaf))
+    if name_quant == "int8":
+        return {"quant_method": "gptq", "bits": 8, "group_size": -1, "_from_name": True}
+    if name_quant == "w4a16":
+        weights = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32 if qat else 128,
+                   "symmetric": True}
+        return {"quant_method": "compressed-tensors", "_from_name": True,
+                "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}
+    if qat and name_quant in ("awq", "gptq"):
+        return {"quant_method": name_quant, "bits": 4, "group_size": 32, "_from_name": True}
+    return {"quant_method": name_quant, "_from_name": True}
+
+
 def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     """The catalog model a quantized export is derived from, and the format its name says."""
     from estimator.catalog import canonical_id, catalog_ids, lookup
@@ -165,6 +190,8 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout
     quant = quantization_in_name(m.group(0))
     quant = {"int4": "gptq", "w8a16": "int8"}.get(quant, quant)
+    if quant == "gptq" and re.search(r"(?i)w4a16", m.group(0)):
+        quant = "w4a16"     # llm-compressor's scheme name (compressed-tensors), not GPTQ's
     if re.match(r"(?i)[-_.]qat\b", m.group(0)):
         # quantization-aware training says how the weights were trained, not how they are stored: Google's
         # "-qat-q4_0-unquantized" releases are 16-bit; a format word after it says the export's

@@ -888,6 +888,9 @@ def _ignore_list(q: dict) -> tuple[str, ...]:
 
 # --quantization values that name a toolkit whose checkpoints come in several formats
 _CHECKPOINT_DECIDES = ("modelopt", "compressed-tensors")
+# Words that say only the bits (paste_prose.QUANT_BITS_WORDS and the scheme names that carry them):
+# not vLLM --quantization methods, so never a reason to drop a fuller format read from the same name.
+_BITS_WORDS = ("int4", "int8", "w4a16", "w8a16", "int4-w4a16", "int8-w8a16")
 
 
 def weight_format(spec: ModelSpec, quantization: str | None) -> _Fmt:
@@ -912,10 +915,12 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
     method = str(quantization or q.get("quant_method") or "").lower().replace("_", "-")
     if quantization and q.get("quant_method") and str(q["quant_method"]).lower().replace("_", "-") != method \
             and not method.startswith(str(q["quant_method"]).lower()):
-        if q.get("_from_name") and method in _CHECKPOINT_DECIDES:
+        if q.get("_from_name") and (method in _CHECKPOINT_DECIDES or method in _BITS_WORDS):
             # `--quantization modelopt` / `compressed-tensors` names a toolkit; the checkpoint's own
             # config picks the format (vLLM's override_quantization_method: an NVFP4 ModelOpt export
-            # served with `modelopt` runs as modelopt_fp4), and here the repo name says which
+            # served with `modelopt` runs as modelopt_fp4), and here the repo name says which. A bare
+            # bits word ("int4", read from that same name) is no vLLM method: the name's fuller reading
+            # (its scheme, a QAT export's groups) stands.
             method = str(q["quant_method"]).lower().replace("_", "-")
         elif q.get("_from_name"):
             q = {}  # the format was only guessed from the repo name: the flag is better evidence

@@ -319,7 +319,7 @@ def test_a_qat_name_says_how_the_weights_were_trained_not_stored():
     is not recognised ("-qat-autoawq") is not guessed."""
     from estimator.api import base_model_candidate
 
-    assert base_model_candidate("google/gemma-4-E4B-it-qat-w4a16-ct") == ("google/gemma-4-E4B-it", "gptq")
+    assert base_model_candidate("google/gemma-4-E4B-it-qat-w4a16-ct") == ("google/gemma-4-E4B-it", "w4a16")
     assert base_model_candidate("google/gemma-3-27b-it-qat-q4_0-unquantized") == ("google/gemma-3-27b-it", None)
     assert base_model_candidate("cyankiwi/gemma-4-26B-A4B-it-qat-AWQ-INT4") == ("google/gemma-4-26B-A4B", "awq")
     assert base_model_candidate("gaunernst/gemma-3-12b-it-qat-autoawq") is None
@@ -378,6 +378,28 @@ def test_qwen38_27b_stands_on_qwen36_27bs_config_and_says_so():
     assert any("DERIVED" in a for a in model.spec.assumptions)
     parts = count_params(model.spec)
     assert parts.params_total + parts.params_by_part["mtp"] == 55_562_855_904 // 2
+
+
+def test_a_w4a16_name_is_compressed_tensors_and_a_qat_one_keeps_groups_of_32():
+    """"w4a16" is llm-compressor's scheme: compressed-tensors, symmetric (no zero points), groups of 128 by
+    its preset — RedHatAI/Qwen3-8B-quantized.w4a16's MLP (36 layers × 3 × 4,096 × 12,288 = 5,435,817,984
+    weights) takes 0.5 + 2/128 B a weight: 2,802,843,648 B; GPTQ's layout would add 0.5/128 B of zero points.
+    Google's QAT checkpoints are trained on an int4 grid with groups of 32, which google/gemma-4-E4B-it-qat-
+    w4a16-ct keeps: 0.5 + 2/32 = 9/16 B a weight. An explicit GPTQ name keeps its zero points."""
+    from estimator.api import load_model
+    from estimator.params import count_params, weight_bytes
+
+    redhat = load_model("RedHatAI/Qwen3-8B-quantized.w4a16", offline=True).spec
+    assert redhat.quantization["quant_method"] == "compressed-tensors"
+    assert weight_bytes(redhat).bytes_by_part["mlp"] == 5_435_817_984 * 33 // 64 == 2_802_843_648
+    qat = load_model("google/gemma-4-E4B-it-qat-w4a16-ct", offline=True).spec
+    assert qat.quantization["config_groups"]["group_0"]["weights"]["group_size"] == 32
+    assert weight_bytes(qat).bytes_by_part["mlp"] == count_params(qat).params_by_part["mlp"] * 9 // 16
+    assert any("groups of 32" in a for a in qat.assumptions)
+    assert load_model("cyankiwi/gemma-4-26B-A4B-it-qat-AWQ-INT4", offline=True).spec.quantization["group_size"] == 32
+    gptq = load_model("Qwen/Qwen3-8B-GPTQ-Int4", offline=True).spec
+    assert weight_bytes(gptq).bytes_by_part["mlp"] == 5_435_817_984 * 133 // 256   # 0.5 + 2/128 + 0.5/128
+    assert not any("groups of 32" in a for a in gptq.assumptions)
 
 
 def test_gemma3_qat_awq_conversions_carry_the_qat_group_of_32():
