@@ -387,7 +387,7 @@ def test_a_w4a16_name_is_compressed_tensors_and_a_qat_one_keeps_groups_of_32():
     Google's QAT checkpoints are trained on an int4 grid with groups of 32, which google/gemma-4-E4B-it-qat-
     w4a16-ct keeps: 0.5 + 2/32 = 9/16 B a weight. An explicit GPTQ name keeps its zero points."""
     from estimator.api import load_model
-    from estimator.params import count_params, weight_bytes
+    from estimator.params import count_params, weight_bytes, weight_format
 
     redhat = load_model("RedHatAI/Qwen3-8B-quantized.w4a16", offline=True).spec
     assert redhat.quantization["quant_method"] == "compressed-tensors"
@@ -396,6 +396,10 @@ def test_a_w4a16_name_is_compressed_tensors_and_a_qat_one_keeps_groups_of_32():
     assert qat.quantization["config_groups"]["group_0"]["weights"]["group_size"] == 32
     assert weight_bytes(qat).bytes_by_part["mlp"] == count_params(qat).params_by_part["mlp"] * 9 // 16
     assert any("groups of 32" in a for a in qat.assumptions)
+    # the bits word a paste reader takes from the same name ("int4") is no vLLM method: the name's fuller
+    # reading stands; a real method flag (gptq) replaces a format that was only read from the name
+    assert weight_format(qat, "int4").name == "int4-g32"
+    assert weight_format(qat, "gptq").name == "gptq-int4"
     assert load_model("cyankiwi/gemma-4-26B-A4B-it-qat-AWQ-INT4", offline=True).spec.quantization["group_size"] == 32
     gptq = load_model("Qwen/Qwen3-8B-GPTQ-Int4", offline=True).spec
     assert weight_bytes(gptq).bytes_by_part["mlp"] == 5_435_817_984 * 133 // 256   # 0.5 + 2/128 + 0.5/128
