@@ -87,7 +87,7 @@ _CONTEXT_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_paralle
                  "kv_cache_dtype",
                  "cpu_offload_gb", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
                  "max_num_batched_tokens", "dtype", "block_size", "kv_cache_memory_bytes", "mamba_cache_mode",
-                 "max_loras", "max_lora_rank")
+                 "mm_encoder_tp_mode", "max_loras", "max_lora_rank")
 # Boolean settings repeated when the user's run set them (the V0-era `--enable-chunked-prefill False`
 # is left out: off was V0's default for short contexts).
 _CONTEXT_SWITCHES = (("enforce_eager", True, "--enforce-eager"),

@@ -86,6 +86,7 @@ FLAG_KEYS: dict[str, str] = {
     "calculate_kv_scales": "calculate_kv_scales",
     "async_scheduling": "async_scheduling",
     "mamba_cache_mode": "mamba_cache_mode",
+    "mm_encoder_tp_mode": "mm_encoder_tp_mode",
     "performance_mode": "performance_mode",
     "attention_backend": "attention_backend",
     "max_logprobs": "max_logprobs",
@@ -253,6 +254,9 @@ def normalise(key: str, raw: object) -> object | None:
     if key == "mamba_cache_mode":
         t = t.lower()
         return t if t in ("all", "align", "none") else None
+    if key == "mm_encoder_tp_mode":
+        t = t.lower()
+        return t if t in ("weights", "data") else None
     if key == "runner":
         return runner_word(t)
     if key == "performance_mode":

@@ -50,7 +50,12 @@ from estimator.kv_layout import (
     stage_sizes,
     window_tokens,
 )
-from estimator.multimodal_profile import audio_tower_skipped, mm_prefix_item_tokens, vision_tower_skipped
+from estimator.multimodal_profile import (
+    audio_tower_skipped,
+    mm_prefix_item_tokens,
+    vision_replicated,
+    vision_tower_skipped,
+)
 from estimator.non_torch import (
     CUDA_CONTEXT,
     cached_all_reduce_bytes,
@@ -914,8 +919,9 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                            "(use --limit-mm-per-prompt with every modality at 0)")
     absorption, rope_per_layer = profile.mla_matrix_absorption, profile.rope_cache_per_layer
     head = s.runner != "pooling"       # adapters.py: a pooling model deletes lm_head and skips its weights
+    replicated = vision and vision_replicated(spec, s, assumptions)
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep, tuple(sorted(st.items())) if st else None,
-           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer, head)
+           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer, head, replicated)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
@@ -924,7 +930,8 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                                          pp_rank=s.pp_stage if s.pipeline_parallel_size > 1 else None,
                                          layer_partition=list(part) if part else None, mxfp4_layout=layout,
                                          with_vision=vision, with_audio=audio, mla_absorption=absorption,
-                                         rope_per_layer=rope_per_layer, with_lm_head=head)
+                                         rope_per_layer=rope_per_layer, with_lm_head=head,
+                                         vision_replicated=replicated)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

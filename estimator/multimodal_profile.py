@@ -549,6 +549,28 @@ def _mllama_v0_encoder_peak(spec: ModelSpec, v: dict, images: int, tp: int, dtyp
     return images * per_image
 
 
+# Model types whose vLLM class sets supports_encoder_tp_data (vllm/model_executor/models: qwen2_5_vl.py,
+# qwen3_vl.py with qwen3_vl_moe.py and the Qwen3.5 / 3.6 classes built on it, glm4_1v.py, step3_vl.py,
+# dots_ocr.py): with --mm-encoder-tp-mode data their vision tower is replicated on every TP rank. vLLM
+# falls back to "weights" for a model without it (vllm/config/model.py).
+ENCODER_TP_DATA_TYPES = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe",
+                         "step3_vl", "dots_ocr")
+
+
+def vision_replicated(spec: ModelSpec, s: EngineSettings, assumptions: list[str] | None = None) -> bool:
+    """Whether each tensor-parallel rank holds the whole vision tower: --mm-encoder-tp-mode data on a
+    model that supports it (the images are then split between the ranks instead of the weights)."""
+    if s.mm_encoder_tp_mode != "data" or s.tensor_parallel_size <= 1 or not spec.vision:
+        return False
+    if spec.config.get("model_type") in ENCODER_TP_DATA_TYPES:
+        return True
+    if assumptions is not None:
+        assumptions.append(f"--mm-encoder-tp-mode data is counted as weights for {spec.config.get('model_type')} (the "
+                           "vision tower split between the ranks): vLLM falls back to it for a model that does not "
+                           "support data mode, and kvdoctor does not know this one to")
+    return False
+
+
 # vllm/model_executor/models/interfaces.py _mark_tower_model (0.15.0+): a tower whose modalities are
 # all limited to 0 is replaced by a placeholder and its weights are not loaded.
 TOWER_SKIP_FROM = (0, 15, 0)

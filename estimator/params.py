@@ -1356,7 +1356,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  with_mtp: bool = False, layer_partition: list[int] | None = None,
                  mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True, with_audio: bool = True,
                  mla_absorption: bool = False, rope_per_layer: bool = False,
-                 with_lm_head: bool = True) -> WeightBreakdown:
+                 with_lm_head: bool = True, vision_replicated: bool = False) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -1367,6 +1367,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     `with_vision` False: the vision tower is not built (every modality limited to 0, vLLM 0.15+);
     `with_audio` False: nor the audio tower (audio limited to 0).
     `with_lm_head` False: no lm_head (a pooling model: model_executor/models/adapters.py deletes it).
+    `vision_replicated`: every tensor-parallel rank holds the whole vision tower (--mm-encoder-tp-mode
+    data: its linears are built with disable_tp, e.g. qwen2_5_vl.py use_data_parallel).
     """
     tp, pp, ep = max(1, int(tp)), max(1, int(pp)), max(1, int(ep))
     notes: list[str] = []
@@ -1409,6 +1411,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
             copies = w.copies
             if ep > 1 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
                 rows, cols, copies = w.rows, w.cols, -(-w.copies // ep)
+            elif vision_replicated and w.part == "vision":
+                rows, cols = w.rows, w.cols
             else:
                 rows, cols = _rank_share(w, tp, vocab_rank)
             if fmt.kind == "mxfp4" and mxfp4_layout and w.part == "experts" and w.kind in ("linear", "bias"):
@@ -1474,6 +1478,9 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                 (["fp32 biases"] if lay.bias_bytes == 4 else [])
         notes.append(f"MXFP4 experts as vLLM's {lay.name} MoE backend holds them"
                      + (f": {', '.join(pads + extra)}" if pads or extra else ": unpadded"))
+    if vision_replicated and spec.vision and tp > 1:
+        notes.append(f"--mm-encoder-tp-mode data: every one of the {tp} tensor-parallel ranks holds the whole vision "
+                     "tower (the images are split between them instead)")
     if not with_vision and spec.vision:
         notes.append("vision tower not loaded: every modality's limit is 0 (--language-model-only or "
                      "--limit-mm-per-prompt 0; vllm _mark_tower_model, 0.15+)")

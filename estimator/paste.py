@@ -221,7 +221,8 @@ def _read(raw: str) -> Facts:
         elif s.key in ("data_parallel_size", "decode_context_parallel_size", "cpu_offload_gb", "kv_cache_memory_bytes", "enable_chunked_prefill",
                        "swap_space", "max_seq_len_to_capture", "num_gpu_blocks_override", "enable_prefix_caching",
                        "enable_expert_parallel", "speculative_config", "speculative_model", "num_speculative_tokens",
-                       "limit_mm_per_prompt", "async_scheduling", "mamba_cache_mode", "language_model_only",
+                       "limit_mm_per_prompt", "async_scheduling", "mamba_cache_mode", "mm_encoder_tp_mode",
+                       "language_model_only",
                        "performance_mode", "attention_backend", "enable_lora", "max_loras", "max_lora_rank",
                        "runner"):
             xvals.setdefault(s.key, []).append((s.span[0], s.value))

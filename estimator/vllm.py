@@ -593,6 +593,9 @@ class EngineSettings:
     max_lora_rank: int | None = None
     async_scheduling: bool | None = None          # --[no-]async-scheduling; None = vLLM's default
     mamba_cache_mode: str | None = None           # --mamba-cache-mode all|align|none (0.15+); None = derived
+    # --mm-encoder-tp-mode weights|data: with "data" a vision tower that supports it is replicated on every
+    # tensor-parallel rank (its inputs split instead); None = "weights", the default
+    mm_encoder_tp_mode: str | None = None
     performance_mode: str | None = None           # --performance-mode balanced|interactivity|throughput (0.17+)
     speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
     num_speculative_tokens: int | None = None
@@ -642,7 +645,7 @@ _FIELDS = {
     "data_parallel_size", "decode_context_parallel_size", "dtype", "kv_cache_dtype", "quantization", "max_num_seqs",
     "max_num_batched_tokens", "block_size", "cpu_offload_gb", "swap_space", "kv_cache_memory_bytes",
     "enforce_eager", "enable_chunked_prefill", "enable_prefix_caching", "enable_expert_parallel",
-    "async_scheduling", "mamba_cache_mode", "performance_mode", "attention_backend", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
+    "async_scheduling", "mamba_cache_mode", "mm_encoder_tp_mode", "performance_mode", "attention_backend", "speculative_config", "speculative_model", "num_speculative_tokens", "limit_mm_per_prompt",
     "enable_lora", "max_loras", "max_lora_rank", "runner",
 }
 

@@ -1302,6 +1302,45 @@ def test_language_model_only_is_read_from_a_paste():
     assert settings_from_facts(off, "0.20.1", "v1").limit_mm_per_prompt is None
 
 
+def test_mm_encoder_tp_mode_data_keeps_the_whole_vision_tower_on_every_rank():
+    """`--mm-encoder-tp-mode data` builds a supporting model's vision tower with disable_tp (qwen3_vl.py and
+    the Qwen3.5 / 3.6 classes on it): every TP rank holds all of it — Qwen3.6-27B's 921,460,192 B in bf16
+    (by hand in the --language-model-only test above) — and the images are split instead. A TP 2 / 4 / 8
+    curve of Qwen3.6-35B-A3B logs (nanoserve-mini, 0.20.0, data mode) prints 34.06 / 17.54 / 9.29 GiB of
+    weights: 0.52 / 0.72 / 0.83 GiB above the split tower's figures, 0.10–0.11 GiB above the whole
+    tower's (the one-GPU run of that curve is 0.11 above too). A model whose class lacks supports_encoder_tp_data falls back to weights mode."""
+    from estimator.api import load_model, run_estimate
+    from estimator.diagnosis import settings_from_facts
+    from estimator.errors import BadInput
+    from estimator.paste import read_paste
+
+    spec = load_model("Qwen/Qwen3.6-27B", offline=True).spec
+    assert weight_bytes(spec, tp=4, vision_replicated=True).bytes_by_part["vision"] == 921_460_192
+    split = weight_bytes(spec, tp=4).bytes_by_part["vision"]
+    assert split < 921_460_192 / 3
+    base = EngineSettings(vllm_version="0.20.1", max_model_len=32768, tensor_parallel_size=4)
+    weights_mode = run_estimate(spec, "A100 80GB", base)
+    data_mode = run_estimate(spec, "A100 80GB", parse_flags(["--mm-encoder-tp-mode", "data"], base.replace()))
+    assert data_mode.weights_bytes - weights_mode.weights_bytes == 921_460_192 - split
+    assert any("--mm-encoder-tp-mode data" in a for a in data_mode.assumptions)
+    # one rank: nothing to replicate
+    one = EngineSettings(vllm_version="0.20.1", max_model_len=32768)
+    assert run_estimate(spec, "A100 80GB", parse_flags(["--mm-encoder-tp-mode", "data"], one)).weights_bytes \
+        == run_estimate(spec, "A100 80GB", one.replace()).weights_bytes
+    # a model without data mode: counted as weights, and the reply says why
+    gemma = load_model("google/gemma-3-27b-it", offline=True).spec
+    g2 = EngineSettings(vllm_version="0.20.1", max_model_len=8192, tensor_parallel_size=2)
+    g_data = run_estimate(gemma, "A100 80GB", parse_flags(["--mm-encoder-tp-mode", "data"], g2.replace()))
+    assert g_data.weights_bytes == run_estimate(gemma, "A100 80GB", g2).weights_bytes
+    assert any("counted as weights" in a for a in g_data.assumptions)
+    # the flag's values, and the setting read from a log's non-default args
+    with pytest.raises(BadInput):
+        parse_flags(["--mm-encoder-tp-mode", "pipeline"])
+    facts = read_paste("non-default args: {'model': 'Qwen/Qwen3.6-27B', 'tensor_parallel_size': 4, "
+                       "'mm_encoder_tp_mode': 'data'}\n")
+    assert settings_from_facts(facts, "0.20.1", "v1").mm_encoder_tp_mode == "data"
+
+
 def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
     """vllm#23278 (0.10.1, gpt-oss-120b on one H100, defaults): 'Model loading took 65.9651 GiB',
     'Available KV cache memory: -2.14 GiB'. On an ≥ 70 GiB card V1 runs 1,024 sequences, and the
