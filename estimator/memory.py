@@ -904,6 +904,14 @@ def pooling_runner(spec: ModelSpec, s: EngineSettings) -> str | None:
     return None
 
 
+# vllm/model_executor/layers/rotary_embedding.py MRotaryEmbedding (from 0.7.2, the release that added
+# Qwen2.5-VL): its cos/sin cache holds 4 × max_position_embeddings positions, for the long position
+# indices of videos. A later vLLM can bound it to max_model_len for a model class that certifies its
+# positions (vllm/config/model.py mrope_cache_max_position); the release that ships that is not known
+# here, so it is not modelled (logs up to 0.27 print the 4 ×).
+MROPE_CACHE_FACTOR, MROPE_CACHE_FACTOR_FROM = 4, (0, 7, 2)
+
+
 def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str],
              with_mtp: bool, compute_capability: str | None = None) -> int:
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
@@ -920,8 +928,9 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     absorption, rope_per_layer = profile.mla_matrix_absorption, profile.rope_cache_per_layer
     head = s.runner != "pooling"       # adapters.py: a pooling model deletes lm_head and skips its weights
     replicated = vision and vision_replicated(spec, s, assumptions)
+    mrope = MROPE_CACHE_FACTOR if profile.version >= MROPE_CACHE_FACTOR_FROM else 1
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep, tuple(sorted(st.items())) if st else None,
-           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer, head, replicated)
+           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer, head, replicated, mrope)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
@@ -931,7 +940,7 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                                          layer_partition=list(part) if part else None, mxfp4_layout=layout,
                                          with_vision=vision, with_audio=audio, mla_absorption=absorption,
                                          rope_per_layer=rope_per_layer, with_lm_head=head,
-                                         vision_replicated=replicated)
+                                         vision_replicated=replicated, mrope_factor=mrope)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
     return wb.bytes_total

@@ -1246,14 +1246,17 @@ def _rank_share(w: _W, tp: int, vocab_rank_rows: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------------
 
 
-def rope_cache_bytes(spec: ModelSpec, dtype_b: int) -> tuple[int, list[str]]:
+def rope_cache_bytes(spec: ModelSpec, dtype_b: int, mrope_factor: int = 1) -> tuple[int, list[str]]:
     """vllm/model_executor/layers/rotary_embedding.py: cos_sin_cache [positions, rotary_dim] in the model dtype.
 
     get_rope() caches instances by (head_size, rotary_dim, max_position, base, scaling), so a
     model has one cache per distinct rope setup (one for most models; local + global for
     gemma-3/4). Positions: max_position_embeddings; linear/dynamic scaling multiply by the factor;
     YaRN / deepseek_yarn use original_max_position_embeddings × factor; longrope keeps a short
-    and a long cache (original + max positions).
+    and a long cache (original + max positions). A multimodal RoPE (mrope_section: Qwen2-VL and its
+    successors) keeps `mrope_factor` times the positions: MRotaryEmbedding's cache_max_position_num is
+    4 × max_position_embeddings from vLLM 0.7.2 ("the maximum index value is related to the duration
+    of the input video"), max_position_embeddings before.
     """
     t = spec.text
     notes: list[str] = []
@@ -1297,6 +1300,8 @@ def rope_cache_bytes(spec: ModelSpec, dtype_b: int) -> tuple[int, list[str]]:
             positions = int(orig * factor)
         elif rtype in ("longrope", "su"):
             positions = orig + maxpos
+        if (sc or {}).get("mrope_section") or (isinstance(rp, dict) and rp.get("mrope_section")):
+            positions *= mrope_factor
         total += positions * rot * dtype_b
     if t.get("dual_chunk_attention_config"):
         notes.append("dual-chunk attention config present: vLLM 0.9+ may build a larger dual-chunk rotary cache; "
@@ -1356,7 +1361,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  with_mtp: bool = False, layer_partition: list[int] | None = None,
                  mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True, with_audio: bool = True,
                  mla_absorption: bool = False, rope_per_layer: bool = False,
-                 with_lm_head: bool = True, vision_replicated: bool = False) -> WeightBreakdown:
+                 with_lm_head: bool = True, vision_replicated: bool = False,
+                 mrope_factor: int = 1) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -1454,7 +1460,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
         else:
             notes.append("Hub checkpoint bytes not used: the requested dtype/quantization changes the stored format")
 
-    rope, rnotes = rope_cache_bytes(spec, db)
+    rope, rnotes = rope_cache_bytes(spec, db, mrope_factor)
     notes += rnotes
     if rope and rope_per_layer:
         # vLLM ≤ 0.2.2 (rotary_embedding.py): each attention layer registers its own cos/sin cache

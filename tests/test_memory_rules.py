@@ -1341,6 +1341,29 @@ def test_mm_encoder_tp_mode_data_keeps_the_whole_vision_tower_on_every_rank():
     assert settings_from_facts(facts, "0.20.1", "v1").mm_encoder_tp_mode == "data"
 
 
+def test_a_multimodal_rope_caches_four_times_its_positions_from_072():
+    """MRotaryEmbedding (rotary_embedding.py, from 0.7.2 with Qwen2.5-VL) builds its cos/sin cache over
+    cache_max_position_num = 4 × max_position_embeddings, "related to the duration of the input video".
+    Qwen2.5-VL-7B (128,000 positions, rotary dim 128, bf16): 128,000 × 128 × 2 B = 32,768,000 B before,
+    131,072,000 B from 0.7.2, 98,304,000 B more weights. Qwen3.6-27B's partial rotary (0.25 × 256 = 64
+    dims over 262,144 positions): 33,554,432 → 134,217,728 B. A text model's cache is not scaled. Logs of
+    Qwen3.6-35B-A3B (TP 1/2/4/8, 0.20.0), Qwen3-VL-30B-A3B (TP 2 / 4, 0.11–0.12) and Qwen3.5 print the
+    weights to within 0.1 GiB with it; without it they were 0.1–0.2 GiB over the model."""
+    from estimator.api import load_model, run_estimate
+    from estimator.params import rope_cache_bytes
+
+    vl = load_model("Qwen/Qwen2.5-VL-7B-Instruct", offline=True).spec
+    assert rope_cache_bytes(vl, 2) == (32_768_000, [])
+    assert rope_cache_bytes(vl, 2, 4) == (131_072_000, [])
+    before = run_estimate(vl, "A100 80GB", EngineSettings(vllm_version="0.7.1", max_model_len=8192))
+    after = run_estimate(vl, "A100 80GB", EngineSettings(vllm_version="0.7.2", max_model_len=8192))
+    assert after.weights_bytes - before.weights_bytes == 98_304_000
+    q = load_model("Qwen/Qwen3.6-27B", offline=True).spec
+    assert rope_cache_bytes(q, 2, 4)[0] == 4 * rope_cache_bytes(q, 2)[0] == 134_217_728
+    llama = load_model("meta-llama/Llama-3.1-8B-Instruct", offline=True).spec
+    assert rope_cache_bytes(llama, 2, 4) == rope_cache_bytes(llama, 2) == (131_072 * 128 * 2, [])
+
+
 def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
     """vllm#23278 (0.10.1, gpt-oss-120b on one H100, defaults): 'Model loading took 65.9651 GiB',
     'Available KV cache memory: -2.14 GiB'. On an ≥ 70 GiB card V1 runs 1,024 sequences, and the
