@@ -1281,7 +1281,12 @@ def rope_cache_bytes(spec: ModelSpec, dtype_b: int, mrope_factor: int = 1) -> tu
         for k in sorted(kinds):
             p = rp.get(f"{k}_attention") or {}
             hd = int(_get(t, "global_head_dim", default=spec.head_dim)) if k == "full" else spec.head_dim
-            setups.append((int(hd * float(p.get("partial_rotary_factor") or 1.0)), p))
+            if str(p.get("rope_type") or "") == "proportional":
+                # rotary_embedding/gemma4_rope.py Gemma4RotaryEmbedding: the cache spans the whole head
+                # (rotary_dim = head_size), its non-rotated pairs zero frequencies
+                setups.append((hd, p))
+            else:
+                setups.append((int(hd * float(p.get("partial_rotary_factor") or 1.0)), p))
     else:
         scaling = spec.rope_scaling
         setups.append((spec.rotary_dim, scaling))

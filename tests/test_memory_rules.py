@@ -1364,6 +1364,21 @@ def test_a_multimodal_rope_caches_four_times_its_positions_from_072():
     assert rope_cache_bytes(llama, 2, 4) == rope_cache_bytes(llama, 2) == (131_072 * 128 * 2, [])
 
 
+def test_gemma4s_proportional_rope_caches_the_whole_head():
+    """rotary_embedding/gemma4_rope.py Gemma4RotaryEmbedding sets rotary_dim = head_size: the full-attention
+    layers' "proportional" RoPE (partial_rotary_factor 0.25 of a 512-wide global head) keeps cos/sin for
+    all 512 columns, the non-rotated pairs at zero frequency. Gemma 4 E4B (131,072 positions, bf16):
+    sliding 131,072 × 256 × 2 = 67,108,864 B + full 131,072 × 512 × 2 = 134,217,728 B = 201,326,592 B
+    (the full cache would be 33,554,432 B over 128 columns). Five E4B logs (0.19–0.22, bf16 and QAT) print
+    their weights within 0.1% with it, 0.7–1.1% under without."""
+    from estimator.api import load_model
+    from estimator.params import rope_cache_bytes
+
+    e4b = load_model("google/gemma-4-E4B-it", offline=True).spec
+    assert rope_cache_bytes(e4b, 2) == (131_072 * 256 * 2 + 131_072 * 512 * 2, [])
+    assert rope_cache_bytes(e4b, 2)[0] == 201_326_592
+
+
 def test_v1_native_sampler_peak_matches_gpt_oss_on_an_h100():
     """vllm#23278 (0.10.1, gpt-oss-120b on one H100, defaults): 'Model loading took 65.9651 GiB',
     'Available KV cache memory: -2.14 GiB'. On an ≥ 70 GiB card V1 runs 1,024 sequences, and the
