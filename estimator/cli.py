@@ -52,8 +52,9 @@ def _split(argv: list[str]) -> tuple[dict, list[str], list[str]]:
                 raise BadInput(f"{name} needs a value")
         elif tok in _BOOL_OPTS:
             opts[tok] = True
-        elif tok.startswith("VLLM_") and "=" in tok:
-            rest.append(tok)            # an environment variable vLLM reads (VLLM_PP_LAYER_PARTITION=16,32)
+        elif tok.startswith(("VLLM_", "PYTORCH_CUDA_ALLOC_CONF=")) and "=" in tok:
+            # an environment variable vLLM (VLLM_PP_LAYER_PARTITION=16,32) or PyTorch's allocator reads
+            rest.append(tok)
         elif tok.startswith("-"):
             rest.append(tok)
             # a vLLM flag's value travels with it

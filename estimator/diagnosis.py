@@ -141,6 +141,10 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         s.runner = facts.extra["runner"]   # an embedding / reranking run: no sampler, no lm_head
     if facts.extra.get("performance_mode") in ("balanced", "interactivity", "throughput"):
         s.performance_mode = facts.extra["performance_mode"]
+    if facts.extra.get("expandable_segments") or facts.extra.get("launcher") == "unsloth":
+        # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the paste, or Unsloth's start (unsloth sets it
+        # before it imports vLLM)
+        s.expandable_segments = True
     if facts.extra.get("mm_encoder_tp_mode") in ("weights", "data"):
         s.mm_encoder_tp_mode = facts.extra["mm_encoder_tp_mode"]
     mode = facts.extra.get("mamba_cache_mode")

@@ -200,7 +200,7 @@ class Estimate:
                 "decode_context_parallel_size": s.decode_context_parallel_size,
                 "speculative_method": s.speculative_method, "num_speculative_tokens": s.num_speculative_tokens,
                 "pp_layer_partition": s.pp_layer_partition, "model_runner_v2": s.model_runner_v2,
-                "usage": s.usage,
+                "usage": s.usage, "expandable_segments": s.expandable_segments,
             },
             "memory": {
                 "budget_bytes": self.budget_bytes, "weights_bytes": self.weights_bytes,
@@ -504,7 +504,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                            f"would take — serve them with a release before {gone}, or an AWQ / GPTQ / FP8 "
                            "export of the model")
     model_weights = max(0, _weights(spec, s, profile, model_dtype, assumptions if weights_bytes is None else [],
-                                    with_mtp=draft_info[2], compute_capability=compute_capability) - offload)
+                                    with_mtp=draft_info[2], compute_capability=compute_capability,
+                                    offload=offload) - offload)
     if layout.dsv4 is not None and profile.engine == "v1":
         model_weights += deepseek_v4_load_buffers(spec, s, profile)
     model_weights += deepstack_buffer_bytes(spec, s, profile, mdb)
@@ -913,7 +914,7 @@ MROPE_CACHE_FACTOR, MROPE_CACHE_FACTOR_FROM = 4, (0, 7, 2)
 
 
 def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: str, assumptions: list[str],
-             with_mtp: bool, compute_capability: str | None = None) -> int:
+             with_mtp: bool, compute_capability: str | None = None, offload: int = 0) -> int:
     # Advice re-runs the model dozens of times per reply: weights depend only on these inputs.
     st = getattr(spec, "safetensors_bytes_by_dtype", None)
     ep = s.tensor_parallel_size * s.data_parallel_size if (s.enable_expert_parallel and spec.moe) else 1
@@ -929,8 +930,12 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
     head = s.runner != "pooling"       # adapters.py: a pooling model deletes lm_head and skips its weights
     replicated = vision and vision_replicated(spec, s, assumptions)
     mrope = MROPE_CACHE_FACTOR if profile.version >= MROPE_CACHE_FACTOR_FROM else 1
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (set by the user, or by Unsloth for the vLLM it starts):
+    # a segment grows page by page and blocks do not keep a 2 MiB-rounded remainder
+    slack = not s.expandable_segments
     key = (model_dtype, s.quantization, s.tensor_parallel_size, pp, ep, tuple(sorted(st.items())) if st else None,
-           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer, head, replicated, mrope)
+           with_mtp, s.pp_stage, part, layout, vision, audio, absorption, rope_per_layer, head, replicated, mrope,
+           slack)
     cache = spec.__dict__.setdefault("_weights_cache", {})
     if key not in cache:
         cache[key] = params.weight_bytes(spec, dtype=model_dtype, quantization=s.quantization,
@@ -940,9 +945,15 @@ def _weights(spec: ModelSpec, s: EngineSettings, profile: Profile, model_dtype: 
                                          layer_partition=list(part) if part else None, mxfp4_layout=layout,
                                          with_vision=vision, with_audio=audio, mla_absorption=absorption,
                                          rope_per_layer=rope_per_layer, with_lm_head=head,
-                                         vision_replicated=replicated, mrope_factor=mrope)
+                                         vision_replicated=replicated, mrope_factor=mrope,
+                                         allocator_blocks=slack)
     wb = cache[key]
     assumptions.extend(wb.assumptions)
+    blocks = wb.bytes_by_part.get("allocator_blocks", 0)
+    if offload and blocks:
+        # --cpu-offload-gb moves whole weights to the host: their blocks go with them (in proportion)
+        blocks = min(blocks, blocks * offload // max(1, wb.bytes_total - blocks))
+        return wb.bytes_total - blocks
     return wb.bytes_total
 
 

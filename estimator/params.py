@@ -1242,6 +1242,44 @@ def _rank_share(w: _W, tp: int, vocab_rank_rows: int) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------------------------
+# The caching allocator's blocks (c10/cuda/CUDACachingAllocator.cpp)
+# --------------------------------------------------------------------------------------------
+
+# A request of 10 MiB or more (kMinLargeAlloc) gets a segment rounded up to 2 MiB (kRoundLarge); the block
+# is split off it only when more than 1 MiB (kSmallSize) would remain (should_split), so a tensor whose
+# leftover is 1 MiB or less holds the whole segment, and torch.cuda.memory_allocated — what vLLM prints
+# as the weights — counts it. Smaller requests round to 512 B (kMinBlockSize) and share segments.
+_MIN_LARGE_ALLOC, _ROUND_LARGE, _SMALL_SIZE, _MIN_BLOCK = 10 << 20, 2 << 20, 1 << 20, 512
+_QKV_NAMES = (".q_proj", ".k_proj", ".v_proj")    # one QKVParallelLinear weight in vLLM
+
+
+def allocator_slack(nbytes: int) -> int:
+    """Bytes the caching allocator counts beyond a tensor of `nbytes`: the unsplit rest of its 2 MiB-
+    rounded segment (a 31.5 MiB qkv_proj holds 32 MiB), or the 512-byte rounding of a smaller one."""
+    block = -(-nbytes // _MIN_BLOCK) * _MIN_BLOCK
+    if nbytes >= _MIN_LARGE_ALLOC:
+        segment = -(-nbytes // _ROUND_LARGE) * _ROUND_LARGE
+        if segment - block <= _SMALL_SIZE:
+            block = segment
+    return block - nbytes
+
+
+def _single_tensor_bytes(fmt: _Fmt, w: _W, rows: int, cols: int, copies: int, b: int,
+                         mxfp4_layout: Mxfp4Layout | None) -> int:
+    """The bytes of the one GPU tensor a weight is, where it is one: a 16-bit (or kept-dtype) weight, or an
+    FP8 weight apart from its small scale tensors. 0 for the multi-tensor layouts of packed integer and
+    FP4 formats (packed values, scales and zero points, each its own allocation, some repacked after
+    loading) and for the norms counted together."""
+    if w.kind == "norm" or (fmt.kind == "mxfp4" and mxfp4_layout and w.part == "experts"):
+        return 0
+    if not _quantized(fmt, w):
+        return b
+    if fmt.kind == "fp8" and not (fmt.experts_fp4 and w.part == "experts"):
+        return rows * cols * copies
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
 # RoPE cos/sin caches (GPU buffers created at load)
 # --------------------------------------------------------------------------------------------
 
@@ -1367,7 +1405,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                  mxfp4_layout: Mxfp4Layout | None = None, with_vision: bool = True, with_audio: bool = True,
                  mla_absorption: bool = False, rope_per_layer: bool = False,
                  with_lm_head: bool = True, vision_replicated: bool = False,
-                 mrope_factor: int = 1) -> WeightBreakdown:
+                 mrope_factor: int = 1, allocator_blocks: bool = True) -> WeightBreakdown:
     """Bytes of weights + load-time GPU buffers on one rank, as vLLM loads them (the W of §1.1).
 
     `ep` > 1 (--enable-expert-parallel, ep = tp × dp): each rank holds whole experts, a 1/ep share
@@ -1380,6 +1418,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
     `with_lm_head` False: no lm_head (a pooling model: model_executor/models/adapters.py deletes it).
     `vision_replicated`: every tensor-parallel rank holds the whole vision tower (--mm-encoder-tp-mode
     data: its linears are built with disable_tp, e.g. qwen2_5_vl.py use_data_parallel).
+    `allocator_blocks`: count what the caching allocator keeps beyond each large tensor (allocator_slack);
+    False under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
     """
     tp, pp, ep = max(1, int(tp)), max(1, int(pp)), max(1, int(ep))
     notes: list[str] = []
@@ -1404,6 +1444,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
         lo, hi = parts[s]
         first, last = s == 0, s == pp - 1
         by: dict[str, int] = {}
+        allocs: dict[str, int] = {}     # one GPU tensor each: q/k/v merge into qkv_proj, experts into one
         drafts = [w for w in mtp if w.kind not in ("embed", "lm_head")] if (with_mtp and last) else []
         for w in ws + drafts:
             if w.part != "mtp" and w.layer is not None and not lo <= w.layer < hi:
@@ -1433,6 +1474,13 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
             else:
                 b = rows * cols * copies * (w.elem_bytes or db)
             by[w.part] = by.get(w.part, 0) + b
+            alloc = _single_tensor_bytes(fmt, w, rows, cols, copies, b, mxfp4_layout)
+            if alloc:
+                key = w.name.rsplit(".", 1)[0] + ".qkv_proj" if w.name.endswith(_QKV_NAMES) else w.name
+                allocs[key] = allocs.get(key, 0) + alloc
+        slack = sum(allocator_slack(a) for a in allocs.values()) if allocator_blocks else 0
+        if slack:
+            by["allocator_blocks"] = slack
         return by, hi - lo
 
     best: tuple[int, dict[str, int], int, int] | None = None

@@ -596,6 +596,9 @@ class EngineSettings:
     # --mm-encoder-tp-mode weights|data: with "data" a vision tower that supports it is replicated on every
     # tensor-parallel rank (its inputs split instead); None = "weights", the default
     mm_encoder_tp_mode: str | None = None
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the run's environment (Unsloth sets it for the vLLM
+    # it starts): the caching allocator's blocks keep no 2 MiB-rounded remainder (params.allocator_slack)
+    expandable_segments: bool = False
     performance_mode: str | None = None           # --performance-mode balanced|interactivity|throughput (0.17+)
     speculative_method: str | None = None         # "mtp", "deepseek_mtp", "eagle3", "ngram", "draft_model", …
     num_speculative_tokens: int | None = None
@@ -660,7 +663,9 @@ TEXT_ONLY_LIMITS = {"image": 0, "video": 0, "audio": 0}
 _ENV_SWITCHES = {"VLLM_USE_V2_MODEL_RUNNER": "model_runner_v2", "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "allow_long_max_model_len",
                  "VLLM_USE_FLASHINFER_SAMPLER": "flashinfer_sampler",
                  "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "graph_profiling"}
-ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_MXFP4_USE_MARLIN", *_ENV_SWITCHES)
+ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_MXFP4_USE_MARLIN", "PYTORCH_CUDA_ALLOC_CONF", *_ENV_SWITCHES)
+# PYTORCH_CUDA_ALLOC_CONF's expandable_segments option, on (c10/cuda/CUDAAllocatorConfig.cpp reads True / true)
+EXPANDABLE_SEGMENTS = re.compile(r"(?i)expandable_segments\s*:\s*true")
 # the release whose V1 worker reads VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (v1/worker/gpu_worker.py:
 # opt-in in 0.18–0.19, "default since v0.21.0" as its message words it, on from the 0.20.0 wheel)
 GRAPH_PROFILING_ENV_FROM = (0, 18, 0)
@@ -710,6 +715,11 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
         if tok.startswith("VLLM_MXFP4_USE_MARLIN="):
             if parse_bool(tok.partition("=")[2]):
                 s.mxfp4_backend = "Marlin"
+            continue
+        if tok.startswith("PYTORCH_CUDA_ALLOC_CONF="):
+            # the caching allocator's options (a comma-separated list); expandable segments change how much
+            # it counts for the weights (params.allocator_slack)
+            s.expandable_segments = bool(EXPANDABLE_SEGMENTS.search(tok))
             continue
         if not tok.startswith("-"):
             continue

@@ -649,16 +649,17 @@ def test_a_shorter_context_shrinks_v1s_dummy_video():
     """From 0.11 V1 builds Qwen2-VL's dummy video as long as max_model_len holds (gpu_model_runner.py
     _get_mm_dummy_batch with seq_len=max_model_len). Qwen2.5-VL-7B on an RTX 4090 at its 128,000-token
     default: the 114,688-token video's profile leaves no KV at all, so the pool alone names no length;
-    under 32,768 tokens the video is one 16,384-token frame pair and 44,736 tokens of KV remain (46,464
+    under 32,768 tokens the video is one 16,384-token frame pair and 43,680 tokens of KV remain (46,464
     before the multimodal RoPE cache was counted at 4 × 128,000 positions: its 98,304,000 B more are
-    1,714.3 tokens of 57,344 B, and the pool rounds down to 16-token blocks), so every length up to 32,767
-    fits — offered as 31,744, images and videos kept. On 0.10.2 the dummy video is
+    1,714.3 tokens of 57,344 B; then 44,736, and the caching allocator's blocks, 60,797,440 B, are
+    1,060.2 tokens more; the pool rounds down to 16-token blocks), so every length up to 32,767 fits —
+    offered as 31,744, images and videos kept. On 0.10.2 the dummy video is
     sized by the batch, not the context: the plain length fix is the pool's own."""
     spec = load_model("Qwen/Qwen2.5-VL-7B-Instruct", offline=True).spec
     est = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.11.0"))
     assert not est.fits and est.max_model_len_fit <= 0
     fix = [s for s in suggest(est) if s.changes == {"max_model_len": 31744}]
-    assert fix and fix[0].fits and fix[0].estimate.kv_cache_tokens == 44_736
+    assert fix and fix[0].fits and fix[0].estimate.kv_cache_tokens == 43_680
     assert "largest context that fits is 32,767 tokens" in fix[0].why
     assert "profile run grows with max_model_len" in fix[0].why
     old = run_estimate(spec, "RTX 4090", EngineSettings(vllm_version="0.10.2"))

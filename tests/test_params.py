@@ -69,8 +69,11 @@ def test_tp2_split():
     expect = (32 * LAYER_LINEAR // 2 * 2          # 6,979,321,856 B
               + 2 * (128256 // 2) * 4096 * 2       # 1,050,673,152 B
               + (32 * LAYER_NORMS + 4096) * 2      # 532,480 B
-              + ROPE_LLAMA)
-    assert wb.bytes_total == expect == 8_064_081_920
+              + ROPE_LLAMA
+              # the caching allocator: each 501 MiB embed / lm_head shard holds a 502 MiB segment (the 1 MiB
+              # left is not split off, params.allocator_slack); every other tensor is a whole number of 2 MiB
+              + 2 * 2**20)
+    assert wb.bytes_total == expect == 8_066_179_072
 
 
 def test_kv_projection_replicated_when_kv_heads_below_tp():
@@ -297,9 +300,13 @@ def test_qwen25_14b_1m_params_and_bytes():
     assert by_hand == 14_770_033_664
     wb = weight_bytes(s)
     assert abs(wb.params_total - 14_770_033_664) / 14_770_033_664 < 0.005
-    # The worked example (§7): 27.511 GiB of bf16 weights + 0.241 GiB RoPE cache ≈ 27.75 GiB.
-    assert wb.bytes_total == by_hand * 2 + 1_010_000 * 128 * 2
-    assert round(wb.bytes_total / GIB, 2) == 27.75
+    # The worked example (§7): 27.511 GiB of bf16 weights + 0.241 GiB RoPE cache ≈ 27.75 GiB, and what the
+    # caching allocator counts beyond the tensors (params.allocator_slack): each layer's down_proj
+    # (5,120 × 13,824 × 2 B = 135 MiB) holds a 136 MiB segment, the embedding and lm_head (1,485 MiB) 1,486:
+    # 48 + 2 = 50 MiB more, 27.80 GiB (a Qwen2.5-14B log prints 27.5681 GiB for its 32,768-position
+    # sibling: 27.5191 + 0.0488).
+    assert wb.bytes_total == by_hand * 2 + 1_010_000 * 128 * 2 + 50 * 2**20
+    assert round(wb.bytes_total / GIB, 2) == 27.80
 
 
 @needs_shared
@@ -1012,7 +1019,9 @@ def test_the_audio_tower_is_left_out_when_audio_is_limited_to_0():
     audio = count_params(sp).params_by_part["audio"]
 
     def weights(version, limits=None):
-        s = EngineSettings(vllm_version=version, max_model_len=4096, limit_mm_per_prompt=limits)
+        # expandable segments: no allocator blocks beyond the tensors, so the difference is the tower's bytes
+        s = EngineSettings(vllm_version=version, max_model_len=4096, limit_mm_per_prompt=limits,
+                           expandable_segments=True)
         return estimate(sp, gpu_total_bytes=80 * GIB, settings=s).weights_bytes
 
     assert weights("0.22.0") - weights("0.22.0", {"audio": 0}) == 2 * audio
@@ -1048,3 +1057,53 @@ def test_hand_edited_gemma4_keys_are_not_a_traceback():
     assert count_params(spec(bad)).params_by_part["audio"] == count_params(spec(cfg)).params_by_part["audio"]
     bad["audio_config"]["hidden_size"] = "x"
     assert count_params(spec(bad)).params_by_part.get("audio", 0) == 0
+
+
+def test_the_caching_allocator_keeps_a_large_tensors_2_mib_rounded_rest():
+    """c10/cuda/CUDACachingAllocator.cpp: a request of 10 MiB or more gets a segment rounded up to 2 MiB and
+    is split off it only when more than 1 MiB would remain, so torch.cuda.memory_allocated — vLLM's weights
+    figure — counts the rest of the segment. By hand: a 31.5 MiB tensor holds 32 MiB (0.5 more), a 259 MiB
+    one 260 (1 more: 1 MiB is not "more than 1 MiB"), a 24.5 MiB one 24.5 (the 1.5 MiB rest is split off),
+    an 8 MiB one (a shared 20 MiB segment) and a 2 MiB multiple nothing; 100 B rounds to 512. Qwen2.5-7B
+    per layer: qkv 4,608 × 3,584 × 2 B = 31.5 MiB (+0.5), o 24.5 (+0), gate_up 259 (+1), down 129.5 (+0.5);
+    × 28 = 56 MiB, + 0.5 each for the 1,039.5 MiB embedding and lm_head = 57 MiB. Logs print the weights to
+    the fourth decimal: Qwen2-7B 14.2488 GiB (modelled 14.2487), Qwen3-4B 7.5552 (7.5551), Qwen2.5-3B 5.7916
+    (5.7915), Qwen2.5-14B 27.5681 (27.5680), Llama-3.1-8B 14.9888 (14.9888: every tensor a multiple of 2 MiB).
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (and Unsloth, which sets it) counts the tensors only."""
+    from estimator.api import load_model
+    from estimator.params import allocator_slack
+    from estimator.vllm import EngineSettings, parse_flags
+
+    MiB = 2**20
+    assert allocator_slack(int(31.5 * MiB)) == MiB // 2
+    assert allocator_slack(259 * MiB) == MiB
+    assert allocator_slack(int(24.5 * MiB)) == 0
+    assert allocator_slack(8 * MiB) == 0 and allocator_slack(48 * MiB) == 0
+    assert allocator_slack(100) == 412
+    q7 = load_model("Qwen/Qwen2.5-7B-Instruct", offline=True).spec
+    assert weight_bytes(q7).bytes_by_part["allocator_blocks"] == 57 * MiB
+    for repo, printed in (("Qwen/Qwen2.5-7B-Instruct", 14.2488), ("Qwen/Qwen3-4B", 7.5552),
+                          ("Qwen/Qwen2.5-3B-Instruct", 5.7916), ("Qwen/Qwen2.5-14B-Instruct", 27.5681),
+                          ("meta-llama/Llama-3.1-8B-Instruct", 14.9888)):
+        got = weight_bytes(load_model(repo, offline=True).spec).bytes_total / GIB
+        assert abs(got - printed) < 0.0002, (repo, got)
+    assert weight_bytes(q7, allocator_blocks=False).bytes_total == 7_615_616_512 * 2 + 32768 * 128 * 2
+    assert parse_flags(["PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"], EngineSettings()).expandable_segments
+    assert not parse_flags(["PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512"], EngineSettings()).expandable_segments
+
+
+def test_an_unsloth_start_and_the_allocator_option_turn_the_blocks_off():
+    """Unsloth sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before it imports vLLM; a paste that
+    shows either (its launch, or the variable) is read so, and its weights are the tensors alone."""
+    from estimator.diagnosis import settings_from_facts
+    from estimator.paste import read_paste
+
+    unsloth = read_paste('model, tokenizer = FastLanguageModel.from_pretrained(\n    model_name = "unsloth/Qwen3-4B-Base",\n'
+                         '    fast_inference = True,\n    gpu_memory_utilization = 0.9,\n)\n'
+                         "Unsloth: vLLM loading unsloth/Qwen3-4B-Base with actual GPU utilization = 69.34%\n")
+    assert unsloth.extra.get("launcher") == "unsloth"
+    assert settings_from_facts(unsloth, "0.8.5", "v1").expandable_segments
+    env = read_paste("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True vllm serve Qwen/Qwen2.5-7B-Instruct\n")
+    assert settings_from_facts(env, "0.13.0", "v1").expandable_segments
+    plain = read_paste("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192\n")
+    assert not settings_from_facts(plain, "0.13.0", "v1").expandable_segments
