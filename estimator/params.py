@@ -1545,6 +1545,10 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
                      "--limit-mm-per-prompt 0; vllm _mark_tower_model, 0.15+)")
     elif fmt.kind != "none" and spec.vision:
         notes.append("vision tower kept at the base dtype (quantizers usually skip it)")
+    if by.get("allocator_blocks", 0) >= 1 << 20:
+        notes.append(f"PyTorch's caching allocator keeps {by['allocator_blocks'] / 2**20:,.1f} MiB beyond the weight tensors "
+                     "on this rank: a tensor of 10 MiB or more holds its whole 2 MiB-rounded segment when 1 MiB or "
+                     "less would be left, and torch.cuda.memory_allocated, which vLLM prints, counts it")
     if not with_audio and any(w.part == "audio" for w in ws):
         notes.append("audio tower not loaded: the audio limit is 0")
     if ep > 1:

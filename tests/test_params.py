@@ -1082,6 +1082,7 @@ def test_the_caching_allocator_keeps_a_large_tensors_2_mib_rounded_rest():
     assert allocator_slack(100) == 412
     q7 = load_model("Qwen/Qwen2.5-7B-Instruct", offline=True).spec
     assert weight_bytes(q7).bytes_by_part["allocator_blocks"] == 57 * MiB
+    assert any("57.0 MiB beyond the weight tensors" in n for n in weight_bytes(q7).assumptions)   # the reply says so
     for repo, printed in (("Qwen/Qwen2.5-7B-Instruct", 14.2488), ("Qwen/Qwen3-4B", 7.5552),
                           ("Qwen/Qwen2.5-3B-Instruct", 5.7916), ("Qwen/Qwen2.5-14B-Instruct", 27.5681),
                           ("meta-llama/Llama-3.1-8B-Instruct", 14.9888)):
