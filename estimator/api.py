@@ -79,8 +79,8 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
     spec = spec_from_config(src.config, src.model_id if base_note is None else ref, src.companions)
     if name_quant:
         # The export's own format (from its name) replaces the base model's quantization_config.
-        spec.quantization = _name_format(name_quant, leaf)
-        if _QAT.search(leaf) and name_quant in ("w4a16", "awq", "gptq"):
+        spec.quantization, qat_grid = _name_format(name_quant, leaf)
+        if qat_grid:
             base_note = (f"{base_note}; a QAT export keeps the int4 grid its weights were trained on: symmetric, "
                          "groups of 32")
     spec.assumptions[:0] = list(src.assumptions) + ([base_note] if base_note else [])
@@ -133,22 +133,23 @@ def _bare_name(name: str) -> str:
 _QAT = re.compile(r"(?i)[-_.]qat(?:[-_.]|$)")
 
 
-def _name_format(name_quant: str, leaf: str) -> dict:
+def _name_format(name_quant: str, leaf: str) -> tuple[dict, bool]:
     """The quantization_config a repo name implies (marked `_from_name`, so that an explicit
-    --quantization wins). "w4a16" is llm-compressor's scheme (compressed-tensors, 4-bit weights,
-    symmetric: no zero points; groups of 128 by its preset), a bare "int8" GPTQ's per-channel layout;
-    a QAT export keeps the training grid's groups of 32."""
-    qat = bool(_QAT.search(leaf))
+    --quantization wins), and whether it is a QAT export's int4 grid. "w4a16" is llm-compressor's
+    scheme (compressed-tensors, 4-bit weights, symmetric: no zero points; groups of 128 by its
+    preset), a bare "int8" GPTQ's per-channel layout; a QAT export keeps the training grid's groups
+    of 32."""
     if name_quant == "int8":
-        return {"quant_method": "gptq", "bits": 8, "group_size": -1, "_from_name": True}
+        return {"quant_method": "gptq", "bits": 8, "group_size": -1, "_from_name": True}, False
+    qat = name_quant in ("w4a16", "awq", "gptq") and bool(_QAT.search(leaf))
     if name_quant == "w4a16":
         weights = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32 if qat else 128,
                    "symmetric": True}
         return {"quant_method": "compressed-tensors", "_from_name": True,
-                "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}
-    if qat and name_quant in ("awq", "gptq"):
-        return {"quant_method": name_quant, "bits": 4, "group_size": 32, "_from_name": True}
-    return {"quant_method": name_quant, "_from_name": True}
+                "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}, qat
+    if qat:
+        return {"quant_method": name_quant, "bits": 4, "group_size": 32, "_from_name": True}, True
+    return {"quant_method": name_quant, "_from_name": True}, False
 
 
 def base_model_candidate(ref: str) -> tuple[str, str | None] | None:

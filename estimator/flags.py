@@ -272,6 +272,10 @@ def normalise(key: str, raw: object) -> object | None:
     return t
 
 
+# PYTORCH_CUDA_ALLOC_CONF's expandable_segments option, on (c10/cuda/CUDAAllocatorConfig.cpp reads True / true):
+# read from a command's environment (vllm.parse_flags) and from anywhere in a paste (paste.py)
+EXPANDABLE_SEGMENTS = regex.compile(r"(?i)expandable_segments\s{0,5}:\s{0,5}true")
+
 _SPEC_METHOD = regex.compile(r"""(?i)['"]?method['"]?\s*[:=]\s*['"]?([\w.-]+)""")
 _SPEC_MODEL = regex.compile(r"""(?i)['"]?model['"]?\s*[:=]\s*['"]?(\[?[\w./-]+\]?)""")
 _SPEC_TOKENS = regex.compile(r"""(?i)['"]?num_spec(?:ulative)?_tokens['"]?\s*[:=]\s*(\d+)""")

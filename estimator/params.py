@@ -1474,11 +1474,11 @@ def weight_bytes(spec: ModelSpec, *, dtype: str | None = None, quantization: str
             else:
                 b = rows * cols * copies * (w.elem_bytes or db)
             by[w.part] = by.get(w.part, 0) + b
-            alloc = _single_tensor_bytes(fmt, w, rows, cols, copies, b, mxfp4_layout)
+            alloc = _single_tensor_bytes(fmt, w, rows, cols, copies, b, mxfp4_layout) if allocator_blocks else 0
             if alloc:
                 key = w.name.rsplit(".", 1)[0] + ".qkv_proj" if w.name.endswith(_QKV_NAMES) else w.name
                 allocs[key] = allocs.get(key, 0) + alloc
-        slack = sum(allocator_slack(a) for a in allocs.values()) if allocator_blocks else 0
+        slack = sum(allocator_slack(a) for a in allocs.values())
         if slack:
             by["allocator_blocks"] = slack
         return by, hi - lo

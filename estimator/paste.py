@@ -283,7 +283,7 @@ def _read(raw: str) -> Facts:
             extra["mig_profile"] = mig.group("profile").lower()
     if ("pooler" in low or "pooling" in low) and _search(_POOLING_RUN, text) is not None:
         extra["runner"] = "pooling"     # a --runner / --task / --convert flag read below says it too
-    if "expandable_segments" in low and _search(_EXPANDABLE_SEGMENTS, text) is not None:
+    if "expandable_segments" in low and _search(_flags.EXPANDABLE_SEGMENTS, text) is not None:
         extra["expandable_segments"] = True     # PYTORCH_CUDA_ALLOC_CONF in the run's environment
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
     if mamba_mode is not None:
@@ -1361,9 +1361,6 @@ def _is_error_line(text: str, pos: int) -> bool:
     ls = text.rfind("\n", 0, pos) + 1
     return bool(regex.match(r"[ ]*(?:\w+\.)*\w*(?:Error|Exception)\b", text[ls:pos + 40]))
 
-
-# PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (c10/cuda/CUDAAllocatorConfig.cpp reads True / true)
-_EXPANDABLE_SEGMENTS = regex.compile(r"(?i)expandable_segments\s{0,5}:\s{0,5}true")
 
 
 def _search(pat, text: str):

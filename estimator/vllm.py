@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from estimator.errors import BadInput
-from estimator.flags import parse_bool
+from estimator.flags import EXPANDABLE_SEGMENTS, parse_bool
 
 NEWEST = "0.33.0"
 # what people write for the newest release or a build of main instead of a number
@@ -664,8 +664,6 @@ _ENV_SWITCHES = {"VLLM_USE_V2_MODEL_RUNNER": "model_runner_v2", "VLLM_ALLOW_LONG
                  "VLLM_USE_FLASHINFER_SAMPLER": "flashinfer_sampler",
                  "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "graph_profiling"}
 ENV_SETTINGS = ("VLLM_PP_LAYER_PARTITION", "VLLM_MXFP4_USE_MARLIN", "PYTORCH_CUDA_ALLOC_CONF", *_ENV_SWITCHES)
-# PYTORCH_CUDA_ALLOC_CONF's expandable_segments option, on (c10/cuda/CUDAAllocatorConfig.cpp reads True / true)
-EXPANDABLE_SEGMENTS = re.compile(r"(?i)expandable_segments\s*:\s*true")
 # the release whose V1 worker reads VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (v1/worker/gpu_worker.py:
 # opt-in in 0.18–0.19, "default since v0.21.0" as its message words it, on from the 0.20.0 wheel)
 GRAPH_PROFILING_ENV_FROM = (0, 18, 0)
