@@ -1106,5 +1106,12 @@ def test_an_unsloth_start_and_the_allocator_option_turn_the_blocks_off():
     assert settings_from_facts(unsloth, "0.8.5", "v1").expandable_segments
     env = read_paste("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True vllm serve Qwen/Qwen2.5-7B-Instruct\n")
     assert settings_from_facts(env, "0.13.0", "v1").expandable_segments
+    # outside the command: a Kubernetes env entry (paste.py reads the option anywhere in the paste)
+    pod = read_paste('env:\n  PYTORCH_CUDA_ALLOC_CONF: "expandable_segments:True"\n'
+                     "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192\n")
+    assert pod.extra.get("expandable_segments") is True
+    assert settings_from_facts(pod, "0.13.0", "v1").expandable_segments
     plain = read_paste("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192\n")
     assert not settings_from_facts(plain, "0.13.0", "v1").expandable_segments
+    off = read_paste("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False vllm serve Qwen/Qwen2.5-7B-Instruct\n")
+    assert not settings_from_facts(off, "0.13.0", "v1").expandable_segments
