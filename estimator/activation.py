@@ -22,7 +22,7 @@ from estimator.multimodal_profile import (
     v0_pixel_copies,
     vision_tower_skipped,
 )
-from estimator.spec import ModelSpec
+from estimator.spec import MLA, ModelSpec
 from estimator.units import GiB, MiB
 from estimator.vllm import (
     FLASHINFER_SAMPLER_ANY_FROM,
@@ -223,6 +223,57 @@ def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profil
         _heads, padded, row, _flashmla = _deepseek_v4_attention_kernel(spec, s)
         out += tb * (padded * row + 4608)
     return out
+
+
+# DeepSeek-V3.2-style sparse MLA (DSA: DeepSeek-V3.2, GLM-5) with a quantized KV cache on FlashMLA's sparse
+# backend reserves its prefill workspace while the model is built (v1/attention/backends/mla/
+# flashmla_sparse.py FlashMLASparseImpl.__init__ → v1/worker/workspace.py get_simultaneous): the fp8 cache
+# is upconverted to bf16 rows for the prefill kernel, get_prefill_workspace_size = 5 × max_model_len rows
+# of kv_lora_rank + rope (576) bf16 values. It came with vllm#27532 (the global workspace manager; the PR it
+# superseded, #26152, was closed on 2025-11-25), taken as 0.12.0 — not checked release by release.
+SPARSE_MLA_WORKSPACE_FROM = (0, 12, 0)
+SPARSE_MLA_PREFILL_ROWS_PER_TOKEN = 5
+# the cache formats that take the upconvert path (flashmla_sparse.py QUANTIZED_DS_MLA_CACHE_FORMATS; "fp8" is
+# vLLM's alias for fp8_ds_mla on this backend)
+SPARSE_MLA_QUANTIZED_KV = ("fp8", "fp8_ds_mla", "nvfp4_ds_mla")
+# v1/worker/workspace.py get_simultaneous: every piece starts on a 256-byte boundary
+WORKSPACE_ALIGN = 256
+
+
+def _aligned(n: int) -> int:
+    return -(-n // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+
+
+def sparse_mla_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile, max_len: int) -> tuple[int, int]:
+    """Buffers a DSA model (an MLA model with a lightning indexer: `index_topk` in its config; DeepSeek-V4
+    has deepseek_v4_load_buffers) builds with the model, so inside vLLM's "Model loading took" figure:
+    the indexer's top-k indices [Tb, index_topk] int32 shared by every layer (models/deepseek_v2.py
+    DeepseekV2Model.topk_indices_buffer) and, with an fp8 KV cache on Hopper (FLASHMLA_SPARSE, the only
+    sparse backend there that takes one), the shared workspace FlashMLASparseImpl reserves: the query
+    concat [Tb, local heads, 576] and the bf16 prefill rows (SPARSE_MLA_WORKSPACE_FROM), each 256-B
+    aligned. GLM-5.3 FP8 on 8 × H200 (recipes#893, 1,048,576 tokens): 5.76 GiB, which brings the weights
+    to 94.31 GiB against the 94.46 printed (88.55 without).
+
+    Not modelled: in the profile run the MoE experts' workspaces are drawn from the same buffer
+    (modular_kernel.py), so where they fit in it they add nothing to the activation peak, which the
+    forward estimate still counts (recipes#893 spent 0.57 GiB more on the profile and graphs than
+    estimated even so); the query-concat buffer joined the reservation after vllm#27532, in a release not
+    pinned here (0.07 GiB in that case); Blackwell's sparse backends (FlashInfer's, chosen by head count)
+    are not sized. Returns (top-k indices, FlashMLA workspace) in bytes."""
+    t = spec.text or {}
+    topk = int(t.get("index_topk") or 0)
+    if profile.engine != "v1" or not topk or not spec.uses_mla or spec.deepseek_v4_layers:
+        return 0, 0
+    tb = s.max_num_batched_tokens or 2048
+    workspace = 0
+    cc = cc_number(s.compute_capability) or 0.0
+    kv = (s.kv_cache_dtype or "auto").lower()
+    if profile.version >= SPARSE_MLA_WORKSPACE_FROM and 9.0 <= cc < 10.0 and kv in SPARSE_MLA_QUANTIZED_KV:
+        mla = next(lk for lk in spec.layers if isinstance(lk, MLA))
+        row = (mla.kv_lora_rank + mla.rope_dim) * 2
+        heads = max(1, spec.num_attention_heads // max(1, s.tensor_parallel_size))
+        workspace = _aligned(tb * heads * row) + _aligned(SPARSE_MLA_PREFILL_ROWS_PER_TOKEN * max_len * row)
+    return tb * topk * 4, workspace
 
 
 # --enable-lora's defaults (vllm/config LoRAConfig): one adapter slot of rank 16

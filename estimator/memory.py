@@ -25,6 +25,7 @@ from estimator.activation import (
     deepseek_v4_load_buffers,
     deepstack_buffer_bytes,
     lora_buffer_bytes,
+    sparse_mla_load_buffers,
     unnamed_sampler_note,
 )
 from estimator.cuda_graphs import (
@@ -508,6 +509,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
                                     offload=offload) - offload)
     if layout.dsv4 is not None and profile.engine == "v1":
         model_weights += deepseek_v4_load_buffers(spec, s, profile)
+    indices, workspace = sparse_mla_load_buffers(spec, s, profile, max_len)
+    if workspace and weights_bytes is None:
+        assumptions.append(f"sparse attention (DSA) with an fp8 KV cache: FlashMLA's sparse prefill workspace "
+                           f"({workspace / GiB:.2f} GiB: 5 × max_model_len rows of 576 bf16 values, and the "
+                           "query concat) is reserved while the model loads, so vLLM's \"Model loading took\" "
+                           "and these weights include it")
+    model_weights += indices + workspace
     model_weights += deepstack_buffer_bytes(spec, s, profile, mdb)
     assistant = gemma4_assistant(spec.model_type, spec.hidden_size, s.speculative_method, s.speculative_model)
     if assistant is not None and draft_info[1] and not draft_info[2]:    # drafting on this stage (the last)

@@ -18,7 +18,7 @@ from estimator.gpus import lookup_gpu
 from estimator.kv_layout import window_tokens
 from estimator.memory import estimate
 from estimator.params import weight_bytes
-from estimator.vllm import EngineSettings, parse_flags
+from estimator.vllm import EngineSettings, parse_flags, profile_for
 
 GiB = 2**30
 MiB = 2**20
@@ -1919,6 +1919,56 @@ def test_qwen3_vl_deepstack_buffers_are_loaded_with_the_model():
     text_only = EngineSettings(vllm_version="0.20.0", max_num_batched_tokens=2048,
                                limit_mm_per_prompt={"image": 0, "video": 0})
     assert deepstack_buffer_bytes(vl, text_only, profile_for("0.20.0"), 2) == 0
+
+
+def test_dsa_sparse_prefill_workspace_is_loaded_with_the_model():
+    """A DSA model (MLA + lightning indexer) builds the indexer's top-k indices [Tb, index_topk] int32
+    (deepseek_v2.py) and, with an fp8 cache on Hopper, FlashMLASparseImpl reserves its workspace while
+    the model is built (flashmla_sparse.py → workspace.py, 256-B aligned pieces): GLM-5.3 (64 heads,
+    index_topk 2,048, latent 512 + rope 64) at TP 8, Tb 8,192, max_model_len 1,048,576:
+    top-k 8,192 × 2,048 × 4 = 67,108,864 B; query concat 8,192 × 8 heads × 576 × 2 = 75,497,472 B;
+    prefill rows 5 × 1,048,576 × 576 × 2 = 6,039,797,760 B (both multiples of 256 already)."""
+    from estimator.activation import sparse_mla_load_buffers
+
+    glm, p = load("zai-org/GLM-5.3"), profile_for("0.28.0")
+
+    def settings(**kw):
+        base = dict(vllm_version="0.28.0", max_num_batched_tokens=8192, tensor_parallel_size=8,
+                    kv_cache_dtype="fp8", compute_capability=9.0)
+        return EngineSettings(**{**base, **kw})
+
+    assert sparse_mla_load_buffers(glm, settings(), p, 1_048_576) == (67_108_864, 75_497_472 + 6_039_797_760)
+    # a bf16 cache takes no upconvert workspace; Blackwell's sparse backends are not sized
+    assert sparse_mla_load_buffers(glm, settings(kv_cache_dtype="auto"), p, 1_048_576) == (67_108_864, 0)
+    assert sparse_mla_load_buffers(glm, settings(compute_capability=10.0), p, 1_048_576) == (67_108_864, 0)
+    # before the global workspace manager (vllm#27532, taken as 0.12.0) only the indices
+    assert sparse_mla_load_buffers(glm, settings(vllm_version="0.11.0"), profile_for("0.11.0"),
+                                   1_048_576) == (67_108_864, 0)
+    # an odd size is padded to the workspace's 256-B boundary: DeepSeek-V3.2 at TP 8 (16 heads),
+    # Tb 2,048, 100,001 tokens: 5 × 100,001 × 1,152 = 576,005,760 B → 576,005,888 B; the concat
+    # 2,048 × 16 × 1,152 = 37,748,736 B
+    v32 = load("deepseek-ai/DeepSeek-V3.2")
+    assert sparse_mla_load_buffers(v32, settings(max_num_batched_tokens=2048), p, 100_001) == \
+        (2048 * 2048 * 4, 37_748_736 + 576_005_888)
+    # no indexer (DeepSeek-V3), or no MLA: nothing
+    assert sparse_mla_load_buffers(load("deepseek-ai/DeepSeek-V3"), settings(), p, 1_048_576) == (0, 0)
+    assert sparse_mla_load_buffers(load("meta-llama/Llama-3.1-8B"), settings(), p, 1_048_576) == (0, 0)
+
+
+def test_dsa_fp8_workspace_is_in_the_estimated_weights_and_said():
+    """The estimate's weights hold the workspace (vLLM prints it in "Model loading took"): GLM-5.3 at
+    TP 8 on a Hopper card with max_model_len 131,072 weighs 5 × 131,072 × 1,152 + 8,192 × 8 × 1,152 =
+    830,472,192 B more with an fp8 cache than with a bf16 one, and the reply says why."""
+    spec = load("zai-org/GLM-5.3")
+    base = dict(gpu_total_bytes=140 * GiB, compute_capability="9.0", activation_bytes=0, non_torch_bytes=0,
+                cuda_graph_bytes=0)
+    flags = ["--vllm-version", "0.28.0", "-tp", "8", "--max-model-len", "131072", "--max-num-batched-tokens",
+             "8192"]
+    fp8 = estimate(spec, settings=parse_flags(flags + ["--kv-cache-dtype", "fp8"]), **base)
+    bf16 = estimate(spec, settings=parse_flags(flags), **base)
+    assert fp8.weights_bytes - bf16.weights_bytes == 5 * 131_072 * 1152 + 8192 * 8 * 1152 == 830_472_192
+    assert any("sparse prefill workspace (0.77 GiB" in a for a in fp8.assumptions)
+    assert not any("sparse prefill workspace" in a for a in bf16.assumptions)
 
 
 def test_lora_adapter_slots_are_counted_with_the_weights():
