@@ -258,8 +258,10 @@ def sparse_mla_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile
     (modular_kernel.py), so where they fit in it they add nothing to the activation peak, which the
     forward estimate still counts (recipes#893 spent 0.57 GiB more on the profile and graphs than
     estimated even so); the query-concat buffer joined the reservation after vllm#27532, in a release not
-    pinned here (0.07 GiB in that case); Blackwell's sparse backends (FlashInfer's, chosen by head count)
-    are not sized. Returns (top-k indices, FlashMLA workspace) in bytes."""
+    pinned here (0.07 GiB in that case), and with a bf16 cache it is reserved alone, its heads padded to
+    the prefill kernel's 64 (Hopper) or 128 (Blackwell) — not sized, as the release is not known;
+    Blackwell prefers FlashInfer's sparse backend for an fp8 cache (platforms/cuda.py
+    _get_backend_priorities), which reserves none of this. Returns (top-k indices, FlashMLA workspace) in bytes."""
     t = spec.text or {}
     topk = int(t.get("index_topk") or 0)
     if profile.engine != "v1" or not topk or not spec.uses_mla or spec.deepseek_v4_layers:

@@ -1971,6 +1971,29 @@ def test_dsa_fp8_workspace_is_in_the_estimated_weights_and_said():
     assert not any("sparse prefill workspace" in a for a in bf16.assumptions)
 
 
+def test_dsa_fix_at_a_shorter_length_shrinks_a_printed_weights_figure():
+    """A printed "Model loading took" holds the workspace sized for the old max_model_len, so a fix
+    re-checked at another length scales it by the modelled weights (memory.rerun): GLM-5.3 FP8 TP 8 on
+    a Hopper card, printed 94.46 GiB at 1,048,576 tokens; at 131,072 the modelled weights lose
+    5 × (1,048,576 − 131,072) × 1,152 B = 5,284,823,040 B and the printed figure the same share."""
+    from estimator.memory import rerun
+
+    spec = load("zai-org/GLM-5.3")
+    flags = ["--vllm-version", "0.28.0", "-tp", "8", "--max-model-len", "1048576", "--max-num-batched-tokens",
+             "8192", "--kv-cache-dtype", "fp8", "--quantization", "fp8"]
+    base = dict(gpu_total_bytes=140 * GiB, compute_capability="9.0", activation_bytes=0, non_torch_bytes=0,
+                cuda_graph_bytes=0)
+    modelled = estimate(spec, settings=parse_flags(flags), **base)
+    printed = int(94.46 * GiB)
+    est = estimate(spec, settings=parse_flags(flags), weights_bytes=printed, **base)
+    short = rerun(est, max_model_len=131072)
+    shrink = 5 * (1_048_576 - 131_072) * 1152
+    assert shrink == 5_284_823_040
+    expected = printed * (modelled.weights_bytes - shrink) / modelled.weights_bytes
+    assert abs(short.weights_bytes - expected) <= 1
+    assert short.weights_bytes < printed - 0.9 * shrink
+
+
 def test_lora_adapter_slots_are_counted_with_the_weights():
     """--enable-lora (vllm/lora/layers.py create_lora_weights): per adapted linear and slice,
     A = max_loras × rank × input and B = max_loras × output × rank, model dtype. Llama-3.2-3B (hidden
