@@ -230,7 +230,7 @@ def deepseek_v4_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profil
 # flashmla_sparse.py FlashMLASparseImpl.__init__ → v1/worker/workspace.py get_simultaneous): the fp8 cache
 # is upconverted to bf16 rows for the prefill kernel, get_prefill_workspace_size = 5 × max_model_len rows
 # of kv_lora_rank + rope (576) bf16 values. It came with vllm#27532 (the global workspace manager; the PR it
-# superseded, #26152, was closed on 2025-11-25), taken as 0.12.0 — not checked release by release.
+# replaced, #26152, was marked superseded on 2025-11-25), taken as 0.12.0 — not checked release by release.
 SPARSE_MLA_WORKSPACE_FROM = (0, 12, 0)
 SPARSE_MLA_PREFILL_ROWS_PER_TOKEN = 5
 # the cache formats that take the upconvert path (flashmla_sparse.py QUANTIZED_DS_MLA_CACHE_FORMATS; "fp8" is
