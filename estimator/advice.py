@@ -15,6 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from estimator.activation import sparse_mla_load_buffers
 from estimator.cuda_graphs import graphs_after_kv
 from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
@@ -242,15 +243,33 @@ def _check(est: Estimate, **changes) -> tuple[Estimate, bool, int]:
 
 
 def _length_sets_profile(est: Estimate, length: int, base: Estimate | None = None, **changes) -> bool:
-    """Does max_model_len size the profile run (with `changes`)? V0 without chunked prefill batches
-    max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py), and V1 from 0.11 builds Qwen2-VL's dummy
-    video as long as max_model_len holds (gpu_model_runner.py _get_mm_dummy_batch, seq_len=max_model_len;
-    multimodal_profile.qwen2_vl_dummy_video): a shorter context then also shrinks the activation peak, and the length
+    """Does max_model_len size the profile run or a buffer built with the model (with `changes`)? V0
+    without chunked prefill batches max(max_model_len, 2048) tokens (vllm/engine/arg_utils.py), V1 from
+    0.11 builds Qwen2-VL's dummy video as long as max_model_len holds (gpu_model_runner.py
+    _get_mm_dummy_batch, seq_len=max_model_len; multimodal_profile.qwen2_vl_dummy_video), DeepSeek-V4's
+    profile workspace holds rows per token of max_model_len (activation.deepseek_v4_profile_peak) and a
+    DSA model with an fp8 cache reserves 5 × max_model_len prefill rows at load
+    (activation.sparse_mla_load_buffers): a shorter context then also shrinks that memory, and the length
     that fits is longer than the one the KV pool holds now. `base`: `est` re-run with `changes`, where the
     caller has it already."""
     if base is None:
         base = rerun(est, **changes) if changes else est
-    return rerun(est, **changes, max_model_len=length).activation_bytes != base.activation_bytes
+    other = rerun(est, **changes, max_model_len=length)
+    return other.activation_bytes != base.activation_bytes or other.weights_bytes != base.weights_bytes
+
+
+def _length_cause(est: Estimate) -> str:
+    """Why a shorter context frees memory besides KV (for a fix whose length _length_sets_profile found)."""
+    if est.profile.engine == "v0":
+        return "V0 without chunked prefill profiles one forward pass over max_model_len tokens"
+    if est.spec.deepseek_v4_layers:
+        return (f"vLLM {est.profile.release} sizes DeepSeek-V4's shared workspace (the indexer's key gather, "
+                "FlashMLA's prefill rows) by max_model_len in its profile run")
+    if sparse_mla_load_buffers(est.spec, est.settings, est.profile, est.max_model_len)[1]:
+        return ("vLLM reserves FlashMLA's sparse prefill workspace (5 × max_model_len rows of 576 bf16 values) "
+                "while the model loads")
+    return (f"vLLM {est.profile.release}'s profile run grows with max_model_len (its dummy video, or its batch "
+            "without chunked prefill, is as long as the context)")
 
 
 def _largest_fitting_len(est: Estimate, low: int, **changes) -> int:
@@ -348,12 +367,9 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         for target in dict.fromkeys([friendly_len(fit), fit]):
             e, ok, _ = _check(est, max_model_len=target)
             if ok and profiled:
-                cause = ("V0 without chunked prefill profiles one forward pass over max_model_len tokens"
-                         if est.profile.engine == "v0" else
-                         f"vLLM {est.profile.release}'s profile run grows with max_model_len (its dummy video, or "
-                         "its batch without chunked prefill, is as long as the context)")
-                why = (f"the largest context that fits is {shown:,} tokens: {cause}, so a shorter context also "
-                       "frees activation memory" + (f"; {target:,} is a round value under it" if target != shown else ""))
+                why = (f"the largest context that fits is {shown:,} tokens: {_length_cause(est)}, so a shorter "
+                       "context also frees that memory" + (f"; {target:,} is a round value under it"
+                                                           if target != shown else ""))
                 out.append(Suggestion(_flag("max-model-len", target), {"max_model_len": target}, e, why, False))
                 break
             if ok:

@@ -919,3 +919,29 @@ def test_a_free_memory_failure_is_fixed_by_asking_for_less_than_is_free():
     assert d.error_kind == "free_memory_startup"
     first = d.suggestions[0]
     assert first["flags"] == "--gpu-memory-utilization 0.83" and first["fits"]
+
+
+def test_a_shorter_context_frees_the_dsa_prefill_workspace():
+    """A DSA model with an fp8 cache on Hopper reserves FlashMLA's sparse prefill workspace for
+    5 × max_model_len rows of 1,152 B while it loads (activation.sparse_mla_load_buffers), so every
+    token the context gives up frees 5,760 B besides its KV. GLM-5.3 FP8 at TP 8 (recipes#893's setup,
+    its other parts fixed): the pool left at 1,048,576 tokens names one length, and the longest that
+    fits once the workspace shrinks with it is longer (it re-checks as fitting, one token more does
+    not); the fix offers a round value under it."""
+    spec = load_model("zai-org/GLM-5.3", offline=True).spec
+    s = EngineSettings(vllm_version="0.28.0", tensor_parallel_size=8, kv_cache_dtype="fp8", quantization="fp8",
+                       max_model_len=1_048_576, max_num_batched_tokens=8192, gpu_memory_utilization=0.92)
+    est = estimate(spec, gpu_total_bytes=int(139.8 * GiB), settings=s, compute_capability="9.0",
+                   activation_bytes=int(2.36 * GiB), non_torch_bytes=int(0.63 * GiB),
+                   cuda_graph_bytes=int(4.66 * GiB))
+    assert not est.fits and est.max_model_len_fit > 0
+    fix = [x for x in suggest(est) if set(x.changes) == {"max_model_len"}]
+    assert fix and fix[0].fits
+    longest = int(fix[0].why.split("the largest context that fits is ")[1].split(" tokens")[0].replace(",", ""))
+    assert longest > est.max_model_len_fit
+    assert rerun(est, max_model_len=longest).fits and not rerun(est, max_model_len=longest + 1).fits
+    assert fix[0].changes["max_model_len"] == friendly_len(longest)
+    # the shorter context's weights are the workspace's rows lighter
+    shorter = rerun(est, max_model_len=longest)
+    assert est.weights_bytes - shorter.weights_bytes == 5 * (1_048_576 - longest) * 1152
+    assert "sparse prefill workspace" in fix[0].why
