@@ -236,12 +236,18 @@ SPARSE_MLA_PREFILL_ROWS_PER_TOKEN = 5
 # the cache formats that take the upconvert path (flashmla_sparse.py QUANTIZED_DS_MLA_CACHE_FORMATS; "fp8" is
 # vLLM's alias for fp8_ds_mla on this backend)
 SPARSE_MLA_QUANTIZED_KV = ("fp8", "fp8_ds_mla", "nvfp4_ds_mla")
+# FlashMLASparseBackend.get_supported_head_sizes: the DeepSeek-V3.2 latent, 512 + 64 rope; a rope-free 512
+# model (GLM-5.3-Flash) with a quantized cache falls through to FlashInfer's SM90 backend (vllm#55385)
+FLASHMLA_SPARSE_HEAD_SIZES = (576,)
 # v1/worker/workspace.py get_simultaneous: every piece starts on a 256-byte boundary
 WORKSPACE_ALIGN = 256
+# how a reply names this workspace (memory.py's assumption, advice.py's reason for a shorter context)
+SPARSE_MLA_WORKSPACE_WORDS = ("FlashMLA's sparse prefill workspace (5 × max_model_len rows of the bf16 latent, "
+                              "and the query concat)")
 
 
 def _aligned(n: int) -> int:
-    return -(-n // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+    return ceil_div(n, WORKSPACE_ALIGN) * WORKSPACE_ALIGN
 
 
 def sparse_mla_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile, max_len: int) -> tuple[int, int]:
@@ -249,7 +255,7 @@ def sparse_mla_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile
     has deepseek_v4_load_buffers) builds with the model, so inside vLLM's "Model loading took" figure:
     the indexer's top-k indices [Tb, index_topk] int32 shared by every layer (models/deepseek_v2.py
     DeepseekV2Model.topk_indices_buffer) and, with an fp8 KV cache on Hopper (FLASHMLA_SPARSE, the only
-    sparse backend there that takes one), the shared workspace FlashMLASparseImpl reserves: the query
+    sparse backend there that takes one, for its 576-wide latent), the shared workspace FlashMLASparseImpl reserves: the query
     concat [Tb, local heads, 576] and the bf16 prefill rows (SPARSE_MLA_WORKSPACE_FROM), each 256-B
     aligned. GLM-5.3 FP8 on 8 × H200 (recipes#893, 1,048,576 tokens): 5.76 GiB, which brings the weights
     to 94.31 GiB against the 94.46 printed (88.55 without).
@@ -270,9 +276,11 @@ def sparse_mla_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile
     workspace = 0
     cc = cc_number(s.compute_capability) or 0.0
     kv = (s.kv_cache_dtype or "auto").lower()
-    if profile.version >= SPARSE_MLA_WORKSPACE_FROM and 9.0 <= cc < 10.0 and kv in SPARSE_MLA_QUANTIZED_KV:
-        mla = next(lk for lk in spec.layers if isinstance(lk, MLA))
-        row = (mla.kv_lora_rank + mla.rope_dim) * 2
+    mla = next(lk for lk in spec.layers if isinstance(lk, MLA))
+    head = mla.kv_lora_rank + mla.rope_dim
+    if profile.version >= SPARSE_MLA_WORKSPACE_FROM and 9.0 <= cc < 10.0 and kv in SPARSE_MLA_QUANTIZED_KV \
+            and head in FLASHMLA_SPARSE_HEAD_SIZES:
+        row = head * 2
         heads = max(1, spec.num_attention_heads // max(1, s.tensor_parallel_size))
         workspace = _aligned(tb * heads * row) + _aligned(SPARSE_MLA_PREFILL_ROWS_PER_TOKEN * max_len * row)
     return tb * topk * 4, workspace

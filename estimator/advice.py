@@ -15,7 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from estimator.activation import sparse_mla_load_buffers
+from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buffers
 from estimator.cuda_graphs import graphs_after_kv
 from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
@@ -266,8 +266,7 @@ def _length_cause(est: Estimate) -> str:
         return (f"vLLM {est.profile.release} sizes DeepSeek-V4's shared workspace (the indexer's key gather, "
                 "FlashMLA's prefill rows) by max_model_len in its profile run")
     if sparse_mla_load_buffers(est.spec, est.settings, est.profile, est.max_model_len)[1]:
-        return ("vLLM reserves FlashMLA's sparse prefill workspace (5 × max_model_len rows of 576 bf16 values) "
-                "while the model loads")
+        return f"vLLM reserves {SPARSE_MLA_WORKSPACE_WORDS} while the model loads"
     return (f"vLLM {est.profile.release}'s profile run grows with max_model_len (its dummy video, or its batch "
             "without chunked prefill, is as long as the context)")
 

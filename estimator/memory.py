@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from estimator import kv_deepseek_v4, params
 from estimator.activation import (
+    SPARSE_MLA_WORKSPACE_WORDS,
     activation_peak,
     deepseek_v4_load_buffers,
     deepstack_buffer_bytes,
@@ -511,10 +512,9 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         model_weights += deepseek_v4_load_buffers(spec, s, profile)
     indices, workspace = sparse_mla_load_buffers(spec, s, profile, max_len)
     if workspace and weights_bytes is None:
-        assumptions.append(f"sparse attention (DSA) with an fp8 KV cache: FlashMLA's sparse prefill workspace "
-                           f"({workspace / GiB:.2f} GiB: 5 × max_model_len rows of 576 bf16 values, and the "
-                           "query concat) is reserved while the model loads, so vLLM's \"Model loading took\" "
-                           "and these weights include it")
+        assumptions.append(f"sparse attention (DSA) with an fp8 KV cache: {SPARSE_MLA_WORKSPACE_WORDS}, "
+                           f"{workspace / GiB:.2f} GiB, is reserved while the model loads, so vLLM's \"Model "
+                           "loading took\" and these weights include it")
     model_weights += indices + workspace
     model_weights += deepstack_buffer_bytes(spec, s, profile, mdb)
     assistant = gemma4_assistant(spec.model_type, spec.hidden_size, s.speculative_method, s.speculative_model)

@@ -945,3 +945,21 @@ def test_a_shorter_context_frees_the_dsa_prefill_workspace():
     shorter = rerun(est, max_model_len=longest)
     assert est.weights_bytes - shorter.weights_bytes == 5 * (1_048_576 - longest) * 1152
     assert "sparse prefill workspace" in fix[0].why
+
+
+def test_a_shorter_context_shrinks_deepseek_v4s_profile_workspace():
+    """DeepSeek-V4's profile run sizes its shared workspace by max_model_len: the indexer's key gather
+    (1,320 B per token of max_model_len in 0.26) outgrows the MoE experts' share on 2 × H20 at 1M tokens,
+    so a shorter context frees workspace as well as KV and the fix's reason names that workspace, not
+    Qwen2-VL's dummy video or V0's batch."""
+    spec = load_model("deepseek-ai/DeepSeek-V4-Flash", offline=True).spec
+    est = run_estimate(spec, "H20", EngineSettings(vllm_version="0.26.0", tensor_parallel_size=2, kv_cache_dtype="fp8",
+                                                   block_size=256, gpu_memory_utilization=0.95,
+                                                   max_model_len=1_048_576))
+    assert not est.fits
+    fix = [x for x in suggest(est) if set(x.changes) == {"max_model_len"}]
+    assert fix and fix[0].fits
+    longest = int(fix[0].why.split("the largest context that fits is ")[1].split(" tokens")[0].replace(",", ""))
+    assert longest > est.max_model_len_fit
+    assert rerun(est, max_model_len=longest).fits and not rerun(est, max_model_len=longest + 1).fits
+    assert "DeepSeek-V4's shared workspace" in fix[0].why and "dummy video" not in fix[0].why

@@ -1950,6 +1950,11 @@ def test_dsa_sparse_prefill_workspace_is_loaded_with_the_model():
     v32 = load("deepseek-ai/DeepSeek-V3.2")
     assert sparse_mla_load_buffers(v32, settings(max_num_batched_tokens=2048), p, 100_001) == \
         (2048 * 2048 * 4, 37_748_736 + 576_005_888)
+    # a rope-free 512-wide latent (GLM-5.3-Flash's NoPE MLA) is not a FlashMLA sparse head size: with a
+    # quantized cache vLLM takes FlashInfer's SM90 backend (vllm#55385), which reserves none of this
+    nope = dataclasses.replace(glm, layers=[dataclasses.replace(lk, rope_dim=0) if hasattr(lk, "rope_dim") else lk
+                                            for lk in glm.layers])
+    assert sparse_mla_load_buffers(nope, settings(), p, 1_048_576) == (67_108_864, 0)
     # no indexer (DeepSeek-V3), or no MLA: nothing
     assert sparse_mla_load_buffers(load("deepseek-ai/DeepSeek-V3"), settings(), p, 1_048_576) == (0, 0)
     assert sparse_mla_load_buffers(load("meta-llama/Llama-3.1-8B"), settings(), p, 1_048_576) == (0, 0)
@@ -1967,7 +1972,8 @@ def test_dsa_fp8_workspace_is_in_the_estimated_weights_and_said():
     fp8 = estimate(spec, settings=parse_flags(flags + ["--kv-cache-dtype", "fp8"]), **base)
     bf16 = estimate(spec, settings=parse_flags(flags), **base)
     assert fp8.weights_bytes - bf16.weights_bytes == 5 * 131_072 * 1152 + 8192 * 8 * 1152 == 830_472_192
-    assert any("sparse prefill workspace (0.77 GiB" in a for a in fp8.assumptions)
+    assert any("sparse prefill workspace (5 × max_model_len rows of the bf16 latent, and the query concat), "
+               "0.77 GiB" in a for a in fp8.assumptions)
     assert not any("sparse prefill workspace" in a for a in bf16.assumptions)
 
 
