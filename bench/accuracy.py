@@ -213,7 +213,14 @@ def smi_total_mib(case: dict) -> int | None:
 
 def gpu_for(case: dict) -> str:
     """The case's card: its name when we know it (per rank), the torch total it printed when that
-    agrees with the name (exact), else the printed total alone."""
+    agrees with the name (exact), else the printed total alone — on the Windows host its paste
+    shows, as `diagnose` reads it (diagnosis.gpu_ref)."""
+    from estimator.gpus import with_host
+
+    return with_host(_card_for(case), paste_facts(case).extra.get("windows_host")) or ""
+
+
+def _card_for(case: dict) -> str:
     from estimator.gpus import lookup_gpu, names_a_card
 
     name = case.get("gpu") or ""

@@ -292,7 +292,15 @@ def _rank_notes(facts) -> list[str]:
 
 def gpu_ref(facts, gpu: str | None) -> str | None:
     """The card to size: the caller's, else the one the paste names (with a size stated after the
-    name), else the total it printed (nvidia-smi's MiB, which the lookup maps to torch's total)."""
+    name), else the total it printed (nvidia-smi's MiB, which the lookup maps to torch's total) —
+    with the Windows host the paste shows (WSL2 or native), whose driver reports another total
+    (gpus.windows_total); a total vLLM printed replaces it anyway (with_printed_total)."""
+    from estimator.gpus import with_host
+
+    return with_host(_card_ref(facts, gpu), facts.extra.get("windows_host"))
+
+
+def _card_ref(facts, gpu: str | None) -> str | None:
     if gpu:
         return gpu
     mig = facts.extra.get("mig_profile")
@@ -321,7 +329,7 @@ def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
     sizes (nvidia-smi rows, CUDA_VISIBLE_DEVICES order; a stage with TP > 1 is as small as its
     smallest card). None when they are all alike or the list does not cover every rank."""
     from estimator.api import stage_cards
-    from estimator.gpus import lookup_gpu
+    from estimator.gpus import lookup_gpu, with_host
 
     pp, tp = settings.pipeline_parallel_size, settings.tensor_parallel_size
     if pp <= 1:
@@ -338,7 +346,7 @@ def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
     cards: list[tuple[str, int]] = []
     for name, mib in ranks:
         try:
-            g = lookup_gpu(f"{mib}MiB" if mib else str(name))
+            g = lookup_gpu(with_host(f"{mib}MiB" if mib else str(name), facts.extra.get("windows_host")) or "")
         except KvdoctorError:
             return None
         cards.append((str(name or g.name), g.total_bytes))

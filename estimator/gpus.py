@@ -338,13 +338,86 @@ def _mig_slice(text: str, m) -> Gpu:
                  "shows for the slice)"))
 
 
+# A Windows host, native or WSL2, named beside the card ("RTX 4080 (WSL2)", "RTX 3090 on Windows 11").
+# There the NVIDIA driver runs in WDDM mode and reports the card's whole memory to CUDA:
+# cudaMemGetInfo's total, which torch and vLLM print, is nvidia-smi's MiB figure, where the Linux
+# driver keeps 350–500 MiB back (SMI_RESERVED_MIB). Evidence, every one the smi figure ÷ 1024:
+# vLLM's own totals — RTX 4080 under WSL2 15.99 GiB (16,376 MiB; an 0.10.2 and an 0.26.0 log, against
+# 15.60 for the 4070 Ti SUPER's 16,376 MiB on Linux), an RTX 3050 6GB Laptop under WSL2 6.00, two
+# RTX 3090 on native Windows 24.0 (collected-2026-12.jsonl), vllm#13882's RTX 4060 under WSL 8.00 —
+# and Windows torch OOM messages in the catalog's notes (RTX 4070 SUPER 11.99, 4080 SUPER 15.99,
+# TITAN RTX 24.00, V100 16.00).
+_WINDOWS_HOST = regex.compile(r"(?i)(?<![\w-])(?:wsl2?|(?:native\s+)?windows(?:\s+1[01])?|win1[01])(?![\w-])")
+_SIZED_NAME = regex.compile(r"(\d[\d,]*(?:\.\d+)?) (GB|MiB) GPU")
+_HOST_LEFTOVER = regex.compile(r"(?i)(?:\(\s*[,;]?\s*\)|\s(?:on|under|in|via)\s*(?=$|[,;)]))")
+
+
+# ... and what Windows' own programs take or give back while vLLM profiles lands in its non-torch
+# figure, which no estimate can foresee: WSL2 logs print −1.25 GiB (an RTX 4080, vLLM 0.10.2) and
+# −0.51 GiB (an RTX 3050 6GB Laptop, 0.7.3) (collected-2026-12.jsonl)
+_WDDM_NOISE = ("; Windows' own programs share the card, and what they take or give back while vLLM "
+               "profiles shows in its non-torch figure (WSL2 logs print −1.25 and −0.51 GiB)")
+
+
+def windows_total(gpu: Gpu) -> Gpu:
+    """`gpu` as a Windows host (native or WSL2) sees it: nvidia-smi's whole MiB figure as the total
+    (see _WINDOWS_HOST); a card known only by nvidia-smi's MiB or a marketed size, that size. A
+    total as torch reports it (GiB) and a card the catalog does not list are unchanged: the first
+    is already what CUDA said, and the second has no figure to go by."""
+    row = next((r for r in _rows() if r.name == gpu.name), None)
+    sized = _SIZED_NAME.fullmatch(gpu.name) if row is None else None
+    if sized is not None:
+        # a card known only by a size: nvidia-smi's MiB ("16,376 MiB GPU", _from_smi_mib) is the total
+        # itself; a marketed size ("6 GB GPU", _from_nominal_gb) is its chips' binary size (an RTX 3050
+        # 6GB Laptop under WSL2 printed 6.00 GiB)
+        x = float(sized.group(1).replace(",", ""))
+        mib = int(x if sized.group(2) == "MiB" else x * 1024)
+        return dataclasses.replace(gpu, total_bytes=mib * MIB, assumed=(
+            f"{sized.group(0).removesuffix(' GPU')} under WSL2/Windows: the NVIDIA driver (WDDM) reports the "
+            f"card's whole memory to CUDA, {mib:,} MiB = {mib * MIB / GIB:.2f} GiB" + _WDDM_NOISE))
+    if row is None or row.unified or row.vendor != "NVIDIA" or not (row.smi_mib or row.marketed_gb):
+        return gpu
+    mib = row.smi_mib or int(row.marketed_gb * 1024)
+    source = ("nvidia-smi's figure" if row.smi_mib else
+              f"its marketed {row.marketed_gb:g} GB as binary MiB; nvidia-smi's figure is not in the catalog")
+    said = (f"under WSL2/Windows the NVIDIA driver (WDDM) reports the card's whole memory to CUDA: "
+            f"{mib:,} MiB ({source}) = {mib * MIB / GIB:.2f} GiB, where a Linux driver leaves torch "
+            f"{gpu.total_bytes / GIB:.2f} GiB" + (" (that figure itself derived)" if gpu.assumed and not gpu.product else "")
+            + _WDDM_NOISE)
+    return dataclasses.replace(gpu, total_bytes=mib * MIB, assumed=said)
+
+
+def with_host(ref: str | None, host: str | None) -> str | None:
+    """A card reference with the Windows host a paste shows ("wsl" / "windows", paste.py) written
+    beside it, for lookup_gpu; a total as torch reports it (GiB, bytes), or a reference that already
+    says its host, is left."""
+    if not ref or host not in ("wsl", "windows") or _WINDOWS_HOST.search(ref, timeout=0.1):
+        return ref
+    m = _SIZE.match(ref, timeout=0.1)
+    if m and (m.group(2) or "").lower() in ("gib", "tib", "b", "bytes"):
+        return ref
+    label = "WSL2" if host == "wsl" else "Windows"
+    # mixed cards, one per pipeline stage ("RTX 5070 Ti + RTX 5090"): each on the same host
+    return " + ".join(f"{card.strip()} ({label})" for card in ref.split("+"))
+
+
 def lookup_gpu(text: str) -> Gpu:
     """A GPU from a name/alias ("RTX A6000", "a100-80gb", "4090") or a size ("47.54GiB", "24GB", "81559MiB"),
-    or a MIG slice of one ("A100-SXM4-40GB MIG 1g.5gb")."""
+    or a MIG slice of one ("A100-SXM4-40GB MIG 1g.5gb"); a Windows host beside the name ("RTX 4080
+    (WSL2)") gives the total that host reports (windows_total)."""
     if not isinstance(text, str) or not text.strip():
         raise UnknownGpu("no GPU given; name one (e.g. \"RTX A6000\") or give its memory (e.g. 47.54GiB)")
     if len(text) > 200:
         raise UnknownGpu("GPU name too long; name the card (e.g. \"H100 SXM\") or give its memory (e.g. 80GB)")
+    try:
+        host = _WINDOWS_HOST.search(text, timeout=0.1)
+    except TimeoutError:
+        host = None
+    if host is not None:
+        rest = _HOST_LEFTOVER.sub(" ", _WINDOWS_HOST.sub(" ", text, timeout=0.1), timeout=0.1)
+        rest = regex.sub(r"\s+", " ", rest).strip(" ,;")
+        if rest:
+            return windows_total(lookup_gpu(rest))
     mig = mig_profile(text)
     if mig is not None:
         return _mig_slice(text, mig)

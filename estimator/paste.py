@@ -283,6 +283,10 @@ def _read(raw: str) -> Facts:
             extra["mig_profile"] = mig.group("profile").lower()
     if ("pooler" in low or "pooling" in low) and _search(_POOLING_RUN, text) is not None:
         extra["runner"] = "pooling"     # a --runner / --task / --convert flag read below says it too
+    if "wsl" in low and _search(_WSL_HOST, text) is not None:
+        extra["windows_host"] = "wsl"
+    elif "windows" in low and _search(_WINDOWS_HOST, text) is not None:
+        extra["windows_host"] = "windows"
     if "expandable_segments" in low and _search(_flags.EXPANDABLE_SEGMENTS, text) is not None:
         extra["expandable_segments"] = True     # PYTORCH_CUDA_ALLOC_CONF in the run's environment
     mamba_mode = _search(_MAMBA_MODE, text) if "mamba" in low else None
@@ -681,6 +685,13 @@ _API_SERVER = regex.compile(r"(?i)\bvllm[ \n]+serve\b|api_server|APIServer|opena
 # non-default args' 'runner' is the flag reader's (flags.FLAG_KEYS)
 _POOLING_RUN = regex.compile(r"pooler_config=PoolerConfig\(|Pooling models do not support")
 _MAMBA_MODE = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+to[ \n]+'(align|all)'")
+# A Windows host, which reports a card's whole memory to CUDA (gpus.windows_total): vLLM's own lines
+# under WSL ("Using 'pin_memory=False' as WSL is detected", platforms/interface.py; the old
+# utils.in_wsl callers) and on native Windows ("Windows detected, skipping ulimit adjustment",
+# utils set_ulimit), the WSL kernel's uname, or the user's words "WSL"/"WSL2", "Windows 10/11",
+# "native Windows". Case-sensitive "Windows": "sliding windows" and "context windows" are no host.
+_WSL_HOST = regex.compile(r"(?i)(?<![\w-])wsl2?(?![\w-])|microsoft-standard-wsl")
+_WINDOWS_HOST = regex.compile(r"Windows[ ]+detected|Windows[ ]+1[01](?!\d)|(?i:native)[ ]+Windows")
 
 # The attention backend V1 chose for the model's layers, as its log names it: platforms/cuda.py
 # "Using FLASHINFER attention backend out of potential backends" (0.11+; "Using

@@ -1318,3 +1318,40 @@ def test_a_pipeline_size_the_paste_cuts_is_read_from_the_weights_each_rank_print
     # the same figures with the flag not cut away: no stage count is guessed from a smaller figure
     whole = _RAY_PP_CUT.replace("  --pipeline-parallel-s[...]\n", "")
     assert diagnose(whole, offline=True, explain=True).estimate["settings"]["pipeline_parallel_size"] == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# A paste from a Windows host: the card's total is the one WDDM reports (gpus.windows_total)
+# ------------------------------------------------------------------------------------------------
+
+WSL_LOG = """\
+(APIServer pid=1) INFO 08-02 10:00:00 [api_server.py:1805] vLLM API server version 0.26.0
+(APIServer pid=1) INFO 08-02 10:00:00 [utils.py:326] non-default args: {'model_tag': 'Qwen/Qwen2.5-7B-Instruct', \
+'model': 'Qwen/Qwen2.5-7B-Instruct', 'max_model_len': 32768, 'gpu_memory_utilization': 0.9}
+(EngineCore pid=2) WARNING 08-02 10:00:05 [interface.py:757] Using 'pin_memory=False' as WSL is detected. \
+This may slow down the performance.
+(EngineCore pid=2) INFO 08-02 10:00:09 [gpu_model_runner.py:2007] Model loading took 14.25 GiB and 4.4 seconds
+(EngineCore pid=2) ERROR 08-02 10:00:29 [core.py:718] ValueError: To serve at least one request with the models's \
+max seq len (32768), (1.75 GiB KV cache is needed, which is larger than the available KV cache memory (0.60 GiB). \
+Based on the available memory, the estimated maximum model length is 10976. Try increasing \
+`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+My GPU is an RTX 4080.
+"""
+
+
+def test_a_wsl_paste_sizes_the_card_as_wddm_reports_it():
+    d = diagnose(WSL_LOG, offline=True)
+    # nvidia-smi's 16,376 MiB = 17,171,480,576 B is CUDA's total under WSL2 (vLLM printed 15.99 GiB
+    # for this card there); the budget is 0.9 of it
+    assert d.estimate["gpu"]["total_bytes"] == 16376 * 2**20 == 17_171_480_576
+    assert abs(d.estimate["memory"]["budget_bytes"] - 0.9 * 17_171_480_576) <= 1
+    assert any("WDDM" in a for a in d.estimate["assumptions"])
+    # the same log from a Linux host: the catalog's 15.60 GiB
+    linux = diagnose(WSL_LOG.replace("as WSL is detected", "as it is configured"), offline=True)
+    assert linux.estimate["gpu"]["total_bytes"] == round(15.60 * 2**30)
+
+
+def test_a_total_vllm_printed_wins_over_the_host_rule():
+    text = WSL_LOG.replace("My GPU", "INFO [gpu_worker.py:391] Free memory on device (13.10/15.50 GiB) on startup.\nMy GPU")
+    d = diagnose(text, offline=True)
+    assert d.estimate["gpu"]["total_bytes"] == round(15.50 * 2**30)

@@ -309,3 +309,45 @@ def test_rtx_a5000_is_sized_as_observed():
     assert round(g.total_bytes / GIB, 2) == 23.68 and not g.assumed
     # the same nvidia-smi figure as an RTX 4090's: a size alone names both cards
     assert "NVIDIA RTX A5000" in lookup_gpu("24564MiB").assumed
+
+
+# ------------------------------------------------------------------------------------------------
+# A Windows host (WSL2 or native): the WDDM driver reports the card's whole memory to CUDA
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,mib", [
+    ("RTX 4080 (WSL2)", 16376),                     # nvidia-smi's 16,376 MiB; vLLM printed 15.99 GiB under WSL2
+    ("NVIDIA GeForce RTX 4080 on WSL", 16376),
+    ("RTX 3090 on Windows 11", 24576),              # native Windows logs print 24.0 GiB
+    ("rtx 3090, native windows", 24576),
+    ("4060 under WSL", 8 * 1024),                   # no smi figure in the catalog: its 8 GB as binary MiB
+    ("16376MiB (WSL2)", 16376),                     # nvidia-smi's MiB is the total itself there
+    ("6GB (WSL2)", 6 * 1024),                       # an RTX 3050 6GB Laptop under WSL2 printed 6.00 GiB
+])
+def test_a_windows_host_reports_the_whole_card(text, mib):
+    g = lookup_gpu(text)
+    assert g.total_bytes == mib * MIB
+    assert "WDDM" in (g.assumed or "")
+
+
+def test_the_same_cards_on_linux_keep_the_drivers_reservation():
+    assert lookup_gpu("RTX 4080").total_bytes == round(15.60 * GIB)     # the 4070 Ti SUPER's observed total
+    assert lookup_gpu("RTX 3090").total_bytes == round(23.69 * GIB)
+    assert lookup_gpu("16376MiB").total_bytes == round(15.60 * GIB)
+
+
+def test_a_total_as_torch_reports_it_and_unified_boards_are_left_alone():
+    assert lookup_gpu("15.99GiB (WSL2)").total_bytes == round(15.99 * GIB)
+    assert lookup_gpu("Jetson AGX Orin (WSL)").total_bytes == lookup_gpu("Jetson AGX Orin").total_bytes
+
+
+def test_with_host_marks_card_names_and_smi_sizes_not_printed_totals():
+    from estimator.gpus import with_host
+
+    assert with_host("RTX 4080", "wsl") == "RTX 4080 (WSL2)"
+    assert with_host("RTX 3090", "windows") == "RTX 3090 (Windows)"
+    assert with_host("RTX 5070 Ti + RTX 5090", "wsl") == "RTX 5070 Ti (WSL2) + RTX 5090 (WSL2)"
+    assert with_host("16376MiB", "wsl") == "16376MiB (WSL2)"
+    assert with_host("15.99GiB", "wsl") == "15.99GiB"                # vLLM's own figure already
+    assert with_host("RTX 4080 (WSL2)", "wsl") == "RTX 4080 (WSL2)"
+    assert with_host("RTX 4080", None) == "RTX 4080"

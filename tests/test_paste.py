@@ -1527,3 +1527,17 @@ def test_a_free_memory_line_cut_after_on_startup_still_gives_the_cards_total():
                        "GPU memory utilization (0.9, 14.39 GiB). Decrease GPU memory utilization")
     assert whole.values["total_gpu_memory_gib"].source == "free_memory_startup"
     assert whole.get("gpu_memory_utilization") == 0.9
+
+
+@pytest.mark.parametrize("text,host", [
+    ("WARNING 09-30 23:37:32 [interface.py:391] Using 'pin_memory=False' as WSL is detected. "
+     "This may slow down the performance.", "wsl"),
+    ("Linux DESKTOP-1 5.15.167.4-microsoft-standard-WSL2 #1 SMP x86_64", "wsl"),
+    ("| 系统 | Windows 11 + WSL2 Ubuntu 24.04.1 |", "wsl"),
+    ("INFO  Windows detected, skipping ulimit adjustment.", "windows"),
+    ("I run vLLM on Windows 11 with an RTX 3090", "windows"),
+    ("Gemma 3 interleaves sliding windows 10 times; the context windows grow", None),
+    ("ssh user-wsl@host and /home/wsl-data/models", None),
+])
+def test_windows_host(text, host):
+    assert read_paste(text).extra.get("windows_host") == host
