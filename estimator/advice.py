@@ -991,9 +991,15 @@ def facts_fixes(facts) -> list[dict]:
         free, total = float(f("free_memory_gib")), float(f("total_gpu_memory_gib"))
         held = total - free
         u = int((free / total) * 100 - 1) / 100
-        out.append({"flags": "", "checked": False,
-                    "why": f"another process holds {held:.2f} GiB of this GPU: stop it (nvidia-smi shows which) "
-                           "or move vLLM to a free GPU"})
+        if facts.extra.get("windows_host"):
+            # WSL2 / Windows: the card also drives the desktop, and nvidia-smi inside WSL lists no processes
+            why = (f"Windows' own programs (the desktop, browsers, games) hold {held:.2f} GiB of this GPU: close "
+                   "them (Task Manager's GPU memory columns show which; nvidia-smi inside WSL lists none) or ask "
+                   "for less")
+        else:
+            why = (f"another process holds {held:.2f} GiB of this GPU: stop it (nvidia-smi shows which) "
+                   "or move vLLM to a free GPU")
+        out.append({"flags": "", "checked": False, "why": why})
         if u >= 0.05:
             out.append({"flags": f"--gpu-memory-utilization {u:.2f}", "checked": False,
                         "why": f"ask for less than the {free:.2f} GiB that is free ({free:.2f}/{total:.2f} = "

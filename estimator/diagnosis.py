@@ -1515,7 +1515,10 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif kind == "free_memory_startup":
         too_big = est is not None and est.weights_bytes > est.gpu_total_bytes
         parts.append("vLLM checks at start that the requested share of the GPU is free; **another process holds "
-                     "part of the GPU**, so the request cannot be met.")
+                     "part of the GPU**, so the request cannot be met."
+                     + (" Under WSL2/Windows that is Windows' own programs (the desktop, a browser, games): "
+                        "nvidia-smi inside WSL does not list them, Task Manager does."
+                        if facts.extra.get("windows_host") else ""))
         if too_big:
             # freeing the GPU would only move the failure to the weights' loading
             read = f("weights_gib") is not None

@@ -1355,3 +1355,26 @@ def test_a_total_vllm_printed_wins_over_the_host_rule():
     text = WSL_LOG.replace("My GPU", "INFO [gpu_worker.py:391] Free memory on device (13.10/15.50 GiB) on startup.\nMy GPU")
     d = diagnose(text, offline=True)
     assert d.estimate["gpu"]["total_bytes"] == round(15.50 * 2**30)
+
+
+WSL_FREE = """\
+vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --max-model-len 32768
+(EngineCore_DP0 pid=1) WARNING 10-01 22:27:02 [interface.py:391] Using 'pin_memory=False' as WSL is detected. \
+This may slow down the performance.
+(EngineCore_DP0 pid=1) ERROR 10-01 22:27:15 [core.py:708] ValueError: Free memory on device (13.39/15.99 GiB) on \
+startup is less than desired GPU memory utilization (0.9, 14.39 GiB). Decrease GPU memory utilization or reduce \
+GPU memory used by other processes.
+"""
+
+
+def test_under_wsl_the_other_processes_are_windows_own():
+    from estimator.advice import facts_fixes
+    from estimator.paste import read_paste
+
+    d = diagnose(WSL_FREE, offline=True)
+    assert "nvidia-smi inside WSL does not list them" in d.summary
+    why = " ".join(x["why"] for x in facts_fixes(read_paste(WSL_FREE)))
+    assert "Windows' own programs" in why and "2.60 GiB" in why          # 15.99 − 13.39
+    linux = WSL_FREE.replace("as WSL is detected", "as it is configured")
+    assert "WSL" not in diagnose(linux, offline=True).summary
+    assert "nvidia-smi shows which" in " ".join(x["why"] for x in facts_fixes(read_paste(linux)))
