@@ -221,7 +221,7 @@ def gpu_for(case: dict) -> str:
 
 
 def _card_for(case: dict) -> str:
-    from estimator.gpus import lookup_gpu, names_a_card
+    from estimator.gpus import SMI_RESERVED_MIB, lookup_gpu, names_a_card
 
     name = case.get("gpu") or ""
     total = (case.get("observed") or {}).get("total_gpu_memory_gib")
@@ -233,8 +233,17 @@ def _card_for(case: dict) -> str:
     smi = smi_total_mib(case)
     if smi:
         # The corpus took this total from nvidia-smi (its notes say so): vLLM budgets from torch's
-        # total, which the driver's reservation keeps lower; the lookup knows what torch sees.
-        return f"{smi}MiB"
+        # total, which the driver's reservation keeps lower; the lookup knows what torch sees. A card
+        # named with it is sized by its name, as `diagnose` sizes it (the family's own reservation: a
+        # modded 48 GB RTX 4090 is the 4090's 23.64 GiB + 24 GiB, not an RTX A6000, the card that
+        # shows the same 49,140 MiB), where the name's total lies within the reservation below it.
+        try:
+            named = lookup_gpu(name) if name else None
+        except KvdoctorError:
+            named = None
+        if named is None or not 0 <= smi * 2**20 - named.total_bytes <= 2 * SMI_RESERVED_MIB * 2**20:
+            return f"{smi}MiB"
+        return name
     mixed = re.sub(r"\([^)]*\)", "", name).strip()
     if "+" in mixed and all(names_a_card(part) for part in mixed.split("+")):
         # Mixed cards, one per pipeline stage ("RTX 5070 Ti 16GB + RTX 5090 D 32GB (heterogeneous)"):

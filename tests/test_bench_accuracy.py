@@ -37,16 +37,22 @@ def extraction():
 
 
 def test_a_corpus_total_taken_from_nvidia_smi_is_converted(accuracy):
-    """qevos's 47.99 GiB is nvidia-smi's 49,140 MiB (its notes say so); torch sees that less the
-    driver's reservation, as the catalog's cards that show 49,140 MiB have it: RTX A6000 47.54 GiB,
-    RTX 6000 Ada 47.40 (with ECC off) — within 1%, so the lower, 47.40 GiB, not 47.99."""
+    """qevos's 47.99 GiB is nvidia-smi's 49,140 MiB (its notes say so), not what torch sees. Named, the
+    card is sized as `diagnose` sizes it: a 48 GB RTX 4090 is the 4090's 23.64 GiB + 24 GiB = 47.64 GiB,
+    the 4090's own reservation below the 49,140 MiB. Unnamed, or named as a card of another size, the
+    figure goes through the cards that show 49,140 MiB: RTX A6000 47.54 GiB, RTX 6000 Ada 47.40 (with
+    ECC off) — within 1%, so the lower, 47.40 GiB, not 47.99."""
+    from estimator.gpus import lookup_gpu
+
     case = {"gpu": "NVIDIA GeForce RTX 4090 48GB (modded; 49,140 MiB)",
             "observed": {"total_gpu_memory_gib": 47.99},
             "notes": "Failed at 262,144 by 0.04 GiB. total_gpu_memory_gib derived from 49,140 MiB."}
     assert accuracy.smi_total_mib(case) == 49140
-    assert accuracy.gpu_for(case) == "49140MiB"
-    from estimator.gpus import lookup_gpu
-
+    assert accuracy.gpu_for(case) == case["gpu"]
+    assert lookup_gpu(case["gpu"]).total_bytes == round(23.64 * 2**30) + 24 * 2**30
+    assert accuracy.printed_total(case, case["gpu"]) is None       # 47.99 is no torch figure
+    for gpu in ("", "NVIDIA A100 40GB"):                            # no name; a name of another size
+        assert accuracy.gpu_for(dict(case, gpu=gpu)) == "49140MiB"
     assert lookup_gpu("49140MiB").total_bytes == pytest.approx(47.40 * 2**30, abs=1)
     # a total vLLM printed itself is used as it is
     printed = {"gpu": "NVIDIA L40S 48GB", "observed": {"total_gpu_memory_gib": 44.42}, "notes": "TP2 run."}
