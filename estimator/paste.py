@@ -285,7 +285,7 @@ def _read(raw: str) -> Facts:
         extra["runner"] = "pooling"     # a --runner / --task / --convert flag read below says it too
     if "wsl" in low and _search(_WSL_HOST, text) is not None:
         extra["windows_host"] = "wsl"
-    elif "windows" in low and _search(_WINDOWS_HOST, text) is not None:
+    elif ("windows" in low or "WDDM" in text) and _search(_WINDOWS_HOST, text) is not None:
         extra["windows_host"] = "windows"
     if "expandable_segments" in low and _search(_flags.EXPANDABLE_SEGMENTS, text) is not None:
         extra["expandable_segments"] = True     # PYTORCH_CUDA_ALLOC_CONF in the run's environment
@@ -688,10 +688,12 @@ _MAMBA_MODE = regex.compile(r"Mamba[ \n]+cache[ \n]+mode[ \n]+is[ \n]+set[ \n]+t
 # A Windows host, which reports a card's whole memory to CUDA (gpus.windows_total): vLLM's own lines
 # under WSL ("Using 'pin_memory=False' as WSL is detected", platforms/interface.py; the old
 # utils.in_wsl callers) and on native Windows ("Windows detected, skipping ulimit adjustment",
-# utils set_ulimit), the WSL kernel's uname, or the user's words "WSL"/"WSL2", "Windows 10/11",
-# "native Windows". Case-sensitive "Windows": "sliding windows" and "context windows" are no host.
+# utils set_ulimit), the WSL kernel's uname, nvidia-smi's driver model on a Windows driver ("WDDM" in
+# its table's TCC/WDDM column, and "Driver Model … Current : WDDM" of `nvidia-smi -a`, inside WSL2
+# too), or the user's words "WSL"/"WSL2", "Windows 10/11", "native Windows". Case-sensitive "Windows":
+# "sliding windows" and "context windows" are no host.
 _WSL_HOST = regex.compile(r"(?i)(?<![\w-])wsl2?(?![\w-])|microsoft-standard-wsl")
-_WINDOWS_HOST = regex.compile(r"Windows[ ]+detected|Windows[ ]+1[01](?!\d)|(?i:native)[ ]+Windows")
+_WINDOWS_HOST = regex.compile(r"Windows[ ]+detected|Windows[ ]+1[01](?!\d)|(?i:native)[ ]+Windows|(?<![\w-])WDDM(?![\w-])")
 
 # The attention backend V1 chose for the model's layers, as its log names it: platforms/cuda.py
 # "Using FLASHINFER attention backend out of potential backends" (0.11+; "Using

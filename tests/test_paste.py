@@ -1536,6 +1536,8 @@ def test_a_free_memory_line_cut_after_on_startup_still_gives_the_cards_total():
     ("| 系统 | Windows 11 + WSL2 Ubuntu 24.04.1 |", "wsl"),
     ("INFO  Windows detected, skipping ulimit adjustment.", "windows"),
     ("I run vLLM on Windows 11 with an RTX 3090", "windows"),
+    ("|   0  NVIDIA GeForce RTX 3090      WDDM  |   00000000:01:00.0  On |                  N/A |", "windows"),
+    ("    Driver Model\n        Current                           : WDDM\n", "windows"),
     ("Gemma 3 interleaves sliding windows 10 times; the context windows grow", None),
     ("ssh user-wsl@host and /home/wsl-data/models", None),
 ])
