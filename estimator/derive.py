@@ -102,7 +102,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("total", total, "derived", est.reconciliation.card_implied))
     elif est is not None:
         total = est.gpu_total_bytes
-        st.add(Figure("total", total, "assumed", f"{est.gpu_name} as torch reports it"))
+        host = {"wsl": " under WSL2", "windows": " on Windows"}.get(facts.extra.get("windows_host"), "")
+        st.add(Figure("total", total, "assumed", f"{est.gpu_name}{host} as torch reports it"))
     util = f("gpu_memory_utilization")
     if util is not None:
         st.add(Figure("utilization", util, "read", "gpu_memory_utilization in the paste", unit="fraction"))

@@ -1346,6 +1346,8 @@ def test_a_wsl_paste_sizes_the_card_as_wddm_reports_it():
     assert d.estimate["gpu"]["total_bytes"] == 16376 * 2**20 == 17_171_480_576
     assert abs(d.estimate["memory"]["budget_bytes"] - 0.9 * 17_171_480_576) <= 1
     assert any("WDDM" in a for a in d.estimate["assumptions"])
+    total = d.derived["figures"]["total"]
+    assert total["value"] == 17_171_480_576 and "under WSL2" in total["how"]
     # the same log from a Linux host: the catalog's 15.60 GiB
     linux = diagnose(WSL_LOG.replace("as WSL is detected", "as it is configured"), offline=True)
     assert linux.estimate["gpu"]["total_bytes"] == round(15.60 * 2**30)
