@@ -1093,6 +1093,30 @@ def test_the_caching_allocator_keeps_a_large_tensors_2_mib_rounded_rest():
     assert not parse_flags(["PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512"], EngineSettings()).expandable_segments
 
 
+def test_packed_integer_weights_hold_their_segments_rest_too():
+    """AWQ's and GPTQ's qweight is one tensor allocated at init like a 16-bit weight (the Marlin repack
+    allocates its successor the same size), so it keeps the rest of its 2 MiB-rounded segment as well. By
+    hand, Qwen2.5-14B at 4 bits, per layer: qkv 5,120 × 7,168 / 2 B = 17.5 MiB (+0.5), o 12.5 (the 1.5 MiB
+    rest is split off, +0), gate_up 5,120 × 27,648 / 2 = 67.5 (+0.5), down 13,824 × 5,120 / 2 = 33.75 (+0.25):
+    1.25 MiB × 48 layers = 60 MiB, + 1 MiB each for the 1,485 MiB fp16 embedding and lm_head = 62 MiB.
+    The AWQ log (collected-2026-12.jsonl, vLLM 0.13, RTX A5000) prints 9.3795 GiB: 9.363 with the rule,
+    9.304 without. gemma-3-27b AWQ (dev vllm#16199, 17.6110 GiB printed): qkv 5,376 × 8,192 / 2 = 21 MiB
+    (+1: a 1 MiB rest is not split off), down 21,504 × 5,376 / 2 = 55.125 (+0.875), o 10.5 and gate_up
+    110.25 (rests of 1.5 and 1.75, split off): 1.875 MiB × 62 = 116.25 MiB beside the tower's 0.19."""
+    from estimator.api import load_model
+
+    MiB = 2**20
+    q14 = load_model("Qwen/Qwen2.5-14B-Instruct", offline=True).spec
+    for fmt in ("awq", "gptq"):
+        assert weight_bytes(q14, quantization=fmt).bytes_by_part["allocator_blocks"] == 62 * MiB
+    awq = weight_bytes(q14, quantization="awq").bytes_total
+    assert abs(awq / GIB - 9.3795) < 0.02 and abs((awq - 60 * MiB) / GIB - 9.3795) > 0.07
+    gemma = load_model("gaunernst/gemma-3-27b-it-int4-awq", offline=True).spec
+    blocks = weight_bytes(gemma, quantization="awq", dtype="float16").bytes_by_part["allocator_blocks"]
+    assert blocks - int(116.25 * MiB) == 194_848         # the vision tower's tensors, as before
+    assert abs(weight_bytes(gemma, quantization="awq", dtype="float16").bytes_total / GIB - 17.6110) < 0.02
+
+
 def test_an_unsloth_start_and_the_allocator_option_turn_the_blocks_off():
     """Unsloth sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before it imports vLLM; a paste that
     shows either (its launch, or the variable) is read so, and its weights are the tensors alone."""
