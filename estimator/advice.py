@@ -19,7 +19,7 @@ from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buf
 from estimator.cuda_graphs import graphs_after_kv
 from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
-from estimator.gpus import cc_number, lookup_gpu
+from estimator.gpus import WINDOWS_HOLDERS, cc_number, lookup_gpu
 from estimator.kv_layout import stage_sizes, window_tokens
 from estimator.memory import Estimate, length_over_config, rerun
 from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
@@ -992,10 +992,8 @@ def facts_fixes(facts) -> list[dict]:
         held = total - free
         u = int((free / total) * 100 - 1) / 100
         if facts.extra.get("windows_host"):
-            # WSL2 / Windows: the card also drives the desktop, and nvidia-smi inside WSL lists no processes
-            why = (f"Windows' own programs (the desktop, browsers, games) hold {held:.2f} GiB of this GPU: close "
-                   "them (Task Manager's GPU memory columns show which; nvidia-smi inside WSL lists none) or ask "
-                   "for less")
+            # WSL2 / Windows: the card also drives the desktop
+            why = f"{held:.2f} GiB of this GPU is held by {WINDOWS_HOLDERS}; close them or ask for less"
         else:
             why = (f"another process holds {held:.2f} GiB of this GPU: stop it (nvidia-smi shows which) "
                    "or move vLLM to a free GPU")

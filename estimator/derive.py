@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator.activation import v2_first_compile
+from estimator.gpus import HOST_LABELS
 from estimator.kv_deepseek_v4 import DS_MLA_ALIGN, DS_MLA_ROW_BYTES
 from estimator.kv_layout import (
     TURBOQUANT_PRESETS,
@@ -102,8 +103,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("total", total, "derived", est.reconciliation.card_implied))
     elif est is not None:
         total = est.gpu_total_bytes
-        host = {"wsl": " under WSL2", "windows": " on Windows"}.get(facts.extra.get("windows_host"), "")
-        st.add(Figure("total", total, "assumed", f"{est.gpu_name}{host} as torch reports it"))
+        host = HOST_LABELS.get(facts.extra.get("windows_host"))
+        st.add(Figure("total", total, "assumed", f"{est.gpu_name}{f' under {host}' if host else ''} as torch reports it"))
     util = f("gpu_memory_utilization")
     if util is not None:
         st.add(Figure("utilization", util, "read", "gpu_memory_utilization in the paste", unit="fraction"))

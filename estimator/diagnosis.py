@@ -29,7 +29,7 @@ from estimator.derive import (
     total_from_graph_hint,
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
-from estimator.gpus import states_its_size
+from estimator.gpus import WINDOWS_HOLDERS, states_its_size, with_host
 from estimator.memory import Estimate
 from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
@@ -295,8 +295,6 @@ def gpu_ref(facts, gpu: str | None) -> str | None:
     name), else the total it printed (nvidia-smi's MiB, which the lookup maps to torch's total) —
     with the Windows host the paste shows (WSL2 or native), whose driver reports another total
     (gpus.windows_total); a total vLLM printed replaces it anyway (with_printed_total)."""
-    from estimator.gpus import with_host
-
     return with_host(_card_ref(facts, gpu), facts.extra.get("windows_host"))
 
 
@@ -329,7 +327,7 @@ def _stage_gpus(facts, settings) -> list[tuple[str, int]] | None:
     sizes (nvidia-smi rows, CUDA_VISIBLE_DEVICES order; a stage with TP > 1 is as small as its
     smallest card). None when they are all alike or the list does not cover every rank."""
     from estimator.api import stage_cards
-    from estimator.gpus import lookup_gpu, with_host
+    from estimator.gpus import lookup_gpu
 
     pp, tp = settings.pipeline_parallel_size, settings.tensor_parallel_size
     if pp <= 1:
@@ -1516,9 +1514,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         too_big = est is not None and est.weights_bytes > est.gpu_total_bytes
         parts.append("vLLM checks at start that the requested share of the GPU is free; **another process holds "
                      "part of the GPU**, so the request cannot be met."
-                     + (" Under WSL2/Windows that is Windows' own programs (the desktop, a browser, games): "
-                        "nvidia-smi inside WSL does not list them, Task Manager does."
-                        if facts.extra.get("windows_host") else ""))
+                     + (f" Under WSL2/Windows that is {WINDOWS_HOLDERS}." if facts.extra.get("windows_host") else ""))
         if too_big:
             # freeing the GPU would only move the failure to the weights' loading
             read = f("weights_gib") is not None

@@ -352,6 +352,13 @@ _SIZED_NAME = regex.compile(r"(\d[\d,]*(?:\.\d+)?) (GB|MiB) GPU")
 _HOST_LEFTOVER = regex.compile(r"(?i)(?:\(\s*[,;]?\s*\)|\s(?:on|under|in|via)\s*(?=$|[,;)]))")
 
 
+# What a reply calls the two hosts ("wsl" / "windows", paste.py's extra["windows_host"]), and who
+# holds the rest of a card there: nvidia-smi inside WSL lists no processes (microsoft/WSL#7162)
+HOST_LABELS = {"wsl": "WSL2", "windows": "Windows"}
+WINDOWS_HOLDERS = ("Windows' own programs (the desktop, a browser, games): nvidia-smi inside WSL does not list "
+                   "them, Task Manager does")
+
+
 # ... and what Windows' own programs take or give back while vLLM profiles lands in its non-torch
 # figure, which no estimate can foresee: WSL2 logs print −1.25 GiB (an RTX 4080, vLLM 0.10.2) and
 # −0.51 GiB (an RTX 3050 6GB Laptop, 0.7.3) (collected-2026-12.jsonl)
@@ -391,12 +398,12 @@ def with_host(ref: str | None, host: str | None) -> str | None:
     """A card reference with the Windows host a paste shows ("wsl" / "windows", paste.py) written
     beside it, for lookup_gpu; a total as torch reports it (GiB, bytes), or a reference that already
     says its host, is left."""
-    if not ref or host not in ("wsl", "windows") or _WINDOWS_HOST.search(ref, timeout=0.1):
+    if not ref or host not in HOST_LABELS or _WINDOWS_HOST.search(ref, timeout=0.1):
         return ref
     m = _SIZE.match(ref, timeout=0.1)
     if m and (m.group(2) or "").lower() in ("gib", "tib", "b", "bytes"):
         return ref
-    label = "WSL2" if host == "wsl" else "Windows"
+    label = HOST_LABELS[host]
     # mixed cards, one per pipeline stage ("RTX 5070 Ti + RTX 5090"): each on the same host
     return " + ".join(f"{card.strip()} ({label})" for card in ref.split("+"))
 

@@ -1126,14 +1126,17 @@ def _quantized(fmt: _Fmt, w: _W) -> bool:
     return not _ignored(fmt, w.name)
 
 
+def _own_fmt(fmt: _Fmt, w: _W) -> _Fmt:
+    """The format of this tensor's module: a mixed-precision checkpoint's listed format for it, else `fmt`."""
+    return (_layer_fmt(fmt, w.name) or fmt) if fmt.layers is not None else fmt
+
+
 def _wbytes(fmt: _Fmt, w: _W, rows: int, cols: int, copies: int) -> int:
     """Bytes of a quantized tensor: the format's layout, or FP4 for the routed experts of a
     checkpoint that stores them so (fmt.experts_fp4)."""
     if fmt.experts_fp4 and (w.part == "experts" or (w.part == "mtp" and ".experts" in w.name)):
         return _qbytes(_Fmt("fp4-experts", "mxfp4", 4, group=32), rows, cols, copies)
-    if fmt.layers is not None:      # mixed precision: only called for a listed module (_quantized)
-        fmt = _layer_fmt(fmt, w.name) or fmt
-    return _qbytes(fmt, rows, cols, copies)
+    return _qbytes(_own_fmt(fmt, w), rows, cols, copies)   # mixed precision: only listed modules come here
 
 
 def _qbytes(fmt: _Fmt, rows: int, cols: int, copies: int) -> int:
@@ -1287,7 +1290,7 @@ def _single_tensor_bytes(fmt: _Fmt, w: _W, rows: int, cols: int, copies: int, b:
         return b
     if fmt.kind == "fp8" and not (fmt.experts_fp4 and w.part == "experts"):
         return rows * cols * copies
-    own = (_layer_fmt(fmt, w.name) or fmt) if fmt.layers is not None else fmt
+    own = _own_fmt(fmt, w)
     if own.kind == "int":
         return math.ceil(rows * cols * own.bits / 8) * copies
     return 0
