@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from estimator.forward import FORWARD_FACTOR, V0_FORWARD_FACTOR
+from estimator.forward import V0_FORWARD_FACTOR
 from estimator.params import vision_mlp_gated, vision_width
 from estimator.spec import ModelSpec
 from estimator.units import GiB
@@ -327,17 +327,21 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     - the attention: the block's input and its norm (2·H), the local qkv (3·H/tp), which
       Qwen2_5_VisionAttention.split_qkv all-gathers at TP > 1 (3·H replicated), and the rotated
       q/k copies and the output (≈ 5·H/tp). This half is why a tower's peak shrinks far less
-      than 1/tp: Qwen3.6-27B's logs print 2.2 / 1.8 / 1.5 GiB of encoder peak at TP 1 / 2 / 4.
+      than 1/tp.
     Gemma 4 encodes its items (a video's frames) a batch at a time and its position embeddings once held
     a one-hot per patch, which can be the larger figure (gemma4_encoder_call).
-    Times the LLM forward's factor: V1's fragmentation factor, V0's eager 1.0 (activation_peak adds the
-    dummy media's pixels V0 keeps on the GPU, v0_dummy_pixel_bytes). An estimate, said as one, checked on V1 logs that
-    profile one huge item: Qwen2.5-VL-7B's 114,688-token video on 0.23 (solved 15.34 GiB, modelled
-    15.66, and 16.66 with the video's 1.0 GiB of pixels beside it) and 16,384-token image on an L4 on
-    0.9.0.1 (KV 1.81 GiB printed, 1.53 modelled); Qwen3.6's image at TP 1 / 2 / 4 (club-3090#652 on
-    0.24, #487 on 0.23, vllm PR48601 on 0.25.1: modelled 14%, 7% and 17% under the peaks their KV
-    figures imply, and 4.5% under, 1.7% over and 2% under with the image's 0.19 GiB of pixels). It was
-    MLP plus qkv before, which overstated TP 1 by a third and understated TP 4.
+    At factor 1 (V0_FORWARD_FACTOR) in every release: vLLM runs the tower eagerly on both engines
+    (compile_mm_encoder is an opt-in from 0.12), so V1's forward factor, fitted on the language model's
+    compiled graphs and attention-backend buffers, does not apply to it (activation_peak adds the dummy
+    media's pixels beside it: V0's v0_dummy_pixel_bytes, V1's v1_dummy_pixel_bytes). An estimate, said as
+    one. Over the 59 public logs of bench/corpus/collected-2026-12.jsonl whose profile peak is the tower's
+    (Qwen3.5 / 3.6 / 3.8 at TP 1–8 on 0.17–0.33 most of them), modelled minus implied overhead goes from
+    a median of +0.19 GiB (quartiles 0.00 / +0.60) at V1's 1.3 to +0.01 (−0.29 / +0.25) at 1; their KV
+    median from 2.7% to 2.4% of the 570 figures. One rig's four Qwen3.5 logs (4 × RTX 3090, 0.19, TP 4,
+    three eager: the tower and non-torch memory are all their overhead) go from 0.42–0.63 GiB over to
+    0.12–0.34 — as much as its text-only Qwen2.5-32B log (0.18.1, eager) is over without a tower. One Qwen2.5-VL-7B log profiling a 114,688-token video on 0.23 (solved 15.34 GiB with
+    the video's 1.0 GiB of pixels) wants more: 13.05 modelled at 1, 16.66 at 1.3. The Qwen3.6 image at
+    TP 1 / 2 / 4 with its 0.19 GiB of bf16 pixels: 1.66 / 1.45 / 1.17 GiB.
     Before 0.12 the Qwen ViTs' attention half is read from each release's code instead
     (qwen_vit_attention_bytes: q and k rotated in float32), at factor 1, as eagerly as the encoder runs:
     Qwen2.5-VL on an L4, 0.9.0.1 (KV 1.81 GiB printed: 1.53 → 1.74 modelled) and 0.11.0 (Ray's docs,
@@ -431,8 +435,8 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
                                f"{pixels / GiB:.2f} GiB ({items * patches:,} patches)")
     mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv
     attention = (2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp) * dtype_b
-    # V0 runs the tower eagerly, as it runs the LLM (V0_FORWARD_FACTOR); V1's factor covers its compiled graphs
-    factor = V0_FORWARD_FACTOR if profile.engine == "v0" else FORWARD_FACTOR
+    # both engines run the tower eagerly (above): V1's forward factor is for the language model's graphs
+    factor = V0_FORWARD_FACTOR
     if (exact := qwen_vit_attention_bytes(spec, profile.version, hv, tp, dtype_b)) is not None:
         # a release whose ViT attention is read from its code: that live set, as eagerly as every
         # release runs the encoder (compile_mm_encoder is an opt-in from 0.12)

@@ -308,18 +308,17 @@ def test_vision_encoder_activation_is_split_by_tensor_parallelism():
     patches = 16384 * 2 * 2                             # one max-size image: 16,384 tokens × merge²
     # TP1: MLP fc1 + act 2·4304 + 3·1152 = 12,064 over the attention's 2·1152 + 8·1152 = 11,520.
     # Second value: a V0 dummy prompt's media tokens — image + video (video_token_id in the config).
-    assert enc(1) == (int(1.3 * patches * 12064 * 2), 2 * 16384)
+    assert enc(1) == (patches * 12064 * 2, 2 * 16384)
     # TP2: MLP 4304 + 3456 = 7,760 < attention 2304 + 3456 (gathered qkv) + 4608 = 10,368.
-    assert enc(2)[0] == int(1.3 * patches * 10368 * 2)
+    assert enc(2)[0] == patches * 10368 * 2
     # TP4: MLP 2152 + 3456 = 5,608 < attention 2304 + 3456 + 2304 = 8,064.
-    assert enc(4)[0] == int(1.3 * patches * 8064 * 2)
-    # The KV figures of the logs imply 2.2 / 1.8 / 1.5 GiB at TP 1 / 2 / 4 (club-3090#652, #487,
-    # vllm PR48601, which printed 1.54): modelled 1.91 / 1.64 / 1.28, and 2.10 / 1.83 / 1.47 with the
-    # image's bf16 pixels beside the tower (16² × 3 × 2 values per patch, 0.19 GiB; v1_dummy_pixel_bytes)
+    assert enc(4)[0] == patches * 8064 * 2
+    # No V1 forward factor: vLLM runs the tower eagerly (compile_mm_encoder is opt-in). With the image's
+    # bf16 pixels beside it (16² × 3 × 2 values per patch: 65,536 × 1,536 × 2 B = 0.1875 GiB;
+    # v1_dummy_pixel_bytes): 1.4727 + 0.1875 / 1.2656 + 0.1875 / 0.9844 + 0.1875 GiB
     pixels = patches * 16 * 16 * 3 * 2 * 2
-    assert 2.05 * GiB < enc(1)[0] + pixels < 2.2 * GiB
-    assert 1.8 * GiB < enc(2)[0] + pixels < 1.9 * GiB
-    assert 1.4 * GiB < enc(4)[0] + pixels < 1.54 * GiB
+    assert pixels == 0.1875 * GiB
+    assert [round((enc(tp)[0] + pixels) / GiB, 2) for tp in (1, 2, 4)] == [1.66, 1.45, 1.17]
 
 
 def test_gated_vision_mlp_keeps_gate_and_up():
@@ -332,14 +331,14 @@ def test_gated_vision_mlp_keeps_gate_and_up():
     s = EngineSettings(vllm_version="0.13.0", max_num_batched_tokens=2048)
     peak, _ = vision_encoder_peak(spec, profile_for("0.13.0"), s, 2, [])
     # one 16,384-token image = 65,536 patches; MLP 3·3420 + 3·1280 = 14,100 over attention 12,800
-    assert peak == int(1.3 * 65536 * 14100 * 2)
+    assert peak == 65536 * 14100 * 2
     # its copy has neither hidden_act nor spatial_merge_size: silu and 2×2 by the class defaults
     no_act = load("Qwen/Qwen2.5-VL-32B-Instruct")
     raw = no_act.config["vision_config"]
     assert "hidden_act" not in raw and "spatial_merge_size" not in raw
     assert (no_act.vision["hidden_act"], no_act.vision["spatial_merge_size"]) == ("silu", 2)
     peak32, _ = vision_encoder_peak(no_act, profile_for("0.13.0"), s, 2, [])
-    assert peak32 == int(1.3 * 65536 * (3 * 3456 + 3 * 1280) * 2)
+    assert peak32 == 65536 * (3 * 3456 + 3 * 1280) * 2
 
 
 @pytest.mark.parametrize("version,tp,values", [
@@ -497,7 +496,7 @@ def test_v2_runner_profiles_no_media_before_027():
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")
-    one_image = int(1.3 * 65536 * 14100 * 2)            # test_gated_vision_mlp_keeps_gate_and_up
+    one_image = 65536 * 14100 * 2                       # test_gated_vision_mlp_keeps_gate_and_up
 
     def enc(version, v2, **kw):
         s = EngineSettings(vllm_version=version, max_num_batched_tokens=2048, model_runner_v2=v2, **kw)
@@ -536,13 +535,13 @@ def test_fixed_size_image_tokens_come_from_the_config():
     s = EngineSettings(vllm_version="0.33", max_num_batched_tokens=4096)
     peak, _ = vision_encoder_peak(spec, profile_for("0.33"), s, 2, notes)
     # encoder budget max(Tb, 2,240) → one video: 32 frames × 70 tokens × 9 patches = 20,160 patches
-    assert peak == int(1.3 * 1 * 2240 * 9 * per_patch)
+    assert peak == 1 * 2240 * 9 * per_patch
     assert "1 max-size dummy video(s) of 2,240 tokens (20,160 patches)" in notes[-1]
     images = s.replace(limit_mm_per_prompt={"image": 1, "video": 0})
     peak, tokens = vision_encoder_peak(spec, profile_for("0.33"), images, 2, notes)
     assert tokens == 280
     items = 4096 // 280                                 # V1 encoder budget max(Tb, 280) → 14 images
-    assert peak == int(1.3 * items * 280 * 9 * per_patch)
+    assert peak == items * 280 * 9 * per_patch
     assert "14 max-size dummy image(s) of 280 tokens (2,520 patches)" in notes[-1]
 
 
@@ -1017,22 +1016,22 @@ def test_v1_profiles_qwen25_vl_with_its_longest_video():
     with 1 video items of the maximum feature size" — Qwen2.5-VL-7B at max_model_len 128,000. The
     ViT then sees 114,688 × 2 × 2 = 458,752 patches; with videos off it is one 16,384-token image."""
     from estimator.activation import activation_peak
-    from estimator.forward import FORWARD_FACTOR
     from estimator.vllm import profile_for
 
     spec = load("Qwen/Qwen2.5-VL-7B-Instruct")      # ViT: hidden 1280, intermediate 3420
     s = EngineSettings(vllm_version="0.23.0", max_num_seqs=256, max_num_batched_tokens=2048)
     notes: list[str] = []
     peak = activation_peak(spec, profile_for("0.23.0"), s, 2, notes, max_len=128_000)
-    # the tower's peak and, beside it, the video's bf16 pixels (14² × 3 × 2 = 1,176 values per patch,
-    # v1_dummy_pixel_bytes): 15.66 + 1.00 GiB, where a 0.23 log of this model solved to 15.34 GiB for this
-    # one video (the pixels put the fitted tower 1.3 GiB over it; the Qwen3.6 image logs they bring within 5%)
-    assert peak == int(FORWARD_FACTOR * 458_752 * (3 * 3420 + 3 * 1280) * 2) + 458_752 * 1176 * 2
+    # the tower's peak, eager (no V1 forward factor), and beside it the video's bf16 pixels (14² × 3 × 2 =
+    # 1,176 values per patch, v1_dummy_pixel_bytes): 12.05 + 1.00 GiB, where a 0.23 log of this model
+    # solved to 15.34 GiB for this one video (the Qwen3.5 / 3.6 image logs want the eager tower; see
+    # multimodal_profile.encoder_profile)
+    assert peak == 458_752 * (3 * 3420 + 3 * 1280) * 2 + 458_752 * 1176 * 2
     assert any("1 max-size dummy video(s) of 114,688 tokens" in n for n in notes)
     s_img = EngineSettings(vllm_version="0.23.0", max_num_seqs=256, max_num_batched_tokens=2048,
                            limit_mm_per_prompt={"image": 1, "video": 0})
     assert activation_peak(spec, profile_for("0.23.0"), s_img, 2, [], max_len=128_000) == \
-        int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280) * 2) + 65_536 * 1176 * 2
+        65_536 * (3 * 3420 + 3 * 1280) * 2 + 65_536 * 1176 * 2
 
 
 def test_a_log_naming_the_v1_sampler_sets_its_memory():
@@ -1434,7 +1433,6 @@ def test_the_logged_encoder_profile_decides_what_the_vision_encoder_ran():
     that logged one 16,384-token image (QwenLM/Qwen3-VL#1057, its limits 10/10 not in the paste) is
     sized by that image's 65,536 patches even where the release rule would pick a 7-patch video."""
     from estimator.activation import activation_peak
-    from estimator.forward import FORWARD_FACTOR
     from estimator.paste import read_paste
     from estimator.vllm import profile_for
 
@@ -1447,7 +1445,7 @@ def test_the_logged_encoder_profile_decides_what_the_vision_encoder_ran():
     notes: list[str] = []
     peak = activation_peak(spec, profile_for("0.23.0"), s, 2, notes, max_len=128_000)
     # the image's tower peak and its bf16 pixels beside it (1,176 values per patch)
-    assert peak == int(FORWARD_FACTOR * 65_536 * (3 * 3420 + 3 * 1280) * 2) + 65_536 * 1176 * 2
+    assert peak == 65_536 * (3 * 3420 + 3 * 1280) * 2 + 65_536 * 1176 * 2
     assert any("1 max-size dummy image(s) of 16,384 tokens" in n for n in notes)
 
 
