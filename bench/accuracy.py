@@ -262,12 +262,15 @@ def _card_for(case: dict) -> str:
             name = known.name
         except KvdoctorError:
             known = None
-    if known and total and known.assumed:
-        # the card's size is only nominal: the total vLLM printed is what it saw
+    agrees = bool(known and total and abs(known.total_bytes / GiB - total) / total < 0.1)
+    if known and total and known.assumed and not (agrees and known.vendor):
+        # only a nominal size ("80GB-class GPU"), or a card whose size the printed total contradicts:
+        # the total vLLM printed is what it saw. A card read from a longer label ("NVIDIA H20 (95 GiB
+        # reported)", "8x AMD Instinct MI300X 192GB (gfx942 …)") whose size agrees keeps its name, below.
         return f"{total}GiB"
-    if known and total and abs(known.total_bytes / GiB - total) / total < 0.1:
+    if agrees:
         # the card, whose name sets vLLM's defaults (an A100's smaller batch) and compute capability
-        # (the attention backend); `printed_total` then puts the total vLLM printed in its place
+        # (the attention backend, ROCm's rules); `printed_total` then puts the total vLLM printed in its place
         return known.name
     observed = case.get("observed") or {}
     from estimator.gpus import states_its_size

@@ -107,6 +107,31 @@ def test_a_printed_total_wins_over_a_nominal_card_size(accuracy):
     assert card == "8.0GiB" or accuracy.printed_total(case, card) == 8 * 2**30
 
 
+def test_a_card_read_from_a_longer_label_keeps_its_name(accuracy, tmp_path, capsys):
+    """A label that names the card among other words ("8x AMD Instinct MI300X 192GB (gfx942; …)") is read
+    from the text (the lookup says so in `assumed`); with a printed total that agrees, the card keeps
+    its name — its vendor and architecture decide rules a bare "191.98GiB" loses: ROCm 0.6.4 on
+    MI300X holds hipBLASLt's 2.1 GiB and RCCL's 0.72 GiB per rank outside torch (non_torch.py). Only a
+    nominal size ("80GB-class GPU") still runs on the printed total alone."""
+    import json
+
+    label = "8x AMD Instinct MI300X 192GB (gfx942; named in the notebook's collect_env output)"
+    case = {"id": "mi300", "model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": label, "vllm_version": "0.6.4",
+            "tensor_parallel_size": 8, "gpu_memory_utilization": 0.9, "paste": "",
+            "observed": {"total_gpu_memory_gib": 191.98, "weights_gib": 1.9028, "non_torch_gib": 8.02}}
+    assert accuracy.gpu_for(case) == "AMD Instinct MI300X"
+    assert accuracy.gpu_for({"gpu": "80GB-class GPU, 79.25GiB per vLLM", "notes": "",
+                             "observed": {"total_gpu_memory_gib": 79.25}}) == "79.25GiB"
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    assert accuracy.main([str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("mi300 ") and "non_torch" in line)
+    # 0.6.4 counts the CUDA context (0.45) and, on AMD, 0.06 GiB for each of the 8 ranks (0.48; no cap at 4
+    # as for PCIe cards), then hipBLASLt 2.1 and RCCL 8 × 0.72 = 5.76: 8.79 GiB (the log printed 8.02;
+    # the bare size gave 0.69)
+    assert float(row.split()[-2]) == 8.79
+
+
 def test_a_known_card_keeps_its_name_and_takes_the_printed_total(accuracy, tmp_path, capsys):
     """A log that prints its total (79.25 GiB) on an A100-SXM4-80GB: the bench ran it as a bare
     "79.25GiB" card, so vLLM's A100 defaults (engine/arg_utils.py: 2,048 batched tokens for a server,
