@@ -97,6 +97,27 @@ QWEN3_VL_TIMESTAMPED_VIDEO = ((0, 11, 0), (0, 13, 0))
 # keeps the outputs as they are.
 V1_ENCODER_OUTPUT_PADDED = ((0, 11, 0), (0, 13, 0))
 V1_ENCODER_OUTPUT_PADDED_TO_BUDGET_UNTIL = (0, 12, 0)
+# Vision towers whose encoder keeps the embeddings it was given alive through all of its layers: vLLM's
+# siglip.py SiglipEncoder.forward(inputs_embeds) and clip.py CLIPEncoder.forward(inputs_embeds) loop on
+# `hidden_states = inputs_embeds`, and the caller (SiglipVisionTransformer / CLIPVisionTransformer.forward)
+# still holds the same tensor in its own `hidden_states` (CLIP's also in `hidden_states_pool`), so from the
+# second layer on one more hidden-width tensor is live beside the block's own (encoder_profile). Qwen's
+# ViTs reassign one variable in their block loop and free it.
+EMBEDDINGS_KEPT_TOWERS = ("siglip_vision_model", "clip_vision_model")
+# What vLLM's gemma3_mm.py counts as one image's tokens (Gemma3ProcessingInfo.get_num_image_tokens, read in
+# the 0.8.0–0.8.5 wheels): 0.8.0 encodes the whole replacement text, "\n\n<start_of_image>" + the
+# mm_tokens_per_image soft tokens + "<end_of_image>\n\n" (260 for 256: "\n\n" is one token); 0.8.1–0.8.3
+# its features, the same without the newlines (258); from 0.8.4 (num_crops + 1) × image_seq_length (256).
+# The count sizes the profile run: V0 gives min(max_num_seqs, Tb // count) dummy prompts an image each
+# (worker/model_runner.py profile_run), V1's encoder budget holds max(Tb, count) // count images.
+GEMMA3_IMAGE_MARKER_TOKENS = (((0, 8, 0), (0, 8, 1), 4), ((0, 8, 1), (0, 8, 4), 2))
+
+
+def image_marker_tokens(spec: ModelSpec, version: tuple) -> int:
+    """Tokens beyond the soft tokens that the release counts for one of the model's images (above)."""
+    if spec.config.get("model_type") != "gemma3":
+        return 0
+    return next((extra for lo, hi, extra in GEMMA3_IMAGE_MARKER_TOKENS if lo <= version[:3] < hi), 0)
 
 
 def _in(version: tuple, releases: tuple) -> bool:
@@ -323,7 +344,8 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     - the MLP: the column-parallel output (gate and up, 2·I, for a gated MLP — Qwen2.5-VL, Pixtral,
       Gemma 4, params.vision_mlp_gated; fc1, I, for a plain GELU one — SigLIP, Qwen2-VL, Qwen3-VL)
       and the activation (I),
-      split by TP, beside the block's input, the residual sum and the norm (3·H) replicated;
+      split by TP, beside the block's input, the residual sum and the norm (3·H) replicated, and the
+      embeddings a SigLIP or CLIP encoder keeps from its first layer on (EMBEDDINGS_KEPT_TOWERS, H);
     - the attention: the block's input and its norm (2·H), the local qkv (3·H/tp), which
       Qwen2_5_VisionAttention.split_qkv all-gathers at TP > 1 (3·H replicated), and the rotated
       q/k copies and the output (≈ 5·H/tp). This half is why a tower's peak shrinks far less
@@ -359,6 +381,7 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
     tokens, patches, video, item_values = dummy_item(spec)
     patch_values = item_values // max(1, patches)   # pixel values per patch, whatever the item's size
     merge2 = patches // tokens
+    tokens += image_marker_tokens(spec, profile.version)
     tb, seqs = s.max_num_batched_tokens or 2048, s.max_num_seqs or 256
     # a Qwen2-VL video: tokens of the largest item (which picks the modality and the item count)
     # and of the item the profile run actually encodes (qwen2_vl_dummy_video)
@@ -433,8 +456,9 @@ def encoder_profile(spec: ModelSpec, profile: Profile, s: EngineSettings, dtype_
         if pixels >= GiB // 4:
             assumptions.append(f"the dummy media's pixels stay on the GPU through the whole profile run: "
                                f"{pixels / GiB:.2f} GiB ({items * patches:,} patches)")
-    mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv
-    attention = (2 * hv + (3 * hv if tp > 1 else 0) + 8 * hv // tp) * dtype_b
+    kept_embeddings = hv if v.get("model_type") in EMBEDDINGS_KEPT_TOWERS else 0
+    mlp = (3 if vision_mlp_gated(spec) else 2) * iv // tp + 3 * hv + kept_embeddings
+    attention = (2 * hv + kept_embeddings + (3 * hv if tp > 1 else 0) + 8 * hv // tp) * dtype_b
     # both engines run the tower eagerly (above): V1's forward factor is for the language model's graphs
     factor = V0_FORWARD_FACTOR
     if (exact := qwen_vit_attention_bytes(spec, profile.version, hv, tp, dtype_b)) is not None:
@@ -480,10 +504,11 @@ def v0_dummy_pixel_bytes(spec: ModelSpec, profile: Profile, dtype_b: int, prompt
     processors emit them up to 0.9.0, the model dtype from 0.9.1 (MM_INPUTS_CAST_FROM). Before
     then the tower converts its input first (gemma3_mm.py `pixel_values.to(dtype=…)`,
     qwen2_5_vl.py `.type(self.visual.dtype)`): a copy of the encoded modality's items beside it.
-    vllm#16199 (Gemma 3 27B, 0.8.3 V0: 20 dummy prompts of one 896² image, 192.7 MiB of float32
-    pixels) printed 17.61 GiB of weights and 224 blocks at utilization 0.98 of 21.99 GiB — 2.24 GiB
-    of activation and non-torch memory; the eager SigLIP block (1.84 GiB) with these pixels (0.28)
-    and 0.15 non-torch gives 2.27, where V1's factor 1.3 without them gave 2.54."""
+    vllm#16199 (Gemma 3 27B, 0.8.3 V0: 19 dummy prompts of one 896² image of 258 tokens,
+    GEMMA3_IMAGE_MARKER_TOKENS; 174.6 MiB of float32 pixels) printed 17.61 GiB of weights and 224
+    blocks at utilization 0.98 of 21.99 GiB — 2.24 GiB of activation and non-torch memory; the eager
+    SigLIP block with the embeddings its encoder keeps (1.92 GiB) and these pixels (0.26) with 0.05 of
+    non-torch memory give 2.22."""
     item = dummy_item(spec).values
     kept, copy = _pixels_with_copy(profile, dtype_b, prompts * (images + videos) * item,
                                    prompts * max(images, videos) * item)

@@ -238,11 +238,13 @@ def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels
     """vllm#16199 (gaunernst/gemma-3-27b-it-int4-awq, 0.8.3 V0, --dtype float16, 21.99 GiB at 0.98,
     max_model_len 4,096) printed 17.61 GiB of weights and 224 blocks of 16 × 507,904 B: 21.55 − 17.61
     − 1.70 = 2.24 GiB of activation and non-torch memory. By hand: V0's Tb = max(4096, 5120) = 5,120
-    (multimodal), 5,120 // 256 image tokens = 20 dummy prompts of one 896² image each; SigLIP encodes
-    the 20 × 4,096 patches at once, eagerly: fc1 + GELU (2 × 4,304) beside the block's input, residual
-    and norm (3 × 1,152) = 12,064 values per patch, 1.84 GiB; the 20 images' float32 pixels (3 × 896²
-    × 4 B each, 0.18 GiB) stay on the GPU as the forward's arguments and the tower encodes their fp16
-    copy (0.09 GiB): 2.11 GiB, + 0.15 non-torch = 2.26 (V1's factor 1.3 without the pixels: 2.39)."""
+    (multimodal); 0.8.3's gemma3_mm.py counts an image as "<start_of_image>" + 256 soft tokens +
+    "<end_of_image>" = 258 tokens, so 5,120 // 258 = 19 dummy prompts of one 896² image each; SigLIP
+    encodes the 19 × 4,096 patches at once, eagerly: fc1 + GELU (2 × 4,304) beside the block's input,
+    residual and norm and the embeddings SiglipEncoder keeps (4 × 1,152) = 13,216 values per patch,
+    1.92 GiB; the 19 images' float32 pixels (3 × 896² × 4 B each, 0.17 GiB) stay on the GPU as the
+    forward's arguments and the tower encodes their fp16 copy (0.09 GiB): 2.17 GiB, + 0.05 non-torch
+    (a 22 GiB card) = 2.22."""
     from estimator.activation import activation_peak
     from estimator.multimodal_profile import v0_dummy_pixel_bytes
     from estimator.vllm import profile_for
@@ -251,16 +253,51 @@ def test_v0_gemma3_profile_encodes_every_dummy_image_eagerly_beside_their_pixels
     s = EngineSettings(vllm_version="0.8.3", engine="v0", max_model_len=4096, max_num_batched_tokens=5120,
                        dtype="float16")
     profile = profile_for("0.8.3", "v0")
-    pixels = 20 * 3 * 896 * 896 * 4
-    assert v0_dummy_pixel_bytes(spec, profile, 2, 20, 1, 0) == (pixels, pixels // 2)
-    encoder = 20 * 4096 * (2 * 4304 + 3 * 1152) * 2 + pixels + pixels // 2
+    pixels = 19 * 3 * 896 * 896 * 4
+    assert v0_dummy_pixel_bytes(spec, profile, 2, 19, 1, 0) == (pixels, pixels // 2)
+    encoder = 19 * 4096 * (2 * 4304 + 4 * 1152) * 2 + pixels + pixels // 2
+    assert encoder == 2_331_607_040
     notes: list[str] = []
     act = activation_peak(spec, profile, s, 2, notes)
     assert act == encoder                                   # over the LLM's 5,120 tokens and the sampler
-    assert any("20 max-size dummy image(s) of 256 tokens (4,096 patches)" in n for n in notes)
-    assert abs((act + int(0.15 * GiB)) / GiB - 2.24) < 0.05
+    assert any("19 max-size dummy image(s) of 258 tokens (4,096 patches)" in n for n in notes)
+    assert abs((act + int(0.05 * GiB)) / GiB - 2.24) < 0.03
     # from 0.9.1 vLLM casts the processor's outputs to the model dtype on the CPU: 2 B, no copy
-    assert v0_dummy_pixel_bytes(spec, profile_for("0.9.1", "v0"), 2, 20, 1, 0) == (pixels // 2, 0)
+    assert v0_dummy_pixel_bytes(spec, profile_for("0.9.1", "v0"), 2, 20, 1, 0) == (20 * 3 * 896 * 896 * 2, 0)
+
+
+def test_gemma3_image_token_count_follows_the_release():
+    """gemma3_mm.py's get_num_image_tokens in the wheels: 0.8.0 encodes "\n\n<start_of_image>" + 256 soft
+    tokens + "<end_of_image>\n\n" (260), 0.8.1–0.8.3 the same without the newlines (258), 0.8.4 on
+    (num_crops + 1) × image_seq_length (256). At Tb 5,120 V0 profiles 5,120 // 260 = 19, // 258 = 19 and
+    // 256 = 20 images; SigLIP's 4,096 patches each hold 2 × 4,304 + 4 × 1,152 values in bf16."""
+    from estimator.multimodal_profile import encoder_profile, image_marker_tokens
+    from estimator.vllm import profile_for
+
+    gemma = load("google/gemma-3-27b-it")
+    per_image = 4096 * (2 * 4304 + 4 * 1152) * 2
+    for version, media, images in (("0.8.0", 260, 19), ("0.8.1", 258, 19), ("0.8.3", 258, 19),
+                                   ("0.8.4", 256, 20), ("0.10.1", 256, 20)):
+        s = EngineSettings(vllm_version=version, engine="v0", max_model_len=4096, max_num_batched_tokens=5120)
+        out = encoder_profile(gemma, profile_for(version, "v0"), s, 2, [], max_len=4096)
+        assert (out.media, out.peak) == (media, images * per_image), version
+    # other models keep their own count
+    assert image_marker_tokens(load("Qwen/Qwen2.5-VL-7B-Instruct"), (0, 8, 3)) == 0
+
+
+def test_siglip_and_clip_towers_keep_their_input_embeddings_through_the_layers():
+    """siglip.py / clip.py: the encoder loops on `hidden_states = inputs_embeds` while the caller still holds
+    the embeddings, so one more hidden-width tensor is live beside the block's. LLaVA-NeXT's CLIP-L/14-336
+    (hidden 1,024, MLP 4,096) on V0 0.8.3: one dummy image of 2,928 tokens (the 672² anyres pinpoint) from
+    5 tiles of 576 patches; the MLP half 2 × 4,096 + 4 × 1,024 = 12,288 values per patch beats the
+    attention half (2 + 1 + 8) × 1,024 = 11,264: 2,880 × 12,288 × 2 B."""
+    from estimator.multimodal_profile import encoder_profile
+    from estimator.vllm import profile_for
+
+    llava = load("llava-hf/llava-v1.6-mistral-7b-hf")
+    s = EngineSettings(vllm_version="0.8.3", engine="v0", max_model_len=8192, max_num_batched_tokens=5120)
+    out = encoder_profile(llava, profile_for("0.8.3", "v0"), s, 2, [], max_len=8192)
+    assert (out.media, out.peak) == (2928, 2880 * 12_288 * 2)
 
 
 def test_gemma3_local_layers_get_their_own_rope_cache():
