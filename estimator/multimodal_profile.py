@@ -110,18 +110,19 @@ EMBEDDINGS_KEPT_TOWERS = ("siglip_vision_model", "clip_vision_model")
 # its features, the same without the newlines (258); from 0.8.4 (num_crops + 1) × image_seq_length (256).
 # The count sizes the profile run: V0 gives min(max_num_seqs, Tb // count) dummy prompts an image each
 # (worker/model_runner.py profile_run), V1's encoder budget holds max(Tb, count) // count images.
-GEMMA3_IMAGE_MARKER_TOKENS = (((0, 8, 0), (0, 8, 1), 4), ((0, 8, 1), (0, 8, 4), 2))
-
-
-def image_marker_tokens(spec: ModelSpec, version: tuple) -> int:
-    """Tokens beyond the soft tokens that the release counts for one of the model's images (above)."""
-    if spec.config.get("model_type") != "gemma3":
-        return 0
-    return next((extra for lo, hi, extra in GEMMA3_IMAGE_MARKER_TOKENS if lo <= version[:3] < hi), 0)
+GEMMA3_IMAGE_MARKER_TOKENS = ((((0, 8, 0), (0, 8, 1)), 4), (((0, 8, 1), (0, 8, 4)), 2))
 
 
 def _in(version: tuple, releases: tuple) -> bool:
     return releases[0] <= version < releases[1]
+
+
+def image_marker_tokens(spec: ModelSpec, version: tuple) -> int:
+    """Tokens beyond the soft tokens that the release counts for one of the model's images
+    (GEMMA3_IMAGE_MARKER_TOKENS)."""
+    if spec.config.get("model_type") != "gemma3":
+        return 0
+    return next((extra for releases, extra in GEMMA3_IMAGE_MARKER_TOKENS if _in(version, releases)), 0)
 
 
 # The Qwen ViTs' attention (qwen2_vl.py Qwen2VisionAttention; qwen2_5_vl.py Qwen2_5_VisionAttention, which
