@@ -70,6 +70,7 @@ from estimator.spec import ModelSpec, dtype_bytes
 from estimator.units import GiB
 from estimator.vllm import (
     DCP_FROM,
+    EXTENSIBLE_KV_CACHE_FROM,
     KV_CACHE_DTYPE_FROM,
     NEWEST,
     NEWEST_WORDS,
@@ -387,6 +388,19 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if profile.version > parse_version(NEWEST):
         assumptions.append(f"vLLM {s.vllm_version} is newer than the newest release kvdoctor has read ({NEWEST}): "
                            f"modelled with {NEWEST}'s rules")
+        if profile.version >= EXTENSIBLE_KV_CACHE_FROM and s.kv_cache_memory_bytes is None:
+            margin = "a margin of max(1 GiB, 0.75 × that peak)"
+            pool = (f"with --gpu-memory-utilization {s.gpu_memory_utilization:g} the pool is that share of the card "
+                    "less what warmup left in use (weights, the CUDA graphs as captured, non-torch memory) and the "
+                    f"activation peak, and at most the memory then free less the peak and {margin}"
+                    if s.gpu_memory_utilization is not None else
+                    "--gpu-memory-utilization defaults to 1.0 there and the pool is the memory left after warmup "
+                    f"less the activation peak and {margin}: larger than this estimate's where 8% of the card "
+                    "(0.92 was the default budget) exceeds that margin")
+            assumptions.append(
+                "vLLM 0.34 sizes the KV cache after warmup and CUDA-graph capture from the memory it measures "
+                f"(the extensible KV cache, on by default on CUDA and ROCm): {pool}; its log line \"Memory after "
+                "warmup: … KV cache blocks (… GiB) fit within the requested … GiB\" gives the real figures")
     unlisted = unlisted_architecture_note(spec.architecture, profile.version, profile.release)
     if unlisted:
         assumptions.append(unlisted)

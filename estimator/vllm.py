@@ -24,6 +24,15 @@ from estimator.flags import EXPANDABLE_SEGMENTS, parse_bool
 NEWEST = "0.33.0"
 # what people write for the newest release or a build of main instead of a number
 NEWEST_WORDS = ("latest", "nightly", "main")
+# From 0.34 vLLM sizes the KV cache after warmup and CUDA-graph capture, from the memory it measures
+# free then, not from the profile run's estimate (the "extensible KV cache": vllm/config/cache.py
+# enable_extensible_kv_cache, on by default on CUDA and ROCm unless --kv-cache-memory-bytes or
+# --num-gpu-blocks-override is set; vllm/v1/worker/extensible_kv_cache.py measure_kv_cache_bytes, read
+# in the 0.34.0 wheel): --gpu-memory-utilization defaults to 1.0 there
+# (CacheConfig.resolved_gpu_memory_utilization) and the pool is what is left less the activation
+# peak and a margin of max(1 GiB, 0.75 × that peak) (3 GiB on ROCm). kvdoctor has not modelled
+# that release yet (NEWEST): an estimate for it says so (memory.py).
+EXTENSIBLE_KV_CACHE_FROM = (0, 34, 0)
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -121,7 +130,8 @@ RELEASES: tuple[tuple[str, str], ...] = (
     ("0.30.0", "2026-09-22"),
     ("0.31.0", "2026-10-05"),
     ("0.32.0", "2026-10-18"),
-    ("0.33.0", "2026-11-02")
+    ("0.33.0", "2026-11-02"),
+    ("0.34.0", "2026-11-16"),
 )
 
 

@@ -521,13 +521,14 @@ def test_parse_flags_keeps_the_largest_counts_it_models():
 
 
 # -- the thread's date bounds the version (PyPI upload days: 0.9.2 2025-07-08, 0.10.0 2025-07-25,
-# 0.5.5 2024-08-23, 0.22.0 2026-05-29, 0.7.2 2025-02-06, 0.7.3 2025-02-20; first release 2023-06-19)
+# 0.5.5 2024-08-23, 0.22.0 2026-05-29, 0.7.2 2025-02-06, 0.7.3 2025-02-20, 0.33.0 2026-11-02, 0.34.0
+# 2026-11-16; first release 2023-06-19)
 
 @pytest.mark.parametrize("day, want", [
     ("2025-07-22", "0.9.2"), ("2025-07-24", "0.9.2"), ("2025-07-25", "0.10.0"),
     ("2025-07-25T09:30:00.000Z", "0.10.0"),       # a Discourse created_at
     ("2024-08", "0.5.5"),                         # a month: any day of it
-    ("2026-11-30", "0.33.0"),
+    ("2026-11-15", "0.33.0"), ("2026-11-30", "0.34.0"),
     ("2023-01-01", None), ("", None), (None, None), ("yesterday", None),
 ])
 def test_release_at(day, want):
