@@ -348,7 +348,8 @@ def _number(v) -> bool:
 
 
 def predicted_values(est, observed: dict | None = None) -> dict:
-    """The estimate's figures for the rank whose memory line the case printed.
+    """The estimate's figures for the rank whose memory line the case printed (from 0.34 its
+    "Available KV cache memory" is the profile run's pool, Estimate.reserved_pool_bytes).
 
     V0 with tensor parallelism: every worker logs its own line, but only the driver samples
     (memory.v0_driver_extra_bytes) and vLLM sizes every GPU by the driver's blocks. A printed pool
@@ -359,8 +360,12 @@ def predicted_values(est, observed: dict | None = None) -> dict:
     if observed:
         worker = other_worker_pool(observed, est)      # reads the figures with .get, as a paste's facts
         extra = worker.extra if worker else 0
+    pool = est.kv_cache_bytes
+    if est.reserved_pool_bytes is not None and observed and observed.get("kv_available_gib") is not None:
+        # 0.34+: "Available KV cache memory" is the profile run's pool, before warmup sized the cache
+        pool = est.reserved_pool_bytes
     return {
-        "kv_cache_gib": (est.kv_cache_bytes + extra) / GiB,
+        "kv_cache_gib": (pool + extra) / GiB,
         "kv_tokens": est.kv_cache_tokens,
         "gpu_blocks": est.gpu_blocks,
         "weights_gib": est.weights_bytes / GiB,

@@ -27,10 +27,12 @@ from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
 from estimator.units import GiB
 from estimator.vllm import (
+    EXTENSIBLE_UTILIZATION,
     GRAPH_PROFILING_ENV_FROM,
     ONLINE_QUANT_METHODS,
     SPECULATIVE_CONFIG_FROM,
     ceil_div,
+    extensible_kv_cache,
     graphs_budgeted,
     v0_keeps_chunked_prefill_off,
 )
@@ -401,7 +403,10 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     # Not for OOMs outside vLLM's budget (graphs, sampler warm-up, serving): there the margin
     # (1 − u) is what ran out, so raising u is the wrong direction.
     u = s.gpu_memory_utilization or 0.9
-    cap = 0.95
+    # 0.34's extensible KV cache keeps its own margin after warmup (vllm.EXTENSIBLE_KV_CACHE_FROM): its
+    # default, 1.0, is the ceiling there
+    extensible = extensible_kv_cache(est.profile, s, est.gpu_name)
+    cap = EXTENSIBLE_UTILIZATION if extensible else 0.95
     if u < cap - 1e-9 and kind not in ("free_memory_startup", "cuda_oom_graph", "cuda_oom_runtime"):
         # The smallest utilization that fits, plus 0.01 of margin: every point above it is memory
         # taken from CUDA graphs, the sampler warm-up and other processes for nothing.
@@ -412,7 +417,12 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                "against this instance's budget, so its utilization has to cover theirs too"
                if others else
                f"gives the KV cache {(target - u) * est.gpu_total_bytes / GiB:.2f} GiB more of the card")
+        if extensible and not others:
+            # the KV cache's gain is not (1.0 − u) of the card there: warmup's margin may bind first
+            why = (f"vLLM {est.profile.release} sizes the KV cache after warmup and keeps its own margin, so "
+                   "its default utilization is 1.0 (leaving the flag out is the same)")
         sug = _with_len(est, {"gpu_memory_utilization": target}, why, True,
+                        "leave room for other processes on the card" if extensible else
                         "leave headroom for CUDA graphs and other processes",
                         [_flag("gpu-memory-utilization", target)])
         if sug:

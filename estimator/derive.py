@@ -140,6 +140,21 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
     solved = kv_pool_from_facts(facts, est) if est is not None else None
     kv_read = gib_bytes(f("kv_cache_gib") or f("kv_available_gib"))
+    if kv_read is not None and est is not None and est.reserved_pool_bytes is not None \
+            and read("kv_cache_gib" if f("kv_cache_gib") else "kv_available_gib") in RESERVED_POOL_LINES:
+        # 0.34+: the line is the profile run's pool; the KV cache got what warmup left (kv_pool_from_facts)
+        st.add(Figure("reserved_pool", kv_read, "read",
+                      "\"Available KV cache memory\" in the paste: the profile run's pool, whose blocks vLLM "
+                      "reserves before warmup sizes the KV cache"))
+        off = est.reserved_pool_bytes - kv_read
+        if abs(off) > max(0.0051 * GiB, 0.01 * kv_read):
+            # the diagnosis reproduced the KV cache's own figure, where the paste has one, not this
+            st.checks.append(
+                f"vLLM's profile-run pool ({kv_read / GiB:.2f} GiB, \"Available KV cache memory\") is {-off / GiB:+.2f} "
+                f"GiB from the model's ({est.reserved_pool_bytes / GiB:.2f} GiB) beside the KV cache it got: the "
+                "CUDA-graph estimate (its \"Estimated CUDA graph memory\" line) or the warmup's own peak is not the "
+                "model's")
+        kv_read = None
     other = other_worker_pool(facts, est)
     if other is not None:
         st.add(Figure("kv_pool", other.pool, "derived", other.how))
@@ -219,6 +234,14 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         set_aside = est.cuda_graph_bytes if est is not None else \
             printed_graphs is None or printed_graphs.source not in _CAPTURE_TOOK
         parts = ("weights", "activation", "non_torch") + (("cuda_graphs",) if set_aside else ())
+        if est is not None and est.reserved_pool_bytes is not None:
+            # 0.34+ (vllm.EXTENSIBLE_KV_CACHE_FROM): what the sizing after warmup keeps out of the budget
+            # beside those parts, from the parts as the split has them
+            parts += ("warmup_reserve",)
+            st.add(Figure("warmup_reserve", warmup_reserve_bytes(est), "derived",
+                          "the margin, max(1 GiB, 0.75 × (activation peak + CUDA-graph estimate)), and the graph "
+                          "estimate once more as headroom; where the free memory binds, also the CUDA context "
+                          "and other processes (vLLM sizes the KV cache from what it measures after warmup)"))
         known = sum(st.get(p) or 0 for p in parts)
         gap = st.get("non_kv") - known
         if gap > 0.5 * GiB and est is None and "non_torch" not in st.figures:
@@ -596,6 +619,17 @@ def no_blocks_disagreement(facts, est: Estimate | None) -> str | None:
                   "process list) taken just before vLLM starts")
 
 
+def warmup_reserve_bytes(est: Estimate) -> int:
+    """0.34+: the budget less the KV cache and the parts (weights, activation, non-torch, graphs)."""
+    return max(0, est.budget_bytes - est.kv_cache_bytes - est.non_kv_bytes)
+
+
+# The paste templates whose KV figure is, from 0.34 (vllm.EXTENSIBLE_KV_CACHE_FROM), the pool of the
+# profile run rather than the KV cache's: "Available KV cache memory" (gpu_worker.py
+# determine_available_memory) and the "Actual usage" debug line beside it.
+RESERVED_POOL_LINES = ("v1_available_kv", "actual_usage")
+
+
 def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     """vLLM's KV pool on one rank from what the paste printed: (bytes, how), or None.
 
@@ -612,6 +646,11 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     bpb = est.layout.bytes_per_block
     blocks = f("gpu_blocks")
     for key in ("kv_cache_gib", "kv_available_gib"):
+        if f(key) is not None and est.reserved_pool_bytes is not None \
+                and getattr(facts.values.get(key), "source", None) in RESERVED_POOL_LINES:
+            # 0.34+: this line is the profile run's pool, printed before warmup sizes the KV cache
+            # (Estimate.reserved_pool_bytes); what the cache got is in the later lines, if pasted
+            continue
         if f(key) is not None:
             pool = int(float(f(key)) * GiB)
             # the whole blocks vLLM printed beside the GiB figure (V0: "reserved for KV Cache is 14.65GiB",

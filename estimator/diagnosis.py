@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from estimator.advice import STUB_CONTEXT
 from estimator.derive import (
+    RESERVED_POOL_LINES,
     activation_from_facts,
     derive,
     gib_bytes,
@@ -999,6 +1000,17 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
         est = _card_from_pool(est, pool, spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
                               graph_frac=frac)
+    reserved = None
+    if pool is None and est.reserved_pool_bytes is not None:
+        # 0.34+ with only the profile run's pool printed: that is the figure to reproduce
+        printed = next((facts.values[k] for k in ("kv_cache_gib", "kv_available_gib")
+                        if k in facts.values and facts.values[k].source in RESERVED_POOL_LINES), None)
+        reserved = gib_bytes(printed.value) if printed is not None else None
+    if reserved is not None and not settings.kv_cache_memory_bytes:
+        anchored = _anchor(est, reserved, overrides, reserved=True)
+        if anchored is not est:
+            anchored.reconciliation.plain = est
+        est = anchored
     if pool is not None and not settings.kv_cache_memory_bytes and est.error_kind != "free_memory_startup":
         anchored = _anchor(est, pool, overrides)
         if anchored is not est:
@@ -1300,7 +1312,7 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
 WEIGHTS_FLOOR = 0.9
 
 
-def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
+def _anchor(est: Estimate, pool: int, read: dict, reserved: bool = False) -> Estimate:
     """Make the model reproduce vLLM's printed KV pool by solving for the parts the paste did not state.
 
     The gap goes to the activation peak first (the least certain estimate), then to the weights
@@ -1309,11 +1321,15 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     tensor's shape leaves room for small details (a tied head, padding), not for a third of the model
     gone — vLLM's pool beside 8.23 of Llama-3.1-8B's 14.99 GiB is another model's, card's or setting's
     (a README's 70B run on four A6000s read as the 8B on its 3090). Each part moved is named in
-    `assumptions`; if the gap cannot be closed, a check says so.
+    `assumptions`; if the gap cannot be closed, a check says so. `reserved`: the figure is 0.34's
+    profile-run pool ("Available KV cache memory", Estimate.reserved_pool_bytes), not the KV cache's.
     """
-    gap = est.kv_cache_bytes - pool          # > 0: vLLM had less KV than modelled → more non-KV
+    def kv(e: Estimate) -> int:
+        return e.reserved_pool_bytes if reserved and e.reserved_pool_bytes is not None else e.kv_cache_bytes
+
+    gap = kv(est) - pool          # > 0: vLLM had less KV than modelled → more non-KV
     bpb = max(est.layout.bytes_per_block, 1)
-    if abs(gap) < bpb and est.kv_cache_bytes // bpb == pool // bpb:
+    if abs(gap) < bpb and kv(est) // bpb == pool // bpb:
         return est                           # already reproduced, to the block
     # less than a block apart but across a block boundary (a V0 block count printed beside its GiB):
     # the part moved is the rounding of the printed figures, not worth a note
@@ -1321,7 +1337,7 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
     non_kv = est.non_kv_bytes
     if abs(gap) > 0.5 * max(non_kv, 1):
         # Half the non-KV memory unexplained: a different card, checkpoint or setting, not a detail.
-        est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) and the model's ({est.kv_cache_bytes / GiB:.2f} "
+        est.assumptions.append(f"vLLM's KV figure ({pool / GiB:.2f} GiB) and the model's ({kv(est) / GiB:.2f} "
                                "GiB) are too far apart to reconcile: check the GPU, model id and settings; the advice "
                                "starts from the model's own state")
         est.reconciliation.failed = True
@@ -1351,8 +1367,26 @@ def _anchor(est: Estimate, pool: int, read: dict) -> Estimate:
         out.reconciliation.solved = keys
         return out
     out = _estimate_with(est, inputs)
+    if est.reserved_pool_bytes is not None and not reserved and "activation_bytes" in keys:
+        # 0.34+ (vllm.EXTENSIBLE_KV_CACHE_FROM): the activation peak is also in the headroom and, past
+        # its floor, in the margin (0.75 of it) that warmup keeps free, so a byte of it can take up to
+        # 1.75 from the KV cache: step along the pool's own slope (a secant) until it meets vLLM's
+        prev = est
+        for _ in range(4):
+            left = out.kv_cache_bytes - pool
+            moved_act = out.activation_bytes - prev.activation_bytes
+            if abs(left) <= out.layout.bytes_per_block or not moved_act:
+                break
+            slope = (prev.kv_cache_bytes - out.kv_cache_bytes) / moved_act
+            if slope <= 0:
+                break
+            prev = out
+            inputs["activation_bytes"] = max(0, out.activation_bytes + int(left / slope))
+            out = _estimate_with(est, inputs)
+        moved[0] = (f"activation {est.activation_bytes / GiB:.2f} → {out.activation_bytes / GiB:.2f} GiB"
+                    if keys[0] == "activation_bytes" else moved[0])
     out.reconciliation.solved = keys
-    if abs(out.kv_cache_bytes - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
+    if abs(kv(out) - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
         if not rounding:
             out.assumptions.append("to reproduce the KV figure vLLM printed, the parts the paste does not state were "
                                    "solved for: " + "; ".join(moved))
@@ -1372,13 +1406,15 @@ def _estimate_with(est: Estimate, inputs: dict, same_parts: bool = False) -> Est
     solved (how the modelled profile peak was made up) — unless `same_parts`: a re-run that models
     every part again (only the card size changed) says afresh all that still holds, and a note it
     drops (free memory against the other size) is stale."""
-    from estimator.memory import estimate
+    from estimator.memory import EXTENSIBLE_NOTE, estimate
 
     out = estimate(est.spec, **inputs)
     out.params, out.gpu = est.params, est.gpu
     out.reconciliation.card_implied = est.reconciliation.card_implied
     stale = est.own_assumptions if same_parts else ()
-    out.assumptions += [a for a in est.assumptions if a not in out.assumptions and a not in stale]
+    restated = any(EXTENSIBLE_NOTE in a for a in out.assumptions)     # its own arithmetic, redone
+    out.assumptions += [a for a in est.assumptions if a not in out.assumptions and a not in stale
+                        and not (restated and EXTENSIBLE_NOTE in a)]
     return out
 
 

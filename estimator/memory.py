@@ -70,8 +70,11 @@ from estimator.spec import ModelSpec, dtype_bytes
 from estimator.units import GiB
 from estimator.vllm import (
     DCP_FROM,
-    EXTENSIBLE_KV_CACHE_FROM,
+    EXTENSIBLE_UTILIZATION,
     KV_CACHE_DTYPE_FROM,
+    KV_MARGIN_FLOOR,
+    KV_MARGIN_FLOOR_ROCM,
+    KV_MARGIN_FRACTION,
     NEWEST,
     NEWEST_WORDS,
     V2_RUNNER_OFFLOAD_FROM,
@@ -80,6 +83,7 @@ from estimator.vllm import (
     default_max_num_batched_tokens,
     default_max_num_seqs,
     default_model_runner_v2,
+    extensible_kv_cache,
     graphs_budgeted,
     installed_flashinfer_sampler,
     kv_dtype_exists,
@@ -122,6 +126,11 @@ class Reconciliation:
     card_implied: str | None = None             # the card size vLLM's KV figure implies, and how
 
 
+# The words of the note an extensible-KV-cache estimate (0.34+) gives its own arithmetic in: a re-run on
+# other parts states it afresh (diagnosis._estimate_with)
+EXTENSIBLE_NOTE = "sizes the KV cache after warmup (the extensible KV cache"
+
+
 @dataclass
 class Estimate:
     spec: ModelSpec
@@ -151,6 +160,9 @@ class Estimate:
     checkpoint_weights_bytes: int = 0           # the model's own weights per rank, whatever was printed
     cached_all_reduce_bytes: int = 0            # V0 0.2.5–0.6.3 with TP: what the profile may leave cached
     flashinfer_graph_bytes: int = 0             # of cuda_graph_bytes: FlashInfer's workspace and decode wrappers
+    # 0.34+ (vllm.EXTENSIBLE_KV_CACHE_FROM): the profile run's pool, which "Available KV cache memory"
+    # prints and whose blocks vLLM reserves, before warmup sizes kv_cache_bytes; None in other releases
+    reserved_pool_bytes: int | None = None
     # Not results of the arithmetic: what it was run with, and what the callers learnt about it.
     inputs: dict = field(default_factory=dict, repr=False, compare=False)   # estimate()'s arguments (rerun)
     # what estimate() itself said about these inputs: a re-run on other inputs says it afresh, so a
@@ -388,24 +400,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if profile.version > parse_version(NEWEST):
         assumptions.append(f"vLLM {s.vllm_version} is newer than the newest release kvdoctor has read ({NEWEST}): "
                            f"modelled with {NEWEST}'s rules")
-        if profile.version >= EXTENSIBLE_KV_CACHE_FROM and s.kv_cache_memory_bytes is None:
-            margin = "a margin of max(1 GiB, 0.75 × that peak)"
-            pool = (f"with --gpu-memory-utilization {s.gpu_memory_utilization:g} the pool is that share of the card "
-                    "less what warmup left in use (weights, the CUDA graphs as captured, non-torch memory) and the "
-                    f"activation peak, and at most the memory then free less the peak and {margin}"
-                    if s.gpu_memory_utilization is not None else
-                    "--gpu-memory-utilization defaults to 1.0 there and the pool is the memory left after warmup "
-                    f"less the activation peak and {margin}: larger than this estimate's where 8% of the card "
-                    "(0.92 was the default budget) exceeds that margin")
-            assumptions.append(
-                "vLLM 0.34 sizes the KV cache after warmup and CUDA-graph capture from the memory it measures "
-                f"(the extensible KV cache, on by default on CUDA and ROCm): {pool}; its log line \"Memory after "
-                "warmup: … KV cache blocks (… GiB) fit within the requested … GiB\" gives the real figures")
     unlisted = unlisted_architecture_note(spec.architecture, profile.version, profile.release)
     if unlisted:
         assumptions.append(unlisted)
+    extensible = extensible_kv_cache(profile, s, gpu_name)
+    utilization_given = s.gpu_memory_utilization is not None
     if s.gpu_memory_utilization is None:
-        s.gpu_memory_utilization = profile.default_utilization
+        s.gpu_memory_utilization = EXTENSIBLE_UTILIZATION if extensible else profile.default_utilization
     pooling = pooling_runner(spec, s)
     s.runner = "pooling" if pooling else (s.runner or "generate")
     if pooling:
@@ -607,6 +608,26 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append("--kv-cache-memory-bytes set: vLLM skips profiling and ignores gpu_memory_utilization")
     else:
         kv_pool = budget - weights_bytes - act - nt - graphs
+    reserved_pool = None
+    if extensible:
+        # vllm.EXTENSIBLE_KV_CACHE_FROM: the pool above is the estimate phase's ("Available KV cache
+        # memory", the blocks reserved); after warmup vLLM commits what it measures, at most those
+        reserved_pool = kv_pool
+        headroom = act + graphs
+        floor = KV_MARGIN_FLOOR_ROCM if is_rocm_target(compute_capability) else KV_MARGIN_FLOOR
+        margin = max(floor, int(KV_MARGIN_FRACTION * headroom))
+        used = weights_bytes + nt + graphs
+        free_after = gpu_total_bytes - other_process_bytes - CUDA_CONTEXT - used
+        measured = min(budget - used, free_after - margin) - headroom
+        kv_pool = min(kv_pool, measured)
+        assumptions.append(
+            f"vLLM {profile.release} {EXTENSIBLE_NOTE}; "
+            f"--gpu-memory-utilization {s.gpu_memory_utilization}{'' if utilization_given else ', its default there'}): "
+            f"min(requested {budget / GiB:.2f} − in use {used / GiB:.2f}, free after warmup {free_after / GiB:.2f} − "
+            f"margin {margin / GiB:.2f}) − headroom {headroom / GiB:.2f} = {measured / GiB:.2f} GiB, the margin "
+            f"max({floor / GiB:.0f} GiB, 0.75 × headroom), the headroom the activation peak plus the CUDA-graph estimate "
+            f"(warmup may raise it); the profile run's pool, {reserved_pool / GiB:.2f} GiB, is what its \"Available KV "
+            "cache memory\" line prints")
 
     # ---- blocks and capacity ----
     bpb = layout.bytes_per_block
@@ -704,10 +725,11 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"vLLM refuses --max-model-len {max_len:,}: the model's config allows {cap:,} tokens "
                            "(set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or configure RoPE scaling, to go past it); "
                            "the memory figures are for the requested length")
-    elif profile.free_memory_check and startup_free < budget:
+    elif profile.free_memory_check and not extensible and startup_free < budget:
         # vllm/v1/worker/gpu_worker.py init_device (0.9.1+; v1/worker/utils.py request_memory from
         # 0.14): free memory at start must cover T × u — also with --kv-cache-memory-bytes, and the
-        # CUDA context is already out of it (so u ≈ 0.98+ fails on a 24 GB card with nothing else on it)
+        # CUDA context is already out of it (so u ≈ 0.98+ fails on a 24 GB card with nothing else on it).
+        # Not with the extensible KV cache (0.34): its budget is only a cap on what warmup measures
         error, fits = "free_memory_startup", False
         assumptions.append(f"only {startup_free / GiB:.2f} GiB is free at start-up (after the CUDA context, about "
                            f"{CUDA_CONTEXT / GiB:.2f} GiB) but vLLM asks for {budget / GiB:.2f} GiB "
@@ -739,6 +761,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         max_model_len=max_len, max_model_len_fit=fit_len, kv_needed_bytes=kv_needed, fits=fits,
         error_kind=error, assumptions=_dedupe(assumptions), checkpoint_weights_bytes=model_weights,
         cached_all_reduce_bytes=held, flashinfer_graph_bytes=fi_graph if graphs else 0,
+        reserved_pool_bytes=reserved_pool,
     )
     est.inputs = inputs
     est.own_assumptions = tuple(est.assumptions)

@@ -609,7 +609,10 @@ def _template_match(t, m, pt: PasteText, occs: list[_Occ], xvals: dict) -> None:
 def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
     after = text[m.end(): m.end() + 400]
     if not m.group("x_models").startswith("models"):
-        return ("0.22.0", None)
+        # 0.34's hints name the KV cache sized after warmup (kv_cache_planning.py
+        # _more_kv_cache_memory_hint: "The extensible KV cache already takes …", "… with the extensible
+        # KV cache it defaults to 1.0")
+        return ("0.34.0", None) if "extensible KV cache" in " ".join(after.split()) else ("0.22.0", None)
     if m.group("x_unit") == "GB":
         return ("0.7.0", "0.8.3")
     if m.group("estimated_max_model_len"):

@@ -21,18 +21,9 @@ from importlib import resources
 from estimator.errors import BadInput
 from estimator.flags import EXPANDABLE_SEGMENTS, parse_bool
 
-NEWEST = "0.33.0"
+NEWEST = "0.34.0"
 # what people write for the newest release or a build of main instead of a number
 NEWEST_WORDS = ("latest", "nightly", "main")
-# From 0.34 vLLM sizes the KV cache after warmup and CUDA-graph capture, from the memory it measures
-# free then, not from the profile run's estimate (the "extensible KV cache": vllm/config/cache.py
-# enable_extensible_kv_cache, on by default on CUDA and ROCm unless --kv-cache-memory-bytes or
-# --num-gpu-blocks-override is set; vllm/v1/worker/extensible_kv_cache.py measure_kv_cache_bytes, read
-# in the 0.34.0 wheel): --gpu-memory-utilization defaults to 1.0 there
-# (CacheConfig.resolved_gpu_memory_utilization) and the pool is what is left less the activation
-# peak and a margin of max(1 GiB, 0.75 × that peak) (3 GiB on ROCm). kvdoctor has not modelled
-# that release yet (NEWEST): an estimate for it says so (memory.py).
-EXTENSIBLE_KV_CACHE_FROM = (0, 34, 0)
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -484,6 +475,33 @@ V0_INIT_FREE_FROM = (0, 3, 1)
 # The first release per engine whose budget no longer charges other processes' memory to this
 # instance (0.6.5's memory_profiling, 0.9.1's V1 worker): Profile.context_in_non_torch ends here.
 OTHERS_OWN_SHARE_FROM = {"v0": (0, 6, 5), "v1": (0, 9, 1)}
+
+# From 0.34 vLLM sizes the KV cache after warmup and CUDA-graph capture from the memory it then measures,
+# the "extensible KV cache" (vllm/config/cache.py enable_extensible_kv_cache: on by default on CUDA and
+# ROCm, off with --kv-cache-memory-bytes or --num-gpu-blocks-override; read in the 0.34.0 wheel). The
+# profile run still gives the estimate-phase pool, printed as "Available KV cache memory" and used to
+# reserve address space for that many blocks; after warmup v1/worker/extensible_kv_cache.py
+# measure_kv_cache_bytes commits
+#     min(requested − used, free + committed − margin) − headroom
+# where used is what the instance holds beside the KV cache (weights, non-torch memory, the captured
+# graphs), headroom the profiled transient peak plus the CUDA-graph estimate (gpu_worker.py
+# peak_activation_memory, raised by a larger warmup peak) and margin max(KV_MARGIN_FLOOR, 0.75 ×
+# headroom); the committed blocks never exceed the reserved ones (kv_cache_planning.py
+# finalize_extensible_kv_cache), and the startup check runs again on them. --gpu-memory-utilization
+# then defaults to 1.0 (CacheConfig.resolved_gpu_memory_utilization).
+EXTENSIBLE_KV_CACHE_FROM = (0, 34, 0)
+KV_MARGIN_FLOOR = 1 << 30           # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
+KV_MARGIN_FLOOR_ROCM = 3 << 30      # … on ROCm, whose runtime maps kernel scratch outside the allocator
+KV_MARGIN_FRACTION = 0.75           # KV_CACHE_MARGIN_FRACTION
+EXTENSIBLE_UTILIZATION = 1.0
+
+
+def extensible_kv_cache(profile: Profile, s: EngineSettings, gpu_name: str = "") -> bool:
+    """Does this run size its KV cache after warmup (EXTENSIBLE_KV_CACHE_FROM)? Not with a fixed size,
+    nor off CUDA and ROCm (an Intel card's XPU platform keeps the profile run's sizing)."""
+    return profile.engine == "v1" and profile.version >= EXTENSIBLE_KV_CACHE_FROM and not s.kv_cache_memory_bytes \
+        and not str(gpu_name).lower().startswith("intel")
+
 
 # --quantization methods that quantize a 16-bit checkpoint while loading (vllm/model_executor/
 # layers/quantization: fp8 online, the 0.20+ per-tensor/-channel/-block names, bitsandbytes in-flight,

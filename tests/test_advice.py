@@ -963,3 +963,23 @@ def test_a_shorter_context_shrinks_deepseek_v4s_profile_workspace():
     assert longest > est.max_model_len_fit
     assert rerun(est, max_model_len=longest).fits and not rerun(est, max_model_len=longest + 1).fits
     assert "DeepSeek-V4's shared workspace" in fix[0].why and "dummy video" not in fix[0].why
+
+
+def test_034_raises_the_utilization_to_its_default_there_not_to_095(llama8b):
+    # 0.34: the extensible KV cache keeps its own margin after warmup and defaults to 1.0
+    # (vllm/config/cache.py resolved_gpu_memory_utilization); 0.33 stops at 0.95
+    def raise_u(version):
+        s = EngineSettings(vllm_version=version, gpu_memory_utilization=0.8, max_model_len=40960)
+        est = estimate(llama8b, gpu_total_bytes=int(23.64 * GiB), settings=s)
+        return [x for x in suggest(est) if "gpu_memory_utilization" in x.changes]
+
+    new = raise_u("0.34.0")
+    assert [x.changes["gpu_memory_utilization"] for x in new] == [1.0]
+    assert "sizes the KV cache after warmup" in new[0].why
+    old = raise_u("0.33.0")
+    assert old and all(x.changes["gpu_memory_utilization"] <= 0.95 for x in old)
+    # at 1.0 (0.34's default) there is nothing to raise
+    s = EngineSettings(vllm_version="0.34.0", max_model_len=40960)
+    est = estimate(llama8b, gpu_total_bytes=int(23.64 * GiB), settings=s)
+    assert est.settings.gpu_memory_utilization == 1.0
+    assert not [x for x in suggest(est) if "gpu_memory_utilization" in x.changes]

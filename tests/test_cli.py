@@ -423,7 +423,7 @@ def test_explain_posted_date_caps_the_assumed_version(offline_env):
 
 def test_estimate_of_a_command_line_shows_fixes_as_that_command(offline_env):
     # (Llama-3.1-8B: its config allows 131,072 tokens; Qwen2.5-7B's 32,768 would refuse the length)
-    d = ok_json(kvdoctor(offline_env, "estimate", "--offline", "--gpu", "RTX 3060", "--json", "--",
+    d = ok_json(kvdoctor(offline_env, "estimate", "--offline", "--gpu", "RTX 4090", "--json", "--",
                          "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072",
                          "--port", "8001"))
     assert d["suggestions"]

@@ -851,3 +851,60 @@ def test_a_total_is_torchs_own_only_where_a_template_or_pytorchs_oom_prints_it()
                      "| 30%   40C    P8    20W / 350W |      1MiB / 24576MiB |      0%      Default |")
     assert smi.values["total_gpu_memory_gib"].source == "nvidia_smi_total"
     assert printed_torch_total_gib(smi) is None
+
+
+# -- vLLM 0.34: the KV cache sized after warmup. Llama-3.1-8B: 131,072 B per token, 2 MiB per 16-token
+# block; an RTX 4090 as torch reports it, 23.64 GiB; --gpu-memory-utilization unset = 1.0 there.
+
+_034_START = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192   (vllm 0.34.0, RTX 4090)\n"
+              "(EngineCore pid=1) INFO 11-20 10:00:00 [gpu_worker.py:400] Available KV cache memory: 6.50 GiB\n")
+
+
+def test_034_available_kv_cache_memory_is_the_profile_runs_pool_not_the_kv_caches():
+    d = diagnose(_034_START + "(EngineCore pid=1) INFO 11-20 10:00:05 [kv_cache_utils.py:1300] GPU KV cache size: "
+                 "25,088 tokens\n", offline=True)
+    fig = d.state.figures
+    assert fig["reserved_pool"].value == int(6.5 * GiB) and fig["reserved_pool"].provenance == "read"
+    # the KV cache is what the token count says: 25,088 / 16 = 1,568 blocks × 2 MiB = 3.0625 GiB
+    assert fig["kv_pool"].value == 1568 * 2 * 2**20 and fig["kv_pool"].provenance == "derived"
+    # the budget (1.0 × 23.64) splits into the parts and what warmup keeps free, with nothing unexplained
+    parts = sum(fig[k].value for k in ("weights", "activation", "non_torch", "cuda_graphs", "warmup_reserve"))
+    assert abs(parts - fig["non_kv"].value) < 0.01 * GiB
+    assert not any("does not explain" in c for c in d.checks)
+    # 6.50 is not the pool the model reproduces beside 3.06 GiB of KV: a check says so
+    assert any("profile-run pool (6.50 GiB" in c for c in d.checks)
+    # the same line from 0.33 is the KV cache itself
+    d33 = diagnose(_034_START.replace("0.34.0", "0.33.0"), offline=True)
+    assert d33.state.figures["kv_pool"].value == int(6.5 * GiB) and "reserved_pool" not in d33.state.figures
+
+
+def test_034_only_the_profile_runs_pool_printed_is_reproduced_as_that_pool():
+    d = diagnose(_034_START, offline=True)
+    m = d.estimate["memory"]
+    # budget − weights − activation − non-torch − graphs = 6.50 GiB, the activation solved for it
+    reserved = m["budget_bytes"] - m["weights_bytes"] - m["activation_bytes"] - m["non_torch_bytes"] \
+        - m["cuda_graph_bytes"]
+    assert abs(reserved - 6.5 * GiB) <= 2 * 2**20
+    assert d.state.figures["activation"].provenance == "derived"
+    assert m["kv_cache_bytes"] < reserved          # warmup keeps its margin and headroom out of it
+
+
+def test_034_error_after_warmup_names_the_release_and_its_pool_is_reproduced():
+    text = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072\nGPU: RTX 4090\n"
+            "ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (3.50 GiB). Based on the available memory, "
+            "the estimated maximum model length is 28672. The extensible KV cache already takes all device memory "
+            "left after the model, its activations, CUDA graphs and warmup; decrease `max_model_len` or "
+            "`max_num_seqs`, or the model needs a device with more memory.")
+    # only 0.34's hint speaks of the extensible KV cache (kv_cache_planning.py _more_kv_cache_memory_hint);
+    # the same error with the earlier hint is any release from 0.22 ("model's", no longer "models's")
+    assert read_paste(text).extra.get("version_hint") == ("0.34.0", None)
+    earlier = text.split(" The extensible")[0] + " Try increasing `gpu_memory_utilization` when initializing the engine."
+    assert read_paste(earlier).extra.get("version_hint") == ("0.22.0", None)
+    d = diagnose(text, offline=True)
+    assert d.estimate["settings"]["vllm_version"] == "0.34.0"
+    assert d.estimate["settings"]["gpu_memory_utilization"] == 1.0
+    # the activation peak moves 1.75× faster than the pool past the margin's floor: solved all the same,
+    # to the printed 3.50 GiB (+ the null block the check holds back, 0.29+)
+    assert abs(d.estimate["memory"]["kv_cache_bytes"] - (3.5 * GiB + 2 * 2**20)) <= 2 * 2**20
+    assert not d.disagrees and not any("does not explain" in c for c in d.checks)

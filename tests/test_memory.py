@@ -1144,3 +1144,58 @@ def test_mllama_v0_encodes_an_image_per_dummy_prompt_with_its_attention_mask():
     per_image = (t * t + 6 * t * 1280 + 2 * t * 5120) * 2
     assert per_image == (41_370_624 + 49_397_760 + 65_863_680) * 2 == 313_264_128
     assert e.activation_bytes == 128 * per_image
+
+
+# -- 0.34: the extensible KV cache, sized after warmup (vllm/v1/worker/extensible_kv_cache.py
+# measure_kv_cache_bytes, vllm/v1/worker/gpu_worker.py peak_activation_memory, 0.34.0 wheel)
+
+def test_034_sizes_the_kv_cache_after_warmup_from_the_memory_it_measures(llama8b):
+    from estimator.non_torch import CUDA_CONTEXT
+
+    T, W, P, N, G = 24 * GiB, 15 * GiB, 1 * GiB, 256 * MiB, 512 * MiB
+    est = run(llama8b, "0.34.0", T=T, W=W, P=P, N=N, G=G, max_model_len=8192)
+    # --gpu-memory-utilization unset: 1.0 with the extensible KV cache (resolved_gpu_memory_utilization)
+    assert est.settings.gpu_memory_utilization == 1.0 and est.budget_bytes == T
+    # the profile run's pool, printed as "Available KV cache memory": 24 − 15 − 1 − 0.25 − 0.5 = 7.25 GiB
+    assert est.reserved_pool_bytes == int(7.25 * GiB)
+    # after warmup: in use W + N + G = 15.75 GiB; free then 24 − context − 15.75; headroom P + G = 1.5 GiB;
+    # margin max(1 GiB, 0.75 × 1.5) = 1.125 GiB: min(24 − 15.75, 8.25 − context − 1.125) − 1.5
+    assert est.kv_cache_bytes == int(5.625 * GiB) - CUDA_CONTEXT
+    assert est.gpu_blocks == est.kv_cache_bytes // LLAMA_BPB
+    # another process holding 1 GiB leaves that much less free after warmup
+    s = EngineSettings(vllm_version="0.34.0", max_model_len=8192)
+    shared = estimate(llama8b, gpu_total_bytes=T, settings=s, weights_bytes=W, activation_bytes=P, non_torch_bytes=N,
+                      cuda_graph_bytes=G, other_process_bytes=GiB)
+    assert shared.kv_cache_bytes == int(4.625 * GiB) - CUDA_CONTEXT
+    # a small headroom (0.5 GiB: graphs only) keeps the 1 GiB floor, not 0.375: 8.25 − context − 1 − 0.5
+    small = run(llama8b, "0.34.0", T=T, W=W, P=0, N=N, G=G, max_model_len=8192)
+    assert small.kv_cache_bytes == int(6.75 * GiB) - CUDA_CONTEXT
+    # on ROCm the floor is 3 GiB: 8.25 − context − 3 − 1.5
+    s = EngineSettings(vllm_version="0.34.0", max_model_len=8192)
+    rocm = estimate(llama8b, gpu_total_bytes=T, settings=s, compute_capability="gfx942", weights_bytes=W,
+                    activation_bytes=P, non_torch_bytes=N, cuda_graph_bytes=G)
+    assert rocm.kv_cache_bytes == int(3.75 * GiB) - CUDA_CONTEXT
+
+
+def test_034_with_a_utilization_below_one_the_budget_binds_and_the_graphs_count_twice(llama8b):
+    T, W, P, N, G = 24 * GiB, 15 * GiB, 1 * GiB, 256 * MiB, 512 * MiB
+    est = run(llama8b, "0.34.0", T=T, W=W, P=P, N=N, G=G, max_model_len=8192, gpu_memory_utilization=0.8)
+    requested = math.ceil(0.8 * T)                       # 19.2 GiB, as request_memory rounds it
+    assert est.reserved_pool_bytes == requested - W - P - N - G
+    # requested − in use (W + N + G) − headroom (P + G): below free − margin here (19.2 − 15.75 < 8.25 −
+    # context − 1.125), so the graph estimate is paid twice, once captured and once as headroom
+    assert est.kv_cache_bytes == requested - (W + N + G) - (P + G) == est.reserved_pool_bytes - G
+    # and no start-up free-memory check: the budget is only a cap (v1/worker/utils.py request_memory)
+    full = run(llama8b, "0.34.0", T=T, W=W, P=P, N=N, G=G, max_model_len=8192, gpu_memory_utilization=1.0)
+    assert full.error_kind is None and full.fits
+
+
+def test_034_a_fixed_kv_cache_size_keeps_the_profile_run_sizing(llama8b):
+    # --kv-cache-memory-bytes turns the extensible KV cache off (config/vllm.py _resolve_extensible_kv_cache)
+    est = run_pool(llama8b, "0.34.0", 4 * GiB, max_model_len=8192)
+    assert est.kv_cache_bytes == 4 * GiB and est.reserved_pool_bytes is None
+    assert est.settings.gpu_memory_utilization == 0.92
+    # and 0.33 had none of it: ceil(0.92 T) − W − P − N − G
+    T, W, P, N, G = 24 * GiB, 15 * GiB, 1 * GiB, 256 * MiB, 512 * MiB
+    old = run(llama8b, "0.33.0", T=T, W=W, P=P, N=N, G=G, max_model_len=8192)
+    assert old.reserved_pool_bytes is None and old.kv_cache_bytes == math.ceil(0.92 * T) - W - P - N - G

@@ -171,27 +171,6 @@ def test_a_release_newer_than_any_kvdoctor_has_read_is_said_to_be_modelled_with_
     assert not any("is newer than the newest release" in a for a in same.assumptions)
 
 
-def test_an_estimate_for_0_34_says_that_release_sizes_the_kv_cache_from_measured_memory():
-    # vLLM 0.34.0 (wheel): CacheConfig.enable_extensible_kv_cache on by default on CUDA unless
-    # kv_cache_memory_bytes is set; resolved_gpu_memory_utilization 1.0 when it is on and the flag is unset
-    spec = load("Qwen/Qwen3-8B")
-    total = int(23.64 * GiB)
-
-    def note(**kw):
-        est = estimate(spec, gpu_total_bytes=total, settings=EngineSettings(**kw))
-        return [a for a in est.assumptions if a.startswith("vLLM 0.34 sizes the KV cache after warmup")]
-
-    default = note(vllm_version="0.34.0")
-    assert len(default) == 1 and "--gpu-memory-utilization defaults to 1.0 there" in default[0]
-    assert "margin of max(1 GiB, 0.75 × that peak)" in default[0]
-    assert '"Memory after warmup: … KV cache blocks (… GiB) fit within the requested … GiB"' in default[0]
-    explicit = note(vllm_version="0.34.0", gpu_memory_utilization=0.9)
-    assert len(explicit) == 1 and "with --gpu-memory-utilization 0.9 the pool is that share of the card" in explicit[0]
-    # a fixed KV size turns the extensible cache off; 0.33 sized from the profile run
-    assert note(vllm_version="0.34.0", kv_cache_memory_bytes=4 * GiB) == []
-    assert note(vllm_version="0.33.0") == []
-
-
 def test_latest_and_nightly_are_read_as_the_newest_release():
     spec = load("Qwen/Qwen3-8B")
     for word in ("latest", "nightly", "Main"):

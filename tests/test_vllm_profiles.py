@@ -55,10 +55,10 @@ def test_parse_version_forms():
     assert parse_version("0.8.5.dev169+gce17db808") == (0, 8, 5)
     assert parse_version("v0.7.3") == (0, 7, 3)
     assert parse_version("0.10") == (0, 10, 0)
-    # default = newest (0.33)
-    assert parse_version(None) == (0, 33, 0)
+    # default = newest (0.34)
+    assert parse_version(None) == (0, 34, 0)
     # the words for the newest release or a build of main (--vllm-version latest)
-    assert parse_version("latest") == parse_version("nightly") == (0, 33, 0)
+    assert parse_version("latest") == parse_version("nightly") == (0, 34, 0)
     with pytest.raises(BadInput):
         parse_version("stable-ish")
 
@@ -95,7 +95,7 @@ def test_era_budget_rule(version, engine, want_engine, rule):
 
 def test_default_version_is_newest():
     p = profile_for(None)
-    assert p.version == (0, 33, 0) and p.budget_rule == "v1_total"
+    assert p.version == (0, 34, 0) and p.budget_rule == "v1_total"
 
 
 @pytest.mark.parametrize(
@@ -578,12 +578,12 @@ def test_a_build_of_main_is_the_release_that_followed_its_date():
     # '0.0.0+local': a version pretended for a source tree without git (vLLM's first release is 0.0.1)
     assert is_main_build("0.0.0+local") and is_main_build("v0.0.0") and not is_main_build("0.0.1")
     assert parse_version("0.0.1") == (0, 0, 1)
-    assert parse_version("0.0.0+local") == parse_version("0.1.dev19754") == (0, 33, 0)
+    assert parse_version("0.0.0+local") == parse_version("0.1.dev19754") == (0, 34, 0)
     from estimator.diagnosis import modelled_version
 
     assert modelled_version("0.0.0+local", None, "v1", "2026-05-03")[0] == release_after("2026-05-03")
     version, why = modelled_version("0.0.0+local", None, "v1")
-    assert version == "0.33.0" and "no date" in why and "0.0.0+local" in why
+    assert version == "0.34.0" and "no date" in why and "0.0.0+local" in why
 
 
 def test_batch_defaults_read_from_the_released_engine_args():
