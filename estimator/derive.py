@@ -140,8 +140,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
     solved = kv_pool_from_facts(facts, est) if est is not None else None
     kv_read = gib_bytes(f("kv_cache_gib") or f("kv_available_gib"))
-    if kv_read is not None and est is not None and est.reserved_pool_bytes is not None \
-            and read("kv_cache_gib" if f("kv_cache_gib") else "kv_available_gib") in RESERVED_POOL_LINES:
+    if kv_read is not None and reserved_pool_fact(facts, est) is not None:
         # 0.34+: the line is the profile run's pool; the KV cache got what warmup left (kv_pool_from_facts)
         st.add(Figure("reserved_pool", kv_read, "read",
                       "\"Available KV cache memory\" in the paste: the profile run's pool, whose blocks vLLM "
@@ -630,6 +629,14 @@ def warmup_reserve_bytes(est: Estimate) -> int:
 RESERVED_POOL_LINES = ("v1_available_kv", "actual_usage")
 
 
+def reserved_pool_fact(facts, est: Estimate | None):
+    """0.34+: the paste's KV figure when it is the profile run's pool (RESERVED_POOL_LINES), else None."""
+    if est is None or est.reserved_pool_bytes is None:
+        return None
+    fact = facts.values.get("kv_cache_gib" if facts.get("kv_cache_gib") is not None else "kv_available_gib")
+    return fact if fact is not None and fact.source in RESERVED_POOL_LINES else None
+
+
 def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     """vLLM's KV pool on one rank from what the paste printed: (bytes, how), or None.
 
@@ -646,8 +653,8 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     bpb = est.layout.bytes_per_block
     blocks = f("gpu_blocks")
     for key in ("kv_cache_gib", "kv_available_gib"):
-        if f(key) is not None and est.reserved_pool_bytes is not None \
-                and getattr(facts.values.get(key), "source", None) in RESERVED_POOL_LINES:
+        if f(key) is not None and reserved_pool_fact(facts, est) is not None \
+                and facts.values[key].source in RESERVED_POOL_LINES:
             # 0.34+: this line is the profile run's pool, printed before warmup sizes the KV cache
             # (Estimate.reserved_pool_bytes); what the cache got is in the later lines, if pasted
             continue

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from estimator.advice import STUB_CONTEXT
 from estimator.derive import (
-    RESERVED_POOL_LINES,
     activation_from_facts,
     derive,
     gib_bytes,
@@ -26,6 +25,7 @@ from estimator.derive import (
     kv_pool_from_facts,
     need_sentence,
     other_worker_pool,
+    reserved_pool_fact,
     torch_total_from_facts,
     total_from_graph_hint,
 )
@@ -1000,12 +1000,9 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
         est = _card_from_pool(est, pool, spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
                               graph_frac=frac)
-    reserved = None
-    if pool is None and est.reserved_pool_bytes is not None:
-        # 0.34+ with only the profile run's pool printed: that is the figure to reproduce
-        printed = next((facts.values[k] for k in ("kv_cache_gib", "kv_available_gib")
-                        if k in facts.values and facts.values[k].source in RESERVED_POOL_LINES), None)
-        reserved = gib_bytes(printed.value) if printed is not None else None
+    # 0.34+ with only the profile run's pool printed: that is the figure to reproduce
+    printed = reserved_pool_fact(facts, est) if pool is None else None
+    reserved = gib_bytes(printed.value) if printed is not None else None
     if reserved is not None and not settings.kv_cache_memory_bytes:
         anchored = _anchor(est, reserved, overrides, reserved=True)
         if anchored is not est:
@@ -1383,8 +1380,7 @@ def _anchor(est: Estimate, pool: int, read: dict, reserved: bool = False) -> Est
             prev = out
             inputs["activation_bytes"] = max(0, out.activation_bytes + int(left / slope))
             out = _estimate_with(est, inputs)
-        moved[0] = (f"activation {est.activation_bytes / GiB:.2f} → {out.activation_bytes / GiB:.2f} GiB"
-                    if keys[0] == "activation_bytes" else moved[0])
+        moved[0] = f"activation {est.activation_bytes / GiB:.2f} → {out.activation_bytes / GiB:.2f} GiB"
     out.reconciliation.solved = keys
     if abs(kv(out) - pool) <= max(out.layout.bytes_per_block, int(0.01 * pool)):
         if not rounding:
