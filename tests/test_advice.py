@@ -317,12 +317,12 @@ def test_a_fix_without_the_users_command_repeats_the_run_it_was_checked_for(mixe
 
 
 def test_rebalance_over_four_unequal_stages():
-    """Qwen2.5-32B (64 layers) over 3090 + 3090 + 4090 (24 GB) + A6000 (48 GB), PP4: vLLM's even
+    """QwQ-32B (Qwen2.5-32B's 64 layers, 131,072 positions) over 3090 + 3090 + 4090 (24 GB) + A6000 (48 GB), PP4: vLLM's even
     split (16 each) leaves the 24 GB stages the bottleneck, 131,072 tokens do not fit. The search
     gives the A6000 the most layers, and the fix keeps the goal."""
     from estimator.gpus import lookup_gpu
 
-    spec = load_model("Qwen/Qwen2.5-32B-Instruct", offline=True).spec
+    spec = load_model("Qwen/QwQ-32B", offline=True).spec
     cards = [(g.name, g.total_bytes) for g in map(lookup_gpu, ("RTX 3090", "RTX 3090", "RTX 4090", "RTX A6000"))]
     e0 = estimate(spec, gpu_total_bytes=cards[0][1], gpu_name=cards[0][0], stage_gpus=cards,
                   settings=EngineSettings(vllm_version="0.33.0", pipeline_parallel_size=4, max_model_len=131072))

@@ -59,6 +59,11 @@ def test_every_shared_config_is_bundled_minus_exactly_the_dropped_keys():
                 node = node[p]
             assert last not in node, f"{path.name}: completed key {key} was in the shared copy"
             node[last] = value
+        for key, change in (entry.get("corrected") or {}).get("keys", {}).items():
+            # a value the official card contradicts: the shared copy holds the index's "copy" value
+            # (so the correction is recorded, not silent), the bundled file the official one
+            assert original[key] == change["copy"] != change["official"], (path.name, key)
+            expected[key] = change["official"]
         _, bundled, _ = catalog.lookup(f"{org}/{name}")
         assert bundled == expected, path.name
         # the index keeps the dropped values, so nothing is lost

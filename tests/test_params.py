@@ -1093,6 +1093,24 @@ def test_the_caching_allocator_keeps_a_large_tensors_2_mib_rounded_rest():
     assert not parse_flags(["PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512"], EngineSettings()).expandable_segments
 
 
+def test_qwen25_32b_instruct_has_the_official_32k_positions():
+    """The bundled copy of Qwen2.5-32B-Instruct's config came from a third-party repo that says
+    max_position_embeddings 131072; the official card says its config.json "is set for context length
+    up to 32,768 tokens" (like the other Qwen2.5-Instruct sizes), and vllm#15815's V0 0.7.1 log of the
+    repo on two L40S printed "Loading model weights took 30.7098 GB" per rank. By hand at TP=2: 32,763,876,352
+    parameters, per rank the embedding and lm_head 76,032 × 5,120 × 2 B = 742.5 MiB each, 64 layers of
+    qkv 3,584 × 5,120 (35 MiB) + bias, o 25 MiB, gate_up 270 MiB, down 135 MiB, two norms; the RoPE
+    cache is 32,768 × 128 × 2 B = 8 MiB (32 MiB at 131,072 positions, which would print 30.7331)."""
+    from estimator.api import load_model
+
+    spec = load_model("Qwen/Qwen2.5-32B-Instruct", offline=True).spec
+    assert spec.text["max_position_embeddings"] == 32768
+    wb = weight_bytes(spec, tp=2)
+    assert wb.bytes_by_part["rope_cache"] == 32768 * 128 * 2
+    assert wb.bytes_by_part["embed"] == wb.bytes_by_part["lm_head"] == 76_032 * 5_120 * 2
+    assert abs(wb.bytes_total / GIB - 30.7098) < 0.0002
+
+
 def test_packed_integer_weights_hold_their_segments_rest_too():
     """AWQ's and GPTQ's qweight is one tensor allocated at init like a 16-bit weight (the Marlin repack
     allocates its successor the same size), so it keeps the rest of its 2 MiB-rounded segment as well. By
