@@ -317,9 +317,9 @@ def test_a_fix_without_the_users_command_repeats_the_run_it_was_checked_for(mixe
 
 
 def test_rebalance_over_four_unequal_stages():
-    """QwQ-32B (Qwen2.5-32B's 64 layers, 131,072 positions) over 3090 + 3090 + 4090 (24 GB) + A6000 (48 GB), PP4: vLLM's even
-    split (16 each) leaves the 24 GB stages the bottleneck, 131,072 tokens do not fit. The search
-    gives the A6000 the most layers, and the fix keeps the goal."""
+    """QwQ-32B (Qwen2.5-32B's 64 layers, with 131,072 positions) over 3090 + 3090 + 4090 (24 GB) +
+    A6000 (48 GB), PP4: vLLM's even split (16 each) leaves the 24 GB stages the bottleneck, 131,072
+    tokens do not fit. The search gives the A6000 the most layers, and the fix keeps the goal."""
     from estimator.gpus import lookup_gpu
 
     spec = load_model("Qwen/QwQ-32B", offline=True).spec

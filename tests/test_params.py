@@ -1097,10 +1097,13 @@ def test_qwen25_32b_instruct_has_the_official_32k_positions():
     """The bundled copy of Qwen2.5-32B-Instruct's config came from a third-party repo that says
     max_position_embeddings 131072; the official card says its config.json "is set for context length
     up to 32,768 tokens" (like the other Qwen2.5-Instruct sizes), and vllm#15815's V0 0.7.1 log of the
-    repo on two L40S printed "Loading model weights took 30.7098 GB" per rank. By hand at TP=2: 32,763,876,352
-    parameters, per rank the embedding and lm_head 76,032 × 5,120 × 2 B = 742.5 MiB each, 64 layers of
-    qkv 3,584 × 5,120 (35 MiB) + bias, o 25 MiB, gate_up 270 MiB, down 135 MiB, two norms; the RoPE
-    cache is 32,768 × 128 × 2 B = 8 MiB (32 MiB at 131,072 positions, which would print 30.7331)."""
+    repo on two L40S printed "Loading model weights took 30.7098 GB" per rank. By hand at TP=2, in bytes:
+    the embedding and lm_head 76,032 × 5,120 × 2 = 778,567,680 each; per layer qkv 3,584 × 5,120 × 2 =
+    36,700,160 (35 MiB) + its bias 7,168, o 26,214,400 (25 MiB), gate_up 283,115,520 (270 MiB), down
+    141,557,760 (135 MiB), two norms 20,480: 487,615,488 × 64 layers; the final norm 10,240; the caching
+    allocator's rest of the three odd-MiB tensors' 2 MiB-rounded segments, 3 MiB × 64; the RoPE cache
+    32,768 × 128 × 2 = 8 MiB. Sum 32,974,252,032 B = 30.7097 GiB (with 131,072 positions, 32 MiB of
+    RoPE cache: 30.7331)."""
     from estimator.api import load_model
 
     spec = load_model("Qwen/Qwen2.5-32B-Instruct", offline=True).spec
@@ -1108,6 +1111,8 @@ def test_qwen25_32b_instruct_has_the_official_32k_positions():
     wb = weight_bytes(spec, tp=2)
     assert wb.bytes_by_part["rope_cache"] == 32768 * 128 * 2
     assert wb.bytes_by_part["embed"] == wb.bytes_by_part["lm_head"] == 76_032 * 5_120 * 2
+    assert wb.bytes_by_part["allocator_blocks"] == 64 * 3 * 2**20
+    assert wb.bytes_total == 2 * 778_567_680 + 64 * 487_615_488 + 10_240 + 64 * 3 * 2**20 + 8 * 2**20
     assert abs(wb.bytes_total / GIB - 30.7098) < 0.0002
 
 
