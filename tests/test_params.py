@@ -1162,3 +1162,39 @@ def test_an_unsloth_start_and_the_allocator_option_turn_the_blocks_off():
     assert not settings_from_facts(plain, "0.13.0", "v1").expandable_segments
     off = read_paste("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False vllm serve Qwen/Qwen2.5-7B-Instruct\n")
     assert not settings_from_facts(off, "0.13.0", "v1").expandable_segments
+
+
+def test_an_unknown_exports_mtp_block_stays_16_bit_but_autoround_requantizes_it():
+    """transformers drops Qwen3.5/3.6's `mtp.*` weights on load, so a quantizer working on its classes
+    never quantizes the MTP block: llm-compressor copies it in as stored (save_mtp_tensors_to_checkpoint),
+    NVIDIA's NVFP4 configs ignore `mtp*`, LibertAIDAI's W4A16 card says "MTP head kept" BF16 — unless the
+    export re-quantizes the copied tensors, as AutoRound does (copy_missing_tensors_from_source, RTN into
+    the packed format). Qwen3.6-27B's MTP block by hand: fc 5120 × 10240 = 52,428,800; q_proj with its
+    gate 5120 × (24 × 256 × 2) = 62,914,560; k_proj and v_proj 2 × 5120 × 1024 = 10,485,760; o_proj
+    6144 × 5120 = 31,457,280; gate/up/down 3 × 5120 × 17408 = 267,386,880 — 424,673,280 in linears —
+    and 26,112 norm values (five of 5120, q/k norms of 256). At 16 bits 2 B each; at AutoRound's int4
+    g128 with zero points half a byte each plus, per 128 values, a 2-byte scale and half a byte of zeros:
+    212,336,640 + 6,635,520 + 1,658,880, and the norms at 2 B (52,224)."""
+    linears, norms = 52_428_800 + 62_914_560 + 10_485_760 + 31_457_280 + 267_386_880, 26_112
+    assert linears == 424_673_280
+
+    def mtp(name):
+        from estimator.api import load_model
+        w = weight_bytes(load_model(name, offline=True).spec, with_mtp=True)
+        return w.bytes_by_part["mtp"], w
+
+    awq, w = mtp("cyankiwi/Qwen3.6-27B-AWQ-INT4")
+    assert awq == 2 * (linears + norms)
+    assert any("MTP block is counted at 16 bits" in a for a in w.assumptions), w.assumptions
+    # the RTX 5090 log of that checkpoint with MTP (collected corpus, dvllm2584) prints 18.47 GiB of weights;
+    # the estimate's (the same weights as vLLM loads them) is 18.44 — 17.86 with a 4-bit MTP block
+    from estimator.api import load_model, run_estimate
+    from estimator.vllm import EngineSettings
+    est = run_estimate(load_model("cyankiwi/Qwen3.6-27B-AWQ-INT4", offline=True).spec, "RTX 5090",
+                       EngineSettings(speculative_method="mtp"))
+    assert est.weights_bytes / GIB == pytest.approx(18.47, abs=0.05)
+    assert mtp("RedHatAI/Qwen3.8-27B-INT4")[0] == 2 * (linears + norms)
+    autoround, w = mtp("Lorbus/Qwen3.6-27B-int4-AutoRound")
+    assert autoround == linears // 2 + 2 * linears // 128 + linears // 128 // 2 + 2 * norms
+    assert autoround == 212_336_640 + 6_635_520 + 1_658_880 + 52_224
+    assert not any("MTP block is counted at 16 bits" in a for a in w.assumptions)
