@@ -291,13 +291,27 @@ LORA_DEFAULT_MAX_LORAS = 1
 LORA_DEFAULT_RANK = 16
 
 
-def lora_buffer_bytes(spec: ModelSpec, s: EngineSettings, dtype_b: int, assumptions: list[str]) -> int:
+# V0 releases whose budget leaves the adapter slots out: worker/model_runner.py load_model creates the
+# LoRA manager after DeviceMemoryProfiler has measured the weights ("Loading model weights took"), and
+# worker.py resets the peak statistics before the profile run, whose memory_profiling (the snapshot form
+# of 0.7.0) takes non-torch memory as CUDA's less torch's reserved — so the slots are in no figure.
+# 0.6.6's memory_profiling takes everything beyond the baseline and the weights as non-torch, so
+# the slots land there; 0.8.0 moves the LoRA manager inside the measured block (V1 has it there from
+# 0.7.3). Public T4 logs of unsloth/meta-llama-3.1-8b-instruct-bnb-4bit with LoRA rank 32 (0.7.1, 0.7.2,
+# collected corpus) print 5.35 GiB of weights — the 4-bit weights alone, 5.34 — and KV pools 0.11–0.17
+# GiB above what subtracting the slots' 0.16 GiB left.
+LORA_UNCOUNTED_V0 = ((0, 7, 0), (0, 8, 0))
+
+
+def lora_buffer_bytes(spec: ModelSpec, s: EngineSettings, dtype_b: int, assumptions: list[str],
+                      profile: Profile | None = None) -> int:
     """The adapter slots --enable-lora allocates while the model loads (so inside "Model loading took"):
     vllm/lora/layers.py create_lora_weights stacks, for each adapted linear and each of its slices,
     A = max_loras × rank × input and B = max_loras × output × rank in the model dtype — the column-
     parallel q/k/v and gate/up split their outputs over TP, the row-parallel o and down their inputs.
     Counted for dense standard-attention models; the embedding / lm_head slots (vocabulary × rank) and
-    MoE experts' or other layers' adapters are not (said)."""
+    MoE experts' or other layers' adapters are not (said). 0 where the release's budget leaves them
+    out (LORA_UNCOUNTED_V0)."""
     if not s.enable_lora:
         return 0
     loras = s.max_loras or LORA_DEFAULT_MAX_LORAS
@@ -313,6 +327,12 @@ def lora_buffer_bytes(spec: ModelSpec, s: EngineSettings, dtype_b: int, assumpti
     b = (q_out + 2 * kv_out) // tp + h + 2 * inter // tp + h      # output × rank each
     layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size))
     total = loras * r * (a + b) * layers * dtype_b
+    if profile is not None and profile.engine == "v0" and LORA_UNCOUNTED_V0[0] <= profile.version < LORA_UNCOUNTED_V0[1]:
+        assumptions.append(f"--enable-lora: {loras} adapter slot(s) of rank {r} take {total / GiB:.2f} GiB at load, "
+                           f"but vLLM {profile.release} (V0) allocates them after measuring the weights and before "
+                           "its profile run, so its budget counts them nowhere: the KV cache is sized as if they "
+                           "were not there (0.8.0 counts them with the weights)")
+        return 0
     assumptions.append(f"--enable-lora: {loras} adapter slot(s) of rank {r} on q/k/v/o/gate/up/down take "
                        f"{total / GiB:.2f} GiB at load (vllm/lora/layers.py), counted with the weights; the "
                        "embedding and lm_head slots are not")

@@ -535,7 +535,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     assistant = gemma4_assistant(spec.model_type, spec.hidden_size, s.speculative_method, s.speculative_model)
     if assistant is not None and draft_info[1] and not draft_info[2]:    # drafting on this stage (the last)
         model_weights += assistant.bytes_per_rank(mdb, s.tensor_parallel_size)
-    model_weights += lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [])
+    model_weights += lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [], profile)
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
     # what torch sees free when the profile run starts: the weights, the CUDA context and other processes

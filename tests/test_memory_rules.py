@@ -2068,6 +2068,38 @@ def test_lora_adapter_slots_are_counted_with_the_weights():
     assert abs(lora.weights_bytes / GiB - 6.2473) < 0.06
 
 
+def test_v0_of_0_7_counts_the_lora_slots_nowhere():
+    """vLLM 0.7.0–0.7.3's V0 runner creates the LoRA manager after it has measured the weights and resets
+    the peak statistics before the profile run, whose memory_profiling takes non-torch memory as CUDA's
+    less torch's reserved: the slots are in no part of the budget (activation.LORA_UNCOUNTED_V0). 0.8.0
+    creates them inside the measured block. Llama-3.1-8B at rank 32, one slot, 2 B: A per layer
+    32 × (3 × 4,096 + 4,096 + 2 × 4,096 + 14,336) = 1,245,184, B 32 × (4,096 + 2 × 1,024 + 4,096 +
+    2 × 14,336 + 4,096) = 1,376,256, × 32 layers × 2 B = 167,772,160 B (0.16 GiB). Public T4 logs of
+    unsloth/meta-llama-3.1-8b-instruct-bnb-4bit with that adapter (0.7.1 and 0.7.2, collected corpus) print
+    weights 5.35, activation 0.74 and non-torch 0.05 GiB — none of them holding the slots."""
+    from estimator.activation import lora_buffer_bytes
+    from estimator.api import load_model
+    from estimator.vllm import profile_for
+
+    spec = load_model("unsloth/meta-llama-3.1-8b-instruct-bnb-4bit", offline=True).spec
+    slots = 32 * (3 * 4096 + 4096 + 2 * 4096 + 14336) + 32 * (4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096)
+    assert slots * 32 * 2 == 167_772_160
+    s = EngineSettings(vllm_version="0.7.2", engine="v0", enable_lora=True, max_lora_rank=32, dtype="float16",
+                       max_model_len=512, gpu_memory_utilization=0.6)
+    notes: list[str] = []
+    assert lora_buffer_bytes(spec, s, 2, notes, profile_for("0.7.2", "v0")) == 0
+    assert "counts them nowhere" in notes[0]
+    assert lora_buffer_bytes(spec, s, 2, [], profile_for("0.8.0", "v0")) == 167_772_160
+    assert lora_buffer_bytes(spec, s, 2, [], profile_for("0.7.3", "v1")) == 167_772_160
+    assert lora_buffer_bytes(spec, s, 2, [], profile_for("0.6.6", "v0")) == 167_772_160
+    g = lookup_gpu("T4")
+    old = estimate(spec, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability, settings=s)
+    new = estimate(spec, gpu_total_bytes=g.total_bytes, compute_capability=g.compute_capability,
+                   settings=s.replace(vllm_version="0.8.0"))
+    assert new.weights_bytes - old.weights_bytes == 167_772_160
+    assert old.weights_bytes / GiB == pytest.approx(5.35, abs=0.02)
+
+
 def test_decode_context_parallelism_spreads_a_requests_tokens_over_the_dcp_ranks():
     """--decode-context-parallel-size (0.10.2+): each of dcp ranks keeps every dcp-th token. A rank's
     pool holds dcp × its blocks' tokens ("Multiplying the GPU KV cache size by the dcp_world_size"), and
