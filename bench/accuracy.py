@@ -98,6 +98,16 @@ def settings_for(case: dict) -> EngineSettings:
         k = re.search(r"(?i)(?:\bn\s*=\s*|num_speculative_tokens\W+)(\d+)", other)
         if k:
             s.num_speculative_tokens = int(k.group(1))
+    # per-prompt media limits recorded in any of their spellings ("limit_mm_per_prompt={'image': 1,
+    # 'video': 0}", "limit-mm-per-prompt '{\"video\": 0}'", "limit_mm_per_prompt image=0/audio=0"): the
+    # modalities the dummy profile run encodes
+    mm = re.search(r"(?i)limit[-_ ]mm[-_ ]per[-_ ]prompt([^;]{0,60})", other)
+    if mm:
+        from estimator.flags import read_mm_limits
+
+        limits = read_mm_limits(mm.group(1))
+        if limits:
+            s.limit_mm_per_prompt = limits
     # LLM(...) keyword arguments recorded as such ("enable_expert_parallel=True, block_size=256").
     for key, value in re.findall(r"\b([a-z][a-z0-9_]+)=(True|False|\d+(?:\.\d+)?)\b", other):
         flag = "--" + key.replace("_", "-")

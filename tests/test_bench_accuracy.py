@@ -88,6 +88,19 @@ def test_llm_keyword_arguments_in_the_notes_are_read_both_ways(accuracy):
     assert (s.enable_chunked_prefill, s.enforce_eager, s.block_size) == (False, True, 32)
 
 
+def test_media_limits_in_the_notes_are_read_in_each_spelling(accuracy):
+    """The dummy profile run encodes only the modalities the limits leave on: a case records them
+    as an LLM() keyword's dict, a quoted JSON flag or bare pairs; words without a count say nothing."""
+    def limits(other):
+        return accuracy.settings_for({"paste": "", "other_flags": other}).limit_mm_per_prompt
+
+    assert limits("limit_mm_per_prompt={'image': 1, 'video': 0}; V0 engine (VLLM_USE_V1=0)") == {"image": 1, "video": 0}
+    assert limits("limit-mm-per-prompt '{\"video\": 0}' --max-model-len 32K") == {"video": 0}
+    assert limits("limit_mm_per_prompt image=0/audio=0, enable_prefix_caching False") == {"image": 0, "audio": 0}
+    assert not limits("limit_mm_per_prompt (encoder profiled with 1 video item, budget 153600 tokens)")
+    assert not limits("limit_mm_per_prompt={'image': num_frames} (16 video frames in this run)")
+
+
 def test_a_flag_size_written_apart_from_its_unit_is_that_size(accuracy):
     """A case's notes write "--kv-cache-memory 6 GiB (explicit KV pool …)": 6 GiB, not the 6 bytes
     (vLLM's argparse takes --kv-cache-memory for --kv-cache-memory-bytes) it had been run as, with no KV
