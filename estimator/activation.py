@@ -305,8 +305,10 @@ LORA_UNCOUNTED_V0 = ((0, 7, 0), (0, 8, 0))
 
 def lora_buffer_bytes(spec: ModelSpec, s: EngineSettings, dtype_b: int, assumptions: list[str],
                       profile: Profile | None = None) -> int:
-    """The adapter slots --enable-lora allocates while the model loads (so inside "Model loading took"):
-    vllm/lora/layers.py create_lora_weights stacks, for each adapted linear and each of its slices,
+    """The adapter slots --enable-lora allocates beside the model's weights (inside vLLM's "Model loading
+    took" from 0.8.0 — V1 from 0.7.3 —, after it in older V0, whose budget counts them all the same up to
+    0.6.6: memory.estimate adds them beside a printed figure): vllm/lora/layers.py create_lora_weights
+    stacks, for each adapted linear and each of its slices,
     A = max_loras × rank × input and B = max_loras × output × rank in the model dtype — the column-
     parallel q/k/v and gate/up split their outputs over TP, the row-parallel o and down their inputs.
     Counted for dense standard-attention models; the embedding / lm_head slots (vocabulary × rank) and

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from estimator import kv_deepseek_v4, params
 from estimator.activation import (
+    LORA_UNCOUNTED_V0,
     SPARSE_MLA_WORKSPACE_WORDS,
     activation_peak,
     deepseek_v4_load_buffers,
@@ -535,7 +536,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     assistant = gemma4_assistant(spec.model_type, spec.hidden_size, s.speculative_method, s.speculative_model)
     if assistant is not None and draft_info[1] and not draft_info[2]:    # drafting on this stage (the last)
         model_weights += assistant.bytes_per_rank(mdb, s.tensor_parallel_size)
-    model_weights += lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [], profile)
+    lora = lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [], profile)
+    model_weights += lora
+    # V0 before 0.7.0 creates the LoRA slots after measuring the weights, so a printed "Loading model
+    # weights took" leaves them out while its budget still counts them (activation.LORA_UNCOUNTED_V0)
+    lora_beside_printed = lora if weights_bytes is not None and profile.engine == "v0" \
+        and profile.version < LORA_UNCOUNTED_V0[0] else 0
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
     # what torch sees free when the profile run starts: the weights, the CUDA context and other processes
@@ -556,6 +562,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     nt = non_torch(profile, s, other_process_bytes, None if compute_capability else gpu_total_bytes, nvswitch,
                    arch=str(compute_capability or "")) \
         if non_torch_bytes is None else non_torch_bytes
+    if lora_beside_printed and non_torch_bytes is None:
+        nt += lora_beside_printed
+        assumptions.append(f"--enable-lora: the {lora_beside_printed / GiB:.2f} GiB of adapter slots are not in the "
+                           f"weights vLLM {profile.release} printed (it creates them after measuring), but its budget "
+                           "counts them: added to the memory outside the profile's torch peak (0.6.5–0.6.6 print "
+                           "them in non_torch_memory)")
     board = nvswitch_nccl(profile, s, nvswitch) if non_torch_bytes is None else 0
     context = CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0
     if board and nt - context == board:      # the board's figure, not the general fit, is the estimate

@@ -20,15 +20,16 @@ NON_TORCH_SINGLE = int(0.15 * GiB)
 NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
 # ... and it stops growing past 2 ranks where the GPUs talk over PCIe: NCCL's ring keeps two peers and a
 # few channels whatever the ring's length, so a rank of a longer ring holds what a rank of two does. Logs
-# of 4 and more such cards print about TP 2's figure (the cap's 0.27) or less: 0.20 (4× RTX 2080 Ti,
-# 0.8.5, three runs), 0.09 (4× A30, vllm#29070), 0.13 (4 × an 80 GB card, 0.26.0, custom all-reduce off,
-# vllm#50722), 0.18 (8× L40S, 0.10.2), 0.28 (L40S, TP 8, 0.7.3), 0.36 (8× L40S, 0.6.6) and 0.20 GiB (16×
-# RTX 3090, 0.8.3) — median 0.20 — and only dev vllm16570 (4× A100-PCIe, 0.8.3) more, 0.34–0.43, the one
-# log an earlier cap at 4 ranks (0.39) rested on. Public 4× RTX 3090 runs of 0.18–0.19 (collected corpus,
-# lambo-*) print KV pools 0.1–0.4 GiB larger than that 0.39 left; with 0.27 the collected corpus's KV
-# median went from 2.3% to 2.1% (44 rows better, 18 worse). NVSwitch boards (NVSWITCH_NCCL_* below) and
-# AMD's xGMI boards (8× MI300X 0.6.4 prints 8–9 GiB, not modelled) are not capped; a LoRA run's buffers
-# come on top (4× A800 with LoRA, 0.8.2, prints 1.39).
+# of 4 and more such cards print 0.09–0.36 GiB: 0.20 (4× RTX 2080 Ti, 0.8.5, three runs), 0.09 (4× A30,
+# vllm#29070), 0.13 (4 × an 80 GB card, 0.26.0, custom all-reduce off, vllm#50722), 0.18 (8× L40S,
+# 0.10.2), 0.28 (L40S, TP 8, 0.7.3), 0.36 (8× L40S, 0.6.6) and 0.20 (16× RTX 3090, 0.8.3) — median 0.20,
+# below TP 2's 0.27 — and dev vllm16570 (4× A100-PCIe, 0.8.3) 0.34–0.43, the one log an earlier cap at 4
+# ranks (0.39) rested on. Public 4× RTX 3090 runs of 0.18–0.19 (collected corpus, lambo-*) print KV pools
+# 0.1–0.4 GiB above what that 0.39 left (the sipeed 4× 3090 video log of 0.11.0, 2.31 GiB printed, is the
+# exception: 2.30 with 0.39, 2.42 with 0.27); with 0.27 the collected corpus's KV median went from 2.3% to
+# 2.1% (44 rows better, 18 worse). NVSwitch boards (NVSWITCH_NCCL_* below) and AMD's xGMI boards (8×
+# MI300X 0.6.4 prints 8–9 GiB, not modelled) are not capped. One outlier is not explained: a 4× A800 run
+# with LoRA (0.8.2) prints 1.39.
 NON_TORCH_RANKS_CAP = 2
 # A single GPU's figure follows the card's generation, measured where it is taken after the CUDA
 # context (0.6.5+ V0, V1 0.9.1+): what the profile run loads outside torch is mostly kernel code

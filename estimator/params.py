@@ -849,9 +849,10 @@ class _Fmt:
     experts_only: bool = False
     ignore: tuple[str, ...] = ()
     experts_fp4: bool = False   # routed experts stored as FP4 (e2m1 + e8m0 scale per 32) inside an FP8 checkpoint
-    # the MTP block stored at 16 bits although the rest is quantized (_mtp_kept_16bit): an export whose
-    # quantization_config is not known
+    # the MTP block stored at 16 bits although the rest is quantized (_mtp_stored_16bit): an export whose
+    # quantization_config is not known; or only these of its tensors (AutoRound: AUTOROUND_MTP_16BIT)
     mtp_unquantized: bool = False
+    mtp_16bit: tuple[str, ...] = ()
     # mixed precision: each listed checkpoint module's own format (normalised names); a linear listed
     # nowhere stays unquantized (ModelOpt MIXED_PRECISION `quantized_layers`, compressed-tensors
     # config_groups whose targets name modules)
@@ -913,44 +914,51 @@ def weight_format_kind(spec: ModelSpec, quantization: str | None) -> str:
 
 
 # Formats a third-party export of a 16-bit checkpoint comes in (GPTQ, AWQ, AutoRound, llm-compressor's
-# W4A16/W8A16, NVFP4): see _mtp_kept_16bit.
+# W4A16/W8A16, NVFP4): see _mtp_stored_16bit.
 _EXPORT_KINDS = ("int", "nvfp4")
+# The MTP tensors an AutoRound export keeps at 16 bits while re-quantizing the rest of the block:
+# auto_round/utils/missing_tensors.py BLOCK_NAME_TO_IGNORE ("mtp.fc.", since intel/auto-round#1731,
+# "skip quantizing mtp.fc since vLLM doesn't support"; with the routers, which are never quantized here).
+AUTOROUND_MTP_16BIT = ("mtp.fc",)
 
 
 def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str]) -> _Fmt:
     """The weight format vLLM will use: --quantization, else the checkpoint's quantization_config."""
-    fmt = _checkpoint_format(spec, quantization, notes)
-    if fmt.kind in _EXPORT_KINDS and _mtp_kept_16bit(spec, quantization):
-        fmt = dataclasses.replace(fmt, mtp_unquantized=True)
+    method, q = _served_method(spec, quantization, notes)
+    fmt = _checkpoint_format(spec, quantization, method, q, notes)
+    if fmt.kind in _EXPORT_KINDS and _mtp_stored_16bit(q):
+        if method in ("auto-round", "autoround"):
+            fmt = dataclasses.replace(fmt, mtp_16bit=AUTOROUND_MTP_16BIT)
+        else:
+            fmt = dataclasses.replace(fmt, mtp_unquantized=True)
     return fmt
 
 
-def _mtp_kept_16bit(spec: ModelSpec, quantization: str | None) -> bool:
-    """Whether an export of this model keeps its MTP block at 16 bits: where its quantization_config is
-    not known (the format read from the repo name or the --quantization flag). The quantizers work on
-    transformers' model classes, which drop the MTP weights on load (Qwen3-Next / Qwen3.5
+def _mtp_stored_16bit(q: dict) -> bool:
+    """Whether an export keeps its MTP block at 16 bits: where its quantization_config is not known
+    (the format read from the repo name or the --quantization flag: `q`, the config the served
+    method comes with, is empty or only the name's reading). The quantizers work on transformers'
+    model classes, which drop the MTP weights on load (Qwen3-Next / Qwen3.5
     `_keys_to_ignore_on_load_unexpected = [r"^mtp.*"]`), so they never quantize them with the rest:
     llm-compressor copies them in as stored and adds them to the ignore list (compressed_tensors
-    save_mtp_tensors_to_checkpoint), and every NVIDIA ModelOpt NVFP4 config in the bundled catalog
-    ignores its MTP block (Qwen3.5-122B-A10B, Qwen3.5-397B-A17B, Qwen3.6-27B, Qwen3.6-35B-A3B: `mtp*`;
-    DeepSeek-V4 Flash / Pro: `mtp.*`; GLM-5.1 / 5.2: layer 78). Public logs with MTP print
-    RedHatAI/Qwen3.8-27B-INT4 at 18.50 GiB of weights (DGX Spark, 0.25.1) and cyankiwi/Qwen3.6-27B-AWQ-INT4
-    at 18.47 (RTX 5090), 0.6 over the all-4-bit figure — the MTP block's 0.85 GB at 16 bits instead of
-    4 is 0.58 GiB more. Not for AutoRound: its export copies the missing MTP tensors in and re-quantizes
-    them with RTN into the rest's packed format (auto_round/utils/missing_tensors.py
+    save_mtp_tensors_to_checkpoint), and the NVIDIA NVFP4 configs of the bundled catalog leave their
+    MTP block out (Qwen3.5-122B-A10B, Qwen3.6-27B, Qwen3.6-35B-A3B: `mtp*`; Qwen3.5-397B-A17B:
+    `mtp.layers.0*`; DeepSeek-V4 Flash / Pro: `mtp.*`; GLM-5.1 / 5.2: layer 78). Public logs with MTP
+    print RedHatAI/Qwen3.8-27B-INT4 at 18.50 GiB of weights (DGX Spark, 0.25.1) and
+    cyankiwi/Qwen3.6-27B-AWQ-INT4 at 18.47 (RTX 5090), 0.6 over the all-4-bit figure — the MTP
+    block's 0.85 GB at 16 bits instead of 4 is 0.59 GiB more. AutoRound is the exception
+    (_resolve_format): its export copies the missing MTP tensors in and re-quantizes them with RTN into
+    the rest's packed format, all but AUTOROUND_MTP_16BIT (auto_round/utils/missing_tensors.py
     copy_missing_tensors_from_source), and the club-3090 logs of Lorbus/Qwen3.6-27B-int4-AutoRound with
-    MTP reproduce to 0.0–0.5% with a 4-bit MTP block (2–3% off at 16 bits). A known config decides by its
-    own ignore list; FP8 checkpoints are often the model maker's own, whose MTP block is FP8
+    MTP reproduce to 0.0–0.5% so (2–3% off with a 16-bit block). A known config decides by its own
+    ignore list; FP8 checkpoints are often the model maker's own, whose MTP block is FP8
     (DeepSeek-V3), so they keep it quantized."""
-    q = spec.quantization or {}
-    method = str(quantization or q.get("quant_method") or "").lower().replace("_", "-")
-    if method in ("auto-round", "autoround"):
-        return False
     return not q.get("quant_method") or bool(q.get("_from_name"))
 
 
-def _checkpoint_format(spec: ModelSpec, quantization: str | None, notes: list[str]) -> _Fmt:
-    """The format before the MTP rule (_resolve_format)."""
+def _served_method(spec: ModelSpec, quantization: str | None, notes: list[str]) -> tuple[str, dict]:
+    """The quantization method vLLM serves the checkpoint with, and the config that comes with it:
+    --quantization where the checkpoint's own config is not known, else that config's method."""
     q = dict(spec.quantization or {})
     method = str(quantization or q.get("quant_method") or "").lower().replace("_", "-")
     if quantization and q.get("quant_method") and str(q["quant_method"]).lower().replace("_", "-") != method \
@@ -971,6 +979,11 @@ def _checkpoint_format(spec: ModelSpec, quantization: str | None, notes: list[st
             notes.append(f"--quantization {quantization}: the checkpoint is already {q['quant_method']}; "
                          "its own format and exclusions are used")
             method = str(q["quant_method"]).lower().replace("_", "-")
+    return method, q
+
+
+def _checkpoint_format(spec: ModelSpec, quantization: str | None, method: str, q: dict, notes: list[str]) -> _Fmt:
+    """The format of the served `method` with its config `q` (_served_method), before the MTP rule."""
     ignore = _ignore_list(q)
     if q and not q.get("quant_method") and not quantization:
         notes.append("config carries a quantization block without quant_method (e.g. an MLX export); "
@@ -1161,7 +1174,8 @@ def _quantized(fmt: _Fmt, w: _W) -> bool:
         return w.kind in ("linear", "lm_head") and w.part not in TOWER_PARTS and _layer_fmt(fmt, w.name) is not None
     if w.kind != "linear" or w.part in TOWER_PARTS:
         return False
-    if w.part == "mtp" and fmt.mtp_unquantized:
+    if w.part == "mtp" and (fmt.mtp_unquantized or any(w.name == n or w.name.startswith(n + ".")
+                                                        for n in fmt.mtp_16bit)):
         return False
     if fmt.experts_only and w.part not in ("experts",):
         return False

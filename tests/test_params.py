@@ -1169,18 +1169,20 @@ def test_an_unknown_exports_mtp_block_stays_16_bit_but_autoround_requantizes_it(
     never quantizes the MTP block: llm-compressor copies it in as stored (save_mtp_tensors_to_checkpoint),
     NVIDIA's NVFP4 configs ignore `mtp*`, LibertAIDAI's W4A16 card says "MTP head kept" BF16 — unless the
     export re-quantizes the copied tensors, as AutoRound does (copy_missing_tensors_from_source, RTN into
-    the packed format). Qwen3.6-27B's MTP block by hand: fc 5120 × 10240 = 52,428,800; q_proj with its
-    gate 5120 × (24 × 256 × 2) = 62,914,560; k_proj and v_proj 2 × 5120 × 1024 = 10,485,760; o_proj
-    6144 × 5120 = 31,457,280; gate/up/down 3 × 5120 × 17408 = 267,386,880 — 424,673,280 in linears —
-    and 26,112 norm values (five of 5120, q/k norms of 256). At 16 bits 2 B each; at AutoRound's int4
-    g128 with zero points half a byte each plus, per 128 values, a 2-byte scale and half a byte of zeros:
-    212,336,640 + 6,635,520 + 1,658,880, and the norms at 2 B (52,224)."""
-    linears, norms = 52_428_800 + 62_914_560 + 10_485_760 + 31_457_280 + 267_386_880, 26_112
+    the packed format) for all but `mtp.fc` (BLOCK_NAME_TO_IGNORE). Qwen3.6-27B's MTP block by hand: fc
+    5120 × 10240 = 52,428,800; q_proj with its gate 5120 × (24 × 256 × 2) = 62,914,560; k_proj and
+    v_proj 2 × 5120 × 1024 = 10,485,760; o_proj 6144 × 5120 = 31,457,280; gate/up/down 3 × 5120 × 17408
+    = 267,386,880 — 424,673,280 in linears — and 26,112 norm values (five of 5120, q/k norms of 256).
+    At 16 bits 2 B each; in AutoRound's int4 g128 layout with zero points half a byte each plus, per 128
+    values, a 2-byte scale and half a byte of zeros: the 372,244,480 values past fc take 186,122,240 +
+    5,816,320 + 1,454,080, fc (104,857,600) and the norms (52,224) 2 B each."""
+    fc = 52_428_800
+    linears, norms = fc + 62_914_560 + 10_485_760 + 31_457_280 + 267_386_880, 26_112
     assert linears == 424_673_280
 
-    def mtp(name):
+    def mtp(name, quantization=None):
         from estimator.api import load_model
-        w = weight_bytes(load_model(name, offline=True).spec, with_mtp=True)
+        w = weight_bytes(load_model(name, offline=True).spec, quantization=quantization, with_mtp=True)
         return w.bytes_by_part["mtp"], w
 
     awq, w = mtp("cyankiwi/Qwen3.6-27B-AWQ-INT4")
@@ -1194,7 +1196,16 @@ def test_an_unknown_exports_mtp_block_stays_16_bit_but_autoround_requantizes_it(
                        EngineSettings(speculative_method="mtp"))
     assert est.weights_bytes / GIB == pytest.approx(18.47, abs=0.05)
     assert mtp("RedHatAI/Qwen3.8-27B-INT4")[0] == 2 * (linears + norms)
+    # a 16-bit checkpoint served with an integer method names no export: its MTP block is as stored too
+    assert mtp("Qwen/Qwen3.6-27B", "awq")[0] == 2 * (linears + norms)
+    rest = linears - fc
+    assert rest // 2 + 2 * rest // 128 + rest // 128 // 2 == 186_122_240 + 5_816_320 + 1_454_080
+    autoround_bytes = 186_122_240 + 5_816_320 + 1_454_080 + 2 * fc + 2 * norms
     autoround, w = mtp("Lorbus/Qwen3.6-27B-int4-AutoRound")
-    assert autoround == linears // 2 + 2 * linears // 128 + linears // 128 // 2 + 2 * norms
-    assert autoround == 212_336_640 + 6_635_520 + 1_658_880 + 52_224
+    assert autoround == autoround_bytes
     assert not any("MTP block is counted at 16 bits" in a for a in w.assumptions)
+    # a flag that only names the bits or the toolkit leaves the name's AutoRound reading (and its MTP rule)
+    assert mtp("Lorbus/Qwen3.6-27B-int4-AutoRound", "int4")[0] == autoround_bytes
+    assert mtp("Lorbus/Qwen3.6-27B-int4-AutoRound", "compressed-tensors")[0] == autoround_bytes
+    # a known config decides by its own ignore list: NVIDIA's mixed NVFP4 export leaves `mtp*` out
+    assert mtp("nvidia/Qwen3.6-27B-NVFP4")[0] == 2 * (linears + norms)
