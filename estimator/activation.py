@@ -303,6 +303,15 @@ LORA_DEFAULT_RANK = 16
 LORA_UNCOUNTED_V0 = ((0, 7, 0), (0, 8, 0))
 
 
+def lora_budget_place(profile: Profile | None) -> str:
+    """Where the release's budget counts the LoRA slots: "weights" (inside the measured weights: V1, V0
+    from 0.8.0), "beside" (counted, but not in the printed weights: V0 before 0.7.0), "nowhere" (V0
+    0.7.0–0.7.3) — LORA_UNCOUNTED_V0."""
+    if profile is None or profile.engine != "v0" or profile.version >= LORA_UNCOUNTED_V0[1]:
+        return "weights"
+    return "nowhere" if profile.version >= LORA_UNCOUNTED_V0[0] else "beside"
+
+
 def lora_buffer_bytes(spec: ModelSpec, s: EngineSettings, dtype_b: int, assumptions: list[str],
                       profile: Profile | None = None) -> int:
     """The adapter slots --enable-lora allocates beside the model's weights (inside vLLM's "Model loading
@@ -329,7 +338,7 @@ def lora_buffer_bytes(spec: ModelSpec, s: EngineSettings, dtype_b: int, assumpti
     b = (q_out + 2 * kv_out) // tp + h + 2 * inter // tp + h      # output × rank each
     layers = max(1, spec.num_layers // max(1, s.pipeline_parallel_size))
     total = loras * r * (a + b) * layers * dtype_b
-    if profile is not None and profile.engine == "v0" and LORA_UNCOUNTED_V0[0] <= profile.version < LORA_UNCOUNTED_V0[1]:
+    if lora_budget_place(profile) == "nowhere":
         assumptions.append(f"--enable-lora: {loras} adapter slot(s) of rank {r} take {total / GiB:.2f} GiB at load, "
                            f"but vLLM {profile.release} (V0) allocates them after measuring the weights and before "
                            "its profile run, so its budget counts them nowhere: the KV cache is sized as if they "

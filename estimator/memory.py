@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 from estimator import kv_deepseek_v4, params
 from estimator.activation import (
-    LORA_UNCOUNTED_V0,
     SPARSE_MLA_WORKSPACE_WORDS,
     activation_peak,
     deepseek_v4_load_buffers,
     deepstack_buffer_bytes,
+    lora_budget_place,
     lora_buffer_bytes,
     sparse_mla_load_buffers,
     unnamed_sampler_note,
@@ -539,9 +539,8 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     lora = lora_buffer_bytes(spec, s, mdb, assumptions if weights_bytes is None else [], profile)
     model_weights += lora
     # V0 before 0.7.0 creates the LoRA slots after measuring the weights, so a printed "Loading model
-    # weights took" leaves them out while its budget still counts them (activation.LORA_UNCOUNTED_V0)
-    lora_beside_printed = lora if weights_bytes is not None and profile.engine == "v0" \
-        and profile.version < LORA_UNCOUNTED_V0[0] else 0
+    # weights took" leaves them out while its budget still counts them (activation.lora_budget_place)
+    lora_beside_printed = lora if weights_bytes is not None and lora_budget_place(profile) == "beside" else 0
     # a figure vLLM printed ("Model loading took X GiB") is what the GPU holds, offloaded part already out
     weights_bytes = model_weights if weights_bytes is None else weights_bytes
     # what torch sees free when the profile run starts: the weights, the CUDA context and other processes

@@ -14,23 +14,21 @@ from estimator.vllm import EngineSettings, Profile
 
 # Non-torch memory (cuBLAS/cuDNN workspaces, attention-backend buffers, NCCL and custom
 # all-reduce buffers under TP). Fitted on the dev cases that print it: single GPU 0.03–0.4 GiB
-# (docs §6; vllm#13882 0.03) → 0.15 GiB; with TP, 0.15 + 0.06 GiB per rank: TP2 0.27 (vllm15815
-# 0.30, vllm13061 0.25; in the collected corpus 2× A40 0.32 and 2× V100 0.39).
+# (docs §6; vllm#13882 0.03) → 0.15 GiB; with TP, 0.15 + 0.06 × tp GiB: TP2 0.27 (vllm15815 0.30,
+# vllm13061 0.25), TP4 0.39 (vllm16570 0.34–0.43, vllm PR48601 0.60).
 NON_TORCH_SINGLE = int(0.15 * GiB)
 NON_TORCH_PER_TP_RANK = int(0.06 * GiB)
-# ... and it stops growing past 2 ranks where the GPUs talk over PCIe: NCCL's ring keeps two peers and a
-# few channels whatever the ring's length, so a rank of a longer ring holds what a rank of two does. Logs
-# of 4 and more such cards print 0.09–0.36 GiB: 0.20 (4× RTX 2080 Ti, 0.8.5, three runs), 0.09 (4× A30,
-# vllm#29070), 0.13 (4 × an 80 GB card, 0.26.0, custom all-reduce off, vllm#50722), 0.18 (8× L40S,
-# 0.10.2), 0.28 (L40S, TP 8, 0.7.3), 0.36 (8× L40S, 0.6.6) and 0.20 (16× RTX 3090, 0.8.3) — median 0.20,
-# below TP 2's 0.27 — and dev vllm16570 (4× A100-PCIe, 0.8.3) 0.34–0.43, the one log an earlier cap at 4
-# ranks (0.39) rested on. Public 4× RTX 3090 runs of 0.18–0.19 (collected corpus, lambo-*) print KV pools
-# 0.1–0.4 GiB above what that 0.39 left (the sipeed 4× 3090 video log of 0.11.0, 2.31 GiB printed, is the
-# exception: 2.30 with 0.39, 2.42 with 0.27); with 0.27 the collected corpus's KV median went from 2.3% to
-# 2.1% (44 rows better, 18 worse). NVSwitch boards (NVSWITCH_NCCL_* below) and AMD's xGMI boards (8×
-# MI300X 0.6.4 prints 8–9 GiB, not modelled) are not capped. One outlier is not explained: a 4× A800 run
-# with LoRA (0.8.2) prints 1.39.
-NON_TORCH_RANKS_CAP = 2
+# ... and it stops growing past 4 ranks where the GPUs talk over PCIe (NCCL's ring keeps 2 peers
+# and few channels whatever the ring's length): logs of 8 and more such cards print 0.18 (8× L40S,
+# 0.10.2), 0.28 (L40S, TP 8, 0.7.3), 0.36 (8× L40S, 0.6.6) and 0.20 GiB (16× RTX 3090, 0.8.3) — below
+# even the 4-rank 0.39. NVSwitch boards (NVSWITCH_NCCL_* below) and AMD's xGMI boards (8× MI300X
+# 0.6.4 prints 8–9 GiB, not modelled) are not capped.
+# The collected corpus's 4-rank PCIe logs print less (4× RTX 2080 Ti 0.20, 4× A30 0.09, 4 × 80 GB with
+# custom all-reduce off 0.13) and its 4× RTX 3090 runs of 0.18–0.19 leave pools 0.1–0.4 GiB above what
+# 0.39 does, which a cap at 2 ranks (0.27) would follow; but dev vllm16570 prints 0.34–0.43 and the
+# sipeed 4× 3090 Qwen3-VL log reproduces to 0.4% with 0.39 (4.7% with 0.27): kept at 4 until a log
+# tells the two apart.
+NON_TORCH_RANKS_CAP = 4
 # A single GPU's figure follows the card's generation, measured where it is taken after the CUDA
 # context (0.6.5+ V0, V1 0.9.1+): what the profile run loads outside torch is mostly kernel code
 # (lazily loaded modules), and Hopper loads the most (FlashAttention 3, sm90 CUTLASS). Printed by

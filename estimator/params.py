@@ -849,10 +849,9 @@ class _Fmt:
     experts_only: bool = False
     ignore: tuple[str, ...] = ()
     experts_fp4: bool = False   # routed experts stored as FP4 (e2m1 + e8m0 scale per 32) inside an FP8 checkpoint
-    # the MTP block stored at 16 bits although the rest is quantized (_mtp_stored_16bit): an export whose
-    # quantization_config is not known; or only these of its tensors (AutoRound: AUTOROUND_MTP_16BIT)
+    # the MTP block stored at 16 bits although the rest is quantized: an export whose quantization_config
+    # is not known (_mtp_stored_16bit)
     mtp_unquantized: bool = False
-    mtp_16bit: tuple[str, ...] = ()
     # mixed precision: each listed checkpoint module's own format (normalised names); a linear listed
     # nowhere stays unquantized (ModelOpt MIXED_PRECISION `quantized_layers`, compressed-tensors
     # config_groups whose targets name modules)
@@ -916,9 +915,12 @@ def weight_format_kind(spec: ModelSpec, quantization: str | None) -> str:
 # Formats a third-party export of a 16-bit checkpoint comes in (GPTQ, AWQ, AutoRound, llm-compressor's
 # W4A16/W8A16, NVFP4): see _mtp_stored_16bit.
 _EXPORT_KINDS = ("int", "nvfp4")
-# The MTP tensors an AutoRound export keeps at 16 bits while re-quantizing the rest of the block:
-# auto_round/utils/missing_tensors.py BLOCK_NAME_TO_IGNORE ("mtp.fc.", since intel/auto-round#1731,
-# "skip quantizing mtp.fc since vLLM doesn't support"; with the routers, which are never quantized here).
+# The --quantization spellings of AutoRound's own format
+_AUTOROUND = ("auto-round", "autoround")
+# The MTP tensors an AutoRound export keeps at 16 bits while re-quantizing the rest of the block (an
+# ignore-list entry): auto_round/utils/missing_tensors.py BLOCK_NAME_TO_IGNORE ("mtp.fc.", since
+# intel/auto-round#1731, "skip quantizing mtp.fc since vLLM doesn't support"; with the routers, which
+# are never quantized here).
 AUTOROUND_MTP_16BIT = ("mtp.fc",)
 
 
@@ -927,8 +929,8 @@ def _resolve_format(spec: ModelSpec, quantization: str | None, notes: list[str])
     method, q = _served_method(spec, quantization, notes)
     fmt = _checkpoint_format(spec, quantization, method, q, notes)
     if fmt.kind in _EXPORT_KINDS and _mtp_stored_16bit(q):
-        if method in ("auto-round", "autoround"):
-            fmt = dataclasses.replace(fmt, mtp_16bit=AUTOROUND_MTP_16BIT)
+        if method in _AUTOROUND:
+            fmt = dataclasses.replace(fmt, ignore=fmt.ignore + AUTOROUND_MTP_16BIT)
         else:
             fmt = dataclasses.replace(fmt, mtp_unquantized=True)
     return fmt
@@ -1017,7 +1019,7 @@ def _checkpoint_format(spec: ModelSpec, quantization: str | None, method: str, q
                     experts_fp4=fp4)
     if method == "mxfp4":
         return _Fmt("mxfp4", "mxfp4", 4, group=32, experts_only=True, ignore=ignore)
-    if method in ("awq", "awq-marlin", "gptq", "gptq-marlin", "gptq-marlin-24", "auto-round", "autoround"):
+    if method in ("awq", "awq-marlin", "gptq", "gptq-marlin", "gptq-marlin-24", *_AUTOROUND):
         bits = int(_get(q, "bits", "w_bit", default=4))
         group = int(_get(q, "group_size", "q_group_size", default=128))
         fam = "awq" if method.startswith("awq") else "gptq"
@@ -1174,8 +1176,7 @@ def _quantized(fmt: _Fmt, w: _W) -> bool:
         return w.kind in ("linear", "lm_head") and w.part not in TOWER_PARTS and _layer_fmt(fmt, w.name) is not None
     if w.kind != "linear" or w.part in TOWER_PARTS:
         return False
-    if w.part == "mtp" and (fmt.mtp_unquantized or any(w.name == n or w.name.startswith(n + ".")
-                                                        for n in fmt.mtp_16bit)):
+    if w.part == "mtp" and fmt.mtp_unquantized:
         return False
     if fmt.experts_only and w.part not in ("experts",):
         return False

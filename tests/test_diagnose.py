@@ -410,12 +410,12 @@ _VLLM16570 = (
     "every part of the budget is printed (weights 34.43, activation 2.51, non-torch 0.43 GiB of 37.41): "
     "vLLM's own state leaves 0.04 GiB = 512 tokens (1,040 with fp8 KV), the fix is checked there; kvdoctor "
     "estimate's forward model (weights 34.43, V0 activation over the image + video dummy prompt 4.00 GiB against "
-    "the 2.51 printed, non-torch 0.27) leaves −1.29 GiB, so no length fits through the CLI (without the video, "
-    "2.00 GiB of activation, it fits: 9,328 tokens)")
-
+    "the 2.51 printed, non-torch 0.39) leaves −1.41 GiB, so no length fits through the CLI, and without the "
+    "video (2.00 GiB of activation) only 7,760 tokens, under the 8,192 the fix keeps")
 CLI_MISFITS: dict[tuple[str, str], str] = {
     ("vllm16570-4xa100-40-qwen25-vl-72b", "--max-model-len 512"): _VLLM16570,
     ("vllm16570-4xa100-40-qwen25-vl-72b", "--kv-cache-dtype fp8 --max-model-len 1024"): _VLLM16570,
+    ("vllm16570-4xa100-40-qwen25-vl-72b", "--limit-mm-per-prompt image=1,video=0"): _VLLM16570,
 }
 
 
