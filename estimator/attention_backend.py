@@ -36,6 +36,21 @@ KNOWN_BACKENDS = frozenset({
     "FLASHINFER_MLA_SPARSE", "ROCM_ATTN", "ROCM_AITER_FA", "ROCM_AITER_MLA", "ROCM_AITER_UNIFIED_ATTN",
     "CPU_ATTN", "TORCH_SDPA",
 })
+# Backends of vLLM forks that pastes name: the b12x builds the RTX PRO 6000 community runs
+# (voipmonitor/rtx6kpro's images, "attention_backend: B12X_MLA_SPARSE" in their args) — not vLLM's enum.
+FORK_BACKENDS = frozenset({"B12X_MLA_SPARSE"})
+# Sparse-MLA backends (DeepSeek-V3.2, GLM-5: MLA with an `index_topk` indexer) by the layout they give a
+# quantized KV cache: vllm/model_executor/layers/attention/mla_attention.py MLAAttention converts fp8 to
+# DeepSeek's packed "fp8_ds_mla" (656 B per token per layer) on FLASHMLA_SPARSE and keeps standard fp8
+# (576 B) on FLASHINFER_MLA_SPARSE, each saying so in the log ("Using DeepSeek's fp8_ds_mla KV cache
+# format", "Using standard fp8 KV cache format"). The fork's B12X_MLA_SPARSE packs too: its logs'
+# capacities solve to 656 B rows — GLM-5.1 NVFP4 on 8 × RTX PRO 6000 (rtx6kpro startup.log of 2026-05-15):
+# 5,336 blocks of 64 = 341,504 tokens in 19.55 GiB is 61,464 B per token = 78 layers × (656 + 132 B of
+# indexer key), where standard fp8 rows would hold 380,121 tokens.
+PACKED_SPARSE_MLA_BACKENDS = frozenset({"FLASHMLA_SPARSE", "B12X_MLA_SPARSE"})
+PLAIN_SPARSE_MLA_BACKENDS = frozenset({"FLASHINFER_MLA_SPARSE"})
+# platforms/cuda.py: from 0.19 Blackwell (SM 10.x and up) prefers FlashInfer's sparse-MLA backend
+FLASHINFER_SPARSE_MLA_FROM = (0, 19, 0)
 # The words older logs and warnings use ("Using FlashInfer backend on V1 engine.", "Using Flash Attention
 # backend", "… for attention backend FlashInferBackend"), lower-cased without spaces or "Backend".
 _LOG_WORDS = {"flashinfer": FLASHINFER, "flashattention": FLASH_ATTN, "tritonattention": TRITON_ATTN,
@@ -66,9 +81,20 @@ def backend_from_name(text: str | None) -> str | None:
     if not text:
         return None
     t = str(text).strip().strip("'\"").rsplit(".", 1)[-1]     # "AttentionBackendEnum.FLASHINFER"
-    if t.upper() in KNOWN_BACKENDS:
+    if t.upper() in KNOWN_BACKENDS or t.upper() in FORK_BACKENDS:
         return t.upper()
     return _LOG_WORDS.get(t.lower().replace(" ", "").removesuffix("backend"))
+
+
+def sparse_mla_packs_fp8(version: tuple, cc: float | None, backend: str | None) -> bool:
+    """Whether a sparse-MLA model's fp8 KV cache is the packed fp8_ds_mla format (from 0.11.2; see
+    PACKED_SPARSE_MLA_BACKENDS): the backend the user or the log named decides, else the one vLLM
+    prefers — FlashInfer's, which keeps plain fp8, on Blackwell from 0.19, FlashMLA's elsewhere."""
+    if backend in PACKED_SPARSE_MLA_BACKENDS:
+        return True
+    if backend in PLAIN_SPARSE_MLA_BACKENDS:
+        return False
+    return not (cc is not None and cc >= 10.0 and version >= FLASHINFER_SPARSE_MLA_FROM)
 
 
 def _attention_layers(spec: ModelSpec) -> list[FullAttention]:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from estimator import kv_deepseek_v4
+from estimator.attention_backend import sparse_mla_packs_fp8
 from estimator.drafters import gemma4_assistant
 from estimator.gpus import is_rocm_target
 from estimator.params import pp_partition
@@ -338,21 +339,23 @@ def packed_kv_content(kv_cache_dtype: str, head_dim: int, head_dim_v: int, versi
 
 def effective_layers(spec: ModelSpec, profile: Profile, layers: list[LayerKV], kv_cache_dtype: str,
                      assumptions: list[str], kv_bytes: int = 2, cc: float | None = None,
-                     model_dtype_bytes: int = 2, whole_model: bool = True) -> list[LayerKV]:
+                     model_dtype_bytes: int = 2, whole_model: bool = True,
+                     backend: str | None = None) -> list[LayerKV]:
     """Layers as this vLLM version caches them.
 
     MLA before 0.7.1 had no latent cache: K and V per head of qk_nope+qk_rope dims (docs §2.1).
     V1 0.11+ stores DeepSeek-V3.2-style sparse MLA with an fp8 KV cache as "fp8_ds_mla", 656 B
     per token per layer (FlashMLA's sparse format): in 0.11.0 whatever the dtype ("auto" too,
-    models/config.py), from 0.11.2 for an fp8 cache — the flag's or the checkpoint's —, except on
-    Blackwell from 0.19, where the FlashInfer sparse backend takes plain fp8 (platforms/cuda.py).
+    models/config.py), from 0.11.2 for an fp8 cache — the flag's or the checkpoint's — on a backend
+    that packs it: FlashMLA's, not FlashInfer's, which Blackwell prefers from 0.19
+    (attention_backend.sparse_mla_packs_fp8; `backend` is the one the user or the log named).
     """
     out: list[LayerKV] = []
     fp8 = kv_cache_dtype.startswith("fp8") or (kv_cache_dtype == "auto" and kv_bytes == 1)
     v = profile.version
     ds_mla = kv_cache_dtype == "fp8_ds_mla" or (profile.engine == "v1" and (
         (0, 11, 0) <= v < (0, 11, 2) and (fp8 or kv_cache_dtype == "auto")
-        or v >= (0, 11, 2) and fp8 and not (cc is not None and cc >= 10.0 and v >= (0, 19, 0))))
+        or v >= (0, 11, 2) and fp8 and sparse_mla_packs_fp8(v, cc, backend)))
     # the packed format is chosen for the whole (sparse-attention) model, also for its layers
     # that share another layer's indexer
     sparse = any(getattr(lk, "indexer_bytes", 0) for lk in spec.layers)
@@ -460,7 +463,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
     layers = effective_layers(spec, profile, _stage_layers(spec, profile, pp, settings.pp_stage,
                                                            settings.pp_layer_partition) + draft,
                               (settings.kv_cache_dtype or "auto").lower(), assumptions, kv_bytes,
-                              settings.compute_capability, model_dtype_bytes, whole_model=pp <= 1)
+                              settings.compute_capability, model_dtype_bytes, whole_model=pp <= 1,
+                              backend=settings.attention_backend)
     if spec_k:
         # Gated DeltaNet and KDA keep the last k speculative tokens' inputs in their conv states:
         # (conv_kernel − 1 + num_spec) rows (mamba_utils.py gated_delta_net_state_shape, kda_state_shape).

@@ -271,6 +271,11 @@ def _read(raw: str) -> Facts:
             if named:
                 extra["attention_backend_used"] = named
                 break
+    fmt = _search(_SPARSE_KV_FORMAT, text) if "cache format" in low else None
+    if fmt is not None:
+        # the sparse-MLA layer's own line says how its fp8 cache is laid out, so which backend ran
+        # (attention_backend.PACKED_SPARSE_MLA_BACKENDS); a line naming the backend itself comes first
+        extra.setdefault("attention_backend_used", "FLASHINFER_MLA_SPARSE" if fmt.group("plain") else "FLASHMLA_SPARSE")
     if any(w in low for w in ("compiled graph", "compiling a graph", "aot compilation", "compiling model again")):
         found = {k for m in _finditer(_COMPILE_CACHE, text, limit=20) for k, v in m.groupdict().items() if v}
         extra["compile_cache_warm"] = found == {"warm"}
@@ -708,6 +713,14 @@ _ATTENTION_BACKEND = regex.compile(
     r"(?:[ ]+out[ ]+of[ ]+potential|\.)"
     r"|Using[ ]+(?P<words>FlashInfer|Flash[ ]?Attention|Triton[ ]+Attention|FlexAttention)[ ]+backend[ ]+on[ ]+V1"
     r"|for[ ]+attention[ ]+backend[ ]+(?P<cls>(?:FlashInfer|FlashAttention|TritonAttention|FlexAttention)Backend)\b")
+# The sparse-MLA cache format a DeepSeek-V3.2 / GLM-5 log states: mla_attention.py MLAAttention's "Using
+# DeepSeek's fp8_ds_mla KV cache format. To use standard fp8 kv-cache format, please set
+# `--attention-backend FLASHINFER_MLA_SPARSE`" (FLASHMLA_SPARSE) and "Using standard fp8 KV cache format. …"
+# (FLASHINFER_MLA_SPARSE); 0.11's models/config.py "Using custom fp8 kv-cache format for DeepSeekV3.2".
+_SPARSE_KV_FORMAT = regex.compile(
+    r"Using[ ]+(?:DeepSeek's[ ]+fp8_ds_mla[ ]+KV[ ]+cache[ ]+format[ .]+To[ ]+use[ ]+standard"
+    r"|custom[ ]+fp8[ ]+kv-cache[ ]+format[ ]+for[ ]+DeepSeekV3\.2"
+    r"|(?P<plain>standard[ ]+fp8[ ]+KV[ ]+cache[ ]+format))")
 # torch.compile's cache as the log shows it: "Directly load the compiled graph(s) … from the cache"
 # (compilation/backends.py) or, with AOT compilation (0.20+ decorators.py _try_load_aot_compiled_fn),
 # "Directly load AOT compilation from path …" on a hit — the whole compiled function comes from disk and

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from test_memory import load
 
 from estimator import diagnose, render_markdown
 from estimator.api import run_estimate
 from estimator.attention_backend import attention_backend
 from estimator.cuda_graphs import GRAPH_BYTES_PER_LAYER_DENSE
+from estimator.errors import BadInput
 from estimator.kv_layout import attention_groups
 from estimator.paste import read_paste
 from estimator.vllm import EngineSettings, parse_flags, profile_for
@@ -173,6 +175,30 @@ def test_backend_read_from_flags_and_log_lines():
     for text, name in lines.items():
         assert read_paste(text).extra.get("attention_backend_used") == name, text
     assert read_paste("INFO [mxfp4.py:1] Using Marlin backend").extra.get("attention_backend_used") is None
+
+
+def test_the_sparse_mla_cache_format_line_names_the_backend():
+    """MLAAttention's format line says which sparse-MLA backend ran (mla_attention.py); a line naming
+    the backend itself wins; the b12x fork's backend is read from its args, and other words are not."""
+    packed = ("INFO 05-15 03:31:02 [mla_attention.py:311] Using DeepSeek's fp8_ds_mla KV cache format. To use "
+              "standard fp8 kv-cache format, please set `--attention-backend FLASHINFER_MLA_SPARSE`")
+    plain = ("INFO 05-15 03:31:02 [mla_attention.py:328] Using standard fp8 KV cache format. To use DeepSeek's "
+             "fp8_ds_mla KV cache format, please set `--attention-backend FLASHMLA_SPARSE`")
+    old = "INFO 10-01 12:00:00 [config.py:1] Using custom fp8 kv-cache format for DeepSeekV3.2"
+    assert read_paste(packed).extra.get("attention_backend_used") == "FLASHMLA_SPARSE"
+    assert read_paste(plain).extra.get("attention_backend_used") == "FLASHINFER_MLA_SPARSE"
+    assert read_paste(old).extra.get("attention_backend_used") == "FLASHMLA_SPARSE"
+    named = "INFO [cuda.py:300] Using FLASHINFER_MLA_SPARSE attention backend out of potential backends: " \
+            "['FLASHINFER_MLA_SPARSE']\n" + packed
+    assert read_paste(named).extra.get("attention_backend_used") == "FLASHINFER_MLA_SPARSE"
+    # DeepSeek-V4's own line (no "To use standard") says nothing of a V3.2-style backend
+    assert read_paste("INFO Using DeepSeek's fp8_ds_mla KV cache format.").extra.get("attention_backend_used") is None
+    assert parse_flags(["--attention-backend", "B12X_MLA_SPARSE"]).attention_backend == "B12X_MLA_SPARSE"
+    args = "INFO [utils.py:240] non-default args: {'model': 'lukealonso/GLM-5.1-NVFP4-MTP', " \
+           "'attention_backend': 'B12X_MLA_SPARSE', 'kv_cache_dtype': 'fp8'}"
+    assert read_paste(args).extra.get("attention_backend") == "B12X_MLA_SPARSE"
+    with pytest.raises(BadInput):
+        parse_flags(["--attention-backend", "B13X_MLA_SPARSE"])
 
 
 def test_a_log_that_names_triton_keeps_the_workspace_out():

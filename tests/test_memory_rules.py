@@ -1251,6 +1251,29 @@ def test_sparse_mla_cache_format_per_version_and_card():
     assert bpt("deepseek-ai/DeepSeek-V3.2", "B200", "0.18.0", kv_cache_dtype="fp8") == 48_068
 
 
+def test_the_named_sparse_mla_backend_decides_the_fp8_layout():
+    """mla_attention.py MLAAttention: FLASHMLA_SPARSE packs an fp8 cache as fp8_ds_mla (656 B per token
+    per layer), FLASHINFER_MLA_SPARSE keeps standard fp8 (576 B), whatever the card prefers; the b12x
+    fork's B12X_MLA_SPARSE packs (its GLM-5.1 logs: 341,504 tokens in 19.55 GiB = 61,464 B per token).
+    GLM-5.1: 78 MLA layers, each with its own 132 B indexer key; DeepSeek-V3.2: 61."""
+    def bpt(model, gpu, version, backend):
+        spec, g = load(model), lookup_gpu(gpu)
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=8, max_model_len=32768,
+                           kv_cache_dtype="fp8", attention_backend=backend)
+        return estimate(spec, gpu_total_bytes=g.total_bytes, gpu_name=g.name, compute_capability=g.compute_capability,
+                        settings=s).layout.kv_bytes_per_token
+
+    # RTX PRO 6000 (SM 12.0) at 0.20: FlashInfer's plain rows unless a packing backend is named
+    assert bpt("zai-org/GLM-5.1", "RTX PRO 6000 Blackwell", "0.20.1", None) == 78 * (576 + 132) == 55_224
+    assert bpt("zai-org/GLM-5.1", "RTX PRO 6000 Blackwell", "0.20.1", "B12X_MLA_SPARSE") == 78 * (656 + 132) == 61_464
+    assert bpt("zai-org/GLM-5.1", "RTX PRO 6000 Blackwell", "0.20.1", "FLASHMLA_SPARSE") == 61_464
+    assert 19.55 * GiB // 61_464 // 64 * 64 == 341_504       # the fork's printed capacity, from its pool
+    # B200 packs with FlashMLA named; H200 keeps plain rows with FlashInfer named
+    assert bpt("deepseek-ai/DeepSeek-V3.2", "B200", "0.22.0", "FLASHMLA_SPARSE") == 61 * (656 + 132) == 48_068
+    assert bpt("deepseek-ai/DeepSeek-V3.2", "H200", "0.22.0", "FLASHINFER_MLA_SPARSE") == 61 * (576 + 132) == 43_188
+    assert bpt("deepseek-ai/DeepSeek-V3.2", "H200", "0.22.0", None) == 48_068
+
+
 def test_lightning_attention_state_is_in_the_model_dtype():
     """mamba_utils.py linear_attention_state_dtype (0.10.2+): MiniMax-Text-01's lightning-attention state
     is kept in the cache dtype, the model's bf16 — not fp32. 64 heads / TP 8 × 128 × 128 × 2 B per layer."""
