@@ -1999,6 +1999,11 @@ def test_dsa_sparse_prefill_workspace_is_loaded_with_the_model():
     # a bf16 cache takes no upconvert workspace; Blackwell's sparse backends are not sized
     assert sparse_mla_load_buffers(glm, settings(kv_cache_dtype="auto"), p, 1_048_576) == (67_108_864, 0)
     assert sparse_mla_load_buffers(glm, settings(compute_capability=10.0), p, 1_048_576) == (67_108_864, 0)
+    # FlashInfer's sparse backend, named on Hopper, keeps plain fp8 rows and reserves none of it
+    assert sparse_mla_load_buffers(glm, settings(attention_backend="FLASHINFER_MLA_SPARSE"), p,
+                                   1_048_576) == (67_108_864, 0)
+    assert sparse_mla_load_buffers(glm, settings(attention_backend="FLASHMLA_SPARSE"), p, 1_048_576) \
+        == (67_108_864, 75_497_472 + 6_039_797_760)
     # before the global workspace manager (vllm#27532, taken as 0.12.0) only the indices
     assert sparse_mla_load_buffers(glm, settings(vllm_version="0.11.0"), profile_for("0.11.0"),
                                    1_048_576) == (67_108_864, 0)
