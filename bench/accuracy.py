@@ -108,6 +108,9 @@ def settings_for(case: dict) -> EngineSettings:
         limits = read_mm_limits(mm.group(1))
         if limits:
             s.limit_mm_per_prompt = limits
+    backend = notes_backend(other)
+    if backend and not s.attention_backend:
+        s.attention_backend = backend
     # LLM(...) keyword arguments recorded as such ("enable_expert_parallel=True, block_size=256").
     for key, value in re.findall(r"\b([a-z][a-z0-9_]+)=(True|False|\d+(?:\.\d+)?)\b", other):
         flag = "--" + key.replace("_", "-")
@@ -178,6 +181,25 @@ def settings_for(case: dict) -> EngineSettings:
 _EXPERTS_INT8 = re.compile(r"(?i)(?<![A-Za-z0-9])experts[-_]int8(?![A-Za-z0-9])")
 _GGUF_TYPE = re.compile(r"(?i)(?<![A-Za-z0-9])gguf\W*(q\d\w*)")
 _SPEC_CONFIG = re.compile(r"(?i)speculative[-_ ]?(?:config|model)\s*[=:]?\s*(?:\{[^}]{0,500}\}|\S+)")
+# The attention backend the notes record, in vLLM's enum spelling (or a fork's): "attention_backend
+# B12X_MLA_SPARSE", "attention-backend flash_attn", "TRITON_MLA attention backend". Words that are not a
+# backend's name ("attention backend; FlashInfer CUTLASS … MoE backend", "(FA2") say nothing, and a
+# speculative config's own backend ("{method: dflash, …, attention_backend: flash_attn}") is the drafter's.
+_NOTES_BACKEND = re.compile(r"(?i)\battention[-_ ]backend[ :=]+['\"]?(?P<after>\w+)"
+                            r"|\b(?P<before>[A-Z][A-Z0-9_]+)[ ]+attention[ ]+backend\b")
+
+
+def notes_backend(other: str) -> str | None:
+    from estimator.attention_backend import FORK_BACKENDS, KNOWN_BACKENDS
+
+    outside = re.sub(r"\{[^{}]*\}", " ", other)
+    for m in _NOTES_BACKEND.finditer(outside):
+        name = (m.group("after") or m.group("before")).upper()
+        if name in KNOWN_BACKENDS or name in FORK_BACKENDS:
+            return name
+    return None
+
+
 # an fp8 that belongs to the KV cache ("fp8 KV cache", "kv_cache_dtype fp8", "fp8_e5m2 KV")
 _KV_FP8 = re.compile(r"(?i)kv[-_ ]?(?:cache)?[-_ ]?(?:dtype)?\W{0,3}fp8|fp8(?:[-_]e[45]m[23])?\W{0,3}kv")
 _NO_QUANT = ("none", "null", "no", "n/a", "auto", "bf16", "bfloat16", "fp16", "float16", "half", "fp32", "float32")

@@ -101,6 +101,22 @@ def test_media_limits_in_the_notes_are_read_in_each_spelling(accuracy):
     assert not limits("limit_mm_per_prompt={'image': num_frames} (16 video frames in this run)")
 
 
+def test_the_attention_backend_in_the_notes_is_read_by_its_name(accuracy):
+    """A case's notes name the backend in prose or as a flag without dashes; only a backend's own name
+    counts, and a speculative config's backend is the drafter's, not the model's."""
+    def backend(other):
+        return accuracy.settings_for({"paste": "", "other_flags": other}).attention_backend
+
+    assert backend("MTP num_speculative_tokens=3; attention backend B12X_MLA_SPARSE; MoE backend b12x") \
+        == "B12X_MLA_SPARSE"
+    assert backend("--trust-remote-code; attention-backend flash_attn") == "FLASH_ATTN"
+    assert backend("V2 model runner; TRITON_MLA attention backend; FlashInfer CUTLASS MoE backend") == "TRITON_MLA"
+    assert backend("ROCm build, Triton attention backend, TRITON Fp8 MoE backend") is None
+    assert backend("Attention backend (flash_attn unsupported on SM75)") is None
+    assert backend("speculative_config {method: dflash, num_speculative_tokens: 15, attention_backend: "
+                   "flash_attn}; enable_prefix_caching") is None
+
+
 def test_a_flag_size_written_apart_from_its_unit_is_that_size(accuracy):
     """A case's notes write "--kv-cache-memory 6 GiB (explicit KV pool …)": 6 GiB, not the 6 bytes
     (vLLM's argparse takes --kv-cache-memory for --kv-cache-memory-bytes) it had been run as, with no KV
