@@ -998,8 +998,11 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
             and not states_its_size(card_ref):
         # graphs read as (U − U′) × total scale with the card tried, not the one first assumed
         frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
+        # a pool vLLM printed in GiB is its own figure; one from tokens or blocks rests on the modelled layout
+        printed_pool = any(f(k) is not None and abs(float(f(k)) * GiB - pool) <= 0.0051 * GiB
+                           for k in ("kv_cache_gib", "kv_available_gib"))
         est = _card_from_pool(est, pool, spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
-                              graph_frac=frac)
+                              graph_frac=frac, printed_pool=printed_pool)
     # 0.34+ with only the profile run's pool printed: that is the figure to reproduce
     printed = reserved_pool_fact(facts, est) if pool is None else None
     reserved = gib_bytes(printed.value) if printed is not None else None
@@ -1240,12 +1243,24 @@ def pp_from_weights(facts, spec, settings) -> None:
             return
 
 
+# The smallest gap between vLLM's KV pool and the model's that is read as another card size where the
+# paste names none (or no size): above the printed figures' rounding (0.005 GiB each) and the spread of
+# the small parts, so a paste that states nearly every part is not moved to an odd size by noise.
+CARD_GAP_FLOOR = 1 * GiB
+
+
 def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool,
-                    graph_frac: float | None = None) -> Estimate:
+                    graph_frac: float | None = None, printed_pool: bool = False) -> Estimate:
     """The card size vLLM's KV figure implies, when the paste leaves it open.
 
     vLLM's budget = non-KV + KV pool = utilization × total, so when the pool is too far from the
-    model's for a detail to explain (half the non-KV memory), it says how big the card was. With
+    model's for a detail to explain, it says how big the card was. A pool larger than the assumed
+    card's budget leaves beside the parts vLLM printed (its weights, activation, non-torch and graph
+    figures: its own, not estimates) cannot be explained by the estimated parts at all — it is
+    larger by more than all of them, and than CARD_GAP_FLOOR — where the pool too is printed
+    (`printed_pool`: a pool from a token or block count rests on the modelled layout); otherwise
+    (and for a smaller pool, which has many causes: other processes, a lower utilization) the gap
+    must exceed half the non-KV memory. With
     no card in the paste (`named` False) the reply works on a card of that size rather than on a
     default the user does not have — settled over a few passes, because V1's defaults follow the
     card (max_num_seqs 1024 / 8,192 batched tokens from 70 GiB, 256 / 2,048 below), so the size
@@ -1257,7 +1272,13 @@ def _card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrid
 
     util = est.settings.gpu_memory_utilization or 0.9
     implied = int((est.non_kv_bytes + pool) / util)
-    if abs(est.kv_cache_bytes - pool) <= 0.5 * max(est.non_kv_bytes, 1) or implied <= 0:
+    printed = sum(getattr(est, k) for k in ("weights_bytes", "activation_bytes", "non_torch_bytes",
+                                            "cuda_graph_bytes") if overrides.get(k) is not None)
+    gap = pool - est.kv_cache_bytes
+    explained = 0.5 * max(est.non_kv_bytes, 1)
+    if gap > 0 and printed_pool:
+        explained = min(explained, max(est.non_kv_bytes - printed, CARD_GAP_FLOOR))
+    if abs(gap) <= explained or implied <= 0:
         return est
     kw = {k: v for k, v in overrides.items() if v is not None}
 

@@ -691,6 +691,34 @@ def test_card_implied_by_the_pool_uses_that_cards_own_defaults():
     assert d.estimate["settings"]["max_num_seqs"] == 256
 
 
+def _qwen72b_tp2_log(pool_gib: float) -> str:
+    return ("INFO 10-20 10:00:00 [__init__.py:1] vLLM version 0.11.0\n"
+            "(APIServer pid=1) INFO 10-20 10:00:01 [utils.py:233] non-default args: {'model': "
+            "'Qwen/Qwen2.5-72B-Instruct', 'tensor_parallel_size': 2, 'max_model_len': 32768}\n"
+            "(Worker_TP0 pid=5) INFO 10-20 10:01:00 [gpu_model_runner.py:2602] Model loading took 67.78 GiB "
+            "and 60.0 seconds\n"
+            f"(Worker_TP0 pid=5) INFO 10-20 10:01:30 [gpu_worker.py:298] Available KV cache memory: {pool_gib:.2f} GiB\n")
+
+
+def test_a_printed_pool_that_no_assumed_card_could_hold_beside_the_printed_weights_sizes_the_card():
+    """No GPU named; Qwen2.5-72B at TP 2 printed 67.78 GiB of weights per rank. On the assumed H100
+    (79.18 GiB × 0.9 = 71.26 GiB) the model's own activation (1.88) and non-torch (0.60) leave 1.00 GiB
+    of KV. A printed 15.40 GiB pool cannot sit beside the printed weights there (67.78 + 15.40 = 83.18 >
+    71.26) even with no activation at all — yet the gap (14.40 GiB) is under half the non-KV memory
+    (35.1 GiB), the bar for a pool the model merely disagrees with. The card is sized from the figures.
+    A 3.00 GiB pool (2.00 over, within the 2.48 GiB the model estimated) keeps the assumed card."""
+    d = diagnose(_qwen72b_tp2_log(15.40), offline=True, explain=True)
+    total = d.derived["figures"]["total"]
+    assert total["provenance"] == "derived" and "no GPU in the paste" in total["how"]
+    mem = d.estimate["memory"]
+    non_kv = mem["weights_bytes"] + mem["activation_bytes"] + mem["non_torch_bytes"] + mem["cuda_graph_bytes"]
+    assert total["value"] == pytest.approx((non_kv + 15.40 * 2**30) / 0.9, rel=0.01)
+    assert total["value"] > (67.78 + 15.40) / 0.9 * 2**30
+    d = diagnose(_qwen72b_tp2_log(3.00), offline=True, explain=True)
+    assert d.derived["figures"]["total"]["provenance"] == "assumed"
+    assert d.estimate["gpu"]["total_bytes"] == lookup_gpu("H100").total_bytes
+
+
 def test_v0_worker_processes_and_the_stated_gpu_count_give_the_tp_size():
     # vllm#7593: the driver and six of seven VllmWorkerProcess lines on "8xL4"
     from estimator.paste import read_paste
