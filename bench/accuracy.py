@@ -63,7 +63,7 @@ def settings_for(case: dict) -> EngineSettings:
     # The engine that printed the paste's lines (its message formats) first, as `diagnose` reads it;
     # then a "V0" in the version field, then the case's era: notes about other attempts
     # ("other attempts with VLLM_USE_V1=0") do not turn a V1 log into a V0 run.
-    from estimator.diagnosis import modelled_version
+    from estimator.release_choice import modelled_version
     facts = paste_facts(case)
     pasted_engine = facts.extra.get("engine")
     engine = case.get("era") if case.get("era") in ("v0", "v1") else None
@@ -467,7 +467,7 @@ def main(argv: list[str]) -> int:
         if not (_VER.search(str(case.get("vllm_version") or "")) or paste_facts(case).get("vllm_version")):
             # as `diagnose` does: an assumed release that cannot have run the model (its registry lacks
             # the architecture, or it dropped the checkpoint's format) gives way to the nearest that can
-            from estimator.diagnosis import loadable_release
+            from estimator.release_choice import loadable_release
 
             loadable_release(loaded.spec, settings, paste_facts(case).extra.get("version_hint"))
         try:

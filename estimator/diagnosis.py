@@ -34,6 +34,7 @@ from estimator.gpus import WINDOWS_HOLDERS, states_its_size, with_host
 from estimator.memory import Estimate
 from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
+from estimator.release_choice import loadable_release, modelled_version, release_from_need
 from estimator.render import redact, render_markdown, render_slack, render_text
 from estimator.units import GiB
 
@@ -45,7 +46,6 @@ _USAGE_BEFORE_SIZE = re.compile(r"(?i)\b(?:takes?|took|taking|uses?|using|used|o
                                 r"loading|loaded|weights?|cache|needs?|needed|requires?|allocated?)\b|/"
                                 r"|^\s*[*×x]\s*\d")     # "A10*4, 96GB": the size of all the cards together
 
-V0_ASSUMED = "0.7.3"  # newest release whose default engine was V0 (docs era table)
 
 
 @dataclass
@@ -418,7 +418,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 # note takes the format's place, among the first assumptions a reply shows
                 notes = [moved[0] if a == note else a for a in notes] if note in notes else moved + notes
             elif not stated:
-                dated = _release_from_need(f, e, e.settings.vllm_version, lambda v: _anchored_estimate(
+                dated = release_from_need(f, e, e.settings.vllm_version, lambda v: _anchored_estimate(
                     f, spec, card_ref, v, engine, stated=False))
                 if dated is not None:
                     e, why = dated
@@ -589,125 +589,6 @@ def _other_stated_value(facts, first: tuple, estimate_with):
 _MORE_CARDS = re.compile(r"--(?:tensor|pipeline|data)-parallel-size")
 
 
-def modelled_version(stated: str | None, hint, engine: str | None,
-                     posted: str | None = None) -> tuple[str | None, str]:
-    """(version to model, why) from the version the paste states, its message formats (`hint`)
-    and its date. A build of main has no version of its own: its date says which release it became."""
-    from estimator.vllm import NEWEST, branched_release, is_main_build, release_after, series_release
-
-    series = series_release(stated, posted)
-    if series:
-        return series, (f"vLLM {str(stated).strip()} names a series: modelled as {series}, its newest release"
-                        + (f" by the post's date ({str(posted)[:10]})" if posted else ""))
-    became = release_after(posted) if stated and is_main_build(stated) else None
-    if became:
-        return became, (f"vLLM {stated} is a build of main (no release number); posted {str(posted)[:10]}, "
-                        f"it is modelled as the next release, {became}")
-    if stated and is_main_build(stated):
-        return NEWEST, (f"vLLM {stated} is a build of main (no release number) and the paste has no date: "
-                        f"modelled as the newest release, {NEWEST} (a date — the post's, or --posted — places it)")
-    base = branched_release(stated)
-    if base:
-        return base, (f"vLLM {str(stated).split('+')[0]} is a build of main from after {base} branched: "
-                      f"modelled as {base}")
-    if stated:
-        return stated, ""
-    return assumed_version(hint, engine, posted)
-
-
-def _release_from_need(facts, est: Estimate, assumed: str, run) -> tuple[Estimate, str] | None:
-    """When the paste names no release, the KV need vLLM printed for one request can date it: how a
-    windowed cache counts the tokens in flight (one batch to 0.25, two from 0.26), or DeepSeek-V4's pool
-    rules, changed from release to release. If the assumed release's need disagrees with the printed
-    one beyond its rounding, the newest older V1 release (down to the oldest the message format allows)
-    whose arithmetic gives vLLM's figure is modelled instead; None when none does (or nothing to fix)."""
-    from estimator.vllm import RELEASES, parse_version, release_serving
-
-    printed = facts.get("kv_needed_gib")
-    if printed is None or est.profile.engine != "v1" or not est.layout.groups:
-        return None
-
-    def agrees(e: Estimate) -> bool:
-        return abs(e.kv_needed_bytes / GiB - float(printed)) <= 0.0051
-
-    if agrees(est):
-        return None
-    hint = facts.extra.get("version_hint")
-    lo = parse_version(hint[0]) if isinstance(hint, (list, tuple)) and hint and hint[0] else (0, 7, 0)
-    top = parse_version(assumed)
-    for name in sorted((v for v, _day in RELEASES if lo <= parse_version(v) < top), key=parse_version, reverse=True):
-        if release_serving(est.spec.architecture, parse_version(name)):
-            continue    # that release cannot serve the model (its registry lacks the architecture)
-        try:
-            other = run(name)
-        except KvdoctorError:
-            continue
-        if agrees(other):
-            return other, (f"version not stated; the KV need vLLM printed ({float(printed):.2f} GiB for "
-                           f"{other.max_model_len:,} tokens) is vLLM {name}'s arithmetic, not {assumed}'s: "
-                           f"modelled as {name}, the newest release that gives it")
-    return None
-
-
-# How far ahead of its next release a build of main can plausibly be (release cadence is 2–6 weeks).
-MAIN_BUILD_LEAD_DAYS = 90
-
-
-def _days_between(a: str, b: str) -> int:
-    from datetime import date
-
-    from estimator.vllm import iso_day
-
-    da, db = iso_day(a), iso_day(b)
-    try:
-        return (date.fromisoformat(db) - date.fromisoformat(da)).days if da and db else 0
-    except ValueError:
-        return 0
-
-
-def assumed_version(hint, engine: str | None, posted: str | None = None) -> tuple[str | None, str]:
-    """The version to model when the paste does not say: the newest its message formats allow,
-    except that a V0 engine is taken at 0.7.3, the last release where V0 was the default.
-
-    `posted` (the thread's date) caps it at the newest release of that day: a post from July 2025
-    did not run 0.27. When the message formats are newer than that release, the author ran a build
-    of main, modelled as the oldest release with those formats."""
-    from estimator.vllm import parse_version, release_at, release_day
-
-    lo, hi = (hint if isinstance(hint, (list, tuple)) and len(hint) == 2 else (None, None))
-    then = release_at(posted)
-    dated = ""
-    if then and (hi is None or parse_version(then) < parse_version(hi)):
-        if lo and parse_version(lo) > parse_version(then):
-            first = release_day(lo)
-            if first and _days_between(str(posted), first) > MAIN_BUILD_LEAD_DAYS:
-                # a build of main runs weeks ahead of a release, not months: the format matched by
-                # accident (a PR comment quoting "# GPU blocks: 7449" in 2023 is not V1 0.7)
-                return then, (f"version not stated; the post ({str(posted)[:10]}) predates vLLM {lo}, whose "
-                              f"message format the paste resembles, by months: modelled as {then}, the last "
-                              "release before the post")
-            return str(lo), (f"version not stated; the message format points to vLLM ≥ {lo}, newer than the "
-                             f"last release before the post ({then}): modelled as {lo}")
-        hi, dated = then, f" and the post's date ({str(posted)[:10]}) point"
-    if engine == "v0":
-        if hi and parse_version(hi) <= parse_version(V0_ASSUMED):
-            span = str(hi) if lo == hi else f"{lo or '?'}–{hi}"
-            return str(hi), f"version not stated; the message format{dated or ' points'} to vLLM {span}: modelled as {hi}"
-        if lo and parse_version(lo) > parse_version(V0_ASSUMED):
-            if dated:
-                # V0 chosen on a release where V1 is the default (VLLM_USE_V1=0, or a fallback): the
-                # newest release of the post's day, as for V1 — 0.8.0–0.8.2 and 0.8.3+ profile
-                # multimodal models differently (vllm.V0_TEXT_ONLY_DUMMY)
-                return str(hi), (f"version not stated; the V0 message format{dated} to vLLM {lo}–{hi}: "
-                                 f"modelled as {hi}")
-            return str(lo), f"version not stated; the V0 message format points to vLLM ≥ {lo}: modelled as {lo}"
-        return V0_ASSUMED, (f"the message format is vLLM's V0 engine; version not stated, so V0 rules of "
-                            f"{V0_ASSUMED} (the last release where V0 was the default)")
-    if hi:
-        return str(hi), f"version not stated; the message format{dated or ' points'} to vLLM ≤ {hi}: modelled as {hi}"
-    return None, ""
-
-
 # unsloth_zoo vllm_utils.load_vllm refuses float8_kv_cache below compute capability 8.0
 UNSLOTH_FP8_KV_MIN_CC = 8.0
 
@@ -860,49 +741,6 @@ def _public(message: str) -> str:
 def _has_numbers(facts) -> bool:
     return any(facts.get(k) is not None for k in ("error_max_tokens_in_kv", "kv_tokens_capacity", "gpu_blocks",
                                                    "kv_cache_gib", "kv_needed_gib"))
-
-
-def loadable_release(spec, settings, formats=None) -> str | None:
-    """When the paste does not name its release and the one assumed cannot have run it, the paste's
-    own vLLM could: model the nearest release that can. A release that cannot load the checkpoint's
-    format (GGUF left vLLM in 0.24, bitsandbytes in 0.28) gives way to the last one before; one whose
-    model registry lacks the architecture to the first (or, for a dropped model, the last) that lists
-    it — a post from before that release ran a build of main — unless the paste's message formats
-    (`formats`, the reader's version hint: lowest, highest) rule that release out: then the run went
-    through something kvdoctor does not see (the Transformers backend), and the estimate says the
-    release does not list the model. Sets the settings' version; returns the note that says so."""
-    from estimator.params import weight_format_kind
-    from estimator.vllm import (
-        V0_REMOVED_FROM,
-        last_release_before,
-        parse_version,
-        registry_span,
-        release_serving,
-        removed_quant_method,
-        version_text,
-    )
-
-    removed = removed_quant_method(weight_format_kind(spec, settings.quantization),
-                                   parse_version(settings.vllm_version))
-    before = last_release_before(removed[1]) if removed else None
-    if before:
-        settings.vllm_version = before
-        return (f"version not stated; vLLM ran these {removed[0]} weights, which releases from "
-                f"{version_text(removed[1])} cannot load: modelled as {before}, the last release before")
-    assumed = parse_version(settings.vllm_version)
-    nearest = release_serving(spec.architecture, assumed)
-    if not nearest or (settings.engine == "v0" and parse_version(nearest) >= V0_REMOVED_FROM):
-        return None     # a V0 log of a model that only V1-only releases list: the log's engine is the better evidence
-    lo, hi = formats if isinstance(formats, (list, tuple)) and len(formats) == 2 else (None, None)
-    if (lo and parse_version(nearest) < parse_version(lo)) or (hi and parse_version(nearest) > parse_version(hi)):
-        return None
-    settings.vllm_version = nearest
-    first, last = registry_span(spec.architecture)
-    if parse_version(nearest) > assumed:
-        return (f"version not stated; vLLM's model registry lists {spec.architecture} from {first}: modelled as "
-                f"{first}, the first release that can serve the model")
-    return (f"version not stated; vLLM's model registry lists {spec.architecture} from {first} to {last}: "
-            f"modelled as {last}, the last release that served the model")
 
 
 def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = True,

@@ -197,8 +197,8 @@ def test_the_kv_need_dating_skips_releases_that_cannot_serve_the_model():
     # is chosen from them (without the registry, 0.8.3 — the newest of them — would be)
     from types import SimpleNamespace
 
-    from estimator.diagnosis import _release_from_need
     from estimator.paste import read_paste
+    from estimator.release_choice import release_from_need
     from estimator.vllm import parse_version
 
     facts = read_paste("ValueError: To serve at least one request with the models's max seq len (40960), (99.00 GB KV "
@@ -211,7 +211,7 @@ def test_the_kv_need_dating_skips_releases_that_cannot_serve_the_model():
         tried.append(version)
         return printed if parse_version(version) < (0, 8, 4) else est
 
-    assert _release_from_need(facts, est, "0.9.2", run) is None
+    assert release_from_need(facts, est, "0.9.2", run) is None
     assert tried and all(parse_version(v) >= (0, 8, 4) for v in tried)
 
 

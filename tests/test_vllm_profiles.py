@@ -536,7 +536,7 @@ def test_release_at(day, want):
 
 
 def test_assumed_version_is_capped_by_the_post_date():
-    from estimator.diagnosis import assumed_version
+    from estimator.release_choice import assumed_version
 
     # A V1 message format valid 0.9.1–0.27.0 (vllm#21348's lines), posted 2025-07-22: 0.9.2, not 0.27.
     assert assumed_version(("0.9.1", "0.27.0"), "v1")[0] == "0.27.0"
@@ -579,7 +579,7 @@ def test_a_build_of_main_is_the_release_that_followed_its_date():
     assert is_main_build("0.0.0+local") and is_main_build("v0.0.0") and not is_main_build("0.0.1")
     assert parse_version("0.0.1") == (0, 0, 1)
     assert parse_version("0.0.0+local") == parse_version("0.1.dev19754") == (0, 34, 0)
-    from estimator.diagnosis import modelled_version
+    from estimator.release_choice import modelled_version
 
     assert modelled_version("0.0.0+local", None, "v1", "2026-05-03")[0] == release_after("2026-05-03")
     version, why = modelled_version("0.0.0+local", None, "v1")
@@ -792,7 +792,7 @@ def test_a_main_build_between_a_release_and_its_patch_is_that_release():
     x.y.(z−1), not of the patch cut later on its release branch. A GB10 log of 0.20.1rc1.dev23 printed
     'GPU KV cache size: 1,253,392 tokens' for a 52.66 GiB pool of Qwen3.6-35B-A3B — 0.20.0's blocks ÷
     groups count, where 0.20.1's int(concurrency × max_model_len) gives 3.9 M."""
-    from estimator.diagnosis import modelled_version
+    from estimator.release_choice import modelled_version
 
     version, why = modelled_version("0.20.1rc1.dev23+gde3da0b97.d20260428", None, "v1")
     assert version == "0.20.0" and "build of main" in why
@@ -815,7 +815,7 @@ def test_an_environment_switch_with_a_templated_value_says_nothing():
 
 
 def test_a_stated_series_is_its_newest_release_by_the_post_date():
-    from estimator.diagnosis import modelled_version
+    from estimator.release_choice import modelled_version
     from estimator.vllm import series_release
 
     # "0.8.x": 0.8.0 (03-18) … 0.8.4 (04-15), 0.8.5 (04-28) in RELEASES
