@@ -312,7 +312,7 @@ def _card_for(case: dict) -> str:
                                          observed.get("kv_cache_gib") or observed.get("kv_available_gib"))
                   if isinstance(x, (int, float)) and x > 0)
     if known and not total and on_card and not states_its_size(name):
-        # as `diagnose` reads a paste (family_card_holding for the weights, _card_from_pool for the
+        # as `diagnose` reads a paste (family_card_holding for the weights, anchoring.card_from_pool for the
         # pool): the card held them, so an "A100" that loaded 48.5 GiB, or allocated a 69.66 GiB
         # pool, was an 80 GB one
         from estimator.gpus import family_card_holding
@@ -329,7 +329,7 @@ def _card_for(case: dict) -> str:
 def printed_total(case: dict, gpu_arg: str) -> int | None:
     """The torch total vLLM printed, in bytes, for a case run on a named card (gpu_for): the card
     sets the defaults, the printed figure the size — as `diagnose` re-runs a paste on the total it
-    prints (diagnosis.with_printed_total). The case's observed figure, else a total a line of the
+    prints (anchoring.with_printed_total). The case's observed figure, else a total a line of the
     paste prints as torch reports it (derive.printed_torch_total_gib)."""
     from estimator.derive import printed_torch_total_gib
     from estimator.gpus import is_size_only
@@ -450,12 +450,12 @@ def main(argv: list[str]) -> int:
         if not isinstance(case.get("tensor_parallel_size"), int):
             # as `diagnose` does: a TP size read as a lower bound from the workers' lines is
             # sharpened by the weights each rank printed
-            from estimator.diagnosis import tp_from_weights
+            from estimator.anchoring import tp_from_weights
 
             tp_from_weights(paste_facts(case), loaded.spec, settings)
         if not isinstance(case.get("pipeline_parallel_size"), int):
             # as `diagnose` does: a pipeline size the paste cuts, from the weights each rank printed
-            from estimator.diagnosis import pp_from_weights
+            from estimator.anchoring import pp_from_weights
 
             pp_from_weights(paste_facts(case), loaded.spec, settings)
         if not case.get("quantization"):
@@ -474,7 +474,7 @@ def main(argv: list[str]) -> int:
             est = run_estimate(loaded.spec, gpu_arg, settings)
             total = printed_total(case, gpu_arg)
             if total:
-                from estimator.diagnosis import with_printed_total
+                from estimator.anchoring import with_printed_total
 
                 est = with_printed_total(est, total)
         except KvdoctorError as exc:

@@ -577,7 +577,7 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
                 "vLLM's own numbers")
     # V1's "GPU KV cache size" beside the pool it printed: what the pool holds, per vLLM. The estimate
     # holds that pool (it was anchored to it), so tokens more than 10% apart are a setting the paste
-    # does not show that changes what a block holds (diagnosis._capacity_settings tries the usual
+    # does not show that changes what a block holds (anchoring.capacity_settings tries the usual
     # ones) or a layout the model does not know.
     tokens, pool = f("kv_tokens_capacity"), f("kv_cache_gib") or f("kv_available_gib")
     if tokens and pool and est.profile.engine == "v1" and est.kv_cache_tokens > 0 \
@@ -837,7 +837,7 @@ def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:
             "sliding-window caches and the compressor states for its window plus the tokens in flight")
 
 
-# A part solved for (diagnosis._anchor) is worth a word when vLLM's figure needs much more of it than the
+# A part solved for (anchoring.anchor_to_pool) is worth a word when vLLM's figure needs much more of it than the
 # model sees: at least this much more, and at least twice the model's own figure (a judgement: the spread
 # of the profile-peak estimates over the corpora is well within both).
 UNEXPLAINED_SOLVE_MIN = 1 * GiB

@@ -736,7 +736,7 @@ def command_cut(text: str) -> tuple[bool, str | None]:
     """Whether a `vllm serve` command in the paste is cut short ("--pipeline-parallel-s[...]"), and the
     setting whose flag or value the cut took (argparse's prefix reading: "pipeline_parallel_size"),
     if any. A cut command's fixes show the flags it keeps, and the reply says the rest is the user's
-    to add; a setting it cut may be worked back from vLLM's figures (diagnosis.pp_from_weights)."""
+    to add; a setting it cut may be worked back from vLLM's figures (anchoring.pp_from_weights)."""
     for s, e, is_vllm in command_spans(text):
         if not is_vllm:
             continue

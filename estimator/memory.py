@@ -128,7 +128,7 @@ class Reconciliation:
 
 
 # The words of the note an extensible-KV-cache estimate (0.34+) gives its own arithmetic in: a re-run on
-# other parts states it afresh (diagnosis._estimate_with)
+# other parts states it afresh (anchoring.estimate_with)
 EXTENSIBLE_NOTE = "sizes the KV cache after warmup (the extensible KV cache"
 
 

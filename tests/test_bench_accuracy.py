@@ -245,7 +245,7 @@ def test_a_card_named_without_its_size_is_the_one_that_held_the_printed_weights(
     assert accuracy.gpu_for(case) == "NVIDIA A100-SXM4-80GB"
     assert accuracy.gpu_for(dict(case, observed={"weights_gib": 13.72})) == "NVIDIA A100"
     assert accuracy.gpu_for(dict(case, gpu="NVIDIA A100 40GB")) == "NVIDIA A100 40GB"
-    # the KV pool vLLM allocated sat on the card too (diagnose's _card_from_pool): 13.72 GiB of
+    # the KV pool vLLM allocated sat on the card too (anchoring.card_from_pool, as diagnose reads it): 13.72 GiB of
     # weights beside a 36.56 GiB pool is 50.28 GiB, more than the 40 GB card's 39.39 GiB
     assert accuracy.gpu_for(dict(case, observed={"weights_gib": 13.72, "kv_cache_gib": 36.56})) \
         == "NVIDIA A100-SXM4-80GB"

@@ -1,5 +1,5 @@
 """Settings a paste cuts off, read back from the capacity vLLM printed beside its pool
-(diagnosis._capacity_settings), and the check when no setting explains it (derive.layout_disagreement).
+(anchoring.capacity_settings), and the check when no setting explains it (derive.layout_disagreement).
 
 The expected token counts are worked out here from vLLM's V1 arithmetic (0.21+,
 v1/core/kv_cache_utils.py): GPU KV cache size = int(blocks / blocks per request × max_model_len),

@@ -723,9 +723,9 @@ def test_solving_for_vllms_pool_does_not_take_a_third_of_the_weights_away():
     error (kilian-group/phantom-wiki): 106,848 tokens × 128 KiB = 13.04 GiB of KV beside 21.32 GiB of
     budget leaves 8.28 GiB for everything else, less than the 8B's 14.99 GiB of weights. Solving for
     the parts had made the weights 8.23 GiB (activation 0); now the weights fall at most to 90% of the
-    checkpoint's figure (diagnosis.WEIGHTS_FLOOR), so the reconciliation fails, the table keeps the
+    checkpoint's figure (anchoring.WEIGHTS_FLOOR), so the reconciliation fails, the table keeps the
     model's own 14.99, and a check says the budget cannot hold vLLM's pool."""
-    from estimator.diagnosis import WEIGHTS_FLOOR
+    from estimator.anchoring import WEIGHTS_FLOOR
 
     text = ("- `meta-llama/Llama-3.1-8B-Instruct`: >= one 3090\n"
             "- `meta-llama/Llama-3.1-70B-Instruct`: >= four A6000s\n"
