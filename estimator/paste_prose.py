@@ -635,8 +635,12 @@ _VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
     ("kv_tokens_capacity", regex.compile(r"(?i)\bKV[ ]+cache(?:[ ]+size)?(?:[ ]+(?:is|of|=|:|holds))?[ ]*[:=]?[ ]*" + _N
                                          + r"[ ]+tok(?:en)?s\b"), "prose_kv_tokens"),
     ("kv_tokens_capacity", regex.compile(r"(?i)(?<![\d,.])" + _N + r"-token[ ]+KV[ ]+(?:pool|cache)\b"), "prose_kv_tokens"),
-    ("kv_cache_gib", regex.compile(r"(?i)(?<![\d.])" + _F + r"[ ]?GiB(?:[ ]+of[ \n]+|[ ]*\n[ ]*of[ ]+|[ ]+for[ \n]+|[ ]*\n[ ]*for[ ]+|[ ]+)(?:the[ ]+)?KV(?:[ ]+cache)?\b"
-                                   r"(?![ ]+(?:(?:is|cache[ ]+is)[ ]+)?needed)"), "prose_kv_gib"),
+    # (what one request needs is not the pool: "required about 36 GiB of KV cache", "4.5 GiB KV cache is
+    # needed" broken over two lines — vLLM's admission check retold, read by _NEED_AVAIL)
+    ("kv_cache_gib", regex.compile(r"(?i)(?<![\d.])(?<!\b(?:need(?:s|ed)?|requir(?:e|es|ed|ing))[ ]+(?:(?:about|roughly|around"
+                                   r"|approximately|nearly|almost)[ ]+|~)?)" + _F
+                                   + r"[ ]?GiB(?:[ ]+of[ \n]+|[ ]*\n[ ]*of[ ]+|[ ]+for[ \n]+|[ ]*\n[ ]*for[ ]+|[ ]+)(?:the[ ]+)?KV(?:[ ]+cache)?\b"
+                                   r"(?![ \n]{1,3}(?:(?:is|cache[ \n]{1,3}is)[ \n]{1,3})?needed)"), "prose_kv_gib"),
     ("block_size", regex.compile(r"(?i)\bblock[ _-]?size[ ]+(?:of|is|=)[ ]+(?P<n>\d{1,4})\b"), "prose_block_size"),
     # "0.95 GPU util", and the flag named in words with its value ("raising `gpu-memory-utilization`
     # to 0.95", "gpu_memory_utilization at 0.8"); a proposal ("try raising … to 0.95") is skipped below

@@ -1543,3 +1543,15 @@ def test_a_free_memory_line_cut_after_on_startup_still_gives_the_cards_total():
 ])
 def test_windows_host(text, host):
     assert read_paste(text).extra.get("windows_host") == host
+
+
+def test_what_one_request_needs_is_not_read_as_the_kv_pool():
+    """Blog posts retell vLLM's admission check: "required about 36 GiB of KV cache" and "4.5 GiB KV
+    cache is / needed" (its message broken over two lines) are one request's need, not the pool the
+    cache got; a pool stated in the same words ("leaving 25.94 GiB of KV") still is one."""
+    for need in ('vLLM refused to start at `--max-model-len 32768` with *"4.5 GiB KV cache is\nneeded"*\n',
+                 "the requested 262K context required about 36 GiB of KV cache, exceeding the memory\n",
+                 "it needs 24 GiB of KV cache for 128K\n", "would require roughly 36 GiB KV cache\n"):
+        assert read_paste(need).get("kv_cache_gib") is None, need
+    assert read_paste("leaving 25.94 GiB of KV for the cache\n").get("kv_cache_gib") == 25.94
+    assert read_paste("The pool is 9.86 GiB of KV cache at 262K\n").get("kv_cache_gib") == 9.86
