@@ -190,12 +190,12 @@ _NOTES_BACKEND = re.compile(r"(?i)\battention[-_ ]backend[ :=]+['\"]?(?P<after>\
 
 
 def notes_backend(other: str) -> str | None:
-    from estimator.attention_backend import FORK_BACKENDS, KNOWN_BACKENDS
+    from estimator.attention_backend import backend_from_name
 
     outside = re.sub(r"\{[^{}]*\}", " ", other)
     for m in _NOTES_BACKEND.finditer(outside):
-        name = (m.group("after") or m.group("before")).upper()
-        if name in KNOWN_BACKENDS or name in FORK_BACKENDS:
+        name = backend_from_name(m.group("after") or m.group("before"))
+        if name:
             return name
     return None
 

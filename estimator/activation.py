@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from estimator.attention_backend import FLASHMLA_SPARSE
 from estimator.forward import (
     FUSED_MOE_CHUNK_TOKENS,
     bnb_dequant_bytes,
@@ -280,7 +281,7 @@ def sparse_mla_load_buffers(spec: ModelSpec, s: EngineSettings, profile: Profile
     head = mla.kv_lora_rank + mla.rope_dim
     # (a backend the user or the log named other than FlashMLA's reserves none of it)
     if profile.version >= SPARSE_MLA_WORKSPACE_FROM and 9.0 <= cc < 10.0 and kv in SPARSE_MLA_QUANTIZED_KV \
-            and head in FLASHMLA_SPARSE_HEAD_SIZES and s.attention_backend in (None, "FLASHMLA_SPARSE"):
+            and head in FLASHMLA_SPARSE_HEAD_SIZES and s.attention_backend in (None, FLASHMLA_SPARSE):
         row = head * 2
         heads = max(1, spec.num_attention_heads // max(1, s.tensor_parallel_size))
         workspace = _aligned(tb * heads * row) + _aligned(SPARSE_MLA_PREFILL_ROWS_PER_TOKEN * max_len * row)

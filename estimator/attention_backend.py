@@ -28,12 +28,14 @@ FLASH_ATTN = "FLASH_ATTN"
 FLASHINFER = "FLASHINFER"
 TRITON_ATTN = "TRITON_ATTN"
 FLEX_ATTENTION = "FLEX_ATTENTION"
+FLASHMLA_SPARSE = "FLASHMLA_SPARSE"
+FLASHINFER_MLA_SPARSE = "FLASHINFER_MLA_SPARSE"
 
 # The backends a user can name (--attention-backend, a log's "Using … backend" line), in vLLM's enum spelling (v1/attention/backends/registry.py AttentionBackendEnum).
 KNOWN_BACKENDS = frozenset({
     FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION, "TREE_ATTN", "TURBOQUANT", "XFORMERS",
-    "FLASHMLA", "FLASHINFER_MLA", "CUTLASS_MLA", "TRITON_MLA", "FLASH_ATTN_MLA", "FLASHMLA_SPARSE",
-    "FLASHINFER_MLA_SPARSE", "ROCM_ATTN", "ROCM_AITER_FA", "ROCM_AITER_MLA", "ROCM_AITER_UNIFIED_ATTN",
+    "FLASHMLA", "FLASHINFER_MLA", "CUTLASS_MLA", "TRITON_MLA", "FLASH_ATTN_MLA", FLASHMLA_SPARSE,
+    FLASHINFER_MLA_SPARSE, "ROCM_ATTN", "ROCM_AITER_FA", "ROCM_AITER_MLA", "ROCM_AITER_UNIFIED_ATTN",
     "CPU_ATTN", "TORCH_SDPA",
 })
 # Backends of vLLM forks that pastes name: the b12x builds the RTX PRO 6000 community runs
@@ -47,8 +49,8 @@ FORK_BACKENDS = frozenset({"B12X_MLA_SPARSE"})
 # capacities solve to 656 B rows — GLM-5.1 NVFP4 on 8 × RTX PRO 6000 (rtx6kpro startup.log of 2026-05-15):
 # 5,336 blocks of 64 = 341,504 tokens in 19.55 GiB is 61,464 B per token = 78 layers × (656 + 132 B of
 # indexer key), where standard fp8 rows would hold 380,121 tokens.
-PACKED_SPARSE_MLA_BACKENDS = frozenset({"FLASHMLA_SPARSE", "B12X_MLA_SPARSE"})
-PLAIN_SPARSE_MLA_BACKENDS = frozenset({"FLASHINFER_MLA_SPARSE"})
+PACKED_SPARSE_MLA_BACKENDS = frozenset({FLASHMLA_SPARSE, "B12X_MLA_SPARSE"})
+PLAIN_SPARSE_MLA_BACKENDS = frozenset({FLASHINFER_MLA_SPARSE})
 # platforms/cuda.py: from 0.19 Blackwell (SM 10.x and up) prefers FlashInfer's sparse-MLA backend
 FLASHINFER_SPARSE_MLA_FROM = (0, 19, 0)
 # The words older logs and warnings use ("Using FlashInfer backend on V1 engine.", "Using Flash Attention

@@ -165,7 +165,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             f"{other.blocks:,} blocks = {other.pool / GiB:.2f} GiB of KV, {(other.printed - other.pool) / GiB:.2f} GiB "
             "less than the line shows — that is the capacity in the error.")
     elif kv_read is not None:
-        st.add(Figure("kv_pool", kv_read, "read", "KV cache memory printed by vLLM"))
+        st.add(Figure("kv_pool", kv_read, "read", PRINTED_POOL))
     elif blocks == 0 and solved is None and est is not None and bpb:
         # vLLM clamps the count at 0 and the model already leaves less than a block: its remainder stands
         st.add(Figure("kv_pool", est.kv_cache_bytes, "estimated",
@@ -637,6 +637,11 @@ def reserved_pool_fact(facts, est: Estimate | None):
     return fact if fact is not None and fact.source in RESERVED_POOL_LINES else None
 
 
+# How kv_pool_from_facts says the pool is vLLM's own GiB figure (not one derived from tokens or blocks
+# through the modelled layout)
+PRINTED_POOL = "KV cache memory printed by vLLM"
+
+
 def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     """vLLM's KV pool on one rank from what the paste printed: (bytes, how), or None.
 
@@ -668,8 +673,8 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
             if fit is not None:
                 lo, hi = fit[0] * bpb, (fit[0] + 1) * bpb - 1
                 if lo - 0.0051 * GiB <= pool <= hi + 0.0051 * GiB:
-                    return min(max(pool, lo), hi), f"KV cache memory printed by vLLM, to the block {fit[1]}"
-            return pool, "KV cache memory printed by vLLM"
+                    return min(max(pool, lo), hi), f"{PRINTED_POOL}, to the block {fit[1]}"
+            return pool, PRINTED_POOL
     if not bpb:
         return None
     mib = f"{bpb / 2**20:.2f} MiB per block"

@@ -25,6 +25,7 @@ from estimator.anchoring import (
     with_printed_total,
 )
 from estimator.derive import (
+    PRINTED_POOL,
     activation_from_facts,
     derive,
     gib_bytes,
@@ -846,10 +847,8 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         # graphs read as (U − U′) × total scale with the card tried, not the one first assumed
         frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
         # a pool vLLM printed in GiB is its own figure; one from tokens or blocks rests on the modelled layout
-        printed_pool = any(f(k) is not None and abs(float(f(k)) * GiB - pool) <= 0.0051 * GiB
-                           for k in ("kv_cache_gib", "kv_available_gib"))
         est = card_from_pool(est, pool, spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
-                              graph_frac=frac, printed_pool=printed_pool)
+                              graph_frac=frac, printed_pool=solved[1].startswith(PRINTED_POOL))
     # 0.34+ with only the profile run's pool printed: that is the figure to reproduce
     printed = reserved_pool_fact(facts, est) if pool is None else None
     reserved = gib_bytes(printed.value) if printed is not None else None

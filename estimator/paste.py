@@ -275,7 +275,9 @@ def _read(raw: str) -> Facts:
     if fmt is not None:
         # the sparse-MLA layer's own line says how its fp8 cache is laid out, so which backend ran
         # (attention_backend.PACKED_SPARSE_MLA_BACKENDS); a line naming the backend itself comes first
-        extra.setdefault("attention_backend_used", "FLASHINFER_MLA_SPARSE" if fmt.group("plain") else "FLASHMLA_SPARSE")
+        from estimator.attention_backend import FLASHINFER_MLA_SPARSE, FLASHMLA_SPARSE
+
+        extra.setdefault("attention_backend_used", FLASHINFER_MLA_SPARSE if fmt.group("plain") else FLASHMLA_SPARSE)
     if any(w in low for w in ("compiled graph", "compiling a graph", "aot compilation", "compiling model again")):
         found = {k for m in _finditer(_COMPILE_CACHE, text, limit=20) for k, v in m.groupdict().items() if v}
         extra["compile_cache_warm"] = found == {"warm"}
