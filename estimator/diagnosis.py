@@ -148,6 +148,10 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         # "The current --gpu-memory-utilization=U is equivalent to …": printed only where the CUDA-graph
         # estimate was subtracted (gpu_worker.py; 0.18–0.19 with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)
         s.graph_profiling = True
+    elif facts.extra.get("unprofiled_utilization") is not None:
+        # "Consider re-enabling it … and increasing --gpu-memory-utilization from U to U'": printed where
+        # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 kept the graphs out of the budget (gpu_worker.py, 0.20+)
+        s.graph_profiling = False
     if facts.extra.get("runner") in ("pooling", "generate"):
         s.runner = facts.extra["runner"]   # an embedding / reranking run: no sampler, no lm_head
     if facts.extra.get("performance_mode") in ("balanced", "interactivity", "throughput"):

@@ -320,7 +320,10 @@ _VER = r"v?(?P<v>\d+\.\d+\.\d+(?:\.?(?:post|dev|rc|a|b)\d+)*(?:\+[A-Za-z0-9]+(?:
        r"|\d+\.\d+(?:\.?(?:dev|rc)\d+)+(?:\+[A-Za-z0-9]+(?:\.(?!cu\d|cp\d)[A-Za-z0-9]+)*)?)(?![\d])"
 _VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
     (regex.compile(r"(?i)\bvllm[ ]*==[ ]*" + _VER), 50, "pip"),
-    (regex.compile(r"(?i)\bvllm[ ]+--version[ ]*\n[ ]*" + _VER), 50, "vllm_version_cmd"),
+    # `vllm --version`'s answer: the next line, or the first line of its own after the start-up log lines
+    # the command prints first ("Automatically detected platform cuda.")
+    (regex.compile(r"(?i)\bvllm[ ]+--version[ ]*\n(?:[ ]*" + _VER + r"|(?:[^\n]{0,200}\b(?:platform|plugin|detected)\b[^\n]{0,200}"
+                   r"\n){1,3}[ ]*" + _VER + r"[ ]*(?=\n|$))"), 50, "vllm_version_cmd"),
     (regex.compile(r"(?i)\bvLLM[ ]+Version[ ]*:[ ]*" + _VER), 50, "collect_env"),
     (regex.compile(r"(?i)\bvllm-(?=\d)" + _VER + r"(?=[.+-](?:cu\d|cp\d|py\d)|-)"), 45, "wheel"),
     (regex.compile(r"(?i)\bvllm(?:-openai)?:" + _VER), 40, "docker_tag"),

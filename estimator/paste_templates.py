@@ -98,9 +98,11 @@ TEMPLATES: tuple[Template, ...] = (
        r"[ \n]+(?P<activation_peak_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+peak[ \n]+activation,[ \n]+(?P<non_torch_gib>" + NUM
        + r")[ \n]*GiB[ \n]+for[ \n]+non-torch[ \n]+memory,|(?P<x_consumed_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+consumed"
        r"[ \n]+memory[^,\n]{0,40},[ \n]+(?P<activation_peak_gib2>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+peak[ \n]+activation,)"
-       r"[ \n]+and[ \n]+(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+CUDAGraph[ \n]+memory\.)?"
+       # (a paste that cuts the line after its parts, "… for non-torch memory, and...", keeps them)
+       r"(?:[ \n]+and[ \n]+(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+CUDAGraph[ \n]+memory\.)?)?"
        # the pool (self.available_kv_cache_memory_bytes), in GiB or, in 0.10.2–0.11, in bytes
-       r"(?:[^\n]{0,700}?Current[ \n]+kv[ \n]+cache[ \n]+memory[ \n]+in[ \n]+use[ \n]+is[ \n]+(?:(?P<kv_available_gib>" + NUM
+       # (on the same line, or the next where a log prints the report's sentences one per line)
+       r"(?:[^\n]{0,700}?(?:\n[ ]*)?Current[ \n]+kv[ \n]+cache[ \n]+memory[ \n]+in[ \n]+use[ \n]+is[ \n]+(?:(?P<kv_available_gib>" + NUM
        + r")[ \n]*GiB|(?P<x_kv_bytes>\d{4,15})[ \n]*bytes))?",
        P_PROFILE, None, ("0.10.2", None), "v1"),
     _t("kv_cache_memory_bytes",
@@ -144,6 +146,12 @@ TEMPLATES: tuple[Template, ...] = (
        r"[ \n]*(?P<activation_peak_gib>" + NUM + r")" + GI + r";[ \n]*non-torch[ \n]+forward[ \n]+increase[ \n]+memory:[ \n]*"
        r"(?P<non_torch_gib>" + NUM + r")" + GI + r";[ \n]*weights[ \n]+memory:[ \n]*(?P<weights_gib>" + NUM + r")" + GI,
        P_PROFILE, None, ("0.9.1", None), "v1"),
+    # its DEBUG companion (v1/worker/gpu_worker.py determine_available_memory, 0.9.1+): the free memory at
+    # start-up, after the profile run, and utilization × total
+    _t("v1_free_debug",
+       r"Initial[ \n]+free[ \n]+memory:[ \n]*(?P<free_memory_gib>" + NUM + r")[ \n]*GiB,[ \n]+free[ \n]+memory:[ \n]*"
+       r"(?P<x_free_after_gib>" + NUM + r")[ \n]*GiB,[ \n]+requested[ \n]+GPU[ \n]+memory:[ \n]*(?P<x_requested_gib>" + NUM
+       + r")[ \n]*GiB", P_PROFILE, None, ("0.9.1", None), "v1"),
     # 4.5 Available KV cache memory (V1 0.9.1+)
     _t("v1_available_kv", r"Available[ \n]+KV[ \n]+cache[ \n]+memory:[ \n]*(?P<kv_available_gib>" + NUM + r")[ \n]*Gi?B",
        P_CAPACITY, None, ("0.9.1", None), "v1"),
@@ -222,7 +230,22 @@ TEMPLATES: tuple[Template, ...] = (
        r"increase[ \n]+--gpu-memory-utilization[ \n]+from[ \n]+(?P<gpu_memory_utilization>" + NUM + r")[ \n]+to[ \n]+"
        r"(?P<x_optin_utilization>" + NUM + r")[ \n]+to[ \n]+maintain[ \n]+the[ \n]+same[ \n]+effective[ \n]+KV[ \n]+cache",
        P_PROFILE, None, ("0.18.0", "0.19.1"), "v1"),
+    # 0.20+ (and the 0.19.2 builds before it) run with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0: "CUDA graph
+    # memory profiling is disabled (…). … Consider re-enabling it (the default as of v0.21.0) and increasing
+    # --gpu-memory-utilization from 0.9200 to 0.9285." (v1/worker/gpu_worker.py) — the utilization in use,
+    # the graphs not set aside
+    _t("graph_profiling_disabled",
+       r"Consider[ \n]+re-enabling[ \n]+it[^\n]{0,60}?[ \n]+and[ \n]+increasing[ \n]+--gpu-memory-utilization[ \n]+from[ \n]+"
+       r"(?P<gpu_memory_utilization>" + NUM + r")[ \n]+to[ \n]+(?P<x_unprofiled_utilization>" + NUM + r")",
+       P_PROFILE, None, ("0.20.0", None), "v1"),
     # 4.11 chunked prefill
+    # the defaults vLLM fills in (engine/arg_utils.py): "Setting max_num_batched_tokens to 2048 for
+    # OPENAI_API_SERVER usage context." (a WARNING in 0.7, DEBUG later), "Defaulting max_num_seqs to 256 for
+    # openai-api-server usage context." (the later wording)
+    _t("default_batched_tokens", r"(?:Setting|Defaulting)[ \n]+max_num_batched_tokens[ \n]+to[ \n]+(?P<max_num_batched_tokens>"
+       + INT + r")[ \n]+for[ \n]+[\w-]+[ \n]+usage[ \n]+context", P_CAPACITY),
+    _t("default_max_seqs", r"(?:Setting|Defaulting)[ \n]+max_num_seqs[ \n]+to[ \n]+(?P<max_num_seqs>" + INT
+       + r")[ \n]+for[ \n]+[\w-]+[ \n]+usage[ \n]+context", P_CAPACITY),
     _t("chunked_prefill_tb", r"Chunked[ \n]+prefill[ \n]+is[ \n]+enabled[ \n]+with[ \n]+max_num_batched_tokens=(?P<max_num_batched_tokens>" + INT + r")",
        P_CAPACITY),
     # Unsloth's load_vllm (unsloth_zoo/vllm_utils.py) prints the batch it then hands vLLM's engine args:
@@ -334,12 +357,12 @@ ANCHORS: dict[str, str] = {
     "v0_budget": "total_gpu_memory", "v0_weights": "weights", "v0_non_torch": "non_torch_memory",
     "v0_activation": "activation", "v0_kv_rest": "reserved", "v065_tab_total": "total_gpu_memory",
     "v065_tab_util": "gpu_memory_utilization", "v065_tab_kv": "available_kv_cache_memory", "v1_profiling_debug": "profiling",
-    "v1_available_kv": "available", "blocks_gpu_cpu": "blocks", "blocks_gpu_only": "blocks", "blocks_CUDA": "blocks",
+    "v1_available_kv": "available", "v1_free_debug": "requested gpu memory", "blocks_gpu_cpu": "blocks", "blocks_gpu_only": "blocks", "blocks_CUDA": "blocks",
     "blocks_cuda": "blocks", "blocks_other": "blocks", "kv_cache_size_merged": "concurrency", "kv_cache_size": "size",
     "max_concurrency": "concurrency", "num_gpu_blocks_override": "overriding", "aphrodite_max_seq_len": "allowed", "using_max_model_len": "using",
     "auto_fit": "auto-fit", "weights_v0": "weights", "weights_080": "loading", "weights_083": "loading",
     "weights_0112": "loading", "graph_took": "capturing", "graph_estimated": "estimated", "graph_pool": "pool",
-    "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling": "profiling", "dcp_multiply": "multiplying", "chunked_prefill_tb": "chunked",
+    "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling_disabled": "re-enabling", "graph_profiling": "profiling", "dcp_multiply": "multiplying", "chunked_prefill_tb": "chunked", "default_batched_tokens": "usage context", "default_max_seqs": "usage context",
     "long_context_warning": "context", "tp_heads": "divisible", "pp_layers": "divisible", "quant_shape": "quantiz",
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
     "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory", "v1_num_gpu_blocks": "cache_config_info",

@@ -1555,3 +1555,78 @@ def test_what_one_request_needs_is_not_read_as_the_kv_pool():
         assert read_paste(need).get("kv_cache_gib") is None, need
     assert read_paste("leaving 25.94 GiB of KV for the cache\n").get("kv_cache_gib") == 25.94
     assert read_paste("The pool is 9.86 GiB of KV cache at 262K\n").get("kv_cache_gib") == 9.86
+
+
+def test_the_start_up_report_printed_one_sentence_per_line_is_read_whole():
+    """A log whose formatter pads the level and drops time and file (Python's `%(levelname)-8s`, as
+    some Windows builds print vLLM's lines) splits the 0.27+ start-up report into one sentence per line:
+    each line's level is a prefix, and the KV pool on the line after the usage is the report's own."""
+    f = read_paste("INFO  Free memory on device (22.6/24.0 GiB) on startup.\n"
+                   "INFO  Desired GPU memory utilization is (0.7, 16.8 GiB).\n"
+                   "INFO  Actual usage is 10.7 GiB for consumed memory (weights + non-torch), 1.54 GiB for peak "
+                   "activation, and 0.54 GiB for CUDAGraph memory.\n"
+                   "INFO  Current kv cache memory in use is 4.55 GiB.\n")
+    assert (f.get("gpu_memory_utilization"), f.get("activation_peak_gib"), f.get("cuda_graph_gib"),
+            f.get("kv_available_gib")) == (0.7, 1.54, 0.54, 4.55)
+    # a sentence that starts with a level word and one space keeps it
+    assert read_paste("ERROR on start: CUDA out of memory").text.startswith("ERROR")
+
+
+def test_a_start_up_report_cut_after_its_parts_keeps_them():
+    """Posters shorten the 0.10.2+ report's long line ("… 1.84 GiB for non-torch memory, and..."): the
+    weights, peak and non-torch figures printed before the cut are vLLM's own and are read; the graph
+    figure the cut removed is not invented."""
+    f = read_paste("worker.py:391] Free memory on device (78.6/79.2 GiB) on startup. Desired GPU memory utilization "
+                   "is (0.9, 71.28 GiB). Actual usage is 37.99 GiB for weight, 4.71 GiB for peak activation, 1.84 GiB "
+                   "for non-torch memory, and...")
+    assert (f.get("weights_gib"), f.get("activation_peak_gib"), f.get("non_torch_gib")) == (37.99, 4.71, 1.84)
+    assert f.get("cuda_graph_gib") is None
+
+
+def test_graph_profiling_turned_off_gives_the_utilization_and_keeps_graphs_out_of_the_budget():
+    """vLLM 0.20+ run with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 warns "… Consider re-enabling it (the
+    default as of v0.21.0) and increasing --gpu-memory-utilization from 0.9200 to 0.9285.": 0.92 is the
+    utilization in use, and the graphs were not set aside before the KV cache was sized."""
+    from estimator.diagnosis import diagnose
+
+    text = ("WARNING 04-24 20:42:43 [gpu_worker.py:498] CUDA graph memory profiling is disabled "
+            "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph memory is not accounted for during "
+            "KV cache allocation, which may require lowering --gpu-memory-utilization to avoid OOM. Consider "
+            "re-enabling it (the default as of v0.21.0) and increasing --gpu-memory-utilization from 0.9200 to 0.9285.\n"
+            "INFO 04-24 20:42:43 [gpu_worker.py:440] Available KV cache memory: 3.98 GiB\n")
+    f = read_paste(text)
+    assert f.get("gpu_memory_utilization") == 0.92 and f.extra.get("unprofiled_utilization") == 0.9285
+    # 0.20.1 runs the V1 model runner, which sets the graph estimate aside when profiling is on
+    run = "vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.92 on an RTX 4090, vLLM 0.20.1\n"
+    assert diagnose(run, explain=True).estimate["memory"]["cuda_graph_bytes"] > 0
+    assert diagnose(text + run, explain=True).estimate["memory"]["cuda_graph_bytes"] == 0
+
+
+def test_vllms_debug_line_gives_the_free_memory_at_start_up():
+    """0.9.1+'s DEBUG "Initial free memory: F GiB, free memory: F' GiB, requested GPU memory: R GiB"
+    (gpu_worker.py determine_available_memory): F is the card's free memory when vLLM started."""
+    f = read_paste("(VllmWorker rank=2 pid=1608647) DEBUG 07-22 20:09:04 [gpu_worker.py:239] Initial free memory: "
+                   "139.12 GiB, free memory: 81.52 GiB, requested GPU memory: 69.86 GiB\n")
+    assert f.get("free_memory_gib") == 139.12 and f.extra.get("requested_gib") == 69.86
+
+
+@pytest.mark.parametrize("text,key,value", [
+    ("WARNING 02-13 15:00:42 arg_utils.py:1326] Setting max_num_batched_tokens to 2048 for OPENAI_API_SERVER "
+     "usage context.", "max_num_batched_tokens", 2048),
+    ("DEBUG 07-05 08:50:01 [arg_utils.py:1910] Defaulting max_num_seqs to 256 for openai-api-server usage context.",
+     "max_num_seqs", 256),
+    ("WARNING 01-10 10:00:00 arg_utils.py:1100] Setting max_num_seqs to 1024 for LLM_CLASS usage context.",
+     "max_num_seqs", 1024),
+])
+def test_the_defaults_vllm_fills_in_are_read(text, key, value):
+    assert read_paste(text).get(key) == value
+
+
+@pytest.mark.parametrize("text,version", [
+    ("$ vllm --version\nINFO 09-24 19:55:02 [__init__.py:216] Automatically detected platform cuda.\n0.10.2\n", "0.10.2"),
+    ("$ vllm --version\n0.9.2\n", "0.9.2"),
+    # a number on a later line that is not the command's answer
+    ("$ vllm --version\nerror: no such option\nI then ran 0.10.2 of something else\n", None),
+])
+def test_vllm_version_commands_answer(text, version):
+    assert read_paste(text).get("vllm_version") == version
