@@ -238,14 +238,12 @@ TEMPLATES: tuple[Template, ...] = (
        r"Consider[ \n]+re-enabling[ \n]+it[^\n]{0,60}?[ \n]+and[ \n]+increasing[ \n]+--gpu-memory-utilization[ \n]+from[ \n]+"
        r"(?P<gpu_memory_utilization>" + NUM + r")[ \n]+to[ \n]+(?P<x_unprofiled_utilization>" + NUM + r")",
        P_PROFILE, None, ("0.20.0", None), "v1"),
-    # 4.11 chunked prefill
     # the defaults vLLM fills in (engine/arg_utils.py): "Setting max_num_batched_tokens to 2048 for
     # OPENAI_API_SERVER usage context." (a WARNING in 0.7, DEBUG later), "Defaulting max_num_seqs to 256 for
     # openai-api-server usage context." (the later wording)
-    _t("default_batched_tokens", r"(?:Setting|Defaulting)[ \n]+max_num_batched_tokens[ \n]+to[ \n]+(?P<max_num_batched_tokens>"
-       + INT + r")[ \n]+for[ \n]+[\w-]+[ \n]+usage[ \n]+context", P_CAPACITY),
-    _t("default_max_seqs", r"(?:Setting|Defaulting)[ \n]+max_num_seqs[ \n]+to[ \n]+(?P<max_num_seqs>" + INT
-       + r")[ \n]+for[ \n]+[\w-]+[ \n]+usage[ \n]+context", P_CAPACITY),
+    _t("default_batch", r"(?:Setting|Defaulting)[ \n]+(?:max_num_batched_tokens[ \n]+to[ \n]+(?P<max_num_batched_tokens>" + INT
+       + r")|max_num_seqs[ \n]+to[ \n]+(?P<max_num_seqs>" + INT + r"))[ \n]+for[ \n]+[\w-]+[ \n]+usage[ \n]+context", P_CAPACITY),
+    # 4.11 chunked prefill
     _t("chunked_prefill_tb", r"Chunked[ \n]+prefill[ \n]+is[ \n]+enabled[ \n]+with[ \n]+max_num_batched_tokens=(?P<max_num_batched_tokens>" + INT + r")",
        P_CAPACITY),
     # Unsloth's load_vllm (unsloth_zoo/vllm_utils.py) prints the batch it then hands vLLM's engine args:
@@ -362,7 +360,7 @@ ANCHORS: dict[str, str] = {
     "max_concurrency": "concurrency", "num_gpu_blocks_override": "overriding", "aphrodite_max_seq_len": "allowed", "using_max_model_len": "using",
     "auto_fit": "auto-fit", "weights_v0": "weights", "weights_080": "loading", "weights_083": "loading",
     "weights_0112": "loading", "graph_took": "capturing", "graph_estimated": "estimated", "graph_pool": "pool",
-    "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling_disabled": "re-enabling", "graph_profiling": "profiling", "dcp_multiply": "multiplying", "chunked_prefill_tb": "chunked", "default_batched_tokens": "usage context", "default_max_seqs": "usage context",
+    "graph_profiling_enabled": "equivalent", "graph_profiling_optin": "maintain", "graph_profiling_disabled": "re-enabling", "graph_profiling": "profiling", "dcp_multiply": "multiplying", "chunked_prefill_tb": "chunked", "default_batch": "usage context",
     "long_context_warning": "context", "tp_heads": "divisible", "pp_layers": "divisible", "quant_shape": "quantiz",
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
     "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory", "v1_num_gpu_blocks": "cache_config_info",
