@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from estimator.errors import KvdoctorError
 from estimator.memory import Estimate
-from estimator.units import GiB
+from estimator.units import HALF_HUNDREDTH, PRINTED_SLACK, GiB
 
 # How close a re-run must come to the capacity vLLM printed for `capacity_settings` to take its
 # setting: vLLM prints the token count exactly, but the pool to 2 decimals of a GiB, so the block
@@ -130,7 +130,7 @@ def _printed_kv_targets(facts, est: Estimate) -> list[tuple]:
                 # V0's "Maximum concurrency for L tokens per request: X" = blocks × block size ÷ L
                 # (executor_base.py initialize_cache, 2 decimals): with the blocks it tells a block
                 # size from a KV dtype that would fill the same pool with as many blocks
-                out.append(("concurrency", float(x), lambda e: e.max_concurrency, max(0.0051, CAPACITY_MATCH * float(x)),
+                out.append(("concurrency", float(x), lambda e: e.max_concurrency, max(PRINTED_SLACK, CAPACITY_MATCH * float(x)),
                             lambda e, ok: f"{(float(x) if ok else e.max_concurrency):.2f}× concurrency"))
         else:
             tokens = (f("error_max_tokens_in_kv") or f("kv_tokens_capacity")) if v0 else f("kv_tokens_capacity")
@@ -148,7 +148,7 @@ def _printed_kv_targets(facts, est: Estimate) -> list[tuple]:
     if not v0 and need and float(need) > 0 and f("max_model_len") in (None, est.max_model_len):
         printed = float(need) * GiB
         # printed to 2 decimals of a GiB
-        out.append(("need", printed, lambda e: e.kv_needed_bytes, max(CAPACITY_MATCH * printed, 0.0051 * GiB),
+        out.append(("need", printed, lambda e: e.kv_needed_bytes, max(CAPACITY_MATCH * printed, PRINTED_SLACK * GiB),
                     lambda e, ok: f"{(float(need) if ok else e.kv_needed_bytes / GiB):.2f} GiB of KV for one "
                                   f"{e.max_model_len:,}-token request"))
     return out
@@ -373,7 +373,7 @@ def anchor_to_pool(est: Estimate, pool: int, read: dict, reserved: bool = False)
         # (or more finely than its parts) is met by moving the activation peak within that rounding
         # (vllm PR #12126: 71.30 − 19.86 − 36.63 − 0.16 GiB leaves 5,999 blocks; vLLM printed 6,001)
         key = "activation_bytes"
-        if not gap or est.activation_bytes is None or abs(gap) > 3 * 0.005 * GiB:
+        if not gap or est.activation_bytes is None or abs(gap) > 3 * HALF_HUNDREDTH * GiB:
             return est
         inputs[key] = max(0, est.activation_bytes + gap)
         keys.append(key)
@@ -436,7 +436,7 @@ def with_printed_total(est: Estimate, total: int) -> Estimate:
     figure's rounding (2 decimals): vLLM's own total is the better evidence (vllm#16570: an
     A100-PCIE-40GB printed 39.38 GiB; the catalog assumes the SXM4's 39.39). What the lookup
     assumed about the size goes."""
-    if abs(total - est.gpu_total_bytes) <= 0.0051 * GiB:
+    if abs(total - est.gpu_total_bytes) <= PRINTED_SLACK * GiB:
         return est
     inputs = dict(est.inputs)
     inputs["gpu_total_bytes"] = total

@@ -27,7 +27,7 @@ from estimator.memory import Estimate, graphs_captured_after_kv, v0_capacity_div
 from estimator.paste import torch_oom_records
 from estimator.paste_templates import TEMPLATES
 from estimator.spec import DeepseekV4Layer
-from estimator.units import GiB
+from estimator.units import HALF_HUNDREDTH, PRINTED_SLACK, GiB
 from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                       "\"Available KV cache memory\" in the paste: the profile run's pool, whose blocks vLLM "
                       "reserves before warmup sizes the KV cache"))
         off = est.reserved_pool_bytes - kv_read
-        if abs(off) > max(0.0051 * GiB, 0.01 * kv_read):
+        if abs(off) > max(PRINTED_SLACK * GiB, 0.01 * kv_read):
             # the diagnosis reproduced the KV cache's own figure, where the paste has one, not this
             st.checks.append(
                 f"vLLM's profile-run pool ({kv_read / GiB:.2f} GiB, \"Available KV cache memory\") is {-off / GiB:+.2f} "
@@ -391,9 +391,9 @@ def total_from_graph_hint(facts) -> tuple[int, str, str] | None:
     if graph is None or graph.source != "graph_estimated" or util is None or not isinstance(equiv, (int, float)):
         return None
     g, delta = float(graph.value), float(util) - float(equiv)
-    if g <= 0.005 or delta <= 0.0001:
+    if g <= HALF_HUNDREDTH or delta <= 0.0001:
         return None
-    low, high = (g - 0.005) / (delta + 0.0001), (g + 0.005) / (delta - 0.0001)
+    low, high = (g - HALF_HUNDREDTH) / (delta + 0.0001), (g + HALF_HUNDREDTH) / (delta - 0.0001)
     total = g / delta
     if (high - low) / total > _HINT_TOTAL_SPREAD:
         return None
@@ -512,7 +512,7 @@ def other_worker_pool(facts: Facts | Mapping, est: Estimate | None) -> OtherWork
     printed_bytes = int(float(printed) * GiB)
     deficit = printed_bytes - blocks * bpb
     # the printed GiB has two decimals (±0.005 GiB) and a pool holds whole blocks
-    if deficit <= 0.005 * GiB + bpb or deficit > 1.5 * extra + bpb:
+    if deficit <= HALF_HUNDREDTH * GiB + bpb or deficit > 1.5 * extra + bpb:
         return None
     pool = blocks * bpb
     how = (f"{what} × {bpb / 2**20:.2f} MiB per block on rank 0, the V0 driver, whose block count every GPU "
@@ -672,7 +672,7 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
                 _blocks_from_estimated_length(facts, est)
             if fit is not None:
                 lo, hi = fit[0] * bpb, (fit[0] + 1) * bpb - 1
-                if lo - 0.0051 * GiB <= pool <= hi + 0.0051 * GiB:
+                if lo - PRINTED_SLACK * GiB <= pool <= hi + PRINTED_SLACK * GiB:
                     return min(max(pool, lo), hi), f"{PRINTED_POOL}, to the block {fit[1]}"
             return pool, PRINTED_POOL
     if not bpb:

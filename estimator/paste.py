@@ -42,6 +42,7 @@ from estimator.paste_text import (
     stop_clock,
     worker_grid,
 )
+from estimator.units import HALF_HUNDREDTH
 
 FACT_KEYS: tuple[str, ...] = (
     "model", "gpu", "gpu_count", "vllm_version", "tensor_parallel_size", "pipeline_parallel_size",
@@ -470,7 +471,7 @@ def _capacity_rule_hint(facts, hints: list) -> None:
     if any(_vkey(h[0]) >= _vkey(CONCURRENCY_CAPACITY_FROM) for h in hints):
         return      # another message already dates the paste; the figures may be another run's
     # the concurrency is printed to 2 decimals and the tokens are truncated: |N/L − C| ≤ 0.005 + 1/L
-    if abs(float(tokens) / float(length) - float(conc)) > 0.005 + 1 / float(length) + 1e-9:
+    if abs(float(tokens) / float(length) - float(conc)) > HALF_HUNDREDTH + 1 / float(length) + 1e-9:
         hints.append(("0.1.0", CONCURRENCY_CAPACITY_FROM))
 
 

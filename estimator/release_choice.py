@@ -15,7 +15,7 @@ from datetime import date
 from estimator.errors import KvdoctorError
 from estimator.memory import Estimate
 from estimator.params import weight_format_kind
-from estimator.units import GiB
+from estimator.units import PRINTED_SLACK, GiB
 from estimator.vllm import (
     NEWEST,
     RELEASES,
@@ -73,7 +73,7 @@ def release_from_need(facts, est: Estimate, assumed: str, run) -> tuple[Estimate
         return None
 
     def agrees(e: Estimate) -> bool:
-        return abs(e.kv_needed_bytes / GiB - float(printed)) <= 0.0051
+        return abs(e.kv_needed_bytes / GiB - float(printed)) <= PRINTED_SLACK
 
     if agrees(est):
         return None

@@ -15,7 +15,7 @@ import regex
 
 from estimator.memory import Estimate, graphs_captured_after_kv
 from estimator.paste import CONFIG_ERRORS
-from estimator.units import GiB
+from estimator.units import HALF_HUNDREDTH, GiB
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
 SECRET_SHAPES = regex.compile(
@@ -89,9 +89,9 @@ def breakdown_rows(diag) -> list[tuple[str, str, str, str]]:
         if key == "non_torch":
             label = _NON_TORCH_BY_VENDOR.get(_vendor(diag), label)
         val, how = g(f.value), f.how
-        if 0 < f.value < 0.005 * GiB:
+        if 0 < f.value < HALF_HUNDREDTH * GiB:
             val = "<0.01"      # a 2 MiB allocation that failed is no "0.00 GiB"
-        if f.low is not None and f.high is not None and f.high - f.low > 0.005 * GiB:
+        if f.low is not None and f.high is not None and f.high - f.low > HALF_HUNDREDTH * GiB:
             val = f"{f.low / GiB:.2f}–{f.high / GiB:.2f}"
         if key == "kv_pool" and f.value < 0:
             # vLLM clamps to 0 blocks; the negative figure is how far the rest overran the budget.

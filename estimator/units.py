@@ -12,3 +12,10 @@ def gib(x: float) -> float:
 
 def fmt_gib(x: float, nd: int = 2) -> str:
     return f"{x / GiB:.{nd}f}"
+
+
+# vLLM prints GiB figures (and concurrency factors) to two decimals: a printed figure is the true
+# one ± half a hundredth. Comparisons with a printed figure allow a hair more, so that a value on the
+# boundary still agrees after float rounding.
+HALF_HUNDREDTH = 0.005
+PRINTED_SLACK = 0.0051
