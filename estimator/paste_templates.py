@@ -147,10 +147,10 @@ TEMPLATES: tuple[Template, ...] = (
        r"(?P<non_torch_gib>" + NUM + r")" + GI + r";[ \n]*weights[ \n]+memory:[ \n]*(?P<weights_gib>" + NUM + r")" + GI,
        P_PROFILE, None, ("0.9.1", None), "v1"),
     # its DEBUG companion (v1/worker/gpu_worker.py determine_available_memory, 0.9.1+): the free memory at
-    # start-up, after the profile run, and utilization × total
+    # start-up, after the profile run (not used: the KV pool is read from its own lines), and utilization × total
     _t("v1_free_debug",
        r"Initial[ \n]+free[ \n]+memory:[ \n]*(?P<free_memory_gib>" + NUM + r")[ \n]*GiB,[ \n]+free[ \n]+memory:[ \n]*"
-       r"(?P<x_free_after_gib>" + NUM + r")[ \n]*GiB,[ \n]+requested[ \n]+GPU[ \n]+memory:[ \n]*(?P<x_requested_gib>" + NUM
+       + NUM + r"[ \n]*GiB,[ \n]+requested[ \n]+GPU[ \n]+memory:[ \n]*(?P<x_requested_gib>" + NUM
        + r")[ \n]*GiB", P_PROFILE, None, ("0.9.1", None), "v1"),
     # 4.5 Available KV cache memory (V1 0.9.1+)
     _t("v1_available_kv", r"Available[ \n]+KV[ \n]+cache[ \n]+memory:[ \n]*(?P<kv_available_gib>" + NUM + r")[ \n]*Gi?B",
