@@ -166,9 +166,11 @@ TEMPLATES: tuple[Template, ...] = (
     _t("blocks_cuda", r"\#[ ]*cuda[ ]+blocks:[ ]*(?P<gpu_blocks>" + INT + r")(?:,[ ]*\#[ ]*CPU[ ]+blocks:[ ]*(?P<x_cpu_blocks>" + INT + r"))?",
        P_CAPACITY, None, ("0.7.3", "0.11.0"), "v0"),
     _t("blocks_other", r"\#[ ]*(?:npu|xpu|hpu|tpu|neuron|cpu)[ ]+blocks:[ ]*(?P<gpu_blocks>" + INT + r"),[ ]*\#[ ]*CPU", P_CAPACITY),
+    # a report retelling the capacity lines may drop their "per request" ("Maximum concurrency for 32,768
+    # tokens: 12.57x", spark-vllm-docker#388): the figures are vLLM's all the same
     _t("kv_cache_size_merged",
        r"\b[A-Z]{2,5}[ \n]+KV[ \n]+cache[ \n]+size:[ \n]*(?P<kv_tokens_capacity>" + INT + r")[ \n]+tokens,[ \n]*Maximum[ \n]+concurrency"
-       r"[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens[ \n]+per[ \n]+request:[ \n]*(?P<max_concurrency>" + NUM + r")[ \n]*x",
+       r"[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens(?:[ \n]+per[ \n]+request)?:[ \n]*(?P<max_concurrency>" + NUM + r")[ \n]*x",
        P_CAPACITY, None, ("0.28.0", None), "v1"),
     _t("kv_cache_size", r"\b(?:[A-Z]{2,5})[ \n]+KV[ \n]+cache[ \n]+size:[ \n]*(?P<kv_tokens_capacity>" + INT + r")[ \n]+tokens(?!,[ \n]*Maximum)",
        P_CAPACITY, None, ("0.8.0", "0.28.0"), "v1"),
@@ -178,8 +180,8 @@ TEMPLATES: tuple[Template, ...] = (
        r"vllm[ \n]+cache_config_info[ \n]+with[ \n]+initialization[ \n]+after[ \n]+num_gpu_blocks[ \n]+is:[ \n]*"
        r"(?P<gpu_blocks>" + INT + r")", P_CAPACITY, None, None, "v1"),
     _t("max_concurrency",
-       r"(?<!tokens,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens(?:[ \n]+per[ \n]+"
-       r"request:[ \n]*(?P<max_concurrency>" + NUM + r")[ \n]*x"
+       r"(?<!tokens,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens(?:(?:[ \n]+per[ \n]+"
+       r"request)?:[ \n]*(?P<max_concurrency>" + NUM + r")[ \n]*x"
        # a line the paste cuts after its length ("… for 65,536 tokens [...]") still says max_model_len
        r"|(?=[ ]*(?:\[\.\.\.\]|\.\.\.|…)))", P_CAPACITY),
     # Aphrodite (vLLM fork) worker.raise_if_cache_size_invalid logs block_size * num_gpu_blocks,

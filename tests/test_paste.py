@@ -259,6 +259,20 @@ def test_a_concurrency_line_cut_after_its_length_still_gives_max_model_len():
     assert read_paste("what is the maximum concurrency for 32768 tokens?").get("max_model_len") is None
 
 
+def test_a_concurrency_line_retold_without_per_request_is_read():
+    """A GB10 report retelling 0.28+'s merged line without its "per request" ("GPU KV cache size:
+    412,004 tokens, Maximum concurrency for 32,768 tokens: 12.57x"): both figures and the length are
+    still vLLM's, and so is the older two-line form shortened the same way."""
+    merged = read_paste("Available KV cache memory: 8.22 GiB\n"
+                        "GPU KV cache size: 412,004 tokens, Maximum concurrency for 32,768 tokens: 12.57x\n")
+    assert merged.get("kv_tokens_capacity") == 412_004 and merged.get("max_concurrency") == 12.57
+    assert merged.get("max_model_len") == 32_768
+    alone = read_paste("INFO [kv_cache_utils.py:1234] Maximum concurrency for 120,000 tokens: 2.48x\n")
+    assert alone.get("max_concurrency") == 2.48 and alone.get("max_model_len") == 120_000
+    # a sentence that only asks about concurrency gives no figure
+    assert read_paste("what is the maximum concurrency for 32768 tokens: is it 2x?").get("max_concurrency") is None
+
+
 def test_weights_lines_all_versions():
     assert read_paste("Loading model weights took 30.7098 GB").get("weights_gib") == 30.7098
     assert read_paste("Model loading took 17.6110 GiB and 12.273077 seconds").get("weights_gib") == 17.611
