@@ -200,9 +200,11 @@ TEMPLATES: tuple[Template, ...] = (
     # 4.6 weights
     _t("weights_v0", r"Loading[ \n]+model[ \n]+weights[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GB", P_LOAD, None,
        ("0.4.0", "0.8.0")),
-    _t("weights_080", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GB[ \n]+and", P_LOAD, None, ("0.8.0", "0.8.3")),
-    _t("weights_083", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+and", P_LOAD, None, ("0.8.3", None)),
-    # (a line quoted without its tail — "Model loading took 50.22 GiB memory" — still says it)
+    # (a line quoted without its tail — "Model loading took 7.1217 GiB", "… 50.22 GiB memory" — still says it)
+    _t("weights_080", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GB(?:[ \n]+and|[ \t]*(?:\n|$))",
+       P_LOAD, None, ("0.8.0", "0.8.3")),
+    _t("weights_083", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB(?:[ \n]+and|[ \t]*(?:\n|$))",
+       P_LOAD, None, ("0.8.3", None)),
     _t("weights_0112", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+memory(?:[ \n]+and|[ \t]*(?:\n|$))", P_LOAD, None,
        ("0.11.2", None), "v1"),
     # 1.7 CUDA graphs

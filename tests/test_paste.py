@@ -278,6 +278,11 @@ def test_weights_lines_all_versions():
     assert read_paste("Model loading took 17.6110 GiB and 12.273077 seconds").get("weights_gib") == 17.611
     f = read_paste("Model loading took 14.28 GiB memory and 31.2 seconds")
     assert f.get("weights_gib") == 14.28 and f.extra["version_hint"] == ("0.11.2", None)
+    # a Ray worker's line quoted without its tail (" and 3.1 seconds") still gives the weights; words
+    # running on after the unit are not that line
+    cut = "(EngineCore_0 pid=1257) (RayWorkerWrapper pid=1384) INFO 09-03 04:41:48 [gpu_model_runner.py:2007] "
+    assert read_paste(cut + "Model loading took 7.1217 GiB\n").get("weights_gib") == 7.1217
+    assert read_paste("Model loading took 7.1217 GiB longer than I hoped").get("weights_gib") is None
 
 
 def test_graph_and_chunked_lines():
