@@ -518,6 +518,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
     if kind == "other" and est is not None and est.fits and not killed:
         missing.append("the exception the traceback ends with (its last lines)")
+    if kind == "kv_capacity_v1" and facts.get("kv_needed_gib") is not None and facts.get("kv_available_gib") is None:
+        missing.append("the whole error line: the paste cuts it before the KV cache memory vLLM had available")
     if kind in CONFIG_ERRORS or refused:
         missing = []       # a settings error: its fix needs no model config or card
     d = Diagnosis(
@@ -954,7 +956,10 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         return "I found no vLLM memory error in this text."
     parts: list[str] = []
     if kind in ("kv_capacity_v0", "kv_capacity_v1"):
-        cap = f("error_max_tokens_in_kv") or f("estimated_max_model_len") or (est.max_model_len_fit if est else None)
+        # V1's length is vLLM's own only when the message printed it ("Based on the available memory, the
+        # estimated maximum model length is N", 0.9+); kvdoctor's fit is not "vLLM estimates"
+        cap = f("error_max_tokens_in_kv") or f("estimated_max_model_len") \
+            or (est.max_model_len_fit if est and kind == "kv_capacity_v0" else None)
         want = f("max_model_len") or (est.max_model_len if est else None)
         if cap is not None and want is not None and kind == "kv_capacity_v0":
             parts.append(f"vLLM's KV cache can hold **{cap:,} tokens**, but max_model_len is **{want:,}**, so "
@@ -965,15 +970,30 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         elif cap is not None:
             parts.append(f"vLLM estimates that the longest request its KV cache can hold is **{cap:,} tokens**, "
                          "shorter than the max_model_len it was given, so the engine refuses to start.")
+        elif est is not None and want is not None and f("kv_available_gib") is not None and est.max_model_len_fit < want:
+            # a message without vLLM's own estimate (before 0.9, or cut): the length that fits the memory
+            # it printed, by its arithmetic, labelled as kvdoctor's
+            parts.append(f"With the **{f('kv_available_gib')} GiB** vLLM had for the KV cache, the longest request "
+                         f"that fits is **{est.max_model_len_fit:,} tokens** (derived by vLLM's arithmetic), but "
+                         f"max_model_len is **{want:,}**, so the engine refuses to start.")
         elif f("kv_needed_gib") is not None and f("kv_available_gib") is not None:
             parts.append(f"One {f'{want:,}-token ' if want else 'full-length '}request needs **{f('kv_needed_gib')} GiB** "
                          f"of KV cache but vLLM has **{f('kv_available_gib')} GiB** for it, so the engine refuses to start.")
+        elif f("kv_needed_gib") is not None:
+            # the message cut after its need: what vLLM had for the KV cache is not in the paste
+            parts.append(f"vLLM says one {f'{want:,}-token ' if want else 'full-length '}request needs "
+                         f"**{f('kv_needed_gib')} GiB** of KV cache, more than it had for it, so the engine refuses to "
+                         "start (the paste cuts the message before the memory it had).")
         if est is not None and est.reconciliation.failed and f("kv_needed_gib") is not None:
             parts.append(f"vLLM says {want or est.max_model_len:,} tokens need {float(f('kv_needed_gib')):.2f} GiB of "
                          f"KV; the KV pool is {_pool_text(d)}.")
         elif est is not None:
             sentence = need_sentence(est, want or est.max_model_len)
             parts.append(f"{sentence[0].upper()}{sentence[1:]}; the KV pool is {_pool_text(d)}.")
+            if est.fits and f("kv_available_gib") is None and f("error_max_tokens_in_kv") is None:
+                # nothing in the paste anchors the pool, and the forward model's is larger than vLLM's was
+                parts.append("That pool is kvdoctor's forward estimate: vLLM had less, so something the estimate "
+                             "does not model holds the difference.")
     elif kind == "no_cache_blocks":
         parts.append("vLLM had **no memory left for the KV cache** after weights, activations and other overhead.")
         others = est.others_charged_bytes if est is not None else 0

@@ -68,10 +68,13 @@ TEMPLATES: tuple[Template, ...] = (
     _t("v1_capacity_error",
        r"To[ \n]+serve[ \n]+at[ \n]+least[ \n]+one[ \n]+request[ \n]+with[ \n]+the[ \n]+(?P<x_models>models?'?s?'?)[ \n]+max"
        r"[ \n]+seq[ \n]+len[ \n]*\((?P<max_model_len>" + INT + r")\),?[ \n]*\(?[ \n]*(?P<kv_needed_gib>" + NUM + r")"
-       r"[ \n]*(?P<x_unit>Gi?B)[ \n]+KV[ \n]+cache[ \n]+is[ \n]+needed,?[ \n]+which[ \n]+is[ \n]+larger[ \n]+than[ \n]+the"
+       r"[ \n]*(?P<x_unit>Gi?B)[ \n]+KV[ \n]+cache[ \n]+is[ \n]+needed(?:,?[ \n]+which[ \n]+is[ \n]+larger[ \n]+than[ \n]+the"
        r"[ \n]+available[ \n]+KV[ \n]+cache[ \n]+memory[ \n]*\((?P<kv_available_gib>" + NUM + r")[ \n]*Gi?B\)\.?"
        r"(?:[ \n]*Based[ \n]+on[ \n]+the[ \n]+available[ \n]+memory,(?P<x_based>[ \n]*the[ \n]+estimated[ \n]+maximum"
-       r"[ \n]+model[ \n]+length[ \n]+is[ \n]+(?P<estimated_max_model_len>" + INT + r"))?)?",
+       r"[ \n]+model[ \n]+length[ \n]+is[ \n]+(?P<estimated_max_model_len>" + INT + r"))?)?"
+       # the message cut after its need ("… 23.32 GiB KV cache is needed, which is larger t[...]"): the
+       # need and the length are vLLM's, the available memory is not in the paste
+       r"|(?=[^\n()]{0,60}?(?:\[\.\.\.\]|\.\.\.|…)))",
        P_ERROR, "kv_capacity_v1", ("0.7.0", None), "v1"),
     # 4.2 no blocks (V0 0.4–0.10, V1 0.7+; docs-link suffix 0.13+)
     _t("no_cache_blocks",

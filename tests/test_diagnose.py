@@ -1408,3 +1408,35 @@ def test_under_wsl_the_other_processes_are_windows_own():
     linux = WSL_FREE.replace("as WSL is detected", "as it is configured")
     assert "WSL" not in diagnose(linux, offline=True).summary
     assert "nvidia-smi shows which" in " ".join(x["why"] for x in facts_fixes(read_paste(linux)))
+
+
+def test_a_v1_message_cut_after_its_need_is_still_vllms_error():
+    """`… 7.00 GiB KV cache is needed, which is larger t[...]`: the need and the length are vLLM's, the
+    memory it had is not in the paste, so the reply says what vLLM said and asks for the whole line.
+    Qwen2.5-7B: 28 layers × 4 KV heads × 128 × 2 (K,V) × 2 B = 57,344 B per token; × 131,072 = 7.00 GiB."""
+    text = ("$ vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072  # on one RTX 4090\n"
+            "ValueError: To serve at least one request with the model's max seq len (131072), 7.00 GiB KV cache is "
+            "needed, which is larger t[...]\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "kv_capacity_v1"
+    assert d.facts["kv_needed_gib"] == 7.0 and d.facts["max_model_len"] == 131072
+    assert d.facts["kv_available_gib"] is None
+    assert "needs **7.0 GiB** of KV cache, more than it had" in d.summary
+    assert "vLLM estimates" not in d.summary
+    assert any("whole error line" in m for m in d.missing)
+
+
+def test_a_v1_message_without_vllms_own_length_labels_the_derived_one():
+    """0.8's message stops at the available memory (no "Based on the available memory, the estimated
+    maximum model length is N", 0.9+): the longest request that fits 3.50 GiB is kvdoctor's, derived by
+    vLLM's arithmetic — 3.5 × 2^30 B ÷ (16 tokens × 57,344 B) = 4,096 blocks = 65,536 tokens — and is said
+    so, not put in vLLM's mouth."""
+    text = ("$ vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072  # on one RTX 4090, vLLM 0.8.4\n"
+            "ValueError: To serve at least one request with the models's max seq len (131072), (7.00 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (3.50 GiB). Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "kv_capacity_v1" and d.facts["kv_available_gib"] == 3.5
+    assert d.summary.startswith("With the **3.5 GiB** vLLM had for the KV cache, the longest request that fits is "
+                                "**65,536 tokens** (derived by vLLM's arithmetic), but max_model_len is **131,072**")
+    assert "vLLM estimates" not in d.summary

@@ -273,6 +273,19 @@ def test_a_concurrency_line_retold_without_per_request_is_read():
     assert read_paste("what is the maximum concurrency for 32768 tokens: is it 2x?").get("max_concurrency") is None
 
 
+def test_a_v1_capacity_message_cut_after_its_need_keeps_the_need():
+    """vllm#53961 quoted the message up to "which is larger t[...]": the need and the length are read and
+    the error is V1's capacity check; nothing is read for the memory the paste cut off. A need followed
+    by other words (no cut) is not enough."""
+    f = read_paste("  ValueError: To serve at least one request with the model's max seq len (1048576),\n"
+                   "  23.32 GiB KV cache is needed, which is larger t[...]")
+    assert f.get("kv_needed_gib") == 23.32 and f.get("max_model_len") == 1_048_576
+    assert f.error_kind == "kv_capacity_v1" and f.get("kv_available_gib") is None
+    loose = read_paste("To serve at least one request with the model's max seq len (8192), 2.00 GiB KV cache is "
+                       "needed, says my calculator")
+    assert loose.get("kv_needed_gib") is None
+
+
 def test_weights_lines_all_versions():
     assert read_paste("Loading model weights took 30.7098 GB").get("weights_gib") == 30.7098
     assert read_paste("Model loading took 17.6110 GiB and 12.273077 seconds").get("weights_gib") == 17.611
