@@ -172,6 +172,8 @@ _GPU_GLUED = regex.compile(
 _CONSUMER_NUMBERS = frozenset({"1080", "2060", "2070", "2080", "3050", "3060", "3070", "3080", "3090",
                                "4060", "4070", "4080", "4090", "5060", "5070", "5080", "5090", "7900"})
 # a GPU named with a memory size in parentheses right after: "RTX A6000 (49.1 GB VRAM)", "H20 (SM90, 95 GiB)"
+# the priority of a prose GPU given with its memory (between a bare name, 20, and a labelled one, 25)
+GPU_SIZED_PRIORITY = 22
 _GPU_SIZE_AFTER = regex.compile(r"\G[^\n()]{0,12}\([^()\n]{0,30}?(?P<n>\d+(?:\.\d+)?)[ ]?(?P<u>GiB|GB|G)\b[^()\n]{0,30}\)")
 _FAMILY = regex.compile(
     r"(?i)(rtx[ ]?pro[ ]?\d{4}|rtx[ ]?\d{4}[ ]?ada|rtx[ ]?a\d{4}|(?:rtx|gtx)?[ ]?\d{4}(?:[ ]?ti)?|gh200|gb200|gb300|b200|b300|b100|"
@@ -227,6 +229,11 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
         if _GPU_LABEL.search(before):
             prio = 25
         fam = gpu_family(name)
+        sm = _GPU_SIZE_AFTER.match(text, m.end(), timeout=budget(TIMEOUT))
+        if sm and prio < GPU_SIZED_PRIORITY:
+            # "MI300X (191.98 GiB)": a card given with its memory is the one the author has, more surely
+            # than one named in passing ("targeting B200/B300")
+            prio = GPU_SIZED_PRIORITY
         out.append(Hit("gpu", name, m.start(), m.end(), "prose_gpu", prio, norm=fam))
         cm = _COUNT_BEFORE.search(text[max(0, m.start() - 24): m.start()])
         if cm:
@@ -239,7 +246,6 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
         am = _COUNT_AFTER.match(text, m.end(), timeout=budget(TIMEOUT))
         if am and not cm:
             out.append(Hit("gpu_count", int(am.group("n") or am.group("m")), m.start(), am.end(), "prose_gpu_count", 30))
-        sm = _GPU_SIZE_AFTER.match(text, m.end(), timeout=budget(TIMEOUT))
         if sm and sm.group("u") == "GiB":
             out.append(Hit("total_gpu_memory_gib", float(sm.group("n")), sm.start("n"), sm.end("u"), "prose_gpu_size", 20))
     for m in _iter(_GPU_GLUED, text, limit=50):

@@ -548,6 +548,17 @@ def test_gpu_memory_said_in_gib_next_to_name():
     assert read_paste("NVIDIA RTX A6000 (49.1 GB VRAM)").get("total_gpu_memory_gib") is None
 
 
+def test_a_gpu_given_with_its_memory_beats_one_named_in_passing():
+    """vllm#53961: "a tier … commented as targeting B200/B300 … so MI300X (191.98 GiB) also falls into
+    it": the card given with its memory is the author's, and the size read is that card's. Without a
+    size, the first card named still wins."""
+    text = ("#51726 added a device_memory >= 160 * GiB_bytes tier, commented as targeting B200/B300. The branch "
+            "gates on raw capacity, so MI300X (191.98 GiB) also falls into it.\n")
+    f = read_paste(text)
+    assert (f.get("gpu"), f.get("total_gpu_memory_gib")) == ("MI300X", 191.98)
+    assert read_paste("It targets B200/B300, so MI300X also falls into it.").get("gpu") == "B200"
+
+
 NVIDIA_SMI = """+-----------------------------------------------------------------------------------------+
 | NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |
 |-----------------------------------------+------------------------+----------------------+
