@@ -167,8 +167,8 @@ def _card_size(name: str, gb: int) -> bool:
     return not sizes or gb >= 0.9 * min(sizes)
 # "on 4A10", "8H100": a data-centre GPU name with a count glued on (the space or 'x' eaten)
 _GPU_GLUED = regex.compile(
-    r"(?<![\w.,/-])(?P<n>[1-8])(?P<name>(?:GH200|GB200|B200|B300|H100|H200|H800|H20|A800|A100|L40S|L40|A10G|A10|A30|A40|L4|T4|V100)"
-    r"(?:[ -]?(?:SXM\d?|PCIe|NVL|\d{2,3}[ ]?G[Bi]?B?)(?![\w]))*)(?![\w-])")
+    r"(?<![\w.,/-])(?P<n>[1-8])(?P<name>(?:GH200|GB300|GB200|B200|B300|H100|H200|H800|H20|A800|A100|L40S|L40|A10G|A10|A30|A40|L4|T4|V100)"
+    r"(?:[ -]?(?:SXM\d?|PCIe|NVL|\d{2,3}[ ]?G[Bi]?B?)(?![\w]))*)(?![\w-])(?![ ]*(?:[KMGT]i?B|tokens?)\b)")
 _CONSUMER_NUMBERS = frozenset({"1080", "2060", "2070", "2080", "3050", "3060", "3070", "3080", "3090",
                                "4060", "4070", "4080", "4090", "5060", "5070", "5080", "5090", "7900"})
 # a GPU named with a memory size in parentheses right after: "RTX A6000 (49.1 GB VRAM)", "H20 (SM90, 95 GiB)"

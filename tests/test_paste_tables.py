@@ -159,6 +159,9 @@ def test_gpu_with_a_glued_count():
     assert f.get("gpu") == "A10"
     assert f.get("gpu_count") is None                # a glued digit is not taken as a count
     assert read_paste("a W4A16 checkpoint").get("gpu") is None
+    # vllm#53013: "-tp2 -dp4 -ep on 4*4GB300" is GB300s; a size in front of a unit is no card
+    assert read_paste("I ran it -tp2 -dp4 -ep on 4*4GB300 and saw").get("gpu") == "GB300"
+    assert read_paste("the log was a 4GB300 MiB file").get("gpu") is None
 
 
 def test_aphrodite_cache_capacity_line():
