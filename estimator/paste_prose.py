@@ -171,9 +171,9 @@ _GPU_GLUED = regex.compile(
     r"(?:[ -]?(?:SXM\d?|PCIe|NVL|\d{2,3}[ ]?G[Bi]?B?)(?![\w]))*)(?![\w-])(?![ ]*(?:[KMGT]i?B|tokens?)\b)")
 _CONSUMER_NUMBERS = frozenset({"1080", "2060", "2070", "2080", "3050", "3060", "3070", "3080", "3090",
                                "4060", "4070", "4080", "4090", "5060", "5070", "5080", "5090", "7900"})
-# a GPU named with a memory size in parentheses right after: "RTX A6000 (49.1 GB VRAM)", "H20 (SM90, 95 GiB)"
 # the priority of a prose GPU given with its memory (between a bare name, 20, and a labelled one, 25)
 GPU_SIZED_PRIORITY = 22
+# a GPU named with a memory size in parentheses right after: "RTX A6000 (49.1 GB VRAM)", "H20 (SM90, 95 GiB)"
 _GPU_SIZE_AFTER = regex.compile(r"\G[^\n()]{0,12}\([^()\n]{0,30}?(?P<n>\d+(?:\.\d+)?)[ ]?(?P<u>GiB|GB|G)\b[^()\n]{0,30}\)")
 _FAMILY = regex.compile(
     r"(?i)(rtx[ ]?pro[ ]?\d{4}|rtx[ ]?\d{4}[ ]?ada|rtx[ ]?a\d{4}|(?:rtx|gtx)?[ ]?\d{4}(?:[ ]?ti)?|gh200|gb200|gb300|b200|b300|b100|"

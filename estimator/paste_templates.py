@@ -16,6 +16,8 @@ import regex
 
 INT = r"-?\d{1,3}(?:[,'_]\d{3})+(?!\d)|-?\d+"
 NUM = r"(?:-?\d+(?:\.\d+)?|-?\.\d+)"
+# where a paste cuts a line short: "[...]", "..." or "…"
+CUT = r"(?:\[\.\.\.\]|\.\.\.|…)"
 # whitespace incl. a wrapped line; allows "Gi B" typos not, but "GiB"/"GB"/"Gib"
 _ = r"[ \n]+"
 GI = r"\s*Gi?[Bb]"
@@ -74,7 +76,7 @@ TEMPLATES: tuple[Template, ...] = (
        r"[ \n]+model[ \n]+length[ \n]+is[ \n]+(?P<estimated_max_model_len>" + INT + r"))?)?"
        # the message cut after its need ("… 23.32 GiB KV cache is needed, which is larger t[...]"): the
        # need and the length are vLLM's, the available memory is not in the paste
-       r"|(?=[^\n()]{0,60}?(?:\[\.\.\.\]|\.\.\.|…)))",
+       r"|(?=[^\n()]{0,60}?" + CUT + r"))",
        P_ERROR, "kv_capacity_v1", ("0.7.0", None), "v1"),
     # 4.2 no blocks (V0 0.4–0.10, V1 0.7+; docs-link suffix 0.13+)
     _t("no_cache_blocks",
@@ -186,7 +188,7 @@ TEMPLATES: tuple[Template, ...] = (
        r"(?<!tokens,[ \n]*)Maximum[ \n]+concurrency[ \n]+for[ \n]+(?P<max_model_len>" + INT + r")[ \n]+tokens(?:(?:[ \n]+per[ \n]+"
        r"request)?:[ \n]*(?P<max_concurrency>" + NUM + r")[ \n]*x"
        # a line the paste cuts after its length ("… for 65,536 tokens [...]") still says max_model_len
-       r"|(?=[ ]*(?:\[\.\.\.\]|\.\.\.|…)))", P_CAPACITY),
+       r"|(?=[ ]*" + CUT + r"))", P_CAPACITY),
     # Aphrodite (vLLM fork) worker.raise_if_cache_size_invalid logs block_size * num_gpu_blocks,
     # the same capacity V0's length check compares against max_model_len
     _t("aphrodite_max_seq_len",
