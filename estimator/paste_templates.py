@@ -261,9 +261,11 @@ TEMPLATES: tuple[Template, ...] = (
        r"Unsloth:[ \n]+Using[ \n]+conservativeness[ \n]+=[ \n]+" + NUM + r"\.?[ \n]+Chunked[ \n]+prefill[ \n]+tokens[ \n]+=[ \n]+"
        r"(?P<max_num_batched_tokens>" + INT + r")\.[ \n]+Num[ \n]+Sequences[ \n]+=[ \n]+(?P<max_num_seqs>" + INT + r")",
        P_CONFIG, None, None, None, False),
-    # Unsloth's banner: "NVIDIA GeForce RTX 3090. Num GPUs = 1. Max memory: 23.684 GB. Platform: Linux." — torch's
-    # total_memory in GiB, rounded to 3 places (vLLM's own line beside it prints 23.68 GiB)
-    _t("unsloth_max_memory", r"Max[ \n]+memory:[ \n]*(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GB\.[ \n]+Platform",
+    # Unsloth's banner: "NVIDIA GeForce RTX 3090. Num GPUs = 1. Max memory: 23.684 GB. Platform: Linux." — the GPUs
+    # torch sees (torch.cuda.device_count()) and torch's total_memory in GiB, rounded to 3 places (vLLM's own
+    # line beside it prints 23.68 GiB)
+    _t("unsloth_max_memory", r"(?:Num[ \n]+GPUs[ \n]+=[ \n]+(?P<gpu_count>\d{1,2})\.[ \n]+)?Max[ \n]+memory:[ \n]*"
+       r"(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GB\.[ \n]+Platform",
        P_CONFIG, None, None, None, False),
     _t("long_context_warning", r"The[ \n]+model[ \n]+has[ \n]+a[ \n]+long[ \n]+context[ \n]+length[ \n]+\((?P<max_model_len>" + INT + r")\)",
        P_CAPACITY, None, None, None, False),

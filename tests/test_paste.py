@@ -286,6 +286,14 @@ def test_a_v1_capacity_message_cut_after_its_need_keeps_the_need():
     assert loose.get("kv_needed_gib") is None
 
 
+def test_unsloths_banner_gives_the_gpus_torch_sees():
+    """Unsloth's banner prints torch.cuda.device_count() beside the card ("NVIDIA GeForce RTX 4090 D. Num GPUs
+    = 2. Max memory: 23.546 GB."): the machine's GPU count, read with torch's total in GiB."""
+    f = read_paste("   \\\\   /|    NVIDIA GeForce RTX 4090 D. Num GPUs = 2. Max memory: 23.546 GB. Platform: Linux.\n")
+    assert (f.get("gpu_count"), f.get("total_gpu_memory_gib")) == (2, 23.546)
+    assert read_paste("Max memory: 14.741 GB. Platform: Linux.").get("gpu_count") is None
+
+
 def test_weights_lines_all_versions():
     assert read_paste("Loading model weights took 30.7098 GB").get("weights_gib") == 30.7098
     assert read_paste("Model loading took 17.6110 GiB and 12.273077 seconds").get("weights_gib") == 17.611
