@@ -203,6 +203,11 @@ _COUNT_AFTER = regex.compile(r"(?i)\G[ ]*(?:[x*][ ]*(?P<n>\d{1,2})\b|(?P<m>\d{1,
 _COUNT_NOUN = regex.compile(
     r"(?i)(?<![\w.,=:])(?:(?P<n>\d{1,2})(?![ ]?(?:G|GB|GiB|MB|MiB|TB|k|K)\b)|(?P<w>one|single|two|dual|three|four|quad|eight))[ ]+"
     r"(?:(?!(?:on|in|of|with|for|per|at|to|by|from|and|or|the)\b)[\w.]+[ ]+){0,2}?(?:GPUs?|cards?)\b")
+# a count given under its own label: a dashboard's "GPU count = 2", a config's "num_gpus: 4" or
+# "nvidia.com/gpu: 8", "Number of GPUs: 2" (0 and device lists like "0,1" are not counts)
+_COUNT_LABEL = regex.compile(
+    r"(?i)(?<![\w.-])(?:GPU[ _-]?count|num[ _-]?gpus|number[ ]+of[ ]+GPUs|nvidia\.com/gpu)[ *\"']*[:=][ *\"']*"
+    r"(?P<n>[1-9]\d?)(?![\d.,]|[ ]*[-,][ ]*\d)")
 # a GPU given only by its size: "on 2×24GB GPUs", "a 48 GB card" (a named GPU elsewhere wins)
 _GPU_BY_SIZE = regex.compile(
     r"(?i)(?<![\w.,])(?:(?P<n>\d{1,2})[ ]*[x×*][ ]*)?(?P<size>\d{1,3})[ ]?GB[ ]+(?:GPUs?|cards?|graphics[ ]+cards?)\b")
@@ -260,6 +265,9 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
         n = int(m.group("n")) if m.group("n") else _NUM_WORDS.get(m.group("w").lower(), 0)
         if 0 < n <= 64 and not any(h.key == "gpu_count" and h.start <= m.start() < h.end for h in out):
             out.append(Hit("gpu_count", n, m.start(), m.end(), "prose_gpu_count", 30))
+    for m in _iter(_COUNT_LABEL, text, limit=20):
+        if not _inside(m.start(), skip) and int(m.group("n")) <= 64:
+            out.append(Hit("gpu_count", int(m.group("n")), m.start(), m.end(), "prose_gpu_count", 30))
     for m in _iter(_GPU_BY_SIZE, text, limit=50):
         if _inside(m.start(), skip) or not 4 <= int(m.group("size")) <= 288:
             continue

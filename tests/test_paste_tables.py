@@ -164,6 +164,17 @@ def test_gpu_with_a_glued_count():
     assert read_paste("the log was a 4GB300 MiB file").get("gpu") is None
 
 
+def test_a_gpu_count_under_its_own_label():
+    """A dashboard's "GPU count = 2" (a RunPod endpoint), a config's "num_gpus: 4" or a pod's
+    "nvidia.com/gpu: 8" say how many GPUs there are; 0 and device lists ("0,1") are no count."""
+    assert read_paste("**Solusi:** Endpoint → **GPU count = 2**").get("gpu_count") == 2
+    assert read_paste("num_gpus: 4").get("gpu_count") == 4
+    assert read_paste('        nvidia.com/gpu: "8"').get("gpu_count") == 8
+    assert read_paste("Number of GPUs: 8").get("gpu_count") == 8
+    assert read_paste("num_gpus: 0").get("gpu_count") is None
+    assert read_paste("gpu_count=0,1").get("gpu_count") is None
+
+
 def test_aphrodite_cache_capacity_line():
     f = read_paste("INFO:     # GPU blocks: 4314, # CPU blocks: 1638\nINFO:     Maximum sequence length allowed in the cache: 69024")
     assert f.get("gpu_blocks") == 4314
