@@ -1421,7 +1421,7 @@ def test_a_v1_message_cut_after_its_need_is_still_vllms_error():
     assert d.error_kind == "kv_capacity_v1"
     assert d.facts["kv_needed_gib"] == 7.0 and d.facts["max_model_len"] == 131072
     assert d.facts["kv_available_gib"] is None
-    assert "needs **7.0 GiB** of KV cache, more than it had" in d.summary
+    assert "needs **7.00 GiB** of KV cache, more than it had" in d.summary     # as vLLM printed it
     assert "vLLM estimates" not in d.summary
     assert any("whole error line" in m for m in d.missing)
 
@@ -1437,6 +1437,6 @@ def test_a_v1_message_without_vllms_own_length_labels_the_derived_one():
             "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
     d = diagnose(text, offline=True, explain=True)
     assert d.error_kind == "kv_capacity_v1" and d.facts["kv_available_gib"] == 3.5
-    assert d.summary.startswith("With the **3.5 GiB** vLLM had for the KV cache, the longest request that fits is "
+    assert d.summary.startswith("With the **3.50 GiB** vLLM had for the KV cache, the longest request that fits is "
                                 "**65,536 tokens** (derived by vLLM's arithmetic), but max_model_len is **131,072**")
     assert "vLLM estimates" not in d.summary
