@@ -961,6 +961,11 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         cap = f("error_max_tokens_in_kv") or f("estimated_max_model_len") \
             or (est.max_model_len_fit if est and kind == "kv_capacity_v0" else None)
         want = f("max_model_len") or (est.max_model_len if est else None)
+        request = f"{want:,}-token " if want else "full-length "
+
+        def printed(key: str) -> str:
+            return f"{float(f(key)):.2f}"     # vLLM's two decimals
+
         if cap is not None and want is not None and kind == "kv_capacity_v0":
             parts.append(f"vLLM's KV cache can hold **{cap:,} tokens**, but max_model_len is **{want:,}**, so "
                          "one full-length request cannot fit and the engine refuses to start.")
@@ -973,20 +978,18 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         elif est is not None and want is not None and f("kv_available_gib") is not None and est.max_model_len_fit < want:
             # a message without vLLM's own estimate (before 0.9, or cut): the length that fits the memory
             # it printed, by its arithmetic, labelled as kvdoctor's
-            parts.append(f"With the **{float(f('kv_available_gib')):.2f} GiB** vLLM had for the KV cache, the longest request "
+            parts.append(f"With the **{printed('kv_available_gib')} GiB** vLLM had for the KV cache, the longest request "
                          f"that fits is **{est.max_model_len_fit:,} tokens** (derived by vLLM's arithmetic), but "
                          f"max_model_len is **{want:,}**, so the engine refuses to start.")
         elif f("kv_needed_gib") is not None and f("kv_available_gib") is not None:
-            parts.append(f"One {f'{want:,}-token ' if want else 'full-length '}request needs "
-                         f"**{float(f('kv_needed_gib')):.2f} GiB** of KV cache but vLLM has "
-                         f"**{float(f('kv_available_gib')):.2f} GiB** for it, so the engine refuses to start.")
+            parts.append(f"One {request}request needs **{printed('kv_needed_gib')} GiB** of KV cache but vLLM has "
+                         f"**{printed('kv_available_gib')} GiB** for it, so the engine refuses to start.")
         elif f("kv_needed_gib") is not None:
             # the message cut after its need: what vLLM had for the KV cache is not in the paste
-            parts.append(f"vLLM says one {f'{want:,}-token ' if want else 'full-length '}request needs "
-                         f"**{float(f('kv_needed_gib')):.2f} GiB** of KV cache, more than it had for it, so the engine refuses to "
-                         "start (the paste cuts the message before the memory it had).")
+            parts.append(f"vLLM says one {request}request needs **{printed('kv_needed_gib')} GiB** of KV cache, more than "
+                         "it had for it, so the engine refuses to start (the paste cuts the message before the memory it had).")
         if est is not None and est.reconciliation.failed and f("kv_needed_gib") is not None:
-            parts.append(f"vLLM says {want or est.max_model_len:,} tokens need {float(f('kv_needed_gib')):.2f} GiB of "
+            parts.append(f"vLLM says {want or est.max_model_len:,} tokens need {printed('kv_needed_gib')} GiB of "
                          f"KV; the KV pool is {_pool_text(d)}.")
         elif est is not None:
             sentence = need_sentence(est, want or est.max_model_len)

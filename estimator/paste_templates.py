@@ -18,6 +18,8 @@ INT = r"-?\d{1,3}(?:[,'_]\d{3})+(?!\d)|-?\d+"
 NUM = r"(?:-?\d+(?:\.\d+)?|-?\.\d+)"
 # where a paste cuts a line short: "[...]", "..." or "…"
 CUT = r"(?:\[\.\.\.\]|\.\.\.|…)"
+# a log line's " and …" tail, or the end of the line where a paste stops it before that tail
+_AND_OR_END = r"(?:[ \n]+and|[ \t]*(?:\n|$))"
 # whitespace incl. a wrapped line; allows "Gi B" typos not, but "GiB"/"GB"/"Gib"
 _ = r"[ \n]+"
 GI = r"\s*Gi?[Bb]"
@@ -205,12 +207,13 @@ TEMPLATES: tuple[Template, ...] = (
     # 4.6 weights
     _t("weights_v0", r"Loading[ \n]+model[ \n]+weights[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GB", P_LOAD, None,
        ("0.4.0", "0.8.0")),
-    # (a line quoted without its tail — "Model loading took 7.1217 GiB", "… 50.22 GiB memory" — still says it)
-    _t("weights_080", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GB(?:[ \n]+and|[ \t]*(?:\n|$))",
+    # (a line quoted without its tail — "Model loading took 7.1217 GiB", "… 50.22 GiB memory" — still says it:
+    # _AND_OR_END, its " and N seconds" or the end of the line)
+    _t("weights_080", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GB" + _AND_OR_END,
        P_LOAD, None, ("0.8.0", "0.8.3")),
-    _t("weights_083", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB(?:[ \n]+and|[ \t]*(?:\n|$))",
+    _t("weights_083", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB" + _AND_OR_END,
        P_LOAD, None, ("0.8.3", None)),
-    _t("weights_0112", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+memory(?:[ \n]+and|[ \t]*(?:\n|$))", P_LOAD, None,
+    _t("weights_0112", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+memory" + _AND_OR_END, P_LOAD, None,
        ("0.11.2", None), "v1"),
     # 1.7 CUDA graphs
     _t("graph_took", r"Graph[ \n]+capturing[ \n]+finished[ \n]+in[ \n]+(?P<x_graph_seconds>" + NUM + r")[ \n]+secs?,[ \n]+took[ \n]+"
