@@ -38,6 +38,9 @@ from estimator.vllm import (
 )
 
 FP8_KV = "fp8"
+# the words of a fix's caveat when it needs more GPUs than the user has (_gpus_caveat); the reply's
+# headline repeats them
+MORE_GPUS_THAN = "more than the"
 
 
 @dataclass
@@ -438,34 +441,82 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                         "small accuracy cost; check your backend supports it", [_flag("kv-cache-dtype", FP8_KV)])
         if sug:
             out.append(sug)
-    # 4. More GPUs with tensor parallelism: the fewest that run, or twice as many where those keep the
-    # whole context (a 70B model at 8,192 tokens: TP 4 rather than TP 2 with 5,120).
-    pp = max(1, s.pipeline_parallel_size)
+    # 4–5. More GPUs with tensor parallelism, FP8 weights, and both together on the GPUs the user has.
+    # already in rank order: error-specific fixes, then the levers; fixes that need more GPUs than the
+    # user has come after all of them
+    gpu_fixes, beyond = _split_and_fp8_fixes(est, _known_gpus(est, gpu_count),
+                                             "FP8 weights take about half the memory of 16-bit ones",
+                                             settled=any(x.keeps_goal and x.fits for x in out))
+    return _last_resorts_last(_dedupe_fitting(out + gpu_fixes), est.max_model_len) + _dedupe_fitting(beyond)
+
+
+def _known_gpus(est: Estimate, gpu_count: int | None) -> int | None:
+    """The GPUs the user has, where known: --gpu-count, a count in the GPU's name ("2x L40S") or the
+    paste's (nvidia-smi's list, "on 4 GPUs"). `Estimate.gpu_count` defaults to the ranks the settings
+    use, so the count the estimate was given is read from its inputs. A count below those ranks is not
+    all the GPUs the run had (one card's nvidia-smi row, "1 GPU" said of something else): unknown."""
+    n = gpu_count or est.inputs.get("gpu_count")
+    return n if isinstance(n, int) and n >= _gpus_for(est, est.settings.tensor_parallel_size) else None
+
+
+def _gpus_for(est: Estimate, tp: int) -> int:
+    """The GPUs the user's run takes with tensor parallelism `tp` (its pipeline and data parallelism kept)."""
+    s = est.settings
+    return max(1, tp) * max(1, s.pipeline_parallel_size) * max(1, s.data_parallel_size)
+
+
+def _split_and_fp8_fixes(est: Estimate, have: int | None, fp8_why: str, settled: bool = False
+                         ) -> tuple[list[Suggestion], list[Suggestion]]:
+    """(fixes that run on the GPUs the user has, fixes that need more of them).
+
+    Tensor parallelism over the fewest GPUs that run, or twice as many where those keep the whole
+    context (a 70B model at 8,192 tokens: TP 4 rather than TP 2 with 5,120); FP8 weights. Where the
+    number of GPUs is known, the split stays within it; where neither lever keeps the context alone
+    there, the widest split it allows is tried with FP8 weights (a 70B model on 2× L40S: neither TP 2
+    nor FP8 on one card holds its weights, both together do); a split beyond it is offered last, and
+    only when nothing within it keeps the context. `settled`: another fix already keeps it."""
+    splits = [tp for tp in (2, 4, 8)
+              if tp > est.settings.tensor_parallel_size and not est.spec.num_attention_heads % tp]
+    within = [tp for tp in splits if not have or _gpus_for(est, tp) <= have]
+    out = [x for x in (_more_gpus_fix(est, within, have),
+                       _online_fp8_fix(est, fp8_why, "or use an FP8/AWQ checkpoint of the same model")) if x]
+    settled = settled or any(x.keeps_goal and x.fits for x in out)
+    if have and within and not settled:
+        both = _online_fp8_fix(est, f"FP8 weights split over {_gpus_for(est, within[-1])} GPUs",
+                               _gpus_caveat(est, within[-1], have), tensor_parallel_size=within[-1])
+        if both:
+            out.append(both)
+            settled = both.keeps_goal and both.fits
+    more = _more_gpus_fix(est, [tp for tp in splits if tp not in within], have) if have and not settled else None
+    return out, [more] if more else []
+
+
+def _gpus_caveat(est: Estimate, tp: int, have: int | None) -> str:
+    """What a split over `tp` GPUs per stage asks of the hardware."""
+    n = _gpus_for(est, tp)
+    if not have:
+        return "needs that many GPUs"
+    return f"uses {n} of the {have} GPUs" if n <= have else f"needs {n} GPUs, {MORE_GPUS_THAN} {have} of this setup"
+
+
+def _more_gpus_fix(est: Estimate, splits: list[int], have: int | None) -> Suggestion | None:
+    """Tensor parallelism over the fewest of `splits` that run, or twice as many where those keep the
+    whole context."""
+    pp = max(1, est.settings.pipeline_parallel_size)
     first: Suggestion | None = None
     first_tp = 0
-    for tp in (2, 4, 8):
-        if tp <= s.tensor_parallel_size or est.spec.num_attention_heads % tp:
-            continue
+    for tp in splits:
         gpus = f"{tp} GPUs" if pp == 1 else f"{tp} GPUs per pipeline stage ({tp * pp} GPUs in all)"
         sug = _with_len(est, {"tensor_parallel_size": tp},
                         f"splits weights{'' if est.spec.kv_replicated_by_tp else ' and KV heads'} over {gpus}", True,
-                        "needs that many GPUs" + ("; its one latent KV head is replicated on every rank"
-                                                  if est.spec.kv_replicated_by_tp else ""),
+                        _gpus_caveat(est, tp, have) + ("; its one latent KV head is replicated on every rank"
+                                                       if est.spec.kv_replicated_by_tp else ""),
                         [_flag("tensor-parallel-size", tp)])
         if sug and sug.keeps_goal and (not first_tp or tp <= 2 * first_tp):
-            first = sug
-            break
+            return sug
         if sug and not first:
             first, first_tp = sug, tp
-    if first:
-        out.append(first)
-    # 5. A quantized (FP8) checkpoint or on-the-fly FP8 weights.
-    sug = _online_fp8_fix(est, "FP8 weights take about half the memory of 16-bit ones",
-                          "or use an FP8/AWQ checkpoint of the same model")
-    if sug:
-        out.append(sug)
-    # already in rank order: error-specific fixes, then the levers
-    return _last_resorts_last(_dedupe_fitting(out), est.max_model_len)
+    return first
 
 
 def _over_config_fixes(est: Estimate) -> list[Suggestion]:
@@ -571,7 +622,8 @@ def _v1_runs_fp8_kv(est: Estimate) -> bool:
     return not (est.spec.uses_mla and p.version < (0, 11, 0))
 
 
-def _online_fp8_fix(est: Estimate, why: str, caveat: str) -> Suggestion | None:
+def _online_fp8_fix(est: Estimate, why: str, caveat: str, tensor_parallel_size: int | None = None
+                    ) -> Suggestion | None:
     """FP8 weights quantized while loading a 16-bit checkpoint, where that can work.
 
     Before 0.16 online FP8 allocates the 16-bit weights and quantizes them after loading
@@ -583,12 +635,16 @@ def _online_fp8_fix(est: Estimate, why: str, caveat: str) -> Suggestion | None:
     s = est.settings
     if s.quantization or est.spec.quantization or not _fp8_weights_ok(est):
         return None
+    # with a wider split (_split_and_fp8_fixes), each GPU loads its share of the 16-bit weights
+    split = {"tensor_parallel_size": tensor_parallel_size} if tensor_parallel_size else {}
     if est.profile.version < (0, 16, 0):
         room = est.gpu_total_bytes - (est.inputs.get("other_process_bytes") or 0)
-        if est.weights_bytes + est.non_torch_bytes > room:
+        loads = rerun(est, **split) if split else est
+        if loads.weights_bytes + loads.non_torch_bytes > room:
             return None
     flag = "fp8_per_tensor" if est.profile.version >= (0, 20, 0) else "fp8"
-    return _with_len(est, {"quantization": "fp8"}, why, True, caveat, [_flag("quantization", flag)])
+    flags = ([_flag("tensor-parallel-size", tensor_parallel_size)] if split else []) + [_flag("quantization", flag)]
+    return _with_len(est, {**split, "quantization": "fp8"}, why, True, caveat, flags)
 
 
 def _last_resorts_last(out: list[Suggestion], goal: int) -> list[Suggestion]:
@@ -836,20 +892,8 @@ def _free_memory_fixes(est: Estimate) -> list[Suggestion]:
 
 
 def _weights_fixes(est: Estimate, gpu_count: int | None) -> list[Suggestion]:
-    out: list[Suggestion] = []
-    s = est.settings
-    for tp in (2, 4, 8):
-        if tp > s.tensor_parallel_size and est.spec.num_attention_heads % tp == 0:
-            sug = _with_len(est, {"tensor_parallel_size": tp}, f"weights split over {tp} GPUs", True,
-                            flags=[_flag("tensor-parallel-size", tp)])
-            if sug:
-                out.append(sug)
-                break
-    sug = _online_fp8_fix(est, "FP8 weights take about half the memory",
-                          "or use an FP8/AWQ checkpoint of the same model")
-    if sug:
-        out.append(sug)
-    return out
+    out, beyond = _split_and_fp8_fixes(est, _known_gpus(est, gpu_count), "FP8 weights take about half the memory")
+    return out + beyond
 
 
 def full_context_plan(est: Estimate) -> dict | None:

@@ -232,13 +232,15 @@ def stage_cards(cards: list[tuple[str, int]], settings: EngineSettings) -> list[
 def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, gpu_count: int | None = None,
                  **overrides) -> Estimate:
     """Estimate for `spec` on `gpu` (name/alias/size; default: assume an 80 GB H100 and say so)."""
-    from estimator.gpus import lookup_gpu
+    from estimator.gpus import card_count, lookup_gpu
     from estimator.params import count_params
 
     assumed = []
     if not gpu:
         gpu = "H100 80GB"
         assumed.append("no GPU given: assumed one NVIDIA H100 80GB")
+    if gpu_count is None:
+        gpu_count = card_count(gpu)     # "2x L40S": the GPUs the user has, which the advice stays within
     cards = [c.strip() for c in gpu.split("+")] if "+" in gpu else []
     if len(cards) > 1 and "stage_gpus" not in overrides:
         # Mixed cards in rank order, one per rank or one per pipeline stage ("RTX 5070 Ti + RTX 5090"):

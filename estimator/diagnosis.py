@@ -799,7 +799,11 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         if held is not None:
             named = card_ref
             card_ref = held.name
-    est = run_estimate(spec, card_ref, settings, gpu_count=f("gpu_count"),
+    # the GPUs the paste shows (prose, nvidia-smi's rows), which the advice keeps its splits within; not
+    # the lower bound the parallel sizes give (paste._derive_gpu_count), which the settings hold already
+    shown = facts.values.get("gpu_count")
+    gpu_count = shown.value if shown is not None and shown.source != "parallel_sizes" else None
+    est = run_estimate(spec, card_ref, settings, gpu_count=gpu_count,
                        **{k: v for k, v in overrides.items() if v is not None})
     if capped and moved is not None:
         moved.append(capped)
@@ -853,7 +857,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         # graphs read as (U − U′) × total scale with the card tried, not the one first assumed
         frac = graphs[0] / est.gpu_total_bytes if graphs is not None else None
         # a pool vLLM printed in GiB is its own figure; one from tokens or blocks rests on the modelled layout
-        est = card_from_pool(est, pool, spec, settings, f("gpu_count"), overrides, named=bool(card_ref),
+        est = card_from_pool(est, pool, spec, settings, gpu_count, overrides, named=bool(card_ref),
                               graph_frac=frac, printed_pool=solved[1].startswith(PRINTED_POOL))
     # 0.34+ with only the profile run's pool printed: that is the figure to reproduce
     printed = reserved_pool_fact(facts, est) if pool is None else None
@@ -1052,7 +1056,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         s = d.suggestions[0]
         # a start-up log without an error asks how to get more, not what to mend
         lead = "For more KV cache" if kind == "startup_log_ok" else "Change to make"
-        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}).")
+        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}{_more_gpus(s)}).")
     elif d.unchecked and d.disagrees:
         u = d.unchecked[0]
         parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}. The model's "
@@ -1140,6 +1144,14 @@ def _pool_text(d: Diagnosis) -> str:
     if budget is not None and non_kv is not None:
         out += f" of a {budget.value / GiB:.2f} GiB budget, with {non_kv.value / GiB:.2f} GiB going to everything else"
     return out
+
+
+def _more_gpus(s: dict) -> str:
+    """The caveat of a fix that needs more GPUs than the paste shows, for the headline that names it."""
+    from estimator.advice import MORE_GPUS_THAN
+
+    m = re.search(rf"needs \d+ GPUs, {MORE_GPUS_THAN} \d+ of this setup", str(s.get("why") or ""))
+    return f"; {m.group(0)}" if m else ""
 
 
 def _short_effect(s: dict) -> str:

@@ -479,7 +479,20 @@ def _family_row_of_size(row: _Row, stated_gb: float) -> _Row | None:
     return min(near, key=lambda r: abs(r.marketed_gb - stated_gb)) if near else None
 
 
-_COUNT_PREFIX = regex.compile(r"^\s*\d+\s*[x×]\s*")
+_COUNT_PREFIX = regex.compile(r"^\s*(\d{1,4})\s*[x×]\s*")
+# "A6000 x 4", "L40S ×2": a count after the name needs its own word ("RX 6800" is a model number)
+_COUNT_SUFFIX = regex.compile(r"\s[x×]\s*(\d{1,4})\s*$")
+
+
+def card_count(text: str | None) -> int | None:
+    """How many cards a GPU argument names ("2x L40S", "8 × H100", "A6000 x 4"); None where it names
+    one card, or several different ones ("RTX 5070 Ti + RTX 5090", counted by the caller). Why: the
+    advice offers tensor parallelism within the GPUs the user has, and a count in the name is that."""
+    if not isinstance(text, str) or "+" in text or len(text) > 200:
+        return None
+    m = _COUNT_PREFIX.match(text) or _COUNT_SUFFIX.search(text)
+    n = int(m.group(1)) if m else 0
+    return n or None
 # Words that make another product of a model number: a Ti / SUPER / D / Laptop card is not its base
 # card (often other memory: 3080 Ti 12 GB against 10, 3060 Ti 8 against 12, 4090 Laptop 16 against 24)
 _VARIANT_WORDS = "ti|super|d|laptop|mobile|max-q|xt|xtx"

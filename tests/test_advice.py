@@ -983,3 +983,59 @@ def test_034_raises_the_utilization_to_its_default_there_not_to_095(llama8b):
     est = estimate(llama8b, gpu_total_bytes=int(23.64 * GiB), settings=s)
     assert est.settings.gpu_memory_utilization == 1.0
     assert not [x for x in suggest(est) if "gpu_memory_utilization" in x.changes]
+
+
+# --- the GPUs the user has ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def llama70b():
+    return load_model("meta-llama/Llama-3.1-70B-Instruct", offline=True).spec
+
+
+def test_a_count_in_the_gpu_name_keeps_tensor_parallelism_within_it(llama70b):
+    """Llama-3.1-70B in 16 bit on 2× L40S (44.42 GiB each as torch reports it): 70.6 B params × 2 B =
+    131 GiB, so TP 2 leaves 65.7 GiB per card and FP8 on one card ~66 GiB — neither runs — while TP 2
+    with FP8 weights puts ~33 GiB on each. TP 4 runs but needs GPUs the user does not have: last."""
+    settings = EngineSettings(max_model_len=32768)
+    est = run_estimate(llama70b, "2x L40S", settings)
+    assert est.gpu_count == 2
+    budget = est.budget_bytes
+    assert rerun(est, tensor_parallel_size=2).weights_bytes > budget
+    assert rerun(est, quantization="fp8").weights_bytes > budget
+    sugs = suggest(est)
+    both = [s for s in sugs if s.changes.get("tensor_parallel_size") == 2 and s.changes.get("quantization") == "fp8"]
+    assert len(both) == 1 and both[0].fits and both[0].estimate.settings.tensor_parallel_size == 2
+    assert "uses 2 of the 2 GPUs" in both[0].to_json()["why"]
+    last = sugs[-1]
+    assert last.changes == {"tensor_parallel_size": 4} and last.fits and last.keeps_goal
+    assert "needs 4 GPUs, more than the 2 of this setup" in last.to_json()["why"]
+    # without a count nothing is known to limit the split: the 4-GPU fix is offered in rank order,
+    # and no TP 2 + FP8 combination is tried
+    plain = suggest(run_estimate(llama70b, "L40S", settings))
+    assert [s.flags for s in plain] == ["--tensor-parallel-size 4"]
+    assert plain[0].to_json()["why"].endswith("(needs that many GPUs)")
+
+
+def test_a_split_beyond_the_known_gpus_is_dropped_when_a_fix_on_them_keeps_the_context(llama8b):
+    """Llama-3.1-8B at 65,536 tokens on an RTX 4090: 32 layers × 8 KV heads × 128 × 2 × 2 B = 128 KiB per
+    token, 8 GiB for the context, more than the pool; an FP8 KV cache halves it and keeps the whole
+    context on the one card, so a second GPU the user does not have is not offered."""
+    settings = EngineSettings(max_model_len=65536, vllm_version="0.10.1")
+    one = suggest(run_estimate(llama8b, "RTX 4090", settings, gpu_count=1))
+    assert any(s.changes == {"kv_cache_dtype": "fp8"} and s.keeps_goal and s.fits for s in one)
+    assert not any("tensor_parallel_size" in s.changes for s in one)
+    two = suggest(run_estimate(llama8b, "RTX 4090", settings, gpu_count=2))
+    tp = [s for s in two if s.changes == {"tensor_parallel_size": 2}]
+    assert tp and "uses 2 of the 2 GPUs" in tp[0].to_json()["why"]
+    unknown = suggest(run_estimate(llama8b, "RTX 4090", settings))
+    assert any(s.changes == {"tensor_parallel_size": 2} for s in unknown)
+
+
+def test_a_count_below_the_runs_own_ranks_is_not_the_users_gpus(llama70b):
+    """A paste that runs TP 2 but shows one card's nvidia-smi row has more GPUs than that row: the count
+    does not hold the advice to one GPU (Llama-3.1-70B at TP 2 on L40S: 65.7 GiB of weights per card
+    does not run; TP 4 does, and how many GPUs there are is not known)."""
+    settings = EngineSettings(max_model_len=32768, tensor_parallel_size=2)
+    sugs = suggest(run_estimate(llama70b, "L40S", settings, gpu_count=1))
+    tp4 = [s for s in sugs if s.changes == {"tensor_parallel_size": 4}]
+    assert tp4 and tp4[0].to_json()["why"].endswith("(needs that many GPUs)")

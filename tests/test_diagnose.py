@@ -1440,3 +1440,62 @@ def test_a_v1_message_without_vllms_own_length_labels_the_derived_one():
     assert d.summary.startswith("With the **3.50 GiB** vLLM had for the KV cache, the longest request that fits is "
                                 "**65,536 tokens** (derived by vLLM's arithmetic), but max_model_len is **131,072**")
     assert "vLLM estimates" not in d.summary
+
+
+# --- fixes within the GPUs the paste shows ---------------------------------------------------------
+
+def _seed_on(words: str, how: str = "using vllm serve with the --dtype auto option") -> dict:
+    text = SEED.read_text().replace("an NVIDIA RTX A6000", words)
+    if how != "using vllm serve with the --dtype auto option":
+        text = text.replace("using vllm serve with the --dtype auto option", how)
+    return diagnose(text, offline=True).to_json()
+
+
+def test_a_second_gpu_the_paste_does_not_show_is_offered_last_and_said_to_be_missing():
+    """The seed on "a single" A6000: TP 2 (262,144 tokens) would need a second card, so it goes after
+    every fix that runs on the one card, and says so; in the seed as posted (no count) it keeps its rank
+    after the FP8 KV cache."""
+    one = _seed_on("a single NVIDIA RTX A6000")
+    flags = [s["flags"] for s in one["diagnosis"]["suggestions"]]
+    assert flags[-1].startswith("--tensor-parallel-size 2")
+    assert one["diagnosis"]["suggestions"][-1]["why"].endswith("(needs 2 GPUs, more than the 1 of this setup)")
+    posted = [s["flags"] for s in diagnose(SEED.read_text(), offline=True).to_json()["diagnosis"]["suggestions"]]
+    assert posted.index("--tensor-parallel-size 2 --max-model-len 262144") < posted.index(
+        "--quantization fp8 --max-model-len 131072")
+
+
+def test_two_gpus_the_paste_shows_are_used_together_with_fp8_weights():
+    """On "2x" A6000 neither TP 2 (262,144 tokens) nor FP8 weights (131,072) keeps the 1,010,000-token
+    context; both together hold more than either (FP8 weights split over two cards), and the split that
+    keeps the whole context (8 GPUs) is offered last, as needing more cards than the two."""
+    two = _seed_on("2x NVIDIA RTX A6000")["diagnosis"]["suggestions"]
+    by_flags = {s["flags"].rsplit(" --max-model-len", 1)[0]: s for s in two}
+    both = by_flags["--tensor-parallel-size 2 --quantization fp8"]
+    assert both["fits"] and both["why"].endswith("(uses 2 of the 2 GPUs)")
+    assert both["max_model_len"] > max(by_flags["--tensor-parallel-size 2"]["max_model_len"],
+                                       by_flags["--quantization fp8"]["max_model_len"])
+    assert two[-1]["flags"] == "--tensor-parallel-size 8" and two[-1]["max_model_len"] == 1_010_000
+    assert two[-1]["why"].endswith("(needs 8 GPUs, more than the 2 of this setup)")
+
+
+def test_the_gpus_a_parallel_size_needs_are_no_limit_on_the_advice():
+    """`--tensor-parallel-size 2` says the run had at least two GPUs, not that it had only two: the
+    8-GPU split keeps "needs that many GPUs"."""
+    d = _seed_on("an NVIDIA RTX A6000", "using `vllm serve Qwen/Qwen2.5-14B-Instruct-1M --dtype auto "
+                                        "--tensor-parallel-size 2`")
+    assert d["facts"]["gpu_count"] == 2
+    tp = [s for s in d["diagnosis"]["suggestions"] if s["flags"].startswith("--tensor-parallel-size")]
+    assert tp and all(s["why"].endswith("(needs that many GPUs)") for s in tp)
+
+
+def test_a_headline_fix_that_needs_more_gpus_says_so():
+    """Llama-3.1-70B in 16 bit (131 GiB) on "a single L40S" (44.39 GiB): only TP 4 holds it, which takes
+    three more cards than the paste shows; the reply's first line says that, not only the fix."""
+    text = ("Running on a single L40S:\nvllm serve meta-llama/Llama-3.1-70B-Instruct --max-model-len 32768\n"
+            + LOAD_OOM.replace("93.09 GiB of which 739.81 MiB", "44.39 GiB of which 539.81 MiB")
+            .replace("92.34 GiB memory in use", "43.84 GiB memory in use").replace("91.68 GiB is allocated", "43.18 GiB is allocated"))
+    d = diagnose(text, offline=True)
+    assert d.error_kind == "cuda_oom_load"
+    assert [s["flags"] for s in d.suggestions] == ["--tensor-parallel-size 4"]
+    assert "Change to make: `--tensor-parallel-size 4` (fits" in d.summary
+    assert "; needs 4 GPUs, more than the 1 of this setup)." in d.summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from estimator.errors import UnknownGpu
-from estimator.gpus import SMI_RESERVED_MIB, gpu_names, lookup_gpu, states_its_size
+from estimator.gpus import SMI_RESERVED_MIB, card_count, gpu_names, lookup_gpu, states_its_size
 
 GIB = 2**30
 MIB = 2**20
@@ -351,3 +351,20 @@ def test_with_host_marks_card_names_and_smi_sizes_not_printed_totals():
     assert with_host("15.99GiB", "wsl") == "15.99GiB"                # vLLM's own figure already
     assert with_host("RTX 4080 (WSL2)", "wsl") == "RTX 4080 (WSL2)"
     assert with_host("RTX 4080", None) == "RTX 4080"
+
+
+@pytest.mark.parametrize("text,count", [
+    ("2x L40S", 2), ("8 × H100", 8), ("4xA100-80GB", 4), ("A6000 x 4", 4), ("RTX 3090 ×2", 2),
+    ("L40S", None), ("RTX 4090", None),
+    ("RX 6800", None),                       # a model number after "RX" is no count
+    ("Radeon RX 7900 XTX", None),
+    ("0x H100", None),                       # no cards is no count
+    ("RTX 5070 Ti + RTX 5090", None),        # several different cards: counted by the caller
+    ("", None), (None, None),
+])
+def test_card_count_reads_a_count_written_with_the_name(text, count):
+    assert card_count(text) == count
+
+
+def test_a_counted_card_is_still_looked_up_by_its_name():
+    assert lookup_gpu("2x L40S").name == lookup_gpu("L40S").name
