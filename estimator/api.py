@@ -239,9 +239,10 @@ def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, 
     if not gpu:
         gpu = "H100 80GB"
         assumed.append("no GPU given: assumed one NVIDIA H100 80GB")
-    if gpu_count is None:
-        gpu_count = card_count(gpu)     # "2x L40S": the GPUs the user has, which the advice stays within
     cards = [c.strip() for c in gpu.split("+")] if "+" in gpu else []
+    if gpu_count is None:
+        # "2x L40S", "RTX 5070 Ti + RTX 5090": the GPUs the user has, which the advice stays within
+        gpu_count = sum(card_count(c) or 1 for c in cards) if len(cards) > 1 else card_count(gpu)
     if len(cards) > 1 and "stage_gpus" not in overrides:
         # Mixed cards in rank order, one per rank or one per pipeline stage ("RTX 5070 Ti + RTX 5090"):
         # each stage is sized on its own card (the smallest of its TP ranks).

@@ -1039,3 +1039,11 @@ def test_a_count_below_the_runs_own_ranks_is_not_the_users_gpus(llama70b):
     sugs = suggest(run_estimate(llama70b, "L40S", settings, gpu_count=1))
     tp4 = [s for s in sugs if s.changes == {"tensor_parallel_size": 4}]
     assert tp4 and tp4[0].to_json()["why"].endswith("(needs that many GPUs)")
+
+
+def test_mixed_cards_count_as_the_gpus_the_user_has(seed_spec):
+    """"RTX 5070 Ti + RTX 5090": two GPUs, one per pipeline stage; "2x RTX 3090 + RTX 4090": three."""
+    pp2 = EngineSettings(pipeline_parallel_size=2, max_model_len=32768)
+    assert run_estimate(seed_spec, "RTX 5070 Ti + RTX 5090", pp2).gpu_count == 2
+    assert run_estimate(seed_spec, "2x RTX 3090 + RTX 4090", pp2).inputs["gpu_count"] == 3
+    assert run_estimate(seed_spec, "RTX 5090", pp2).inputs["gpu_count"] is None
