@@ -19,7 +19,7 @@ from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buf
 from estimator.cuda_graphs import graphs_after_kv
 from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
-from estimator.gpus import WINDOWS_HOLDERS, cc_number, lookup_gpu
+from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, lookup_gpu
 from estimator.kv_layout import stage_sizes, window_tokens
 from estimator.memory import Estimate, length_over_config, rerun
 from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
@@ -38,9 +38,14 @@ from estimator.vllm import (
 )
 
 FP8_KV = "fp8"
-# the words of a fix's caveat when it needs more GPUs than the user has (_gpus_caveat); the reply's
-# headline repeats them
-MORE_GPUS_THAN = "more than the"
+# vLLM's --gpu-memory-utilization default (vllm/engine/arg_utils.py) before the extensible KV cache's 1.0
+DEFAULT_UTILIZATION = 0.9
+# Caveats that are conditions on the user, not side notes: the reply's headline repeats them with the fix
+# it names (diagnosis._summary). A split over more GPUs than the user has (_gpus_caveat), and a utilization
+# the user had set below the default, raised.
+MORE_GPUS = "needs {n} GPUs, more than the {have} of this setup"
+SHARED_CARD = "raise it only if nothing else on the card needs the memory it left"
+HEADLINE_CAVEATS = re.compile(r"needs \d+ GPUs, more than the \d+ of this setup|" + re.escape(SHARED_CARD))
 
 
 @dataclass
@@ -405,7 +410,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     # 2. Higher utilization (bounded: 0.95, and free memory when other processes hold some).
     # Not for OOMs outside vLLM's budget (graphs, sampler warm-up, serving): there the margin
     # (1 − u) is what ran out, so raising u is the wrong direction.
-    u = s.gpu_memory_utilization or 0.9
+    u = s.gpu_memory_utilization or DEFAULT_UTILIZATION
     # 0.34's extensible KV cache keeps its own margin after warmup (vllm.EXTENSIBLE_KV_CACHE_FROM): its
     # default, 1.0, is the ceiling there
     extensible = extensible_kv_cache(est.profile, s, est.gpu_name)
@@ -416,6 +421,9 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         least = _least_fitting_utilization(est, round(u + 0.01, 2), cap)
         target = cap if least is None else min(cap, round(least + 0.01, 2))
         others = est.others_charged_bytes
+        if kind == "startup_log_ok" and est.fits and not others:
+            # a run that starts asks how much more it can have, not the least that fits
+            target = _roomy_utilization(est, u, cap) or target
         why = (f"vLLM {est.profile.release} counts the {others / GiB:.2f} GiB other processes hold "
                "against this instance's budget, so its utilization has to cover theirs too"
                if others else
@@ -424,9 +432,14 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             # the KV cache's gain is not (1.0 − u) of the card there: warmup's margin may bind first
             why = (f"vLLM {est.profile.release} sizes the KV cache after warmup and keeps its own margin, so "
                    "its default utilization is 1.0 (leaving the flag out is the same)")
-        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True,
-                        "leave room for other processes on the card" if extensible else
-                        "leave headroom for CUDA graphs and other processes",
+        caveat = "leave room for other processes on the card" if extensible else \
+            "leave headroom for CUDA graphs and other processes"
+        default = EXTENSIBLE_UTILIZATION if extensible else DEFAULT_UTILIZATION
+        if u < default - 1e-9:
+            # a utilization set below the default is usually memory kept for something else (a trainer
+            # sharing the card, a second instance): raising it is the user's call
+            caveat = f"{u:g} is below vLLM's default {default:g}: {SHARED_CARD} — a trainer sharing the card, another instance"
+        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True, caveat,
                         [_flag("gpu-memory-utilization", target)])
         if sug:
             out.append(sug)
@@ -496,7 +509,7 @@ def _gpus_caveat(est: Estimate, tp: int, have: int | None) -> str:
     n = _gpus_for(est, tp)
     if not have:
         return "needs that many GPUs"
-    return f"uses {n} of the {have} GPUs" if n <= have else f"needs {n} GPUs, {MORE_GPUS_THAN} {have} of this setup"
+    return f"uses {n} of the {have} GPUs" if n <= have else MORE_GPUS.format(n=n, have=have)
 
 
 def _more_gpus_fix(est: Estimate, splits: list[int], have: int | None) -> Suggestion | None:
@@ -591,6 +604,27 @@ def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
             seen.add(sug.flags)
             uniq.append(sug)
     return uniq
+
+
+def _roomy_utilization(est: Estimate, u: float, cap: float) -> float | None:
+    """For a run that starts: the highest utilization up to `cap` that keeps outside vLLM's budget what
+    the release adds after sizing the KV cache. Where the release budgets its CUDA graphs (V1 0.20+) that
+    is the cap's own margin; where it captures them afterwards, their printed size ("Graph capturing
+    finished in 5 secs, took 0.53 GiB") besides (the same arithmetic as vLLM's own "increase
+    --gpu-memory-utilization from U to U + g/T" the other way round). None where that is unknown (graphs
+    outside the budget that the paste does not size), on a unified-memory board or a card of such a board's
+    size (its GPU memory is the system's, which the OS needs) or where it is no step up."""
+    p, s, g = est.profile, est.settings, est.gpu
+    after = not s.enforce_eager and (graphs_after_kv(p, s) or not graphs_budgeted(p, s))
+    printed = est.inputs.get("cuda_graph_bytes")
+    if g is None or not est.gpu_total_bytes or (after and not printed):
+        return None
+    # a card known only by the size vLLM's figures imply may be a unified board of that size (GB10's 119.63 GiB)
+    named = bool(g.vendor) and g.total_bytes == est.gpu_total_bytes
+    if g.unified or (not named and any(c.unified for c in cards_near(est.gpu_total_bytes, 0.02))):
+        return None
+    target = math.floor((cap - (max(printed, 0) / est.gpu_total_bytes if after else 0)) * 100 + 1e-6) / 100
+    return target if target > u + 0.01 + 1e-9 else None
 
 
 def _least_fitting_utilization(est: Estimate, lo: float, hi: float) -> float | None:
@@ -793,7 +827,7 @@ def _graph_fixes(est: Estimate, kind: str) -> list[Suggestion]:
         out.append(_with_len(est, {"enforce_eager": True}, "no CUDA graphs: " + (
             "nothing is captured, so the capture cannot run out of memory" if budgeted else
             "their memory is outside vLLM's budget in this version"), True, "slower decoding", ["--enforce-eager"]))
-    u0 = est.settings.gpu_memory_utilization or 0.9
+    u0 = est.settings.gpu_memory_utilization or DEFAULT_UTILIZATION
     u = max(0.5, round(u0 - 0.05, 2))
     why = "leaves more room outside the budget for CUDA graphs and the sampler"
     printed = est.inputs.get("cuda_graph_bytes")
@@ -841,7 +875,7 @@ def sampler_warmup_fixes(est: Estimate, requests: int, tried_bytes: int | None,
                              "fewer requests run at once", [_flag("max-num-seqs", rows)]))
     missing = (tried_bytes - free_bytes) if tried_bytes and free_bytes is not None else 0
     cut = math.ceil((missing / est.gpu_total_bytes + 0.01) * 100) / 100 if missing > 0 else 0.05
-    u = round((s.gpu_memory_utilization or 0.9) - cut, 2)
+    u = round((s.gpu_memory_utilization or DEFAULT_UTILIZATION) - cut, 2)
     if u >= 0.5:
         out.append(_with_len(est, {"gpu_memory_utilization": u},
                              "leaves the sampler warm-up the memory it lacked outside vLLM's budget", True,
@@ -859,7 +893,7 @@ def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
     The GPU-side levers (more utilization, more KV) would only make it worse."""
     out: list[Suggestion] = []
     s = est.settings
-    u = s.gpu_memory_utilization or 0.9
+    u = s.gpu_memory_utilization or DEFAULT_UTILIZATION
     if est.gpu is not None and est.gpu.unified:
         least = _least_fitting_utilization(est, 0.05, round(u - 0.01, 2))
         target = round(least + 0.02, 2) if least is not None else u

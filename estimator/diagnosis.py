@@ -1056,7 +1056,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         s = d.suggestions[0]
         # a start-up log without an error asks how to get more, not what to mend
         lead = "For more KV cache" if kind == "startup_log_ok" else "Change to make"
-        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}{_more_gpus(s)}).")
+        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}{_condition(s)}).")
     elif d.unchecked and d.disagrees:
         u = d.unchecked[0]
         parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}. The model's "
@@ -1146,11 +1146,12 @@ def _pool_text(d: Diagnosis) -> str:
     return out
 
 
-def _more_gpus(s: dict) -> str:
-    """The caveat of a fix that needs more GPUs than the paste shows, for the headline that names it."""
-    from estimator.advice import MORE_GPUS_THAN
+def _condition(s: dict) -> str:
+    """A condition the fix puts on the user (advice.HEADLINE_CAVEATS: more GPUs than the paste shows, a
+    card's memory the user had kept for something else), for the headline that names the fix."""
+    from estimator.advice import HEADLINE_CAVEATS
 
-    m = re.search(rf"needs \d+ GPUs, {MORE_GPUS_THAN} \d+ of this setup", str(s.get("why") or ""))
+    m = HEADLINE_CAVEATS.search(str(s.get("why") or ""))
     return f"; {m.group(0)}" if m else ""
 
 

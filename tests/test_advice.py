@@ -1047,3 +1047,72 @@ def test_mixed_cards_count_as_the_gpus_the_user_has(seed_spec):
     assert run_estimate(seed_spec, "RTX 5070 Ti + RTX 5090", pp2).gpu_count == 2
     assert run_estimate(seed_spec, "2x RTX 3090 + RTX 4090", pp2).inputs["gpu_count"] == 3
     assert run_estimate(seed_spec, "RTX 5090", pp2).inputs["gpu_count"] is None
+
+
+# --- a start-up log that asks for more KV cache ----------------------------------------------------
+
+_STARTUP = ("vllm serve Qwen/Qwen3-8B --max-model-len 8192 --gpu-memory-utilization {u}\n"
+            "on one RTX 4090, vLLM {v}\n"
+            "(EngineCore_0 pid=1) INFO 08-01 10:00:00 [gpu_worker.py:276] Available KV cache memory: {kv} GiB\n"
+            "(EngineCore_0 pid=1) INFO 08-01 10:00:00 [kv_cache_utils.py:849] GPU KV cache size: {tokens} tokens\n")
+
+
+def test_a_run_that_starts_is_offered_the_utilization_vllm_allows_not_the_least_that_fits():
+    """vLLM 0.21 budgets its CUDA graphs, so a run that starts at 0.90 can go to 0.95: 0.05 × 25,383,256,719 B
+    (an RTX 4090 as torch reports it) = 1,269,162,836 B more KV; with the printed 4.20 GiB (4,509,715,661 B)
+    that is 5,778,878,497 B ÷ 147,456 B per token (Qwen3-8B: 36 layers × 8 KV heads × 128 × 2 × 2 B) =
+    39,190 tokens, 39,184 in 16-token blocks. Before, the raise was the least that fits plus 0.01: 0.92."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(_STARTUP.format(u=0.9, v="0.21.0", kv="4.20", tokens="30,576"), offline=True, explain=True)
+    assert d.error_kind == "startup_log_ok"
+    first = d.suggestions[0]
+    assert first["flags"] == "--gpu-memory-utilization 0.95"
+    assert first["kv_cache_tokens"] == 39_184
+    assert "For more KV cache: `--gpu-memory-utilization 0.95`" in d.summary
+
+
+def test_graphs_captured_after_the_kv_cache_stay_outside_the_raised_budget():
+    """vLLM 0.10.1 captures its CUDA graphs after sizing the KV cache; the log says they took 0.53 GiB of the
+    23.64 GiB card, so the raise stops at 0.95 − 0.53 / 23.64 = 0.9276 → 0.92 (from 0.85, not 0.87)."""
+    from estimator.diagnosis import diagnose
+
+    text = _STARTUP.format(u=0.85, v="0.10.1", kv="3.02", tokens="21,984") + (
+        "(EngineCore_0 pid=1) INFO 08-01 10:00:10 [gpu_model_runner.py:2567] Graph capturing finished in 5 secs, "
+        "took 0.53 GiB\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "startup_log_ok"
+    raised = [s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization")]
+    assert [s["flags"] for s in raised] == ["--gpu-memory-utilization 0.92"]
+    # without the graphs' size there is nothing to keep them out with: the least raise, as before
+    bare = diagnose(text.rsplit("(EngineCore_0", 1)[0], offline=True, explain=True)
+    assert [s["flags"] for s in bare.suggestions if "--gpu-memory-utilization" in s["flags"]] == \
+        ["--gpu-memory-utilization 0.87"]
+
+
+def test_a_unified_memory_board_is_not_raised_to_the_cap():
+    """A DGX Spark's GPU memory is the system's: 0.95 of it would starve the OS, so the least raise stays;
+    the same run on a discrete card of about that size class goes to 0.95."""
+    spec = load_model("Qwen/Qwen3-8B", offline=True).spec
+    settings = EngineSettings(vllm_version="0.21.0", max_model_len=8192, gpu_memory_utilization=0.9)
+    spark = run_estimate(spec, "DGX Spark", settings)
+    assert spark.gpu.unified and spark.fits
+    assert suggest(spark, error_kind="startup_log_ok")[0].flags == "--gpu-memory-utilization 0.92"
+    # known only by its size (a log without the card's name): GB10's 119.63 GiB may be the board
+    sized = run_estimate(spec, "119.63GiB", settings)
+    assert not sized.gpu.unified
+    assert suggest(sized, error_kind="startup_log_ok")[0].flags == "--gpu-memory-utilization 0.92"
+    pro = run_estimate(spec, "RTX PRO 6000", settings)
+    assert suggest(pro, error_kind="startup_log_ok")[0].flags == "--gpu-memory-utilization 0.95"
+
+
+def test_a_utilization_set_below_the_default_is_raised_only_with_its_condition():
+    """0.30 of the card is usually a choice (a trainer colocated with vLLM): the raise says so, in the list
+    and in the headline."""
+    from estimator.advice import SHARED_CARD
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(_STARTUP.format(u=0.3, v="0.21.0", kv="0.50", tokens="3,632"), offline=True, explain=True)
+    raised = [s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization")]
+    assert raised and "0.3 is below vLLM's default 0.9" in raised[0]["why"] and SHARED_CARD in raised[0]["why"]
+    assert f"; {SHARED_CARD})." in d.summary
