@@ -438,7 +438,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         if u < default - 1e-9:
             # a utilization set below the default is usually memory kept for something else (a trainer
             # sharing the card, a second instance): raising it is the user's call
-            caveat = f"{u:g} is below vLLM's default {default:g}: {SHARED_CARD} — a trainer sharing the card, another instance"
+            caveat = f"{u:g} is below vLLM's default {default:.1f}: {SHARED_CARD} — a trainer sharing the card, another instance"
         sug = _with_len(est, {"gpu_memory_utilization": target}, why, True, caveat,
                         [_flag("gpu-memory-utilization", target)])
         if sug:
