@@ -493,6 +493,8 @@ def card_count(text: str | None) -> int | None:
     m = _COUNT_PREFIX.match(text) or _COUNT_SUFFIX.search(text)
     n = int(m.group(1)) if m else 0
     return n or None
+
+
 # Words that make another product of a model number: a Ti / SUPER / D / Laptop card is not its base
 # card (often other memory: 3080 Ti 12 GB against 10, 3060 Ti 8 against 12, 4090 Laptop 16 against 24)
 _VARIANT_WORDS = "ti|super|d|laptop|mobile|max-q|xt|xtx"
