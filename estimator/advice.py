@@ -48,6 +48,13 @@ SHARED_CARD = "raise it only if nothing else on the card needs the memory it lef
 HEADLINE_CAVEATS = re.compile(r"needs \d+ GPUs, more than the \d+ of this setup|" + re.escape(SHARED_CARD))
 
 
+def condition_of(fix: dict) -> str:
+    """The condition a fix (Suggestion.to_json) puts on the user (HEADLINE_CAVEATS), for the short forms that
+    name it without its reasons: the reply's headline, `kvdoctor estimate`'s list."""
+    m = HEADLINE_CAVEATS.search(str(fix.get("why") or ""))
+    return m.group(0) if m else ""
+
+
 @dataclass
 class Suggestion:
     flags: str

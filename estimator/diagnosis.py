@@ -1056,7 +1056,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         s = d.suggestions[0]
         # a start-up log without an error asks how to get more, not what to mend
         lead = "For more KV cache" if kind == "startup_log_ok" else "Change to make"
-        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}{_condition(s)}).")
+        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}).")
     elif d.unchecked and d.disagrees:
         u = d.unchecked[0]
         parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}. The model's "
@@ -1146,16 +1146,10 @@ def _pool_text(d: Diagnosis) -> str:
     return out
 
 
-def _condition(s: dict) -> str:
-    """A condition the fix puts on the user (advice.HEADLINE_CAVEATS: more GPUs than the paste shows, a
-    card's memory the user had kept for something else), for the headline that names the fix."""
-    from estimator.advice import HEADLINE_CAVEATS
-
-    m = HEADLINE_CAVEATS.search(str(s.get("why") or ""))
-    return f"; {m.group(0)}" if m else ""
-
-
 def _short_effect(s: dict) -> str:
+    """A fix's effect for the headline, with the condition it puts on the user (advice.condition_of)."""
+    from estimator.advice import condition_of
+
     tok = s.get("kv_cache_tokens")
     conc = s.get("max_concurrency")
     txt = "fits"
@@ -1163,7 +1157,8 @@ def _short_effect(s: dict) -> str:
         txt += f", {tok:,} tokens of KV"
     if conc is not None:
         txt += f", {conc:.2f}× concurrency"
-    return txt
+    cond = condition_of(s)
+    return f"{txt}; {cond}" if cond else txt
 
 
 __all__ = ["Diagnosis", "diagnose", "explain_json", "render_markdown", "render_slack", "render_text"]

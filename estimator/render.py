@@ -13,6 +13,7 @@ import re
 
 import regex
 
+from estimator.advice import condition_of
 from estimator.memory import Estimate, graphs_captured_after_kv
 from estimator.paste import CONFIG_ERRORS
 from estimator.units import HALF_HUNDREDTH, GiB
@@ -275,7 +276,9 @@ def estimate_text(est: Estimate) -> str:
         lines.append(f"  — max_num_seqs {s.max_num_seqs:,} is more than the {est.gpu_blocks:,} cache blocks: each running "
                      "sequence holds a Mamba state block")
     if est.suggestions:
-        lines += ["", "Fixes:"] + [f"  {x['flags']:<48} → {_effect(x)}" for x in est.suggestions]
+        # the list gives no reasons, only the conditions a fix puts on the user (more GPUs than given)
+        lines += ["", "Fixes:"] + [f"  {x['flags']:<48} → {_effect(x)}" + (f" ({c})" if (c := condition_of(x)) else "")
+                                   for x in est.suggestions]
     if est.assumptions:
         lines += ["", "Assumptions:"] + [f"  - {a}" for a in est.assumptions]
     return "\n".join(lines)

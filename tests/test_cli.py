@@ -460,3 +460,21 @@ def test_auto_max_model_len_does_not_hide_a_mamba_block_shortage(offline_env):
                     "--max-model-len", "auto", "--json")
     d = ok_json(proc)
     assert d["fits"] is False and d["error_kind"] == "mamba_blocks"
+
+
+def test_estimate_counts_the_gpus_written_with_the_card(offline_env):
+    """`--gpu "2x L40S"`: the table says 2× and the fixes stay within two cards — TP 2 with FP8 weights
+    (131 GiB of 16-bit Llama-3.1-70B does not fit two 44.42 GiB cards, ~66 GiB of FP8 does) — while the
+    4-card split is listed last with the condition it puts on the user."""
+    proc = kvdoctor(offline_env, "estimate", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "2x L40S",
+                    "--max-model-len", "32768", "--offline")
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert "on 2× NVIDIA L40S" in out
+    fixes = out.split("Fixes:", 1)[1].split("Assumptions:", 1)[0].strip().splitlines()
+    assert fixes[0].strip().startswith("--tensor-parallel-size 2 --quantization fp8")
+    assert fixes[-1].strip().startswith("--tensor-parallel-size 4 ")
+    assert fixes[-1].rstrip().endswith("(needs 4 GPUs, more than the 2 of this setup)")
+    data = ok_json(kvdoctor(offline_env, "estimate", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "2x L40S",
+                            "--max-model-len", "32768", "--offline", "--json"))
+    assert data["gpu"]["count"] == 2
