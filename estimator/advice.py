@@ -938,7 +938,8 @@ def _weights_fixes(est: Estimate, gpu_count: int | None) -> list[Suggestion]:
 
 
 def full_context_plan(est: Estimate) -> dict | None:
-    """What serving the whole requested context would take (KV needed; GPUs that would hold it)."""
+    """What serving the whole requested context would take (KV needed; GPUs that would hold it: `gpus` in
+    all, the pipeline and data parallelism kept; `have`, the GPUs the user has where known)."""
     if est.fits:
         return None
     need = est.kv_needed_bytes
@@ -948,10 +949,11 @@ def full_context_plan(est: Estimate) -> dict | None:
             continue
         e = rerun(est, tensor_parallel_size=tp)
         if e.fits:
-            plans.append({"tensor_parallel_size": tp, "gpu": est.gpu_name, "kv_cache_tokens": e.kv_cache_tokens})
+            plans.append({"tensor_parallel_size": tp, "gpu": est.gpu_name, "kv_cache_tokens": e.kv_cache_tokens,
+                          "gpus": _gpus_for(est, tp)})
             break
     blocks = ceil_div(est.max_model_len, est.layout.block_size)
-    return {"kv_needed_bytes": need, "blocks": blocks, "plans": plans}
+    return {"kv_needed_bytes": need, "blocks": blocks, "plans": plans, "have": _known_gpus(est, None)}
 
 
 def _unified_gpu(name) -> bool:

@@ -503,7 +503,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                                "shows; add the ones it cut")
         est.suggestions = suggestions
     if est is not None and kind in ("kv_capacity_v0", "kv_capacity_v1"):
-        from estimator.advice import full_context_plan
+        from estimator.advice import MORE_GPUS, full_context_plan
 
         plan = full_context_plan(est)
         if plan:
@@ -511,9 +511,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
             if facts.extra.get("launcher") == "unsloth":
                 full += "; Unsloth starts vLLM on one GPU, so that needs a card with that much room beside the weights"
             elif plan["plans"]:
-                p = plan["plans"][0]
-                full += (f"; with {p['tensor_parallel_size']}× {p['gpu']} and `--tensor-parallel-size "
-                         f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens per request pool")
+                p, have = plan["plans"][0], plan["have"]
+                full += (f"; with {p['gpus']}× {p['gpu']} and `--tensor-parallel-size "
+                         f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens per request pool"
+                         + (f" ({MORE_GPUS.format(n=p['gpus'], have=have)})" if have and p["gpus"] > have else ""))
             else:
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
     if kind == "other" and est is not None and est.fits and not killed:

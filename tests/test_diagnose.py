@@ -1499,3 +1499,19 @@ def test_a_headline_fix_that_needs_more_gpus_says_so():
     assert [s["flags"] for s in d.suggestions] == ["--tensor-parallel-size 4"]
     assert "Change to make: `--tensor-parallel-size 4` (fits" in d.summary
     assert "; needs 4 GPUs, more than the 1 of this setup)." in d.summary
+
+
+def test_the_full_context_plan_counts_every_gpu_it_takes():
+    """The seed on "2x" A6000: only TP 8 holds 1,010,000 tokens (test_full_context_plan), eight cards where
+    the paste shows two; with two pipeline stages the same split takes 16."""
+    two = _seed_on("2x NVIDIA RTX A6000")
+    assert "with 8× NVIDIA RTX A6000 and `--tensor-parallel-size 8`" in two["diagnosis"]["full_context"]
+    assert two["diagnosis"]["full_context"].endswith("(needs 8 GPUs, more than the 2 of this setup)")
+    from estimator.advice import full_context_plan
+    from estimator.api import run_estimate
+
+    spec = load_model("Qwen/Qwen2.5-14B-Instruct-1M", offline=True).spec
+    staged = run_estimate(spec, "RTX A6000", EngineSettings(vllm_version="0.7.3", pipeline_parallel_size=2))
+    plan = full_context_plan(staged)
+    assert plan["plans"] and plan["plans"][0]["gpus"] == 2 * plan["plans"][0]["tensor_parallel_size"]
+    assert plan["have"] is None
