@@ -38,6 +38,8 @@ from estimator.vllm import (
 )
 
 FP8_KV = "fp8"
+# pipeline parallelism in the engine (vllm PR #4412, released in 0.5.1)
+PIPELINE_FROM = (0, 5, 1)
 # vLLM's --gpu-memory-utilization default (vllm/engine/arg_utils.py) before the extensible KV cache's 1.0
 DEFAULT_UTILIZATION = 0.9
 # Caveats that are conditions on the user, not side notes: the reply's headline repeats them with the fix
@@ -476,7 +478,12 @@ def _known_gpus(est: Estimate, gpu_count: int | None) -> int | None:
     use, so the count the estimate was given is read from its inputs. A count below those ranks is not
     all the GPUs the run had (one card's nvidia-smi row, "1 GPU" said of something else): unknown."""
     n = gpu_count or est.inputs.get("gpu_count")
-    return n if isinstance(n, int) and n >= _gpus_for(est, est.settings.tensor_parallel_size) else None
+    return n if isinstance(n, int) and n >= _gpus_of(est) else None
+
+
+def _gpus_of(est: Estimate) -> int:
+    """The GPUs a run takes: tensor × pipeline × data parallel."""
+    return _gpus_for(est, est.settings.tensor_parallel_size)
 
 
 def _gpus_for(est: Estimate, tp: int) -> int:
@@ -503,17 +510,49 @@ def _split_and_fp8_fixes(est: Estimate, have: int | None, fp8_why: str, settled:
     settled = settled or any(x.keeps_goal and x.fits for x in out)
     if have and within and not settled:
         both = _online_fp8_fix(est, f"FP8 weights split over {_gpus_for(est, within[-1])} GPUs",
-                               _gpus_caveat(est, within[-1], have), tensor_parallel_size=within[-1])
+                               _gpus_caveat(_gpus_for(est, within[-1]), have), tensor_parallel_size=within[-1])
         if both:
             out.append(both)
             settled = both.keeps_goal and both.fits
     more = _more_gpus_fix(est, [tp for tp in splits if tp not in within], have) if have and not settled else None
+    if not est.fits and not settled and more is None and not any("tensor_parallel_size" in x.changes for x in out):
+        # a run that fails where no tensor split up to 8 runs: pipeline stages over more GPUs (a 671B model
+        # on 8× H100: two nodes)
+        stages = _stages_fix(est, splits[-1] if splits else est.settings.tensor_parallel_size, have)
+        if stages is not None and have and _gpus_of(stages.estimate) <= have:
+            out.append(stages)
+        elif stages is not None:
+            more = stages
     return out, [more] if more else []
 
 
-def _gpus_caveat(est: Estimate, tp: int, have: int | None) -> str:
-    """What a split over `tp` GPUs per stage asks of the hardware."""
-    n = _gpus_for(est, tp)
+def _stages_fix(est: Estimate, tp: int, have: int | None) -> Suggestion | None:
+    """Pipeline parallelism over two or four times the stages, with tensor parallelism `tp` in each: the
+    lever past TP 8 (vLLM's pipeline stages pass only activations between them, so they can span nodes;
+    in the engine from 0.5.1, vllm PR #4412). The fewest stages that run, or twice as many where those
+    keep the whole context."""
+    s = est.settings
+    if est.profile.version < PIPELINE_FROM:
+        return None
+    pp0 = max(1, s.pipeline_parallel_size)
+    first: Suggestion | None = None
+    for factor in (2, 4):
+        pp = pp0 * factor
+        n = tp * pp * max(1, s.data_parallel_size)
+        changes = {"pipeline_parallel_size": pp} | ({"tensor_parallel_size": tp} if tp != s.tensor_parallel_size else {})
+        flags = ([_flag("tensor-parallel-size", tp)] if "tensor_parallel_size" in changes else []) + \
+            [_flag("pipeline-parallel-size", pp)]
+        sug = _with_len(est, changes, f"splits the layers over {pp} pipeline stages of {tp} GPUs ({n} GPUs in all); "
+                        "stages pass only activations to each other, so they can be on different nodes", True,
+                        _gpus_caveat(n, have), flags)
+        if sug and sug.keeps_goal:
+            return sug
+        first = first or sug
+    return first
+
+
+def _gpus_caveat(n: int, have: int | None) -> str:
+    """What a split over `n` GPUs in all asks of the hardware."""
     if not have:
         return "needs that many GPUs"
     return f"uses {n} of the {have} GPUs" if n <= have else MORE_GPUS.format(n=n, have=have)
@@ -529,7 +568,7 @@ def _more_gpus_fix(est: Estimate, splits: list[int], have: int | None) -> Sugges
         gpus = f"{tp} GPUs" if pp == 1 else f"{tp} GPUs per pipeline stage ({tp * pp} GPUs in all)"
         sug = _with_len(est, {"tensor_parallel_size": tp},
                         f"splits weights{'' if est.spec.kv_replicated_by_tp else ' and KV heads'} over {gpus}", True,
-                        _gpus_caveat(est, tp, have) + ("; its one latent KV head is replicated on every rank"
+                        _gpus_caveat(_gpus_for(est, tp), have) + ("; its one latent KV head is replicated on every rank"
                                                        if est.spec.kv_replicated_by_tp else ""),
                         [_flag("tensor-parallel-size", tp)])
         if sug and sug.keeps_goal and (not first_tp or tp <= 2 * first_tp):

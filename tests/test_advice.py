@@ -1116,3 +1116,23 @@ def test_a_utilization_set_below_the_default_is_raised_only_with_its_condition()
     raised = [s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization")]
     assert raised and "0.3 is below vLLM's default 0.9" in raised[0]["why"] and SHARED_CARD in raised[0]["why"]
     assert f"; {SHARED_CARD})." in d.summary
+
+
+def test_past_tensor_parallel_8_the_layers_are_split_over_pipeline_stages():
+    """Llama-3.1-405B in 16 bit on 8× H100 (vLLM 0.6.0): 405.9 B params × 2 B ÷ 8 ≈ 94.5 GiB per card, more
+    than its 79.18 GiB, and online FP8 must first load those 16-bit weights (before 0.16), so no fix on the
+    eight cards runs; two pipeline stages of 8 halve each card's layers. 16 GPUs: last, said to exceed the
+    8 of this setup. Before 0.5.1 vLLM had no pipeline parallelism: nothing is offered."""
+    spec = load_model("meta-llama/Llama-3.1-405B-Instruct", offline=True).spec
+    settings = EngineSettings(vllm_version="0.6.0", tensor_parallel_size=8, max_model_len=8192)
+    est = run_estimate(spec, "8x H100", settings)
+    assert not est.fits and est.weights_bytes > est.gpu_total_bytes
+    assert rerun(est, pipeline_parallel_size=2).weights_bytes < est.budget_bytes
+    sugs = suggest(est)
+    assert [s.changes for s in sugs] == [{"pipeline_parallel_size": 2}]
+    assert sugs[0].fits and sugs[0].keeps_goal
+    assert "over 2 pipeline stages of 8 GPUs (16 GPUs in all)" in sugs[0].why
+    assert sugs[0].to_json()["why"].endswith("(needs 16 GPUs, more than the 8 of this setup)")
+    assert "--tensor-parallel-size 8" in sugs[0].to_json()["command"]
+    old = run_estimate(spec, "8x H100", EngineSettings(vllm_version="0.5.0", tensor_parallel_size=8, max_model_len=8192))
+    assert not old.fits and suggest(old) == []
