@@ -568,8 +568,8 @@ def _more_gpus_fix(est: Estimate, splits: list[int], have: int | None) -> Sugges
         gpus = f"{tp} GPUs" if pp == 1 else f"{tp} GPUs per pipeline stage ({tp * pp} GPUs in all)"
         sug = _with_len(est, {"tensor_parallel_size": tp},
                         f"splits weights{'' if est.spec.kv_replicated_by_tp else ' and KV heads'} over {gpus}", True,
-                        _gpus_caveat(_gpus_for(est, tp), have) + ("; its one latent KV head is replicated on every rank"
-                                                       if est.spec.kv_replicated_by_tp else ""),
+                        _gpus_caveat(_gpus_for(est, tp), have) + ("; its one latent KV head is replicated on "
+                                                                   "every rank" if est.spec.kv_replicated_by_tp else ""),
                         [_flag("tensor-parallel-size", tp)])
         if sug and sug.keeps_goal and (not first_tp or tp <= 2 * first_tp):
             return sug
