@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 
 from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buffers
-from estimator.cuda_graphs import graphs_after_kv
+from estimator.cuda_graphs import graphs_after_kv, graphs_outside_budget
 from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, lookup_gpu
@@ -47,7 +47,8 @@ DEFAULT_UTILIZATION = 0.9
 # the user had set below the default, raised.
 MORE_GPUS = "needs {n} GPUs, more than the {have} of this setup"
 SHARED_CARD = "raise it only if nothing else on the card needs the memory it left"
-HEADLINE_CAVEATS = re.compile(r"needs \d+ GPUs, more than the \d+ of this setup|" + re.escape(SHARED_CARD))
+HEADLINE_CAVEATS = re.compile(re.escape(MORE_GPUS).replace(re.escape("{n}"), r"\d+").replace(re.escape("{have}"), r"\d+")
+                              + "|" + re.escape(SHARED_CARD))
 
 
 def condition_of(fix: dict) -> str:
@@ -468,8 +469,13 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     # user has come after all of them
     gpu_fixes, beyond = _split_and_fp8_fixes(est, _known_gpus(est, gpu_count),
                                              "FP8 weights take about half the memory of 16-bit ones",
-                                             settled=any(x.keeps_goal and x.fits for x in out))
+                                             settled=_keeps_context(out))
     return _last_resorts_last(_dedupe_fitting(out + gpu_fixes), est.max_model_len) + _dedupe_fitting(beyond)
+
+
+def _keeps_context(fixes: list[Suggestion]) -> bool:
+    """Does one of `fixes` serve the whole requested context (then more GPUs are not needed for it)?"""
+    return any(x.keeps_goal and x.fits for x in fixes)
 
 
 def _known_gpus(est: Estimate, gpu_count: int | None) -> int | None:
@@ -507,13 +513,13 @@ def _split_and_fp8_fixes(est: Estimate, have: int | None, fp8_why: str, settled:
     within = [tp for tp in splits if not have or _gpus_for(est, tp) <= have]
     out = [x for x in (_more_gpus_fix(est, within, have),
                        _online_fp8_fix(est, fp8_why, "or use an FP8/AWQ checkpoint of the same model")) if x]
-    settled = settled or any(x.keeps_goal and x.fits for x in out)
+    settled = settled or _keeps_context(out)
     if have and within and not settled:
         both = _online_fp8_fix(est, f"FP8 weights split over {_gpus_for(est, within[-1])} GPUs",
                                _gpus_caveat(_gpus_for(est, within[-1]), have), tensor_parallel_size=within[-1])
         if both:
             out.append(both)
-            settled = both.keeps_goal and both.fits
+            settled = _keeps_context([both])
     more = _more_gpus_fix(est, [tp for tp in splits if tp not in within], have) if have and not settled else None
     if not est.fits and not settled and more is None and not any("tensor_parallel_size" in x.changes for x in out):
         # a run that fails where no tensor split up to 8 runs: pipeline stages over more GPUs (a 671B model
@@ -538,7 +544,7 @@ def _stages_fix(est: Estimate, tp: int, have: int | None) -> Suggestion | None:
     first: Suggestion | None = None
     for factor in (2, 4):
         pp = pp0 * factor
-        n = tp * pp * max(1, s.data_parallel_size)
+        n = _gpus_for(est, tp) * factor
         changes = {"pipeline_parallel_size": pp} | ({"tensor_parallel_size": tp} if tp != s.tensor_parallel_size else {})
         flags = ([_flag("tensor-parallel-size", tp)] if "tensor_parallel_size" in changes else []) + \
             [_flag("pipeline-parallel-size", pp)]
@@ -565,11 +571,13 @@ def _more_gpus_fix(est: Estimate, splits: list[int], have: int | None) -> Sugges
     first: Suggestion | None = None
     first_tp = 0
     for tp in splits:
-        gpus = f"{tp} GPUs" if pp == 1 else f"{tp} GPUs per pipeline stage ({tp * pp} GPUs in all)"
+        n = _gpus_for(est, tp)
+        per = "pipeline stage" if pp > 1 else "data-parallel replica"
+        gpus = f"{tp} GPUs" if n == tp else f"{tp} GPUs per {per} ({n} GPUs in all)"
         sug = _with_len(est, {"tensor_parallel_size": tp},
                         f"splits weights{'' if est.spec.kv_replicated_by_tp else ' and KV heads'} over {gpus}", True,
-                        _gpus_caveat(_gpus_for(est, tp), have) + ("; its one latent KV head is replicated on "
-                                                                   "every rank" if est.spec.kv_replicated_by_tp else ""),
+                        _gpus_caveat(n, have) + ("; its one latent KV head is replicated on every rank"
+                                                 if est.spec.kv_replicated_by_tp else ""),
                         [_flag("tensor-parallel-size", tp)])
         if sug and sug.keeps_goal and (not first_tp or tp <= 2 * first_tp):
             return sug
@@ -661,7 +669,7 @@ def _roomy_utilization(est: Estimate, u: float, cap: float) -> float | None:
     outside the budget that the paste does not size), on a unified-memory board or a card of such a board's
     size (its GPU memory is the system's, which the OS needs) or where it is no step up."""
     p, s, g = est.profile, est.settings, est.gpu
-    after = not s.enforce_eager and (graphs_after_kv(p, s) or not graphs_budgeted(p, s))
+    after = not s.enforce_eager and graphs_outside_budget(p, s)
     printed = est.inputs.get("cuda_graph_bytes")
     if g is None or not est.gpu_total_bytes or (after and not printed):
         return None

@@ -53,6 +53,13 @@ def graphs_after_kv(profile: Profile, s: EngineSettings) -> bool:
     return s.model_runner_v2 and not profile.v2_runner_budgets_graphs
 
 
+def graphs_outside_budget(profile: Profile, s: EngineSettings) -> bool:
+    """Are the CUDA graphs (if any are captured) outside what vLLM subtracts before sizing the KV cache:
+    a release that does not budget them (before 0.20, or with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0),
+    or one that captures them after the KV cache (`graphs_after_kv`)."""
+    return graphs_after_kv(profile, s) or not graphs_budgeted(profile, s)
+
+
 def cuda_graph_memory(spec: ModelSpec, profile: Profile, s: EngineSettings,
                       draft_layers: list[LayerKV] | None = None, attention_groups: int = 1) -> int:
     """The CUDA-graph estimate vLLM subtracts before sizing the KV cache (docs §1.7); 0 where the
@@ -67,7 +74,7 @@ def cuda_graph_parts(spec: ModelSpec, profile: Profile, s: EngineSettings, draft
     """`cuda_graph_memory` in parts: the graphs themselves (per graph per layer, a fit), what the
     FlashInfer attention backend allocates inside the estimate and what that is in words
     (estimator.attention_backend; "" with another backend)."""
-    if s.enforce_eager or not graphs_budgeted(profile, s) or graphs_after_kv(profile, s):
+    if s.enforce_eager or graphs_outside_budget(profile, s):
         return 0, 0, ""
     seqs, k = s.max_num_seqs or 256, speculative_tokens(spec, s)
     sizes = cuda_graph_sizes(profile, seqs, s.max_num_batched_tokens or 2048, k,

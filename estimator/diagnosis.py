@@ -43,7 +43,7 @@ from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.gpus import WINDOWS_HOLDERS, states_its_size, with_host
 from estimator.memory import Estimate
 from estimator.non_torch import CUDA_CONTEXT
-from estimator.paste import CONFIG_ERRORS
+from estimator.paste import CONFIG_ERRORS, COUNT_FROM_SIZES
 from estimator.release_choice import loadable_release, modelled_version, release_from_need
 from estimator.render import redact, render_markdown, render_slack, render_text
 from estimator.units import GiB
@@ -803,7 +803,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     # the GPUs the paste shows (prose, nvidia-smi's rows), which the advice keeps its splits within; not
     # the lower bound the parallel sizes give (paste._derive_gpu_count), which the settings hold already
     shown = facts.values.get("gpu_count")
-    gpu_count = shown.value if shown is not None and shown.source != "parallel_sizes" else None
+    gpu_count = shown.value if shown is not None and shown.source != COUNT_FROM_SIZES else None
     est = run_estimate(spec, card_ref, settings, gpu_count=gpu_count,
                        **{k: v for k, v in overrides.items() if v is not None})
     if capped and moved is not None:

@@ -35,6 +35,7 @@ from estimator.cuda_graphs import (
     MAMBA_GRAPHS_CAPPED_FROM,
     cuda_graph_parts,
     graphs_after_kv,
+    graphs_outside_budget,
 )
 from estimator.drafters import gemma4_assistant
 from estimator.gpus import cc_number, is_rocm_target, on_nvswitch_board
@@ -591,7 +592,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             "vLLM 0.6.4+ empties the cache before measuring; a smaller max_num_batched_tokens shrinks it")
     # graphs vLLM captures after sizing the KV cache (before 0.20, or the early V2 runner) are not
     # a budget item even when the log prints their size
-    after = graphs_after_kv(profile, s) or not graphs_budgeted(profile, s)
+    after = graphs_outside_budget(profile, s)
     fi_graph = 0
     if after:
         graphs = 0

@@ -1173,6 +1173,10 @@ def _derive_parallel_sizes(chosen: dict, extra: dict, pt: PasteText, focal: int 
         chosen["pipeline_parallel_size"] = _Occ("pipeline_parallel_size", pp, 0, 0, src, _tpl.P_GUESS, None, True)
 
 
+# the source of a GPU count that is only the lower bound the parallel sizes give, not GPUs the paste shows
+COUNT_FROM_SIZES = "parallel_sizes"
+
+
 def _derive_gpu_count(chosen: dict, extra: dict) -> None:
     """GPU count: said in prose ("2x 4090") wins; else at least the GPUs the parallel sizes need,
     or the rows of nvidia-smi / collect_env."""
@@ -1187,7 +1191,7 @@ def _derive_gpu_count(chosen: dict, extra: dict) -> None:
     n = max(need, rows)
     src = tp or pp
     if src is not None and need >= rows:
-        chosen["gpu_count"] = _Occ("gpu_count", n, src.start, src.end, "parallel_sizes", _tpl.P_GUESS, None, True)
+        chosen["gpu_count"] = _Occ("gpu_count", n, src.start, src.end, COUNT_FROM_SIZES, _tpl.P_GUESS, None, True)
     elif rows and "gpu" in chosen:
         g = chosen["gpu"]
         chosen["gpu_count"] = _Occ("gpu_count", n, g.start, g.end, "gpu_rows", _tpl.P_GUESS, None, True)
