@@ -1136,3 +1136,10 @@ def test_past_tensor_parallel_8_the_layers_are_split_over_pipeline_stages():
     assert "--tensor-parallel-size 8" in sugs[0].to_json()["command"]
     old = run_estimate(spec, "8x H100", EngineSettings(vllm_version="0.5.0", tensor_parallel_size=8, max_model_len=8192))
     assert not old.fits and suggest(old) == []
+
+
+def test_a_split_of_a_data_parallel_run_counts_every_replica(seed_spec):
+    """Two data-parallel replicas each split over 2 GPUs take 4: the fix says so (it said "2 GPUs")."""
+    est = run_estimate(seed_spec, "RTX A6000", EngineSettings(vllm_version="0.10.1", data_parallel_size=2))
+    tp = [s for s in suggest(est) if s.changes.get("tensor_parallel_size") == 2]
+    assert tp and "over 2 GPUs per data-parallel replica (4 GPUs in all)" in tp[0].why
