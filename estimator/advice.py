@@ -442,14 +442,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             # the KV cache's gain is not (1.0 − u) of the card there: warmup's margin may bind first
             why = (f"vLLM {est.profile.release} sizes the KV cache after warmup and keeps its own margin, so "
                    "its default utilization is 1.0 (leaving the flag out is the same)")
-        caveat = "leave room for other processes on the card" if extensible else \
-            "leave headroom for CUDA graphs and other processes"
-        default = EXTENSIBLE_UTILIZATION if extensible else DEFAULT_UTILIZATION
-        if u < default - 1e-9:
-            # a utilization set below the default is usually memory kept for something else (a trainer
-            # sharing the card, a second instance): raising it is the user's call
-            caveat = f"{u:g} is below vLLM's default {default:.1f}: {SHARED_CARD} — a trainer sharing the card, another instance"
-        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True, caveat,
+        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True, _utilization_caveat(u, extensible),
                         [_flag("gpu-memory-utilization", target)])
         if sug:
             out.append(sug)
@@ -658,6 +651,17 @@ def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
             seen.add(sug.flags)
             uniq.append(sug)
     return uniq
+
+
+def _utilization_caveat(u: float, extensible: bool) -> str:
+    """What a raised utilization takes from: the margin vLLM leaves outside its budget, or, where the user
+    set it below the default, memory usually kept for something else (a trainer sharing the card, a second
+    instance), so raising it is the user's call."""
+    default = EXTENSIBLE_UTILIZATION if extensible else DEFAULT_UTILIZATION
+    if u < default - 1e-9:
+        return f"{u:g} is below vLLM's default {default:.1f}: {SHARED_CARD} — a trainer sharing the card, another instance"
+    return "leave room for other processes on the card" if extensible else \
+        "leave headroom for CUDA graphs and other processes"
 
 
 def _roomy_utilization(est: Estimate, u: float, cap: float) -> float | None:
@@ -1148,6 +1152,61 @@ def facts_fixes(facts) -> list[dict]:
                                f"{free / total:.3f}); enough only if the model fits in it"})
     out += config_error_fixes(facts)
     return out
+
+
+def printed_pool_fixes(facts, est: Estimate) -> list[dict]:
+    """A start-up log whose figures the model does not reproduce: the utilization step for more KV cache
+    on vLLM's own numbers instead of the model's state (whose token figures may not be vLLM's at all).
+
+    vLLM's budget is utilization × total, and what else it holds (weights, the profile peak,
+    non-torch memory, graphs where budgeted) does not change with the utilization
+    (vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/worker/worker.py for V0), so the
+    pool it printed grows by Δu × total and holds tokens, and concurrency, in proportion (blocks of one
+    size). The step is the one a run that starts gets (_roomy_utilization), else the least one above
+    the run's. Needs the printed pool (or V0's printed blocks, whose pool is the blocks times the block's
+    bytes) and what it holds (tokens, blocks or the concurrency). Not
+    where other processes are charged to the budget, nor for 0.34's extensible cache, which sizes after
+    warmup with its own margin."""
+    f = facts.get
+    pool, conc, length = f("kv_cache_gib"), f("max_concurrency"), f("max_model_len") or est.max_model_len
+    tokens, blocks = f("kv_tokens_capacity"), f("gpu_blocks")
+    printed, now = "pool it printed", "it printed"
+    if isinstance(blocks, int) and blocks > 0 and est.profile.engine == "v0":
+        # V0's "# GPU blocks": its tokens, and its pool where not printed (in the model's block size)
+        if not tokens:
+            tokens, now = blocks * est.layout.block_size, f"now {blocks:,} blocks × {est.layout.block_size} ="
+        if not isinstance(pool, (int, float)):
+            pool = blocks * est.layout.bytes_per_block / GiB
+            printed = f"pool of the {blocks:,} blocks it printed ({est.layout.bytes_per_block / 2**20:.2f} MiB each)"
+    conc = conc if isinstance(conc, (int, float)) and conc > 0 else None
+    s = est.settings
+    if not isinstance(pool, (int, float)) or pool <= 0 or not (tokens or conc) or not est.gpu_total_bytes \
+            or est.others_charged_bytes or extensible_kv_cache(est.profile, s, est.gpu_name):
+        return []
+    if pool * GiB >= est.gpu_total_bytes:
+        return []          # a pool larger than the card: the card (or the block's size) is not the run's
+    u, cap = s.gpu_memory_utilization or DEFAULT_UTILIZATION, 0.95
+    target = _roomy_utilization(est, u, cap) or round(u + 0.02, 2)
+    if target > cap + 1e-9:
+        return []
+    total = est.gpu_total_bytes / GiB
+    grow = (target - u) * total
+    ratio = (pool + grow) / pool
+    held = [f"about {_three_figures(tokens * ratio):,} tokens ({now} {int(tokens):,})"] if tokens else []
+    held += [f"{conc * ratio:.2f}× concurrency at {int(length):,} tokens (it printed {conc:.2f}×)"] if conc else []
+    why = (f"vLLM's budget grows by ({target:g} − {u:g}) × {total:.2f} GiB = {grow:.2f} GiB, all of it KV cache "
+           f"(nothing else in the budget changes), so the {pool:.2f} GiB {printed} becomes "
+           f"{pool + grow:.2f} GiB: " + ", ".join(held))
+    return [{"flags": _flag("gpu-memory-utilization", target), "checked": False,
+             "why": f"{why}; {_utilization_caveat(u, False)}"}]
+
+
+def _three_figures(x: float) -> int:
+    """A proportion's result to three significant figures: more would claim the block arithmetic."""
+    if x < 1000:
+        return int(x)
+    step = 10 ** (len(str(int(x))) - 3)
+    return int(x) // step * step
 
 
 def _budget_short_fixes(facts) -> list[dict]:

@@ -533,9 +533,11 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         d.kv_formula = kv_formula(est)
     d.disagrees = bool(est and est.reconciliation.failed)
     if est is None or not suggestions or d.disagrees:
-        from estimator.advice import facts_fixes
+        from estimator.advice import facts_fixes, printed_pool_fixes
 
         d.unchecked = facts_fixes(facts)
+        if d.disagrees and kind == "startup_log_ok":
+            d.unchecked = printed_pool_fixes(facts, est) + d.unchecked
     elif not [s for s in suggestions if not _MORE_CARDS.search(str(s.get("flags")))]:
         # nothing re-checked fits on the cards the run had: vLLM's own figures still give the lever
         # (a shorter context) where the model's state leaves no room (a card a little larger than its
@@ -1057,10 +1059,13 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         s = d.suggestions[0]
         # a start-up log without an error asks how to get more, not what to mend
         lead = "For more KV cache" if kind == "startup_log_ok" else "Change to make"
-        parts.append(f"{lead}: `{s['flags']}` ({_short_effect(s)}).")
+        # where the model's state contradicts vLLM's figures, its token counts are not vLLM's
+        whose = "the model's own estimate, which disagrees with vLLM's figures as Checks says: " if d.disagrees else ""
+        parts.append(f"{lead}: `{s['flags']}` ({whose}{_short_effect(s)}).")
     elif d.unchecked and d.disagrees:
         u = d.unchecked[0]
-        parts.append(f"Likely fix: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}. The model's "
+        lead = "For more KV cache" if kind == "startup_log_ok" else "Likely fix"
+        parts.append(f"{lead}: {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}. The model's "
                      "figures disagree with vLLM's (see Checks), so the fixes it re-checked are less certain.")
     elif d.unchecked:
         u = d.unchecked[0]

@@ -1107,15 +1107,71 @@ def test_a_unified_memory_board_is_not_raised_to_the_cap():
 
 
 def test_a_utilization_set_below_the_default_is_raised_only_with_its_condition():
-    """0.30 of the card is usually a choice (a trainer colocated with vLLM): the raise says so, in the list
-    and in the headline."""
+    """0.80 of the card is usually a choice (a trainer colocated with vLLM): the raise says so, in the list
+    and in the headline. The log is one vLLM could print: Qwen3-8B's 16-bit weights (15.27 GiB) start at
+    0.8 of a 4090 (18.91 GiB) and leave 2.19 GiB, 15,936 tokens at 147,456 B per token in 16-token blocks.
+    (The 0.30 of this test's first form cannot hold those weights: the model disagreed with that paste,
+    which test_a_start_up_log_the_model_does_not_reproduce_gets_vllms_own_arithmetic covers.)"""
     from estimator.advice import SHARED_CARD
     from estimator.diagnosis import diagnose
 
-    d = diagnose(_STARTUP.format(u=0.3, v="0.21.0", kv="0.50", tokens="3,632"), offline=True, explain=True)
+    d = diagnose(_STARTUP.format(u=0.8, v="0.21.0", kv="2.19", tokens="15,936"), offline=True, explain=True)
+    assert not d.disagrees
     raised = [s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization")]
-    assert raised and "0.3 is below vLLM's default 0.9" in raised[0]["why"] and SHARED_CARD in raised[0]["why"]
+    assert raised and "0.8 is below vLLM's default 0.9" in raised[0]["why"] and SHARED_CARD in raised[0]["why"]
     assert f"; {SHARED_CARD})." in d.summary
+
+
+def test_a_start_up_log_the_model_does_not_reproduce_gets_vllms_own_arithmetic():
+    """vLLM says its 4.20 GiB pool holds 45,000 tokens; Qwen3-8B's layout holds 30,576 in it (4.20 GiB ÷
+    147,456 B, in 16-token blocks), and no usual setting explains it. The model's token counts are then not
+    vLLM's, so the headline's step for more KV comes from vLLM's numbers: 0.21 budgets its CUDA graphs,
+    so 0.90 → 0.95 adds 0.05 × 25,383,256,719 B (a 4090 as torch reports it) = 1,269,162,836 B = 1.18 GiB,
+    all of it KV: 5.38 GiB, × 1.2814 of the pool → 45,000 × 1.2814 = 57,664, about 57,600 tokens."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(_STARTUP.format(u=0.9, v="0.21.0", kv="4.20", tokens="45,000"), offline=True, explain=True)
+    assert d.disagrees and any("holds 45,000 tokens" in c and "30,576" in c for c in d.checks)
+    assert d.unchecked[0]["flags"] == "--gpu-memory-utilization 0.95"
+    why = d.unchecked[0]["why"]
+    assert "(0.95 − 0.9) × 23.64 GiB = 1.18 GiB" in why and "4.20 GiB pool it printed becomes 5.38 GiB" in why
+    assert "about 57,600 tokens (it printed 45,000)" in why
+    assert d.summary.count("For more KV cache: `--gpu-memory-utilization 0.95` — vLLM's budget grows") == 1
+    assert "The model's figures disagree with vLLM's" in d.summary
+    # the 0.30 form (weights larger than its budget): the raise still carries its condition
+    from estimator.advice import SHARED_CARD
+
+    low = diagnose(_STARTUP.format(u=0.3, v="0.21.0", kv="0.50", tokens="3,632"), offline=True, explain=True)
+    assert low.disagrees and SHARED_CARD in low.summary and "0.3 is below vLLM's default 0.9" in low.summary
+
+
+def test_a_v0_start_up_log_the_model_does_not_reproduce_scales_the_blocks_vllm_printed():
+    """vLLM 0.6.0 printed 5,000 blocks, more than the model leaves at the assumed 0.9 of a 4090 (the card or
+    the utilization is not what was assumed). Its pool is 5,000 × 2,359,296 B (Qwen3-8B: 36 layers × 8 KV heads
+    × 128 × 2 × 2 B × 16 tokens) = 11,796,480,000 B = 10.99 GiB; 0.6.0 captures its graphs outside the budget
+    and the paste does not size them, so the step is the least one, 0.92: 0.02 × 25,383,256,719 B =
+    507,665,134 B = 0.47 GiB more, × 1.04304 of the pool → 80,000 × 1.04304 = 83,443, about 83,400 tokens."""
+    from estimator.diagnosis import diagnose
+
+    paste = ("vllm serve Qwen/Qwen3-8B --max-model-len 8192\non one RTX 4090, vLLM 0.6.0\n"
+             "INFO 08-01 10:00:00 gpu_executor.py:122] # GPU blocks: 5000, # CPU blocks: 2048\n")
+    d = diagnose(paste, offline=True, explain=True)
+    assert d.disagrees and d.unchecked[0]["flags"] == "--gpu-memory-utilization 0.92"
+    why = d.unchecked[0]["why"]
+    assert "the 10.99 GiB pool of the 5,000 blocks it printed (2.25 MiB each) becomes 11.46 GiB" in why
+    assert "about 83,400 tokens (now 5,000 blocks × 16 = 80,000)" in why
+    assert d.summary.startswith("This start-up log shows no error") and why in d.summary
+
+
+def test_a_run_the_model_disagrees_with_names_whose_figures_its_headline_gives():
+    """At 0.95 there is no step up left; the headline's fix is then the model's own re-check, and it says so:
+    its token counts (fp8 KV) rest on a layout that holds 39,168 tokens in the 5.38 GiB vLLM says hold 45,000."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(_STARTUP.format(u=0.95, v="0.21.0", kv="5.38", tokens="45,000"), offline=True, explain=True)
+    assert d.disagrees and not d.unchecked and d.suggestions
+    assert (f"For more KV cache: `{d.suggestions[0]['flags']}` (the model's own estimate, which disagrees with "
+            "vLLM's figures as Checks says: fits, ") in d.summary
 
 
 def test_past_tensor_parallel_8_the_layers_are_split_over_pipeline_stages():
