@@ -1001,7 +1001,7 @@ def full_context_plan(est: Estimate) -> dict | None:
         e = rerun(est, tensor_parallel_size=tp)
         if e.fits:
             plans.append({"tensor_parallel_size": tp, "gpu": est.gpu_name, "kv_cache_tokens": e.kv_cache_tokens,
-                          "gpus": _gpus_for(est, tp)})
+                          "max_concurrency": e.max_concurrency, "gpus": _gpus_for(est, tp)})
             break
     blocks = ceil_div(est.max_model_len, est.layout.block_size)
     return {"kv_needed_bytes": need, "blocks": blocks, "plans": plans, "have": _known_gpus(est, None)}

@@ -513,7 +513,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
             elif plan["plans"]:
                 p, have = plan["plans"][0], plan["have"]
                 full += (f"; with {p['gpus']}× {p['gpu']} and `--tensor-parallel-size "
-                         f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens per request pool"
+                         f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens, "
+                         f"{p['max_concurrency']:.2f}× concurrency at {est.max_model_len:,} tokens"
                          + (f" ({MORE_GPUS.format(n=p['gpus'], have=have)})" if have and p["gpus"] > have else ""))
             else:
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"

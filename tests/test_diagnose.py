@@ -178,6 +178,8 @@ def test_seed_full_context_plan(seed):
     m = re.search(r"--tensor-parallel-size (\d+)`?.*?holds ([\d,]+) tokens", text)
     assert m, text
     assert int(m.group(2).replace(",", "")) >= 1_010_000
+    # what that pool is for: 1,628,768 tokens ÷ 1,010,000 per request = 1.61 requests at full length
+    assert "holds 1,628,768 tokens, 1.61× concurrency at 1,010,000 tokens" in text
 
 
 def test_seed_confirms_28gb_and_corrects_14gb(seed):
