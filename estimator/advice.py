@@ -25,7 +25,7 @@ from estimator.memory import Estimate, length_over_config, rerun
 from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
 from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
-from estimator.units import GiB
+from estimator.units import HALF_HUNDREDTH, GiB
 from estimator.vllm import (
     EXTENSIBLE_UTILIZATION,
     GRAPH_PROFILING_ENV_FROM,
@@ -1098,6 +1098,7 @@ def facts_fixes(facts) -> list[dict]:
             out.append({"flags": f"--max-model-len {target}", "checked": False,
                         "why": f"vLLM has {avail} of the {need} GiB that {int(length):,} tokens need; where the KV "
                                f"grows with the context, about {target:,} tokens fit"})
+        out += _shortfall_utilization(facts)
     if kind in ("cuda_oom_graph", "cuda_oom_runtime"):
         # outside vLLM's budget: CUDA graphs and the sampler warm-up use the (1 − u) × total it leaves
         u, total = f("gpu_memory_utilization"), f("total_gpu_memory_gib")
@@ -1152,6 +1153,47 @@ def facts_fixes(facts) -> list[dict]:
                                f"{free / total:.3f}); enough only if the model fits in it"})
     out += config_error_fixes(facts)
     return out
+
+
+def _shortfall_utilization(facts) -> list[dict]:
+    """V1's capacity error printed what one request needs and what vLLM had ("X GiB KV cache is needed,
+    which is larger than the available KV cache memory (Y GiB)"): the budget is utilization × total and
+    nothing else in it grows with the utilization (vllm/v1/worker/gpu_worker.py), so X − Y more of the
+    card closes the gap — in steps of 0.01, with the two printed figures' rounding (0.005 GiB each) on top.
+    Needs the card's size (printed, or the card the paste names); offered as a flag up to 0.95 where the
+    run's utilization is known, as the step to add where it is not (with the utilization it must start
+    from, and not where only a run at 0.05 or less could take it)."""
+    f = facts.get
+    need, avail, length = f("kv_needed_gib"), f("kv_available_gib"), f("max_model_len")
+    if not all(isinstance(v, (int, float)) for v in (need, avail)) or float(avail) >= float(need):
+        return []
+    total, card = f("total_gpu_memory_gib"), "this GPU"
+    if not isinstance(total, (int, float)) or total <= 0:
+        try:
+            gpu = lookup_gpu(str(f("gpu") or ""))
+        except KvdoctorError:
+            return []
+        total, card = gpu.total_bytes / GiB, gpu.name
+    short = float(need) - float(avail) + 2 * HALF_HUNDREDTH
+    step = math.ceil(short / total * 100 - 1e-9) / 100
+    request = f"one {int(length):,}-token request" if isinstance(length, (int, float)) else "one full-length request"
+    head = (f"vLLM needs {float(need):.2f} GiB of KV for {request} and had {float(avail):.2f} GiB: the "
+            f"{short:.2f} GiB more (with the printed figures' rounding) is {step:.2f} of the {total:.2f} GiB of {card}, "
+            "and nothing else in vLLM's budget grows with it")
+    caveat = ("; this board's GPU memory is the system's RAM, so the OS has that much less" if _unified_gpu(card)
+              else "; leave headroom for CUDA graphs and other processes")
+    u, most = f("gpu_memory_utilization"), 0.95
+    if not isinstance(u, (int, float)):
+        if step > most - 0.05:
+            return []
+        return [{"flags": "", "checked": False,
+                 "why": f"raise --gpu-memory-utilization by {step:.2f} or more from the run's (enough only where the "
+                        f"run's is {most - step:.2f} or less, {most} being the most to ask for): {head}{caveat}"}]
+    target = round(float(u) + step, 2)
+    if target > most + 1e-9:
+        return []
+    return [{"flags": _flag("gpu-memory-utilization", f"{target:.2f}"), "checked": False,
+             "why": f"{head} ({float(u):g} + {step:.2f}){caveat}"}]
 
 
 def printed_pool_fixes(facts, est: Estimate) -> list[dict]:

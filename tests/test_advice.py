@@ -1199,3 +1199,42 @@ def test_a_split_of_a_data_parallel_run_counts_every_replica(seed_spec):
     est = run_estimate(seed_spec, "RTX A6000", EngineSettings(vllm_version="0.10.1", data_parallel_size=2))
     tp = [s for s in suggest(est) if s.changes.get("tensor_parallel_size") == 2]
     assert tp and "over 2 GPUs per data-parallel replica (4 GPUs in all)" in tp[0].why
+
+
+def _v1_capacity_error(need: str, avail: str, flags: str = "") -> str:
+    return (f"vllm serve ./my-finetune --max-model-len 32768 {flags}\nrunning on one RTX 4090\n"
+            "(EngineCore_0 pid=2) ERROR 08-02 10:00:29 [core.py:718] ValueError: To serve at least one request with "
+            f"the models's max seq len (32768), ({need} GiB KV cache is needed, which is larger than the available KV "
+            f"cache memory ({avail} GiB). Based on the available memory, the estimated maximum model length is 27000. "
+            "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+
+
+def test_a_v1_capacity_error_gets_the_utilization_that_closes_its_printed_gap():
+    """No model config to re-check with: vLLM's own figures still give the utilization lever. 4.50 − 3.80 GiB,
+    plus the two printed figures' rounding (0.005 GiB each), is 0.71 GiB; of an RTX 4090's 25,383,256,719 B
+    (23.64 GiB) that is 0.0300…, so 0.04 in steps of 0.01: 0.85 → 0.89."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(_v1_capacity_error("4.50", "3.80", "--gpu-memory-utilization 0.85"), offline=True, explain=True)
+    assert d.estimate is None and d.unchecked[0]["flags"] == "--max-model-len 26624"
+    raised = [u for u in d.unchecked if "gpu-memory-utilization" in u["flags"]]
+    assert [u["flags"] for u in raised] == ["--gpu-memory-utilization 0.89"]
+    assert "the 0.71 GiB more (with the printed figures' rounding) is 0.04 of the 23.64 GiB" in raised[0]["why"]
+    assert "(0.85 + 0.04)" in raised[0]["why"]
+
+
+def test_without_the_runs_utilization_the_step_is_given_with_where_it_is_enough():
+    """The same gap where the paste shows no utilization: the step (0.04) and the utilization it must start
+    from (0.95 − 0.04 = 0.91); a gap of 26.21 GiB (1.11 of the card) gets nothing; a run already at 0.93
+    cannot take 0.04 more within 0.95."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(_v1_capacity_error("4.50", "3.80"), offline=True, explain=True)
+    steps = [u for u in d.unchecked if "--gpu-memory-utilization by" in u["why"]]
+    assert len(steps) == 1 and steps[0]["flags"] == ""
+    assert steps[0]["why"].startswith("raise --gpu-memory-utilization by 0.04 or more from the run's (enough only "
+                                      "where the run's is 0.91 or less")
+    wide = diagnose(_v1_capacity_error("30.00", "3.80"), offline=True, explain=True)
+    assert not [u for u in wide.unchecked if "utilization" in u["flags"] + u["why"][:40]]
+    high = diagnose(_v1_capacity_error("4.50", "3.80", "--gpu-memory-utilization 0.93"), offline=True, explain=True)
+    assert not [u for u in high.unchecked if "gpu-memory-utilization" in u["flags"]]
