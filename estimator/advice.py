@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buffers
 from estimator.cuda_graphs import graphs_after_kv, graphs_outside_budget
-from estimator.errors import KvdoctorError
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
-from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, lookup_gpu
+from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, find_gpu
 from estimator.kv_layout import stage_sizes, window_tokens
 from estimator.memory import Estimate, length_over_config, rerun
 from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
@@ -1008,10 +1007,8 @@ def full_context_plan(est: Estimate) -> dict | None:
 
 
 def _unified_gpu(name) -> bool:
-    try:
-        return bool(name) and lookup_gpu(str(name)).unified
-    except KvdoctorError:
-        return False
+    gpu = find_gpu(name)
+    return gpu is not None and gpu.unified
 
 
 # vLLM 0.2.0–0.2.1 refused a context whose attention logits — one float32 per token of the context
@@ -1169,9 +1166,8 @@ def _shortfall_utilization(facts) -> list[dict]:
         return []
     total, card = f("total_gpu_memory_gib"), "this GPU"
     if not isinstance(total, (int, float)) or total <= 0:
-        try:
-            gpu = lookup_gpu(str(f("gpu") or ""))
-        except KvdoctorError:
+        gpu = find_gpu(f("gpu"))
+        if gpu is None:
             return []
         total, card = gpu.total_bytes / GiB, gpu.name
     short = float(need) - float(avail) + 2 * HALF_HUNDREDTH

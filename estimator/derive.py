@@ -105,6 +105,14 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         total = est.gpu_total_bytes
         host = HOST_LABELS.get(facts.extra.get("windows_host"))
         st.add(Figure("total", total, "assumed", f"{est.gpu_name}{f' under {host}' if host else ''} as torch reports it"))
+    elif est is None and f("gpu"):
+        # no model to estimate with, but the card the paste names still sizes vLLM's budget
+        from estimator.gpus import find_gpu
+
+        card = find_gpu(f("gpu"))
+        if card is not None:
+            total = card.total_bytes
+            st.add(Figure("total", total, "assumed", f"{card.name} as torch reports it"))
     util = f("gpu_memory_utilization")
     if util is not None:
         st.add(Figure("utilization", util, "read", "gpu_memory_utilization in the paste", unit="fraction"))
@@ -345,14 +353,10 @@ def torch_total_from_facts(facts) -> tuple[int, str, str] | None:
         return None
     rows = facts.extra.get("nvidia_smi_memory_mib") or []
     if fact.source == "nvidia_smi_total" and rows:
-        from estimator.errors import KvdoctorError
-        from estimator.gpus import lookup_gpu
+        from estimator.gpus import find_gpu
 
         mib = int(rows[0]["total"])
-        try:
-            g = lookup_gpu(f"{mib}MiB")
-        except KvdoctorError:
-            g = None
+        g = find_gpu(f"{mib}MiB")
         if g is not None:
             return g.total_bytes, "derived", f"nvidia-smi's {mib:,} MiB as torch sees it: {g.assumed}"
     return int(round(float(fact.value) * GiB)), "read", f"total_gpu_memory {fact.value} GiB in the paste"

@@ -19,7 +19,7 @@ from importlib import resources
 
 import regex
 
-from estimator.errors import UnknownGpu
+from estimator.errors import KvdoctorError, UnknownGpu
 
 GIB = 2**30
 MIB = 2**20
@@ -406,6 +406,15 @@ def with_host(ref: str | None, host: str | None) -> str | None:
     label = HOST_LABELS[host]
     # mixed cards, one per pipeline stage ("RTX 5070 Ti + RTX 5090"): each on the same host
     return " + ".join(f"{card.strip()} ({label})" for card in ref.split("+"))
+
+
+def find_gpu(text: str | None) -> Gpu | None:
+    """lookup_gpu, or None where the text names no card the catalog knows: for the callers to whom a card
+    is an extra (a size for a budget, a unified board's caveat), not what they were asked about."""
+    try:
+        return lookup_gpu(str(text)) if text else None
+    except KvdoctorError:
+        return None
 
 
 def lookup_gpu(text: str) -> Gpu:

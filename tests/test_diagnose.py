@@ -1517,3 +1517,26 @@ def test_the_full_context_plan_counts_every_gpu_it_takes():
     plan = full_context_plan(staged)
     assert plan["plans"] and plan["plans"][0]["gpus"] == 2 * plan["plans"][0]["tensor_parallel_size"]
     assert plan["have"] is None
+
+
+def test_a_paste_without_a_model_config_still_sizes_the_card_it_names():
+    """A local checkpoint kvdoctor cannot look up: the RTX 4090 the paste names still gives torch's total,
+    25,383,256,719 B (23.64 GiB, assumed from the catalog), and the 0.85 read gives vLLM's budget,
+    int(25,383,256,719 × 0.85) = 21,575,768,211 B (20.09 GiB); with the 3.80 GiB vLLM had for the KV cache,
+    16.29 GiB went to everything else."""
+    paste = ("vllm serve ./my-finetune --max-model-len 32768 --gpu-memory-utilization 0.85\nrunning on one RTX 4090\n"
+             "(EngineCore_0 pid=2) ERROR 08-02 10:00:29 [core.py:718] ValueError: To serve at least one request with "
+             "the models's max seq len (32768), (4.50 GiB KV cache is needed, which is larger than the available KV "
+             "cache memory (3.80 GiB). Based on the available memory, the estimated maximum model length is 27000. "
+             "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    d = diagnose(paste, offline=True, explain=True)
+    assert d.estimate is None
+    figures = d.derived["figures"]
+    assert (figures["total"]["value"], figures["total"]["provenance"]) == (25_383_256_719, "assumed")
+    assert figures["budget"]["value"] == 21_575_768_211
+    from estimator.render import render_markdown
+
+    reply = render_markdown(d)
+    assert "| GPU memory (torch) | 23.64 | assumed | NVIDIA GeForce RTX 4090 as torch reports it |" in reply
+    assert "| vLLM budget (total × utilization) | 20.09 | derived | 23.64 GiB × 0.85 |" in reply
+    assert "| Everything but KV | 16.29 | derived |" in reply
