@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buffers
 from estimator.cuda_graphs import graphs_after_kv, graphs_outside_budget
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
-from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, find_gpu
+from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, find_gpu, sized_gpu
 from estimator.kv_layout import stage_sizes, window_tokens
 from estimator.memory import Estimate, length_over_config, rerun
 from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
@@ -1152,6 +1152,17 @@ def facts_fixes(facts) -> list[dict]:
     return out
 
 
+def _card_size(facts) -> tuple[float, str] | None:
+    """The card's memory as torch reports it, in GiB, for arithmetic on vLLM's printed figures: the total a
+    line of the paste printed, else the catalog's for the card the paste names where the name fixes its size
+    (gpus.sized_gpu); with what to call it."""
+    total = facts.get("total_gpu_memory_gib")
+    if isinstance(total, (int, float)) and total > 0:
+        return float(total), "this GPU"
+    gpu = sized_gpu(facts.get("gpu"))
+    return (gpu.total_bytes / GiB, gpu.name) if gpu is not None else None
+
+
 def _shortfall_utilization(facts) -> list[dict]:
     """V1's capacity error printed what one request needs and what vLLM had ("X GiB KV cache is needed,
     which is larger than the available KV cache memory (Y GiB)"): the budget is utilization × total and
@@ -1164,12 +1175,10 @@ def _shortfall_utilization(facts) -> list[dict]:
     need, avail, length = f("kv_needed_gib"), f("kv_available_gib"), f("max_model_len")
     if not all(isinstance(v, (int, float)) for v in (need, avail)) or float(avail) >= float(need):
         return []
-    total, card = f("total_gpu_memory_gib"), "this GPU"
-    if not isinstance(total, (int, float)) or total <= 0:
-        gpu = find_gpu(f("gpu"))
-        if gpu is None:
-            return []
-        total, card = gpu.total_bytes / GiB, gpu.name
+    size = _card_size(facts)
+    if size is None:
+        return []
+    total, card = size
     short = float(need) - float(avail) + 2 * HALF_HUNDREDTH
     step = math.ceil(short / total * 100 - 1e-9) / 100
     request = f"one {int(length):,}-token request" if isinstance(length, (int, float)) else "one full-length request"
@@ -1251,11 +1260,13 @@ def _budget_short_fixes(facts) -> list[dict]:
     """No KV cache blocks, with vLLM's profiling line printed: the KV share it printed (≤ 0) says by how
     much the budget fell short of what everything else took, so the utilization that starts to leave the
     KV cache memory follows from it (budget = total × utilization, vllm/worker/worker.py and
-    vllm/v1/worker/gpu_worker.py). How much more max_model_len needs is the model's KV per token."""
+    vllm/v1/worker/gpu_worker.py; the total printed, or the named card's: _card_size). How much more
+    max_model_len needs is the model's KV per token."""
     f = facts.get
-    u, total, kv = f("gpu_memory_utilization"), f("total_gpu_memory_gib"), f("kv_cache_gib")
-    if not all(isinstance(v, (int, float)) for v in (u, total, kv)) or total <= 0 or kv > 0:
+    u, kv, size = f("gpu_memory_utilization"), f("kv_cache_gib"), _card_size(facts)
+    if not all(isinstance(v, (int, float)) for v in (u, kv)) or size is None or kv > 0:
         return []
+    total = size[0]
     budget = facts.extra.get("budget_gib") or u * total
     used = budget - kv
     least = used / total

@@ -106,10 +106,11 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         host = HOST_LABELS.get(facts.extra.get("windows_host"))
         st.add(Figure("total", total, "assumed", f"{est.gpu_name}{f' under {host}' if host else ''} as torch reports it"))
     elif est is None and f("gpu"):
-        # no model to estimate with, but the card the paste names still sizes vLLM's budget
-        from estimator.gpus import find_gpu
+        # no model to estimate with, but the card the paste names still sizes vLLM's budget where the
+        # name fixes its size (gpus.sized_gpu: not "A100", 40 or 80 GB)
+        from estimator.gpus import sized_gpu
 
-        card = find_gpu(f("gpu"))
+        card = sized_gpu(f("gpu"))
         if card is not None:
             total = card.total_bytes
             st.add(Figure("total", total, "assumed", f"{card.name} as torch reports it"))

@@ -417,6 +417,18 @@ def find_gpu(text: str | None) -> Gpu | None:
         return None
 
 
+def sized_gpu(text: str | None) -> Gpu | None:
+    """find_gpu where the name fixes the card's size: it states it ("A100 80GB") or every card of its
+    family holds the same (within 1%: "RTX 4090"); not "A100" (40 or 80 GB), "H100" (80 or 94 GB) or
+    "Jetson Orin" (8 to 64 GB). For arithmetic on vLLM's printed figures without a model to check the
+    size against, where a guessed size would change the figures themselves."""
+    gpu = find_gpu(text)
+    if gpu is None or states_its_size(text):
+        return gpu
+    sizes = [g.total_bytes for g in family_variants(gpu.name)] or [gpu.total_bytes]
+    return gpu if max(sizes) <= 1.01 * min(sizes) else None
+
+
 def lookup_gpu(text: str) -> Gpu:
     """A GPU from a name/alias ("RTX A6000", "a100-80gb", "4090") or a size ("47.54GiB", "24GB", "81559MiB"),
     or a MIG slice of one ("A100-SXM4-40GB MIG 1g.5gb"); a Windows host beside the name ("RTX 4080

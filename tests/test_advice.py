@@ -1238,3 +1238,22 @@ def test_without_the_runs_utilization_the_step_is_given_with_where_it_is_enough(
     assert not [u for u in wide.unchecked if "utilization" in u["flags"] + u["why"][:40]]
     high = diagnose(_v1_capacity_error("4.50", "3.80", "--gpu-memory-utilization 0.93"), offline=True, explain=True)
     assert not [u for u in high.unchecked if "gpu-memory-utilization" in u["flags"]]
+
+
+def test_no_cache_blocks_on_a_named_card_gives_the_utilization_that_leaves_kv_memory():
+    """V1 prints no total beside "Available KV cache memory: -0.80 GiB"; the RTX 4090 the paste names does:
+    0.9 × 23.64 GiB = 21.28 GiB of budget, 0.80 GiB short, so the rest took 22.08 GiB = 0.934 of the card:
+    above 0.93 the KV cache gets memory, 0.24 GiB per 0.01. An "A100" (40 or 80 GB) gives no such figure."""
+    from estimator.diagnosis import diagnose
+
+    paste = ("vllm serve ./my-finetune --gpu-memory-utilization 0.9\nrunning on one RTX 4090\n"
+             "(EngineCore_0 pid=2) INFO 08-02 10:00:28 [gpu_worker.py:276] Available KV cache memory: -0.80 GiB\n"
+             "(EngineCore_0 pid=2) ERROR 08-02 10:00:29 [core.py:718] ValueError: No available memory for the cache "
+             "blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
+    d = diagnose(paste, offline=True, explain=True)
+    assert d.error_kind == "no_cache_blocks" and d.estimate is None
+    assert d.unchecked[0]["why"].startswith("vLLM's budget (0.9 × 23.64 GiB = 21.28 GiB) was 0.80 GiB short of what "
+                                            "the weights, activations and the rest took (22.08 GiB): a "
+                                            "--gpu-memory-utilization above 0.93 (22.08 / 23.64)")
+    assert "0.24 GiB for each 0.01 more" in d.unchecked[0]["why"]
+    assert diagnose(paste.replace("RTX 4090", "A100"), offline=True, explain=True).unchecked == []

@@ -1540,3 +1540,7 @@ def test_a_paste_without_a_model_config_still_sizes_the_card_it_names():
     assert "| GPU memory (torch) | 23.64 | assumed | NVIDIA GeForce RTX 4090 as torch reports it |" in reply
     assert "| vLLM budget (total × utilization) | 20.09 | derived | 23.64 GiB × 0.85 |" in reply
     assert "| Everything but KV | 16.29 | derived |" in reply
+    # "A100" is a 40 or an 80 GB card: no size is guessed for it without a model to check it against
+    unsized = diagnose(paste.replace("RTX 4090", "A100"), offline=True, explain=True)
+    assert unsized.estimate is None and "total" not in unsized.derived["figures"]
+    assert not [u for u in unsized.unchecked if "gpu-memory-utilization" in u["flags"]]

@@ -368,3 +368,14 @@ def test_card_count_reads_a_count_written_with_the_name(text, count):
 
 def test_a_counted_card_is_still_looked_up_by_its_name():
     assert lookup_gpu("2x L40S").name == lookup_gpu("L40S").name
+
+
+def test_sized_gpu_only_where_the_name_fixes_the_size():
+    """"A100" is a 40 or an 80 GB card, "H100" an 80 GB or a 94 GB NVL, "Jetson Orin" 8 to 64 GB: a size
+    for arithmetic on vLLM's figures is only taken from a name that states it or a family of one size."""
+    from estimator.gpus import sized_gpu
+
+    assert sized_gpu("A100") is None and sized_gpu("H100") is None and sized_gpu("Jetson Orin") is None
+    assert sized_gpu("A100 80GB").total_bytes == lookup_gpu("A100 80GB").total_bytes > 79 * 2**30
+    assert sized_gpu("RTX 4090").total_bytes == 25_383_256_719
+    assert sized_gpu("no such card") is None and sized_gpu(None) is None
