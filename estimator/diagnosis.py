@@ -507,12 +507,18 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
         plan = full_context_plan(est)
         if plan:
-            full = f"{est.max_model_len:,} tokens need {plan['kv_needed_bytes'] / GiB:,.2f} GiB of KV per GPU"
+            # vLLM's own need where it printed one for this length (the model's may disagree: see Checks)
+            printed = facts.get("kv_needed_gib") if facts.get("max_model_len") in (None, est.max_model_len) else None
+            full = (f"{est.max_model_len:,} tokens need {float(printed):,.2f} GiB of KV per GPU (vLLM's figure)"
+                    if printed is not None else
+                    f"{est.max_model_len:,} tokens need {plan['kv_needed_bytes'] / GiB:,.2f} GiB of KV per GPU")
             if facts.extra.get("launcher") == "unsloth":
                 full += "; Unsloth starts vLLM on one GPU, so that needs a card with that much room beside the weights"
             elif plan["plans"]:
                 p, have = plan["plans"][0], plan["have"]
-                full += (f"; with {p['gpus']}× {p['gpu']} and `--tensor-parallel-size "
+                whose = ("by the model's own estimate, which disagrees with vLLM's figures as Checks says, "
+                         if est.reconciliation.failed else "")
+                full += (f"; {whose}with {p['gpus']}× {p['gpu']} and `--tensor-parallel-size "
                          f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens, "
                          f"{p['max_concurrency']:.2f}× concurrency at {est.max_model_len:,} tokens"
                          + (f" ({MORE_GPUS.format(n=p['gpus'], have=have)})" if have and p["gpus"] > have else ""))

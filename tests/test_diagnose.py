@@ -1544,3 +1544,26 @@ def test_a_paste_without_a_model_config_still_sizes_the_card_it_names():
     unsized = diagnose(paste.replace("RTX 4090", "A100"), offline=True, explain=True)
     assert unsized.estimate is None and "total" not in unsized.derived["figures"]
     assert not [u for u in unsized.unchecked if "gpu-memory-utilization" in u["flags"]]
+
+
+def _qwen3_8b_v1_capacity_error(need: str, est: str) -> str:
+    return ("vllm serve Qwen/Qwen3-8B --max-model-len 131072\nrunning on one RTX 4090, vLLM 0.21.0\n"
+            "(EngineCore_0 pid=2) ERROR 08-02 10:00:29 [core.py:718] ValueError: To serve at least one request with "
+            f"the models's max seq len (131072), ({need} GiB KV cache is needed, which is larger than the available KV "
+            f"cache memory (4.20 GiB). Based on the available memory, the estimated maximum model length is {est}. "
+            "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+
+
+def test_the_full_context_plan_quotes_vllms_need_and_whose_split_it_is():
+    """Qwen3-8B: 131,072 tokens × 147,456 B (36 layers × 8 KV heads × 128 × 2 × 2 B) = 18.00 GiB, as vLLM
+    printed: the plan quotes vLLM's figure, labelled. Where vLLM printed 30.00 GiB, the model's layout is not
+    vLLM's: the need stays vLLM's (not the model's 18.00) and the split's token count is said to be the
+    model's own estimate."""
+    agree = diagnose(_qwen3_8b_v1_capacity_error("18.00", "30576"), offline=True, explain=True)
+    assert not agree.checks
+    assert agree.full_context.startswith("131,072 tokens need 18.00 GiB of KV per GPU (vLLM's figure); with 2× ")
+    apart = diagnose(_qwen3_8b_v1_capacity_error("30.00", "18336"), offline=True, explain=True)
+    assert apart.disagrees
+    assert apart.full_context.startswith("131,072 tokens need 30.00 GiB of KV per GPU (vLLM's figure); by the "
+                                         "model's own estimate, which disagrees with vLLM's figures as Checks says, "
+                                         "with 2× NVIDIA GeForce RTX 4090")
