@@ -41,6 +41,10 @@ FP8_KV = "fp8"
 PIPELINE_FROM = (0, 5, 1)
 # vLLM's --gpu-memory-utilization default (vllm/engine/arg_utils.py) before the extensible KV cache's 1.0
 DEFAULT_UTILIZATION = 0.9
+# The most utilization a fix asks for (but with 0.34's extensible cache): the 5% of the card it leaves
+# outside vLLM's budget is where CUDA graphs captured after sizing, the sampler warm-up and the CUDA
+# context of other processes live
+MOST_UTILIZATION = 0.95
 # Caveats that are conditions on the user, not side notes: the reply's headline repeats them with the fix
 # it names (diagnosis._summary). A split over more GPUs than the user has (_gpus_caveat), and a utilization
 # the user had set below the default, raised.
@@ -423,7 +427,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     # 0.34's extensible KV cache keeps its own margin after warmup (vllm.EXTENSIBLE_KV_CACHE_FROM): its
     # default, 1.0, is the ceiling there
     extensible = extensible_kv_cache(est.profile, s, est.gpu_name)
-    cap = EXTENSIBLE_UTILIZATION if extensible else 0.95
+    cap = EXTENSIBLE_UTILIZATION if extensible else MOST_UTILIZATION
     if u < cap - 1e-9 and kind not in ("free_memory_startup", "cuda_oom_graph", "cuda_oom_runtime"):
         # The smallest utilization that fits, plus 0.01 of margin: every point above it is memory
         # taken from CUDA graphs, the sampler warm-up and other processes for nothing.
@@ -1079,7 +1083,7 @@ def facts_fixes(facts) -> list[dict]:
                 ways = []
                 if not isinstance(u, (int, float)):
                     ways.append("a higher --gpu-memory-utilization")
-                elif u < 0.95:
+                elif u < MOST_UTILIZATION:
                     ways.append(f"a higher --gpu-memory-utilization (now {float(u):g})")
                 ways += ["more GPUs (--tensor-parallel-size)",
                          "a smaller checkpoint" if f("quantization") else "a smaller or quantized checkpoint"]
@@ -1168,7 +1172,7 @@ def _shortfall_utilization(facts) -> list[dict]:
     which is larger than the available KV cache memory (Y GiB)"): the budget is utilization × total and
     nothing else in it grows with the utilization (vllm/v1/worker/gpu_worker.py), so X − Y more of the
     card closes the gap — in steps of 0.01, with the two printed figures' rounding (0.005 GiB each) on top.
-    Needs the card's size (printed, or the card the paste names); offered as a flag up to 0.95 where the
+    Needs the card's size (printed, or the card the paste names); offered as a flag up to MOST_UTILIZATION where the
     run's utilization is known, as the step to add where it is not (with the utilization it must start
     from, and not where only a run at 0.05 or less could take it)."""
     f = facts.get
@@ -1187,7 +1191,7 @@ def _shortfall_utilization(facts) -> list[dict]:
             "and nothing else in vLLM's budget grows with it")
     caveat = ("; this board's GPU memory is the system's RAM, so the OS has that much less" if _unified_gpu(card)
               else "; leave headroom for CUDA graphs and other processes")
-    u, most = f("gpu_memory_utilization"), 0.95
+    u, most = f("gpu_memory_utilization"), MOST_UTILIZATION
     if not isinstance(u, (int, float)):
         if step > most - 0.05:
             return []
@@ -1211,9 +1215,8 @@ def printed_pool_fixes(facts, est: Estimate) -> list[dict]:
     pool it printed grows by Δu × total and holds tokens, and concurrency, in proportion (blocks of one
     size). The step is the one a run that starts gets (_roomy_utilization), else the least one above
     the run's. Needs the printed pool (or V0's printed blocks, whose pool is the blocks times the block's
-    bytes) and what it holds (tokens, blocks or the concurrency). Not
-    where other processes are charged to the budget, nor for 0.34's extensible cache, which sizes after
-    warmup with its own margin."""
+    bytes) and what it holds (tokens, blocks or the concurrency). Not where other processes are charged to
+    the budget, nor for 0.34's extensible cache, which sizes after warmup with its own margin."""
     f = facts.get
     pool, conc, length = f("kv_cache_gib"), f("max_concurrency"), f("max_model_len") or est.max_model_len
     tokens, blocks = f("kv_tokens_capacity"), f("gpu_blocks")
@@ -1232,7 +1235,7 @@ def printed_pool_fixes(facts, est: Estimate) -> list[dict]:
         return []
     if pool * GiB >= est.gpu_total_bytes:
         return []          # a pool larger than the card: the card (or the block's size) is not the run's
-    u, cap = s.gpu_memory_utilization or DEFAULT_UTILIZATION, 0.95
+    u, cap = s.gpu_memory_utilization or DEFAULT_UTILIZATION, MOST_UTILIZATION
     target = _roomy_utilization(est, u, cap) or round(u + 0.02, 2)
     if target > cap + 1e-9:
         return []
@@ -1273,7 +1276,7 @@ def _budget_short_fixes(facts) -> list[dict]:
     short = f"{-kv:.2f} GiB short of" if kv < 0 else "used up by"
     head = (f"vLLM's budget ({u:g} × {total:.2f} GiB = {budget:.2f} GiB) was {short} what the weights, activations "
             f"and the rest took ({used:.2f} GiB)")
-    if least < 0.95:
+    if least < MOST_UTILIZATION:
         return [{"flags": "", "checked": False,
                  "why": f"{head}: a --gpu-memory-utilization above {least:.2f} ({used:.2f} / {total:.2f}) leaves the KV "
                         f"cache memory, {0.01 * total:.2f} GiB for each 0.01 more; how much max_model_len needs "
