@@ -183,6 +183,11 @@ def _read(raw: str) -> Facts:
             if t.name in ("blocks_gpu_cpu", "blocks_gpu_only", "blocks_CUDA", "blocks_cuda", "blocks_other"):
                 if _to_int(m.group("gpu_blocks")) is not None and _to_int(m.group("gpu_blocks")) <= 0:
                     kinds.append((m.start(), "no_cache_blocks", "blocks_le_zero"))
+            if t.name == "v1_available_kv" and (_to_float(m.group("kv_available_gib")) or 0) < 0:
+                # V1 raises "No available memory for the cache blocks" for a KV share ≤ 0 right after
+                # printing it (v1/core/kv_cache_utils.py check_enough_kv_cache_memory): a paste that
+                # stops at the negative figure ("EngineCore failed to start") failed that check
+                kinds.append((m.start(), "no_cache_blocks", "available_kv_negative"))
     _log_prefix_hints(raw, hints)
     _torch_oom(text, pt, occs, kinds, extra)
 

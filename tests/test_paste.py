@@ -1681,3 +1681,18 @@ def test_the_defaults_vllm_fills_in_are_read(text, key, value):
 ])
 def test_vllm_version_commands_answer(text, version):
     assert read_paste(text).get("vllm_version") == version
+
+
+def test_a_negative_available_kv_share_is_v1s_no_cache_blocks_failure():
+    """V1 raises "No available memory for the cache blocks" for a KV share ≤ 0 right after printing it
+    (kv_cache_utils.check_enough_kv_cache_memory); vllm#23278's log stops at "-2.14 GiB" and "EngineCore
+    failed to start". A printed 0.00 may be a few MiB above zero, which that check lets through."""
+    from estimator.paste import read_paste
+
+    log = ("(EngineCore_0 pid=5839) INFO 08-20 18:04:10 [gpu_model_runner.py:2007] Model loading took 65.9651 GiB and "
+           "12.799889 seconds\n"
+           "(EngineCore_0 pid=5839) INFO 08-20 18:04:22 [gpu_worker.py:276] Available KV cache memory: {kv} GiB\n"
+           "(EngineCore_0 pid=5839) ERROR 08-20 18:04:22 [core.py:700] EngineCore failed to start.\n")
+    f = read_paste(log.format(kv="-2.14"))
+    assert f.error_kind == "no_cache_blocks" and f.get("kv_available_gib") == -2.14
+    assert read_paste(log.format(kv="0.00")).error_kind != "no_cache_blocks"
