@@ -1192,7 +1192,7 @@ def _shortfall_utilization(facts) -> list[dict]:
     caveat = ("; this board's GPU memory is the system's RAM, so the OS has that much less" if _unified_gpu(card)
               else "; leave headroom for CUDA graphs and other processes")
     u, most = f("gpu_memory_utilization"), MOST_UTILIZATION
-    if not isinstance(u, (int, float)):
+    if not isinstance(u, (int, float)) or not 0 < u <= 1:     # not shown, or no utilization vLLM accepts
         if step > most - 0.05:
             return []
         return [{"flags": "", "checked": False,
