@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from estimator.errors import KvdoctorError
 from estimator.memory import Estimate
+from estimator.memory import rerun as rerun_with
 from estimator.units import HALF_HUNDREDTH, PRINTED_SLACK, GiB
 
 # How close a re-run must come to the capacity vLLM printed for `capacity_settings` to take its
@@ -209,6 +210,48 @@ def tp_from_weights(facts, spec, settings) -> None:
                 settings.tensor_parallel_size = tp
                 facts.extra.setdefault("tp_from_weights", tp)
             return
+
+
+# V0 sizes its CPU swap pool per GPU rank: num_cpu_blocks = int(swap_space // cache_block_size), the bytes
+# of one block on one rank (vllm/worker/worker.py determine_num_available_blocks, CacheEngine.
+# get_cache_block_size: the rank's KV heads and layers), swap_space 4 GiB unless --swap-space says
+# otherwise (vllm/config.py CacheConfig; engine/arg_utils.py).
+V0_SWAP_SPACE_DEFAULT = 4 * GiB
+
+
+def tp_from_cpu_blocks(facts, est: Estimate) -> int | None:
+    """The tensor-parallel size a V0 paste does not state (or states only as a lower bound, from worker
+    lines), from its "# CPU blocks": the swap space (--swap-space, else 4 GiB) holds that many of one
+    rank's blocks, which fixes how many ways the KV heads are split (OpenRLHF#336: 1,638 CPU blocks are
+    4 GiB of Llama-3-70B blocks of 2.5 MiB, its 5 MiB split 2 ways; vllm#2136's 1,310 are 8 GiB of
+    CodeLlama-13B's 12.5 MiB split 2 ways). None where the run's own split already gives the count, none
+    gives it exactly, the pipeline split is the paste's, or Unsloth started vLLM (it sets a swap space of
+    its own). Pipeline stages would shrink a block as well: tensor parallelism is assumed, as for worker
+    ranks."""
+    x, s = facts.extra, est.settings
+    cpu, fact = x.get("cpu_blocks"), facts.values.get("tensor_parallel_size")
+    swap = v0_swap_bytes(facts)
+    if est.profile.engine != "v0" or not isinstance(cpu, (int, float)) or cpu <= 0 or swap <= 0 \
+            or x.get("launcher") == "unsloth" or (fact is not None and fact.source not in _LOWER_BOUND_SOURCES) \
+            or s.pipeline_parallel_size > 1 or facts.values.get("pipeline_parallel_size") is not None:
+        return None
+
+    def counted(e: Estimate) -> bool:
+        return e.layout.bytes_per_block > 0 and swap // e.layout.bytes_per_block == int(cpu)
+
+    if counted(est):
+        return None
+    for tp in (2, 4, 8, 16):
+        if tp > s.tensor_parallel_size and not est.spec.num_attention_heads % tp \
+                and counted(rerun_with(est, tensor_parallel_size=tp)):
+            return tp
+    return None
+
+
+def v0_swap_bytes(facts) -> int:
+    """V0's CPU swap space per GPU: --swap-space (GiB) where the paste sets it, else the default."""
+    swap = facts.extra.get("swap_space")
+    return int(float(swap) * GiB) if isinstance(swap, (int, float)) else V0_SWAP_SPACE_DEFAULT
 
 
 def pp_from_weights(facts, spec, settings) -> None:

@@ -21,7 +21,9 @@ from estimator.anchoring import (
     card_from_pool,
     estimate_with,
     pp_from_weights,
+    tp_from_cpu_blocks,
     tp_from_weights,
+    v0_swap_bytes,
     with_printed_total,
 )
 from estimator.derive import (
@@ -284,12 +286,21 @@ def _rank_notes(facts) -> list[str]:
         return [f"no --tensor-parallel-size in the paste: the worker lines show at least {fact.value} GPUs, and the "
                 f"weights each rank printed ({facts.get('weights_gib')} GiB) are the model split "
                 f"{facts.extra['tp_from_weights']} ways: tensor parallelism {facts.extra['tp_from_weights']} assumed"]
+    if facts.extra.get("tp_from_cpu_blocks"):
+        tp, cpu = facts.extra["tp_from_cpu_blocks"], facts.extra.get("cpu_blocks")
+        swap = v0_swap_bytes(facts) / GiB
+        whose = "the" if facts.extra.get("swap_space") is not None else "its default"
+        notes.append(f"no --tensor-parallel-size in the paste: V0's {int(cpu):,} CPU blocks fill {whose} {swap:g} GiB "
+                     f"swap space with the model's blocks split {tp} ways, so tensor parallelism {tp} assumed "
+                     "(pipeline stages would split a block as well)")
     if facts.extra.get("pp_from_weights"):
         pp = facts.extra["pp_from_weights"]
         notes.append(f"the paste cuts --pipeline-parallel-size's value: the weights each rank printed "
                      f"({facts.get('weights_gib')} GiB) are one of {pp} pipeline stages of the model: {pp} assumed")
     for key, flag in (("tensor_parallel_size", "--tensor-parallel-size"), ("pipeline_parallel_size",
                                                                            "--pipeline-parallel-size")):
+        if key == "tensor_parallel_size" and facts.extra.get("tp_from_cpu_blocks"):
+            continue        # said above, from the CPU blocks rather than the lower bound the workers give
         fact = facts.values.get(key)
         how = {"worker_grid": "the worker names in the log (Worker_PP…_TP…)",
                "worker_ranks": "the worker ranks that printed lines (a global rank does not tell tensor from "
@@ -813,8 +824,18 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     # the lower bound the parallel sizes give (paste._derive_gpu_count), which the settings hold already
     shown = facts.values.get("gpu_count")
     gpu_count = shown.value if shown is not None and shown.source != COUNT_FROM_SIZES else None
+    known = facts.extra.get("tp_from_cpu_blocks")
+    if known:
+        settings.tensor_parallel_size = known        # found by an earlier estimate of this paste
     est = run_estimate(spec, card_ref, settings, gpu_count=gpu_count,
                        **{k: v for k, v in overrides.items() if v is not None})
+    split = None if known else tp_from_cpu_blocks(facts, est)
+    if split:
+        # the run's split, from V0's CPU block count: the estimate is of that run
+        settings.tensor_parallel_size = split
+        facts.extra["tp_from_cpu_blocks"] = split
+        est = run_estimate(spec, card_ref, settings, gpu_count=gpu_count,
+                           **{k: v for k, v in overrides.items() if v is not None})
     if capped and moved is not None:
         moved.append(capped)
     elif capped:
@@ -1120,8 +1141,7 @@ def _cpu_swap_bytes(facts, est: Estimate) -> int:
     blocks = facts.extra.get("cpu_blocks")
     if blocks:
         return int(blocks) * est.layout.bytes_per_block
-    swap = facts.extra.get("swap_space")
-    return int(float(swap) * GiB) if swap is not None else 4 * GiB
+    return v0_swap_bytes(facts)
 
 
 def _killed_text(d: Diagnosis, facts, est: Estimate | None) -> str:

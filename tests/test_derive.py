@@ -632,14 +632,20 @@ def test_vllm_0_2_5s_profiler_is_named_when_tp_leaves_memory_unexplained():
     all-reduced activations included: up to 2 × 40 layers × 16,384 tokens × 5,120 × 2 B = 12.5 GiB,
     against the ≈ 7.8 GiB the paste leaves unexplained; the check says so."""
     text = ("vLLM 0.2.5, 2x RTX 4090\npython -m vllm.entrypoints.openai.api_server --model=TheBloke/CodeLlama-13B-Instruct-fp16 "
-            "--max-model-len=16384 --max-num-seqs=16 --tensor-parallel-size=2 --gpu-memory-utilization=0.95\n"
+            "--max-model-len=16384 --max-num-seqs=16 --tensor-parallel-size=2 --gpu-memory-utilization=0.95 "
+            "--swap-space=8\n"
             "INFO 12-15 10:00:00 llm_engine.py:223] # GPU blocks: 112, # CPU blocks: 1310\n")
     d = diagnose(text, offline=True, explain=True)
     assert d.disagrees
     assert any("vLLM 0.2.5 with tensor parallelism" in c and "up to 12.5 GiB" in c for c in d.checks)
-    # on one GPU the all-reduce cache is not the explanation offered
-    one = diagnose(text.replace("--tensor-parallel-size=2 ", ""), offline=True, explain=True)
+    # on one GPU the all-reduce cache is not the explanation offered. One GPU prints 655 CPU blocks (8 GiB of
+    # swap ÷ 13,107,200 B, a whole CodeLlama-13B block: 40 layers × 40 heads × 128 × 2 × 2 B × 16); the 1,310
+    # printed are blocks split 2 ways, which tell the tensor-parallel size where the flag is gone
+    # (anchoring.tp_from_cpu_blocks; the issue's own command has --swap-space=8)
+    unflagged = text.replace("--tensor-parallel-size=2 ", "")
+    one = diagnose(unflagged.replace("# CPU blocks: 1310", "# CPU blocks: 655"), offline=True, explain=True)
     assert not any("all-reduced" in c for c in one.checks)
+    assert any("all-reduced" in c for c in diagnose(unflagged, offline=True, explain=True).checks)
 
 
 _OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "

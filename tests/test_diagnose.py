@@ -1567,3 +1567,30 @@ def test_the_full_context_plan_quotes_vllms_need_and_whose_split_it_is():
     assert apart.full_context.startswith("131,072 tokens need 30.00 GiB of KV per GPU (vLLM's figure); by the "
                                          "model's own estimate, which disagrees with vLLM's figures as Checks says, "
                                          "with 2× NVIDIA GeForce RTX 4090")
+
+
+_OPENRLHF = ("Llama-3 70B PPO with meta-llama/Meta-Llama-3-70B-Instruct{flags}\n"
+             "(LLMRayActor pid=20770) INFO 06-28 06:11:45 distributed_gpu_executor.py:45] # GPU blocks: 378, "
+             "# CPU blocks: 1638\n"
+             "(LLMRayActor pid=20770) ERROR 06-28 06:11:45 worker_base.py:145] Error executing method initialize_cache.\n"
+             "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be "
+             "stored in KV cache (6048). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+             "initializing the engine.\n")
+
+
+def test_v0s_cpu_blocks_give_the_tensor_parallel_size_the_paste_does_not_state():
+    """OpenRLHF#336: V0 fills its default 4 GiB swap space per GPU with blocks of one rank. Llama-3-70B's block is
+    80 layers × 8 KV heads × 128 × 2 × 2 B × 16 tokens = 5,242,880 B: 4 GiB holds 819 of them, not the 1,638
+    printed; split 2 ways a block is 2,621,440 B and 4 GiB holds int(1,638.4) = 1,638. So TP 2, said as an
+    assumption, and the 378 GPU blocks are 378 × 2.50 MiB = 0.92 GiB."""
+    d = diagnose(_OPENRLHF.format(flags=""), offline=True, explain=True)
+    assert d.estimate["settings"]["tensor_parallel_size"] == 2
+    assert any("V0's 1,638 CPU blocks fill its default 4 GiB swap space with the model's blocks split 2 ways" in a
+               for a in d.assumptions)
+    assert d.kv_formula.startswith("80 layers × 4 KV heads per GPU × 128 head_dim")
+    assert "the KV pool is 0.92 GiB (378 blocks × 2.50 MiB per block)" in d.summary
+    # a swap space the paste sets, or a split it states, is not second-guessed
+    for flags in (" --swap-space 8", " --tensor-parallel-size 1"):
+        other = diagnose(_OPENRLHF.format(flags=flags), offline=True, explain=True)
+        assert other.estimate["settings"]["tensor_parallel_size"] == 1
+        assert not any("CPU blocks fill" in a for a in other.assumptions)
