@@ -226,8 +226,8 @@ def tp_from_cpu_blocks(facts, est: Estimate) -> int | None:
     4 GiB of Llama-3-70B blocks of 2.5 MiB, its 5 MiB split 2 ways; vllm#2136's 1,310 are 8 GiB of
     CodeLlama-13B's 12.5 MiB split 2 ways). None where the run's own split already gives the count, none
     gives it exactly, the pipeline split is the paste's, or Unsloth started vLLM (it sets a swap space of
-    its own). Pipeline stages would shrink a block as well: tensor parallelism is assumed, as for worker
-    ranks."""
+    its own). Pipeline stages, or an fp8 KV cache the paste does not show, would shrink a block as well:
+    tensor parallelism is assumed, as for worker ranks, and the note says so."""
     x, s = facts.extra, est.settings
     cpu, fact = x.get("cpu_blocks"), facts.values.get("tensor_parallel_size")
     swap = v0_swap_bytes(facts)

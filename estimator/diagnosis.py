@@ -292,7 +292,7 @@ def _rank_notes(facts) -> list[str]:
         whose = "the" if facts.extra.get("swap_space") is not None else "its default"
         notes.append(f"no --tensor-parallel-size in the paste: V0's {int(cpu):,} CPU blocks fill {whose} {swap:g} GiB "
                      f"swap space with the model's blocks split {tp} ways, so tensor parallelism {tp} assumed "
-                     "(pipeline stages would split a block as well)")
+                     "(pipeline stages, or an fp8 KV cache the paste does not show, would shrink a block as well)")
     if facts.extra.get("pp_from_weights"):
         pp = facts.extra["pp_from_weights"]
         notes.append(f"the paste cuts --pipeline-parallel-size's value: the weights each rank printed "
