@@ -409,11 +409,16 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     if est.profile.engine == "v0" and est.profile.chunked_prefill_flag and not s.enable_chunked_prefill \
             and tb >= 4096 and not v0_keeps_chunked_prefill_off(est.profile, est.spec, s) \
             and kind in ("kv_capacity_v0", "no_cache_blocks", "cuda_oom_profile"):
-        chunk = rerun(est, enable_chunked_prefill=True).settings.max_num_batched_tokens or 0
+        chunked = rerun(est, enable_chunked_prefill=True)
+        chunk = chunked.settings.max_num_batched_tokens or 0
+        # only where the smaller batch lowers the peak: the sampler's pass over max_num_seqs rows of the
+        # vocabulary can be the larger part of it (Llama-3-70B: 256 × 128,256 logits), and then the KV
+        # cache gains nothing
         sug = _with_len(est, {"enable_chunked_prefill": True},
                         f"without chunked prefill V0's profile run is one forward pass over {tb:,} tokens "
                         f"(max_model_len); with it, over {chunk:,}, and the rest goes to the KV cache",
-                        True, flags=["--enable-chunked-prefill"]) if chunk < tb else None
+                        True, flags=["--enable-chunked-prefill"]) \
+            if chunk < tb and chunked.activation_bytes < est.activation_bytes else None
         if sug:
             out.append(sug)
     # 1b. Pipeline stages that hold unequal shares of memory: move layers to the roomier stage.

@@ -1257,3 +1257,17 @@ def test_no_cache_blocks_on_a_named_card_gives_the_utilization_that_leaves_kv_me
                                             "--gpu-memory-utilization above 0.93 (22.08 / 23.64)")
     assert "0.24 GiB for each 0.01 more" in d.unchecked[0]["why"]
     assert diagnose(paste.replace("RTX 4090", "A100"), offline=True, explain=True).unchecked == []
+
+
+def test_no_chunked_prefill_fix_where_the_smaller_batch_frees_nothing():
+    """Llama-3-70B split 2 ways (vLLM 0.5.0, 8,192 tokens): the profile's peak is the sampler's pass over 256
+    rows of its 128,256-token vocabulary, not the forward over the batch, so chunked prefill's 512-token batch
+    leaves it, and the KV cache, as they were: the fix that says "the rest goes to the KV cache" is not
+    offered. Llama-3.1-8B at 32,768 tokens, whose forward over the batch is the peak, keeps it (above)."""
+    spec = load_model("meta-llama/Meta-Llama-3-70B-Instruct", offline=True).spec
+    est = run_estimate(spec, "H100", EngineSettings(vllm_version="0.5.0", tensor_parallel_size=2,
+                                                    max_model_len=8192, gpu_memory_utilization=0.86))
+    assert not est.fits
+    chunked = rerun(est, enable_chunked_prefill=True)
+    assert chunked.settings.max_num_batched_tokens == 512 and chunked.activation_bytes == est.activation_bytes
+    assert all("--enable-chunked-prefill" not in x.flags for x in suggest(est, error_kind="kv_capacity_v0"))
