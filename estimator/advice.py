@@ -471,7 +471,12 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     gpu_fixes, beyond = _split_and_fp8_fixes(est, _known_gpus(est, gpu_count),
                                              "FP8 weights take about half the memory of 16-bit ones",
                                              settled=_keeps_context(out))
-    return _last_resorts_last(_dedupe_fitting(out + gpu_fixes), est.max_model_len) + _dedupe_fitting(beyond)
+    fixes = _last_resorts_last(_dedupe_fitting(out + gpu_fixes), est.max_model_len) + _dedupe_fitting(beyond)
+    if kind == "startup_log_ok" and est.fits:
+        # a run that starts asks for more KV cache: a lever that leaves it as it is answers nothing (FP8
+        # weights where vLLM loaded none of them itself, a ServerlessLLM log's 0.0 GiB)
+        fixes = [x for x in fixes if "max_model_len" in x.changes or x.estimate.kv_cache_tokens > est.kv_cache_tokens]
+    return fixes
 
 
 def _keeps_context(fixes: list[Suggestion]) -> bool:

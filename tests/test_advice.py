@@ -1271,3 +1271,21 @@ def test_no_chunked_prefill_fix_where_the_smaller_batch_frees_nothing():
     chunked = rerun(est, enable_chunked_prefill=True)
     assert chunked.settings.max_num_batched_tokens == 512 and chunked.activation_bytes == est.activation_bytes
     assert all("--enable-chunked-prefill" not in x.flags for x in suggest(est, error_kind="kv_capacity_v0"))
+
+
+def test_a_start_up_log_gets_no_lever_that_leaves_its_kv_cache_as_it_is():
+    """ServerlessLLM restores the weights outside vLLM's measured window, so vLLM 0.5.0 printed "Loading model
+    weights took 0.0000 GB": FP8 weights cannot free what vLLM never counted, and a start-up log asks for more
+    KV cache, so that lever is not offered; every lever that is holds more tokens than the run has."""
+    from estimator.diagnosis import diagnose
+
+    paste = ("INFO 10-31 11:05:16 llm_engine.py:161] Initializing an LLM engine (v0.5.0) with config: "
+             "model='facebook/opt-1.3b', tokenizer='facebook/opt-1.3b', dtype=torch.float16, max_seq_len=2048, "
+             "tensor_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto\n"
+             "INFO 10-31 11:05:17 model_runner.py:160] Loading model weights took 0.0000 GB\n"
+             "INFO 10-31 11:05:25 gpu_executor.py:83] # GPU blocks: 18509, # CPU blocks: 1365\n"
+             "running on an MI250X\n")
+    d = diagnose(paste, offline=True, explain=True)
+    assert d.error_kind == "startup_log_ok" and d.suggestions
+    assert not [s for s in d.suggestions if "--quantization" in s["flags"]]
+    assert all(s["kv_cache_tokens"] > d.estimate["kv_cache_tokens"] for s in d.suggestions)
