@@ -50,6 +50,10 @@ from estimator.release_choice import loadable_release, modelled_version, release
 from estimator.render import redact, render_markdown, render_slack, render_text
 from estimator.units import GiB
 
+# Whose figures a token count is where the model's state contradicts vLLM's (the headline's fix, the
+# full-context plan): the model's, not vLLM's
+MODELS_OWN = "the model's own estimate, which disagrees with vLLM's figures as Checks says"
+
 # A size that belongs to the card named just before it ("RTX 4090 with 48GB", "A100 (80GB)", "my A100
 # is 40GB", "RTX 5070 Ti 16303MiB"), not a usage figure ("T4 and only takes ~10GB/15GB") nor the
 # total of several cards ("A10*4, 96GB VRAM").
@@ -527,8 +531,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 full += "; Unsloth starts vLLM on one GPU, so that needs a card with that much room beside the weights"
             elif plan["plans"]:
                 p, have = plan["plans"][0], plan["have"]
-                whose = ("by the model's own estimate, which disagrees with vLLM's figures as Checks says, "
-                         if est.reconciliation.failed else "")
+                whose = f"by {MODELS_OWN}, " if est.reconciliation.failed else ""
                 full += (f"; {whose}with {p['gpus']}× {p['gpu']} and `--tensor-parallel-size "
                          f"{p['tensor_parallel_size']}` the KV cache holds {p['kv_cache_tokens']:,} tokens, "
                          f"{p['max_concurrency']:.2f}× concurrency at {est.max_model_len:,} tokens"
@@ -824,18 +827,20 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
     # the lower bound the parallel sizes give (paste._derive_gpu_count), which the settings hold already
     shown = facts.values.get("gpu_count")
     gpu_count = shown.value if shown is not None and shown.source != COUNT_FROM_SIZES else None
+    def run() -> Estimate:
+        return run_estimate(spec, card_ref, settings, gpu_count=gpu_count,
+                            **{k: v for k, v in overrides.items() if v is not None})
+
     known = facts.extra.get("tp_from_cpu_blocks")
     if known:
         settings.tensor_parallel_size = known        # found by an earlier estimate of this paste
-    est = run_estimate(spec, card_ref, settings, gpu_count=gpu_count,
-                       **{k: v for k, v in overrides.items() if v is not None})
+    est = run()
     split = None if known else tp_from_cpu_blocks(facts, est)
     if split:
         # the run's split, from V0's CPU block count: the estimate is of that run
         settings.tensor_parallel_size = split
         facts.extra["tp_from_cpu_blocks"] = split
-        est = run_estimate(spec, card_ref, settings, gpu_count=gpu_count,
-                           **{k: v for k, v in overrides.items() if v is not None})
+        est = run()
     if capped and moved is not None:
         moved.append(capped)
     elif capped:
@@ -1088,7 +1093,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         # a start-up log without an error asks how to get more, not what to mend
         lead = "For more KV cache" if kind == "startup_log_ok" else "Change to make"
         # where the model's state contradicts vLLM's figures, its token counts are not vLLM's
-        whose = "the model's own estimate, which disagrees with vLLM's figures as Checks says: " if d.disagrees else ""
+        whose = f"{MODELS_OWN}: " if d.disagrees else ""
         parts.append(f"{lead}: `{s['flags']}` ({whose}{_short_effect(s)}).")
     elif d.unchecked and d.disagrees:
         u = d.unchecked[0]
