@@ -1167,12 +1167,15 @@ def facts_fixes(facts) -> list[dict]:
 
 
 def _card_size(facts) -> tuple[float, str] | None:
-    """The card's memory as torch reports it, in GiB, for arithmetic on vLLM's printed figures: the total a
-    line of the paste printed, else the catalog's for the card the paste names where the name fixes its size
-    (gpus.sized_gpu); with what to call it."""
-    total = facts.get("total_gpu_memory_gib")
-    if isinstance(total, (int, float)) and total > 0:
-        return float(total), "this GPU"
+    """The card's memory as torch reports it, in GiB, for arithmetic on vLLM's printed figures: the total
+    the paste gives (derive.torch_total_from_facts: vLLM's own, or nvidia-smi's as torch sees it), else
+    the catalog's for the card the paste names where the name fixes its size (gpus.sized_gpu); with what
+    to call it."""
+    from estimator.derive import torch_total_from_facts
+
+    printed = torch_total_from_facts(facts)
+    if printed is not None and printed[0] > 0:
+        return printed[0] / GiB, "this GPU"
     gpu = sized_gpu(facts.get("gpu"))
     return (gpu.total_bytes / GiB, gpu.name) if gpu is not None else None
 

@@ -1289,3 +1289,19 @@ def test_a_start_up_log_gets_no_lever_that_leaves_its_kv_cache_as_it_is():
     assert d.error_kind == "startup_log_ok" and d.suggestions
     assert not [s for s in d.suggestions if "--quantization" in s["flags"]]
     assert all(s["kv_cache_tokens"] > d.estimate["kv_cache_tokens"] for s in d.suggestions)
+
+
+def test_the_capacity_gap_sizes_an_nvidia_smi_card_as_torch_sees_it():
+    """nvidia-smi's 24,564 MiB (23.99 GiB) is not what vLLM budgets from: torch sees 23.64 GiB of that card
+    (derive.torch_total_from_facts). The 0.71 GiB gap is 0.0296 of the former but 0.0300… of the latter:
+    0.04, not 0.03, in steps of 0.01 — 0.85 → 0.89."""
+    from estimator.diagnosis import diagnose
+
+    smi = ("|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:00.0 Off |                  Off |\n"
+           "|  0%   38C    P8     21W / 450W |     15MiB / 24564MiB |      0%      Default |\n")
+    paste = _v1_capacity_error("4.50", "3.80", "--gpu-memory-utilization 0.85").replace("running on one RTX 4090\n", smi)
+    d = diagnose(paste, offline=True, explain=True)
+    assert d.facts["total_gpu_memory_gib"] == 23.99
+    raised = [u for u in d.unchecked if "gpu-memory-utilization" in u["flags"]]
+    assert [u["flags"] for u in raised] == ["--gpu-memory-utilization 0.89"]
+    assert "is 0.04 of the 23.64 GiB of this GPU" in raised[0]["why"]
