@@ -101,6 +101,20 @@ def window_tokens(s: EngineSettings, profile: Profile) -> int:
     return (pp + 1 if s.model_runner_v2 else (2 if pp == 1 else pp)) * tb
 
 
+def windows_hold_batch(layout: KVLayout, profile: Profile, max_len: int) -> bool:
+    """Whether a request's KV need counts the tokens in flight (`window_tokens`): a sliding-window
+    layer with its own spec, or a chunked-local one from 0.10 (kv_needed_bytes), whose window is
+    shorter than the context. Only then does max_num_batched_tokens change what one request takes."""
+    if profile.engine != "v1" or layout.dsv4 is not None:
+        return False
+    for lk in [g.spec for g in layout.groups] + list(layout.layers):
+        if isinstance(lk, SlidingWindow) and profile.sliding_spec and lk.window < max_len:
+            return True
+        if isinstance(lk, ChunkedLocal) and profile.version >= (0, 10, 0) and lk.chunk < max_len:
+            return True
+    return False
+
+
 def dcp_ranks(profile: Profile, s: EngineSettings) -> int:
     """The ranks decode context parallelism spreads a request's tokens over (1 where the release has
     no --decode-context-parallel-size: V1 from DCP_FROM)."""

@@ -245,3 +245,49 @@ def test_v0_blocks_beside_the_pool_read_back_the_block_size():
     plain = diagnose(log.format(blocks=27811, x="27.16"), offline=True, explain=True)
     assert plain.estimate["settings"]["block_size"] == 16
     assert not any("block size" in a for a in plain.assumptions)
+
+
+# Gemma 4 26B-A4B (AWQ) on vLLM 0.22.1 (an RTX 3090, bf16 KV): 5 full-attention layers × 2 KV heads × 512
+# head_dim × 2 (K, V) × 2 B = 20,480 B a token; 25 sliding-window layers (window 1,024) × 8 KV heads
+# × 256 × 2 × 2 B = 8,192 B a token each. V1 groups them 5 layers a group, one page of 131,072 B per
+# layer (16 sliding tokens, 32 full-attention ones), 655,360 B per block id. One 262,144-token request
+# takes 262,144 / 32 = 8,192 full-attention blocks and, per sliding group, cdiv(1,023 + batch, 16) + 1
+# blocks (SlidingWindowSpec.max_memory_usage_bytes; one batch in flight before 0.26): 193 at the
+# 2,048-token default, (8,192 + 5 × 193) × 655,360 B = 5.59 GiB; 321 at 4,096, (8,192 + 5 × 321) ×
+# 655,360 = 6,420,561,920 B = 5.98 GiB (club-3090#334's printed figure, its compose's batch).
+GEMMA = "vllm serve google/gemma-4-26B-A4B --quantization awq --max-model-len 262144 --gpu-memory-utilization 0.92"
+
+
+def _gemma_need(need_gib: str, command: str = GEMMA):
+    text = (f"$ {command}\n"
+            "ERROR 06-06 10:00:00 [core.py:708] ValueError: To serve at least one request with the models's max seq "
+            f"len (262144), ({need_gib} GiB KV cache is needed, which is larger than the available KV cache memory "
+            "(1.82 GiB). Based on the available memory, the estimated maximum model length is 44224. Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    return diagnose(text, gpu="RTX 3090", vllm_version="0.22.1", offline=True, explain=True)
+
+
+def test_a_batch_size_is_read_back_from_a_windowed_models_printed_need():
+    d = _gemma_need("5.98")
+    e = d.estimate
+    assert e["settings"]["max_num_batched_tokens"] == 4096
+    assert e["kv_needed_bytes"] == (8_192 + 5 * 321) * 655_360 == 6_420_561_920
+    assert any("the paste does not show max_num_batched_tokens" in a and "--max-num-batched-tokens 4096" in a
+               for a in d.assumptions)
+    # the fixes re-checked keep the batch vLLM ran with
+    commands = [s.get("command") or "" for s in d.suggestions]
+    assert commands and all("--max-num-batched-tokens 4096" in c for c in commands if c)
+
+
+def test_a_need_the_default_batch_gives_reads_nothing_back():
+    d = _gemma_need("5.59")
+    e = d.estimate
+    assert e["settings"]["max_num_batched_tokens"] == 2048
+    assert e["kv_needed_bytes"] == (8_192 + 5 * 193) * 655_360
+    assert not any("the paste does not show" in a for a in d.assumptions)
+
+
+def test_a_stated_batch_size_is_not_overridden():
+    d = _gemma_need("5.98", GEMMA + " --max-num-batched-tokens 2048")
+    assert d.estimate["settings"]["max_num_batched_tokens"] == 2048
+    assert not any("the paste does not show max_num_batched_tokens" in a for a in d.assumptions)
