@@ -307,6 +307,13 @@ def pp_from_weights(facts, spec, settings) -> None:
 # paste names none (or no size): above the printed figures' rounding (0.005 GiB each) and the spread of
 # the small parts, so a paste that states nearly every part is not moved to an odd size by noise.
 CARD_GAP_FLOOR = 1 * GiB
+# How far from every other catalog card the size vLLM's figures imply must be for `card_from_pool` to
+# take the one card near it (by name: its defaults and kernels) rather than a card of that size alone.
+# The implied size carries the estimated parts' error: eight DGX Spark logs without the card's name
+# (collected corpus) imply 117.9–122.8 GiB for the GB10's 119.63 (−1.4% to +2.6%), while a 4× RTX PRO
+# 6000 log implies 89.60 GiB (5.7% below its 94.97, 3.9% below an H100 NVL's 93.09) and RTX 3090
+# logs 24.74–24.93 GiB (4–5% above 23.69, within 4% of an RX 7900 XTX only): 8% leaves no other card.
+CARD_ALONE = 0.08
 
 
 def card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, overrides: dict, named: bool,
@@ -374,10 +381,21 @@ def card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, override
         else:
             out = run(f"{implied / GiB:.2f}GiB", implied)   # not settled: the figures at the size said
         sums = arithmetic(non_kv, implied)
-        names = [g.name for g in cards_near(implied)][:3]
-        how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
-        note = (f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {sums} of GPU "
-                "memory (torch); the figures use that size — name the card (or paste `nvidia-smi`) to confirm")
+        implies = f"no GPU in the paste: vLLM's KV figure with the model's other parts implies {sums} of GPU memory (torch)"
+        near = cards_near(implied)
+        if len(near) == 1 and cards_near(implied, CARD_ALONE) == near:
+            # vLLM's defaults follow the card's name as well as its size (engine/arg_utils.py: a GB10 or
+            # an A100 keeps the small max_num_seqs / max_num_batched_tokens however large it is), and so
+            # do its kernels: a size only one card has is modelled as that card
+            card = near[0]
+            out = run(card.name, card.total_bytes)
+            how = f"no GPU in the paste; the only card of that size: {card.name}"
+            note = (f"{implies}, the size of one card only: modelled as the {card.name} "
+                    f"({card.total_bytes / GiB:.2f} GiB) — name the card (or paste `nvidia-smi`) if that is wrong")
+        else:
+            names = [g.name for g in near][:3]
+            how = "no GPU in the paste" + (f"; cards of that size: {', '.join(names)}" if names else "")
+            note = f"{implies}; the figures use that size — name the card (or paste `nvidia-smi`) to confirm"
     out.reconciliation.card_implied = f"{how}; implied by vLLM's KV figure: {sums}"
     out.assumptions.append(note)
     return out

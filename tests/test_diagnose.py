@@ -693,6 +693,51 @@ def test_card_implied_by_the_pool_uses_that_cards_own_defaults():
     assert d.estimate["settings"]["max_num_seqs"] == 256
 
 
+SPARK_LOG = (
+    "(APIServer pid=1) INFO 08-02 10:27:03 [api_utils.py:339]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.25.1\n"
+    "(APIServer pid=1) INFO 08-02 10:27:03 [api_utils.py:273] non-default args: {'model_tag': "
+    "'RedHatAI/gemma-4-26B-A4B-it-NVFP4', 'model': 'RedHatAI/gemma-4-26B-A4B-it-NVFP4', 'max_model_len': 262144, "
+    "'gpu_memory_utilization': 0.85, 'max_num_seqs': 32}\n"
+    "(EngineCore pid=2) INFO 08-02 10:29:03 [gpu_model_runner.py:5306] Model loading took 15.88 GiB memory and "
+    "101.893996 seconds\n"
+    "(EngineCore pid=2) INFO 08-02 10:30:07 [gpu_model_runner.py:6639] Estimated CUDA graph memory: 0.13 GiB total\n"
+    "(EngineCore pid=2) INFO 08-02 10:30:08 [gpu_worker.py:538] Available KV cache memory: 84.68 GiB\n"
+    "(EngineCore pid=2) INFO 08-02 10:30:08 [kv_cache_utils.py:2146] GPU KV cache size: 3,912,140 tokens\n"
+    "(EngineCore pid=2) INFO 08-02 10:30:08 [kv_cache_utils.py:2147] Maximum concurrency for 262,144 tokens per "
+    "request: 14.92x\n")
+
+
+def test_a_size_only_one_card_has_is_modelled_as_that_card():
+    """A DGX Spark log that never names the card (a public benchmark repo's Gemma 4 26B-A4B NVFP4 run,
+    vLLM 0.25.1): the printed parts and pool imply ~120 GiB, and the GB10's 119.63 GiB is the only
+    catalog card within 8%. Its name matters as well as its size: vLLM gives a GB10 the small
+    defaults (max_num_batched_tokens 2,048, raised to 2,496 for Gemma 4's largest media item), where a
+    nameless 120 GiB card would get 8,192. By hand (5 layers a KV group, 655,360 B per block id):
+    84.68 GiB holds 138,739 blocks; a 262,144-token request takes 262,144 / 32 = 8,192 full-attention
+    blocks and 5 × (cdiv(1,023 + 2,496, 16) + 1) = 5 × 221 sliding ones, 9,297 in all, so vLLM's
+    int(138,739 / 9,297 × 262,144) = 3,911,971 tokens — the printed 3,912,140 within the pool's
+    rounding (±8 blocks: 3,911,745–3,912,196). With 8,192 a request would take 5 × 577 + 8,192 blocks
+    and the pool hold 3,283,343 tokens."""
+    d = diagnose(SPARK_LOG, offline=True, explain=True)
+    e = d.estimate
+    assert e["gpu"]["name"] == lookup_gpu("GB10").name
+    assert e["settings"]["max_num_batched_tokens"] == 2496
+    assert 3_911_745 <= e["kv_cache_tokens"] <= 3_912_196
+    total = d.derived["figures"]["total"]
+    assert "the only card of that size" in total["how"] and total["value"] == lookup_gpu("GB10").total_bytes
+    assert not any("holds 3,912,140" in c or "model's layout" in c for c in d.checks)
+
+
+def test_a_size_between_cards_stays_a_size():
+    """The ~23.4 GiB the 8B error above implies has a dozen 24 GB cards within 4%: no one card is
+    taken, the figures use the implied size."""
+    d = diagnose(V1_ERROR_NO_GPU, model="meta-llama/Llama-3.1-8B-Instruct", offline=True, explain=True,
+                 posted="2025-07-28")
+    total = d.derived["figures"]["total"]
+    assert "cards of that size" in total["how"] and "the only card" not in total["how"]
+    assert d.estimate["gpu"]["total_bytes"] not in {lookup_gpu(n).total_bytes for n in ("RTX 3090", "RTX 4090", "A10")}
+
+
 def _qwen72b_tp2_log(pool_gib: float) -> str:
     return ("INFO 10-20 10:00:00 [__init__.py:1] vLLM version 0.11.0\n"
             "(APIServer pid=1) INFO 10-20 10:00:01 [utils.py:233] non-default args: {'model': "
