@@ -558,7 +558,7 @@ _KWARG = regex.compile(
 # it rather than repeating the keyword, which Python refuses
 _KWARG_ANY = regex.compile(
     r"""(?x)(?<![\w.])([A-Za-z_]\w*)\s*=\s*
-    (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|[A-Za-z_][\w.]*)(?=\s*[,)\n#])""")
+    (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|[A-Za-z_][\w.]*)(?=\s*(?:[,)\n#]|$))""")
 
 _SPACED_KWARG = regex.compile(r"(?<![\w.])[A-Za-z_]\w*[ ]=[ ]")
 

@@ -282,6 +282,15 @@ def test_a_fix_is_written_into_the_users_llm_call():
     assert llm_call_with("vllm serve m --max-model-len 4096", "--max-model-len 2048") is None
 
 
+def test_a_fix_replaces_the_calls_last_argument_too():
+    """The last keyword argument ends at the call's closing parenthesis: a fix of that key replaces it
+    rather than repeating the keyword (`max_model_len=32768, max_model_len=16384` is a SyntaxError)."""
+    assert llm_call_with('llm = LLM(model="m", max_model_len=32768)', "--max-model-len 16384") == \
+        'LLM(model="m", max_model_len=16384)'
+    assert llm_call_with('llm = LLM(model="m", tensor_parallel_size=2)', "--tensor-parallel-size 4 --enforce-eager") == \
+        'LLM(model="m", tensor_parallel_size=4, enforce_eager=True)'
+
+
 def test_a_fix_appended_after_a_commented_argument_keeps_the_comment_and_the_spacing():
     """The comma after the last argument goes before its trailing comment (after it, it would be part
     of the comment and the appended argument a syntax error), and the call's own `key = value`
