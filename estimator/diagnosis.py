@@ -22,6 +22,7 @@ from estimator.anchoring import (
     estimate_with,
     pp_from_weights,
     tp_from_cpu_blocks,
+    tp_from_gpu_count,
     tp_from_weights,
     v0_swap_bytes,
     with_printed_total,
@@ -508,6 +509,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     if est is not None and facts.extra.get("pp_from_weights"):
         # the stage count the paste cut: the fixes' effects assume it, so their commands say it
         read_back = f"--pipeline-parallel-size {facts.extra['pp_from_weights']} {read_back}".strip()
+    if est is not None and est.settings.tensor_parallel_size != (facts.get("tensor_parallel_size") or 1):
+        # a split read from the paste's figures (CPU blocks, the weights each rank printed, the GPUs shown
+        # for weights one card cannot hold): likewise
+        read_back = f"--tensor-parallel-size {est.settings.tensor_parallel_size} {read_back}".strip()
     if est is not None:
         _in_users_command(suggestions, facts, est.spec.model_id, from_path=from_path, read_back=read_back,
                           compute_capability=est.compute_capability)
@@ -680,7 +685,7 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     if facts.extra.get("usage") == "llm":
         # the offline LLM(...) class: the fix in the user's own call, as keyword arguments
         for s in suggestions:
-            call = llm_call_with(facts.text, s["flags"])
+            call = llm_call_with(facts.text, f"{read_back} {s['flags']}".strip())
             if call:
                 s["command"] = call
         return
@@ -841,6 +846,16 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         settings.tensor_parallel_size = split
         facts.extra["tp_from_cpu_blocks"] = split
         est = run()
+    elif not known and (by_count := tp_from_gpu_count(facts, est, gpu_count)):
+        # weights one card cannot hold, in a run that got to sizing its KV cache: split over the GPUs shown
+        weights, budget = est.weights_bytes, est.budget_bytes
+        settings.tensor_parallel_size = by_count
+        est = run()
+        est.assumptions.append(
+            f"no --tensor-parallel-size in the paste: the model's {weights / GiB:,.2f} GiB of weights exceed one card's "
+            f"{budget / GiB:,.2f} GiB budget, and vLLM got as far as sizing its KV cache, so they were split over the "
+            f"{by_count} GPUs the paste shows: tensor parallelism {by_count} assumed (pipeline stages would split them "
+            "as well)")
     if capped and moved is not None:
         moved.append(capped)
     elif capped:

@@ -1639,3 +1639,30 @@ def test_v0s_cpu_blocks_give_the_tensor_parallel_size_the_paste_does_not_state()
         other = diagnose(_OPENRLHF.format(flags=flags), offline=True, explain=True)
         assert other.estimate["settings"]["tensor_parallel_size"] == 1
         assert not any("CPU blocks fill" in a for a in other.assumptions)
+
+
+_FOUR_A6000 = ("Llama-3.1-70B-Instruct (`LLM(model=\"meta-llama/Llama-3.1-70B-Instruct\")`) with {count} A6000s:\n"
+               "[rank0]: ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that "
+               "can be stored in KV cache (106848). Try increasing `gpu_memory_utilization` or decreasing "
+               "`max_model_len` when initializing the engine.\n")
+
+
+def test_the_gpus_a_paste_shows_split_weights_one_card_cannot_hold():
+    """phantom-wiki's README (V0, late 2024): Llama-3.1-70B on "four A6000s" printed a capacity, so its
+    ~131 GiB of bf16 weights had loaded — not on one 47.54 GiB card (42.79 GiB budget at 0.9). Split
+    over the four GPUs shown, a rank holds 80 layers × 2 of the 8 KV heads × 128 × 2 (K, V) × 2 B =
+    81,920 B a token, and the 106,848 tokens are 6,678 blocks × 16 × 81,920 B = 8,752,988,160 B (8.15 GiB) of KV,
+    which sit beside a quarter of the weights within the budget. Six GPUs do not divide the 64 heads,
+    and one GPU is no split: neither is read as one."""
+    d = diagnose(_FOUR_A6000.format(count="four"), offline=True, explain=True, posted="2024-11-30")
+    e = d.estimate
+    assert e["settings"]["tensor_parallel_size"] == 4
+    assert e["memory"]["kv_cache_bytes"] == 6_678 * 16 * 81_920 == 8_752_988_160
+    assert any("split over the 4 GPUs the paste shows: tensor parallelism 4 assumed" in a for a in d.assumptions)
+    assert not any("more than the budget" in c for c in d.checks)
+    # the fixes' effects assume the split: the user's call says it
+    assert d.suggestions and all("tensor_parallel_size=4" in s["command"] for s in d.suggestions)
+    for count in ("six", "one"):
+        other = diagnose(_FOUR_A6000.format(count=count), offline=True, explain=True, posted="2024-11-30")
+        assert other.estimate["settings"]["tensor_parallel_size"] == 1
+        assert not any("GPUs the paste shows" in a for a in other.assumptions)
