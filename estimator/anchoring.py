@@ -269,21 +269,27 @@ def tp_from_cpu_blocks(facts, est: Estimate) -> int | None:
     return None
 
 
+# The GPUs of one node: vLLM's distributed-serving guide splits a model by tensor parallelism within a
+# node and by pipeline stages across nodes, so beyond 8 GPUs the split is no longer the count alone.
+_NODE_GPUS = 8
+
+
 def tp_from_gpu_count(facts, est: Estimate, gpu_count: int | None) -> int | None:
     """The tensor-parallel size a paste does not state, from the GPUs it shows, where one GPU cannot
     have been the run: vLLM printed KV figures, so it had loaded the weights (loading precedes the
     profile run and KV sizing, v1/worker/gpu_worker.py and worker/worker.py alike), and on one of its
     cards they exceed the whole budget. A model split over the GPUs a post shows ("With four A6000s",
     RunPod's "GPU count: 2") is split over all of them: TP = the count (per data-parallel replica),
-    where the attention heads divide it (vLLM refuses other splits). None where the paste states a
-    parallel size (or a lower bound from its workers), shows one GPU, prints V0's CPU blocks (one
-    rank's: `tp_from_cpu_blocks` reads the split from them) or no KV figure — a run that stopped while
-    loading may well have been on one GPU. Pipeline stages would also split the weights: the note says so."""
+    where the attention heads divide it (vLLM refuses other splits), up to a node's 8. None where the
+    paste states a parallel size (or a lower bound from its workers), shows one GPU or more than a
+    node, prints V0's CPU blocks (one rank's: `tp_from_cpu_blocks` reads the split from them) or no KV
+    figure — a run that stopped while loading may well have been on one GPU. Pipeline stages would
+    also split the weights: the note says so."""
     from estimator.derive import kv_pool_from_facts
 
     s = est.settings
     split = (gpu_count or 0) // max(1, s.data_parallel_size)     # the GPUs of one data-parallel replica
-    if split < 2 or facts.extra.get("cpu_blocks") \
+    if not 2 <= split <= _NODE_GPUS or facts.extra.get("cpu_blocks") \
             or any(facts.values.get(k) is not None for k in ("tensor_parallel_size", "pipeline_parallel_size")) \
             or s.tensor_parallel_size * s.pipeline_parallel_size > 1 or est.weights_bytes <= est.budget_bytes \
             or est.spec.num_attention_heads % split:

@@ -1666,3 +1666,10 @@ def test_the_gpus_a_paste_shows_split_weights_one_card_cannot_hold():
         other = diagnose(_FOUR_A6000.format(count=count), offline=True, explain=True, posted="2024-11-30")
         assert other.estimate["settings"]["tensor_parallel_size"] == 1
         assert not any("GPUs the paste shows" in a for a in other.assumptions)
+
+
+def test_more_gpus_than_a_node_are_no_tensor_split():
+    """Sixteen GPUs are two nodes: pipeline stages or replicas across them are as likely as TP 16."""
+    d = diagnose(_FOUR_A6000.format(count="16"), offline=True, explain=True, posted="2024-11-30")
+    assert d.estimate["settings"]["tensor_parallel_size"] == 1
+    assert not any("GPUs the paste shows" in a for a in d.assumptions)
