@@ -71,11 +71,12 @@ def capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
         # size and a KV dtype can fill the pool with as many blocks (fp8 in 16s, bf16 in 8s): the
         # dtype alone is tried then.
         options["block_size"] = [None, *_BLOCK_SIZES_TRIED]
-    if (not v0 and f("max_num_batched_tokens") is None
+    if (not v0 and f("max_num_batched_tokens") is None and not est.layout.state_bytes_per_request
             and windows_hold_batch(est.layout, est.profile, est.max_model_len)):
         # a sliding-window (or chunked-local) layer holds window − 1 + the tokens in flight per request
         # (kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes): the batch a compose file
-        # sets decides the need and what a request takes of the pool
+        # sets decides the need and what a request takes of the pool. Not beside the Mamba settings
+        # below: their product with the batch would be hundreds of re-runs, and rarely one match
         options["max_num_batched_tokens"] = [None, *(n for n in _BATCH_TOKENS_TRIED
                                                      if n != s.max_num_batched_tokens)]
     if not v0 and est.layout.state_bytes_per_request:
@@ -292,7 +293,7 @@ def tp_from_gpu_count(facts, est: Estimate, gpu_count: int | None) -> int | None
     if not 2 <= split <= _NODE_GPUS or facts.extra.get("cpu_blocks") \
             or any(facts.values.get(k) is not None for k in ("tensor_parallel_size", "pipeline_parallel_size")) \
             or s.tensor_parallel_size * s.pipeline_parallel_size > 1 or est.weights_bytes <= est.budget_bytes \
-            or est.spec.num_attention_heads % split:
+            or not est.spec.num_attention_heads or est.spec.num_attention_heads % split:
         return None
     printed = kv_pool_from_facts(facts, est) is not None or facts.get("kv_needed_gib") is not None
     return split if printed else None
