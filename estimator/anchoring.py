@@ -284,8 +284,9 @@ def tp_from_gpu_count(facts, est: Estimate, gpu_count: int | None) -> int | None
     where the attention heads divide it (vLLM refuses other splits), up to a node's 8. None where the
     paste states a parallel size (or a lower bound from its workers), shows one GPU or more than a
     node, prints V0's CPU blocks (one rank's: `tp_from_cpu_blocks` reads the split from them) or no KV
-    figure — a run that stopped while loading may well have been on one GPU. Pipeline stages would
-    also split the weights: the note says so."""
+    figure — a run that stopped while loading may well have been on one GPU. The caller keeps the
+    split only where it lets the weights fit (else the reading is wrong elsewhere: the model, the card).
+    Pipeline stages would also split the weights: the note says so."""
     from estimator.derive import kv_pool_from_facts
 
     s = est.settings

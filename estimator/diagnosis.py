@@ -850,12 +850,16 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         # weights one card cannot hold, in a run that got to sizing its KV cache: split over the GPUs shown
         weights, budget = est.weights_bytes, est.budget_bytes
         settings.tensor_parallel_size = by_count
-        est = run()
-        est.assumptions.append(
-            f"no --tensor-parallel-size in the paste: the model's {weights / GiB:,.2f} GiB of weights exceed one card's "
-            f"{budget / GiB:,.2f} GiB budget, and vLLM got as far as sizing its KV cache, so they were split over the "
-            f"{by_count} GPUs the paste shows: tensor parallelism {by_count} assumed (pipeline stages would split them "
-            "as well)")
+        split_est = run()
+        if split_est.weights_bytes <= split_est.budget_bytes:
+            est = split_est
+            est.assumptions.append(
+                f"no --tensor-parallel-size in the paste: the model's {weights / GiB:,.2f} GiB of weights exceed one "
+                f"card's {budget / GiB:,.2f} GiB budget, and vLLM got as far as sizing its KV cache, so they were split "
+                f"over the {by_count} GPUs the paste shows: tensor parallelism {by_count} assumed (pipeline stages "
+                "would split them as well)")
+        else:
+            settings.tensor_parallel_size = 1     # no split over those GPUs holds them either: not the explanation
     if capped and moved is not None:
         moved.append(capped)
     elif capped:

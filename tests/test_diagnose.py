@@ -1662,8 +1662,10 @@ def test_the_gpus_a_paste_shows_split_weights_one_card_cannot_hold():
     assert not any("more than the budget" in c for c in d.checks)
     # the fixes' effects assume the split: the user's call says it
     assert d.suggestions and all("tensor_parallel_size=4" in s["command"] for s in d.suggestions)
-    for count in ("six", "one"):
-        other = diagnose(_FOUR_A6000.format(count=count), offline=True, explain=True, posted="2024-11-30")
+    # two 24 GB cards cannot hold the 70B split 2 ways either (65 GiB a rank): that is no explanation
+    two_3090 = _FOUR_A6000.format(count="two").replace("A6000s", "RTX 3090s")
+    for text in (_FOUR_A6000.format(count="six"), _FOUR_A6000.format(count="one"), two_3090):
+        other = diagnose(text, offline=True, explain=True, posted="2024-11-30")
         assert other.estimate["settings"]["tensor_parallel_size"] == 1
         assert not any("GPUs the paste shows" in a for a in other.assumptions)
 
