@@ -438,24 +438,25 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         def estimate_of(ref: str, f=None) -> tuple[Estimate, str, list[str]]:
             from estimator.api import load_model
 
+            card = card_ref if f is None else gpu_ref(f, gpu)
             f = facts if f is None else f
             spec = load_model(ref, offline=offline, timeout=hub_timeout).spec
             notes = list(assumptions)
             moved: list[str] = []
-            e = _anchored_estimate(f, spec, card_ref, version, engine, stated=stated, moved=moved)
+            e = _anchored_estimate(f, spec, card, version, engine, stated=stated, moved=moved)
             if moved:
                 # the checkpoint's format or the model's architecture moved the assumed release: that
                 # note takes the format's place, among the first assumptions a reply shows
                 notes = [moved[0] if a == note else a for a in notes] if note in notes else moved + notes
             elif not stated:
                 dated = release_from_need(f, e, e.settings.vllm_version, lambda v: _anchored_estimate(
-                    f, spec, card_ref, v, engine, stated=False))
+                    f, spec, card, v, engine, stated=False))
                 if dated is not None:
                     e, why = dated
                     notes = [a for a in notes if a != note] + [why]
             settled = e.settings.vllm_version
             e, back = capacity_settings(f, e, lambda adj: _anchored_estimate(
-                f, spec, card_ref, settled, engine, stated=False, adjust=adj))
+                f, spec, card, settled, engine, stated=False, adjust=adj))
             return e, back, notes
 
         try:
@@ -468,6 +469,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
             if est.reconciliation.failed:
                 facts, (est, read_back, assumptions) = _other_stated_value(
                     facts, (est, read_back, assumptions), lambda f: estimate_of(ref_used, f))
+            if est.reconciliation.failed and not model and not gpu and not from_path:
+                facts, (est, read_back, assumptions) = _run_named_before(facts, (est, read_back, assumptions),
+                                                                         estimate_of)
         except ModelUnavailable as exc:
             problem = str(exc)
             missing.append("the model's config.json (the model could not be looked up)")
@@ -595,6 +599,34 @@ def _other_named_model(facts, est: Estimate, read_back: str, assumptions: list[s
                          f"vLLM printed; they fit {got.spec.model_id}, also named, so the log is read as its run")
             return got, back, notes
     return est, read_back, assumptions
+
+
+def _run_named_before(facts, first: tuple, estimate_of):
+    """(facts, (estimate, read-back flags, notes)) of the model and card the paste names last before
+    its error (paste._named_before), when vLLM's figures rule out the ones named first.
+
+    Why: a README that lists setups ("Llama-3.1-8B: one 3090; Llama-3.1-70B: four A6000s") and then
+    the 70B's traceback is read as the 8B on a 3090, the first named; its figures cannot be that run.
+    Taken only where they reproduce vLLM's figures, with a note; else the first reading stands."""
+    from estimator.paste import Fact, Facts
+
+    named = facts.extra.get("named_before_error") or {}
+    if not named:
+        return facts, first
+    other = Facts(facts.text, {**facts.values, **{k: Fact(v, (0, 0), "named_before_error") for k, v in named.items()}},
+                  dict(facts.extra))
+    try:
+        got = estimate_of(str(other.get("model")), other)
+    except KvdoctorError:
+        return facts, first
+    if got[0].reconciliation.failed:
+        return facts, first
+    was = " on ".join(str(facts.get(k)) for k in ("model", "gpu") if facts.get(k))
+    now = " on ".join(str(other.get(k)) for k in ("model", "gpu") if other.get(k))
+    count = f" ({other.get('gpu_count')} of them)" if other.get("gpu_count") else ""
+    got[2].append(f"the paste names {was} first, but vLLM's figures cannot be that run; they fit {now}{count}, "
+                  "named right before the error, so the log is read as that run's")
+    return other, got
 
 
 # settings a paste may give twice, one per run it describes, that vLLM's figures can tell apart

@@ -423,6 +423,10 @@ def _read(raw: str) -> Facts:
     _infer_quantization(chosen, by_key, model_paths, text)
     _derive_parallel_sizes(chosen, extra, pt, focal, run_of)
     _derive_gpu_count(chosen, extra)
+    if kinds:
+        before = _named_before(by_key, chosen, kinds[0][0])
+        if before:
+            extra["named_before_error"] = before
     if per_rank:
         extra["per_rank"] = per_rank
     if alternatives:
@@ -925,6 +929,29 @@ def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:
 _PRINTED_TOTAL_SLACK = 0.02
 _PRINTED_TOTAL_DRIVER_SLACK = 0.0012  # of the total: 0.095 GiB at 80 GiB, 0.03 at 24 (under RTX 3090 vs 4090)
 _TPL_NAMES = frozenset(t.name for t in _tpl.TEMPLATES)
+
+
+# What a post names in prose for the run it shows: the model, the card and how many of them.
+_RUN_SUBJECT = ("model", "gpu", "gpu_count")
+
+
+def _named_before(by_key: dict, chosen: dict, at: int) -> dict:
+    """{key: value} of the model, card and count a post names in prose last before its error (`at`),
+    where that is not what was read (the first named, the post's subject). Why: a README or a thread
+    that lists several setups puts the failing one right before its traceback ("With four A6000s:"
+    under a 70B heading, after "one 3090" for an 8B); the reply tries it when vLLM's figures rule out
+    the subject (diagnosis._run_named_before). Only prose readings: a command or log line is the run."""
+    out: dict = {}
+    for key in _RUN_SUBJECT:
+        prior = [o for o in by_key.get(key, []) if o.start < at and o.source.startswith("prose")]
+        read = chosen.get(key)
+        if not prior or (read is not None and not read.source.startswith("prose")):
+            continue
+        last = max(prior, key=lambda o: o.start)
+        if read is None or (last.norm if last.norm is not None else last.value) != \
+                (read.norm if read.norm is not None else read.value):
+            out[key] = last.value
+    return out if set(out) & {"model", "gpu"} else {}
 
 
 def _gpu_by_printed_total(chosen: dict, alternatives: dict, gpu_occs: list[_Occ]) -> None:

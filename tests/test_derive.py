@@ -730,7 +730,9 @@ def test_solving_for_vllms_pool_does_not_take_a_third_of_the_weights_away():
     budget leaves 8.28 GiB for everything else, less than the 8B's 14.99 GiB of weights. Solving for
     the parts had made the weights 8.23 GiB (activation 0); now the weights fall at most to 90% of the
     checkpoint's figure (anchoring.WEIGHTS_FLOOR), so the reconciliation fails, the table keeps the
-    model's own 14.99, and a check says the budget cannot hold vLLM's pool."""
+    model's own 14.99, and a check says the budget cannot hold vLLM's pool. (The caller names the 8B
+    here: left to itself the reply now reads the error as the 70B's, named right before it —
+    test_diagnose.py's test_the_setup_named_right_before_the_error_is_its_run….)"""
     from estimator.anchoring import WEIGHTS_FLOOR
 
     text = ("- `meta-llama/Llama-3.1-8B-Instruct`: >= one 3090\n"
@@ -739,7 +741,7 @@ def test_solving_for_vllms_pool_does_not_take_a_third_of_the_weights_away():
             "number of tokens that can be stored in KV cache (106848). Try increasing `gpu_memory_utilization` or "
             "decreasing `max_model_len` when initializing the engine.\n```\n")
     assert round(106_848 * 131_072 / GiB, 2) == 13.04 and round(23.69 * 0.9 - 13.04, 2) == 8.28
-    d = diagnose(text, offline=True, explain=True)
+    d = diagnose(text, model="meta-llama/Llama-3.1-8B-Instruct", offline=True, explain=True)
     weights = d.derived["figures"]["weights"]
     assert weights["provenance"] == "estimated" and round(weights["value"] / GiB, 2) == 14.99
     assert 14.99 * WEIGHTS_FLOOR > 8.28

@@ -1675,3 +1675,31 @@ def test_more_gpus_than_a_node_are_no_tensor_split():
     d = diagnose(_FOUR_A6000.format(count="16"), offline=True, explain=True, posted="2024-11-30")
     assert d.estimate["settings"]["tensor_parallel_size"] == 1
     assert not any("GPUs the paste shows" in a for a in d.assumptions)
+
+
+_REQUIREMENTS = ("**System requirements**\n"
+                 "- `meta-llama/Llama-3.1-8B-Instruct`: >= one 3090\n"
+                 "- `meta-llama/Llama-3.1-70B-Instruct`:\n"
+                 "   - `max_model_len = 4096` requires >= four A6000s\n"
+                 "With four A6000s:\n"
+                 "```\n"
+                 "[rank0]: ValueError: The model's max seq len (131072) is larger than the maximum number of tokens "
+                 "that can be stored in KV cache ({tokens}). Try increasing `gpu_memory_utilization` or decreasing "
+                 "`max_model_len` when initializing the engine.\n```\n")
+
+
+def test_the_setup_named_right_before_the_error_is_its_run_when_the_first_named_cannot_be():
+    """phantom-wiki's README names the 8B on one 3090 first, then the 70B on four A6000s, then the 70B's
+    error. 106,848 tokens of the 8B's 131,072 B a token are 13.04 GiB of KV, which cannot sit beside its
+    14.99 GiB of weights in a 3090's 21.32 GiB budget; on four A6000s the 70B's 6,678 blocks × 16 ×
+    81,920 B (as in the split test above) can. A capacity the 8B on a 3090 does hold (36,992 tokens:
+    4.52 GiB) keeps the first reading."""
+    d = diagnose(_REQUIREMENTS.format(tokens=106848), offline=True, explain=True, posted="2024-11-30")
+    e = d.estimate
+    assert e["model"]["id"] == "meta-llama/Llama-3.1-70B-Instruct"
+    assert e["gpu"]["name"] == lookup_gpu("RTX A6000").name and e["settings"]["tensor_parallel_size"] == 4
+    assert e["memory"]["kv_cache_bytes"] == 6_678 * 16 * 81_920
+    assert any("named right before the error" in a for a in d.assumptions)
+    d = diagnose(_REQUIREMENTS.format(tokens=36992), offline=True, explain=True, posted="2024-11-30")
+    assert d.estimate["model"]["id"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert not any("named right before the error" in a for a in d.assumptions)
