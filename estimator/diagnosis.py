@@ -601,6 +601,14 @@ def _other_named_model(facts, est: Estimate, read_back: str, assumptions: list[s
     return est, read_back, assumptions
 
 
+def _facts_with(facts, values: dict, source: str):
+    """The paste's facts with `values` read in place of its own (another reading of the same paste)."""
+    from estimator.paste import Fact, Facts
+
+    return Facts(facts.text, {**facts.values, **{k: Fact(v, (0, 0), source) for k, v in values.items()}},
+                 dict(facts.extra))
+
+
 def _run_named_before(facts, first: tuple, estimate_of):
     """(facts, (estimate, read-back flags, notes)) of the model and card the paste names last before
     its error (paste._named_before), when vLLM's figures rule out the ones named first.
@@ -608,13 +616,10 @@ def _run_named_before(facts, first: tuple, estimate_of):
     Why: a README that lists setups ("Llama-3.1-8B: one 3090; Llama-3.1-70B: four A6000s") and then
     the 70B's traceback is read as the 8B on a 3090, the first named; its figures cannot be that run.
     Taken only where they reproduce vLLM's figures, with a note; else the first reading stands."""
-    from estimator.paste import Fact, Facts
-
     named = facts.extra.get("named_before_error") or {}
     if not named:
         return facts, first
-    other = Facts(facts.text, {**facts.values, **{k: Fact(v, (0, 0), "named_before_error") for k, v in named.items()}},
-                  dict(facts.extra))
+    other = _facts_with(facts, named, "named_before_error")
     try:
         got = estimate_of(str(other.get("model")), other)
     except KvdoctorError:
@@ -641,15 +646,13 @@ def _other_stated_value(facts, first: tuple, estimate_with):
     manifest, then "0.5  # 0.9 → 0.5" beside the failing run's log) gives two values; the reader keeps
     neither. The later-stated value is tried first (posts show the change after the baseline); the
     first whose state reproduces vLLM's KV figures is the run's, and a note says so."""
-    from estimator.paste import Fact, Facts
-
     alts = (facts.extra.get("alternatives") or {})
     for key in _RUN_SETTINGS:
         read = facts.get(key)
         for value in dict.fromkeys(reversed(alts.get(key) or [])):
             if value == read:
                 continue
-            other = Facts(facts.text, {**facts.values, key: Fact(value, (0, 0), "alternative")}, dict(facts.extra))
+            other = _facts_with(facts, {key: value}, "alternative")
             try:
                 got = estimate_with(other)
             except KvdoctorError:
@@ -880,7 +883,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
         est = run()
     elif not known and (by_count := tp_from_gpu_count(facts, est, gpu_count)):
         # weights one card cannot hold, in a run that got to sizing its KV cache: split over the GPUs shown
-        weights, budget = est.weights_bytes, est.budget_bytes
+        weights, budget, read_tp = est.weights_bytes, est.budget_bytes, settings.tensor_parallel_size
         settings.tensor_parallel_size = by_count
         split_est = run()
         if split_est.weights_bytes <= split_est.budget_bytes:
@@ -891,7 +894,7 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
                 f"over the {by_count} GPUs the paste shows: tensor parallelism {by_count} assumed (pipeline stages "
                 "would split them as well)")
         else:
-            settings.tensor_parallel_size = 1     # no split over those GPUs holds them either: not the explanation
+            settings.tensor_parallel_size = read_tp    # no split over those GPUs holds them either: not the explanation
     if capped and moved is not None:
         moved.append(capped)
     elif capped:

@@ -931,6 +931,11 @@ _PRINTED_TOTAL_DRIVER_SLACK = 0.0012  # of the total: 0.095 GiB at 80 GiB, 0.03 
 _TPL_NAMES = frozenset(t.name for t in _tpl.TEMPLATES)
 
 
+def _occ_norm(o: _Occ):
+    """What two readings compare by: their normal form (a GPU family, a model repo), else the value."""
+    return o.norm if o.norm is not None else (round(o.value, 6) if isinstance(o.value, float) else o.value)
+
+
 # What a post names in prose for the run it shows: the model, the card and how many of them.
 _RUN_SUBJECT = ("model", "gpu", "gpu_count")
 
@@ -948,8 +953,7 @@ def _named_before(by_key: dict, chosen: dict, at: int) -> dict:
         if not prior or (read is not None and not read.source.startswith("prose")):
             continue
         last = max(prior, key=lambda o: o.start)
-        if read is None or (last.norm if last.norm is not None else last.value) != \
-                (read.norm if read.norm is not None else read.value):
+        if read is None or _occ_norm(last) != _occ_norm(read):
             out[key] = last.value
     return out if set(out) & {"model", "gpu"} else {}
 
@@ -1022,8 +1026,7 @@ def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,
     group = primary or sorted(ranked, key=lambda o: (o.rank[0] != "rank", o.rank[1] if o.rank[0] == "rank" else o.start))[:1]
     if not group:
         return None, per_rank, []
-    def norm(o: _Occ):
-        return o.norm if o.norm is not None else (round(o.value, 6) if isinstance(o.value, float) else o.value)
+    norm = _occ_norm
     distinct = []
     for o in group:
         if norm(o) not in distinct:
