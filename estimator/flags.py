@@ -847,8 +847,9 @@ _VLLM_KV_SUGGESTION_TAIL = regex.compile(r"[`'\" ]{0,4}[(（][ ]?\d+(?:\.\d+)?[ 
 
 def _dict_value_at(text: str, pos: int) -> tuple[int, int] | None:
     """Span of a `{…}` value right after a flag (past `=`, spaces and one opening quote), or None."""
-    # `--flag {…}`, `--flag='{…}'`, and an args list's next item (`"--flag", "{…}"`)
-    m = regex.match(r"""[ \t]*(?:=|['"]?[ \t]*,)?[ \t]*['"]?(?=\{)""", text[pos:pos + 40])
+    # `--flag {…}`, `--flag='{…}'`, and an args list's next item (`"--flag", "{…}"`, or a YAML
+    # list's next line `- '{…}'`, the form _LOOSE_FLAG reads a plain value in)
+    m = regex.match(r"""[ \t]*(?:=|['"]?[ \t]*,|['"]?[ \t]*\n[ \t]*-[ \t]+)?[ \t]*['"]?(?=\{)""", text[pos:pos + 60])
     if not m:
         return None
     start = pos + m.end()

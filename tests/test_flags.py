@@ -224,6 +224,22 @@ def test_a_json_flag_value_as_the_next_item_of_an_args_list_is_read_whole():
     assert f.get("max_model_len") == 32768
 
 
+def test_a_json_flag_value_on_the_next_line_of_a_yaml_command_list_is_read_whole():
+    """A docker-compose `command:` list puts the dict on the next `- '…'` line (a Qwen3.6-27B-NVFP4
+    DGX Spark log, MTP with 2 tokens); it had been read as the value `{`, so the reply's commands
+    dropped the drafter and the Mamba pages were sized without the 2 speculative conv rows."""
+    from estimator.flags import read_speculative
+    from estimator.paste import read_paste
+
+    f = read_paste('    command:\n      - "--max-model-len"\n      - "262144"\n'
+                   '      - "--speculative-config"\n'
+                   '      - \'{"method":"mtp","num_speculative_tokens":2}\'\n'
+                   '      - "--enable-prefix-caching"\n')
+    assert f.extra["speculative_config"] == '{"method":"mtp","num_speculative_tokens":2}'
+    assert read_speculative(f.extra["speculative_config"]) == ("mtp", 2)
+    assert f.get("max_model_len") == 262144
+
+
 @pytest.mark.parametrize("argv, method", [
     (["--speculative-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"], "eagle3"),
     (["--speculative-config", '{"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}'], "eagle"),
