@@ -180,6 +180,9 @@ def _read(raw: str) -> Facts:
                 engines.append((2 if t.kind else 1, t.engine))
             if t.name == "v1_capacity_error":
                 hints.append(_v1_error_hint(m, text))
+                figures = _v1_error_figures_hint(m)
+                if figures:
+                    hints.append(figures)
             if t.name in ("blocks_gpu_cpu", "blocks_gpu_only", "blocks_CUDA", "blocks_cuda", "blocks_other"):
                 if _to_int(m.group("gpu_blocks")) is not None and _to_int(m.group("gpu_blocks")) <= 0:
                     kinds.append((m.start(), "no_cache_blocks", "blocks_le_zero"))
@@ -623,6 +626,12 @@ def _template_match(t, m, pt: PasteText, occs: list[_Occ], xvals: dict) -> None:
             occs.append(_Occ(key, gib, s, e, t.name, _tpl.P_PROSE + 4, pt.rank_at(s), norm=round(gib, 2)))
 
 
+# The rest of V1's length error after its estimate, to its last words, and no " See https://docs.vllm.ai…"
+# after them: where the paste keeps the whole message, its end dates it (the link came in 0.13)
+_ENDS_WITHOUT_LINK = regex.compile(r"\.?[ \n]+Try[ \n]+increasing[^\n]{0,120}?when[ \n]+initializing[ \n]+the[ \n]+engine"
+                                   r"(?!\.?[ \n]*See[ \n])")
+
+
 def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
     after = text[m.end(): m.end() + 400]
     if not m.group("x_models").startswith("models"):
@@ -635,8 +644,29 @@ def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
     if m.group("estimated_max_model_len"):
         if "docs.vllm.ai" in after[:300]:
             return ("0.13.0", "0.22.0")
+        if _ENDS_WITHOUT_LINK.match(after) is not None:
+            # the message ran to its last words and no docs link followed them: 0.13 appended one
+            # (v1/core/kv_cache_utils.py), so this is 0.9.1–0.12
+            return ("0.9.1", "0.13.0")
         return ("0.9.1", "0.22.0")
     return ("0.8.3", "0.22.0")
+
+
+# How V1's length error writes its GiB figures: `{:.2f}` to 0.13 ("36.00", "13.50"), vLLM's format_gib
+# from 0.14 (round(x, 2) printed as a float: "36.0", "13.5", never a trailing zero after the point)
+_FIGURE_ONE_DECIMAL = regex.compile(r"-?\d+\.\d")
+_FIGURE_TRAILING_ZERO = regex.compile(r"-?\d+\.\d0")
+
+
+def _v1_error_figures_hint(m) -> tuple[str, str | None] | None:
+    """The releases the error's GiB figures were printed by: one with a single decimal is format_gib's
+    (0.14+); one with two decimals, the second a zero, is `:.2f`'s (to 0.13); others say nothing."""
+    figures = [f for f in (m.group("kv_needed_gib"), m.group("kv_available_gib")) if f]
+    if any(_FIGURE_ONE_DECIMAL.fullmatch(f) for f in figures):
+        return ("0.14.0", None)
+    if any(_FIGURE_TRAILING_ZERO.fullmatch(f) for f in figures):
+        return ("0.7.0", "0.14.0")
+    return None
 
 
 # A log line may carry a docker-compose service prefix ("vllm-1  | ") or a CI timestamp first.

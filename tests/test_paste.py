@@ -179,8 +179,29 @@ def test_v1_capacity_numbers_and_hint():
     assert (f.get("max_model_len"), f.get("kv_needed_gib"), f.get("kv_available_gib"),
             f.get("estimated_max_model_len")) == (262144, 24.0, 3.18, 34736)
     assert f.extra["engine"] == "v1"
-    # "models's" + estimate + docs link → 0.13.0 … 0.21.x
-    assert f.extra["version_hint"] == ("0.13.0", "0.21.0")
+    # "models's" + estimate + docs link → 0.13.0 … 0.21.x; "24.0", not "24.00", is format_gib's
+    # (0.14+; to 0.13 the figures were `:.2f`): 0.14.0 … 0.21.x (vllm#34076 ran 0.15.2rc1)
+    assert f.extra["version_hint"] == ("0.14.0", "0.21.0")
+
+
+def test_v1_capacity_error_figures_and_end_date_the_release():
+    """The error's GiB figures were `{:.2f}` to 0.13 ("36.00") and format_gib's from 0.14 ("36.0"); from
+    0.13 the message ends with a docs link. A whole message without the link is 0.9.1–0.12 (a jishuzhan.net
+    post; vllm's kv_cache_utils.py before the link), one with a trailing-zero figure at most 0.13."""
+    msg = ("ValueError: To serve at least one request with the models's max seq len (262144), (36.00 GiB KV cache "
+           "is needed, which is larger than the available KV cache memory (7.84 GiB). Based on the available "
+           "memory, the estimated maximum model length is 57104. Try increasing `gpu_memory_utilization` or "
+           "decreasing `max_model_len` when initializing the engine.")
+    assert read_paste(msg + "\nraise RuntimeError(\n").extra["version_hint"] == ("0.9.1", "0.12.0")
+    # cut before its last words: the end says nothing, the "36.00" still caps it at 0.13
+    cut = msg.split(" Try increasing")[0]
+    assert read_paste(cut).extra["version_hint"] == ("0.9.1", "0.13.0")
+    # the link there, even with its address left out, and a one-decimal figure: 0.14+
+    linked = msg.replace("36.00", "36.0") + " See [documentation URL omitted] for more details."
+    assert read_paste(linked).extra["version_hint"] == ("0.14.0", "0.21.0")
+    # figures with a nonzero second decimal fit both formats
+    both = cut.replace("36.00", "36.02")
+    assert read_paste(both).extra["version_hint"] == ("0.9.1", "0.21.0")
 
 
 def test_v1_capacity_wrapped_over_lines():
