@@ -157,6 +157,8 @@ def _read(raw: str) -> Facts:
     kinds: list[tuple[int, str, str]] = []      # (pos, kind, source)
     kind_ends: dict[int, int] = {}
     hints: list[tuple[str, str | None]] = []
+    # how figures are printed: a weaker sign than a message's wording, dropped where it contradicts it
+    figure_hints: list[tuple[str, str | None]] = []
     engines: list[tuple[int, str]] = []          # (strength, engine)
     memory_logs: list[int] = []
     xvals: dict[str, list[tuple[int, object]]] = {}
@@ -180,9 +182,18 @@ def _read(raw: str) -> Facts:
                 engines.append((2 if t.kind else 1, t.engine))
             if t.name == "v1_capacity_error":
                 hints.append(_v1_error_hint(m, text))
-                figures = _v1_error_figures_hint(m)
+                figures = _figures_hint((m.group("kv_needed_gib"), m.group("kv_available_gib")))
                 if figures:
-                    hints.append(figures)
+                    figure_hints.append(figures)
+            if t.name == "free_memory_startup":
+                # the error names the device from 0.14 ("Free memory on device cuda:0 (…)", v1/worker/utils.py
+                # request_memory); to 0.13 gpu_worker.py wrote "Free memory on device (…)". The INFO line that
+                # begins the same way never names it (gpu_worker.py, 0.10.2–0.34)
+                hints.append(("0.9.1", FORMAT_GIB_FROM) if _NO_DEVICE_NAME.match(m.group(0)) else (FORMAT_GIB_FROM, None))
+            if t.name == "v1_available_kv":
+                figures = _figures_hint((m.group("kv_available_gib"),))
+                if figures:
+                    figure_hints.append(figures)
             if t.name in ("blocks_gpu_cpu", "blocks_gpu_only", "blocks_CUDA", "blocks_cuda", "blocks_other"):
                 if _to_int(m.group("gpu_blocks")) is not None and _to_int(m.group("gpu_blocks")) <= 0:
                     kinds.append((m.start(), "no_cache_blocks", "blocks_le_zero"))
@@ -461,7 +472,7 @@ def _read(raw: str) -> Facts:
         if names:
             extra["unsupported_architectures"] = names
     _capacity_rule_hint(facts, hints)
-    hint = _intersect(hints)
+    hint = (_intersect(hints + figure_hints) if figure_hints else None) or _intersect(hints)
     if hint:
         extra["version_hint"] = hint
     return facts
@@ -652,20 +663,28 @@ def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
     return ("0.8.3", "0.22.0")
 
 
-# How V1's length error writes its GiB figures: `{:.2f}` to 0.13 ("36.00", "13.50"), vLLM's format_gib
-# from 0.14 (round(x, 2) printed as a float: "36.0", "13.5", never a trailing zero after the point)
+# How V1 writes a GiB figure in its length error (v1/core/kv_cache_utils.py) and its "Available KV cache
+# memory" line (v1/worker/gpu_worker.py): `{:.2f}` / `%.2f` to 0.13 ("36.00", "13.50"), vLLM's format_gib
+# from 0.14 (round(x, 2) printed as a float: "36.0", "13.5", never a trailing zero after the point), as
+# the 0.12.0, 0.13.0, 0.14.0 and 0.34.0 wheels read. Corpus: 0.10.0–0.11.2 print "12.20", "24.00",
+# "62.00"; 0.15.2–0.29 print "24.0", "7.0", "-0.7"
+FORMAT_GIB_FROM = "0.14.0"
 _FIGURE_ONE_DECIMAL = regex.compile(r"-?\d+\.\d")
 _FIGURE_TRAILING_ZERO = regex.compile(r"-?\d+\.\d0")
 
 
-def _v1_error_figures_hint(m) -> tuple[str, str | None] | None:
-    """The releases the error's GiB figures were printed by: one with a single decimal is format_gib's
-    (0.14+); one with two decimals, the second a zero, is `:.2f`'s (to 0.13); others say nothing."""
-    figures = [f for f in (m.group("kv_needed_gib"), m.group("kv_available_gib")) if f]
+_NO_DEVICE_NAME = regex.compile(r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*\(")
+
+
+def _figures_hint(figures) -> tuple[str, str | None] | None:
+    """The releases that printed these GiB figures: one with a single decimal is format_gib's, one whose
+    second decimal is a zero is `%.2f`'s; a figure with a nonzero second decimal fits both, and says
+    nothing."""
+    figures = [f for f in figures if f]
     if any(_FIGURE_ONE_DECIMAL.fullmatch(f) for f in figures):
-        return ("0.14.0", None)
+        return (FORMAT_GIB_FROM, None)
     if any(_FIGURE_TRAILING_ZERO.fullmatch(f) for f in figures):
-        return ("0.7.0", "0.14.0")
+        return ("0.1.0", FORMAT_GIB_FROM)
     return None
 
 

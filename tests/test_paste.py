@@ -204,6 +204,17 @@ def test_v1_capacity_error_figures_and_end_date_the_release():
     assert read_paste(both).extra["version_hint"] == ("0.9.1", "0.21.0")
 
 
+def test_available_kv_figure_dates_the_release():
+    """gpu_worker.py printed "Available KV cache memory: %.2f GiB" to 0.13 and format_gib's figure from 0.14
+    (the 0.13.0 and 0.14.0 wheels): "48.6" (a Qwen3.6-27B-NVFP4 start-up log) is 0.14+, "12.20" (a 0.10.0
+    Colab log) at most 0.13, and "8.64" either. A figure never overrules a message's wording: 0.34's hint
+    with two-decimal figures stays 0.34 (test_derive's 0.34 error)."""
+    line = "(EngineCore_DP0 pid=1) INFO 07-02 22:04:55 [gpu_worker.py:515] Available KV cache memory: {} GiB"
+    assert read_paste(line.format("48.6")).extra["version_hint"] == ("0.14.0", None)
+    assert read_paste(line.format("12.20")).extra["version_hint"] == ("0.9.1", "0.13.0")
+    assert read_paste(line.format("8.64")).extra["version_hint"] == ("0.9.1", None)
+
+
 def test_v1_capacity_wrapped_over_lines():
     text = """ValueError: To serve at least one request with the model's max seq len (1048576),
 22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).
@@ -1530,6 +1541,17 @@ def test_an_nvidia_smi_row_index_is_no_gpu_count():
             "python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --tensor-parallel-size 2\n")
     assert read_paste(text).get("gpu_count") == 2
     assert read_paste("| GPU | 2 x RTX 4090 |").get("gpu_count") == 2
+
+
+def test_free_memory_error_names_its_device_from_014():
+    """The start-up check's error names the device from 0.14 (v1/worker/utils.py request_memory: "Free memory
+    on device cuda:0 (…)"); gpu_worker.py to 0.13 wrote "Free memory on device (…)" (0.12.0–0.14.0 wheels).
+    A Chinese deployment note's 37.95/79.25 GiB error without it is at most 0.13, not the newest release."""
+    err = ("ValueError: Free memory on device {dev}(37.95/79.25 GiB) on startup is less than desired GPU memory "
+           "utilization (0.9, 71.33 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+    assert read_paste(err.format(dev="")).extra["version_hint"] == ("0.9.1", "0.13.0")
+    assert read_paste(err.format(dev="cuda:0 ")).extra["version_hint"] == ("0.14.0", None)
+    assert read_paste(FREE_MEMORY).extra["version_hint"] == ("0.9.1", "0.13.0")
 
 
 def test_free_memory_checked_on_each_gpu_is_the_tightest():
