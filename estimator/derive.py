@@ -418,6 +418,19 @@ def _need_counting(est: Estimate) -> str:
     return "per token"
 
 
+def _first_group_only(est: Estimate) -> str | None:
+    """Where this release's admission check counts only the first of several KV groups (0.14–0.18,
+    vllm.py needed_rule "first_group"; fixed in 0.19) and so less than the request holds: the words."""
+    if est.profile.needed_rule != "first_group" or len(est.layout.groups) < 2 \
+            or est.request_kv_bytes <= est.kv_needed_bytes:
+        return None
+    first = {"mamba": "linear-attention/Mamba", "sliding": "sliding-window", "chunked": "chunked-local"}.get(
+        est.layout.groups[0].kind, "full-attention")
+    return (f"vLLM {est.profile.release}'s check counts only the first of its {len(est.layout.groups)} KV groups "
+            f"({first} layers; fixed in 0.19); the request itself holds {est.request_kv_bytes / GiB:,.2f} GiB across all "
+            "of them")
+
+
 def _needed_how(est: Estimate, bs: int | None) -> str:
     """How one max_model_len request's KV was counted: all tokens × bytes per token, except that
     V1's sliding-window and chunked-local groups only keep their window (plus the batches in flight,
@@ -452,7 +465,9 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
             parts.append(f"its {length:,} tokens ÷ {cp} decode-context-parallel ranks in the full-attention layers")
         else:
             parts.append(f"all {length:,} tokens in the full-attention layers")
-    return f"one {length:,}-token request keeps " + "; ".join(dict.fromkeys(parts)) + " (in whole blocks)"
+    kept = f"one {length:,}-token request keeps " + "; ".join(dict.fromkeys(parts)) + " (in whole blocks)"
+    first_only = _first_group_only(est)
+    return f"{first_only}: {kept}" if first_only else kept
 
 
 def need_sentence(est: Estimate, length: int) -> str:
@@ -462,6 +477,9 @@ def need_sentence(est: Estimate, length: int) -> str:
     if counting == "all stages":
         return (f"{length:,} tokens need {need:,.2f} GiB of KV over all {est.spec.num_layers} layers (vLLM "
                 f"{est.settings.vllm_version} checks the whole model's need against one pipeline stage's memory)")
+    first_only = _first_group_only(est)
+    if first_only:
+        return f"vLLM counts {need:,.2f} GiB of KV for one {length:,}-token request ({first_only})"
     if counting == "windowed":
         return (f"one {length:,}-token request needs {need:,.2f} GiB of KV (its windowed or linear-attention "
                 "layers keep only a window or a state, not every token)")

@@ -987,12 +987,36 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
         total = est.gpu_total_bytes
         notes.append(f"GB vs GiB: this {est.gpu_name} has {total / GiB:.2f} GiB as torch reports it "
                      f"({total / 1e9:.1f} GB); vLLM's figures are GiB (2^30 bytes), even where a message says GB.")
+    capacity = _group_capacity_note(facts, est)
+    if capacity:
+        notes.append(capacity)
     if est is not None and est.settings.tensor_parallel_size > 1:
         kv = ("a whole copy of the KV cache (one latent KV head, replicated)" if est.spec.kv_replicated_by_tp
               else "its share of the KV heads")
         notes.append(f"All figures are per GPU: with tensor parallelism each GPU holds its share of the weights and "
                      f"{kv}, and vLLM's token capacity is per GPU pool, not the sum over GPUs.")
     return notes
+
+
+def _group_capacity_note(facts, est: Estimate | None) -> str | None:
+    """0.9.1–0.20.0 print a hybrid model's "GPU KV cache size" as its blocks ÷ KV groups × block size
+    (vllm.py capacity_rule "v1_groups"): below max_model_len even where whole requests fit, which reads
+    as a failure. Said where vLLM's figure (or the model's) is that low and the concurrency is not."""
+    if est is None or est.profile.capacity_rule != "v1_groups" or est.layout.num_groups < 2 or not est.gpu_blocks \
+            or est.layout.dsv4 is not None:      # DeepSeek-V4's compressed caches grow with the context too
+        return None
+    tokens, printed = facts.get("kv_tokens_capacity") or est.kv_cache_tokens, facts.get("max_concurrency")
+    conc = printed or est.max_concurrency
+    length = est.max_model_len
+    if not tokens or int(tokens) >= length or float(conc) < 1:
+        return None
+    read = (f"vLLM's concurrency line is the one to read: {float(conc):.2f}× at {length:,} tokens" if printed else
+            f"the \"Maximum concurrency\" line vLLM prints next is the one to read (by the model's arithmetic, "
+            f"{float(conc):.2f}× at {length:,} tokens)")
+    return (f"\"GPU KV cache size: {int(tokens):,} tokens\" is below max_model_len ({length:,}) but is no shortage: "
+            f"vLLM {est.profile.release} prints a hybrid model's pool as its blocks ÷ {est.layout.num_groups} KV groups "
+            f"× {est.layout.block_size:,} tokens per block, while only the full-attention group's blocks grow with "
+            f"a request's context. {read[0].upper() + read[1:]}, so whole requests fit.")
 
 
 def _unknown_quantization_text(method: str) -> str:

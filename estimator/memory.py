@@ -165,6 +165,9 @@ class Estimate:
     # 0.34+ (vllm.EXTENSIBLE_KV_CACHE_FROM): the profile run's pool, which "Available KV cache memory"
     # prints and whose blocks vLLM reserves, before warmup sizes kv_cache_bytes; None in other releases
     reserved_pool_bytes: int | None = None
+    # what one max_model_len request holds across all KV groups (bytes per block × its blocks): the
+    # admission check's kv_needed_bytes counts otherwise where a release did (0.14–0.18: the first group)
+    request_kv_bytes: int = 0
     # Not results of the arithmetic: what it was run with, and what the callers learnt about it.
     inputs: dict = field(default_factory=dict, repr=False, compare=False)   # estimate()'s arguments (rerun)
     # what estimate() itself said about these inputs: a re-run on other inputs says it afresh, so a
@@ -774,6 +777,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         error_kind=error, assumptions=_dedupe(assumptions), checkpoint_weights_bytes=model_weights,
         cached_all_reduce_bytes=held, flashinfer_graph_bytes=fi_graph if graphs else 0,
         reserved_pool_bytes=reserved_pool,
+        request_kv_bytes=layout.bytes_per_block * need_blocks if layout.dsv4 is None else kv_needed,
     )
     est.inputs = inputs
     est.own_assumptions = tuple(est.assumptions)

@@ -916,3 +916,31 @@ def test_034_error_after_warmup_names_the_release_and_its_pool_is_reproduced():
     # to the printed 3.50 GiB (+ the null block the check holds back, 0.29+)
     assert abs(d.estimate["memory"]["kv_cache_bytes"] - (3.5 * GiB + 2 * 2**20)) <= 2 * 2**20
     assert not d.disagrees and not any("does not explain" in c for c in d.checks)
+
+
+def test_a_hybrid_models_0_17_figures_are_explained_not_taken_for_a_shortage():
+    """vLLM 0.14–0.18 check only the first KV group's need, and 0.9.1–0.20.0 print a hybrid model's "GPU KV
+    cache size" as blocks ÷ groups × block size: Qwen3.5-27B at 262,144 tokens on 0.17.1 reads as 0.05 GiB
+    needed and 124,656 tokens, which users take for a failure (a Qwen3.5-2B deployment note asks why the
+    size is half of max_model_len). By hand: pages of 784 tokens × 4 KV heads × 256 × 2 (K,V) × 2 B =
+    3,211,264 B; 16 layers a group → 51,380,224 B a block; 30.58 GiB ÷ that = 639 blocks; 639 // 4 groups
+    × 784 = 124,656 tokens. One request: ⌈262,144 / 784⌉ = 335 attention blocks + 3 Mamba groups × 1 state =
+    338 blocks = 17,366,515,712 B = 16.17 GiB, so 639 / 338 = 1.89×; the check counts the first (Mamba)
+    group's one block: 51,380,224 B = 0.05 GiB."""
+    text = ("`vllm/vllm-openai:v0.17.1` serving `Qwen/Qwen3.5-27B` at bf16 on an RTX PRO 6000 Blackwell, "
+            "`--max-model-len 262144`.\n\nAvailable KV cache memory: 30.58 GiB\nGPU KV cache size: 124,656 tokens\n"
+            "Maximum concurrency for 262,144 tokens per request: 1.89x\n")
+    from estimator import load_model, parse_flags, run_estimate
+
+    out = diagnose(text, offline=True, explain=True).to_json()
+    est, reply = out["estimate"], out["reply"]
+    assert (est["gpu_blocks"], est["kv_cache_tokens"], est["kv_needed_bytes"]) == (639, 124_656, 51_380_224)
+    assert "counts only the first of its 4 KV groups" in reply and "holds 16.17 GiB" in reply
+    assert "1.89× at 262,144 tokens, so whole requests fit" in reply
+    spec = load_model("Qwen/Qwen3.5-27B", offline=True).spec
+    flags = ["--max-model-len", "262144"]
+    old = run_estimate(spec, "RTX PRO 6000", parse_flags(flags + ["--vllm-version", "0.17.1"]))
+    assert (old.kv_needed_bytes, old.request_kv_bytes) == (51_380_224, 17_366_515_712)
+    # from 0.19 the check counts every group: what one request holds is what it needs
+    new = run_estimate(spec, "RTX PRO 6000", parse_flags(flags + ["--vllm-version", "0.19.1"]))
+    assert new.kv_needed_bytes == new.request_kv_bytes == 17_366_515_712
