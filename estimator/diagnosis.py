@@ -1010,13 +1010,13 @@ def _group_capacity_note(facts, est: Estimate | None) -> str | None:
     length = est.max_model_len
     if not tokens or int(tokens) >= length or float(conc) < 1:
         return None
-    read = (f"vLLM's concurrency line is the one to read: {float(conc):.2f}× at {length:,} tokens" if printed else
-            f"the \"Maximum concurrency\" line vLLM prints next is the one to read (by the model's arithmetic, "
+    read = (f"The concurrency line vLLM printed is the one to read: {float(conc):.2f}× at {length:,} tokens" if printed
+            else f"The \"Maximum concurrency\" line vLLM prints next is the one to read (by the model's arithmetic, "
             f"{float(conc):.2f}× at {length:,} tokens)")
     return (f"\"GPU KV cache size: {int(tokens):,} tokens\" is below max_model_len ({length:,}) but is no shortage: "
             f"vLLM {est.profile.release} prints a hybrid model's pool as its blocks ÷ {est.layout.num_groups} KV groups "
             f"× {est.layout.block_size:,} tokens per block, while only the full-attention group's blocks grow with "
-            f"a request's context. {read[0].upper() + read[1:]}, so whole requests fit.")
+            f"a request's context. {read}, so whole requests fit.")
 
 
 def _unknown_quantization_text(method: str) -> str:

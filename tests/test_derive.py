@@ -936,7 +936,7 @@ def test_a_hybrid_models_0_17_figures_are_explained_not_taken_for_a_shortage():
     est, reply = out["estimate"], out["reply"]
     assert (est["gpu_blocks"], est["kv_cache_tokens"], est["kv_needed_bytes"]) == (639, 124_656, 51_380_224)
     assert "counts only the first of its 4 KV groups" in reply and "holds 16.17 GiB" in reply
-    assert "1.89× at 262,144 tokens, so whole requests fit" in reply
+    assert "The concurrency line vLLM printed is the one to read: 1.89× at 262,144 tokens, so whole requests fit" in reply
     spec = load_model("Qwen/Qwen3.5-27B", offline=True).spec
     flags = ["--max-model-len", "262144"]
     old = run_estimate(spec, "RTX PRO 6000", parse_flags(flags + ["--vllm-version", "0.17.1"]))
