@@ -186,15 +186,7 @@ def _read(raw: str) -> Facts:
                 if figures:
                     figure_hints.append(figures)
             if t.name == "free_memory_startup":
-                # the error names the device from 0.14 ("Free memory on device cuda:0 (…)", v1/worker/utils.py
-                # request_memory); to 0.13 gpu_worker.py wrote "Free memory on device (…)". The INFO line that
-                # begins the same way never names it (gpu_worker.py, 0.10.2–0.34). 0.34 checks only without
-                # its extensible KV cache, which is on by default on CUDA and ROCm ("cuda:N" either way)
-                from estimator.vllm import EXTENSIBLE_KV_CACHE_FROM, version_text
-
-                hints.append(("0.9.1", FORMAT_GIB_FROM) if _NO_DEVICE_NAME.match(m.group(0))
-                             else (FORMAT_GIB_FROM, version_text(EXTENSIBLE_KV_CACHE_FROM))
-                             if _CUDA_DEVICE.search(m.group(0)) else (FORMAT_GIB_FROM, None))
+                hints.append(_free_memory_hint(m.group(0)))
             if t.name == "v1_available_kv":
                 figures = _figures_hint((m.group("kv_available_gib"),))
                 if figures:
@@ -678,8 +670,24 @@ _FIGURE_ONE_DECIMAL = regex.compile(r"-?\d+\.\d")
 _FIGURE_TRAILING_ZERO = regex.compile(r"-?\d+\.\d0")
 
 
+# The start-up check's error names the device from 0.14 ("Free memory on device cuda:0 (…)", v1/worker/utils.py
+# request_memory); to 0.13 gpu_worker.py wrote "Free memory on device (…)" (the 0.12.0–0.14.0 wheels). The INFO
+# line that begins the same way never names it (gpu_worker.py, 0.10.2–0.34).
+DEVICE_NAMED_FROM = "0.14.0"
 _NO_DEVICE_NAME = regex.compile(r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*\(")
 _CUDA_DEVICE = regex.compile(r"device[ \n]+cuda:\d")
+
+
+def _free_memory_hint(error: str) -> tuple[str, str | None]:
+    """The releases that raised this start-up free-memory error: by its device name, and 0.34 checks only
+    without its extensible KV cache, which CUDA and ROCm ("cuda:N" either way) have on by default."""
+    from estimator.vllm import EXTENSIBLE_KV_CACHE_FROM, version_text
+
+    if _NO_DEVICE_NAME.match(error):
+        return ("0.9.1", DEVICE_NAMED_FROM)
+    if _CUDA_DEVICE.search(error):
+        return (DEVICE_NAMED_FROM, version_text(EXTENSIBLE_KV_CACHE_FROM))
+    return (DEVICE_NAMED_FROM, None)
 
 
 def _figures_hint(figures) -> tuple[str, str | None] | None:
