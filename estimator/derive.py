@@ -418,7 +418,7 @@ def _need_counting(est: Estimate) -> str:
     return "per token"
 
 
-def _first_group_only(est: Estimate) -> str | None:
+def first_group_only(est: Estimate) -> str | None:
     """Where this release's admission check counts only the first of several KV groups (0.14–0.18,
     vllm.py needed_rule "first_group"; fixed in 0.19) and so less than the request holds: the words."""
     if est.profile.needed_rule != "first_group" or len(est.layout.groups) < 2 \
@@ -466,7 +466,7 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
         else:
             parts.append(f"all {length:,} tokens in the full-attention layers")
     kept = f"one {length:,}-token request keeps " + "; ".join(dict.fromkeys(parts)) + " (in whole blocks)"
-    first_only = _first_group_only(est)
+    first_only = first_group_only(est)
     return f"{first_only}: {kept}" if first_only else kept
 
 
@@ -477,7 +477,7 @@ def need_sentence(est: Estimate, length: int) -> str:
     if counting == "all stages":
         return (f"{length:,} tokens need {need:,.2f} GiB of KV over all {est.spec.num_layers} layers (vLLM "
                 f"{est.settings.vllm_version} checks the whole model's need against one pipeline stage's memory)")
-    first_only = _first_group_only(est)
+    first_only = first_group_only(est)
     if first_only:
         return f"vLLM counts {need:,.2f} GiB of KV for one {length:,}-token request ({first_only})"
     if counting == "windowed":

@@ -14,6 +14,7 @@ import re
 import regex
 
 from estimator.advice import condition_of
+from estimator.derive import first_group_only
 from estimator.memory import Estimate, graphs_captured_after_kv
 from estimator.paste import CONFIG_ERRORS
 from estimator.units import HALF_HUNDREDTH, GiB
@@ -269,6 +270,9 @@ def estimate_text(est: Estimate) -> str:
         + (f"(needs {g(est.kv_needed_bytes)} GiB of the {g(m.kv_cache_bytes)} GiB KV cache)" if est.fits else
            f"(largest that fits: {est.max_model_len_fit:,}; needs {g(est.kv_needed_bytes)} GiB of KV)"),
     ]
+    first_only = first_group_only(est)
+    if first_only:
+        lines.append(f"  — {first_only}")
     if not est.fits and est.error_kind == "max_model_len_derived":
         lines.append("  — longer than the model's config allows: vLLM refuses the length before it looks at memory")
     if not est.fits and est.error_kind == "mamba_blocks":

@@ -941,6 +941,9 @@ def test_a_hybrid_models_0_17_figures_are_explained_not_taken_for_a_shortage():
     flags = ["--max-model-len", "262144"]
     old = run_estimate(spec, "RTX PRO 6000", parse_flags(flags + ["--vllm-version", "0.17.1"]))
     assert (old.kv_needed_bytes, old.request_kv_bytes) == (51_380_224, 17_366_515_712)
+    from estimator.render import estimate_text
+
+    assert "counts only the first of its 4 KV groups" in estimate_text(old)      # `kvdoctor estimate` says it too
     # from 0.19 the check counts every group: what one request holds is what it needs
     new = run_estimate(spec, "RTX PRO 6000", parse_flags(flags + ["--vllm-version", "0.19.1"]))
     assert new.kv_needed_bytes == new.request_kv_bytes == 17_366_515_712
