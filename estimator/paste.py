@@ -187,6 +187,10 @@ def _read(raw: str) -> Facts:
                     figure_hints.append(figures)
             if t.name == "free_memory_startup":
                 hints.append(_free_memory_hint(m.group(0)))
+            if t.name == "weights_0112":
+                # "%.4f GiB memory and" 0.11.1–0.13, format_gib's figure from 0.14 (gpu_model_runner.py, the wheels)
+                figure_hints.append(("0.11.1", FORMAT_GIB_FROM) if _FIGURE_FOUR_DECIMALS.fullmatch(m.group("weights_gib"))
+                                    else (FORMAT_GIB_FROM, None))
             if t.name == "v1_available_kv":
                 figures = _figures_hint((m.group("kv_available_gib"),))
                 if figures:
@@ -266,10 +270,11 @@ def _read(raw: str) -> Facts:
     load = _search(_V1_RUNNER_LOAD, pt.clean) if "gpu_model_runner" in pt.clean else None
     if load is not None:
         # the V1 runner's load line (v1/worker/gpu_model_runner.py), whose "GiB and" (no "memory")
-        # is the 0.8.3–0.11.0 wording; Model Runner V2's own line reads "GiB and" again
+        # is the 0.8.3–0.11.0 wording (0.11.1 wrote "GiB memory and": the wheels); Model Runner V2's own
+        # line reads "GiB and" again
         extra.setdefault("model_runner_v2", False)
         if not load.group("memory"):
-            hints.append(("0.8.3", "0.11.2"))
+            hints.append(("0.8.3", "0.11.1"))
     sampler = _search(_SAMPLER_IMPL, text) if "top-k" in low else None
     if sampler is not None:
         extra["flashinfer_sampler"] = bool(sampler.group("fi"))
@@ -668,6 +673,7 @@ def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
 FORMAT_GIB_FROM = "0.14.0"
 _FIGURE_ONE_DECIMAL = regex.compile(r"-?\d+\.\d")
 _FIGURE_TRAILING_ZERO = regex.compile(r"-?\d+\.\d0")
+_FIGURE_FOUR_DECIMALS = regex.compile(r"\d+\.\d{4}")
 
 
 # The start-up check's error names the device from 0.14 ("Free memory on device cuda:0 (…)", v1/worker/utils.py
@@ -1526,7 +1532,7 @@ def _vkey(v: str) -> tuple[int, ...]:
 _RELEASES = tuple(
     [f"0.4.{i}" for i in range(4)] + [f"0.5.{i}" for i in range(6)] + [f"0.6.{i}" for i in range(7)]
     + [f"0.7.{i}" for i in range(4)] + [f"0.8.{i}" for i in range(6)] + ["0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1",
-                                                                          "0.10.2", "0.11.0", "0.11.2"]
+                                                                          "0.10.2", "0.11.0", "0.11.1", "0.11.2"]
     + [f"0.{i}.0" for i in range(12, 34)])
 
 

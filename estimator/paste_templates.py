@@ -213,8 +213,10 @@ TEMPLATES: tuple[Template, ...] = (
        P_LOAD, None, ("0.8.0", "0.8.3")),
     _t("weights_083", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB" + _AND_OR_END,
        P_LOAD, None, ("0.8.3", None)),
+    # "GiB memory and" from 0.11.1 (v1/worker/gpu_model_runner.py in the 0.11.0 and 0.11.1 wheels; the
+    # template keeps the name it was given when 0.11.2 was the first release read with it)
     _t("weights_0112", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+memory" + _AND_OR_END, P_LOAD, None,
-       ("0.11.2", None), "v1"),
+       ("0.11.1", None), "v1"),
     # 1.7 CUDA graphs
     _t("graph_took", r"Graph[ \n]+capturing[ \n]+finished[ \n]+in[ \n]+(?P<x_graph_seconds>" + NUM + r")[ \n]+secs?,[ \n]+took[ \n]+"
        r"(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB", P_LOAD, None, ("0.6.4", None)),

@@ -329,8 +329,12 @@ def test_unsloths_banner_gives_the_gpus_torch_sees():
 def test_weights_lines_all_versions():
     assert read_paste("Loading model weights took 30.7098 GB").get("weights_gib") == 30.7098
     assert read_paste("Model loading took 17.6110 GiB and 12.273077 seconds").get("weights_gib") == 17.611
+    # "GiB memory and" from 0.11.1 (the 0.11.0 and 0.11.1 wheels' gpu_model_runner.py), "%.4f" to 0.13 and
+    # format_gib's figure ("14.28") from 0.14 (the 0.13.0 and 0.14.0 wheels)
     f = read_paste("Model loading took 14.28 GiB memory and 31.2 seconds")
-    assert f.get("weights_gib") == 14.28 and f.extra["version_hint"] == ("0.11.2", None)
+    assert f.get("weights_gib") == 14.28 and f.extra["version_hint"] == ("0.14.0", None)
+    f = read_paste("Model loading took 14.2800 GiB memory and 31.2 seconds")
+    assert f.get("weights_gib") == 14.28 and f.extra["version_hint"] == ("0.11.1", "0.13.0")
     # a Ray worker's line quoted without its tail (" and 3.1 seconds") still gives the weights; words
     # running on after the unit are not that line
     cut = "(EngineCore_0 pid=1257) (RayWorkerWrapper pid=1384) INFO 09-03 04:41:48 [gpu_model_runner.py:2007] "
@@ -1293,7 +1297,8 @@ def test_performance_mode_is_read_from_a_command_or_the_non_default_args():
 
 def test_the_v1_runners_load_line_says_the_runner_and_its_wording_the_release():
     """v1/worker/gpu_model_runner.py printed "Model loading took X GiB and …" up to 0.11.0 and
-    "… GiB memory and …" from 0.11.2; a line from that file is the V1 runner whatever the release."""
+    "… GiB memory and …" from 0.11.1, X to 4 decimals to 0.13 and as format_gib's figure from 0.14 (the
+    wheels); a line from that file is the V1 runner whatever the release."""
     old = ("(EngineCore_DP0 pid=643458) INFO 09-10 13:29:14 [gpu_model_runner.py:2235] Model loading took "
            "1.1201 GiB and 0.596228 seconds\n")
     f = read_paste(old)
@@ -1302,7 +1307,9 @@ def test_the_v1_runners_load_line_says_the_runner_and_its_wording_the_release():
     new = ("(EngineCore pid=9) INFO 05-10 13:29:14 [gpu_model_runner.py:4100] Model loading took "
            "15.27 GiB memory and 3.5 seconds\n")
     f = read_paste(new)
-    assert f.extra["model_runner_v2"] is False and f.extra["version_hint"][0] == "0.11.2"
+    assert f.extra["model_runner_v2"] is False and f.extra["version_hint"][0] == "0.14.0"
+    f = read_paste(new.replace("15.27 GiB", "15.2700 GiB"))
+    assert f.extra["model_runner_v2"] is False and f.extra["version_hint"] == ("0.11.1", "0.13.0")
 
 
 def test_a_kv_cache_dtype_told_in_prose_is_read_unless_it_is_advice():
