@@ -1533,7 +1533,7 @@ _RELEASES = tuple(
     [f"0.4.{i}" for i in range(4)] + [f"0.5.{i}" for i in range(6)] + [f"0.6.{i}" for i in range(7)]
     + [f"0.7.{i}" for i in range(4)] + [f"0.8.{i}" for i in range(6)] + ["0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1",
                                                                           "0.10.2", "0.11.0", "0.11.1", "0.11.2"]
-    + [f"0.{i}.0" for i in range(12, 34)])
+    + [f"0.{i}.0" for i in range(12, 19)] + ["0.19.0", "0.19.1"] + [f"0.{i}.0" for i in range(20, 34)])
 
 
 def _intersect(hints: list) -> tuple[str, str | None] | None:

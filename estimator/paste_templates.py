@@ -240,10 +240,11 @@ TEMPLATES: tuple[Template, ...] = (
     # 0.18–0.19.x, before graph profiling became the default (0.20.0): "In v0.19, CUDA graph memory
     # profiling will be enabled by default … increase --gpu-memory-utilization from 0.9000 to 0.9616
     # to maintain the same effective KV cache size" — the utilization in use, graphs not set aside
+    # (v1/worker/gpu_worker.py in the 0.18.0, 0.19.0 and 0.19.1 wheels; 0.20.0 prints "Consider re-enabling")
     _t("graph_profiling_optin",
        r"increase[ \n]+--gpu-memory-utilization[ \n]+from[ \n]+(?P<gpu_memory_utilization>" + NUM + r")[ \n]+to[ \n]+"
        r"(?P<x_optin_utilization>" + NUM + r")[ \n]+to[ \n]+maintain[ \n]+the[ \n]+same[ \n]+effective[ \n]+KV[ \n]+cache",
-       P_PROFILE, None, ("0.18.0", "0.19.1"), "v1"),
+       P_PROFILE, None, ("0.18.0", "0.20.0"), "v1"),
     # 0.20+ (and the 0.19.2 builds before it) run with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0: "CUDA graph
     # memory profiling is disabled (…). … Consider re-enabling it (the default as of v0.21.0) and increasing
     # --gpu-memory-utilization from 0.9200 to 0.9285." (v1/worker/gpu_worker.py) — the utilization in use,

@@ -1462,6 +1462,8 @@ def test_a_variable_vllms_own_log_line_names_is_not_the_runs_environment():
     assert "env" not in read_paste(log).extra
     user = read_paste("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 vllm serve Qwen/Qwen3-8B\n" + log)
     assert user.extra["env"] == {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}
+    # that opt-in line is 0.18.0–0.19.1's: the 0.19.1 wheel's gpu_worker.py still prints it, 0.20.0 does not
+    assert read_paste(log).extra["version_hint"] == ("0.18.0", "0.19.1")
 
 
 def test_unsloths_lines_give_vllms_utilization_and_the_cards_total():
