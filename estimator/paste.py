@@ -473,6 +473,8 @@ def _read(raw: str) -> Facts:
         names = _QUOTED_NAME.findall(unsupported.group(1))       # at most 400 characters: no timeout needed
         if names:
             extra["unsupported_architectures"] = names
+    if "default in v0.19" in low and _search(_GRAPH_OPT_IN_ON, text) is not None:
+        hints.append(("0.18.0", "0.20.0"))
     _capacity_rule_hint(facts, hints)
     hint = (_intersect(hints + figure_hints) if figure_hints else None) or _intersect(hints)
     if hint:
@@ -694,6 +696,11 @@ def _free_memory_hint(error: str) -> tuple[str, str | None]:
     if _CUDA_DEVICE.search(error):
         return (DEVICE_NAMED_FROM, version_text(EXTENSIBLE_KV_CACHE_FROM))
     return (DEVICE_NAMED_FROM, None)
+
+
+# "CUDA graph memory profiling is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). This will become the default
+# in v0.19.": the opt-in's own line, 0.18.0–0.19.1 (v1/worker/gpu_worker.py; 0.20.0 says "default since v0.21.0")
+_GRAPH_OPT_IN_ON = regex.compile(r"This[ \n]+will[ \n]+become[ \n]+the[ \n]+default[ \n]+in[ \n]+v0\.19")
 
 
 def _figures_hint(figures) -> tuple[str, str | None] | None:

@@ -227,9 +227,12 @@ TEMPLATES: tuple[Template, ...] = (
        + r")[ \n]*GiB", P_PROFILE + 2, None, ("0.18.0", None), "v1"),
     _t("graph_pool", r"CUDA[ \n]+graph[ \n]+pool[ \n]+memory:[ \n]*(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+\(actual\)",
        P_LOAD + 1, None, ("0.18.0", None), "v1"),      # printed by 0.18–0.19 builds too (graphs not set aside)
+    # "CUDA graph memory profiling is enabled (…). The current --gpu-memory-utilization=U is equivalent to …": 0.18–0.19
+    # with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 ("This will become the default in v0.19."), 0.20+ by default
+    # ("(default since v0.21.0)"): v1/worker/gpu_worker.py in the 0.18.0–0.20.1 wheels
     _t("graph_profiling_enabled",
        r"The[ \n]+current[ \n]+--gpu-memory-utilization=(?P<gpu_memory_utilization>" + NUM + r")[ \n]+is[ \n]+equivalent[ \n]+to[ \n]+"
-       r"--gpu-memory-utilization=(?P<x_equivalent_utilization>" + NUM + r")", P_PROFILE, None, ("0.20.0", None), "v1"),
+       r"--gpu-memory-utilization=(?P<x_equivalent_utilization>" + NUM + r")", P_PROFILE, None, ("0.18.0", None), "v1"),
     _t("graph_profiling", r"Profiling[ \n]+CUDA[ \n]+graph[ \n]+memory:", P_LOAD, None, ("0.18.0", None), "v1"),
     # decode context parallelism's factor in "GPU KV cache size" (v1/core/kv_cache_utils.py): "by the
     # dcp_world_size 8." (0.10.2+), later "by the cp_world_size 4 (pcp_world_size 1 * dcp_world_size 4)."

@@ -1462,8 +1462,16 @@ def test_a_variable_vllms_own_log_line_names_is_not_the_runs_environment():
     assert "env" not in read_paste(log).extra
     user = read_paste("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 vllm serve Qwen/Qwen3-8B\n" + log)
     assert user.extra["env"] == {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}
-    # that opt-in line is 0.18.0–0.19.1's: the 0.19.1 wheel's gpu_worker.py still prints it, 0.20.0 does not
+    # that opt-in line is 0.18.0–0.19.1's: the 0.19.1 wheel's gpu_worker.py still prints it, 0.20.0 does not;
+    # so is the line of a run that opted in, while "is equivalent to" alone is any release from 0.18
     assert read_paste(log).extra["version_hint"] == ("0.18.0", "0.19.1")
+    equivalent = ("The current --gpu-memory-utilization=0.9000 is equivalent to --gpu-memory-utilization=0.8384 without "
+                  "CUDA graph memory profiling. To maintain the same effective KV cache size as before, increase "
+                  "--gpu-memory-utilization to 0.9616.")
+    opted_in = ("INFO 04-17 02:01:15 [gpu_worker.py:472] CUDA graph memory profiling is enabled "
+                "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). This will become the default in v0.19. " + equivalent)
+    assert read_paste(opted_in).extra["version_hint"] == ("0.18.0", "0.19.1")
+    assert read_paste(equivalent).extra["version_hint"] == ("0.18.0", None)
 
 
 def test_unsloths_lines_give_vllms_utilization_and_the_cards_total():
