@@ -16,6 +16,7 @@ timeout so hostile input cannot hang a caller.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import shlex
 from collections import deque
@@ -377,6 +378,40 @@ def flag_key(flag: str) -> str | None:
     return None
 
 
+# vLLM's argument parser takes a dict-valued engine argument one key at a time, `--speculative-config.method
+# mtp --speculative-config.num_speculative_tokens 2` or `--limit-mm-per-prompt.image=10`, and merges the keys
+# into the dict (vllm/utils/argparse_utils.py FlexibleArgumentParser, "--json-arg.key value"). The keys read:
+DOTTED_KEYS = frozenset({"speculative_config", "limit_mm_per_prompt", "compilation_config"})
+
+
+def dotted_flag(flag: str) -> tuple[str, str] | None:
+    """(settings key, dict key) of a dotted flag ('--speculative-config.method' → ('speculative_config',
+    'method')), or None for any other word."""
+    base, dot, sub = flag.partition(".")
+    key = flag_key(base) if dot and regex.fullmatch(r"[A-Za-z_][\w.]*", sub) else None
+    return (key, sub.replace("-", "_")) if key in DOTTED_KEYS else None
+
+
+class DottedValues:
+    """Dotted flags' keys gathered per setting, as one dict each (a JSON text, like a dict-valued flag's),
+    at the first dotted flag's place: the value vLLM builds from them."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, tuple[dict[str, object], tuple[int, int], str]] = {}
+
+    def add(self, key: str, sub: str, raw: str, span: tuple[int, int], source_text: str) -> None:
+        value: object = parse_bool(raw) if parse_bool(raw) is not None and not raw.isdigit() else _literal(raw)
+        self._found.setdefault(key, ({}, span, source_text))[0][sub] = value
+
+    def settings(self, source: str) -> list[Setting]:
+        out = []
+        for key, (d, span, text) in self._found.items():
+            value = normalise(key, json.dumps(d))
+            if value is not None:
+                out.append(Setting(key, value, span, source, text))
+        return out
+
+
 # ---------------------------------------------------------------------------------------------
 # argv (the CLI's `kvdoctor estimate -- vllm serve MODEL …`)
 
@@ -405,6 +440,7 @@ def flag_takes_value(flag: str) -> bool:
 
 def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> list[Setting]:
     out: list[Setting] = []
+    dotted = DottedValues()
     i = 0
     after_serve = False
     positional_taken = False
@@ -413,6 +449,14 @@ def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> lis
         tok, span = tokens[i]
         if tok in ("serve", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"):
             after_serve = True
+            i += 1
+            continue
+        if is_flag_word(tok) and dotted_flag(tok.partition("=")[0]):
+            flag, eq, val = tok.partition("=")
+            key, sub = dotted_flag(flag)
+            if not eq and i + 1 < n and not is_flag_word(tokens[i + 1][0]):
+                val, i = tokens[i + 1][0], i + 1
+            dotted.add(key, sub, val if (eq or val) else "true", span, tok)
             i += 1
             continue
         if is_flag_word(tok):
@@ -462,7 +506,7 @@ def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> lis
             if value:
                 out.append(Setting("model", value, span, source, tok))
         i += 1
-    return out
+    return out + dotted.settings(source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,7 +529,7 @@ _FOREIGN = regex.compile(
 
 _LOOSE_FLAG = regex.compile(
     r"""(?x)
-    (?<![\w/.-])(--?[A-Za-z][\w-]*)            # the flag
+    (?<![\w/.-])(--?[A-Za-z][\w-]*(?:\.[A-Za-z_][\w]*)*)   # the flag (a dict key after a dot: DOTTED_KEYS)
     (?:
        \s*=\s*["']?(?P<v>[^\s"',\]\)}`]+)        # --flag=value
      | (?:[ \t]+|["']\s*,\s*["']|["']?[ \t]*\n[ \t]*-[ \t]+["']?)(?P<w>(?!--)[^\s"',\]\)}`]+)   # --flag value / "--flag", "value" / yaml list
@@ -790,6 +834,7 @@ def scan_commands(text: str) -> list[Setting]:
     image args) and loose `--flags` anywhere else (code blocks of bare args, YAML/JSON arg lists,
     prose). Flags of other servers' command lines (SGLang, llama.cpp …) are skipped."""
     out: list[Setting] = []
+    dotted = DottedValues()
     spans = command_spans(text)
     for s, e, is_vllm in spans:
         if is_vllm:
@@ -801,6 +846,11 @@ def scan_commands(text: str) -> list[Setting]:
         if is_suggestion(text, m.start()):
             continue
         flag = m.group(1)
+        if "." in flag:
+            grp = "v" if m.group("v") is not None else ("w" if m.group("w") is not None else None)
+            if dotted_flag(flag) and grp is not None:
+                dotted.add(*dotted_flag(flag), m.group(grp), m.span(1), m.group(0))
+            continue
         name = flag.lstrip("-").replace("-", "_").lower()
         negated = name.startswith("no_") and flag_key("--" + name[3:]) in BOOL_KEYS
         key = flag_key("--" + name[3:]) if negated else flag_key(flag)
@@ -836,7 +886,7 @@ def scan_commands(text: str) -> list[Setting]:
         value = normalise(key, m.group(grp))
         if value is not None:
             out.append(Setting(key, value, m.span(grp), "flag", m.group(0)))
-    return out
+    return out + dotted.settings("flag")
 
 
 # vLLM prints the --kv-cache-memory it suggests with its GiB figure in brackets (v1/worker/gpu_worker.py
@@ -941,7 +991,17 @@ def scan_kwargs(text: str) -> list[Setting]:
             value = normalise(key, _literal(m.group("v")))
             if value is not None:
                 out.append(Setting(key, value, _value_span(m, "v"), "kwargs", m.group(0)))
+        for m in _safe_finditer(_DICT_KWARG, text, start, end, limit=20):
+            # `speculative_config={"method": "mtp", …}`: the whole dict, as a flag's dict value is read
+            brace = _dict_value_at(text, m.end(1)) if _depth_ok(text, start, m.start()) else None
+            value = normalise(m.group(1), text[brace[0]:brace[1]]) if brace else None
+            if value is not None:
+                out.append(Setting(m.group(1), value, brace, "kwargs", text[m.start():brace[1]]))
     return out
+
+
+# A dict-valued keyword argument of LLM(...) / EngineArgs(...) that kvdoctor reads (_NESTED_READERS' keys)
+_DICT_KWARG = regex.compile(r"(?<![\w.])(speculative_config|limit_mm_per_prompt)\s*=\s*(?=\{)")
 
 
 # User code's `LLM(model=…, …)` — the offline LLM class (UsageContext.LLM_CLASS), not a word "LLM (…)"

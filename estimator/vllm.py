@@ -709,9 +709,10 @@ def graphs_budgeted(p: Profile, s: EngineSettings) -> bool:
 def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> EngineSettings:
     """Apply `vllm serve`-style flags to settings, strictly: a known flag with a bad value raises
     BadInput (the CLI exits 2); unknown flags are kept in `unknown_flags` and ignored."""
-    from estimator.flags import BOOL_KEYS, flag_key, normalise
+    from estimator.flags import BOOL_KEYS, DottedValues, dotted_flag, flag_key, normalise
 
     s = settings or EngineSettings()
+    dotted = DottedValues()
     i = 0
     while i < len(argv):
         tok = argv[i]
@@ -755,6 +756,13 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             i += 0 if eq else 1
             if not s.vllm_version:
                 raise BadInput("--vllm-version needs a value")
+            continue
+        if dotted_flag(name):
+            # `--speculative-config.method mtp`: one key of a dict-valued argument (gathered below)
+            if not eq and i < len(argv) and not argv[i].startswith("--"):
+                eq, inline = "=", argv[i]
+                i += 1
+            dotted.add(*dotted_flag(name), inline if eq else "true", (0, 0), tok)
             continue
         negated = name.startswith("--no-")
         key = flag_key("--" + name[5:] if negated else name)
@@ -802,6 +810,13 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
                 raise BadInput(f"{name}: no speculative method or draft model in {inline!r}")
             continue
         setattr(s, key, _value(key, inline, name))
+    for gathered in dotted.settings("cmdline"):
+        if gathered.key == "speculative_config":
+            apply_speculative(s, gathered.value)
+        elif gathered.key == "limit_mm_per_prompt":
+            from estimator.flags import read_mm_limits
+
+            s.limit_mm_per_prompt = read_mm_limits(gathered.value) or s.limit_mm_per_prompt
     if s.language_model_only:
         s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
     return s

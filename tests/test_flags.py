@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from estimator.flags import flag_key, human_int, llm_call_with, normalise, parse_argv, scan_text
@@ -238,6 +240,37 @@ def test_a_json_flag_value_on_the_next_line_of_a_yaml_command_list_is_read_whole
     assert f.extra["speculative_config"] == '{"method":"mtp","num_speculative_tokens":2}'
     assert read_speculative(f.extra["speculative_config"]) == ("mtp", 2)
     assert f.get("max_model_len") == 262144
+
+
+def test_a_dict_argument_given_one_key_at_a_time_is_read_as_the_dict_vllm_builds():
+    """vLLM takes `--speculative-config.method mtp --speculative-config.num_speculative_tokens 2` and
+    `--limit-mm-per-prompt.image=10` (FlexibleArgumentParser's "--json-arg.key value"), merging the keys into
+    one dict; a Llama-4-Scout report serves with `--limit-mm-per-prompt.image 10`. Read on a command line, in
+    a compose list, and by `kvdoctor estimate`'s own flags."""
+    from estimator.paste import read_paste
+    from estimator.vllm import parse_flags
+
+    cmd = read_paste("vllm serve Qwen/Qwen3-8B --speculative-config.method mtp "
+                     "--speculative-config.num_speculative_tokens 2 --limit-mm-per-prompt.image=10 --max-model-len 8192\n")
+    assert json.loads(cmd.extra["speculative_config"]) == {"method": "mtp", "num_speculative_tokens": 2}
+    assert json.loads(cmd.extra["limit_mm_per_prompt"]) == {"image": 10}
+    assert cmd.get("max_model_len") == 8192
+    compose = read_paste('    command:\n      - --speculative-config.method\n      - mtp\n'
+                         '      - --speculative-config.num_speculative_tokens\n      - "3"\n')
+    assert json.loads(compose.extra["speculative_config"]) == {"method": "mtp", "num_speculative_tokens": 3}
+    s = parse_flags(["--speculative-config.method", "mtp", "--speculative-config.num_speculative_tokens=2",
+                     "--limit-mm-per-prompt.image", "10"])
+    assert (s.speculative_method, s.num_speculative_tokens, s.limit_mm_per_prompt) == ("mtp", 2, {"image": 10})
+
+
+def test_an_llm_calls_dict_argument_is_read_whole():
+    """`LLM(..., speculative_config={"method": "ngram", "num_speculative_tokens": 4})`: the dict, as a flag's."""
+    from estimator.paste import read_paste
+
+    f = read_paste('llm = LLM(model="Qwen/Qwen3-8B", max_model_len=8192,\n          speculative_config={"method": '
+                   '"ngram", "num_speculative_tokens": 4}, gpu_memory_utilization=0.85)\n')
+    assert json.loads(f.extra["speculative_config"]) == {"method": "ngram", "num_speculative_tokens": 4}
+    assert (f.get("max_model_len"), f.get("gpu_memory_utilization")) == (8192, 0.85)
 
 
 @pytest.mark.parametrize("argv, method", [
