@@ -330,8 +330,9 @@ TEMPLATES: tuple[Template, ...] = (
 
 # 4.12 PyTorch OOM — parsed by its own function (sizes carry units, several processes).
 SIZE = r"(?P<n>" + NUM + r")[ ]?(?P<u>GiB|MiB|KiB|GB|MB|KB|bytes|B)\b"
+# (ROCm builds of PyTorch print the same message with "HIP" for "CUDA": c10's caching allocator, hipified)
 TORCH_OOM = regex.compile(
-    r"(?:(?:torch\.)?(?:cuda\.)?OutOfMemoryError:[ \n]*)?CUDA[ \n]+out[ \n]+of[ \n]+memory\.[ \n]+Tried[ \n]+to[ \n]+allocate[ \n]+"
+    r"(?:(?:torch\.)?(?:cuda\.)?OutOfMemoryError:[ \n]*)?(?:CUDA|HIP)[ \n]+out[ \n]+of[ \n]+memory\.[ \n]+Tried[ \n]+to[ \n]+allocate[ \n]+"
     r"(?P<tried>" + NUM + r"[ ]?(?:GiB|MiB|KiB|GB|MB|bytes))[ \n]*"
     r"(?:\.[ \n]+GPU[ \n]+(?P<gpu_index>\d+)[ \n]+has[ \n]+a[ \n]+total[ \n]+capac(?:i)?ty[ \n]+of[ \n]+(?P<total>" + NUM
     + r"[ ]?(?:GiB|MiB|GB))[ \n]+of[ \n]+which[ \n]+(?P<free>" + NUM + r"[ ]?(?:GiB|MiB|KiB|bytes|GB|MB))[ \n]+is[ \n]+free\."
@@ -349,8 +350,8 @@ SAMPLER_OOM = regex.compile(r"CUDA[ \n]+out[ \n]+of[ \n]+memory[ \n]+occurred[ \
                             r"(?:[ \n]+with[ \n]+(?P<n>\d+)[ \n]+dummy[ \n]+requests)?")
 # CUDA OOM said some other way (driver error, a user's words).
 OTHER_CUDA_OOM = regex.compile(
-    r"CUDA[ \n]+error:[ \n]+out[ \n]+of[ \n]+memory|\bOutOfMemoryError\b|CUDA[ \n]+OOM\b|CUDA[ \n]+out[ \n]+of[ \n]+memory"
-    r"|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation", regex.I)
+    r"CUDA[ \n]+error:[ \n]+out[ \n]+of[ \n]+memory|\bOutOfMemoryError\b|CUDA[ \n]+OOM\b|(?:CUDA|HIP)[ \n]+out[ \n]+of[ \n]+memory"
+    r"|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|hipErrorOutOfMemory", regex.I)
 
 
 def size_gib(text: str) -> float | None:

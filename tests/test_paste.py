@@ -372,6 +372,21 @@ def test_torch_oom_private_pools_means_graphs_existed():
     assert f.get("total_gpu_memory_gib") == 23.57
 
 
+def test_rocm_torchs_hip_oom_is_the_same_message():
+    """PyTorch built for ROCm prints its allocator's OOM with "HIP" for "CUDA" (a KlimtechRAG traceback:
+    "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 978.00 MiB. GPU 0 has a total capacity of
+    15.98 GiB of which 630.00 MiB is free. …"): the card's total and the OOM's figures are read alike."""
+    text = ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 978.00 MiB. GPU 0 has a total capacity of "
+            "15.98 GiB of which 630.00 MiB is free. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes "
+            "is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+            "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
+    f = read_paste("vllm serve Qwen/Qwen2.5-7B-Instruct\n" + text)
+    assert f.extra["torch_oom"]["total_capacity_gib"] == 15.98
+    assert f.extra["torch_oom"]["tried_to_allocate_gib"] == round(978 / 1024, 4)
+    assert f.get("total_gpu_memory_gib") == 15.98
+    assert f.error_kind == "cuda_oom_load"
+
+
 def test_old_torch_oom_format():
     text = ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total capacity; 21.03 GiB "
             "already allocated; 1.12 GiB free; 21.40 GiB reserved in total by PyTorch) vllm")
