@@ -1360,7 +1360,7 @@ _PHASES = (
     # the profile run is over, what fails next is the cache's allocation, graph capture or warm-up
     ("graph", regex.compile(r"(?i)\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
                             r"|reserved[ ]+for[ ]+KV[ ]+Cache[ ]+is"
-                            r"|initialize_cache|_initialize_kv_caches|initialize_from_config|capture_model|Capturing[ ]+(?:the[ ]+model"
+                            r"|initialize_cache|initialize_from_config|capture_model|Capturing[ ]+(?:the[ ]+model"
                             r"[ ]+for[ ]+)?CUDA[ ]+graphs?|cudagraph|CUDA[ ]+graph|Graph[ ]+capturing|capture_end"
                             r"|compile_or_warm_up_model|warm[ _-]?up(?![ ]+sampler)|warming[ ]+up(?![ ]+sampler)"
                             r"|(?:at|during|while)[ ]+(?:graph[ ]+)?captur(?:e|ing)\b")),
@@ -1370,6 +1370,13 @@ _PHASES = (
                               r"|Processed[ ]+prompts|\bgenerate\(")),
 )
 _PHASE_RE = dict(_PHASES)
+# The engine's `_initialize_kv_caches` (V0 LLMEngine, V1 EngineCore) runs the profile run, then sizes and
+# allocates the KV cache, then captures graphs: a traceback cut to that frame says only "after the load".
+# Before a line that sizes the KV cache it is the profile run (an RX 9070 XT log: Inductor's OOM under it,
+# no pool printed), after one the cache's allocation or graph capture.
+_KV_INIT_FRAME = regex.compile(r"_initialize_kv_caches")
+_KV_SIZED = regex.compile(r"(?i)\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
+                          r"|reserved[ ]+for[ ]+KV[ ]+Cache[ ]+is")
 
 
 _LOGGISH = regex.compile(r"[ ]*(?:File[ ]+\"|Traceback|\w+(?:\.\w+)*(?:Error|Exception)\b|\w+[ ]+\d\d-\d\d[ ])")
@@ -1379,7 +1386,7 @@ def _phase_in(text: str, start: int, end: int, log_lines: set | None = None) -> 
     """Last phase marker in text[start:end]; with `log_lines`, only markers on lines vLLM or a
     traceback printed (prose like "# disable cuda graphs" says nothing about where it failed)."""
     best: tuple[int, str] | None = None
-    for name, pat in _PHASES:
+    for name, pat in _PHASES + (("kv_init", _KV_INIT_FRAME),):
         try:
             for m in pat.finditer(text, start, end, timeout=budget(0.1)):
                 if log_lines is not None:
@@ -1390,6 +1397,12 @@ def _phase_in(text: str, start: int, end: int, log_lines: set | None = None) -> 
                     best = (m.start(), name)
         except TimeoutError:
             continue
+    if best is not None and best[1] == "kv_init":
+        try:
+            sized = _KV_SIZED.search(text, start, best[0], timeout=budget(0.1)) is not None
+        except TimeoutError:
+            sized = True
+        best = (best[0], "graph" if sized else "profile")
     return best
 
 

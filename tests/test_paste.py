@@ -387,6 +387,21 @@ def test_rocm_torchs_hip_oom_is_the_same_message():
     assert f.error_kind == "cuda_oom_load"
 
 
+def test_a_traceback_cut_to_initialize_kv_caches_is_placed_by_the_kv_lines_before_it():
+    """The engine's `_initialize_kv_caches` runs the profile run, then sizes the cache, then captures graphs; a
+    traceback the paste cuts to that frame (a Colab T4 log, vLLM 0.19.1: Inductor's autotuning OOM under it) is
+    the profile run where no line sized the KV cache before it, and graph capture where one did."""
+    head = ("(EngineCore pid=42887) INFO 04-26 12:04:51 [gpu_model_runner.py:4820] Model loading took 14.25 GiB memory "
+            "and 53.543025 seconds\n[...]\n")
+    tail = ("(EngineCore pid=42887) ERROR 04-26 12:05:05 [core.py:1108]     kv_cache_config = self._initialize_kv_caches("
+            "vllm_config)\n[...]\n(EngineCore pid=42887) ERROR 04-26 12:05:05 [core.py:1108] torch._inductor.exc."
+            "InductorError: RuntimeError: Failed to run autotuning code block: CUDA out of memory. Tried to allocate "
+            "1.02 GiB. GPU 0 has a total capacity of 14.56 GiB of which 111.81 MiB is free.\n")
+    assert read_paste(head + tail).error_kind == "cuda_oom_profile"
+    sized = "(EngineCore pid=42887) INFO 04-26 12:05:01 [gpu_worker.py:436] Available KV cache memory: 0.6 GiB\n"
+    assert read_paste(head + sized + tail).error_kind == "cuda_oom_graph"
+
+
 def test_old_torch_oom_format():
     text = ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total capacity; 21.03 GiB "
             "already allocated; 1.12 GiB free; 21.40 GiB reserved in total by PyTorch) vllm")
