@@ -26,9 +26,11 @@ from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
 from estimator.units import HALF_HUNDREDTH, GiB
 from estimator.vllm import (
+    BNB_MOE_FROM,
     EXTENSIBLE_UTILIZATION,
     GRAPH_PROFILING_ENV_FROM,
     ONLINE_QUANT_METHODS,
+    QUANT_METHOD_REMOVED,
     SPECULATIVE_CONFIG_FROM,
     ceil_div,
     extensible_kv_cache,
@@ -39,6 +41,13 @@ from estimator.vllm import (
 FP8_KV = "fp8"
 # pipeline parallelism in the engine (vllm PR #4412, released in 0.5.1)
 PIPELINE_FROM = (0, 5, 1)
+# --quantization bitsandbytes (layers/quantization/bitsandbytes.py: in the 0.5.0 wheel, not in 0.4.3's), until
+# 0.28 removed it (vllm.QUANT_METHOD_REMOVED)
+BNB_FROM = (0, 5, 0)
+BNB_MIN_CC = 7.0
+# 0.6.1's config.py refuses "BitAndBytes quantization with TP or PP is not supported yet."; 0.6.2's does not
+# (vllm PR #8434; the 0.6.1 and 0.6.2 wheels)
+BNB_SPLIT_FROM = (0, 6, 2)
 # vLLM's --gpu-memory-utilization default (vllm/engine/arg_utils.py) before the extensible KV cache's 1.0
 DEFAULT_UTILIZATION = 0.9
 # The most utilization a fix asks for (but with 0.34's extensible cache): the 5% of the card it leaves
@@ -517,8 +526,9 @@ def _split_and_fp8_fixes(est: Estimate, have: int | None, fp8_why: str, settled:
     splits = [tp for tp in (2, 4, 8)
               if tp > est.settings.tensor_parallel_size and not est.spec.num_attention_heads % tp]
     within = [tp for tp in splits if not have or _gpus_for(est, tp) <= have]
-    out = [x for x in (_more_gpus_fix(est, within, have),
-                       _online_fp8_fix(est, fp8_why, "or use an FP8/AWQ checkpoint of the same model")) if x]
+    fp8 = _online_fp8_fix(est, fp8_why, "or use an FP8/AWQ checkpoint of the same model")
+    four_bit = _inflight_4bit_fix(est) if not est.fits and (fp8 is None or not (fp8.keeps_goal and fp8.fits)) else None
+    out = [x for x in (_more_gpus_fix(est, within, have), fp8, four_bit) if x]
     settled = settled or _keeps_context(out)
     if have and within and not settled:
         both = _online_fp8_fix(est, f"FP8 weights split over {_gpus_for(est, within[-1])} GPUs",
@@ -750,6 +760,24 @@ def _online_fp8_fix(est: Estimate, why: str, caveat: str, tensor_parallel_size: 
     flag = "fp8_per_tensor" if est.profile.version >= (0, 20, 0) else "fp8"
     flags = ([_flag("tensor-parallel-size", tensor_parallel_size)] if split else []) + [_flag("quantization", flag)]
     return _with_len(est, {**split, "quantization": "fp8"}, why, True, caveat, flags)
+
+
+def _inflight_4bit_fix(est: Estimate) -> Suggestion | None:
+    """4-bit weights quantized while a 16-bit checkpoint loads (`--quantization bitsandbytes`, vLLM's
+    BitsAndBytesModelLoader), for a run that does not fit where FP8 weights are not to be had or do not fit
+    either: the lever left on one card (a T4 has no FP8); slower decoding is no price for a little more KV. 0.5 to 0.27 (BNB_FROM, QUANT_METHOD_REMOVED); MoE layers from BNB_MOE_FROM; NVIDIA
+    cards of compute capability 7.0 and up (BitsAndBytesConfig.get_min_capability: 70; not a Pascal card);
+    with tensor or pipeline parallelism from BNB_SPLIT_FROM.
+    `--load-format bitsandbytes` goes with it: releases before 0.7 required it, later ones accept it."""
+    v, cc, s = est.profile.version, cc_number(est.compute_capability), est.settings
+    split = s.tensor_parallel_size > 1 or s.pipeline_parallel_size > 1
+    if s.quantization or est.spec.quantization or not BNB_FROM <= v < QUANT_METHOD_REMOVED["bitsandbytes"] \
+            or (est.spec.moe and v < BNB_MOE_FROM) or cc is None or cc < BNB_MIN_CC or (split and v < BNB_SPLIT_FROM):
+        return None
+    return _with_len(est, {"quantization": "bitsandbytes"},
+                     "4-bit weights quantized while the checkpoint loads (about a quarter of 16-bit's memory; slower "
+                     "than an AWQ/GPTQ checkpoint of the same model, which needs no flag)", True, "",
+                     [_flag("quantization", "bitsandbytes"), _flag("load-format", "bitsandbytes")])
 
 
 def _last_resorts_last(out: list[Suggestion], goal: int) -> list[Suggestion]:

@@ -775,6 +775,16 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
                 raise BadInput(f"{name} takes true/false, got {inline!r}")
             s.language_model_only = bool(on)
             continue
+        if key == "load_format":
+            # how the weights are read: no memory of its own, but the bitsandbytes loader quantizes while it
+            # loads and goes with --quantization bitsandbytes (which sets it itself from 0.9: engine/arg_utils.py)
+            value = inline if eq else (argv[i] if i < len(argv) else "")
+            i += 0 if eq else 1
+            if not value:
+                raise BadInput(f"flag {name} needs a value")
+            if value.strip().lower() == "bitsandbytes" and not s.quantization:
+                s.quantization = "bitsandbytes"
+            continue
         if key not in _FIELDS:
             s.unknown_flags.append(tok)
             continue

@@ -621,7 +621,7 @@ def test_online_fp8_names_and_the_16_bit_load_before_0_16(llama8b):
     are allocated first, so the fix is not offered where they do not fit on the card."""
     def fp8_flags(version, gpu):
         est = run_estimate(llama8b, gpu, EngineSettings(vllm_version=version, max_model_len=131072))
-        return [s.flags for s in suggest(est) if "quantization" in s.changes]
+        return [s.flags for s in suggest(est) if "fp8" in str(s.changes.get("quantization"))]
 
     assert any("--quantization fp8_per_tensor" in f for f in fp8_flags("0.33.0", "L4"))
     assert any(f.startswith("--quantization fp8") and "per_tensor" not in f for f in fp8_flags("0.10.1", "L4"))
@@ -1305,3 +1305,27 @@ def test_the_capacity_gap_sizes_an_nvidia_smi_card_as_torch_sees_it():
     raised = [u for u in d.unchecked if "gpu-memory-utilization" in u["flags"]]
     assert [u["flags"] for u in raised] == ["--gpu-memory-utilization 0.89"]
     assert "is 0.04 of the 23.64 GiB of this GPU" in raised[0]["why"]
+
+
+@pytest.mark.parametrize("gpu, version, offered", [
+    ("T4", "0.6.6", True),          # Turing: no FP8 weights, bitsandbytes runs (compute capability 7.5 ≥ 7.0)
+    ("GTX 1080", "0.6.6", False),   # Pascal (6.1): under BitsAndBytesConfig.get_min_capability's 70
+    ("T4", "0.28.0", False),        # 0.28 removed the method ("Unknown quantization method: bitsandbytes")
+    ("T4", "0.4.3", False),         # before 0.5.0 there was none
+])
+def test_a_16bit_model_too_big_for_one_card_gets_4bit_weights_where_no_fp8_fix_fits(gpu, version, offered):
+    """Mistral-7B-Instruct-v0.2 in fp16 on one T4 at 0.95 (a lumin33r log: 1,936 tokens of KV for 2,048): FP8
+    weights need a newer card, so the lever left on that card is 4-bit weights quantized while loading,
+    `--quantization bitsandbytes`, re-checked like the others; not where the card or the release lacks it."""
+    from estimator.vllm import parse_flags
+
+    spec = load_model("mistralai/Mistral-7B-Instruct-v0.2", offline=True).spec
+    est = run_estimate(spec, gpu, parse_flags(["--max-model-len", "2048", "--gpu-memory-utilization", "0.95",
+                                               "--dtype", "float16", "--vllm-version", version]))
+    assert not est.fits
+    fixes = {s.flags: s for s in suggest(est)}
+    bnb = fixes.get("--quantization bitsandbytes --load-format bitsandbytes")
+    assert (bnb is not None) == offered
+    if offered:
+        assert bnb.fits and bnb.estimate.weights_bytes < est.weights_bytes / 3
+        assert not any("--quantization fp8" in f for f in fixes)

@@ -373,3 +373,14 @@ def test_a_fix_is_written_in_unsloths_own_arguments():
     # no call in the paste (only Unsloth's banner): a bare one naming the model
     assert unsloth_call_with("Unsloth: vLLM loading x", "--kv-cache-dtype fp8", None, "org/m") == \
         'FastLanguageModel.from_pretrained(model_name = "org/m", fast_inference = True, float8_kv_cache = True)'
+
+
+def test_the_load_format_is_known_and_bitsandbytes_is_that_quantization():
+    """`--load-format` reads weights, no memory of its own; `bitsandbytes` is the loader that quantizes while it
+    loads, the one --quantization bitsandbytes sets itself from 0.9 (engine/arg_utils.py create_load_config)."""
+    from estimator.vllm import parse_flags
+
+    s = parse_flags(["--load-format", "bitsandbytes"])
+    assert (s.quantization, s.unknown_flags) == ("bitsandbytes", [])
+    s = parse_flags(["--load-format=safetensors", "--quantization", "awq"])
+    assert (s.quantization, s.unknown_flags) == ("awq", [])
