@@ -765,10 +765,11 @@ def _online_fp8_fix(est: Estimate, why: str, caveat: str, tensor_parallel_size: 
 def _inflight_4bit_fix(est: Estimate) -> Suggestion | None:
     """4-bit weights quantized while a 16-bit checkpoint loads (`--quantization bitsandbytes`, vLLM's
     BitsAndBytesModelLoader), for a run that does not fit where FP8 weights are not to be had or do not fit
-    either: the lever left on one card (a T4 has no FP8); slower decoding is no price for a little more KV. 0.5 to 0.27 (BNB_FROM, QUANT_METHOD_REMOVED); MoE layers from BNB_MOE_FROM; NVIDIA
-    cards of compute capability 7.0 and up (BitsAndBytesConfig.get_min_capability: 70; not a Pascal card);
-    with tensor or pipeline parallelism from BNB_SPLIT_FROM.
-    `--load-format bitsandbytes` goes with it: releases before 0.7 required it, later ones accept it."""
+    either: the lever left on one card (a T4 has no FP8); slower decoding is no price for a little more KV.
+    0.5 to 0.27 (BNB_FROM, QUANT_METHOD_REMOVED); MoE layers from BNB_MOE_FROM; NVIDIA cards of compute
+    capability 7.0 and up (BitsAndBytesConfig.get_min_capability: 70; not a Pascal card); with tensor or
+    pipeline parallelism from BNB_SPLIT_FROM. `--load-format bitsandbytes` goes with it: the 0.9 wheel's
+    arg_utils.py sets it from the quantization, earlier releases asked for both, later ones accept it."""
     v, cc, s = est.profile.version, cc_number(est.compute_capability), est.settings
     split = s.tensor_parallel_size > 1 or s.pipeline_parallel_size > 1
     if s.quantization or est.spec.quantization or not BNB_FROM <= v < QUANT_METHOD_REMOVED["bitsandbytes"] \

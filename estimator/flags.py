@@ -381,7 +381,7 @@ def flag_key(flag: str) -> str | None:
 # vLLM's argument parser takes a dict-valued engine argument one key at a time, `--speculative-config.method
 # mtp --speculative-config.num_speculative_tokens 2` or `--limit-mm-per-prompt.image=10`, and merges the keys
 # into the dict (vllm/utils/argparse_utils.py FlexibleArgumentParser, "--json-arg.key value"). The keys read:
-DOTTED_KEYS = frozenset({"speculative_config", "limit_mm_per_prompt", "compilation_config"})
+DOTTED_KEYS = frozenset({"speculative_config", "limit_mm_per_prompt"})
 
 
 def dotted_flag(flag: str) -> tuple[str, str] | None:
@@ -400,7 +400,8 @@ class DottedValues:
         self._found: dict[str, tuple[dict[str, object], tuple[int, int], str]] = {}
 
     def add(self, key: str, sub: str, raw: str, span: tuple[int, int], source_text: str) -> None:
-        value: object = parse_bool(raw) if parse_bool(raw) is not None and not raw.isdigit() else _literal(raw)
+        flag = parse_bool(raw)
+        value: object = flag if flag is not None and not raw.isdigit() else _literal(raw)
         self._found.setdefault(key, ({}, span, source_text))[0][sub] = value
 
     def settings(self, source: str) -> list[Setting]:
@@ -1000,8 +1001,8 @@ def scan_kwargs(text: str) -> list[Setting]:
     return out
 
 
-# A dict-valued keyword argument of LLM(...) / EngineArgs(...) that kvdoctor reads (_NESTED_READERS' keys)
-_DICT_KWARG = regex.compile(r"(?<![\w.])(speculative_config|limit_mm_per_prompt)\s*=\s*(?=\{)")
+# A dict-valued keyword argument of LLM(...) / EngineArgs(...) that kvdoctor reads (DOTTED_KEYS)
+_DICT_KWARG = regex.compile(r"(?<![\w.])(" + "|".join(sorted(DOTTED_KEYS)) + r")\s*=\s*(?=\{)")
 
 
 # User code's `LLM(model=…, …)` — the offline LLM class (UsageContext.LLM_CLASS), not a word "LLM (…)"
