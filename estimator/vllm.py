@@ -821,12 +821,19 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
             continue
         setattr(s, key, _value(key, inline, name))
     for gathered in dotted.settings("cmdline"):
+        # the dict the keys make, checked as the whole-dict flag is
         if gathered.key == "speculative_config":
             apply_speculative(s, gathered.value)
+            if s.speculative_method in (None, "true", "false"):
+                raise BadInput(f"{gathered.raw}: no speculative method or draft model in {gathered.value!r}")
         elif gathered.key == "limit_mm_per_prompt":
             from estimator.flags import read_mm_limits
 
-            s.limit_mm_per_prompt = read_mm_limits(gathered.value) or s.limit_mm_per_prompt
+            limits = read_mm_limits(gathered.value)
+            if not limits:
+                raise BadInput(f"{gathered.raw}: expected a count per modality, e.g. --limit-mm-per-prompt.image 1, "
+                               f"got {gathered.value!r}")
+            s.limit_mm_per_prompt = limits
     if s.language_model_only:
         s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
     return s

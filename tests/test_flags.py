@@ -261,6 +261,13 @@ def test_a_dict_argument_given_one_key_at_a_time_is_read_as_the_dict_vllm_builds
     s = parse_flags(["--speculative-config.method", "mtp", "--speculative-config.num_speculative_tokens=2",
                      "--limit-mm-per-prompt.image", "10"])
     assert (s.speculative_method, s.num_speculative_tokens, s.limit_mm_per_prompt) == ("mtp", 2, {"image": 10})
+    # the dict they make is checked as the whole-dict flag is: a bad one is bad input, not ignored
+    from estimator.errors import BadInput
+
+    for argv in (["--speculative-config.num_speculative_tokens", "2"], ["--speculative-config.method"],
+                 ["--limit-mm-per-prompt.image", "abc"]):
+        with pytest.raises(BadInput):
+            parse_flags(argv)
 
 
 def test_an_llm_calls_dict_argument_is_read_whole():
