@@ -121,10 +121,11 @@ def _variant_stem(name: str) -> str:
 def _bare_name(name: str) -> str:
     """A repo name as the family knows it, for comparing an export's stem with the catalog: lower-cased,
     without Meta's "-hf" (Hugging Face format) or a precision/format suffix (NVIDIA's …-BF16 / …-FP8
-    siblings), and with the renamed Llama 3.1 prefix (Meta-Llama-3.1-… is now Llama-3.1-…)."""
+    siblings), and without the "Meta-" of Llama 3's and 3.1's official names (Meta-Llama-3.1-… is now
+    Llama-3.1-…, and exports name Meta-Llama-3-70B-Instruct "llama-3-70b-instruct": casperhansen's AWQ)."""
     m = _QUANT_SUFFIX.search(name)
     bare = re.sub(r"(?i)-hf$", "", name[: m.start()] if m else name).lower()
-    return re.sub(r"^meta-llama-3\.1-", "llama-3.1-", bare)
+    return re.sub(r"^meta-llama-3(\.1)?-", r"llama-3\1-", bare)
 
 
 # A QAT word in a repo name: Google trains its Gemma QAT checkpoints on an int4 grid, symmetric, with groups

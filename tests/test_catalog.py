@@ -242,6 +242,8 @@ def test_a_16_bit_re_upload_resolves_to_the_meta_hf_repo_it_copies():
     assert base_model_candidate("unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit") == \
         ("meta-llama/Llama-3.1-8B-Instruct", "bitsandbytes")
     assert base_model_candidate("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8") == ("meta-llama/Llama-3.1-70B-Instruct", "fp8")
+    # and exports that drop the "Meta-" of Llama 3's own name (casperhansen's widely served AWQ)
+    assert base_model_candidate("casperhansen/llama-3-70b-instruct-awq") == ("meta-llama/Meta-Llama-3-70B-Instruct", "awq")
     assert base_model_candidate("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8") == \
         ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "fp8")
     spec = load_model("TheBloke/CodeLlama-13B-Instruct-fp16", offline=True).spec
