@@ -624,7 +624,8 @@ _KV_KEYS = (
     "cpu_offload_gb|max_seq_len|dtype")
 _KV_PAIR = regex.compile(
     r"(?i)(?<![\w-])(?:(?P<k>" + _KV_KEYS + r"|" + _KV_KEYS.replace("_", "-") + r")"
-    r"[\"']?(?:\s*=\s*|[ \t]*:[ \t]*)|(?P<k2>" + _KV_KEYS.replace("_", "-").replace("|dtype", "") + r")[ ]+(?=[\d.]))"
+    r"[\"']?(?:\s*=\s*|[ \t]*:[ \t]*)|(?P<k2>" + _KV_KEYS.replace("_", "-").replace("|dtype", "") + r"|"
+    + _KV_KEYS.replace("|dtype", "") + r")[ ]+(?=[\d.]))"
     r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|\d{1,3}(?:,\d{3})+(?![\d])|[A-Za-z0-9_.+-]+)")
 
 # A JSON config's model entry (Triton's vLLM backend model.json, an engine-args file): only the quoted

@@ -174,6 +174,10 @@ def test_key_values_in_prose_and_yaml():
     assert s == {"max_model_len": 131072, "gpu_memory_utilization": 0.96}
     s = settings("max_model_len: 8192\ngpu-memory-utilization 0.92\n")
     assert s == {"max_model_len": 8192, "gpu_memory_utilization": 0.92}
+    # a Slack message's "with max_model_len 32768 and gpu_memory_utilization 0.9": vLLM's own names, a number after
+    s = settings("hey folks, running vllm with max_model_len 32768 and gpu_memory_utilization 0.9 on 2x A100 40GB")
+    assert s == {"max_model_len": 32768, "gpu_memory_utilization": 0.9}
+    assert settings("ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (854)") == {}
     # JSON, as in a Triton vLLM backend's model.json (triton-inference-server#7562)
     s = settings('{\n    "model":"/models/gemma-2b-it/",\n    "gpu_memory_utilization": 0.47,\n'
                  '    "enforce_eager": true,\n    "max_model_len": 64\n}')
