@@ -594,7 +594,11 @@ def _introduces_failure(text: str, pos: int, line: str) -> bool:
 
 # `Namespace(…)`: the argparse arguments vLLM's 0.4–0.8 api_server logs ("args: Namespace(…)") and
 # its benchmark scripts print, i.e. the engine arguments of the run
-_KWARGS_CALL = regex.compile(r"\b(?:LLM|AsyncEngineArgs|EngineArgs|AsyncLLM|Namespace)\s*\(")
+_KWARGS_CALL = regex.compile(r"\b(?:LLM|AsyncEngineArgs|EngineArgs|AsyncLLM|Namespace)\s*\(|(?<![\w.])VLLM\s*\(")
+# LangChain's VLLM(...) wrapper (langchain_community/llms/vllm.py) builds vllm.LLM from these of its own
+# fields and its `vllm_kwargs` dict alone; its other keywords are sampling parameters or dropped (a
+# `max_model_len=1000` given to it left vLLM at the config's 131,072: vllm#14102)
+_LANGCHAIN_FORWARDED = frozenset({"model", "tensor_parallel_size", "trust_remote_code", "dtype"})
 _KWARG = regex.compile(
     r"""(?x)(?<![\w.])([A-Za-z_]\w*)\s*=\s*
     (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?[\d_]*\.?\d[\d_]*(?:[eE][-+]?\d+)?|True|False|None)(?=\s*[,)\n#])""")
@@ -953,7 +957,7 @@ def _model_argument(text: str, call, start: int) -> Setting | None:
     """The model an `LLM(...)` call names first: a literal (`LLM("gpt2")`, which no keyword marks), or a
     variable the notebook set to one above the call (`model_name = "gpt2"` … `LLM(model_name)`), whose
     last assignment before the call is the one it runs."""
-    if not call.group(0).startswith("LLM"):
+    if not call.group(0).startswith(("LLM", "VLLM")):
         return None
     m = _FIRST_ARG.match(text, start, timeout=_budget(TIMEOUT))
     if m is None:
@@ -971,6 +975,12 @@ def _model_argument(text: str, call, start: int) -> Setting | None:
     return Setting("model", last.group("v")[1:-1], _value_span(last, "v"), "kwargs", last.group(0).strip())
 
 
+def _langchain_calls(text: str) -> list[tuple[int, int]]:
+    """The argument spans of LangChain `VLLM(...)` calls in `text`."""
+    return [(c.end(), _balanced_end(text, c.end(), "(", ")"))
+            for c in _safe_finditer(_KWARGS_CALL, text, limit=100) if c.group(0).startswith("VLLM")]
+
+
 def scan_kwargs(text: str) -> list[Setting]:
     """`LLM(model="…", max_model_len=30_000, …)` and EngineArgs(...) keyword arguments, and the model an
     `LLM(...)` call gives first or through a variable."""
@@ -984,11 +994,12 @@ def scan_kwargs(text: str) -> list[Setting]:
             first = None
         if first is not None:
             out.append(first)
+        langchain = call.group(0).startswith("VLLM")
         for m in _safe_finditer(_KWARG, text, start, end, limit=200):
             if not _depth_ok(text, start, m.start()):
                 continue
             key = FLAG_KEYS.get(m.group(1).lower())
-            if key is None:
+            if key is None or (langchain and key not in _LANGCHAIN_FORWARDED):
                 continue
             value = normalise(key, _literal(m.group("v")))
             if value is not None:
@@ -1359,12 +1370,15 @@ def _in_dict_setting(text: str, pos: int) -> bool:
 def scan_key_values(text: str) -> list[Setting]:
     """`gpu_memory_utilization=0.96`, `max_model_len: 8192` written in prose, titles or YAML."""
     out: list[Setting] = []
+    wrapped = _langchain_calls(text) if "VLLM" in text else []
     for m in _safe_finditer(_KV_PAIR, text, limit=500):
         k = m.group("k") or m.group("k2")
         name = k.replace("-", "_").lower()
         key = FLAG_KEYS.get(name) or ("gpu_memory_utilization" if "mem_util" in name else None)
         if key is None or is_suggestion(text, m.start()) or _in_dict_setting(text, m.start()):
             continue
+        if key not in _LANGCHAIN_FORWARDED and any(a <= m.start() < b for a, b in wrapped):
+            continue          # a keyword LangChain's VLLM(...) keeps to itself (scan_kwargs)
         if not (k.islower() or k.isupper()):
             continue          # Mixed-Case words are prose, not keys
         # `--max-model-len …` is a flag (read by scan_commands), not a key=value pair

@@ -386,6 +386,20 @@ def test_a_fix_is_written_in_unsloths_own_arguments():
         'FastLanguageModel.from_pretrained(model_name = "org/m", fast_inference = True, float8_kv_cache = True)'
 
 
+def test_langchains_vllm_wrapper_gives_the_model_but_not_the_keywords_it_drops():
+    """LangChain's `VLLM(...)` builds vllm.LLM from its model, tensor_parallel_size, trust_remote_code, dtype
+    and vllm_kwargs only (langchain_community/llms/vllm.py). vllm#14102 passed `max_model_len=1000` to it
+    and vLLM still ran the config's 131,072: the model (through its variable) is read, that keyword is not."""
+    from estimator.paste import read_paste
+
+    f = read_paste('from langchain.llms import VLLM\nmodel_path = "/root/commonData/DeepSeek-R1-Distill-Qwen-7B"\n'
+                   "llm_local = VLLM(\n    model=model_path,\n    max_model_len=1000,\n    tensor_parallel_size=2,\n"
+                   "    temperature=0.8,\n)\n")
+    assert f.get("model") == "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"
+    assert f.get("tensor_parallel_size") == 2
+    assert f.get("max_model_len") is None
+
+
 def test_the_load_format_is_known_and_bitsandbytes_is_that_quantization():
     """`--load-format` reads weights, no memory of its own; `bitsandbytes` is the loader that quantizes while it
     loads, the one --quantization bitsandbytes sets itself from 0.9 (engine/arg_utils.py create_load_config)."""
