@@ -976,9 +976,20 @@ def _model_argument(text: str, call, start: int) -> Setting | None:
 
 
 def _langchain_calls(text: str) -> list[tuple[int, int]]:
-    """The argument spans of LangChain `VLLM(...)` calls in `text`."""
-    return [(c.end(), _balanced_end(text, c.end(), "(", ")"))
-            for c in _safe_finditer(_KWARGS_CALL, text, limit=100) if c.group(0).startswith("VLLM")]
+    """The spans of LangChain `VLLM(...)` calls' own keywords: each call's arguments less its `vllm_kwargs`
+    dict, which goes to vLLM whole."""
+    spans = []
+    for c in _safe_finditer(_KWARGS_CALL, text, limit=100):
+        if not c.group(0).startswith("VLLM"):
+            continue
+        start, end = c.end(), _balanced_end(text, c.end(), "(", ")")
+        kw = _VLLM_KWARGS.search(text, start, end)
+        brace = _dict_value_at(text, kw.end(1)) if kw else None
+        spans += [(start, brace[0]), (brace[1], end)] if brace else [(start, end)]
+    return spans
+
+
+_VLLM_KWARGS = regex.compile(r"(?<![\w.])(vllm_kwargs)\s*=\s*(?=\{)")
 
 
 def scan_kwargs(text: str) -> list[Setting]:

@@ -398,6 +398,10 @@ def test_langchains_vllm_wrapper_gives_the_model_but_not_the_keywords_it_drops()
     assert f.get("model") == "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"
     assert f.get("tensor_parallel_size") == 2
     assert f.get("max_model_len") is None
+    # what it does forward: its vllm_kwargs dict
+    f = read_paste('llm = VLLM(model="Qwen/Qwen2.5-7B-Instruct", max_model_len=1000, temperature=0.8,\n'
+                   '           vllm_kwargs={"max_model_len": 8192, "gpu_memory_utilization": 0.8})\n')
+    assert (f.get("max_model_len"), f.get("gpu_memory_utilization")) == (8192, 0.8)
 
 
 def test_the_load_format_is_known_and_bitsandbytes_is_that_quantization():
