@@ -28,7 +28,7 @@ from estimator.paste import torch_oom_records
 from estimator.paste_templates import TEMPLATES
 from estimator.spec import DeepseekV4Layer
 from estimator.units import HALF_HUNDREDTH, PRINTED_SLACK, GiB
-from estimator.vllm import OTHERS_OWN_SHARE_FROM, version_text
+from estimator.vllm import NEED_ALL_GROUPS_FROM, OTHERS_OWN_SHARE_FROM, version_text
 
 if TYPE_CHECKING:
     from estimator.paste import Facts
@@ -424,10 +424,9 @@ def first_group_only(est: Estimate) -> str | None:
     if est.profile.needed_rule != "first_group" or len(est.layout.groups) < 2 \
             or est.request_kv_bytes <= est.kv_needed_bytes:
         return None
-    first = {"mamba": "linear-attention/Mamba", "sliding": "sliding-window", "chunked": "chunked-local"}.get(
-        est.layout.groups[0].kind, "full-attention")
+    first = _KIND_WORDS.get(est.layout.groups[0].kind, "full-attention")
     return (f"vLLM {est.profile.release}'s check counts only the first of its {len(est.layout.groups)} KV groups "
-            f"({first} layers; fixed in 0.19); the request itself holds {est.request_kv_bytes / GiB:,.2f} GiB across all "
+            f"({first} layers; fixed in {version_text(NEED_ALL_GROUPS_FROM)}); the request itself holds {est.request_kv_bytes / GiB:,.2f} GiB across all "
             "of them")
 
 
@@ -457,10 +456,9 @@ def _needed_how(est: Estimate, bs: int | None) -> str:
     for g in est.layout.groups:
         if g.kind in ("sliding", "chunked"):
             span = getattr(g.spec, "window", None) or getattr(g.spec, "chunk", None) or length
-            where = "sliding-window" if g.kind == "sliding" else "chunked-local"
-            parts.append(f"at most {min(span - 1 + tb, length):,} tokens in the {where} layers")
+            parts.append(f"at most {min(span - 1 + tb, length):,} tokens in the {_KIND_WORDS[g.kind]} layers")
         elif g.kind == "mamba":
-            parts.append("one state in the linear-attention/Mamba layers")
+            parts.append(f"one state in the {_KIND_WORDS['mamba']} layers")
         elif cp > 1:
             parts.append(f"its {length:,} tokens ÷ {cp} decode-context-parallel ranks in the full-attention layers")
         else:
@@ -754,7 +752,8 @@ def _blocks_from_estimated_length(facts, est: Estimate) -> tuple[int, str] | Non
     return -(-int(n) // lay.block_size) + reserved, f"vLLM's estimated maximum model length ({int(n):,}) fills"
 
 
-_KIND_WORDS = {"full": "full-attention", "sliding": "sliding-window", "chunked": "chunked-local", "mla": "MLA"}
+_KIND_WORDS = {"full": "full-attention", "sliding": "sliding-window", "chunked": "chunked-local", "mla": "MLA",
+               "mamba": "linear-attention/Mamba"}
 
 
 def kv_formula(est: Estimate) -> str:

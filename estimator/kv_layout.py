@@ -101,6 +101,11 @@ def window_tokens(s: EngineSettings, profile: Profile) -> int:
     return (pp + 1 if s.model_runner_v2 else (2 if pp == 1 else pp)) * tb
 
 
+# 0.10.1–0.13's admission check counts a chunked-local layer at its chunk (its per-layer spec, before the
+# hybrid manager unifies it to full attention): kv_needed_bytes, and so windows_hold_batch
+CHUNKED_NEED_FROM = (0, 10, 0)
+
+
 def windows_hold_batch(layout: KVLayout, profile: Profile, max_len: int) -> bool:
     """Whether a request's KV need counts the tokens in flight (`window_tokens`): a sliding-window
     layer with its own spec, or a chunked-local one from 0.10 (kv_needed_bytes), whose window is
@@ -110,7 +115,7 @@ def windows_hold_batch(layout: KVLayout, profile: Profile, max_len: int) -> bool
     for lk in [g.spec for g in layout.groups] + list(layout.layers):
         if isinstance(lk, SlidingWindow) and profile.sliding_spec and lk.window < max_len:
             return True
-        if isinstance(lk, ChunkedLocal) and profile.version >= (0, 10, 0) and lk.chunk < max_len:
+        if isinstance(lk, ChunkedLocal) and profile.version >= CHUNKED_NEED_FROM and lk.chunk < max_len:
             return True
     return False
 
@@ -654,7 +659,7 @@ def kv_needed_bytes(layout: KVLayout, profile: Profile, s: EngineSettings, lengt
                 continue
             if isinstance(lk, SlidingWindow) and profile.sliding_spec:
                 n = ceil_div(min(lk.window - 1 + tb, length), bs) + 1
-            elif isinstance(lk, ChunkedLocal) and profile.version >= (0, 10, 0):
+            elif isinstance(lk, ChunkedLocal) and profile.version >= CHUNKED_NEED_FROM:
                 # 0.10.1–0.13 check the per-layer ChunkedLocalAttentionSpec before the hybrid manager
                 # (off by default for chunked attention) unifies it to full attention (get_kv_cache_config)
                 n = ceil_div(min(lk.chunk + tb, length), bs)

@@ -1346,6 +1346,9 @@ _PROSE_OOM = regex.compile(
 # "This may cause OOM errors during the initial memory profiling phase"
 _HEDGE = regex.compile(r"(?i)\b(?:may|might|could|can|to[ ]+avoid|to[ ]+prevent|otherwise)\b")
 
+# The lines that size the KV cache (V0's blocks and share, V1's pool and capacity): the profile run is over
+_KV_SIZED_WORDS = (r"\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
+                   r"|reserved[ ]+for[ ]+KV[ ]+Cache[ ]+is")
 _PHASES = (
     ("load", regex.compile(r"(?i)load_model|load_weights|Loading[ ]+model[ ]+weights(?![ ]+took)|Starting[ ]+to[ ]+load[ ]+model"
                            r"|Loading[ ]+safetensors|Loading[ ]+checkpoint[ ]+shards|model_loader|weight_loader|initialize_model"
@@ -1358,8 +1361,7 @@ _PHASES = (
                               r"|profile[ ]+run|Memory[ ]+profiling|\bprofiling\b(?![ ]+is[ ]+enabled)")),
     # the KV cache sized (V0's "the rest of the memory reserved for KV Cache is", V1's pool and blocks):
     # the profile run is over, what fails next is the cache's allocation, graph capture or warm-up
-    ("graph", regex.compile(r"(?i)\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
-                            r"|reserved[ ]+for[ ]+KV[ ]+Cache[ ]+is"
+    ("graph", regex.compile(r"(?i)" + _KV_SIZED_WORDS +
                             r"|initialize_cache|initialize_from_config|capture_model|Capturing[ ]+(?:the[ ]+model"
                             r"[ ]+for[ ]+)?CUDA[ ]+graphs?|cudagraph|CUDA[ ]+graph|Graph[ ]+capturing|capture_end"
                             r"|compile_or_warm_up_model|warm[ _-]?up(?![ ]+sampler)|warming[ ]+up(?![ ]+sampler)"
@@ -1375,8 +1377,7 @@ _PHASE_RE = dict(_PHASES)
 # Before a line that sizes the KV cache it is the profile run (an RX 9070 XT log: Inductor's OOM under it,
 # no pool printed), after one the cache's allocation or graph capture.
 _KV_INIT_FRAME = regex.compile(r"_initialize_kv_caches")
-_KV_SIZED = regex.compile(r"(?i)\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
-                          r"|reserved[ ]+for[ ]+KV[ ]+Cache[ ]+is")
+_KV_SIZED = regex.compile(r"(?i)" + _KV_SIZED_WORDS)
 
 
 _LOGGISH = regex.compile(r"[ ]*(?:File[ ]+\"|Traceback|\w+(?:\.\w+)*(?:Error|Exception)\b|\w+[ ]+\d\d-\d\d[ ])")

@@ -509,6 +509,10 @@ def extensible_kv_cache(profile: Profile, s: EngineSettings, gpu_name: str = "")
 ONLINE_QUANT_METHODS = ("fp8", "fp8_per_tensor", "fp8_per_channel", "fp8_per_block", "bitsandbytes",
                         "experts_int8", "ptpc_fp8")
 
+# V1's admission check counts every KV group's blocks from 0.19; 0.14–0.18 counted only the first group's in
+# the multi-group case (kv_layout.kv_needed_bytes, Profile.needed_rule)
+NEED_ALL_GROUPS_FROM = (0, 19, 0)
+
 # vLLM 0.11.0 deleted the V0 engine (vllm/engine/llm_engine.py became V1's); earlier releases have both.
 V0_REMOVED_FROM = (0, 11, 0)
 
@@ -575,7 +579,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         mla_matrix_absorption=(0, 7, 1) <= v < (0, 8, 0),
         rope_cache_per_layer=v < (0, 2, 3),
         needed_rule="v0" if engine == "v0" else (
-            "layers" if v < (0, 14, 0) else "first_group" if v < (0, 19, 0) else "groups"),
+            "layers" if v < (0, 14, 0) else "first_group" if v < NEED_ALL_GROUPS_FROM else "groups"),
         kv_memory_flag=v >= (0, 10, 2),
         pp_global_check=engine == "v1" and (0, 14, 0) <= v < (0, 17, 0),
         v2_runner_budgets_graphs=v >= V2_RUNNER_GRAPHS_FROM,
@@ -806,37 +810,33 @@ def parse_flags(argv: list[str], settings: EngineSettings | None = None) -> Engi
                 raise BadInput(f"flag {name} needs a value")
             inline = argv[i]
             i += 1
-        if key == "limit_mm_per_prompt":
-            from estimator.flags import read_mm_limits
-
-            limits = read_mm_limits(inline)
-            if not limits:
-                raise BadInput(f"{name}: expected e.g. '{{\"image\": 1, \"video\": 0}}', got {inline!r}")
-            s.limit_mm_per_prompt = limits
-            continue
-        if key in ("speculative_config", "speculative_model"):
-            apply_speculative(s, inline)
-            if s.speculative_method is None:
-                raise BadInput(f"{name}: no speculative method or draft model in {inline!r}")
+        if key in ("limit_mm_per_prompt", "speculative_config", "speculative_model"):
+            _apply_dict_flag(s, key, inline, name)
             continue
         setattr(s, key, _value(key, inline, name))
     for gathered in dotted.settings("cmdline"):
         # the dict the keys make, checked as the whole-dict flag is
-        if gathered.key == "speculative_config":
-            apply_speculative(s, gathered.value)
-            if s.speculative_method in (None, "true", "false"):
-                raise BadInput(f"{gathered.raw}: no speculative method or draft model in {gathered.value!r}")
-        elif gathered.key == "limit_mm_per_prompt":
-            from estimator.flags import read_mm_limits
-
-            limits = read_mm_limits(gathered.value)
-            if not limits:
-                raise BadInput(f"{gathered.raw}: expected a count per modality, e.g. --limit-mm-per-prompt.image 1, "
-                               f"got {gathered.value!r}")
-            s.limit_mm_per_prompt = limits
+        _apply_dict_flag(s, gathered.key, gathered.value, gathered.raw)
     if s.language_model_only:
         s.limit_mm_per_prompt = dict(TEXT_ONLY_LIMITS)
     return s
+
+
+def _apply_dict_flag(s: EngineSettings, key: str, value: str, name: str) -> None:
+    """A --limit-mm-per-prompt or speculative value (a whole dict, or one made of dotted keys) into
+    `s`, strictly: one that names no modality count or no method is bad input."""
+    if key == "limit_mm_per_prompt":
+        from estimator.flags import read_mm_limits
+
+        limits = read_mm_limits(value)
+        if not limits:
+            raise BadInput(f"{name}: expected e.g. '{{\"image\": 1, \"video\": 0}}' or --limit-mm-per-prompt.image 1, "
+                           f"got {value!r}")
+        s.limit_mm_per_prompt = limits
+        return
+    apply_speculative(s, value)
+    if s.speculative_method in (None, "true", "false"):      # a bare `--speculative-config.method` is "true"
+        raise BadInput(f"{name}: no speculative method or draft model in {value!r}")
 
 
 def apply_speculative(s: EngineSettings, value: object) -> None:
