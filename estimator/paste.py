@@ -1378,6 +1378,7 @@ _PHASE_RE = dict(_PHASES)
 # no pool printed), after one the cache's allocation or graph capture.
 _KV_INIT_FRAME = regex.compile(r"_initialize_kv_caches")
 _KV_SIZED = regex.compile(r"(?i)" + _KV_SIZED_WORDS)
+_PHASE_MARKERS = _PHASES + (("kv_init", _KV_INIT_FRAME),)
 
 
 _LOGGISH = regex.compile(r"[ ]*(?:File[ ]+\"|Traceback|\w+(?:\.\w+)*(?:Error|Exception)\b|\w+[ ]+\d\d-\d\d[ ])")
@@ -1387,7 +1388,7 @@ def _phase_in(text: str, start: int, end: int, log_lines: set | None = None) -> 
     """Last phase marker in text[start:end]; with `log_lines`, only markers on lines vLLM or a
     traceback printed (prose like "# disable cuda graphs" says nothing about where it failed)."""
     best: tuple[int, str] | None = None
-    for name, pat in _PHASES + (("kv_init", _KV_INIT_FRAME),):
+    for name, pat in _PHASE_MARKERS:
         try:
             for m in pat.finditer(text, start, end, timeout=budget(0.1)):
                 if log_lines is not None:
