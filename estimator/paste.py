@@ -43,6 +43,7 @@ from estimator.paste_text import (
     worker_grid,
 )
 from estimator.units import HALF_HUNDREDTH
+from estimator.vllm import EXTENSIBLE_KV_CACHE_FROM, QUANT_METHOD_REMOVED, RELEASES, version_text
 
 FACT_KEYS: tuple[str, ...] = (
     "model", "gpu", "gpu_count", "vllm_version", "tensor_parallel_size", "pipeline_parallel_size",
@@ -187,6 +188,10 @@ def _read(raw: str) -> Facts:
                     figure_hints.append(figures)
             if t.name == "free_memory_startup":
                 hints.append(_free_memory_hint(m.group(0)))
+            if t.name == "actual_usage":
+                usage = _actual_usage_hint(m, text, _line_level(pt, m.start()))
+                if usage:
+                    hints.append(usage)
             if t.name == "weights_0112":
                 # "%.4f GiB memory and" 0.11.1–0.13, format_gib's figure from 0.14 (gpu_model_runner.py, the wheels)
                 figure_hints.append(("0.11.1", FORMAT_GIB_FROM) if _FIGURE_FOUR_DECIMALS.fullmatch(m.group("weights_gib"))
@@ -463,8 +468,6 @@ def _read(raw: str) -> Facts:
         extra["engine"] = engine
     unknown = _search(_UNKNOWN_QUANT, text)
     if unknown is not None:
-        from estimator.vllm import QUANT_METHOD_REMOVED, version_text
-
         extra["unknown_quantization"] = method = unknown.group(1).lower()
         if method in QUANT_METHOD_REMOVED:      # the release that printed it is one without the method
             hints.append((version_text(QUANT_METHOD_REMOVED[method]), None))
@@ -689,8 +692,6 @@ _CUDA_DEVICE = regex.compile(r"device[ \n]+cuda:\d")
 def _free_memory_hint(error: str) -> tuple[str, str | None]:
     """The releases that raised this start-up free-memory error: by its device name, and 0.34 checks only
     without its extensible KV cache, which CUDA and ROCm ("cuda:N" either way) have on by default."""
-    from estimator.vllm import EXTENSIBLE_KV_CACHE_FROM, version_text
-
     if _NO_DEVICE_NAME.match(error):
         return ("0.9.1", DEVICE_NAMED_FROM)
     if _CUDA_DEVICE.search(error):
@@ -701,6 +702,48 @@ def _free_memory_hint(error: str) -> tuple[str, str | None]:
 # "CUDA graph memory profiling is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). This will become the default
 # in v0.19.": the opt-in's own line, 0.18.0–0.19.1 (v1/worker/gpu_worker.py; 0.20.0 says "default since v0.21.0")
 _GRAPH_OPT_IN_ON = regex.compile(r"This[ \n]+will[ \n]+become[ \n]+the[ \n]+default[ \n]+in[ \n]+v0\.19")
+
+
+# The "Actual usage" report dates itself (v1/worker/gpu_worker.py compile_or_warm_up_model; the 0.10.2, 0.11.0,
+# 0.11.2, 0.12.0–0.14.0, 0.20.0–0.27.0 wheels): 0.10.2 quotes its `--kv-cache-memory=N` suggestions and the KV
+# cache in use in bytes alone; 0.11.0 adds "(X GiB)" after each suggestion and prints the pool in GiB. Its
+# parts read "… GiB for weight, … GiB for non-torch memory" to 0.26 and one "… GiB for consumed memory
+# (weights + non-torch)" from 0.27. It is logged at INFO in 0.10.2 and from 0.26.0, at DEBUG in 0.11.0–0.25.1.
+USAGE_IN_GIB_FROM = "0.11.0"
+USAGE_INFO_AGAIN_FROM = "0.26.0"
+USAGE_CONSUMED_FROM = "0.27.0"
+_USAGE_SUGGESTION = regex.compile(r"--kv-cache-memory=\d+`(?P<gib>[ \n]*\()?")
+
+
+def _actual_usage_hint(m, text: str, level: str | None) -> tuple[str, str | None] | None:
+    """The releases whose "Actual usage" report reads like this one: by its parts' wording, the units of
+    its suggestions and pool, and the level it was logged at where the paste keeps the line's prefix."""
+    if m.group("x_consumed_gib"):
+        return (USAGE_CONSUMED_FROM, None)
+    suggestion = _USAGE_SUGGESTION.search(text, m.start(), min(m.end() + 600, len(text)))
+    if m.group("x_kv_bytes") or (suggestion is not None and not suggestion.group("gib")):
+        return ("0.10.2", USAGE_IN_GIB_FROM)
+    in_gib = m.group("kv_available_gib") is not None or suggestion is not None
+    hi = USAGE_CONSUMED_FROM if m.group("weights_gib") else None
+    if level == "DEBUG":
+        return (USAGE_IN_GIB_FROM, USAGE_INFO_AGAIN_FROM)
+    if level == "INFO" and in_gib:
+        return (USAGE_INFO_AGAIN_FROM, hi)
+    if in_gib:
+        return (USAGE_IN_GIB_FROM, hi)
+    return ("0.10.2", hi) if hi else None
+
+
+_LEVEL = regex.compile(r"\b(INFO|DEBUG)\b")
+
+
+def _line_level(pt: PasteText, pos: int) -> str | None:
+    """The level in the log prefix of the line holding logical offset `pos` (the prefix is stripped from
+    the logical text; the cleaned text keeps it), or None where the paste cut it."""
+    src = pt.logical_map.to_src(pos)
+    head = pt.clean[pt.clean.rfind("\n", 0, src) + 1: src]
+    found = _LEVEL.findall(head[-300:])
+    return found[-1] if found else None
 
 
 def _figures_hint(figures) -> tuple[str, str | None] | None:
@@ -1549,13 +1592,9 @@ def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in regex.findall(r"\d+", v)[:3])
 
 
-# Releases whose wheels ../shared/docs/vllm-memory.md §0 read; used to turn an exclusive bound
-# ("absent from 0.11.0 on") into the last release that still prints the text (0.10.2).
-_RELEASES = tuple(
-    [f"0.4.{i}" for i in range(4)] + [f"0.5.{i}" for i in range(6)] + [f"0.6.{i}" for i in range(7)]
-    + [f"0.7.{i}" for i in range(4)] + [f"0.8.{i}" for i in range(6)] + ["0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1",
-                                                                          "0.10.2", "0.11.0", "0.11.1", "0.11.2"]
-    + [f"0.{i}.0" for i in range(12, 19)] + ["0.19.0", "0.19.1"] + [f"0.{i}.0" for i in range(20, 34)])
+# vLLM's releases, patch releases included (vllm.RELEASES): they turn an exclusive bound ("absent from
+# 0.11.0 on") into the last release that still prints the text (0.10.2).
+_RELEASES = tuple(v for v, _ in RELEASES)
 
 
 def _intersect(hints: list) -> tuple[str, str | None] | None:

@@ -97,7 +97,7 @@ TEMPLATES: tuple[Template, ...] = (
     _t("free_memory_cut",
        _FREE_ON_STARTUP + r"(?![ \n]+is[ \n]+less|\.[ \n]+Desired)",
        P_PROFILE, None, ("0.9.1", None), "v1"),
-    # 1.9 the "Actual usage" report (V1 0.10.2+; INFO in 0.10.2 and 0.27+)
+    # 1.9 the "Actual usage" report (V1 0.10.2+; INFO in 0.10.2 and 0.26+, DEBUG between: paste._actual_usage_hint)
     _t("actual_usage",
        _FREE_ON_STARTUP + r"\.[ \n]+Desired[ \n]+GPU[ \n]+memory"
        r"[ \n]+utilization[ \n]+is[ \n]+\((?P<gpu_memory_utilization>" + NUM + r"),[ \n]*(?P<x_requested_gib>" + NUM

@@ -215,6 +215,39 @@ def test_available_kv_figure_dates_the_release():
     assert read_paste(line.format("8.64")).extra["version_hint"] == ("0.9.1", None)
 
 
+def test_actual_usage_report_dates_the_release():
+    """gpu_worker.py's "Actual usage" report, as the wheels write it: 0.10.2 quotes its suggestions and the
+    pool in bytes alone (an 8×L40S Qwen3-235B-FP8 log, vLLM 0.10.2), 0.11.0 adds "(X GiB)" after each and
+    the pool in GiB; INFO in 0.10.2 and from 0.26.0, DEBUG in 0.11.0–0.25.1; one "consumed memory" figure
+    from 0.27. The hints are inclusive: (first, last) release."""
+    head = ("(Worker_TP2_EP2 pid=2080) {level} 09-24 20:54:35 [gpu_worker.py:391] Free memory on device "
+            "(43.93/44.42 GiB) on startup. Desired GPU memory utilization is (0.9, 39.98 GiB). Actual usage is ")
+    parts = ("27.72 GiB for weight, 1.4 GiB for peak activation, 0.21 GiB for non-torch memory, and 3.45 GiB "
+             "for CUDAGraph memory. ")
+    in_bytes = ("Replace gpu_memory_utilization config with `--kv-cache-memory=7564378828` to fit into requested "
+                "memory, or `--kv-cache-memory=11809093120` to fully utilize gpu memory. Current kv cache memory "
+                "in use is 11423138508 bytes.")
+    in_gib = ("Replace gpu_memory_utilization config with `--kv-cache-memory=7564378828` (7.04 GiB) to fit into "
+              "requested memory, or `--kv-cache-memory=11809093120` (11.0 GiB) to fully utilize gpu memory. "
+              "Current kv cache memory in use is 10.64 GiB.")
+
+    def hint(text):
+        return read_paste(text).extra.get("version_hint")
+
+    assert hint(head.format(level="INFO") + parts + in_bytes) == ("0.10.2", "0.10.2")
+    f = read_paste(head.format(level="INFO") + parts + in_bytes)
+    assert round(f.get("kv_cache_gib"), 2) == 10.64              # 11,423,138,508 B / 2^30
+    assert hint(head.format(level="INFO") + parts + in_gib) == ("0.26.0", "0.26.0")
+    assert hint(head.format(level="DEBUG") + parts + in_gib) == ("0.11.0", "0.25.1")
+    # the level cut with the prefix: any release with these parts and units
+    assert hint(head.format(level="INFO").split("] ", 1)[1] + parts + in_gib) == ("0.11.0", "0.26.0")
+    # cut after the parts: INFO is 0.10.2 or 0.26, so only the parts' wording dates it
+    assert hint(head.format(level="INFO") + parts) == ("0.10.2", "0.26.0")
+    consumed = "10.7 GiB for consumed memory (weights + non-torch), 1.54 GiB for peak activation, and 0.5 GiB " \
+               "for CUDAGraph memory. "
+    assert hint(head.format(level="INFO") + consumed + in_gib) == ("0.27.0", None)
+
+
 def test_v1_capacity_wrapped_over_lines():
     text = """ValueError: To serve at least one request with the model's max seq len (1048576),
 22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).
