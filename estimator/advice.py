@@ -48,8 +48,9 @@ BNB_MIN_CC = 7.0
 # 0.6.1's config.py refuses "BitAndBytes quantization with TP or PP is not supported yet."; 0.6.2's does not
 # (vllm PR #8434; the 0.6.1 and 0.6.2 wheels)
 BNB_SPLIT_FROM = (0, 6, 2)
-# vLLM's --gpu-memory-utilization default (vllm/engine/arg_utils.py) before the extensible KV cache's 1.0
-DEFAULT_UTILIZATION = 0.9
+# vLLM's --gpu-memory-utilization default to 0.19 (vllm.py's profiles; 0.92 from 0.20), which recipes,
+# docs and compose files still pass: a run at 0.9 chose no room for anything else on the card
+COPIED_UTILIZATION = 0.9
 # The most utilization a fix asks for (but with 0.34's extensible cache): the 5% of the card it leaves
 # outside vLLM's budget is where CUDA graphs captured after sizing, the sampler warm-up and the CUDA
 # context of other processes live
@@ -437,7 +438,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     # 2. Higher utilization (bounded: 0.95, and free memory when other processes hold some).
     # Not for OOMs outside vLLM's budget (graphs, sampler warm-up, serving): there the margin
     # (1 − u) is what ran out, so raising u is the wrong direction.
-    u = s.gpu_memory_utilization or DEFAULT_UTILIZATION
+    u = s.gpu_memory_utilization or est.profile.default_utilization
     # 0.34's extensible KV cache keeps its own margin after warmup (vllm.EXTENSIBLE_KV_CACHE_FROM): its
     # default, 1.0, is the ceiling there
     extensible = extensible_kv_cache(est.profile, s, est.gpu_name)
@@ -459,7 +460,8 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             # the KV cache's gain is not (1.0 − u) of the card there: warmup's margin may bind first
             why = (f"vLLM {est.profile.release} sizes the KV cache after warmup and keeps its own margin, so "
                    "its default utilization is 1.0 (leaving the flag out is the same)")
-        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True, _utilization_caveat(u, extensible),
+        default = EXTENSIBLE_UTILIZATION if extensible else est.profile.default_utilization
+        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True, _utilization_caveat(u, default),
                         [_flag("gpu-memory-utilization", target)])
         if sug:
             out.append(sug)
@@ -676,14 +678,14 @@ def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
     return uniq
 
 
-def _utilization_caveat(u: float, extensible: bool) -> str:
+def _utilization_caveat(u: float, default: float) -> str:
     """What a raised utilization takes from: the margin vLLM leaves outside its budget, or, where the user
-    set it below the default, memory usually kept for something else (a trainer sharing the card, a second
-    instance), so raising it is the user's call."""
-    default = EXTENSIBLE_UTILIZATION if extensible else DEFAULT_UTILIZATION
-    if u < default - 1e-9:
-        return f"{u:g} is below vLLM's default {default:.1f}: {SHARED_CARD} — a trainer sharing the card, another instance"
-    return "leave room for other processes on the card" if extensible else \
+    set it below the release's default (0.9, 0.92 from 0.20, 1.0 with 0.34's extensible KV cache: the
+    profile's) and below the 0.9 recipes still pass, memory usually kept for something else (a trainer
+    sharing the card, a second instance), so raising it is the user's call."""
+    if u < min(default, COPIED_UTILIZATION) - 1e-9:
+        return f"{u:g} is below vLLM's default {default:g}: {SHARED_CARD} — a trainer sharing the card, another instance"
+    return "leave room for other processes on the card" if default == EXTENSIBLE_UTILIZATION else \
         "leave headroom for CUDA graphs and other processes"
 
 
@@ -927,7 +929,7 @@ def _graph_fixes(est: Estimate, kind: str) -> list[Suggestion]:
         out.append(_with_len(est, {"enforce_eager": True}, "no CUDA graphs: " + (
             "nothing is captured, so the capture cannot run out of memory" if budgeted else
             "their memory is outside vLLM's budget in this version"), True, "slower decoding", ["--enforce-eager"]))
-    u0 = est.settings.gpu_memory_utilization or DEFAULT_UTILIZATION
+    u0 = est.settings.gpu_memory_utilization or est.profile.default_utilization
     u = max(0.5, round(u0 - 0.05, 2))
     why = "leaves more room outside the budget for CUDA graphs and the sampler"
     printed = est.inputs.get("cuda_graph_bytes")
@@ -975,7 +977,7 @@ def sampler_warmup_fixes(est: Estimate, requests: int, tried_bytes: int | None,
                              "fewer requests run at once", [_flag("max-num-seqs", rows)]))
     missing = (tried_bytes - free_bytes) if tried_bytes and free_bytes is not None else 0
     cut = math.ceil((missing / est.gpu_total_bytes + 0.01) * 100) / 100 if missing > 0 else 0.05
-    u = round((s.gpu_memory_utilization or DEFAULT_UTILIZATION) - cut, 2)
+    u = round((s.gpu_memory_utilization or est.profile.default_utilization) - cut, 2)
     if u >= 0.5:
         out.append(_with_len(est, {"gpu_memory_utilization": u},
                              "leaves the sampler warm-up the memory it lacked outside vLLM's budget", True,
@@ -993,7 +995,7 @@ def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
     The GPU-side levers (more utilization, more KV) would only make it worse."""
     out: list[Suggestion] = []
     s = est.settings
-    u = s.gpu_memory_utilization or DEFAULT_UTILIZATION
+    u = s.gpu_memory_utilization or est.profile.default_utilization
     if est.gpu is not None and est.gpu.unified:
         least = _least_fitting_utilization(est, 0.05, round(u - 0.01, 2))
         target = round(least + 0.02, 2) if least is not None else u
@@ -1277,7 +1279,7 @@ def printed_pool_fixes(facts, est: Estimate) -> list[dict]:
         return []
     if pool * GiB >= est.gpu_total_bytes:
         return []          # a pool larger than the card: the card (or the block's size) is not the run's
-    u, cap = s.gpu_memory_utilization or DEFAULT_UTILIZATION, MOST_UTILIZATION
+    u, cap = s.gpu_memory_utilization or est.profile.default_utilization, MOST_UTILIZATION
     target = _roomy_utilization(est, u, cap) or round(u + 0.02, 2)
     if target > cap + 1e-9:
         return []
@@ -1290,7 +1292,7 @@ def printed_pool_fixes(facts, est: Estimate) -> list[dict]:
            f"(nothing else in the budget changes), so the {pool:.2f} GiB {printed} becomes "
            f"{pool + grow:.2f} GiB: " + ", ".join(held))
     return [{"flags": _flag("gpu-memory-utilization", target), "checked": False,
-             "why": f"{why}; {_utilization_caveat(u, False)}"}]
+             "why": f"{why}; {_utilization_caveat(u, est.profile.default_utilization)}"}]
 
 
 def _three_figures(x: float) -> int:

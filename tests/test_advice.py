@@ -1118,8 +1118,12 @@ def test_a_utilization_set_below_the_default_is_raised_only_with_its_condition()
     d = diagnose(_STARTUP.format(u=0.8, v="0.21.0", kv="2.19", tokens="15,936"), offline=True, explain=True)
     assert not d.disagrees
     raised = [s for s in d.suggestions if s["flags"].startswith("--gpu-memory-utilization")]
-    assert raised and "0.8 is below vLLM's default 0.9" in raised[0]["why"] and SHARED_CARD in raised[0]["why"]
+    # the release's own default: 0.92 from 0.20 (vllm/config/cache.py, the 0.20.0 wheel), 0.9 before
+    assert raised and "0.8 is below vLLM's default 0.92:" in raised[0]["why"] and SHARED_CARD in raised[0]["why"]
     assert f"; {SHARED_CARD})." in d.summary
+    older = diagnose(_STARTUP.format(u=0.8, v="0.19.1", kv="2.19", tokens="15,936"), offline=True, explain=True)
+    raised = [s for s in older.suggestions + older.unchecked if s["flags"].startswith("--gpu-memory-utilization")]
+    assert raised and "0.8 is below vLLM's default 0.9:" in raised[0]["why"]
 
 
 def test_a_start_up_log_the_model_does_not_reproduce_gets_vllms_own_arithmetic():
@@ -1142,7 +1146,7 @@ def test_a_start_up_log_the_model_does_not_reproduce_gets_vllms_own_arithmetic()
     from estimator.advice import SHARED_CARD
 
     low = diagnose(_STARTUP.format(u=0.3, v="0.21.0", kv="0.50", tokens="3,632"), offline=True, explain=True)
-    assert low.disagrees and SHARED_CARD in low.summary and "0.3 is below vLLM's default 0.9" in low.summary
+    assert low.disagrees and SHARED_CARD in low.summary and "0.3 is below vLLM's default 0.92:" in low.summary
 
 
 def test_a_v0_start_up_log_the_model_does_not_reproduce_scales_the_blocks_vllm_printed():
