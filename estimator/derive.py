@@ -870,23 +870,16 @@ def _deepseek_v4_formula(est: Estimate, layers: list, total: int) -> str:
 UNEXPLAINED_SOLVE_MIN = 1 * GiB
 
 
-def leaves_unexplained(est: Estimate | None) -> bool:
-    """Does reproducing vLLM's KV figure take a solved-for activation peak mostly beyond the model's own
-    (at least UNEXPLAINED_SOLVE_MIN more, and at least twice it)?"""
-    rec = est.reconciliation if est is not None else None
-    if rec is None or rec.plain is None or "activation_bytes" not in rec.solved:
-        return False
-    own, solved = rec.plain.activation_bytes, est.activation_bytes
-    return solved - own >= UNEXPLAINED_SOLVE_MIN and solved >= 2 * own
-
-
 def _unexplained_solve(est: Estimate | None, weights_read: bool = False) -> str | None:
     """The check a large solved-for activation peak deserves: the table shows it as derived, but most of it is
     memory the model does not explain, and the fixes assume it stays. With the weights printed, they are not
     the suspect, and the log lines to ask for are already there."""
-    if est is None or not leaves_unexplained(est):
+    rec = est.reconciliation if est is not None else None
+    if rec is None or rec.plain is None or "activation_bytes" not in rec.solved:
         return None
-    own, solved = est.reconciliation.plain.activation_bytes, est.activation_bytes
+    own, solved = rec.plain.activation_bytes, est.activation_bytes
+    if solved - own < UNEXPLAINED_SOLVE_MIN or solved < 2 * own:
+        return None
     causes = "another process on the GPU or another vLLM version" if weights_read else \
         "another process on the GPU, a checkpoint larger than its config says, or another vLLM version"
     ask = "" if weights_read else \

@@ -36,7 +36,6 @@ from estimator.derive import (
     graphs_on_top,
     kv_formula,
     kv_pool_from_facts,
-    leaves_unexplained,
     need_sentence,
     other_worker_pool,
     reserved_pool_fact,
@@ -467,7 +466,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                 first = est
                 est, read_back, assumptions = _other_named_model(facts, est, read_back, assumptions, estimate_of)
                 ref_used = ref_used if est is first else est.spec.model_id
-            if est.reconciliation.failed or leaves_unexplained(est):
+            if est.reconciliation.failed:
                 facts, (est, read_back, assumptions) = _other_stated_value(
                     facts, (est, read_back, assumptions), lambda f: estimate_of(ref_used, f))
             if est.reconciliation.failed and not model and not gpu and not from_path:
@@ -641,24 +640,15 @@ _RUN_SETTINGS = ("gpu_memory_utilization",)
 
 def _other_stated_value(facts, first: tuple, estimate_with):
     """(facts, (estimate, read-back flags, notes)) with another value the paste gives for a setting,
-    when vLLM's figures rule out the one read (or none was, the values disagreeing), or none was and
-    the default leaves most of the memory vLLM's figures imply unexplained.
+    when vLLM's figures rule out the one read (or none was, the values disagreeing).
 
     Why: a post that shows a baseline and the change it made ("--gpu-memory-utilization 0.9" in its
     manifest, then "0.5  # 0.9 → 0.5" beside the failing run's log) gives two values; the reader keeps
     neither. The later-stated value is tried first (posts show the change after the baseline); the
-    first whose state reproduces vLLM's KV figures is the run's, and a note says so. Two detached
-    `docker run -d` commands (an LLM at 0.85, an embedding model at 0.15 on one of its GPUs) and then
-    one container's error: vLLM's default (0.92 in 0.21) reproduces the pool only with 5.4 GiB more
-    activation peak than the model's, 0.85 with none, so 0.85 is the run's (0.15 would take a 450 GiB
-    card: a value that fits only on a card the paste does not show displaces nothing); where the default
-    explains the figures as well, no stated value displaces it."""
+    first whose state reproduces vLLM's KV figures is the run's, and a note says so."""
     alts = (facts.extra.get("alternatives") or {})
-    first_failed = first[0].reconciliation.failed
     for key in _RUN_SETTINGS:
         read = facts.get(key)
-        if not first_failed and read is not None:
-            continue
         for value in dict.fromkeys(reversed(alts.get(key) or [])):
             if value == read:
                 continue
@@ -667,8 +657,7 @@ def _other_stated_value(facts, first: tuple, estimate_with):
                 got = estimate_with(other)
             except KvdoctorError:
                 continue
-            rec = got[0].reconciliation
-            if not rec.failed and (first_failed or not (leaves_unexplained(got[0]) or rec.card_implied)):
+            if not got[0].reconciliation.failed:
                 stated = ", ".join(str(v) for v in dict.fromkeys(alts[key]))
                 got[2].append(f"the paste gives {key} as {stated}; vLLM's KV figures fit {value}, so the log is "
                               "read as that run's")

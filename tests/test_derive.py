@@ -773,35 +773,6 @@ def test_of_two_utilizations_a_post_gives_the_one_vllms_figures_fit_is_read():
     assert not any("too far apart" in a for a in d.assumptions)
 
 
-def test_of_two_detached_containers_the_utilization_that_explains_the_pool_is_read():
-    """A Korean project log: two `docker run -dit` containers, Qwen3-235B-A22B-FP8 at TP 4 and 0.85 and
-    Qwen3-Embedding-8B at 0.15 on one of its GPUs, then the LLM's error (0.8.3–0.21 wording: "models's").
-    Neither value is read. No GPU is named: an 80 GB H100 is assumed (79.18 GiB). vLLM 0.21's default,
-    0.92, gives a 72.84 GiB budget; less the 8.03 GiB pool, FP8 weights of 54.88 GiB per rank, 0.60 GiB
-    non-torch and 2.81 GiB of CUDA graphs, that leaves 6.52 GiB for the profile run, 5.40 GiB more than the
-    model's 1.12 GiB. At 0.85 the budget is 67.30 GiB and leaves 0.98 GiB, the model's own. 0.15 (11.88 GiB)
-    is below the weights alone: only a 450 GiB card would fit it, and no card is named. So 0.85 is read."""
-    text = ("docker run -dit --rm --gpus '\"device=0,1,2,3\"' --network host --ipc host \\\n"
-            "    --name serve-vllm-llm vllm/vllm-openai:latest \\\n"
-            "    --model /workspace/models/Qwen3-235B-A22B-Instruct-2507-FP8 \\\n"
-            "    --tensor-parallel-size 4 --gpu-memory-utilization 0.85 \\\n"
-            "    --port 8000 --served-model-name qwen3-235b-a22b\n\n"
-            "docker run -dit --rm --gpus '\"device=0\"' --network host --ipc host \\\n"
-            "    --name serve-vllm-embed vllm/vllm-openai:latest \\\n"
-            "    --model /workspace/models/Qwen3-Embedding-8B \\\n"
-            "    --task embed --gpu-memory-utilization 0.15 \\\n"
-            "    --port 8010 --served-model-name qwen3-embedding-8b\n\n"
-            "ValueError: To serve at least one request with the models's max seq len (262144),\n"
-            "(11.75 GiB KV cache is needed, which is larger than the available KV cache memory (8.03 GiB).\n")
-    assert read_paste(text).get("gpu_memory_utilization") is None
-    d = diagnose(text, offline=True, explain=True)
-    figures = d.derived["figures"]
-    assert d.estimate["settings"]["gpu_memory_utilization"] == 0.85
-    assert round(figures["total"]["value"] / GiB, 2) == 79.18 and round(figures["budget"]["value"] / GiB, 2) == 67.30
-    assert round(figures["activation"]["value"] / GiB, 2) == 0.98
-    assert any("gives gpu_memory_utilization as 0.85, 0.15; vLLM's KV figures fit 0.85" in a for a in d.assumptions)
-    assert not any("memory the model does not explain" in c for c in d.checks)
-
 def test_the_estimated_maximum_length_pins_the_pool_to_the_block():
     """V1's error prints the pool to 2 decimals and the longest request it fits: vLLM's binary search
     took the largest N whose need (⌈N ÷ 16⌉ blocks) fits the available memory, so that memory holds
