@@ -662,6 +662,36 @@ _FOREIGN_WORDS = ("sglang", "llama", "text-generation", "lmdeploy", "trtllm", "o
 _cache: dict[int, tuple[str, list]] = {}
 
 
+# flags after an image name: on its line, or on the next after a backslash continuation
+_FLAG_NEXT = regex.compile(r"[ \t]*(?:\\[ \t]*\n[ \t]*)?--")
+
+
+def _continued_line(text: str, pos: int) -> str:
+    """The shell line holding `pos`, with the lines before it that a trailing backslash continues
+    (`docker run -dit --gpus all \\` / `    --name llm vllm/vllm-openai:latest \\`)."""
+    ls = text.rfind("\n", 0, pos) + 1
+    for _ in range(40):
+        j = ls - 2                   # the last character of the line before, its trailing blanks skipped
+        while j >= 0 and text[j] in " \t":
+            j -= 1
+        if j < 0 or text[j] != "\\":
+            break
+        ls = text.rfind("\n", 0, ls - 1) + 1
+    le = text.find("\n", pos)
+    return text[ls: len(text) if le < 0 else le]
+
+
+# a container started in the background (`docker run -d`, `-dit`, `--detach`): its output is not what
+# follows the command in a paste, but what `docker logs` later shows
+_DETACHED = regex.compile(r"\b(?:docker|podman|nerdctl)[ ]+run\b[^\n]*?[ ](?:-[a-zA-Z]*d[a-zA-Z]*|--detach)(?=[ \\]|$)",
+                          regex.M)
+
+
+def detached_container(text: str, start: int) -> bool:
+    """Does the invocation at `start` start a container in the background?"""
+    return _DETACHED.search(_continued_line(text, start).replace("\\\n", " ")) is not None
+
+
 def command_spans(text: str) -> list[tuple[int, int, bool]]:
     """(start, end, is_vllm) of each server invocation in `text`: to the end of the line,
     following backslash continuations and indented `--flag` lines. A docker image name counts
@@ -678,8 +708,8 @@ def command_spans(text: str) -> list[tuple[int, int, bool]]:
             if spans and m.start() < spans[-1][1]:
                 spans[-1] = (spans[-1][0], m.start(), spans[-1][2])     # the next command ends this one
             if m.group(0).lower().startswith("vllm/vllm-openai"):
-                line = line_of(text, m.start())
-                if not regex.search(r"\b(?:docker|podman|nerdctl)\b", line) and not text.startswith(" --", m.end()):
+                head = _continued_line(text, m.start())
+                if not regex.search(r"\b(?:docker|podman|nerdctl)\b", head) and _FLAG_NEXT.match(text, m.end()) is None:
                     continue
             end = _command_end(text, m.start())
             spans.append((m.start(), end, is_vllm))

@@ -405,6 +405,11 @@ def _read(raw: str) -> Facts:
         return bisect.bisect_right(run_starts, pos)
     kinds.sort()
     focal = run_of(kinds[0][0]) if kinds else (run_of(min(memory_logs)) if memory_logs else None)
+    if focal and focal > 1 and _flags.detached_container(text, run_starts[focal - 1]) \
+            and any(_flags.detached_container(text, s) for s in run_starts[:focal - 1]):
+        # containers started in the background run side by side: the log after them is `docker logs` of
+        # any one of them, not the last command's output
+        focal = None
     failed_runs = {run_of(k[0]) for k in kinds}
     by_key: dict[str, list[_Occ]] = {}
     for o in occs:
@@ -422,6 +427,23 @@ def _read(raw: str) -> Facts:
             per_rank[key] = ranks
         if alts:
             alternatives[key] = alts
+    home = focal
+    served = chosen.get("model")
+    if home is None and served is not None and served.source.removesuffix("_model") in _RUN_SOURCES \
+            and len(run_starts) > 1:
+        # no run is the log's by position (containers started side by side, or no log at all): the one
+        # whose command serves the model read sets the rest, not whichever command says it first
+        home = run_of(served.start)
+        for key in sorted(_SETTING_FACTS & by_key.keys() - {"model"}):
+            best, ranks, alts = _resolve(key, by_key[key], home, run_of, failed_runs)
+            for table in (chosen, per_rank, alternatives):
+                table.pop(key, None)
+            if best is not None:
+                chosen[key] = best
+            if ranks:
+                per_rank[key] = ranks
+            if alts:
+                alternatives[key] = alts
     _gpu_by_printed_total(chosen, alternatives, by_key.get("gpu", []))
     if "vllm_version" in chosen:
         for key in [k for k in alternatives if k not in chosen]:
@@ -430,9 +452,17 @@ def _read(raw: str) -> Facts:
                 chosen[key] = got
                 del alternatives[key]
     # extra values first: the parallel sizes read data_parallel_size from them
+    commands = [(s, e) for s, e, v in cmd_spans if v]
     for name, vals in xvals.items():
-        in_focal = [v for p, v in vals if focal is None or run_of(p) == focal]
-        extra[name] = in_focal[0] if in_focal else vals[0][1]
+        mine = [v for p, v in vals if home is None or run_of(p) == home]
+        if not mine and home:
+            # the run has a command line of its own: what another run's command line sets is not this
+            # run's (an embedding container's --task embed); a log before any command has none
+            mine = [v for p, v in vals if not any(s <= p < e for s, e in commands)]
+        elif not mine:
+            mine = [vals[0][1]]
+        if mine:
+            extra[name] = mine[0]
     if not (extra.get("speculative_config") or extra.get("speculative_model")) and "mtp" in low:
         # the drafter told in words ("Drafter: MTP n=3", "MTP (n=3)", "MTP with 3 speculative
         # tokens") where no flag or engine config line says it

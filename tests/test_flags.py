@@ -99,6 +99,26 @@ def test_docker_run():
         ("TheBloke/Mixtral-8x7B-Instruct-v0.1-AWQ", "auto", 0.5, 4096, "awq")
 
 
+def test_docker_run_with_its_image_on_a_continued_line():
+    """`docker run -dit … \\` / `--name llm vllm/vllm-openai:latest \\` / `--model …`: the image is a vLLM
+    invocation though its own line names no docker, since a backslash continues the docker line; so is
+    an image followed by flags on the next line. A bare image name in prose is not."""
+    from estimator.flags import command_spans, detached_container
+
+    text = ("docker run -dit --rm --gpus '\"device=0,1,2,3\"' --network host --ipc host \\\n"
+            "    --name serve-vllm-llm vllm/vllm-openai:latest \\\n"
+            "    --model /workspace/models/Qwen3-235B-A22B-Instruct-2507-FP8 \\\n"
+            "    --tensor-parallel-size 4 --gpu-memory-utilization 0.85\n")
+    spans = command_spans(text)
+    assert len(spans) == 1 and text[spans[0][0]:].startswith("vllm/vllm-openai:latest") and spans[0][2]
+    assert detached_container(text, spans[0][0])
+    attached = text.replace("run -dit --rm", "run --rm -it")
+    assert not detached_container(attached, command_spans(attached)[0][0])
+    flags_next = "    --name llm 10.4.32.48:5000/vllm/vllm-openai:v0.11.0 \\\n    --gpu_memory_utilization 0.9\n"
+    assert len(command_spans(flags_next)) == 1
+    assert command_spans("we pull vllm/vllm-openai:latest every week\nand pin it later\n") == []
+
+
 def test_compose_and_kubernetes_arg_lists():
     compose = """services:
   vllm:

@@ -1822,3 +1822,29 @@ def test_a_negative_available_kv_share_is_v1s_no_cache_blocks_failure():
     f = read_paste(log.format(kv="-2.14"))
     assert f.error_kind == "no_cache_blocks" and f.get("kv_available_gib") == -2.14
     assert read_paste(log.format(kv="0.00")).error_kind != "no_cache_blocks"
+
+
+def test_an_error_after_two_detached_containers_belongs_to_neither_by_position():
+    """Two `docker run -dit` containers start side by side (an LLM at TP 4 and 0.85, an embedding model
+    with --task embed at 0.15); the error pasted after them is `docker logs` of one of them, not the
+    second command's output. No run is the log's by position: the model named first is read, and its own
+    command line sets the run's settings (0.85, TP 4); the embedding container's --task does not make the
+    LLM a pooling run. Started in the foreground, the second command is the run that printed the error."""
+    text = ("docker run -dit --rm --gpus '\"device=0,1,2,3\"' --ipc host \\\n"
+            "    --name serve-vllm-llm vllm/vllm-openai:latest \\\n"
+            "    --model /workspace/models/Qwen3-235B-A22B-Instruct-2507-FP8 \\\n"
+            "    --tensor-parallel-size 4 --gpu-memory-utilization 0.85 --port 8000\n\n"
+            "docker run -dit --rm --gpus '\"device=0\"' --ipc host \\\n"
+            "    --name serve-vllm-embed vllm/vllm-openai:latest \\\n"
+            "    --model /workspace/models/Qwen3-Embedding-8B \\\n"
+            "    --task embed --gpu-memory-utilization 0.15 --port 8010\n\n"
+            "ValueError: To serve at least one request with the models's max seq len (262144),\n"
+            "(11.75 GiB KV cache is needed, which is larger than the available KV cache memory (8.03 GiB).\n")
+    f = read_paste(text)
+    assert f.get("model") == "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8" and f.get("tensor_parallel_size") == 4
+    assert f.get("gpu_memory_utilization") == 0.85 and f.get("max_model_len") == 262144
+    assert "gpu_memory_utilization" not in f.extra.get("alternatives", {})
+    assert f.extra.get("runner") is None
+    foreground = read_paste(text.replace("docker run -dit --rm", "docker run --rm -it"))
+    assert foreground.get("model") == "Qwen/Qwen3-Embedding-8B" and foreground.get("gpu_memory_utilization") == 0.15
+    assert foreground.extra.get("runner") == "pooling"
