@@ -115,14 +115,21 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             total = card.total_bytes
             st.add(Figure("total", total, "assumed", f"{card.name} as torch reports it"))
     util = f("gpu_memory_utilization")
-    if util is not None:
+    finer = facts.extra.get("utilization_from_budget")
+    if util is not None and isinstance(finer, float):
+        st.add(Figure("utilization", finer, "derived", f"the budget vLLM printed ({facts.extra['budget_gib']:.2f} GiB) ÷ "
+                      f"the total; it prints the utilization itself to two decimals ({util:.2f})", unit="fraction"))
+        util = finer
+    elif util is not None:
         st.add(Figure("utilization", util, "read", "gpu_memory_utilization in the paste", unit="fraction"))
     elif est is not None:
         util = est.settings.gpu_memory_utilization
         st.add(Figure("utilization", util, "assumed", f"vLLM {est.profile.era} default", unit="fraction"))
     budget = int(total * util) if total and util else None
     if budget:
-        st.add(Figure("budget", budget, "derived", f"{total / GiB:.2f} GiB × {util:.2f}"))
+        # the utilization as given: two decimals as vLLM's flag is usually written, more where it has them (0.865)
+        shown = f"{util:.2f}" if round(util, 2) == util else f"{util:g}"
+        st.add(Figure("budget", budget, "derived", f"{total / GiB:.2f} GiB × {shown}"))
     elif est is None and all(f(k) is not None for k in ("weights_gib", "activation_peak_gib", "non_torch_gib")) \
             and (f("kv_cache_gib") is not None or f("kv_available_gib") is not None):
         parts = [f("weights_gib"), f("activation_peak_gib"), f("non_torch_gib"), f("cuda_graph_gib") or 0,

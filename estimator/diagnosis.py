@@ -136,6 +136,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
         v = f(key)
         if v is not None:
             setattr(s, key, v)
+    if isinstance(facts.extra.get("utilization_from_budget"), float):
+        s.gpu_memory_utilization = facts.extra["utilization_from_budget"]     # finer than the printed 2 decimals
     for key in ("tensor_parallel_size", "pipeline_parallel_size"):
         if f(key):
             setattr(s, key, int(f(key)))

@@ -483,6 +483,8 @@ def _read(raw: str) -> Facts:
     if alternatives:
         extra["alternatives"] = alternatives
 
+    _utilization_from_budget(chosen, extra)
+
     # 6. error kind, engine, version range
     engine = _engine(engines, chosen.get("vllm_version"))
     kind = _error_kind(text, kinds, memory_logs, focal, run_of, run_starts, set(pt.line_starts), engine)
@@ -629,6 +631,26 @@ def _to_int(s: str | None) -> int | None:
         return int(t)
     except ValueError:
         return None
+
+
+def _utilization_from_budget(chosen: dict, extra: dict) -> None:
+    """V0's memory_profiling line prints the utilization to 2 decimals and the budget it gives, total ×
+    utilization, to 2 as well (worker/worker.py, the 0.8.5 wheel): Unsloth's 0.7828 prints as 0.78 and its
+    budget as 37.18 GiB of 47.50, which says 0.7827. Where the printed figure is off by more than the budget's
+    own rounding allows, the budget's is the finer one and the one the KV cache was sized from: kept beside the
+    read figure as extra["utilization_from_budget"]."""
+    u, total, budget = chosen.get("gpu_memory_utilization"), chosen.get("total_gpu_memory_gib"), extra.get("budget_gib")
+    if u is None or total is None or not isinstance(budget, (int, float)) or u.source != "v0_budget" \
+            or total.source != "v0_budget" or not float(total.value) > 0:
+        return
+    t, printed = float(total.value), float(u.value)
+    exact = float(budget) / t
+    err = (0.005 + 0.005 * printed) / t          # the budget's and the total's own rounding, carried through
+    if abs(exact - printed) <= err or abs(exact - printed) > 0.005 + err:
+        return      # the printed figure is already exact enough (0.9 set, 0.8999 implied), or the two disagree
+    # the fewest decimals the budget allows (0.865 set and printed 0.86 or 0.87; Unsloth's 0.7828)
+    extra["utilization_from_budget"] = next((round(exact, d) for d in (3, 4) if abs(round(exact, d) - exact) <= err),
+                                            round(exact, 4))
 
 
 def _to_float(s: str | None) -> float | None:

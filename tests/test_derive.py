@@ -947,3 +947,28 @@ def test_a_hybrid_models_0_17_figures_are_explained_not_taken_for_a_shortage():
     # from 0.19 the check counts every group: what one request holds is what it needs
     new = run_estimate(spec, "RTX PRO 6000", parse_flags(flags + ["--vllm-version", "0.19.1"]))
     assert new.kv_needed_bytes == new.request_kv_bytes == 17_366_515_712
+
+
+def test_the_budget_vllm_printed_refines_the_utilization_it_rounded():
+    """V0's memory_profiling line prints the utilization to 2 decimals and its budget to 2 (worker/worker.py):
+    an Unsloth run on a 48 GB RTX 4090 handed vLLM 0.7828, printed "(47.50GiB) x gpu_memory_utilization (0.78) =
+    37.18GiB". 47.50 × 0.78 = 37.05 GiB, 0.13 GiB short of what vLLM sized the KV cache from; 37.18 ÷ 47.50 =
+    0.78274, and 0.783 is further from it than the budget's own rounding allows ((0.005 + 0.005 × 0.78) ÷ 47.50 =
+    0.00019), so 0.7827. The read figure stays 0.78. A 0.90 whose budget says 0.8999 (71.28 of 79.21 GiB) is
+    0.90 to the budget's rounding and stays."""
+    line = ("INFO 08-12 22:32:11 [worker.py:295] the current vLLM instance can use total_gpu_memory ({t}GiB) x "
+            "gpu_memory_utilization ({u}) = {b}GiB\n"
+            "INFO 08-12 22:32:11 [worker.py:295] model weights take 0.52GiB; non_torch_memory takes 0.08GiB; PyTorch "
+            "activation peak memory takes 1.78GiB; the rest of the memory reserved for KV Cache is {kv}GiB.\n"
+            "Initializing a V0 LLM engine (v0.10.0) with config: model='Qwen/Qwen2.5-0.5B-Instruct', "
+            "dtype=torch.bfloat16, max_seq_len=32768, tensor_parallel_size=1\n")
+    text = line.format(t="47.50", u="0.78", b="37.18", kv="34.81")
+    f = read_paste(text)
+    assert f.get("gpu_memory_utilization") == 0.78 and f.extra["utilization_from_budget"] == 0.7827
+    d = diagnose(text, offline=True, explain=True)
+    figures = d.derived["figures"]
+    assert figures["utilization"]["provenance"] == "derived" and figures["utilization"]["value"] == 0.7827
+    assert round(figures["budget"]["value"] / GiB, 2) == 37.18 and figures["budget"]["how"] == "47.50 GiB × 0.7827"
+    assert d.estimate["settings"]["gpu_memory_utilization"] == 0.7827
+    exact = read_paste(line.format(t="79.21", u="0.90", b="71.28", kv="68.90"))
+    assert "utilization_from_budget" not in exact.extra and exact.get("gpu_memory_utilization") == 0.9
