@@ -93,8 +93,9 @@ def breakdown_rows(diag) -> list[tuple[str, str, str, str]]:
         val, how = g(f.value), f.how
         if 0 < f.value < HALF_HUNDREDTH * GiB:
             val = "<0.01"      # a 2 MiB allocation that failed is no "0.00 GiB"
-        if f.low is not None and f.high is not None and f.high - f.low > HALF_HUNDREDTH * GiB:
-            val = f"{f.low / GiB:.2f}–{f.high / GiB:.2f}"
+        if f.low is not None and f.high is not None and f.high - f.low > HALF_HUNDREDTH * GiB \
+                and f"{f.low / GiB:.2f}" != f"{f.high / GiB:.2f}":
+            val = f"{f.low / GiB:.2f}–{f.high / GiB:.2f}"      # not "3.59–3.59": ends that round alike are one figure
         if key == "kv_pool" and f.value < 0:
             # vLLM clamps to 0 blocks; the negative figure is how far the rest overran the budget.
             val, how = "0.00", f"{how}: the rest of the memory overruns the budget by {-f.value / GiB:.2f} GiB"

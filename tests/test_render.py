@@ -266,3 +266,23 @@ def test_the_estimate_table_quotes_a_largest_length_only_when_the_asked_one_does
     short = estimate_text(run_estimate(spec, "A100 80GB", EngineSettings(vllm_version="0.10.1", max_model_len=32_768,
                                                                          gpu_memory_utilization=0.2)))
     assert "DOES NOT FIT (largest that fits: " in short
+
+
+def test_a_range_whose_ends_round_alike_is_one_figure():
+    """V0's "(7344)" is 459 blocks of Qwen1.5-7B (32 layers × 32 KV heads × 128 × 2 × 2 B × 16 = 8 MiB): the
+    pool lies between 459 and 460 blocks' worth of what vLLM had, 3.586–3.594 GiB, both 3.59 to two decimals,
+    so the row shows 3.59 and not "3.59–3.59". A pool known only as "more than 5,000 tokens' worth" would
+    still show both ends where they differ."""
+    from estimator.derive import Figure
+    from estimator.units import GiB
+
+    text = ("python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen1.5-7B-Chat\n"
+            "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (7344). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine.\n")
+    d = diagnose(text, offline=True)
+    row = next(r for r in breakdown_rows(d) if r[0] == "KV cache pool")
+    assert row[1] == "3.59" and "459 blocks × 8.00 MiB" in row[3]
+    d.state.figures["kv_pool"] = Figure("kv_pool", int(3.6 * GiB), "derived", "test", low=int(3.5 * GiB),
+                                        high=int(3.7 * GiB))
+    assert next(r for r in breakdown_rows(d) if r[0] == "KV cache pool")[1] == "3.50–3.70"
