@@ -337,7 +337,33 @@ def bench_discourse_poller() -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------------------------------------
+# diagnose: one paste through the whole estimator (read, reverse-derive, re-check every fix, render),
+# in process, offline, over every paste of the dev corpus
+# ------------------------------------------------------------------------------------------------
+def bench_diagnose() -> list[tuple[str, str]]:
+    import json
+
+    from estimator.diagnosis import diagnose
+    from estimator.render import render_markdown
+
+    corpus = ROOT.parent / "shared" / "corpus" / "dev.jsonl"
+    if not corpus.exists():
+        raise Skip(f"{corpus} not found")
+    pastes = [(c["id"], c["paste"]) for c in map(json.loads, corpus.read_text().splitlines()) if c.get("paste")]
+    render_markdown(diagnose(pastes[0][1], offline=True, explain=True))       # load the catalog once
+    times: list[tuple[float, str]] = []
+    for cid, paste in pastes:
+        t0 = time.perf_counter()
+        render_markdown(diagnose(paste, offline=True, explain=True))
+        times.append((time.perf_counter() - t0, cid))
+    slowest = max(times)
+    return [("dev pastes, offline", _summary([t for t, _ in times])),
+            ("slowest", f"{_ms(slowest[0])} ({slowest[1]})")]
+
+
 SECTIONS: dict[str, Callable[[], list[tuple[str, str]]]] = {
+    "diagnose": bench_diagnose,
     "hub": bench_hub,
     "slack_ack": bench_slack_ack,
     "api_explain": bench_api_explain,

@@ -727,8 +727,26 @@ TOWER_PARTS = ("vision", "audio")
 # ---- whole model ------------------------------------------------------------------------------
 
 
+# The inventories of the specs estimated last: a diagnosis re-estimates one spec dozens of times (each fix
+# re-checked, each pipeline partition scored), and the inventory depends on the spec alone. Keyed by the
+# object (held, so its id is not reused); callers only read the lists.
+_INVENTORY_CACHE: dict[int, tuple[ModelSpec, tuple[list[_W], list[_W], list[str]]]] = {}
+_INVENTORY_CACHE_SIZE = 16
+
+
 def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     """(weights vLLM loads, MTP weights stored but not loaded, notes)."""
+    hit = _INVENTORY_CACHE.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    got = _build_inventory(spec)
+    if len(_INVENTORY_CACHE) >= _INVENTORY_CACHE_SIZE:
+        _INVENTORY_CACHE.pop(next(iter(_INVENTORY_CACHE)), None)
+    _INVENTORY_CACHE[id(spec)] = (spec, got)
+    return got
+
+
+def _build_inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
     h, V = spec.hidden_size, spec.vocab_size
     t = spec.text
     kinds = _layer_kinds(spec)
