@@ -496,6 +496,14 @@ def _read(raw: str) -> Facts:
         facts.values["error_kind"] = Fact(kind[0], pt.span(pos[0], end), src)
         if kind[0] == "other" and "Killed" in text and _search(_KILLED, text) is not None:
             extra["host_killed"] = True
+        free = facts.values.get("free_memory_gib")
+        if free is not None and free.source == "free_memory_startup" and kind[0] in _SPECIFIC \
+                and kind[0] != "free_memory_startup":
+            # the start-up check failed on that attempt and stopped it before loading: the attempt whose
+            # later error is read got past it, with other free memory (MiniMax-M2 on 4× A800: 37.95 GiB
+            # free in one attempt's error, 9.38 GiB of KV cache at 0.9 of the card in the next's)
+            extra["earlier_attempt_free_gib"] = free.value
+            del facts.values["free_memory_gib"]
     if engine:
         extra["engine"] = engine
     unknown = _search(_UNKNOWN_QUANT, text)

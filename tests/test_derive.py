@@ -972,3 +972,30 @@ def test_the_budget_vllm_printed_refines_the_utilization_it_rounded():
     assert d.estimate["settings"]["gpu_memory_utilization"] == 0.7827
     exact = read_paste(line.format(t="79.21", u="0.90", b="71.28", kv="68.90"))
     assert "utilization_from_budget" not in exact.extra and exact.get("gpu_memory_utilization") == 0.9
+
+
+def test_a_free_memory_error_of_an_earlier_attempt_does_not_bind_the_later_one():
+    """A Chinese deployment note for MiniMax-M2 on 4× A800 (TP 4) shows two attempts: one stopped by the
+    start-up check (37.95 of 79.25 GiB free, 71.33 asked), and the next one's length error (9.38 GiB of
+    KV cache at 0.9). The check stops an attempt before loading, so the attempt that sized a KV cache had
+    the 71.33 GiB free: the 41.30 GiB the first attempt found taken are not this run's, and the fixes are
+    re-checked on the card as vLLM's own figures leave it."""
+    text = ("4张A800 (A800-SXM4-80GB)\n"
+            "vllm serve /home/x/.cache/huggingface/hub/models--MiniMaxAI--MiniMax-M2/snapshots/f62f643a \\\n"
+            "--tensor-parallel-size 4 --trust-remote-code\n\n"
+            "ValueError: Free memory on device (37.95/79.25 GiB) on startup is less than desired GPU memory "
+            "utilization (0.9, 71.33 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.\n\n"
+            "ValueError: To serve at least one request with the models's max seq len (196608), (11.62 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (9.38 GiB). Based on the available "
+            "memory, the estimated maximum model length is 158560. Try increasing `gpu_memory_utilization` or "
+            "decreasing `max_model_len` when initializing the engine.\n")
+    f = read_paste(text)
+    assert f.get("error_kind") == "kv_capacity_v1" and f.get("free_memory_gib") is None
+    assert f.extra["earlier_attempt_free_gib"] == 37.95 and f.get("total_gpu_memory_gib") == 79.25
+    d = diagnose(text, offline=True, explain=True)
+    assert "held_by_others" not in d.derived["figures"] and not d.unchecked
+    assert d.suggestions and d.suggestions[0]["flags"] == "--max-model-len 157696"
+    # the check's error alone is the run's: its free memory binds
+    alone = read_paste(text.split("\n\nValueError: To serve")[0])
+    assert alone.get("error_kind") == "free_memory_startup" and alone.get("free_memory_gib") == 37.95
