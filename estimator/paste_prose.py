@@ -134,6 +134,7 @@ _GPU = regex.compile(
     (?=[ABGHJKLMNPQRTVDabghjklmnpqrtvd0-9])
     (?<![A-WYZa-wyz0-9./-])
     (?<![A-Za-z][Xx])                # "2xT4" is a count, "EXT4" (a file system) no card
+    (?<!Atlas[ ]+\d{3,4}[A-Za-z]?[ ]+)  # Huawei's Ascend servers ("Atlas 800I A2", "Atlas 800T A2"), not NVIDIA's A2
     (?P<name>
       (?:NVIDIA[ ]+|AMD[ ]+)?(?:GeForce[ ]+|Quadro[ ]+|Tesla[ ]+|Instinct[ ]+|Radeon[ ]+)?
       (?:

@@ -1427,7 +1427,8 @@ def test_the_llm_class_default_batch_reaches_the_estimate():
 def test_a_mig_slice_and_a_cloud_machine_type_are_read_as_such():
     """GKE's "gpu-partition-size=1g.5gb", nvidia-smi's "MIG 1g.5gb Device 0", CUDA's "NVIDIA
     A100-SXM4-40GB MIG 1g.5gb": the run had a slice of the card (diagnosis sizes it from the profile).
-    A Google Cloud machine type "a2-highgpu-1g" holds an A100: it is not the NVIDIA A2."""
+    A Google Cloud machine type "a2-highgpu-1g" holds an A100: it is not the NVIDIA A2, nor is Huawei's
+    "Atlas 800I A2" server."""
     from estimator.diagnosis import gpu_ref
 
     gke = read_paste('gcloud container node-pools create p --machine-type=a2-highgpu-1g \\\n'
@@ -1440,6 +1441,9 @@ def test_a_mig_slice_and_a_cloud_machine_type_are_read_as_such():
     assert gpu_ref(smi, None) == "NVIDIA A100-SXM4-40GB MIG 2g.10gb"
     assert "mig_profile" not in read_paste("INFO Available KV cache memory: 1.00 GiB on an A100").extra
     assert read_paste("I run it on an A2 card").get("gpu") == "A2"
+    # nor is a Huawei Ascend server, "Atlas 800I A2" / "Atlas 800T A2" (vllm-ascend's NPUs)
+    assert read_paste("vllm-ascend on an Atlas 800I A2, Qwen2.5-7B-Instruct").get("gpu") is None
+    assert read_paste("Atlas 800T A2 with 8 NPUs").get("gpu") is None
 
 
 def test_unsloths_batch_line_is_the_batch_vllm_was_given():
