@@ -188,6 +188,10 @@ def _read(raw: str) -> Facts:
                     figure_hints.append(figures)
             if t.name == "free_memory_startup":
                 hints.append(_free_memory_hint(m.group(0)))
+            if t.name == "no_cache_blocks":
+                blocks_hint = _no_blocks_hint(text, m.end())
+                if blocks_hint:
+                    hints.append(blocks_hint)
             if t.name == "actual_usage":
                 usage = _actual_usage_hint(m, text, _line_level(pt, m.start()))
                 if usage:
@@ -757,6 +761,32 @@ def _free_memory_hint(error: str) -> tuple[str, str | None]:
     if _CUDA_DEVICE.search(error):
         return (DEVICE_NAMED_FROM, version_text(EXTENSIBLE_KV_CACHE_FROM))
     return (DEVICE_NAMED_FROM, None)
+
+
+# How "No available memory for the cache blocks." goes on (V0 worker.py; V1 v1/core/kv_cache_utils.py, the
+# 0.10.2–0.27.0 wheels): "Try increasing `gpu_memory_utilization` when initializing the engine." and nothing
+# more to 0.12; " See https://docs.vllm.ai/…/conserving_memory/ for more details." from 0.13; "… the engine
+# (this flag also controls CPU memory reservation on the CPU backend, despite its name). See …" from 0.22
+NO_BLOCKS_LINK_FROM = "0.13.0"
+NO_BLOCKS_CPU_NOTE_FROM = "0.22.0"
+_NO_BLOCKS_ADVICE = regex.compile(r"\.?[ \n]+Try[ \n]+increasing[ \n]+`?gpu_memory_utilization`?[ \n]+when[ \n]+"
+                                  r"initializing[ \n]+the[ \n]+engine(?P<cpu>[ \n]+\(this[ \n]+flag[ \n]+also[ \n]+controls)?"
+                                  r"(?:\)?\.(?P<link>[ \n]*See[ \n])?)?")
+
+
+def _no_blocks_hint(text: str, end: int) -> tuple[str, str | None] | None:
+    """The releases whose "No available memory for the cache blocks" goes on as the paste's does; None where
+    the paste cuts it before its advice, or right after it (a poster may drop a link: no sign either way)."""
+    m = _NO_BLOCKS_ADVICE.match(text, end)
+    if m is None:
+        return None
+    if m.group("cpu"):
+        return (NO_BLOCKS_CPU_NOTE_FROM, None)
+    if m.group("link"):
+        return (NO_BLOCKS_LINK_FROM, NO_BLOCKS_CPU_NOTE_FROM)
+    if text[m.end():m.end() + 1] == "\n" and text[m.end() - 1:m.end()] == ".":
+        return ("0.1.0", NO_BLOCKS_LINK_FROM)      # the message ended with its line, and no link followed
+    return None
 
 
 # "CUDA graph memory profiling is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). This will become the default

@@ -215,6 +215,22 @@ def test_available_kv_figure_dates_the_release():
     assert read_paste(line.format("8.64")).extra["version_hint"] == ("0.9.1", None)
 
 
+def test_no_cache_blocks_message_dates_the_release():
+    """"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the
+    engine." ends there up to 0.12 (V0's worker.py, V1's kv_cache_utils.py), adds " See https://docs.vllm.ai/…
+    for more details." from 0.13 and "(this flag also controls CPU memory reservation on the CPU backend,
+    despite its name)" from 0.22 (the 0.12.0, 0.13.0, 0.21.0 and 0.22.0 wheels). A message cut at its advice
+    says nothing: the poster may have dropped the rest."""
+    head = ("(EngineCore_DP0 pid=1) ERROR 07-27 16:21:40 [core.py:1100] ValueError: No available memory for the "
+            "cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine")
+    link = " See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.\n"
+    assert read_paste(head + ".\nnext line\n").extra["version_hint"] == ("0.8.0", "0.12.0")
+    assert read_paste(head + "." + link).extra["version_hint"] == ("0.13.0", "0.21.0")
+    cpu = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)." + link
+    assert read_paste(head + cpu).extra["version_hint"] == ("0.22.0", None)
+    assert read_paste(head + ".").extra["version_hint"] == ("0.8.0", None)      # the V1 prefix alone
+
+
 def test_actual_usage_report_dates_the_release():
     """gpu_worker.py's "Actual usage" report, as the wheels write it: 0.10.2 quotes its suggestions and the
     pool in bytes alone (an 8×L40S Qwen3-235B-FP8 log, vLLM 0.10.2), 0.11.0 adds "(X GiB)" after each and
