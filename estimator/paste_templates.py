@@ -217,6 +217,13 @@ TEMPLATES: tuple[Template, ...] = (
     # template keeps the name it was given when 0.11.2 was the first release read with it)
     _t("weights_0112", r"Model[ \n]+loading[ \n]+took[ \n]+(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+memory" + _AND_OR_END, P_LOAD, None,
        ("0.11.1", None), "v1"),
+    # the engine's start-up time, "init engine (profile, create kv cache, warmup model) took 11.33 seconds" (V0's
+    # llm_engine.py; V1's engine/core.py to 0.19.1), "took 212.68 s (compilation: 13.01 s)" or "took 9.80 s" from
+    # 0.20.0 (the 0.14.0–0.27.0 wheels): a dating hint only, nothing about memory
+    _t("init_engine_seconds", r"init[ \n]+engine[ \n]+\(profile,[ \n]+create[ \n]+kv[ \n]+cache,[ \n]+warmup[ \n]+model\)"
+       r"[ \n]+took[ \n]+" + NUM + r"[ \n]+seconds\b", P_LOAD, None, ("0.1.0", "0.20.0"), memory_log=False),
+    _t("init_engine_s", r"init[ \n]+engine[ \n]+\(profile,[ \n]+create[ \n]+kv[ \n]+cache,[ \n]+warmup[ \n]+model\)"
+       r"[ \n]+took[ \n]+" + NUM + r"[ \n]*s(?![A-Za-z])", P_LOAD, None, ("0.20.0", None), "v1", memory_log=False),
     # 1.7 CUDA graphs
     _t("graph_took", r"Graph[ \n]+capturing[ \n]+finished[ \n]+in[ \n]+(?P<x_graph_seconds>" + NUM + r")[ \n]+secs?,[ \n]+took[ \n]+"
        r"(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB", P_LOAD, None, ("0.6.4", None)),
@@ -386,4 +393,5 @@ ANCHORS: dict[str, str] = {
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
     "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory", "v1_num_gpu_blocks": "cache_config_info",
     "tb_lt_len": "max_num_batched_tokens", "tb_lt_seqs": "max_num_batched_tokens", "api_server_version": "version",
+    "init_engine_seconds": "warmup model", "init_engine_s": "warmup model",
 }

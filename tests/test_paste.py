@@ -231,6 +231,19 @@ def test_no_cache_blocks_message_dates_the_release():
     assert read_paste(head + ".").extra["version_hint"] == ("0.8.0", None)      # the V1 prefix alone
 
 
+def test_the_engine_start_up_time_line_dates_the_release():
+    """"init engine (profile, create kv cache, warmup model) took 11.33 seconds" is V0's and V1's wording to
+    0.19.1; from 0.20.0 V1 writes "took 140.65 s", with "(compilation: 13.01 s)" after it where it compiled
+    (engine/core.py, the 0.14.0–0.27.0 wheels). Over the 476 corpus pastes the hint changes 27 ranges, each
+    still holding the release the paste states. The line says nothing about memory: no start-up log alone."""
+    old = "INFO 08-12 22:32:20 [llm_engine.py:424] init engine (profile, create kv cache, warmup model) took 11.33 seconds\n"
+    new = "(EngineCore pid=1) INFO 09-01 10:00:00 [core.py:337] init engine (profile, create kv cache, warmup model) took {}\n"
+    assert read_paste(old).extra["version_hint"] == ("0.8.0", "0.19.1")
+    assert read_paste(new.format("140.65 s")).extra["version_hint"] == ("0.20.0", None)
+    assert read_paste(new.format("212.68 s (compilation: 13.01 s)")).extra["version_hint"] == ("0.20.0", None)
+    assert read_paste(old).get("error_kind") is None
+
+
 def test_actual_usage_report_dates_the_release():
     """gpu_worker.py's "Actual usage" report, as the wheels write it: 0.10.2 quotes its suggestions and the
     pool in bytes alone (an 8×L40S Qwen3-235B-FP8 log, vLLM 0.10.2), 0.11.0 adds "(X GiB)" after each and
