@@ -189,7 +189,7 @@ def _read(raw: str) -> Facts:
             if t.name == "free_memory_startup":
                 hints.append(_free_memory_hint(m.group(0)))
             if t.name == "no_cache_blocks":
-                blocks_hint = _no_blocks_hint(text, m.end())
+                blocks_hint = _no_blocks_hint(text, m.start(), m.end())
                 if blocks_hint:
                     hints.append(blocks_hint)
             if t.name == "actual_usage":
@@ -709,9 +709,20 @@ def _template_match(t, m, pt: PasteText, occs: list[_Occ], xvals: dict) -> None:
 
 
 # The rest of V1's length error after its estimate, to its last words, and no " See https://docs.vllm.ai…"
-# after them: where the paste keeps the whole message, its end dates it (the link came in 0.13)
+# after them: where the paste keeps the whole message, its end dates it (the link came in 0.13).
 _ENDS_WITHOUT_LINK = regex.compile(r"\.?[ \n]+Try[ \n]+increasing[^\n]{0,120}?when[ \n]+initializing[ \n]+the[ \n]+engine"
                                    r"(?!\.?[ \n]*See[ \n])")
+_LOG_GOES_ON = regex.compile(r"\.?[ \t]*\n[ \t]*\S")
+
+
+def _ended_without_link(text: str, start: int, end: int) -> bool:
+    """vLLM prints these messages on one line, the link at its end: a message that ends its line with no
+    link, where it stands on one line as printed or the log goes on after it, had none. One the poster broke
+    over lines and stopped their excerpt at may have been cut (a 0.19.1 blog excerpt, re-wrapped, ends its
+    code block at "…when initializing the engine.")."""
+    if text[end - 1:end] != "." and not text.startswith(".", end):
+        return False
+    return "\n" not in text[start:end] or _LOG_GOES_ON.match(text, end) is not None
 
 
 def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
@@ -726,7 +737,8 @@ def _v1_error_hint(m, text: str) -> tuple[str, str | None]:
     if m.group("estimated_max_model_len"):
         if "docs.vllm.ai" in after[:300]:
             return ("0.13.0", "0.22.0")
-        if _ENDS_WITHOUT_LINK.match(after) is not None:
+        ended = _ENDS_WITHOUT_LINK.match(text, m.end(), min(len(text), m.end() + 400))
+        if ended is not None and _ended_without_link(text, m.start(), ended.end()):
             # the message ran to its last words and no docs link followed them: 0.13 appended one
             # (v1/core/kv_cache_utils.py), so this is 0.9.1–0.12
             return ("0.9.1", "0.13.0")
@@ -774,9 +786,9 @@ _NO_BLOCKS_ADVICE = regex.compile(r"\.?[ \n]+Try[ \n]+increasing[ \n]+`?gpu_memo
                                   r"(?:\)?\.(?P<link>[ \n]*See[ \n])?)?")
 
 
-def _no_blocks_hint(text: str, end: int) -> tuple[str, str | None] | None:
+def _no_blocks_hint(text: str, start: int, end: int) -> tuple[str, str | None] | None:
     """The releases whose "No available memory for the cache blocks" goes on as the paste's does; None where
-    the paste cuts it before its advice, or right after it (a poster may drop a link: no sign either way)."""
+    the paste cuts it before its advice, or stops right after it (an excerpt may drop a link)."""
     m = _NO_BLOCKS_ADVICE.match(text, end)
     if m is None:
         return None
@@ -784,8 +796,8 @@ def _no_blocks_hint(text: str, end: int) -> tuple[str, str | None] | None:
         return (NO_BLOCKS_CPU_NOTE_FROM, None)
     if m.group("link"):
         return (NO_BLOCKS_LINK_FROM, NO_BLOCKS_CPU_NOTE_FROM)
-    if text[m.end():m.end() + 1] == "\n" and text[m.end() - 1:m.end()] == ".":
-        return ("0.1.0", NO_BLOCKS_LINK_FROM)      # the message ended with its line, and no link followed
+    if text[m.end() - 1:m.end()] == "." and _ended_without_link(text, start, m.end()):
+        return ("0.1.0", NO_BLOCKS_LINK_FROM)      # the message ended with no link
     return None
 
 

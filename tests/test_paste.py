@@ -202,6 +202,17 @@ def test_v1_capacity_error_figures_and_end_date_the_release():
     # figures with a nonzero second decimal fit both formats
     both = cut.replace("36.00", "36.02")
     assert read_paste(both).extra["version_hint"] == ("0.9.1", "0.21.0")
+    # re-wrapped over lines by its poster and closing their excerpt (a 0.19.1 blog, sirzzang): the link may
+    # have been dropped, so only the "3.0" dates it; the same re-wrapped message with the log going on after
+    # it had no link
+    wrapped = ("(EngineCore pid=81) ValueError: To serve at least one request with the models's max seq len\n"
+               "  (16384), (3.0 GiB KV cache is needed, which is larger than the available KV cache memory\n"
+               "  (0.18 GiB). Based on the available memory, the estimated maximum model length is 976.\n"
+               "  Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing\n"
+               "  the engine.\n```\n")
+    assert read_paste(wrapped).extra["version_hint"] == ("0.14.0", "0.21.0")
+    goes_on = wrapped.replace("3.0 GiB", "3.00 GiB").replace("```", "(EngineCore pid=81) ERROR engine failed")
+    assert read_paste(goes_on).extra["version_hint"] == ("0.9.1", "0.12.0")
 
 
 def test_available_kv_figure_dates_the_release():
@@ -219,8 +230,8 @@ def test_no_cache_blocks_message_dates_the_release():
     """"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the
     engine." ends there up to 0.12 (V0's worker.py, V1's kv_cache_utils.py), adds " See https://docs.vllm.ai/…
     for more details." from 0.13 and "(this flag also controls CPU memory reservation on the CPU backend,
-    despite its name)" from 0.22 (the 0.12.0, 0.13.0, 0.21.0 and 0.22.0 wheels). A message cut at its advice
-    says nothing: the poster may have dropped the rest."""
+    despite its name)" from 0.22 (the 0.12.0, 0.13.0, 0.21.0 and 0.22.0 wheels). A message cut at its advice,
+    or broken over lines by its poster and closing their excerpt, says nothing: the rest may have been dropped."""
     head = ("(EngineCore_DP0 pid=1) ERROR 07-27 16:21:40 [core.py:1100] ValueError: No available memory for the "
             "cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine")
     link = " See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.\n"
@@ -228,7 +239,11 @@ def test_no_cache_blocks_message_dates_the_release():
     assert read_paste(head + "." + link).extra["version_hint"] == ("0.13.0", "0.21.0")
     cpu = " (this flag also controls CPU memory reservation on the CPU backend, despite its name)." + link
     assert read_paste(head + cpu).extra["version_hint"] == ("0.22.0", None)
-    assert read_paste(head + ".").extra["version_hint"] == ("0.8.0", None)      # the V1 prefix alone
+    # on one line as vLLM prints it, with nothing after: the line ended without a link
+    assert read_paste(head + ".").extra["version_hint"] == ("0.8.0", "0.12.0")
+    # broken over lines by the poster and closing the excerpt: it may have been cut, so no sign
+    rewrapped = head.replace(" Try increasing", "\nTry increasing") + ".\n```\n"
+    assert read_paste(rewrapped).extra["version_hint"] == ("0.8.0", None)      # the V1 prefix alone
 
 
 def test_the_engine_start_up_time_line_dates_the_release():
