@@ -423,14 +423,20 @@ def _read(raw: str) -> Facts:
     chosen: dict[str, _Occ] = {}
     per_rank: dict[str, list] = {}
     alternatives: dict[str, list] = {}
-    for key, lst in by_key.items():
-        best, ranks, alts = _resolve(key, lst, focal, run_of, failed_runs)
+
+    def settle(key: str, run: int | None) -> None:
+        best, ranks, alts = _resolve(key, by_key[key], run, run_of, failed_runs)
+        for table in (chosen, per_rank, alternatives):
+            table.pop(key, None)
         if best is not None:
             chosen[key] = best
         if ranks:
             per_rank[key] = ranks
         if alts:
             alternatives[key] = alts
+
+    for key in by_key:
+        settle(key, focal)
     home = focal
     served = chosen.get("model")
     if home is None and served is not None and served.source.removesuffix("_model") in _RUN_SOURCES \
@@ -439,15 +445,7 @@ def _read(raw: str) -> Facts:
         # whose command serves the model read sets the rest, not whichever command says it first
         home = run_of(served.start)
         for key in sorted(_SETTING_FACTS & by_key.keys() - {"model"}):
-            best, ranks, alts = _resolve(key, by_key[key], home, run_of, failed_runs)
-            for table in (chosen, per_rank, alternatives):
-                table.pop(key, None)
-            if best is not None:
-                chosen[key] = best
-            if ranks:
-                per_rank[key] = ranks
-            if alts:
-                alternatives[key] = alts
+            settle(key, home)
     _gpu_by_printed_total(chosen, alternatives, by_key.get("gpu", []))
     if "vllm_version" in chosen:
         for key in [k for k in alternatives if k not in chosen]:

@@ -61,6 +61,9 @@ def _t(name, pat, priority, kind=None, hint=None, engine=None, memory_log=True) 
 _FREE_ON_STARTUP = (r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM
                     + r")[ \n]*/[ \n]*(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GiB\)[ \n]+on[ \n]+startup")
 
+_INIT_ENGINE_TOOK = (r"init[ \n]+engine[ \n]+\(profile,[ \n]+create[ \n]+kv[ \n]+cache,[ \n]+warmup[ \n]+model\)"
+                     r"[ \n]+took[ \n]+")
+
 TEMPLATES: tuple[Template, ...] = (
     # 4.1 V0 length check (vllm/worker/worker.py raise_if_cache_size_invalid)
     _t("v0_capacity_error",
@@ -220,10 +223,10 @@ TEMPLATES: tuple[Template, ...] = (
     # the engine's start-up time, "init engine (profile, create kv cache, warmup model) took 11.33 seconds" (V0's
     # llm_engine.py; V1's engine/core.py to 0.19.1), "took 212.68 s (compilation: 13.01 s)" or "took 9.80 s" from
     # 0.20.0 (the 0.14.0–0.27.0 wheels): a dating hint only, nothing about memory
-    _t("init_engine_seconds", r"init[ \n]+engine[ \n]+\(profile,[ \n]+create[ \n]+kv[ \n]+cache,[ \n]+warmup[ \n]+model\)"
-       r"[ \n]+took[ \n]+" + NUM + r"[ \n]+seconds\b", P_LOAD, None, ("0.1.0", "0.20.0"), memory_log=False),
-    _t("init_engine_s", r"init[ \n]+engine[ \n]+\(profile,[ \n]+create[ \n]+kv[ \n]+cache,[ \n]+warmup[ \n]+model\)"
-       r"[ \n]+took[ \n]+" + NUM + r"[ \n]*s(?![A-Za-z])", P_LOAD, None, ("0.20.0", None), "v1", memory_log=False),
+    _t("init_engine_seconds", _INIT_ENGINE_TOOK + NUM + r"[ \n]+seconds\b", P_LOAD, None, ("0.1.0", "0.20.0"),
+       memory_log=False),
+    _t("init_engine_s", _INIT_ENGINE_TOOK + NUM + r"[ \n]*s(?![A-Za-z])", P_LOAD, None, ("0.20.0", None), "v1",
+       memory_log=False),
     # 1.7 CUDA graphs
     _t("graph_took", r"Graph[ \n]+capturing[ \n]+finished[ \n]+in[ \n]+(?P<x_graph_seconds>" + NUM + r")[ \n]+secs?,[ \n]+took[ \n]+"
        r"(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB", P_LOAD, None, ("0.6.4", None)),
