@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -729,8 +730,9 @@ TOWER_PARTS = ("vision", "audio")
 
 # The inventories of the specs estimated last: a diagnosis re-estimates one spec dozens of times (each fix
 # re-checked, each pipeline partition scored), and the inventory depends on the spec alone. Keyed by the
-# object (held, so its id is not reused); callers only read the lists.
-_INVENTORY_CACHE: dict[int, tuple[ModelSpec, tuple[list[_W], list[_W], list[str]]]] = {}
+# object (held, so its id is not reused); callers only read the lists. An OrderedDict: its oldest entry
+# goes in one step (popitem), safe beside the server's threads.
+_INVENTORY_CACHE: OrderedDict[int, tuple[ModelSpec, tuple[list[_W], list[_W], list[str]]]] = OrderedDict()
 _INVENTORY_CACHE_SIZE = 16
 
 
@@ -741,7 +743,10 @@ def _inventory(spec: ModelSpec) -> tuple[list[_W], list[_W], list[str]]:
         return hit[1]
     got = _build_inventory(spec)
     if len(_INVENTORY_CACHE) >= _INVENTORY_CACHE_SIZE:
-        _INVENTORY_CACHE.pop(next(iter(_INVENTORY_CACHE)), None)
+        try:
+            _INVENTORY_CACHE.popitem(last=False)
+        except KeyError:
+            pass            # another thread emptied it
     _INVENTORY_CACHE[id(spec)] = (spec, got)
     return got
 
