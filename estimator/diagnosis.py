@@ -987,7 +987,10 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
                          f"{est.spec.torch_dtype or '16-bit'} (2 bytes per parameter), it does not halve it.")
     if est is not None and " GB" in (facts.text or "").replace("GB", " GB"):
         total = est.gpu_total_bytes
-        notes.append(f"GB vs GiB: this {est.gpu_name} has {total / GiB:.2f} GiB as torch reports it "
+        # the card as the user named it where the catalog sizes it as another (an A800 as the A100-SXM4-80GB)
+        card = f"{est.gpu.product} ({est.gpu_name} to the catalog)" if est.gpu is not None and est.gpu.product \
+            else est.gpu_name
+        notes.append(f"GB vs GiB: this {card} has {total / GiB:.2f} GiB as torch reports it "
                      f"({total / 1e9:.1f} GB); vLLM's figures are GiB (2^30 bytes), even where a message says GB.")
     capacity = _group_capacity_note(facts, est)
     if capacity:

@@ -996,6 +996,8 @@ def test_a_free_memory_error_of_an_earlier_attempt_does_not_bind_the_later_one()
     d = diagnose(text, offline=True, explain=True)
     assert "held_by_others" not in d.derived["figures"] and not d.unchecked
     assert d.suggestions and d.suggestions[0]["flags"] == "--max-model-len 157696"
+    # the card as the user named it, beside the catalog's card it is sized as
+    assert any(n.startswith("GB vs GiB: this A800 (NVIDIA A100-SXM4-80GB to the catalog) has 79.25 GiB") for n in d.notes)
     # the check's error alone is the run's: its free memory binds
     alone = read_paste(text.split("\n\nValueError: To serve")[0])
     assert alone.get("error_kind") == "free_memory_startup" and alone.get("free_memory_gib") == 37.95
