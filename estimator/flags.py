@@ -173,8 +173,10 @@ class Setting:
 
 
 def human_int(text: str) -> int | None:
-    """vLLM's `human_readable_int`: '32k' = 32000, '32K' = 32768? No: 'k' = 1000, 'K' = 1024
-    (vllm/engine/arg_utils.py human_readable_int); also '30_000', '1,010,000', '4096.0'."""
+    """vLLM's `human_readable_int`: 'k' = 1000, 'K' = 1024, '32k' = 32000, '32K' = 32768, '25.6k' = 25600
+    (vllm/utils/argparse_utils.py, earlier vllm/engine/arg_utils.py); a decimal with a binary suffix
+    ('1.5M') vLLM refuses ("Decimals are not allowed with binary suffixes"): no value a run had. Also
+    '30_000', '1,010,000', '4096.0' (config files)."""
     t = text.strip().strip("'\"`").replace("_", "").replace(",", "")
     if not t:
         return None
@@ -186,6 +188,8 @@ def human_int(text: str) -> int | None:
     mult = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}[suf]
     if "." not in num:
         return int(num) * mult      # exact: a 400-digit count is no float (it would be inf)
+    if suf.isupper():
+        return None
     value = float(num) * mult
     if not math.isfinite(value) or (value != int(value) and not suf):
         return None
