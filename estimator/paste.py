@@ -181,29 +181,12 @@ def _read(raw: str) -> Facts:
                 hints.append(t.hint)
             if t.engine:
                 engines.append((2 if t.kind else 1, t.engine))
-            if t.name == "v1_capacity_error":
-                hints.append(_v1_error_hint(m, text))
-                figures = _figures_hint((m.group("kv_needed_gib"), m.group("kv_available_gib")))
-                if figures:
-                    figure_hints.append(figures)
-            if t.name == "free_memory_startup":
-                hints.append(_free_memory_hint(m.group(0)))
-            if t.name == "no_cache_blocks":
-                blocks_hint = _no_blocks_hint(text, m.start(), m.end())
-                if blocks_hint:
-                    hints.append(blocks_hint)
-            if t.name == "actual_usage":
-                usage = _actual_usage_hint(m, text, _line_level(pt, m.start()))
-                if usage:
-                    hints.append(usage)
-            if t.name == "weights_0112":
-                # "%.4f GiB memory and" 0.11.1–0.13, format_gib's figure from 0.14 (gpu_model_runner.py, the wheels)
-                figure_hints.append(("0.11.1", FORMAT_GIB_FROM) if _FIGURE_FOUR_DECIMALS.fullmatch(m.group("weights_gib"))
-                                    else (FORMAT_GIB_FROM, None))
-            if t.name == "v1_available_kv":
-                figures = _figures_hint((m.group("kv_available_gib"),))
-                if figures:
-                    figure_hints.append(figures)
+            wording = _WORDING_HINTS.get(t.name)
+            if wording is not None and (got := wording(m, text, pt)):
+                hints.append(got)
+            figure = _FIGURE_HINTS.get(t.name)
+            if figure is not None and (got := figure(m)):
+                figure_hints.append(got)
             if t.name in ("blocks_gpu_cpu", "blocks_gpu_only", "blocks_CUDA", "blocks_cuda", "blocks_other"):
                 if _to_int(m.group("gpu_blocks")) is not None and _to_int(m.group("gpu_blocks")) <= 0:
                     kinds.append((m.start(), "no_cache_blocks", "blocks_le_zero"))
@@ -856,6 +839,29 @@ def _figures_hint(figures) -> tuple[str, str | None] | None:
     if any(_FIGURE_TRAILING_ZERO.fullmatch(f) for f in figures):
         return ("0.1.0", FORMAT_GIB_FROM)
     return None
+
+
+def _weights_figure_hint(m) -> tuple[str, str | None]:
+    """"Model loading took X GiB memory and": "%.4f" 0.11.1–0.13, format_gib's figure from 0.14
+    (gpu_model_runner.py, the wheels)."""
+    return ("0.11.1", FORMAT_GIB_FROM) if _FIGURE_FOUR_DECIMALS.fullmatch(m.group("weights_gib")) \
+        else (FORMAT_GIB_FROM, None)
+
+
+# Templates whose match dates the paste more finely than their fixed range (Template.hint), by name: the
+# message's wording, a strong sign (match, logical text, PasteText → range or None) …
+_WORDING_HINTS = {
+    "v1_capacity_error": lambda m, text, pt: _v1_error_hint(m, text),
+    "free_memory_startup": lambda m, text, pt: _free_memory_hint(m.group(0)),
+    "no_cache_blocks": lambda m, text, pt: _no_blocks_hint(text, m.start(), m.end()),
+    "actual_usage": lambda m, text, pt: _actual_usage_hint(m, text, _line_level(pt, m.start())),
+}
+# … and how it prints its GiB figures, a weak one dropped where it contradicts the wording
+_FIGURE_HINTS = {
+    "v1_capacity_error": lambda m: _figures_hint((m.group("kv_needed_gib"), m.group("kv_available_gib"))),
+    "v1_available_kv": lambda m: _figures_hint((m.group("kv_available_gib"),)),
+    "weights_0112": _weights_figure_hint,
+}
 
 
 # A log line may carry a docker-compose service prefix ("vllm-1  | ") or a CI timestamp first.
