@@ -55,11 +55,16 @@ def capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
     s = est.settings
     v0 = est.profile.engine == "v0"
     targets = _printed_kv_targets(facts, est)
-    if not targets or est.reconciliation.failed:
+    # the KV one request needs is the layout's arithmetic alone (bytes per token and per state ×
+    # max_model_len): a state that reproduces no printed pool — weights estimated for a checkpoint the
+    # run did not load — still tells the layout that reproduces it
+    need_only = all(what == "need" for what, *_ in targets)
+    if not targets or (est.reconciliation.failed and not need_only):
         return est, ""
 
     def reproduces(e: Estimate) -> bool:
-        return all(abs(get(e) - value) <= tol for _what, value, get, tol, _say in targets)
+        return all(abs(get(e) - value) <= tol for _what, value, get, tol, _say in targets) \
+            and (need_only or not e.reconciliation.failed)
 
     if reproduces(est):
         return est, ""
@@ -93,8 +98,14 @@ def capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
             e = rerun(adjust)
         except KvdoctorError:
             continue
-        if reproduces(e) and not e.reconciliation.failed:
+        if reproduces(e):
             matches.append((adjust, e))
+    # a setting tried at the value the run resolves it to anyway (prefix caching on where the release
+    # turns it on for this model) gives the same state as leaving it out: one reading, not two
+    same = lambda a, b: (a.layout, a.kv_cache_tokens, a.gpu_blocks, a.kv_needed_bytes) == \
+        (b.layout, b.kv_cache_tokens, b.gpu_blocks, b.kv_needed_bytes)  # noqa: E731
+    matches = [(adjust, e) for adjust, e in matches
+               if not any(other.items() < adjust.items() and same(o, e) for other, o in matches)]
     if len(matches) != 1:
         return est, ""
     adjust, out = matches[0]

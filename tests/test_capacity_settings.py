@@ -291,3 +291,41 @@ def test_a_stated_batch_size_is_not_overridden():
     d = _gemma_need("5.98", GEMMA + " --max-num-batched-tokens 2048")
     assert d.estimate["settings"]["max_num_batched_tokens"] == 2048
     assert not any("the paste does not show max_num_batched_tokens" in a for a in d.assumptions)
+
+
+# Qwen3.6-27B (hybrid: 16 full-attention layers, 48 Gated DeltaNet layers) at TP 2. Per rank a GDN
+# layer's state is 3 × 5,120 conv values × 2 B + 24 heads × 128 × 128 × 4 B (fp32 SSM state) =
+# 1,603,584 B; an attention layer's token is 2 heads × 256 × 2 × 1 B = 1,024 B in fp8 (2,048 in bf16),
+# so the attention block is raised to 1,568 tokens (784 in bf16) and every page is 1,605,632 B; a
+# block of a 16-layer group is 25,690,112 B. One 131,072-token request with prefix caching (on by
+# default for hybrid models from 0.28, "align" mode: 2 state blocks per Mamba group) takes
+# cdiv(131,072, 1,568) = 84 attention blocks + 3 × 2 = 90 blocks in fp8 (168 + 6 = 174 in bf16).
+QWEN36 = "vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --max-model-len 131072 --gpu-memory-utilization 0.92"
+QWEN36_BLOCK = 16 * 1_605_632
+
+
+def test_a_setting_tried_at_the_value_the_run_resolves_it_to_is_not_a_second_reading():
+    # a 43.08 GiB pool holds 1,800 blocks; vLLM prints int(1,800 / 90 × 131,072) = 2,621,440 tokens for
+    # fp8 (bf16: int(1,800 / 174 × 131,072) = 1,355,917). "fp8" and "fp8 with prefix caching on" are
+    # the same run on 0.30 — one reading, so the dtype is read back
+    d = diagnose(_log("43.08", 2_621_440, 131_072, QWEN36), gpu="H100", vllm_version="0.30.0",
+                 offline=True, explain=True)
+    e = d.estimate
+    assert e["settings"]["kv_cache_dtype"] == "fp8"
+    assert e["gpu_blocks"] == 1_800 and e["kv_cache_tokens"] == 2_621_440
+    note = next(a for a in d.assumptions if "the paste does not show the KV cache dtype" in a)
+    assert "only an fp8 KV cache" in note and "prefix caching" not in note
+
+
+def test_the_kv_a_request_needs_reads_back_the_dtype_where_no_state_reproduces_the_pool():
+    # on two 16 GB V100s the bf16 weights the model id names (~25 GiB a rank) exceed the budget, so no
+    # state reproduces the 1.50 GiB pool (the run loaded a smaller checkpoint); the need is the layout's
+    # own arithmetic and still says fp8: 90 × 25,690,112 B = 2.15 GiB (bf16: 174 blocks, 4.16 GiB). The
+    # pool's 62 blocks less 6 state blocks hold 56 × 1,568 = 87,808 tokens, vLLM's estimate
+    d = diagnose(V1_ERROR.format(command=QWEN36, need="2.15", fit=87808).replace("(5.00 GiB)", "(1.50 GiB)"),
+                 gpu="V100 16GB", vllm_version="0.30.0", offline=True, explain=True)
+    e = d.estimate
+    assert e["settings"]["kv_cache_dtype"] == "fp8"
+    assert e["kv_needed_bytes"] == 90 * QWEN36_BLOCK
+    assert any("only an fp8 KV cache" in a for a in d.assumptions)
+    assert not any("KV layout for this architecture is not vLLM's" in c for c in d.checks)
