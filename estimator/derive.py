@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator.activation import v2_first_compile
-from estimator.gpus import HOST_LABELS
+from estimator.gpus import HOST_LABELS, sized_gpu
 from estimator.kv_deepseek_v4 import DS_MLA_ALIGN, DS_MLA_ROW_BYTES
 from estimator.kv_layout import (
     TURBOQUANT_PRESETS,
@@ -108,8 +108,6 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     elif est is None and f("gpu"):
         # no model to estimate with, but the card the paste names still sizes vLLM's budget where the
         # name fixes its size (gpus.sized_gpu: not "A100", 40 or 80 GB)
-        from estimator.gpus import sized_gpu
-
         card = sized_gpu(f("gpu"))
         if card is not None:
             total = card.total_bytes
@@ -278,18 +276,31 @@ def derive(facts, est: Estimate | None) -> MemoryState:
                        "here (see the assumptions) — the likely cause")
             st.checks.append(msg)
         elif gap < -0.5 * GiB:
-            # vLLM had more KV than the budget leaves: the budget (card or utilization) is not the one assumed.
+            # vLLM had more KV than the budget leaves: the budget (card or utilization) is not the one assumed,
+            # or the weights are not the estimated ones
             assumed = [k for k in ("total", "utilization") if st.figures[k].provenance != "read"] \
                 if "total" in st.figures and "utilization" in st.figures else []
+            weights, card = st.figures.get("weights"), st.get("total")
+            # the weights and the pool vLLM printed overrun the whole card: no utilization explains
+            # that, and weights estimated for the checkpoint the model id names point to a smaller one
+            # (a quantized copy) that the run loaded
+            overrun = weights is not None and card is not None and weights.value + kv > card
+            smaller = overrun and weights.provenance == "estimated"
+            budget_causes = ["a larger card" if k == "total" else "a higher utilization" for k in assumed
+                             if not (overrun and k == "utilization")]
+            checkpoint = [f"a smaller checkpoint than the {weights.value / GiB:.2f} GiB of weights per GPU estimated "
+                          "for the model id (a quantized copy)"] if smaller else []
+            # a card the paste names is less likely the wrong one than a checkpoint it does not
+            causes = checkpoint + budget_causes if f("gpu") else budget_causes + checkpoint
             st.checks.append(
                 f"vLLM's KV pool ({kv / GiB:.2f} GiB) is {-gap / GiB:.2f} GiB more than the budget ({budget / GiB:.2f} GiB) "
                 "leaves after the other parts"
                 + (f"; the {' and the '.join('GPU size' if k == 'total' else 'gpu_memory_utilization' for k in assumed)}"
-                   + (" were" if len(assumed) > 1 else " was")
-                   + " assumed, so the card is probably larger, or the utilization higher, than assumed"
-                   if assumed else "")
-                + ". Paste the `nvidia-smi` output and vLLM's start-up memory lines (\"Memory profiling takes …\", "
-                "\"Available KV cache memory …\") to pin it down")
+                   + (" were" if len(assumed) > 1 else " was") + " assumed" if assumed else "")
+                + (f"; the likely cause{'s are' if len(causes) > 1 else ' is'} {' or '.join(causes)}" if causes else "")
+                + ". Paste the `nvidia-smi` output and vLLM's start-up memory lines ("
+                + ("\"Model loading took …\", " if smaller else "")
+                + "\"Memory profiling takes …\", \"Available KV cache memory …\") to pin it down")
 
     unexplained = _unexplained_solve(est, weights_read=f("weights_gib") is not None)
     if unexplained:

@@ -88,6 +88,45 @@ def test_a_pool_larger_than_the_budget_keeps_the_models_parts_and_says_what_to_c
     check = " ".join(summary.checks)
     assert "more than the budget" in check and "nvidia-smi" in check
     assert "GPU size and the gpu_memory_utilization were assumed" in check
+    # the pool and the printed weights alone (102.5 GiB) overrun the whole 79.18 GiB card: no
+    # utilization explains that, a larger card does
+    assert "the likely cause is a larger card." in check and "higher utilization" not in check
+
+
+V100_ERROR = (
+    "2x V100 16GB, TP2, gpu_memory_utilization 0.92:\n"
+    "$ vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --max-model-len 131072 --gpu-memory-utilization 0.92\n"
+    "ValueError: To serve at least one request with the model's max seq len (131072), (2.15 GiB KV cache is needed, "
+    "which is larger than the available KV cache memory (1.50 GiB). Based on the available memory, the estimated "
+    "maximum model length is 87808. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+    "initializing the engine.\n")
+
+
+def test_weights_and_pool_that_overrun_the_card_point_to_a_smaller_checkpoint():
+    """Qwen3.6-27B in bf16 is ~25 GiB a rank at TP 2, more than a 16 GB V100's 15.78 GiB before any KV:
+    the run that printed a 1.50 GiB pool loaded a smaller (quantized) checkpoint than the model id's —
+    the card the paste names comes second, and no utilization is a cause."""
+    d = diagnose(V100_ERROR, vllm_version="0.30.0", offline=True, explain=True)
+    figs = d.derived["figures"]
+    weights = figs["weights"]
+    assert weights["provenance"] == "estimated" and weights["value"] + 1.5 * GiB > figs["total"]["value"]
+    check = next(c for c in d.checks if "more than the budget" in c)
+    assert (f"the likely causes are a smaller checkpoint than the {weights['value'] / GiB:.2f} GiB of weights per GPU "
+            "estimated for the model id (a quantized copy) or a larger card.") in check
+    assert '"Model loading took …"' in check and "utilization" not in check.split("assumed")[-1]
+
+
+def test_a_pool_the_card_can_hold_is_no_sign_of_another_checkpoint():
+    """Qwen3-1.7B (3.2 GiB of bf16 weights) and an 18.78 GiB pool fit a 24 GB card together: the
+    budget the defaults of a January 2026 release give (0.9 of the card) is what is off, not the
+    checkpoint (vllm#33263)."""
+    d = diagnose("LLM(model='Qwen/Qwen3-1.7B', max_num_seqs=1, max_model_len=1024) on a 24 GB GPU:\n"
+                 "INFO 01-28 16:08:46 [gpu_worker.py:358] Available KV cache memory: 18.78 GiB\n"
+                 "INFO 01-28 16:08:46 [kv_cache_utils.py:1305] GPU KV cache size: 175,856 tokens\n",
+                 offline=True, explain=True, posted="2026-01-28")
+    check = next(c for c in d.checks if "more than the budget" in c)
+    assert "smaller checkpoint" not in check and "Model loading took" not in check
+    assert "the likely causes are a larger card or a higher utilization." in check
 
 
 NO_GPU = """ERROR 04-17 15:10:09 [engine.py:448] ValueError: The model's max seq len (32768) is larger than the
