@@ -590,7 +590,9 @@ def _other_named_model(facts, est: Estimate, read_back: str, assumptions: list[s
     Why: of several models a post names in prose, the first is taken as its subject ("impossible to
     get qwen3.5-27b running … finally got vllm to work with qwen3.5:9b:" and then the 9B's log). Where
     no state of that model reproduces the KV figures vLLM printed, the first other named model whose
-    state does is the one the log is of; with none, the first reading stands."""
+    state does is the one the log is of. With none, the model named on the line that introduces
+    the log (paste._log_intro: "… work with qwen3.5:9b:") is the log's, where it is another; else
+    the first reading stands."""
     for other in (facts.extra.get("alternatives") or {}).get("model") or []:
         try:
             got, back, notes = estimate_of(str(other))
@@ -600,6 +602,16 @@ def _other_named_model(facts, est: Estimate, read_back: str, assumptions: list[s
             notes.append(f"the paste names {est.spec.model_id} first, but no state of that model reproduces the KV figures "
                          f"vLLM printed; they fit {got.spec.model_id}, also named, so the log is read as its run")
             return got, back, notes
+    intro = facts.extra.get("log_intro_model")
+    if intro:
+        try:
+            got, back, notes = estimate_of(str(intro))
+        except KvdoctorError:
+            return est, read_back, assumptions
+        notes.append(f"the paste names {est.spec.model_id} first, but the line that introduces the log names "
+                     f"{got.spec.model_id}; no state of either reproduces the KV figures vLLM printed, so the log is "
+                     "read as the run of the one named there")
+        return got, back, notes
     return est, read_back, assumptions
 
 

@@ -463,6 +463,9 @@ def _read(raw: str) -> Facts:
         before = _named_before(by_key, chosen, kinds[0][0])
         if before:
             extra["named_before_error"] = before
+    intro = _log_intro(text, by_key.get("model", []), [k[0] for k in kinds] + memory_logs)
+    if intro is not None and "model" in chosen and _occ_norm(intro) != _occ_norm(chosen["model"]):
+        extra["log_intro_model"] = intro.value
     if per_rank:
         extra["per_rank"] = per_rank
     if alternatives:
@@ -1214,6 +1217,29 @@ def _gpu_by_printed_total(chosen: dict, alternatives: dict, gpu_occs: list[_Occ]
     if len(fitting) == 1 and occ is not None:
         alternatives["gpu"] = [v for v in others if v != fitting[0]] + [chosen["gpu"].value]
         chosen["gpu"] = occ
+
+
+def _log_intro(text: str, models: list[_Occ], log_at: list[int]) -> _Occ | None:
+    """The model named on the line that introduces the log ("Finally got vllm to work with
+    qwen3.5:9b:" and the log under it), else None: the last sentence of the last line before the
+    log's first figure that ends in a colon, if it names one model. A post that tells of several models shows there the one
+    its log is of, where the subject it names first may be another (diagnosis._other_named_model
+    weighs the two)."""
+    if not log_at:
+        return None
+    start = min(log_at)
+    pos = text.rfind("\n", 0, start)
+    while pos > 0:
+        begin = text.rfind("\n", 0, pos) + 1
+        if text[begin:pos].rstrip(" \t`*").endswith(":"):
+            # its last sentence: "The 72B would not start. It works with the 7B:"
+            line = text[begin:pos]
+            begin += max(line.rfind(". "), line.rfind("! "), line.rfind("? ")) + 1
+            named = [o for o in models if begin <= o.start < pos]
+            # one model: a line that names two ("72B and 32B on my 4090:") says neither is the log's
+            return named[0] if len({_occ_norm(o) for o in named}) == 1 else None
+        pos = begin - 1
+    return None
 
 
 def _resolve(key: str, lst: list[_Occ], focal: int | None, run_of,

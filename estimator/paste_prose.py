@@ -649,7 +649,11 @@ _VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
     ("tensor_parallel_size", regex.compile(r"(?<![\w-])TP[ ]?(?:=|:|[ ]?size[ ]?[=:]?)?[ ]?(?P<n>\d{1,2})\b"), "prose_tp"),
     ("pipeline_parallel_size", regex.compile(r"(?<![\w-])PP[ ]?(?:=|:|[ ]?size[ ]?[=:]?)?[ ]?(?P<n>\d{1,2})\b"), "prose_pp"),
     ("weights_gib", regex.compile(r"(?i)\b(?:model[ ]+)?weights?(?:/GPU|[ ]+per[ ]+(?:GPU|rank))?(?:[ ]+(?:take|takes|took|use|used"
-                                  r"|uses|=|:|of|is|are|at))?[ ]*[:=]?[ ]*" + _F + r"[ ]?GiB\b"), "prose_weights"),
+                                  r"|uses|=|:|of|is|are|at))?[ ]*[:=]?[ ]*(?:\*\*)?" + _F + r"[ ]?GiB\b"), "prose_weights"),
+    # vLLM's "Model loading took X GiB memory and Y seconds" retold ("model loading took **53.62 GiB and
+    # 315.3 s**"): lower case, the figure in bold, its tail or the sentence's end after the unit
+    ("weights_gib", regex.compile(r"(?i)\bmodel[ ]+loading[ ]+took[ ]+(?:\*\*)?" + _F
+                                  + r"[ ]?GiB(?=\**(?:[ ]+memory)?\**(?:[ ]+and\b|[ ]*[;,.)]|[ ]*$))", regex.M), "prose_weights"),
     ("kv_tokens_capacity", regex.compile(r"(?i)\bKV[ ]+cache(?:[ ]+size)?(?:[ ]+(?:is|of|=|:|holds))?[ ]*[:=]?[ ]*" + _N
                                          + r"[ ]+tok(?:en)?s\b"), "prose_kv_tokens"),
     ("kv_tokens_capacity", regex.compile(r"(?i)(?<![\d,.])" + _N + r"-token[ ]+KV[ ]+(?:pool|cache)\b"), "prose_kv_tokens"),

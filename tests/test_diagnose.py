@@ -1376,6 +1376,18 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 ha
 """
 
 
+def test_where_no_named_model_reproduces_the_log_the_line_introducing_it_names_its_model():
+    """A 30.00 GiB pool is more than an RTX 4090 holds (23.64 GiB) with either model's weights: no state
+    reproduces it. The line that introduces the log names the 7B, so the log is read as the 7B's run,
+    with a note, not as the 72B named first (llm-scaler#339's "finally got vllm to work with
+    qwen3.5:9b:")."""
+    log = _SEVEN_B_LOG.replace("5.50 GiB", "30.00 GiB").replace("102,976", "561,840")
+    text = "I could not get Qwen2.5-72B-Instruct to run on my RTX 4090. It works with Qwen2.5-7B-Instruct:\n" + log
+    d = diagnose(text, offline=True, explain=True)
+    assert d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct" and d.disagrees
+    assert any("names Qwen/Qwen2.5-72B-Instruct first, but the line that introduces the log names "
+               "Qwen/Qwen2.5-7B-Instruct" in a for a in d.assumptions), d.assumptions
+
 def test_a_pipeline_size_the_paste_cuts_is_read_from_the_weights_each_rank_printed():
     """DeepSeek-R1 at TP 8 is about 84 GiB a rank; the 20.64 GiB each Ray worker printed is one of 4
     pipeline stages (61 layers: 15, 15, 15, 16). The OOM came after the KV cache was sized (V0's

@@ -1896,3 +1896,30 @@ def test_an_error_after_two_detached_containers_belongs_to_neither_by_position()
     foreground = read_paste(text.replace("docker run -dit --rm", "docker run --rm -it"))
     assert foreground.get("model") == "Qwen/Qwen3-Embedding-8B" and foreground.get("gpu_memory_utilization") == 0.15
     assert foreground.extra.get("runner") == "pooling"
+
+
+def test_the_line_that_introduces_the_log_names_its_model():
+    """A post that tells of two models shows the log of the one named on the line that introduces it
+    (llm-scaler#339: the 27B would not start, "Finally got vllm to work with qwen3.5:9b:" and the 9B's
+    start-up log). The subject stays the model named first; the other is kept for the reply to weigh
+    against vLLM's figures (diagnosis._other_named_model)."""
+    log = ("(EngineCore_DP0 pid=524) INFO 03-31 18:58:06 [kv_cache_utils.py:1308] GPU KV cache size: 124,160 tokens\n"
+           "(EngineCore_DP0 pid=524) INFO 03-31 18:58:06 [kv_cache_utils.py:1313] Maximum concurrency for 8,192 "
+           "tokens per request: 53.62x\n")
+    told = read_paste("Arc B70: impossible to get qwen3.5-27b running.\n[...]\nFinally got vllm to work with qwen3.5:9b:\n\n" + log)
+    assert told.get("model") == "Qwen/qwen3.5-27b" and told.extra["log_intro_model"] == "Qwen/qwen3.5-9B"
+    # the introducing line names no model, or two: no model is the log's by it
+    listed = read_paste("- `Qwen/Qwen3.5-27B`: two cards\n- `Qwen/Qwen3.5-9B`: one card\n\nWith one B70:\n```\n" + log)
+    both = read_paste("Qwen/Qwen3.5-27B and Qwen/Qwen3.5-9B on one B70:\n" + log)
+    assert "log_intro_model" not in listed.extra and "log_intro_model" not in both.extra
+    # it names the subject itself: nothing to weigh
+    assert "log_intro_model" not in read_paste("qwen3.5:9b (not qwen3.5-27b) on a B70:\n" + log).extra
+
+def test_vllms_model_loading_line_retold_in_prose_gives_the_weights():
+    """"vLLM's own accounting, from launch.log: model loading took **53.62 GiB and 315.3 s**" is vLLM's
+    "Model loading took 53.62 GiB memory and 315.3 seconds" retold: lower case, the figure in bold."""
+    told = "vLLM's own accounting, from `launch.log`:\nmodel loading took **53.62 GiB and 315.3 s**; key-value cache 1.54 GiB."
+    assert read_paste(told).get("weights_gib") == 53.62
+    assert read_paste("The model weights take **14.25 GiB** per GPU.").get("weights_gib") == 14.25
+    # the time it took is no weights figure
+    assert read_paste("model loading took 315.3 s").get("weights_gib") is None
