@@ -1470,7 +1470,7 @@ def scan_long_context_warning(text: str) -> list[Setting]:
 
 
 # A KV-cache dtype told in prose: "`fp8_e4m3` KV at default", "FP8 KV cache", "KV cache: fp8" (talos
-# docs on a Qwen3.8-27B run). Not on a line proposing a change ("try an fp8 KV cache"); a flag wins.
+# docs on a Qwen3.8-27B run), "KV `fp8_e5m2`" (a 2× V100 run sheet). Not on a line proposing a change ("try an fp8 KV cache"); a flag wins.
 # The words: vLLM's own KV cache dtypes (vllm.KV_CACHE_DTYPE_FROM, longest first) and a bare "int8".
 @functools.lru_cache(maxsize=1)
 def _kv_dtype_prose() -> regex.Pattern:
@@ -1480,7 +1480,11 @@ def _kv_dtype_prose() -> regex.Pattern:
     words = "|".join(sorted((*(k for k in KV_CACHE_DTYPE_FROM if k != "auto"), "int8"), key=len, reverse=True))
     return regex.compile(
         r"(?i)(?<![\w-])`?(?P<v>" + words + r")`?[ ]+KV(?:[ ]cache)?\b"
-        r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>" + words + r")\b")
+        r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>" + words + r")\b"
+        # the value right after the words: "KV `fp8_e5m2`, context 131,072", "KV cache fp8 on both cards"
+        # (the paste reader has turned inline-code backticks into spaces)
+        # (not one side of a comparison: "KV fp8 vs bf16")
+        r"|\bKV(?:[ ]cache)?(?:[ ]dtype)?[ ]+`?(?P<x>" + words + r")`?(?![\w-])(?![ ]*(?:vs\b|versus\b|or\b|/))")
 
 
 # advice in words reads like a setting ("consider using fp8 KV cache"): a prose KV dtype is taken only
@@ -1492,7 +1496,7 @@ _KV_ADVICE = regex.compile(r"(?i)\b(?:consider|use|using|switch|enable|enabling|
 def scan_kv_dtype_prose(text: str) -> list[Setting]:
     out = []
     for m in _safe_finditer(_kv_dtype_prose(), text, limit=20):
-        grp = "v" if m.group("v") else "w"
+        grp = next(g for g in ("v", "w", "x") if m.group(g))
         if is_suggestion(text, m.start()) or _KV_ADVICE.search(line_of(text, m.start()), timeout=0.1):
             continue
         out.append(Setting("kv_cache_dtype", m.group(grp).lower(), m.span(grp), "prose", m.group(0)))

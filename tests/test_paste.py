@@ -1434,6 +1434,12 @@ def test_a_kv_cache_dtype_told_in_prose_is_read_unless_it_is_advice():
     assert read_paste("KV cache: turboquant_k8v4\n").get("kv_cache_dtype") == "turboquant_k8v4"
     assert read_paste("`fp8_per_token_head` KV, 2 GPUs\n").get("kv_cache_dtype") == "fp8_per_token_head"
     assert read_paste("consider an nvfp4 KV cache\n").get("kv_cache_dtype") is None
+    # the value right after the words, as a run sheet lists it (a 2× V100 Qwen3.8-27B run)
+    sheet = "- Hardware / Serving: 2x V100 16GB TP2 shared, KV `fp8_e5m2`, context 131,072, `temperature=0`\n"
+    assert read_paste(sheet).get("kv_cache_dtype") == "fp8_e5m2"
+    assert read_paste("KV cache fp8 on both cards\n").get("kv_cache_dtype") == "fp8"
+    # one side of a comparison is not what ran
+    assert read_paste("KV fp8 vs bf16: the same answers\n").get("kv_cache_dtype") is None
 
 
 def test_an_llm_class_call_is_read_as_the_offline_usage_context():
