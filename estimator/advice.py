@@ -1056,6 +1056,21 @@ def _unified_gpu(name) -> bool:
     return gpu is not None and gpu.unified
 
 
+# what lists the processes holding a card's memory, by vendor: nvidia-smi knows only NVIDIA's cards (and
+# lists no memory on a unified board, whose memory is the system's RAM)
+_HOLDERS_TOOL = {"NVIDIA": "nvidia-smi", "AMD": "amd-smi or rocm-smi", "Intel": "xpu-smi",
+                 "unified": "free -h and top show them; nvidia-smi lists no memory there"}
+
+
+def _holders_tool(facts) -> str:
+    """The tool that shows which processes hold the card: vLLM names an Intel GPU's device "xpu:N"
+    (a ROCm card is "cuda:N" too), else the card's vendor in the catalog; NVIDIA's where neither says."""
+    if str(facts.extra.get("device") or "").startswith("xpu"):
+        return _HOLDERS_TOOL["Intel"]
+    gpu = find_gpu(facts.get("gpu"))
+    return _HOLDERS_TOOL.get(gpu.vendor if gpu is not None else "", _HOLDERS_TOOL["NVIDIA"])
+
+
 # vLLM 0.2.0–0.2.1 refused a context whose attention logits — one float32 per token of the context
 # padded to the block size — exceed the GPU's shared memory per block (worker.py
 # _check_if_can_support_max_seq_len, vllm PR #1154: `padded × 4 > max_shared_mem` raises; the
@@ -1185,8 +1200,13 @@ def facts_fixes(facts) -> list[dict]:
         if facts.extra.get("windows_host"):
             # WSL2 / Windows: the card also drives the desktop
             why = f"{held:.2f} GiB of this GPU is held by {WINDOWS_HOLDERS}; close them or ask for less"
+        elif _unified_gpu(f("gpu")):
+            # vLLM's free memory on a unified board is the system's (vllm/utils/mem_utils.py MemorySnapshot,
+            # the 0.28.0 wheel: psutil's available memory where the platform says the GPU is integrated)
+            why = (f"{held:.2f} GiB of this board's memory is in use: it is the system's RAM, so the operating system "
+                   f"and every other process count ({_HOLDERS_TOOL['unified']}); stop what you can or ask for less")
         else:
-            why = (f"another process holds {held:.2f} GiB of this GPU: stop it (nvidia-smi shows which) "
+            why = (f"another process holds {held:.2f} GiB of this GPU: stop it ({_holders_tool(facts)} shows which) "
                    "or move vLLM to a free GPU")
         out.append({"flags": "", "checked": False, "why": why})
         if u >= 0.05:
@@ -1346,7 +1366,7 @@ def _load_oom_fixes(facts) -> list[dict]:
     if others is not None and others > max(1.0, 0.1 * total):
         out.append({"flags": "", "checked": False,
                     "why": f"other processes hold {others:.2f} GiB of this {total:.2f} GiB GPU ({total:.2f} total − "
-                           f"{free:.2f} free − {mine:.2f} this process): stop them (nvidia-smi shows which) or move "
+                           f"{free:.2f} free − {mine:.2f} this process): stop them ({_holders_tool(facts)} shows which) or move "
                            "vLLM to a free GPU"})
     elif isinstance(torch_bytes, (int, float)) and torch_bytes >= 0.5 * total:
         # nothing else held the card: the weights alone outgrew it

@@ -58,7 +58,7 @@ def _t(name, pat, priority, kind=None, hint=None, engine=None, memory_log=True) 
 
 # vLLM's start-up free-memory report, "Free memory on device cuda:0 (F/T GiB) on startup", which the
 # start-up check (an error) and the profiling summary (INFO) both begin with
-_FREE_ON_STARTUP = (r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:[\w:]+[ \n]*)?\((?P<free_memory_gib>" + NUM
+_FREE_ON_STARTUP = (r"Free[ \n]+memory[ \n]+on[ \n]+device[ \n]*(?:(?P<x_device>[\w:]+)[ \n]*)?\((?P<free_memory_gib>" + NUM
                     + r")[ \n]*/[ \n]*(?P<total_gpu_memory_gib>" + NUM + r")[ \n]*GiB\)[ \n]+on[ \n]+startup")
 
 _INIT_ENGINE_TOOK = (r"init[ \n]+engine[ \n]+\(profile,[ \n]+create[ \n]+kv[ \n]+cache,[ \n]+warmup[ \n]+model\)"

@@ -1472,6 +1472,33 @@ def test_under_wsl_the_other_processes_are_windows_own():
     assert "nvidia-smi shows which" in " ".join(x["why"] for x in facts_fixes(read_paste(linux)))
 
 
+def _free_error(device: str, free: str, total: str, u: str, asked: str) -> str:
+    return (f"ValueError: Free memory on device {device} ({free}/{total} GiB) on startup is less than desired GPU "
+            f"memory utilization ({u}, {asked} GiB). Decrease GPU memory utilization or reduce GPU memory used by "
+            "other processes.\n")
+
+
+def test_the_holders_of_a_card_are_shown_by_its_vendors_tool():
+    """nvidia-smi knows only NVIDIA's cards: an Intel GPU (vLLM names it "xpu:N") has xpu-smi, an AMD one
+    (a ROCm "cuda:N") amd-smi / rocm-smi. On a unified board (GB10) the free memory vLLM checks is the
+    system's RAM (vllm/utils/mem_utils.py, 0.28.0: psutil's available memory), which nvidia-smi does not list."""
+    from estimator.advice import facts_fixes
+    from estimator.paste import read_paste
+
+    def why(text: str) -> str:
+        return " ".join(x["why"] for x in facts_fixes(read_paste(text)))
+
+    xpu = why(_free_error("xpu:0", "18.79", "28.57", "0.7", "20.0"))
+    assert "9.78 GiB" in xpu and "xpu-smi shows which" in xpu and "nvidia-smi" not in xpu   # 28.57 − 18.79
+    amd = why("On one MI300X:\n" + _free_error("cuda:0", "150.00", "191.98", "0.9", "172.78"))
+    assert "amd-smi or rocm-smi shows which" in amd and "nvidia-smi" not in amd
+    gb10 = why("DGX Spark (GB10):\n" + _free_error("cuda:0", "2.6", "121.63", "0.08", "9.73"))
+    assert "119.03 GiB of this board's memory is in use: it is the system's RAM" in gb10      # 121.63 − 2.6
+    assert "nvidia-smi lists no memory there" in gb10 and "nvidia-smi shows which" not in gb10
+    h100 = why("On one H100:\n" + _free_error("cuda:0", "19.62", "79.18", "0.9", "71.26"))
+    assert "59.56 GiB" in h100 and "nvidia-smi shows which" in h100
+
+
 def test_a_v1_message_cut_after_its_need_is_still_vllms_error():
     """`… 7.00 GiB KV cache is needed, which is larger t[...]`: the need and the length are vLLM's, the
     memory it had is not in the paste, so the reply says what vLLM said and asks for the whole line.
