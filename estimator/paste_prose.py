@@ -131,12 +131,12 @@ def canonical_gpu(name: str) -> str | None:
 # letter+digits token (A3B, T5) is far more often part of a model name than a GPU.
 _GPU = regex.compile(
     r"""(?ix)
-    (?=[ABGHJKLMNPQRTVDabghjklmnpqrtvd0-9])
+    (?=[ABGHIJKLMNPQRTVDabghijklmnpqrtvd0-9])
     (?<![A-WYZa-wyz0-9./-])
     (?<![A-Za-z][Xx])                # "2xT4" is a count, "EXT4" (a file system) no card
     (?<!Atlas[ ]+\d{3,4}[A-Za-z]?[ ]+)  # Huawei's Ascend servers ("Atlas 800I A2", "Atlas 800T A2"), not NVIDIA's A2
     (?P<name>
-      (?:NVIDIA[ ]+|AMD[ ]+)?(?:GeForce[ ]+|Quadro[ ]+|Tesla[ ]+|Instinct[ ]+|Radeon[ ]+)?
+      (?:NVIDIA[ ]+|AMD[ ]+|Intel[ ]+)?(?:GeForce[ ]+|Quadro[ ]+|Tesla[ ]+|Instinct[ ]+|Radeon[ ]+)?
       (?:
         RTX[ ]?PRO[ ]?\d{4}(?:[ ]+Blackwell)?(?:[ ]+(?:Max-Q[ ]+)?(?:Workstation|Server)[ ]+Edition|[ ]+Max-Q)?
       | RTX[ ]?\d{4}[ ]?Ada(?:[ ]+Generation)?
@@ -148,6 +148,7 @@ _GPU = regex.compile(
       | Jetson[ ]+(?:AGX[ ]+)?Orin(?:[ ]+(?:NX|Nano))?(?:[ ]+\d+G[Bi]?B?)?
       | DGX[ ]+Spark
       | MI\d{3}X?
+      | (?:Arc[ ]+(?:Pro[ ]+)?)?B[567]0     # Intel's Arc Pro B50 / B60 / B70 (vLLM's XPU backend)
       | \d{4}(?:[ ]?Ti\b)?(?=s?\b|[\u4e00-\u9fff])(?![ ]*(?:tokens?|MiB|GiB|MB|GB|blocks?|secs?|seconds|ms|x\b|rows?|steps?|%))
       )
     )
@@ -722,7 +723,7 @@ _GMU_EQUIVALENT = regex.compile(
 # A weight-only method named on its own ("(AWQ + external MTP …)"), or any quantization right after
 # a parameter count ("Gemma 4 31B INT4"). FP8/INT8 alone may be a KV-cache dtype, so they need the count.
 _QUANT_WORD = regex.compile(
-    r"(?i)(?<![\w./-])(?P<q>AWQ|GPTQ)(?![\w/-]|\.\w)"
+    r"(?i)(?<![\w./-])(?P<q>AWQ|GPTQ|AutoRound)(?![\w/-]|\.\w)"
     r"|(?<![\w.])\d{1,4}(?:\.\d+)?B(?:-A\d+(?:\.\d+)?B)?[ ]+(?P<q2>INT4|INT8|FP8|AWQ|GPTQ|NVFP4|MXFP4|W4A16|W8A8)(?![\w-])")
 # "FP8 weights", "the AWQ checkpoint": a quantization named as what the weights are — not vLLM's
 # kv_cache.py warning "… make sure Q/prob scaling factors are available in the fp8 checkpoint", which any
@@ -767,7 +768,8 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
         if not _inside(m.start(), skip):
             q = (m.group("q") or m.group("q2")).lower()
             g = "q" if m.group("q") else "q2"
-            out.append(Hit("quantization", {"bnb": "bitsandbytes", "w4a16": "int4", "w8a8": "int8"}.get(q, q),
+            out.append(Hit("quantization", {"bnb": "bitsandbytes", "w4a16": "int4", "w8a8": "int8",
+                                            "autoround": "auto_round"}.get(q, q),
                            m.start(g), m.end(g), "prose_quant_word", 9, guess=True))
     for m in _iter(_LOAD_IN_BITS, text, limit=5):
         if m.group("on").lower() == "true" and not _inside(m.start(), skip):
@@ -815,6 +817,11 @@ _SPACED_MODEL = regex.compile(
     r"(?:[ ](?P<var>Instruct|Chat|it|Base))?(?![\w/-]|[.:]\w)", regex.I)
 # families whose Hub names glue the version on (Qwen2.5, Qwen3) rather than hyphenating it (gemma-4, Llama-3.1)
 _GLUED_VERSION = ("qwen",)
+# ... and the large MoE families named by a version alone ("MiniMax M2.7", "Kimi K2.5", "DeepSeek V3.2 Exp",
+# "GLM 4.6 Air"): the Hub joins the words with hyphens (MiniMaxAI/MiniMax-M2.7, zai-org/GLM-4.6)
+_VERSIONED_MODEL = regex.compile(
+    r"(?<![\w/.-])(?P<fam>MiniMax|Kimi|DeepSeek|GLM)[ ](?P<ver>[KMRV]?\d{1,2}(?:\.\d{1,2})?)"
+    r"(?:[ ](?P<var>Flash|Pro|Air|Lite|Exp|Thinking|Instruct))?(?![\w/-]|[.:]\w)", regex.I)
 
 
 def _spaced_name(m) -> str | None:
@@ -845,6 +852,12 @@ def find_bare_models(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
     out = []
     for m in _iter(_SPACED_MODEL, text, limit=100):
         repo = None if _inside(m.start(), skip) else _spaced_name(m)
+        if repo:
+            out.append(Hit("model", repo, m.start(), m.end(), "prose_model_name", 8, guess=True))
+    for m in _iter(_VERSIONED_MODEL, text, limit=100):
+        stem = f"{m.group('fam')}-{m.group('ver')}"
+        repo = None if _inside(m.start(), skip) else _catalog_first(
+            ([f"{stem}-{m.group('var')}"] if m.group("var") else []) + [stem])
         if repo:
             out.append(Hit("model", repo, m.start(), m.end(), "prose_model_name", 8, guess=True))
     for m in _iter(_BARE_MODEL, text, limit=100):

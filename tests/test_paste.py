@@ -1929,3 +1929,18 @@ def test_vllms_model_loading_line_retold_in_prose_gives_the_weights():
     assert read_paste("The model weights take **14.25 GiB** per GPU.").get("weights_gib") == 14.25
     # the time it took is no weights figure
     assert read_paste("model loading took 315.3 s").get("weights_gib") is None
+
+
+def test_intels_arc_pro_cards_and_models_named_by_version_are_read_in_prose():
+    """"MiniMax M2.7 AutoRound on the 4x B70 vLLM/XPU setup": Intel's Arc Pro B-series (vLLM's XPU backend)
+    with its count, and a large MoE family named by its version alone, which the Hub hyphenates."""
+    f = read_paste("MiniMax M2.7 AutoRound on the 4x B70 vLLM/XPU setup")
+    assert (f.get("gpu"), f.get("gpu_count"), f.get("model")) == ("B70", 4, "MiniMaxAI/MiniMax-M2.7")
+    assert f.get("quantization") == "auto_round"      # the export named beside it
+    assert read_paste("two Intel Arc Pro B70 cards").get("gpu") == "Intel Arc Pro B70"
+    assert read_paste("Serving DeepSeek V3.2 on 8x H200").get("model") == "deepseek-ai/DeepSeek-V3.2"
+    assert read_paste("DeepSeek V4 Flash, TP 2").get("model") == "deepseek-ai/DeepSeek-V4-Flash"
+    assert read_paste("Kimi K2.5 on 8x H20").get("model") == "moonshotai/Kimi-K2.5"
+    # a name glued to something else is not one ("model-B70", "DeepSeek V3.2-style")
+    assert read_paste("model-B70").get("gpu") is None
+    assert read_paste("a DeepSeek V3.2-style sparse attention").get("model") is None
