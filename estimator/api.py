@@ -153,6 +153,17 @@ def _name_format(name_quant: str, leaf: str) -> tuple[dict, bool]:
     return {"quant_method": name_quant, "_from_name": True}, False
 
 
+def export_method(word: str | None) -> str | None:
+    """The format an export's name (or the word beside a model a post names) says: the paste reader's
+    format words, where bare bits are GPTQ's int4 and an int8 layout."""
+    return {"int4": "gptq", "w8a16": "int8"}.get(word, word) if word else None
+
+
+def export_quantization(word: str) -> dict:
+    """The quantization_config an export named by a format word alone has (`_name_format`, no QAT grid)."""
+    return _name_format(str(export_method(word)), "")[0]
+
+
 def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     """The catalog model a quantized export is derived from, and the format its name says."""
     from estimator.catalog import canonical_id, catalog_ids, lookup
@@ -190,8 +201,7 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
         return (sib[0], None) if len(sib) == 1 else None
     stem = name[: m.start()]
     # the paste reader's format words; bare bits in a repo name are GPTQ's int4 / an int8 layout
-    quant = quantization_in_name(m.group(0))
-    quant = {"int4": "gptq", "w8a16": "int8"}.get(quant, quant)
+    quant = export_method(quantization_in_name(m.group(0)))
     if quant == "gptq" and re.search(r"(?i)w4a16", m.group(0)):
         quant = "w4a16"     # llm-compressor's scheme name (compressed-tensors), not GPTQ's
     if re.match(r"(?i)[-_.]qat\b", m.group(0)):

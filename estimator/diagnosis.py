@@ -443,6 +443,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
             card = card_ref if f is None else gpu_ref(f, gpu)
             f = facts if f is None else f
             spec = load_model(ref, offline=offline, timeout=hub_timeout).spec
+            _export_beside(f, spec)
             notes = list(assumptions)
             moved: list[str] = []
             e = _anchored_estimate(f, spec, card, version, engine, stated=stated, moved=moved)
@@ -582,6 +583,26 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     d.notes += shm_notes
     d.summary = _summary(d, facts, est)
     return d
+
+
+def _export_beside(facts, spec) -> None:
+    """A format word a post writes beside a model it names in words ("MiniMax M2.7 AutoRound") names an
+    export of that model. Where the model's own checkpoint is quantized otherwise (MiniMax-M2.7's FP8),
+    whose config vLLM would keep over a --quantization flag, the export's format from the word replaces
+    the base's quantization_config, as an export's repo name does (api.load_model); a 16-bit base takes
+    the word as its --quantization already."""
+    from estimator.api import export_quantization
+
+    word, model = facts.values.get("quantization"), facts.values.get("model")
+    own = str((spec.quantization or {}).get("quant_method") or "").lower().replace("_", "-")
+    if word is None or word.source != "prose_quant_word" or model is None or not model.guess or not own:
+        return
+    fmt = export_quantization(str(word.value))
+    if str(fmt["quant_method"]).lower().replace("_", "-") == own:
+        return
+    spec.quantization = fmt
+    spec.assumptions.append(f"the paste writes {word.value} beside {model.value}, whose own checkpoint is {own}: "
+                            f"an export of it in that format is assumed (its config is not in the paste)")
 
 
 def _other_named_model(facts, est: Estimate, read_back: str, assumptions: list[str], estimate_of):

@@ -1745,3 +1745,23 @@ def test_the_setup_named_right_before_the_error_is_its_run_when_the_first_named_
     d = diagnose(_REQUIREMENTS.format(tokens=36992), offline=True, explain=True, posted="2024-11-30")
     assert d.estimate["model"]["id"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert not any("named right before the error" in a for a in d.assumptions)
+
+
+def test_a_format_word_beside_a_model_named_in_words_is_its_export():
+    """"MiniMax M2.7 AutoRound on the 4x B70": MiniMax-M2.7's own checkpoint is FP8 (its config's
+    quantization_config), whose format vLLM keeps over a --quantization flag; the word names an
+    AutoRound export, whose 4-bit weights (about a quarter of the 230B-parameter model's 16-bit
+    bytes, split over the 4 cards) the B70s can hold: 214 GiB of FP8 weights on one card could not."""
+    text = ("MiniMax M2.7 AutoRound on the 4x B70 vLLM/XPU setup, `--gpu-memory-utilization 0.95`:\n"
+            "Available KV cache memory: 0.65 GiB\nGPU KV cache size: 10,944 tokens\n")
+    d = diagnose(text, offline=True, explain=True, posted="2026-09-10")
+    e = d.estimate
+    assert e["model"]["id"] == "MiniMaxAI/MiniMax-M2.7"
+    assert any("writes auto_round beside MiniMaxAI/MiniMax-M2.7, whose own checkpoint is fp8" in a for a in d.assumptions)
+    assert e["settings"]["tensor_parallel_size"] == 4
+    # ~230e9 parameters × ~0.5 B ÷ 4 ranks ≈ 27 GiB, within 0.95 × the B70's 30.30 GiB; FP8 would be ~53.6 GiB
+    assert 24 * GiB < e["memory"]["weights_bytes"] < 0.95 * 30.30 * GiB
+    # an unquantized base takes the word as its --quantization, with no export note
+    plain = diagnose("Qwen3-32B AWQ on a 4090:\nAvailable KV cache memory: 2.00 GiB\n", offline=True, explain=True)
+    assert plain.estimate["settings"]["quantization"] == "awq"
+    assert not any("beside" in a and "own checkpoint" in a for a in plain.assumptions)
