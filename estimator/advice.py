@@ -1058,8 +1058,8 @@ def _unified_gpu(name) -> bool:
 
 # what lists the processes holding a card's memory, by vendor: nvidia-smi knows only NVIDIA's cards (and
 # lists no memory on a unified board, whose memory is the system's RAM)
-_HOLDERS_TOOL = {"NVIDIA": "nvidia-smi", "AMD": "amd-smi or rocm-smi", "Intel": "xpu-smi",
-                 "unified": "free -h and top show them; nvidia-smi lists no memory there"}
+_HOLDERS_TOOL = {"NVIDIA": "nvidia-smi", "AMD": "amd-smi or rocm-smi", "Intel": "xpu-smi"}
+_UNIFIED_HOLDERS = "free -h and top show them; nvidia-smi lists no memory there"
 
 
 def _holders_tool(facts) -> str:
@@ -1204,7 +1204,7 @@ def facts_fixes(facts) -> list[dict]:
             # vLLM's free memory on a unified board is the system's (vllm/utils/mem_utils.py MemorySnapshot,
             # the 0.28.0 wheel: psutil's available memory where the platform says the GPU is integrated)
             why = (f"{held:.2f} GiB of this board's memory is in use: it is the system's RAM, so the operating system "
-                   f"and every other process count ({_HOLDERS_TOOL['unified']}); stop what you can or ask for less")
+                   f"and every other process count ({_UNIFIED_HOLDERS}); stop what you can or ask for less")
         else:
             why = (f"another process holds {held:.2f} GiB of this GPU: stop it ({_holders_tool(facts)} shows which) "
                    "or move vLLM to a free GPU")

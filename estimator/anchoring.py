@@ -102,10 +102,11 @@ def capacity_settings(facts, est: Estimate, rerun) -> tuple[Estimate, str]:
             matches.append((adjust, e))
     # a setting tried at the value the run resolves it to anyway (prefix caching on where the release
     # turns it on for this model) gives the same state as leaving it out: one reading, not two
-    same = lambda a, b: (a.layout, a.kv_cache_tokens, a.gpu_blocks, a.kv_needed_bytes) == \
-        (b.layout, b.kv_cache_tokens, b.gpu_blocks, b.kv_needed_bytes)  # noqa: E731
+    def state(e: Estimate) -> tuple:
+        return e.layout, e.kv_cache_tokens, e.gpu_blocks, e.kv_needed_bytes
+
     matches = [(adjust, e) for adjust, e in matches
-               if not any(other.items() < adjust.items() and same(o, e) for other, o in matches)]
+               if not any(other.items() < adjust.items() and state(o) == state(e) for other, o in matches)]
     if len(matches) != 1:
         return est, ""
     adjust, out = matches[0]

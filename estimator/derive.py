@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from estimator.activation import v2_first_compile
-from estimator.gpus import HOST_LABELS, sized_gpu
+from estimator.gpus import HOST_LABELS
 from estimator.kv_deepseek_v4 import DS_MLA_ALIGN, DS_MLA_ROW_BYTES
 from estimator.kv_layout import (
     TURBOQUANT_PRESETS,
@@ -108,6 +108,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     elif est is None and f("gpu"):
         # no model to estimate with, but the card the paste names still sizes vLLM's budget where the
         # name fixes its size (gpus.sized_gpu: not "A100", 40 or 80 GB)
+        from estimator.gpus import sized_gpu
+
         card = sized_gpu(f("gpu"))
         if card is not None:
             total = card.total_bytes

@@ -1470,7 +1470,8 @@ def scan_long_context_warning(text: str) -> list[Setting]:
 
 
 # A KV-cache dtype told in prose: "`fp8_e4m3` KV at default", "FP8 KV cache", "KV cache: fp8" (talos
-# docs on a Qwen3.8-27B run), "KV `fp8_e5m2`" (a 2× V100 run sheet). Not on a line proposing a change ("try an fp8 KV cache"); a flag wins.
+# docs on a Qwen3.8-27B run), "KV `fp8_e5m2`" (a 2× V100 run sheet). Not on a line proposing a change
+# ("try an fp8 KV cache"); a flag wins.
 # The words: vLLM's own KV cache dtypes (vllm.KV_CACHE_DTYPE_FROM, longest first) and a bare "int8".
 @functools.lru_cache(maxsize=1)
 def _kv_dtype_prose() -> regex.Pattern:
@@ -1482,8 +1483,8 @@ def _kv_dtype_prose() -> regex.Pattern:
         r"(?i)(?<![\w-])`?(?P<v>" + words + r")`?[ ]+KV(?:[ ]cache)?\b"
         r"|\bKV[ ]cache(?:[ ]dtype)?[ ]*(?::|=|[ ]in|[ ]is)[ ]*`?(?P<w>" + words + r")\b"
         # the value right after the words: "KV `fp8_e5m2`, context 131,072", "KV cache fp8 on both cards"
-        # (the paste reader has turned inline-code backticks into spaces)
-        # (not one side of a comparison: "KV fp8 vs bf16")
+        # (the paste reader has turned inline-code backticks into spaces), not one side of a comparison
+        # ("KV fp8 vs bf16")
         r"|\bKV(?:[ ]cache)?(?:[ ]dtype)?[ ]+`?(?P<x>" + words + r")`?(?![\w-])(?![ ]*(?:vs\b|versus\b|or\b|/))")
 
 

@@ -1222,9 +1222,9 @@ def _gpu_by_printed_total(chosen: dict, alternatives: dict, gpu_occs: list[_Occ]
 def _log_intro(text: str, models: list[_Occ], log_at: list[int]) -> _Occ | None:
     """The model named on the line that introduces the log ("Finally got vllm to work with
     qwen3.5:9b:" and the log under it), else None: the last sentence of the last line before the
-    log's first figure that ends in a colon, if it names one model. A post that tells of several models shows there the one
-    its log is of, where the subject it names first may be another (diagnosis._other_named_model
-    weighs the two)."""
+    log's first figure that ends in a colon, if it names one model. A post that tells of several
+    models shows there the one its log is of, where the subject it names first may be another
+    (diagnosis._other_named_model weighs the two)."""
     if not log_at:
         return None
     start = min(log_at)
