@@ -1944,3 +1944,21 @@ def test_intels_arc_pro_cards_and_models_named_by_version_are_read_in_prose():
     # a name glued to something else is not one ("model-B70", "DeepSeek V3.2-style")
     assert read_paste("model-B70").get("gpu") is None
     assert read_paste("a DeepSeek V3.2-style sparse attention").get("model") is None
+
+
+def test_the_cuda_graph_profilers_minimal_kv_cache_is_not_the_runs_block_count():
+    """From 0.18 the CUDA-graph memory profiler sizes a minimal KV cache for 0 bytes with the largest
+    capture size as its block override (gpu_model_runner._init_minimal_kv_cache_for_profiling, the 0.19.0
+    wheel), so every such log says "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512" right
+    before "Profiling CUDA graph memory": 512 is no block count of the run (199,136 tokens of a 65,536
+    context are not 512 blocks of anything). A user's override of a computed count still is."""
+    log = ("(EngineCore pid=426304) INFO 03-28 13:09:15 [kv_cache_utils.py:826] Overriding num_gpu_blocks=0 with "
+           "num_gpu_blocks_override=512\n"
+           "(EngineCore pid=426304) INFO 03-28 13:09:15 [gpu_model_runner.py:5607] Profiling CUDA graph memory: "
+           "PIECEWISE=51 (largest=512), FULL=35 (largest=256)\n"
+           "(EngineCore pid=426304) INFO 03-28 13:09:19 [gpu_worker.py:456] Available KV cache memory: 48.8 GiB\n"
+           "(EngineCore pid=426304) INFO 03-28 13:09:19 [kv_cache_utils.py:1319] GPU KV cache size: 199,136 tokens\n")
+    assert read_paste(log).get("gpu_blocks") is None
+    assert read_paste(log).get("kv_tokens_capacity") == 199_136
+    user = "INFO 03-28 13:09:15 [kv_cache_utils.py:826] Overriding num_gpu_blocks=4913 with num_gpu_blocks_override=512\n"
+    assert read_paste(user).get("gpu_blocks") == 512
