@@ -189,6 +189,13 @@ def _read_input(path: str) -> str:
         raise BadInput("the paste is larger than 8 MiB; paste the error and the lines before it")
     if not data.strip():
         raise BadInput("the paste is empty")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # UTF-16 with its byte-order mark: what Windows PowerShell 5's `>` and Out-File write a captured
+        # log as (its NUL high bytes are no sign of a binary file)
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
     if _looks_binary(data):
         raise BadInput("this looks like a binary file, not a log: paste the text vLLM printed")
     return data.decode("utf-8", errors="replace")

@@ -377,6 +377,19 @@ def test_explain_empty_or_binary_input_exits_2(offline_env, tmp_path, data):
     assert_bad_input(kvdoctor(offline_env, "explain", str(f), "--offline"))
 
 
+def test_explain_reads_a_utf16_log_as_windows_powershell_writes_it(offline_env):
+    """Windows PowerShell 5's `vllm serve … > log.txt` (Out-File) writes UTF-16 with a byte-order mark:
+    its NUL high bytes are text, not a binary file's. The seed reads as it does in UTF-8."""
+    for encoding in ("utf-16", "utf-16-be"):
+        data = SEED.read_text(encoding="utf-8").encode(encoding)
+        if encoding == "utf-16-be":
+            data = b"\xfe\xff" + data
+        d = ok_json(kvdoctor(offline_env, "explain", "-", "--offline", "--json", stdin=data))
+        assert d["estimate"]["kv_cache_tokens"] == 73_792, encoding
+    # without its mark, a NUL-laden file stays binary
+    assert_bad_input(kvdoctor(offline_env, "explain", "-", "--offline", stdin=SEED.read_text().encode("utf-16-le")))
+
+
 def test_explain_text_without_a_memory_problem(offline_env):
     proc = kvdoctor(offline_env, "explain", "-", "--offline", "--json",
                     stdin=b"Hello, how do I set a chat template in vllm serve?\n")
