@@ -42,7 +42,7 @@ from bot import metrics
 from bot.settings import Settings
 from bot.slack_blocks import FittedMessage, escape_mrkdwn, fit_message, truncate
 from bot.store import Store
-from estimator import KvdoctorError, diagnose, render_markdown, render_slack
+from estimator import KvdoctorError, decode_paste, diagnose, render_markdown, render_slack
 
 log = logging.getLogger("kvdoctor.slack")
 
@@ -444,7 +444,7 @@ class SlackReplier:
             try:
                 req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
                 with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 (host checked above)
-                    out.append(resp.read(MAX_SNIPPET_BYTES).decode("utf-8", "replace"))
+                    out.append(decode_paste(resp.read(MAX_SNIPPET_BYTES)))
             except Exception as exc:
                 log.warning("could not read snippet %s: %s", f.get("id"), type(exc).__name__)
         return "\n".join(out)

@@ -15,6 +15,7 @@ from estimator.errors import (
     UnknownGpu,
 )
 from estimator.memory import Estimate, estimate, rerun
+from estimator.paste_text import decode as decode_paste
 from estimator.render import redact, render_markdown, render_slack, render_text
 from estimator.spec import ModelSpec, spec_from_config
 from estimator.vllm import EngineSettings, parse_flags, profile_for
@@ -31,6 +32,7 @@ __all__ = [
     "ModelSpec",
     "ModelUnavailable",
     "UnknownGpu",
+    "decode_paste",
     "diagnose",
     "estimate",
     "estimate_json",

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from estimator.errors import BadInput, KvdoctorError
 from estimator.flags import is_env_word
+from estimator.paste_text import decode
 
 USAGE = """usage:
   kvdoctor estimate MODEL [--gpu GPU] [--gpu-count N] [--vllm-version V] [--engine v0|v1] [vLLM flags] [--json]
@@ -189,13 +190,8 @@ def _read_input(path: str) -> str:
         raise BadInput("the paste is larger than 8 MiB; paste the error and the lines before it")
     if not data.strip():
         raise BadInput("the paste is empty")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        # UTF-16 with its byte-order mark: what Windows PowerShell 5's `>` and Out-File write a captured
-        # log as (its NUL high bytes are no sign of a binary file)
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            pass
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) and "\x00" not in (text := decode(data)):
+        return text         # UTF-16 with its byte-order mark: its NUL high bytes are no sign of a binary file
     if _looks_binary(data):
         raise BadInput("this looks like a binary file, not a log: paste the text vLLM printed")
     return data.decode("utf-8", errors="replace")

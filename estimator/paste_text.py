@@ -236,6 +236,8 @@ def worker_grid(lines: list[LineInfo]) -> tuple[int, int, str] | None:
 
 
 def decode(data: str | bytes | bytearray | None) -> str:
+    """A paste's text from its bytes: UTF-16 where a byte-order mark says so (Windows PowerShell 5's
+    `>` and Out-File write captured logs that way), else UTF-8 with undecodable bytes replaced."""
     if data is None:
         return ""
     if isinstance(data, (bytes, bytearray)):

@@ -487,6 +487,17 @@ def test_snippet_paste_is_read_with_the_bot_token(env):
     assert_seed_answer(post)
 
 
+def test_a_utf16_snippet_is_read_as_its_text(env):
+    """A log captured by Windows PowerShell 5 (`> log.txt`, UTF-16 with a byte-order mark) and shared as
+    a snippet reads as the same paste."""
+    env.fake.files["log16.txt"] = seed_text().encode("utf-16")
+    event = message("here is my log", ts="1712000111.000100", channel="DDIRECT", subtype="file_share",
+                    files=[{"id": "F2", "mimetype": "text/plain", "filetype": "text", "size": 4000,
+                            "url_private": f"{env.fake.url}/files/log16.txt"}])
+    env.slack.event(event)
+    assert_seed_answer(env.fake.wait_for("chat.postMessage")[0])
+
+
 def test_url_verification_challenge(env):
     body = json.dumps({"type": "url_verification", "challenge": "abc123", "token": "legacy"})
     resp = env.slack.post(body, "application/json")
