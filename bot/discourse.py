@@ -706,7 +706,7 @@ class DiscourseBot:
             log.exception("estimator failed on a discourse post", extra={"post_id": pid})
             metrics.record_error("internal")
             return Outcome(NOT_SPECIFIC, pid, tid, detail="estimator error")
-        if diag is None:
+        if diag is None or diag.not_memory:
             return Outcome(NO_PROBLEM, pid, tid)
         if not diag.specific:
             return Outcome(NOT_SPECIFIC, pid, tid)

@@ -95,6 +95,7 @@ class Explained:
     error_kind: str | None
     slack: dict
     markdown: str
+    not_memory: bool = False        # the engine failed on no memory error (Diagnosis.not_memory)
 
 
 def explain(text: str, kwargs: dict) -> Explained | None:
@@ -108,7 +109,7 @@ def explain(text: str, kwargs: dict) -> Explained | None:
     except Exception:
         log.exception("render_markdown failed")
         markdown = rendered.get("text") or ""
-    return Explained(diag.error_kind, rendered, markdown)
+    return Explained(diag.error_kind, rendered, markdown, bool(getattr(diag, "not_memory", False)))
 
 
 class WorkerPool:
@@ -400,7 +401,7 @@ class SlackReplier:
         except Exception:
             log.exception("render_markdown failed")
             markdown = rendered.get("text") or ""
-        return Explained(getattr(diag, "error_kind", None), rendered, markdown)
+        return Explained(getattr(diag, "error_kind", None), rendered, markdown, bool(getattr(diag, "not_memory", False)))
 
     def _in_processes(self, text: str, kwargs: dict) -> Explained | None:
         with self._procs_lock:
@@ -478,7 +479,7 @@ class SlackReplier:
             diag, error = None, None
         else:
             diag, error = self.diagnose(text, **self.posted(src.ts), **self.asked(explicit))
-        if diag is None or getattr(diag, "error_kind", None) in QUIET_KINDS:
+        if diag is None or getattr(diag, "error_kind", None) in QUIET_KINDS or getattr(diag, "not_memory", False):
             if not explicit:
                 return  # auto-reply channels: silence unless a memory error is recognised
             if diag is None:
@@ -545,7 +546,8 @@ class SlackReplier:
             return
         diag, error = self.diagnose(text, **self.posted(src.ts), **self.asked(src.mode != "auto")) \
             if text.strip() else (None, None)
-        if diag is None or (getattr(diag, "error_kind", None) in QUIET_KINDS and src.mode == "auto"):
+        if diag is None or ((getattr(diag, "error_kind", None) in QUIET_KINDS or getattr(diag, "not_memory", False))
+                            and src.mode == "auto"):
             fitted, full = self.plain(error or "After the edit I no longer see a vLLM memory error in this message."), ""
         else:
             fitted, full = self.compose(diag, key)

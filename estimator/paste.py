@@ -484,6 +484,10 @@ def _read(raw: str) -> Facts:
         facts.values["error_kind"] = Fact(kind[0], pt.span(pos[0], end), src)
         if kind[0] == "other" and "Killed" in text and _search(_KILLED, text) is not None:
             extra["host_killed"] = True
+        elif kind[0] == "other" and src in ("vllm_error", "vllm_traceback"):
+            cause = _root_exception(text)
+            if cause is not None:
+                extra["root_exception"] = cause
         free = facts.values.get("free_memory_gib")
         if free is not None and free.source == "free_memory_startup" and kind[0] in _SPECIFIC \
                 and kind[0] != "free_memory_startup":
@@ -1702,6 +1706,27 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
     if m:
         return "other", m.span(), "prose_oom"
     return None
+
+
+# An exception as Python prints it, at a line's start or after a log prefix: "ValueError: Following weights
+# were not initialized from checkpoint:", "RuntimeError: No supported CUDA architectures found …"
+_EXCEPTION_LINE = regex.compile(r"(?m)(?:^|[ \]:])[ ]*(?P<name>(?:[A-Za-z_]\w{0,40}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))"
+                                r":[ ]+(?P<msg>[^\n]{1,300})")
+# what a memory failure's exception says (torch's and vLLM's messages): such a cause stays a memory problem
+_MEMORY_WORDS = regex.compile(r"(?i)memory|\bOOM\b|KV|cache|blocks?\b|allocat|max[ _]?(?:model[ _])?(?:seq[ _])?len"
+                              r"|gpu_memory_utilization|CUDA[ ]error|out[ ]of")
+
+
+def _root_exception(text: str) -> str | None:
+    """The exception a failed engine start ended with ("EngineCore failed to start" and the traceback
+    above it), where none of the paste's exceptions is a memory one: the last such line, as printed.
+    None where there is none, or where any exception speaks of memory (OutOfMemoryError, a KV
+    cache, blocks, an allocation)."""
+    found = [m for m in _finditer(_EXCEPTION_LINE, text, limit=200)]
+    if not found or any("OutOfMemory" in m.group("name") or _MEMORY_WORDS.search(m.group("msg")) for m in found):
+        return None
+    last = found[-1]
+    return f"{last.group('name')}: {last.group('msg').strip()}"
 
 
 def _is_error_line(text: str, pos: int) -> bool:

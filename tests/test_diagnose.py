@@ -1765,3 +1765,16 @@ def test_a_format_word_beside_a_model_named_in_words_is_its_export():
     plain = diagnose("Qwen3-32B AWQ on a 4090:\nAvailable KV cache memory: 2.00 GiB\n", offline=True, explain=True)
     assert plain.estimate["settings"]["quantization"] == "awq"
     assert not any("beside" in a and "own checkpoint" in a for a in plain.assumptions)
+
+
+def test_a_non_memory_failure_is_said_to_be_one_without_memory_fixes():
+    """vLLM's engine stopped on weights its checkpoint lacks: the reply says it is not a memory error
+    and offers no memory setting as its fix, nor asks for the card or the config to re-check one."""
+    text = ("vllm serve Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization 0.7 --max-model-len 262144\n"
+            "(EngineCore pid=149) ERROR 04-02 12:18:35 [core.py:1108] EngineCore failed to start.\n"
+            "ValueError: Following weights were not initialized from checkpoint:\n"
+            "{'model.layers.16.input_layernorm.weight'}\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.summary.startswith("**Not a memory error**")
+    assert "`ValueError: Following weights were not initialized from checkpoint:`" in d.summary
+    assert d.suggestions == [] and d.missing == [] and d.not_memory

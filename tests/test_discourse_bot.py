@@ -98,6 +98,21 @@ def test_seed_topic_gets_exactly_one_reply_with_capacity_and_fix(fake, store, st
     assert saved is not None and saved.reply_ref == str(reply["id"])
 
 
+def test_a_topic_whose_engine_failed_on_no_memory_error_gets_no_reply(fake, store, store_url):
+    """The assistant answers vLLM memory problems: an engine that failed on weights its checkpoint lacks
+    is another kind of failure, and the topic is left to people."""
+    fake.create_topic("bob", "vLLM fails to start", (
+        "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768\n"
+        "(EngineCore pid=149) ERROR 04-02 12:18:35 [core.py:1108] EngineCore failed to start.\n"
+        "ValueError: Following weights were not initialized from checkpoint:\n"
+        "{'model.layers.16.input_layernorm.weight'}\n"))
+    poll(fake, store, store_url)
+    assert fake.our_posts() == []
+    fake.create_topic("alice", SEED_TITLE, SEED_POST)      # control: a memory error in the same forum
+    poll(fake, store, store_url)
+    assert len(fake.our_posts()) == 1
+
+
 # -- webhook ---------------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -1962,3 +1962,20 @@ def test_the_cuda_graph_profilers_minimal_kv_cache_is_not_the_runs_block_count()
     assert read_paste(log).get("kv_tokens_capacity") == 199_136
     user = "INFO 03-28 13:09:15 [kv_cache_utils.py:826] Overriding num_gpu_blocks=4913 with num_gpu_blocks_override=512\n"
     assert read_paste(user).get("gpu_blocks") == 512
+
+
+def test_an_engine_start_that_failed_on_a_non_memory_exception_names_it():
+    """"EngineCore failed to start" is vLLM's generic failure; the exception the traceback ends with says
+    what failed. One that speaks of no memory (weights a checkpoint lacks) is kept as the cause; any
+    exception of memory (OutOfMemoryError, no cache blocks, an allocation) leaves none."""
+    weights = ("(EngineCore pid=149) ERROR 04-02 12:18:35 [core.py:1108] EngineCore failed to start.\n"
+               "ValueError: Following weights were not initialized from checkpoint:\n"
+               "{'model.layers.16.input_layernorm.weight'}\n")
+    f = read_paste(weights)
+    assert f.get("error_kind") == "other"
+    assert f.extra["root_exception"] == "ValueError: Following weights were not initialized from checkpoint:"
+    for memory in ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+                   "ValueError: No available memory for the cache blocks.",
+                   "RuntimeError: CUDA error: out of memory"):
+        f = read_paste(weights.replace("ValueError: Following weights were not initialized from checkpoint:", memory))
+        assert "root_exception" not in f.extra, memory
