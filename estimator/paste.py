@@ -1713,8 +1713,9 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
 _EXCEPTION_LINE = regex.compile(r"(?m)(?:^|[ \]:])[ ]*(?P<name>(?:[A-Za-z_]\w{0,40}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))"
                                 r":[ ]+(?P<msg>[^\n]{1,300})")
 # what a memory failure's exception says (torch's and vLLM's messages): such a cause stays a memory problem
-_MEMORY_WORDS = regex.compile(r"(?i)memory|\bOOM\b|KV|cache|blocks?\b|allocat|max[ _]?(?:model[ _])?(?:seq[ _])?len"
-                              r"|gpu_memory_utilization|CUDA[ ]error|out[ ]of")
+# (not "an illegal memory access", a kernel's crash; nor any other CUDA error: "no kernel image is available")
+_MEMORY_WORDS = regex.compile(r"(?i)(?<!illegal[ ])memory|\bOOM\b|KV|cache|blocks?\b|allocat"
+                              r"|max[ _]?(?:model[ _])?(?:seq[ _])?len|out[ ]of")
 
 
 def _root_exception(text: str) -> str | None:

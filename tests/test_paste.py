@@ -1974,6 +1974,10 @@ def test_an_engine_start_that_failed_on_a_non_memory_exception_names_it():
     f = read_paste(weights)
     assert f.get("error_kind") == "other"
     assert f.extra["root_exception"] == "ValueError: Following weights were not initialized from checkpoint:"
+    # a kernel's crash is no memory shortage, whatever its words
+    illegal = read_paste(weights.replace("ValueError: Following weights were not initialized from checkpoint:",
+                                         "RuntimeError: CUDA error: an illegal memory access was encountered"))
+    assert illegal.extra["root_exception"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
     for memory in ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
                    "ValueError: No available memory for the cache blocks.",
                    "RuntimeError: CUDA error: out of memory"):
