@@ -1718,13 +1718,22 @@ _MEMORY_WORDS = regex.compile(r"(?i)(?<!illegal[ ])memory|\bOOM\b|KV|cache|block
                               r"|max[ _]?(?:model[ _])?(?:seq[ _])?len|out[ ]of")
 
 
+# vLLM's wrappers around the real failure ("RuntimeError: Engine core initialization failed. See root cause
+# above.", "Worker failed with error '…', please check the stack trace above", EngineDeadError): no cause
+_WRAPPER_EXCEPTION = regex.compile(r"(?i)root[ ]cause|stack[ ]trace[ ]above|engine[ ]?core|EngineDead|worker"
+                                   r"|exited[ ]unexpectedly|died[ ]unexpectedly|failed[ ]core[ ]proc")
+
+
 def _root_exception(text: str) -> str | None:
     """The exception a failed engine start ended with ("EngineCore failed to start" and the traceback
-    above it), where none of the paste's exceptions is a memory one: the last such line, as printed.
-    None where there is none, or where any exception speaks of memory (OutOfMemoryError, a KV
-    cache, blocks, an allocation)."""
-    found = [m for m in _finditer(_EXCEPTION_LINE, text, limit=200)]
-    if not found or any("OutOfMemory" in m.group("name") or _MEMORY_WORDS.search(m.group("msg")) for m in found):
+    above it), where none of the paste's exceptions is a memory one: the last such line, as printed,
+    not one of vLLM's wrappers around it. None where there is none, or where any exception speaks of
+    memory (OutOfMemoryError, a KV cache, blocks, an allocation)."""
+    every = list(_finditer(_EXCEPTION_LINE, text, limit=200))
+    if any("OutOfMemory" in m.group("name") or _MEMORY_WORDS.search(m.group("msg")) for m in every):
+        return None
+    found = [m for m in every if not _WRAPPER_EXCEPTION.search(m.group("name") + ": " + m.group("msg"))]
+    if not found:
         return None
     last = found[-1]
     return f"{last.group('name')}: {last.group('msg').strip()}"

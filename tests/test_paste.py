@@ -1978,6 +1978,13 @@ def test_an_engine_start_that_failed_on_a_non_memory_exception_names_it():
     illegal = read_paste(weights.replace("ValueError: Following weights were not initialized from checkpoint:",
                                          "RuntimeError: CUDA error: an illegal memory access was encountered"))
     assert illegal.extra["root_exception"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    # vLLM's wrapper around the failure is no cause: with nothing else, none is named
+    wrapper = ("(APIServer pid=1) ERROR 10-01 [core.py:708] EngineCore failed to start.\n"
+               "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+    assert read_paste(wrapper).get("error_kind") == "other" and "root_exception" not in read_paste(wrapper).extra
+    assert "root_exception" not in read_paste(wrapper.replace(
+        "Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        "Worker failed with error 'CUDA error: out of memory', please check the stack trace above")).extra
     for memory in ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
                    "ValueError: No available memory for the cache blocks.",
                    "RuntimeError: CUDA error: out of memory"):
