@@ -437,6 +437,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     # refused (3 GPUs splitting 40 heads) would be a table of an impossible run
     # so is a release that has no such quantization method: vLLM stopped before sizing any memory
     refused = kind is None and refusal
+    # the engine failed on an exception that speaks of no memory: nothing of memory to fix or to ask for
+    not_memory = bool(facts.extra.get("root_exception"))
     if model_ref and kind not in CONFIG_ERRORS and not refused:
         stated = bool(vllm_version or facts.get("vllm_version"))
 
@@ -512,7 +514,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         shm = shared_memory_fixes(facts, est)
         suggestions = [s for s in shm if s["flags"]]
         shm_notes = [s["why"][0].upper() + s["why"][1:] + "." for s in shm if not s["flags"]]
-    elif est is not None and not facts.extra.get("root_exception"):
+    elif est is not None and not not_memory:
         from estimator.advice import suggest
 
         suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
@@ -553,11 +555,11 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                          + (f" ({MORE_GPUS.format(n=p['gpus'], have=have)})" if have and p["gpus"] > have else ""))
             else:
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
-    if kind == "other" and est is not None and est.fits and not killed and not facts.extra.get("root_exception"):
+    if kind == "other" and est is not None and est.fits and not killed and not not_memory:
         missing.append("the exception the traceback ends with (its last lines)")
     if kind == "kv_capacity_v1" and facts.get("kv_needed_gib") is not None and facts.get("kv_available_gib") is None:
         missing.append("the whole error line: the paste cuts it before the KV cache memory vLLM had available")
-    if kind in CONFIG_ERRORS or refused or facts.extra.get("root_exception"):
+    if kind in CONFIG_ERRORS or refused or not_memory:
         missing = []       # a settings error, or no memory one: its fix needs no model config or card
     d = Diagnosis(
         error_kind=kind, summary="", facts=facts.to_dict(), derived=state.to_json(),
@@ -568,7 +570,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     if est is not None:
         d.kv_formula = kv_formula(est)
     d.disagrees = bool(est and est.reconciliation.failed)
-    d.not_memory = bool(facts.extra.get("root_exception"))
+    d.not_memory = not_memory
     if est is None or not suggestions or d.disagrees:
         from estimator.advice import facts_fixes, printed_pool_fixes
 
@@ -1203,7 +1205,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
                      f"max_model_len {f'{int(want):,}' if isinstance(want, (int, float)) else '(not shown)'} because "
                      f"its attention kernel (PagedAttention V1, vLLM 0.2.0–0.2.1) keeps one float per context token "
                      f"in the GPU's shared memory: {needed}{float(have):,.0f} B per block on this GPU.")
-    elif facts.extra.get("root_exception"):
+    elif d.not_memory:
         # the engine's start failed on an exception that speaks of no memory (paste._root_exception)
         parts.append(f"**Not a memory error**: vLLM's engine failed to start with `{facts.extra['root_exception']}`. "
                      "kvdoctor explains where vLLM's GPU memory goes; this failure needs the fix its message points "
