@@ -1011,6 +1011,8 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
     notes: list[str] = []
     claims = facts.extra.get("claims") or []
     weights = est.modelled_weights_bytes if est else None
+    # a claim can be about every GPU together ("72B at FP16 = ~144 GB" on two cards)
+    ranks = est.settings.tensor_parallel_size * est.settings.pipeline_parallel_size if est else 1
     for c in claims:
         gb = c.get("gb")
         if gb is None or not weights or c.get("about") not in (None, "weights", "parameters", "model"):
@@ -1020,10 +1022,16 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
         if abs(gb - real_gb) / real_gb <= 0.12:
             notes.append(f"You're right about \"{c['text']}\": the weights take {weights / GiB:.2f} GiB "
                          f"({real_gb:.1f} GB) per GPU.")
+        elif ranks > 1 and abs(gb - real_gb * ranks) / (real_gb * ranks) <= 0.12:
+            notes.append(f"You're right about \"{c['text']}\" for the {ranks} GPUs together: each holds its share, "
+                         f"{weights / GiB:.2f} GiB ({real_gb:.1f} GB) of weights.")
         else:
+            # "it does not halve it" is the reason only where the claim is about half of a 16-bit checkpoint
+            halved = not (est.spec.quantization or est.settings.quantization) and 0.4 <= gb / real_gb <= 0.6
+            why = (f" — dtype auto keeps the checkpoint's {est.spec.torch_dtype or '16-bit'} (2 bytes per "
+                   f"parameter), it does not halve it" if halved else "")
             notes.append(f"\"{c['text']}\" is not what vLLM loads: the weights take {weights / GiB:.2f} GiB "
-                         f"({real_gb:.1f} GB) per GPU — dtype auto keeps the checkpoint's "
-                         f"{est.spec.torch_dtype or '16-bit'} (2 bytes per parameter), it does not halve it.")
+                         f"({real_gb:.1f} GB) per GPU{why}.")
     if est is not None and " GB" in (facts.text or "").replace("GB", " GB"):
         total = est.gpu_total_bytes
         # the card as the user named it where the catalog sizes it as another (an A800 as the A100-SXM4-80GB)

@@ -196,6 +196,39 @@ def test_seed_confirms_28gb_and_corrects_14gb(seed):
     assert "~28GB" in reply and "~14GB" in reply
 
 
+_TP2_72B = """Qwen2.5-72B with `--tensor-parallel-size 2 --max-model-len 32768` on 2× A100 80GB fails with:
+
+```
+ValueError: To serve at least one request with the models's max seq len
+(32768), (5.0 GiB KV cache is needed, which is larger than the available
+KV cache memory (0.53 GiB).
+```
+
+{claim}
+"""
+
+
+def test_a_weights_claim_about_all_gpus_together_is_confirmed_as_such():
+    """Qwen2.5-72B in bf16 at TP 2: each rank holds half of the ~72.7 B parameters' 2-byte weights,
+    about 67.8 GiB = 72.8 GB (the per-GPU figure the seed test pins for the 14B, here for the 72B);
+    the two cards together hold about 145.6 GB, so "~144 GB" is right for both GPUs (1% off), and
+    no "halving" correction may be made of it."""
+    d = diagnose(_TP2_72B.format(claim="72B at FP16 = ~144 GB weights, so about 72 per card after TP."),
+                 offline=True)
+    n144 = [n for n in d.notes if "144 GB" in n]
+    assert n144 and "right" in n144[0] and "2 GPUs together" in n144[0], d.notes
+    assert "halve" not in " ".join(d.notes)
+
+
+def test_a_wrong_weights_claim_that_is_not_half_gets_no_halving_reason():
+    """~100 GB is neither one rank's 72.8 GB nor the two ranks' 145.6 GB, nor about half of either:
+    the note corrects it with vLLM's figure but does not say the user halved the dtype."""
+    d = diagnose(_TP2_72B.format(claim="I thought the weights would take ~100 GB."), offline=True)
+    n100 = [n for n in d.notes if "100 GB" in n]
+    assert n100 and "is not what vLLM loads" in n100[0] and "per GPU" in n100[0], d.notes
+    assert "halve" not in n100[0]
+
+
 def test_seed_json_shape(seed):
     d = seed.to_json()
     assert {"facts", "derived", "diagnosis", "estimate", "reply"} <= d.keys()
