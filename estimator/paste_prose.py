@@ -609,6 +609,10 @@ _CLAIM = (
 # A sentence ends at ".", "!" or "?" before a space or the end, or at a line break — not at the
 # decimal point of "0.25GiB".
 _SENTENCE_END = regex.compile(r"[.!?](?=\s|$)|\n")
+# A figure for something beside the weights ("~1.0 GiB beyond weights + KV", "weights plus KV ~30 GB")
+# is no claim about the weights.
+_NOT_THE_THING = regex.compile(r"(?i)\b(?:beyond|besides|on[ ]+top[ ]+of|above|outside|apart[ ]+from|except|excluding"
+                               r"|without|plus|minus|more[ ]+than|other[ ]+than)\b|\+")
 _HEDGE = regex.compile(r"(?i)\b(?:should|would|think|thought|expect|assum|understand|believe|about|approx|roughly|only)|~")
 
 
@@ -625,6 +629,9 @@ def find_claims(text: str, skip: list[tuple[int, int]]) -> list[dict]:
             e = m.end() + nxt.start() if nxt else m.end()
             sent = text[s:e]
             if s in seen or not _HEDGE.search(sent):
+                continue
+            between = text[min(m.end("about"), m.end("u")):max(m.start("about"), m.start("n"))]
+            if _NOT_THE_THING.search(between, timeout=0.1):
                 continue
             seen.add(s)
             out.append({"about": m.group("about").lower(), "gb": float(m.group("n")), "unit": m.group("u"),

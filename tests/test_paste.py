@@ -896,6 +896,17 @@ def test_version_hint_is_inclusive():
     assert read_paste("# GPU blocks: 4612, # CPU blocks: 1365").extra["version_hint"] == ("0.1.0", "0.6.6")
 
 
+@pytest.mark.parametrize("text,kept", [
+    ("A second vLLM instance costs ~1.0 GiB beyond weights + KV.", False),   # the cost beside the weights
+    ("I think weights plus KV should be ~30 GB.", False),                    # a sum, not the weights
+    ("I expect the weights after quantization ~ 8 GB.", True),               # still the weights
+    ("~16GB for the weights, I assume.", True),
+])
+def test_a_figure_for_something_beside_the_weights_is_no_weights_claim(text, kept):
+    claims = read_paste(text).extra.get("claims") or []
+    assert any(c["about"] == "weights" for c in claims) is kept, claims
+
+
 def test_a_claim_is_quoted_to_its_sentence_end_not_to_a_decimal_point():
     text = ("As I can find in the log, the model weights only take 13.9476 GB, non_torch_memory takes 0.25GiB; "
             "activation 0.19GiB. Why is the KV cache only 8.69GiB?")
