@@ -1062,13 +1062,32 @@ _HOLDERS_TOOL = {"NVIDIA": "nvidia-smi", "AMD": "amd-smi or rocm-smi", "Intel": 
 _UNIFIED_HOLDERS = "free -h and top show them; nvidia-smi lists no memory there"
 
 
+# a ROCm build or AMD's own tools named in the paste (a "vllm-rocm" image, "rocm/vllm", "rocm-smi")
+_ROCM_WORD = re.compile(r"(?i)rocm|amd-smi")     # literal alternatives: linear on any input
+
+
+def _card_kind(facts) -> tuple[str | None, bool]:
+    """The card's vendor and whether its memory is the system's (a unified board), for a paste that
+    may not name it: the card named, else the catalog cards whose size is the total vLLM printed
+    where they agree (121.63 GiB is a GB10 alone), else a ROCm word for the vendor."""
+    gpu = find_gpu(facts.get("gpu"))
+    if gpu is not None:
+        return gpu.vendor, gpu.unified
+    total = facts.get("total_gpu_memory_gib")
+    near = cards_near(int(float(total) * GiB), 0.02) if isinstance(total, (int, float)) and total > 0 else []
+    vendors = {g.vendor for g in near}
+    vendor = vendors.pop() if len(vendors) == 1 else None
+    if vendor is None and _ROCM_WORD.search(facts.text or ""):
+        vendor = "AMD"
+    return vendor, bool(near) and all(g.unified for g in near)
+
+
 def _holders_tool(facts) -> str:
     """The tool that shows which processes hold the card: vLLM names an Intel GPU's device "xpu:N"
-    (a ROCm card is "cuda:N" too), else the card's vendor in the catalog; NVIDIA's where neither says."""
+    (a ROCm card is "cuda:N" too), else the card's vendor (`_card_kind`); NVIDIA's where nothing says."""
     if str(facts.extra.get("device") or "").startswith("xpu"):
         return _HOLDERS_TOOL["Intel"]
-    gpu = find_gpu(facts.get("gpu"))
-    return _HOLDERS_TOOL.get(gpu.vendor if gpu is not None else "", _HOLDERS_TOOL["NVIDIA"])
+    return _HOLDERS_TOOL.get(_card_kind(facts)[0] or "", _HOLDERS_TOOL["NVIDIA"])
 
 
 # vLLM 0.2.0–0.2.1 refused a context whose attention logits — one float32 per token of the context
@@ -1200,7 +1219,7 @@ def facts_fixes(facts) -> list[dict]:
         if facts.extra.get("windows_host"):
             # WSL2 / Windows: the card also drives the desktop
             why = f"{held:.2f} GiB of this GPU is held by {WINDOWS_HOLDERS}; close them or ask for less"
-        elif _unified_gpu(f("gpu")):
+        elif _card_kind(facts)[1]:
             # vLLM's free memory on a unified board is the system's (vllm/utils/mem_utils.py MemorySnapshot,
             # the 0.28.0 wheel: psutil's available memory where the platform says the GPU is integrated)
             why = (f"{held:.2f} GiB of this board's memory is in use: it is the system's RAM, so the operating system "

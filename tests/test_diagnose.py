@@ -1532,6 +1532,26 @@ def test_the_holders_of_a_card_are_shown_by_its_vendors_tool():
     assert "59.56 GiB" in h100 and "nvidia-smi shows which" in h100
 
 
+def test_a_card_the_paste_does_not_name_is_known_by_its_printed_size_or_a_rocm_word():
+    """Without a card's name: 121.63 GiB is within 2% of no catalog card but the GB10 (119.63 GiB), a
+    unified board, so its used memory is the system's; 287.69 GiB is within 2% of both the MI355X
+    (287.98) and the B300 row, so the size alone says no vendor, but a ROCm image in the paste does;
+    79.18 GiB is only NVIDIA cards (H100 / A100 80 GB)."""
+    from estimator.advice import facts_fixes
+    from estimator.paste import read_paste
+
+    def why(text: str) -> str:
+        return " ".join(x["why"] for x in facts_fixes(read_paste(text)))
+
+    gb10 = why(_free_error("cuda:0", "34.34", "121.63", "0.8", "97.3"))
+    assert "87.29 GiB of this board's memory is in use: it is the system's RAM" in gb10     # 121.63 − 34.34
+    mi = _free_error("cuda:0", "12.38", "287.69", "0.92", "264.67")
+    assert "nvidia-smi shows which" in why(mi)                                               # nothing says AMD
+    amd = why("HOST_PORT=8002 ./02-run-vllm-rocm.sh\n" + mi)
+    assert "275.31 GiB" in amd and "amd-smi or rocm-smi shows which" in amd                 # 287.69 − 12.38
+    assert "nvidia-smi shows which" in why(_free_error("cuda:0", "19.62", "79.18", "0.9", "71.26"))
+
+
 def test_a_v1_message_cut_after_its_need_is_still_vllms_error():
     """`… 7.00 GiB KV cache is needed, which is larger t[...]`: the need and the length are vLLM's, the
     memory it had is not in the paste, so the reply says what vLLM said and asks for the whole line.
