@@ -1019,15 +1019,16 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
             continue
         c = {**c, "text": str(c.get("text", "")).strip().lstrip("•*-– ").strip()}
         real_gb = weights / 1e9
-        if abs(gb - real_gb) / real_gb <= 0.12:
+        real = weights / GiB if c.get("unit") == "GiB" else real_gb     # in the claim's own unit
+        if abs(gb - real) / real <= 0.12:
             notes.append(f"You're right about \"{c['text']}\": the weights take {weights / GiB:.2f} GiB "
                          f"({real_gb:.1f} GB) per GPU.")
-        elif ranks > 1 and abs(gb - real_gb * ranks) / (real_gb * ranks) <= 0.12:
+        elif ranks > 1 and abs(gb - real * ranks) / (real * ranks) <= 0.12:
             notes.append(f"You're right about \"{c['text']}\" for the {ranks} GPUs together: each holds its share, "
                          f"{weights / GiB:.2f} GiB ({real_gb:.1f} GB) of weights.")
         else:
             # "it does not halve it" is the reason only where the claim is about half of a 16-bit checkpoint
-            halved = not (est.spec.quantization or est.settings.quantization) and 0.4 <= gb / real_gb <= 0.6
+            halved = not (est.spec.quantization or est.settings.quantization) and 0.4 <= gb / real <= 0.6
             why = (f" — dtype auto keeps the checkpoint's {est.spec.torch_dtype or '16-bit'} (2 bytes per "
                    f"parameter), it does not halve it" if halved else "")
             notes.append(f"\"{c['text']}\" is not what vLLM loads: the weights take {weights / GiB:.2f} GiB "

@@ -208,6 +208,15 @@ KV cache memory (0.53 GiB).
 """
 
 
+@pytest.mark.parametrize("claim,right", [("~32 GiB", False), ("~29 GiB", True), ("~32GB", True)])
+def test_a_weights_claim_is_weighed_in_its_own_unit(claim, right):
+    """The seed's weights are 27.80 GiB = 29.85 GB. "~32 GiB" is 15% over the GiB figure — wrong —
+    though only 7% over the GB one; "~29 GiB" is 4% over; "~32GB" is 7% over 29.85 GB."""
+    d = diagnose(SEED.read_text().replace("~14GB", claim), offline=True)
+    note = next(n for n in d.notes if claim in n)
+    assert ("You're right" in note) is right and ("is not what vLLM loads" in note) is not right, note
+
+
 def test_a_weights_claim_about_all_gpus_together_is_confirmed_as_such():
     """Qwen2.5-72B in bf16 at TP 2: each rank holds half of the ~72.7 B parameters' 2-byte weights,
     about 67.8 GiB = 72.8 GB (the per-GPU figure the seed test pins for the 14B, here for the 72B);
