@@ -180,12 +180,13 @@ def human_int(text: str) -> int | None:
     t = text.strip().strip("'\"`").replace("_", "").replace(",", "")
     if not t:
         return None
-    m = regex.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgG]?)", t)
+    m = regex.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)", t)
     if not m:
         m2 = regex.fullmatch(r"-?\d+", t)
         return int(t) if m2 else None
     num, suf = m.group(1), m.group(2)
-    mult = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}[suf]
+    mult = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+            "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}[suf]
     if "." not in num:
         return int(num) * mult      # exact: a 400-digit count is no float (it would be inf)
     if suf.isupper():

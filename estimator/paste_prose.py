@@ -409,7 +409,8 @@ _HF_CACHE = regex.compile(r"models--(?P<org>[\w.-]+?)--(?P<name>[\w.-]+)")
 # ModelScope's model pages mirror the Hub's ids (modelscope.cn/models/Qwen/Qwen3.6-35B-A3B-FP8/summary)
 _MS_URL = regex.compile(r"(?i)modelscope\.cn/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)")
 _SIZE_TOKEN = regex.compile(r"(?i)(?<![a-z])\d+(?:\.\d+)?[bm](?![a-z])|\d+x\d+b")
-_FILE_EXT = regex.compile(r"(?i)\.(?:py|json|jsonl|txt|md|yaml|yml|sh|log|csv|html|gguf|bin|pt|safetensors|whl|png|jpg)$")
+_FILE_EXT = regex.compile(r"(?i)\.(?:py|json|jsonl|txt|md|yaml|yml|toml|sh|log|csv|html|jinja|j2|gguf|bin|pt|safetensors"
+                          r"|whl|png|jpg)$")
 
 
 # A download into a local directory: `hf download ORG/NAME --local-dir DIR` (huggingface-cli, modelscope's
@@ -513,7 +514,10 @@ def _family_org(name: str) -> str | None:
 
 
 def _looks_like_repo(org: str, name: str, strict: bool = True) -> bool:
-    if org.lower() in _NOT_ORGS or _FILE_EXT.search(name) or name.lower() in ("main", "master"):
+    # a chat template ("examples/tool_chat_template_gemma4.jinja") or a tokenizer-only repo (vLLM V0's hint
+    # "consider using 'hf-internal-testing/llama-tokenizer'") serves no model
+    if org.lower() in _NOT_ORGS or _FILE_EXT.search(name) or name.lower() in ("main", "master") \
+            or name.lower().endswith("tokenizer"):
         return False
     if org.lower() in KNOWN_ORGS:
         return True

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from estimator.errors import BadInput
-from estimator.flags import EXPANDABLE_SEGMENTS, parse_bool
+from estimator.flags import EXPANDABLE_SEGMENTS, human_int, parse_bool
 
 NEWEST = "0.34.0"
 # what people write for the newest release or a build of main instead of a number
@@ -943,15 +943,22 @@ def _value(key: str, raw: str, name: str) -> object:
 
 
 def parse_bytes(text: str) -> int:
-    """'8GiB', '8G' (vLLM's kv-cache-memory parser: binary suffixes), '8589934592'."""
+    """--kv-cache-memory-bytes as vLLM's argparse reads it (engine/arg_utils.py `human_readable_int`, the
+    0.15.1 wheel: flags.human_int): '8g' = 8 × 10^9, '8G' = 8 × 2^30, '8589934592'; and kvdoctor's own
+    '8GiB' / '8GB' = 8 × 2^30, a unit vLLM's flag does not take but people write."""
     s = str(text).strip()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?", s)
-    if not m:
-        raise BadInput(f"expected a byte size such as 8GiB, got {text!r}")
-    num, suffix = float(m.group(1)), m.group(2).lower()
-    size = num * 1024 ** ("kmgt".index(suffix) + 1) if suffix else num
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kKmMgGtT])i?[bB]", s)
+    if m:
+        size: float | None = float(m.group(1)) * 1024 ** ("kmgt".index(m.group(2).lower()) + 1)
+    else:
+        size = human_int(s) if re.fullmatch(r"\d+(?:\.\d+)?\s*[kKmMgGtT]?", s) else None
+        if size is None and re.fullmatch(r"\d+\.\d+\s*[KMGT]", s):
+            raise BadInput(f"{_shown(s)}: vLLM refuses a decimal with a binary suffix (K, M, G, T = powers of 1024); "
+                           "write a whole number or a decimal suffix (k, m, g, t = powers of 1000)")
+        if size is None:
+            raise BadInput(f"expected a byte size such as 8G (8 GiB) or 8g (8 × 10^9 bytes), got {_shown(s)!r}")
     if not size < MAX_BYTES:
-        raise BadInput(f"{_shown(m.group(1))} is more memory than kvdoctor models (at most 1 EiB)")
+        raise BadInput(f"{_shown(s)} is more memory than kvdoctor models (at most 1 EiB)")
     return int(size)
 
 

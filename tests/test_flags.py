@@ -41,7 +41,9 @@ def test_parse_argv_api_server_and_underscores_and_abbreviation():
 @pytest.mark.parametrize("raw,value", [("32k", 32000), ("32K", 32768), ("1,010,000", 1010000), ("30_000", 30000),
                                        ("25.6k", 25600), ("4096", 4096), ("abc", None), ("1.5", None),
                                        # vLLM refuses a decimal with a binary suffix (argparse_utils.py)
-                                       ("1.5M", None), ("0.5K", None), ("1.5m", 1500000)])
+                                       ("1.5M", None), ("0.5K", None), ("1.5m", 1500000),
+                                       # t / T as vLLM has them: 10^12, 2^40
+                                       ("2t", 2 * 10**12), ("2T", 2 * 2**40)])
 def test_human_int(raw, value):
     assert human_int(raw) == value
 

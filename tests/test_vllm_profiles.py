@@ -477,6 +477,13 @@ def test_parse_flags_kv_cache_memory_bytes():
     assert parse_flags(["--kv-cache-memory-bytes", "8GiB"]).kv_cache_memory_bytes == 8 * GiB
     assert parse_flags(["--kv-cache-memory=8G"]).kv_cache_memory_bytes == 8 * GiB
     assert parse_bytes("1073741824") == GiB
+    # vLLM's human_readable_int (engine/arg_utils.py, 0.15.1): a lower-case suffix is decimal, an upper-case
+    # one binary, and a decimal with a binary suffix is refused
+    assert parse_flags(["--kv-cache-memory-bytes", "8g"]).kv_cache_memory_bytes == 8_000_000_000
+    assert parse_flags(["--kv-cache-memory-bytes", "25.6g"]).kv_cache_memory_bytes == 25_600_000_000
+    assert parse_bytes("1T") == 1024 * GiB
+    with pytest.raises(BadInput, match="binary suffix"):
+        parse_bytes("1.5G")
 
 
 @pytest.mark.parametrize("argv", [["--gpu-memory-utilization", "1.5"], ["--gpu-memory-utilization", "0"],
