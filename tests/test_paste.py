@@ -907,6 +907,23 @@ def test_a_figure_for_something_beside_the_weights_is_no_weights_claim(text, kep
     assert any(c["about"] == "weights" for c in claims) is kept, claims
 
 
+@pytest.mark.parametrize("text,model", [
+    # a chat template beside the model in vLLM's non-default args
+    ("INFO [api_utils.py:273] non-default args: {'model_tag': '/opt/models/gemma-4-31B-it', 'chat_template': "
+     "'examples/tool_chat_template_gemma4.jinja', 'max_model_len': 262144}", "google/gemma-4-31B-it"),
+    # vLLM V0's hint for LLaMA V1 tokenizers names a tokenizer-only repo
+    ("INFO 09-15 12:33:59 llm_engine.py:72] Initializing an LLM engine with config: model='/data/llama2-70b', "
+     "tokenizer='/data/llama2-70b', tensor_parallel_size=8\n"
+     "INFO 09-15 12:33:59 tokenizer.py:30] For some LLaMA V1 models, initializing the fast tokenizer may take a long "
+     "time. To reduce the initialization time, consider using 'hf-internal-testing/llama-tokenizer' instead of the "
+     "original tokenizer.", "llama2-70b"),
+])
+def test_a_chat_template_or_a_tokenizer_repo_is_no_model(text, model):
+    # the model is a local directory, read by its name (the org from the family); the template and the
+    # tokenizer repo are not it
+    assert (read_paste(text).get("model") or "").endswith(model)
+
+
 def test_a_claim_is_quoted_to_its_sentence_end_not_to_a_decimal_point():
     text = ("As I can find in the log, the model weights only take 13.9476 GB, non_torch_memory takes 0.25GiB; "
             "activation 0.19GiB. Why is the KV cache only 8.69GiB?")
