@@ -444,6 +444,42 @@ def card_from_pool(est: Estimate, pool: int, spec, settings, gpu_count, override
     return out
 
 
+def card_from_free(est: Estimate, free: int, spec, settings, gpu_count, overrides: dict) -> Estimate:
+    """The card's least size where the paste names none but vLLM printed the memory it found free at
+    start-up ("Initial free memory 93.88 GiB", v1/worker/gpu_worker.py): measured after vLLM made its CUDA
+    context, so the card holds at least free + that context. Where the card assumed by default is smaller,
+    the reply works on that least size rather than on a card that could not have had so much free — the
+    card itself where only one catalog card near that size holds it (as `card_from_pool`)."""
+    from estimator.api import run_estimate
+    from estimator.gpus import cards_near
+    from estimator.non_torch import CUDA_CONTEXT
+
+    least = free + CUDA_CONTEXT
+    if est.gpu_total_bytes >= least:
+        return est
+    kw = {k: v for k, v in overrides.items() if v is not None and k != "other_process_bytes"}
+    near = [g for g in cards_near(least) if g.total_bytes >= least]
+    said = (f"no GPU in the paste: vLLM found {free / GiB:.2f} GiB free at start-up, after its CUDA context (about "
+            f"{CUDA_CONTEXT / GiB:.2f} GiB), more than the {est.gpu_total_bytes / GiB:.2f} GiB of the {est.gpu_name} "
+            f"assumed otherwise")
+    if len(near) == 1:
+        card = near[0]
+        out = run_estimate(spec, card.name, settings, gpu_count=gpu_count, **kw)
+        how = f"no GPU in the paste; the only card near {least / GiB:.2f} GiB that holds it: {card.name}"
+        note = (f"{said}: modelled as the {card.name} ({card.total_bytes / GiB:.2f} GiB), the only card of about that "
+                "size — name the card (or paste `nvidia-smi`) if that is wrong")
+    else:
+        out = run_estimate(spec, f"{least / GiB:.2f}GiB", settings, gpu_count=gpu_count, **kw)
+        names = ", ".join(g.name for g in near[:3])
+        how = "no GPU in the paste" + (f"; cards of about that size: {names}" if names else "")
+        note = (f"{said}: modelled as a card of {least / GiB:.2f} GiB, the least that holds it"
+                + (f" ({names})" if names else "") + " — name the card (or paste `nvidia-smi`) to confirm")
+    out.reconciliation.card_implied = (f"{how}; implied by the free memory vLLM found at start-up: "
+                                       f"{free / GiB:.2f} + {CUDA_CONTEXT / GiB:.2f} GiB of CUDA context")
+    out.assumptions.append(note)
+    return out
+
+
 # How far below the checkpoint's own figure solving for vLLM's pool may take the weights. Largest
 # falls the corpus needs: 5.9% (club-3090#446, an AutoRound export whose kept-16-bit parts are
 # not all in its config); 0.7–1.0% for three others. Beyond 10% every case was a wrong model, card or

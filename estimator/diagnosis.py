@@ -18,6 +18,7 @@ from estimator.advice import STUB_CONTEXT
 from estimator.anchoring import (
     anchor_to_pool,
     capacity_settings,
+    card_from_free,
     card_from_pool,
     estimate_with,
     pp_from_weights,
@@ -952,6 +953,8 @@ def _anchored_estimate(facts, spec, card_ref, version, engine, stated: bool = Tr
                                f"({held.total_bytes / GiB:.2f} GiB) — say the size if that is wrong")
     if total:
         est = with_printed_total(est, total)
+    elif free is not None and not card_ref and not stage_gpus:
+        est = card_from_free(est, free, spec, settings, gpu_count, overrides)
     # what the first estimate shows the paste settles: each independent of the others, one re-run
     changes: dict = {}
     graphs = graph_from_facts(facts, est.gpu_total_bytes)

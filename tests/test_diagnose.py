@@ -1840,3 +1840,21 @@ def test_a_non_memory_failure_is_said_to_be_one_without_memory_fixes():
     assert d.summary.startswith("**Not a memory error**")
     assert "`ValueError: Following weights were not initialized from checkpoint:`" in d.summary
     assert d.suggestions == [] and d.missing == [] and d.not_memory
+
+
+@pytest.mark.parametrize("free,least", [(93.88, 94.33), (70.00, None)])
+def test_the_free_memory_vllm_found_sizes_a_card_the_paste_does_not_name(free, least):
+    """vLLM measures the free memory after making its CUDA context (about 0.45 GiB): 93.88 GiB free means a
+    card of at least 93.88 + 0.45 = 94.33 GiB, more than the H100's 79.18 assumed without a name. Three
+    catalog cards hold that within 4% (H20 and GH200 at 94.50, RTX PRO 6000 at 94.97), so the reply works
+    on the least size and names them. 70 GiB free fits the card assumed, which stays."""
+    text = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-memory-bytes 8G\n"
+            f"(EngineCore pid=83) INFO 07-26 12:29:34 [gpu_worker.py:479] Initial free memory {free:.2f} GiB, reserved "
+            "8.0 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling.\n")
+    d = diagnose(text, offline=True, explain=True)
+    total = d.state.figures["total"]
+    if least is None:
+        assert total.provenance == "assumed" and abs(total.value / GiB - 79.18) < 0.01
+        return
+    assert total.provenance == "derived" and abs(total.value / GiB - least) < 0.01
+    assert "free memory" in total.how and "RTX PRO 6000" in total.how
