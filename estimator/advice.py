@@ -377,6 +377,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         out += _activation_fixes(est)
 
     if kind in ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "cuda_oom_profile") or not est.fits:
+        out += _kv_memory_fixes(est)
         out += _multimodal_fixes(est)
         out += _window_fixes(est)
 
@@ -443,7 +444,8 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     # default, 1.0, is the ceiling there
     extensible = extensible_kv_cache(est.profile, s, est.gpu_name)
     cap = EXTENSIBLE_UTILIZATION if extensible else MOST_UTILIZATION
-    if u < cap - 1e-9 and kind not in ("free_memory_startup", "cuda_oom_graph", "cuda_oom_runtime"):
+    if u < cap - 1e-9 and kind not in ("free_memory_startup", "cuda_oom_graph", "cuda_oom_runtime") \
+            and not s.kv_cache_memory_bytes:      # a fixed pool does not grow with the budget
         # The smallest utilization that fits, plus 0.01 of margin: every point above it is memory
         # taken from CUDA graphs, the sampler warm-up and other processes for nothing.
         least = _least_fitting_utilization(est, round(u + 0.01, 2), cap)
@@ -482,7 +484,8 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     gpu_fixes, beyond = _split_and_fp8_fixes(est, _known_gpus(est, gpu_count),
                                              "FP8 weights take about half the memory of 16-bit ones",
                                              settled=_keeps_context(out))
-    fixes = _last_resorts_last(_dedupe_fitting(out + gpu_fixes), est.max_model_len) + _dedupe_fitting(beyond)
+    fixes = _drop_dominated(_last_resorts_last(_dedupe_fitting(out + gpu_fixes), est.max_model_len)
+                            + _dedupe_fitting(beyond))
     if kind == "startup_log_ok" and est.fits:
         # a run that starts asks for more KV cache: a lever that leaves it as it is answers nothing (FP8
         # weights where vLLM loaded none of them itself, a ServerlessLLM log's 0.0 GiB)
@@ -676,6 +679,25 @@ def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
             seen.add(sug.flags)
             uniq.append(sug)
     return uniq
+
+
+# Settings a fix changes only for the memory they free, each at a cost (accuracy, speed, concurrency, GPUs,
+# headroom); not the batch size, which a fix may also raise above a default for throughput.
+_COSTLY_LEVERS = frozenset({"gpu_memory_utilization", "quantization", "kv_cache_dtype", "max_num_seqs",
+                            "enforce_eager", "tensor_parallel_size", "pipeline_parallel_size", "cpu_offload_gb"})
+
+
+def _drop_dominated(fixes: list[Suggestion]) -> list[Suggestion]:
+    """A fix that makes another fix's changes and, beyond them, only costly ones (`_COSTLY_LEVERS`) for no
+    more KV cache and no longer context asks the user to pay for nothing: with --kv-cache-memory-bytes
+    lighter weights leave the pool as it is, so "--quantization fp8 --max-model-len 16384" is
+    "--max-model-len 16384" with a cost."""
+    def dominated(x: Suggestion) -> bool:
+        return any(y is not x and y.changes.items() < x.changes.items()
+                   and set(x.changes) - set(y.changes) <= _COSTLY_LEVERS
+                   and y.estimate.kv_cache_tokens >= x.estimate.kv_cache_tokens
+                   and y.estimate.max_model_len >= x.estimate.max_model_len for y in fixes)
+    return [x for x in fixes if not dominated(x)]
 
 
 def _utilization_caveat(u: float, default: float) -> str:
@@ -929,6 +951,9 @@ def _graph_fixes(est: Estimate, kind: str) -> list[Suggestion]:
         out.append(_with_len(est, {"enforce_eager": True}, "no CUDA graphs: " + (
             "nothing is captured, so the capture cannot run out of memory" if budgeted else
             "their memory is outside vLLM's budget in this version"), True, "slower decoding", ["--enforce-eager"]))
+    if est.settings.kv_cache_memory_bytes:
+        # the budget does not bound a fixed pool: only a smaller one leaves the graphs their room
+        return [x for x in out if x] + _kv_memory_fixes(est)
     u0 = est.settings.gpu_memory_utilization or est.profile.default_utilization
     u = max(0.5, round(u0 - 0.05, 2))
     why = "leaves more room outside the budget for CUDA graphs and the sampler"
@@ -1012,6 +1037,42 @@ def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
                               f"V0 pins {cpu_swap_bytes / GiB:.2f} GiB of CPU memory per GPU for swapped-out KV blocks; "
                               "0 frees it (preempted requests are recomputed instead)", True))
     return out
+
+
+def _kv_memory_fixes(est: Estimate) -> list[Suggestion]:
+    """--kv-cache-memory-bytes sets the KV pool itself: vLLM skips its profile run and the utilization's
+    budget (v1/worker/gpu_worker.py determine_available_memory), so the pool asked for is the lever. As
+    large as one request needs where the card has that room beside the weights, the warm-up's activations,
+    non-torch memory and CUDA graphs; as small as that room where the pool asked for overruns it. In
+    whole GiB, written as vLLM's flag takes them ("4G" = 4 × 2^30 bytes, engine/arg_utils.py)."""
+    s = est.settings
+    if not s.kv_cache_memory_bytes:
+        return []
+    rest = est.weights_bytes + est.non_torch_bytes + est.activation_bytes + est.cuda_graph_bytes
+    room = est.gpu_total_bytes - (est.inputs.get("other_process_bytes") or 0) - CUDA_CONTEXT - rest
+    whole = room // GiB
+    # a release that captures its graphs after sizing the pool has no estimate of them here
+    graphs_later = not est.cuda_graph_bytes and not s.enforce_eager
+    beside = (f"the weights, activations and non-torch memory ({rest / GiB:.2f} GiB)" if graphs_later else
+              f"the weights, activations, non-torch memory and CUDA graphs ({rest / GiB:.2f} GiB)")
+    later = "; the CUDA graphs, captured after the pool, need some of that room too" if graphs_later else ""
+    if est.kv_cache_bytes > room:
+        target = whole
+        why = (f"the card has {room / GiB:.2f} GiB free beside {beside}, less than the "
+               f"{est.kv_cache_bytes / GiB:.2f} GiB pool asked for{later}")
+    else:
+        # vLLM's admission check: one max_model_len request's KV, plus the block it keeps back from 0.29
+        need = est.kv_needed_bytes + (est.layout.bytes_per_block if est.profile.reserved_block else 0)
+        target = -(-need // GiB)
+        if need <= s.kv_cache_memory_bytes or target > whole:
+            return []
+        why = (f"one {est.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV; the card has "
+               f"{room / GiB:.2f} GiB free beside {beside}{later}")
+    if target < 1:
+        return []
+    sug = _with_len(est, {"kv_cache_memory_bytes": target * GiB}, why, True,
+                    flags=[f"--kv-cache-memory-bytes {target}G"])
+    return [sug] if sug else []
 
 
 def _free_memory_fixes(est: Estimate) -> list[Suggestion]:

@@ -126,10 +126,15 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         util = est.settings.gpu_memory_utilization
         st.add(Figure("utilization", util, "assumed", f"vLLM {est.profile.era} default", unit="fraction"))
     budget = int(total * util) if total and util else None
+    # --kv-cache-memory-bytes: the pool is the size asked for, not what the budget leaves (vLLM skips its
+    # profile run; the budget only sizes the start-up free-memory check, v1/worker/gpu_worker.py)
+    fixed_pool = bool(est is not None and est.settings.kv_cache_memory_bytes)
     if budget:
         # the utilization as given: two decimals as vLLM's flag is usually written, more where it has them (0.865)
         shown = f"{util:.2f}" if round(util, 2) == util else f"{util:g}"
-        st.add(Figure("budget", budget, "derived", f"{total / GiB:.2f} GiB × {shown}"))
+        st.add(Figure("budget", budget, "derived", f"{total / GiB:.2f} GiB × {shown}" + (
+            " — with --kv-cache-memory-bytes only the start-up check that this much is free uses it"
+            if fixed_pool else "")))
     elif est is None and all(f(k) is not None for k in ("weights_gib", "activation_peak_gib", "non_torch_gib")) \
             and (f("kv_cache_gib") is not None or f("kv_available_gib") is not None):
         parts = [f("weights_gib"), f("activation_peak_gib"), f("non_torch_gib"), f("cuda_graph_gib") or 0,
@@ -198,7 +203,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
 
     # ---- the non-KV remainder and its split ----
     kv = st.get("kv_pool")
-    if budget and kv is not None and st.figures["kv_pool"].provenance != "estimated":
+    if budget and kv is not None and st.figures["kv_pool"].provenance != "estimated" and not fixed_pool:
         st.add(Figure("non_kv", budget - kv, "derived", "budget − KV pool"))
     for key, name in (("weights_gib", "weights"), ("activation_peak_gib", "activation"),
                       ("non_torch_gib", "non_torch"), ("cuda_graph_gib", "cuda_graphs")):

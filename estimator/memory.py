@@ -749,6 +749,15 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"only {startup_free / GiB:.2f} GiB is free at start-up (after the CUDA context, about "
                            f"{CUDA_CONTEXT / GiB:.2f} GiB) but vLLM asks for {budget / GiB:.2f} GiB "
                            "(utilization × total): it stops before loading")
+    elif s.kv_cache_memory_bytes and kv_pool + weights_bytes + nt + act + graphs > startup_free:
+        # --kv-cache-memory-bytes: vLLM skips profiling and allocates the pool asked for whatever the card has
+        # left (v1/worker/gpu_worker.py determine_available_memory), so a pool the card cannot hold beside the
+        # weights, the warm-up's activations and the CUDA graphs runs out of memory after the sizing
+        error, fits = "cuda_oom_runtime", False
+        assumptions.append(
+            f"the {kv_pool / GiB:.2f} GiB KV pool --kv-cache-memory-bytes asks for, beside the weights, activations, "
+            f"non-torch memory and CUDA graphs ({(weights_bytes + nt + act + graphs) / GiB:.2f} GiB), is more than the "
+            f"{startup_free / GiB:.2f} GiB free at start-up: vLLM runs out of memory allocating the cache or warming up")
     elif (kv_pool <= 0 or blocks == 0) and not attention_free_v0:
         error = "no_cache_blocks"
     elif mamba_short and profile.version >= MAMBA_BLOCKS_CHECK_FROM:

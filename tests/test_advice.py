@@ -1333,3 +1333,37 @@ def test_a_16bit_model_too_big_for_one_card_gets_4bit_weights_where_no_fp8_fix_f
     if offered:
         assert bnb.fits and bnb.estimate.weights_bytes < est.weights_bytes / 3
         assert not any("--quantization fp8" in f for f in fixes)
+
+
+def test_a_fixed_kv_pool_is_raised_to_what_one_request_needs_and_never_by_the_utilization(llama8b):
+    """--kv-cache-memory-bytes 2G: vLLM skips profiling and the utilization's budget. Llama-3.1-8B keeps
+    32 layers × 8 KV heads × 128 × 2 (K,V) × 2 B = 131,072 B per token, so 32,768 tokens need exactly
+    4 GiB: the pool raised to 4G holds 4 × 2^30 ÷ 131,072 = 32,768 tokens, and an RTX 4090 (23.64 GiB)
+    has that room beside about 15 GiB of weights. A higher utilization leaves the pool as it is, and
+    lighter weights buy nothing that the shorter context alone does not."""
+    est = run_estimate(llama8b, "RTX 4090", EngineSettings(vllm_version="0.11.0", max_model_len=32768,
+                                                            kv_cache_memory_bytes=2 * GiB))
+    assert est.kv_cache_bytes == 2 * GiB and not est.fits and est.error_kind == "kv_capacity_v1"
+    sugs = suggest(est)
+    assert sugs[0].flags == "--kv-cache-memory-bytes 4G" and sugs[0].changes == {"kv_cache_memory_bytes": 4 * GiB}
+    assert sugs[0].estimate.kv_cache_tokens == 32_768 and sugs[0].fits
+    assert not any("gpu_memory_utilization" in s.changes for s in sugs), [s.flags for s in sugs]
+    lengths = {s.changes.get("max_model_len") for s in sugs if set(s.changes) == {"max_model_len"}}
+    assert not any("quantization" in s.changes and s.changes.get("max_model_len") in lengths for s in sugs)
+
+
+def test_a_fixed_kv_pool_the_card_cannot_hold_beside_the_rest_is_lowered(llama8b):
+    """12 GiB of KV beside Llama-3.1-8B's ~15 GiB of weights is more than an RTX 4090's 23.64 GiB less its
+    CUDA context (0.45): vLLM allocates the pool asked for and runs out of memory after sizing it. The fix
+    is the largest whole-GiB pool that the room beside the rest holds, re-checked to fit."""
+    est = run_estimate(llama8b, "RTX 4090", EngineSettings(vllm_version="0.11.0", max_model_len=8192,
+                                                            kv_cache_memory_bytes=12 * GiB))
+    rest = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
+    room = est.gpu_total_bytes - int(0.45 * GiB) - rest
+    assert 12 * GiB > room and not est.fits and est.error_kind == "cuda_oom_runtime"
+    sug = suggest(est)[0]
+    assert sug.flags == f"--kv-cache-memory-bytes {room // GiB}G" and sug.fits
+    assert sug.estimate.kv_cache_bytes + rest <= est.gpu_total_bytes - int(0.45 * GiB)
+    # within that room the pool stays as asked
+    assert run_estimate(llama8b, "RTX 4090", EngineSettings(vllm_version="0.11.0", max_model_len=8192,
+                                                             kv_cache_memory_bytes=4 * GiB)).fits

@@ -1040,3 +1040,28 @@ def test_a_free_memory_error_of_an_earlier_attempt_does_not_bind_the_later_one()
     # the check's error alone is the run's: its free memory binds
     alone = read_paste(text.split("\n\nValueError: To serve")[0])
     assert alone.get("error_kind") == "free_memory_startup" and alone.get("free_memory_gib") == 37.95
+
+
+_FIXED_POOL_LOG = (
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-memory-bytes 2G --max-model-len 32768  # one RTX 4090, "
+    "vLLM 0.11.0\n"
+    "(EngineCore_DP0 pid=123) INFO 10-20 10:00:00 [gpu_worker.py:276] Initial free memory 23.09 GiB, reserved 2.00 "
+    "GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling. This does "
+    "not respect the gpu_memory_utilization config.\n"
+    "(EngineCore_DP0 pid=123) ERROR 10-20 10:00:05 [core.py:708] ValueError: To serve at least one request with the "
+    "model's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+    "(2.00 GiB). Based on the available memory, the estimated maximum model length is 16384. Try increasing "
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+
+
+def test_a_fixed_kv_pool_is_no_share_of_the_budget():
+    """With --kv-cache-memory-bytes vLLM reserves the pool asked for and skips its profile run: "budget − KV
+    pool" is nobody's memory, so it is not shown, nor is a pool "larger than the budget leaves" a finding;
+    the budget stays, as what the start-up free-memory check asks for (0.9 × 23.64 GiB = 21.28 GiB)."""
+    d = diagnose(_FIXED_POOL_LOG, offline=True, explain=True)
+    st = d.state
+    assert "non_kv" not in st.figures and st.get("kv_pool") == 2 * 2**30
+    assert "only the start-up check" in st.figures["budget"].how
+    assert not any("budget" in c and "leaves" in c for c in st.checks), st.checks
+    assert "going to everything else" not in d.summary
+    assert "--kv-cache-memory-bytes 4G" in d.summary          # 32,768 × 131,072 B = 4 GiB
