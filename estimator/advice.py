@@ -1096,8 +1096,8 @@ def _weights_fixes(est: Estimate, gpu_count: int | None) -> list[Suggestion]:
 def full_context_plan(est: Estimate) -> dict | None:
     """What serving the whole requested context would take (KV needed; GPUs that would hold it: `gpus` in
     all, the pipeline and data parallelism kept; `have`, the GPUs the user has where known)."""
-    if est.fits:
-        return None
+    if est.fits or any(x.keeps_goal and x.fits for x in _kv_memory_fixes(est)):
+        return None         # (a fixed pool raised to the need serves it on these GPUs: a fix says so)
     need = est.kv_needed_bytes
     plans = []
     for tp in (2, 4, 8):

@@ -1065,3 +1065,4 @@ def test_a_fixed_kv_pool_is_no_share_of_the_budget():
     assert not any("budget" in c and "leaves" in c for c in st.checks), st.checks
     assert "going to everything else" not in d.summary
     assert "--kv-cache-memory-bytes 4G" in d.summary          # 32,768 × 131,072 B = 4 GiB
+    assert not d.full_context        # that fix serves the whole context: no "more GPUs" plan beside it
