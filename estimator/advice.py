@@ -146,6 +146,8 @@ def context_flags(est: Estimate, changed: set[str]) -> list[str]:
         value = getattr(given, key, None)
         if key in changed or value in (None, "", "auto", 0, 0.0) or (key.endswith("_size") and value == 1):
             continue
+        if key == "kv_cache_memory_bytes" and value % GiB == 0:
+            value = f"{value // GiB}G"          # vLLM's binary suffix, as the fixes write it
         out.append(_flag(key.replace("_", "-"), value))
     # Online quantization (a 16-bit checkpoint quantized while loading) exists only through the flag;
     # a checkpoint's own format (or one read from its name) vLLM finds without it.
@@ -486,6 +488,9 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
                                              settled=_keeps_context(out))
     fixes = _drop_dominated(_last_resorts_last(_dedupe_fitting(out + gpu_fixes), est.max_model_len)
                             + _dedupe_fitting(beyond))
+    if kind == "startup_log_ok" and est.fits and s.kv_cache_memory_bytes:
+        # a run that starts asks for more KV cache: with a fixed pool, the pool asked for is the lever
+        fixes = _kv_memory_fixes(est, roomy=True) + fixes
     if kind == "startup_log_ok" and est.fits:
         # a run that starts asks for more KV cache: a lever that leaves it as it is answers nothing (FP8
         # weights where vLLM loaded none of them itself, a ServerlessLLM log's 0.0 GiB)
@@ -1039,12 +1044,13 @@ def host_memory_fixes(est: Estimate, cpu_swap_bytes: int) -> list[Suggestion]:
     return out
 
 
-def _kv_memory_fixes(est: Estimate) -> list[Suggestion]:
+def _kv_memory_fixes(est: Estimate, roomy: bool = False) -> list[Suggestion]:
     """--kv-cache-memory-bytes sets the KV pool itself: vLLM skips its profile run and the utilization's
     budget (v1/worker/gpu_worker.py determine_available_memory), so the pool asked for is the lever. As
     large as one request needs where the card has that room beside the weights, the warm-up's activations,
-    non-torch memory and CUDA graphs; as small as that room where the pool asked for overruns it. In
-    whole GiB, written as vLLM's flag takes them ("4G" = 4 × 2^30 bytes, engine/arg_utils.py)."""
+    non-torch memory and CUDA graphs; as small as that room where the pool asked for overruns it; with
+    `roomy` (a run that starts and asks for more), the room itself, less a GiB of headroom. In whole GiB,
+    written as vLLM's flag takes them ("4G" = 4 × 2^30 bytes, engine/arg_utils.py)."""
     s = est.settings
     if not s.kv_cache_memory_bytes:
         return []
@@ -1060,6 +1066,12 @@ def _kv_memory_fixes(est: Estimate) -> list[Suggestion]:
         target = whole
         why = (f"the card has {room / GiB:.2f} GiB free beside {beside}, less than the "
                f"{est.kv_cache_bytes / GiB:.2f} GiB pool asked for{later}")
+    elif roomy:
+        target = whole - 1
+        if target * GiB <= s.kv_cache_memory_bytes:
+            return []
+        why = (f"the card has {room / GiB:.2f} GiB free beside {beside}; {target} GiB leaves a GiB of it for "
+               f"other processes and allocations outside vLLM's accounting{later}")
     else:
         # vLLM's admission check: one max_model_len request's KV, plus the block it keeps back from 0.29
         need = est.kv_needed_bytes + (est.layout.bytes_per_block if est.profile.reserved_block else 0)

@@ -1367,3 +1367,20 @@ def test_a_fixed_kv_pool_the_card_cannot_hold_beside_the_rest_is_lowered(llama8b
     # within that room the pool stays as asked
     assert run_estimate(llama8b, "RTX 4090", EngineSettings(vllm_version="0.11.0", max_model_len=8192,
                                                              kv_cache_memory_bytes=4 * GiB)).fits
+
+
+def test_a_run_with_a_fixed_pool_that_starts_is_offered_the_room_the_card_has(llama8b):
+    """A start-up log with --kv-cache-memory-bytes 4G that fits: more KV cache comes from a larger pool, up
+    to the room beside the rest less a GiB of headroom, and the other fixes repeat the pool as the user
+    wrote it (4G, vLLM's binary suffix) rather than as 4294967296."""
+    from estimator.advice import context_flags
+
+    est = run_estimate(llama8b, "RTX 4090", EngineSettings(vllm_version="0.11.0", max_model_len=32768,
+                                                            kv_cache_memory_bytes=4 * GiB))
+    assert est.fits
+    rest = est.weights_bytes + est.activation_bytes + est.non_torch_bytes + est.cuda_graph_bytes
+    whole = (est.gpu_total_bytes - int(0.45 * GiB) - rest) // GiB
+    first = suggest(est, error_kind="startup_log_ok")[0]
+    assert first.flags == f"--kv-cache-memory-bytes {whole - 1}G" and whole - 1 > 4
+    assert first.estimate.kv_cache_tokens == (whole - 1) * GiB // 131_072      # 131,072 B per token, 16-token blocks
+    assert "--kv-cache-memory-bytes 4G" in context_flags(est, {"kv_cache_dtype"})
