@@ -737,11 +737,11 @@ def _roomy_utilization(est: Estimate, u: float, cap: float) -> float | None:
     return target if target > u + 0.01 + 1e-9 else None
 
 
-def _least_fitting_utilization(est: Estimate, lo: float, hi: float) -> float | None:
-    """The smallest gpu_memory_utilization in [lo, hi] (steps of 0.01) at which the run fits."""
+def _least_fitting_utilization(est: Estimate, lo: float, hi: float, **changes) -> float | None:
+    """The smallest gpu_memory_utilization in [lo, hi] (steps of 0.01) at which the run fits (with `changes`)."""
     step = round(lo, 2)
     while step <= hi + 1e-9:
-        if _check(est, gpu_memory_utilization=step)[1]:
+        if _check(est, gpu_memory_utilization=step, **changes)[1]:
             return step
         step = round(step + 0.01, 2)
     return None
@@ -905,6 +905,11 @@ def _window_fixes(est: Estimate) -> list[Suggestion]:
 MM_LIMIT_MIN_GAIN = 512 * 2**20
 
 
+# The least share of the card a limit on the media must spare, against raising the utilization alone, to be
+# offered beside it: a judgement (0.05 of a 24 GB card is 1.2 GiB), not vLLM's figure.
+MM_UTILIZATION_SAVING = 0.05
+
+
 def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
     """Multimodal models are profiled with max-size dummy images (and videos): when that reservation
     is what crowds out the KV cache, reserve for fewer items (vLLM's --limit-mm-per-prompt)."""
@@ -920,20 +925,36 @@ def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
         # LLM's run are that small for fixed-size towers, and such a gain is within the estimate's own error
         return rerun(est, limit_mm_per_prompt=new).kv_cache_bytes - est.kv_cache_bytes >= MM_LIMIT_MIN_GAIN
 
+    def offer(new: dict, why: str, caveat: str) -> None:
+        sug = _with_len(est, {"limit_mm_per_prompt": new}, why, True, caveat, [_mm_flag(est, new)])
+        out.append(sug)
+        u = s.gpu_memory_utilization
+        if (sug is None or not sug.keeps_goal) and u is not None and u < est.profile.default_utilization:
+            # a utilization the user set below the default (a card shared on purpose): the limit with the
+            # least utilization that then serves the whole context asks for less of the card than a
+            # utilization raised on its own
+            least = _least_fitting_utilization(est, round(u + 0.01, 2), MOST_UTILIZATION, limit_mm_per_prompt=new)
+            alone = _least_fitting_utilization(est, round(u + 0.01, 2), MOST_UTILIZATION)
+            # worth a limit on the media only where it spares a real share of the card (MM_UTILIZATION_SAVING)
+            if least is not None and (alone is None or least <= alone - MM_UTILIZATION_SAVING):
+                e, ok, _ = _check(est, limit_mm_per_prompt=new, gpu_memory_utilization=least)
+                out.append(Suggestion(f"{_mm_flag(est, new)} {_flag('gpu-memory-utilization', least)}",
+                                      {"limit_mm_per_prompt": new, "gpu_memory_utilization": least}, e,
+                                      f"{why}; then {least:g} of the card serves the whole context", True,
+                                      f"{caveat}; {_utilization_caveat(u, est.profile.default_utilization)}", ok=ok))
+
     if video and limits.get("video", 1) > 0:
         new = {**limits, "image": limits.get("image", 1), "video": 0}
         if frees(new):
-            out.append(_with_len(est, {"limit_mm_per_prompt": new}, "the profile run reserves memory for a max-size "
-                                 "video as well as an image; with no videos, nothing is reserved for them", True,
-                                 "requests with videos are then refused", [_mm_flag(est, new)]))
+            offer(new, "the profile run reserves memory for a max-size video as well as an image; with no videos, "
+                  "nothing is reserved for them", "requests with videos are then refused")
     if any(v > 0 for v in {**{"image": 1}, **limits}.values()):
         new = {"image": 0, **({"video": 0} if video else {})}
         if frees(new):
             why = "text-only serving: no dummy images in the profile run"
             if vision_tower_skipped(spec, s.replace(limit_mm_per_prompt=new), est.profile):
                 why += " and no vision tower loaded"       # multimodal_profile.TOWER_SKIP_FROM
-            out.append(_with_len(est, {"limit_mm_per_prompt": new}, why, True, "only if you send no images",
-                                 [_mm_flag(est, new)]))
+            offer(new, why, "only if you send no images")
     return [x for x in out if x]
 
 

@@ -1384,3 +1384,27 @@ def test_a_run_with_a_fixed_pool_that_starts_is_offered_the_room_the_card_has(ll
     assert first.flags == f"--kv-cache-memory-bytes {whole - 1}G" and whole - 1 > 4
     assert first.estimate.kv_cache_tokens == (whole - 1) * GiB // 131_072      # 131,072 B per token, 16-token blocks
     assert "--kv-cache-memory-bytes 4G" in context_flags(est, {"kv_cache_dtype"})
+
+
+def test_a_card_shared_on_purpose_is_offered_a_media_limit_with_the_least_utilization():
+    """Qwen2.5-VL-7B at --gpu-memory-utilization 0.22 of an A100 80GB (vLLM 0.23.0, 128,000 tokens): the
+    budget (0.22 × 79.15 = 17.41 GiB) barely holds the 15.7 GiB of weights, and the profile run's max-size
+    dummy video (114,688 tokens) takes far more than the KV cache. No media limit fits at 0.22, but with no
+    videos a smaller utilization serves the whole context than raising it alone does, by more than
+    MM_UTILIZATION_SAVING of the card: that pair is offered, ahead of the plain raise."""
+    from estimator.advice import MM_UTILIZATION_SAVING
+
+    spec = load_model("Qwen/Qwen2.5-VL-7B-Instruct", offline=True).spec
+    est = run_estimate(spec, "A100-SXM4-80GB", EngineSettings(vllm_version="0.23.0", gpu_memory_utilization=0.22,
+                                                               max_model_len=128_000))
+    assert not est.fits
+    sugs = suggest(est, error_kind="no_cache_blocks")
+    pair = next(s for s in sugs if set(s.changes) == {"limit_mm_per_prompt", "gpu_memory_utilization"})
+    alone = next(s for s in sugs if set(s.changes) == {"gpu_memory_utilization"})
+    assert pair.changes["limit_mm_per_prompt"]["video"] == 0 and pair.fits and pair.keeps_goal
+    assert pair.changes["gpu_memory_utilization"] <= alone.changes["gpu_memory_utilization"] - MM_UTILIZATION_SAVING
+    assert sugs.index(pair) < sugs.index(alone)
+    # the pair's utilization is the least that fits with that limit
+    lower = rerun(est, limit_mm_per_prompt=pair.changes["limit_mm_per_prompt"],
+                  gpu_memory_utilization=round(pair.changes["gpu_memory_utilization"] - 0.01, 2))
+    assert not lower.fits
