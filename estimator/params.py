@@ -369,7 +369,10 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
         return dense(inter, f"{pfx}.mlp")
 
     e, ei = moe.num_experts, moe.expert_intermediate
-    m = f"{pfx}.mlp"
+    # gemma4.py Gemma4DecoderLayer: the dense MLP is the layer's `mlp`, the experts `moe.experts` and the
+    # router `router` — names a checkpoint's exclusion list matches ("layers.0.mlp*" leaves the experts in FP4)
+    gemma4 = mt.startswith("gemma4")
+    m = f"{pfx}.moe" if gemma4 else f"{pfx}.mlp"
     latent = int(_get(t, "moe_latent_size", default=0) or 0)
     if latent:
         # LatentMoE (nemotron_h.py): the experts run in a `moe_latent_size` space between two
@@ -379,15 +382,16 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     out.append(_W("experts", f"{m}.experts", mats * ei, latent or h, copies=e, layer=i))
     if mt.startswith("gpt_oss"):  # gpt_oss.py: experts carry biases (gate_up and down)
         out.append(_W("experts", f"{m}.experts.bias", (mats - 1) * ei + h, copies=e, kind="bias", layer=i))
-    out.append(_W("router", f"{m}.gate", e, h, kind="router", layer=i, tp="replicate"))
+    out.append(_W("router", f"{pfx}.router.proj" if gemma4 else f"{m}.gate", e, h, kind="router", layer=i,
+                  tp="replicate"))
     if mt.startswith("gpt_oss") or t.get("router_bias"):
         out.append(_W("router", f"{m}.gate.bias", e, kind="bias", layer=i, tp="replicate"))
     if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt in ("kimi_linear", "nemotron_h"):
         # DeepSeek-V3 style e_score_correction_bias (deepseek_v2.py / minimax_m2.py; kimi_linear.py
         # KimiMoE always has one: the Kimi-Linear-48B checkpoint's tensors sum to 26 × 256 more).
         out.append(_W("router", f"{m}.gate.e_score_correction_bias", e, kind="param", layer=i, tp="replicate"))
-    if mt.startswith("gemma4"):  # gemma-4 router: learned input scale + per-expert scale
-        out.append(_W("router", f"{m}.router.scales", h + e, kind="param", layer=i, tp="replicate"))
+    if gemma4:  # gemma-4 router: learned input scale + per-expert scale
+        out.append(_W("router", f"{pfx}.router.scales", h + e, kind="param", layer=i, tp="replicate"))
     if moe.shared_intermediate:
         out += dense(moe.shared_intermediate, f"{m}.shared_experts", "shared_experts")
         if t.get("shared_expert_intermediate_size"):  # qwen2_moe/qwen3_next: sigmoid gate on the shared expert
@@ -395,7 +399,7 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     elif mt.startswith("llama4"):  # llama4.py: every MoE layer also has a shared expert of intermediate_size
         out += dense(spec.intermediate_size, f"{m}.shared_expert", "shared_experts")
     if t.get("enable_moe_block"):  # gemma-4: a dense MLP runs beside the experts in every layer
-        out += dense(spec.intermediate_size, f"{pfx}.mlp_dense")
+        out += dense(spec.intermediate_size, f"{pfx}.mlp")
     return out
 
 

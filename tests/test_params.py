@@ -1209,3 +1209,20 @@ def test_an_unknown_exports_mtp_block_stays_16_bit_but_autoround_requantizes_it(
     assert mtp("Lorbus/Qwen3.6-27B-int4-AutoRound", "compressed-tensors")[0] == autoround_bytes
     # a known config decides by its own ignore list: NVIDIA's mixed NVFP4 export leaves `mtp*` out
     assert mtp("nvidia/Qwen3.6-27B-NVFP4")[0] == 2 * (linears + norms)
+
+
+def test_gemma4_nvfp4_exclusions_leave_the_experts_in_fp4():
+    """nvidia/Gemma-4-26B-A4B-NVFP4's hf_quant_config excludes every layer's `mlp*`, `router*` and
+    `self_attn*`: in vLLM's gemma4.py the layer's `mlp` is its dense MLP and the experts are `moe.experts`,
+    which stay NVFP4. A public vLLM 0.20.2 log of that checkpoint prints "Checkpoint size: 17.50 GiB" and
+    "Model loading took 17.89 GiB"; with the experts counted in bf16 the weights were 48 GiB. By hand: the
+    128 experts × 30 layers × 3 × 704 × 2,816 weights are 22.8 B parameters, 4 bits + an FP8 scale per 16,
+    about 12 GiB, the rest (attention, dense MLPs, embeddings, vision, RoPE cache) in bf16 about 6 GiB."""
+    from estimator.api import load_model
+
+    s = load_model("nvidia/Gemma-4-26B-A4B-NVFP4", offline=True).spec
+    loaded = weight_bytes(s).bytes_total
+    assert abs(loaded / GIB - 17.89) / 17.89 < 0.01, loaded / GIB
+    assert abs(checkpoint_bytes(s) / GIB - 17.50) / 17.50 < 0.02, checkpoint_bytes(s) / GIB
+    # the bf16 release of the same architecture keeps its experts in bf16
+    assert weight_bytes(load_model("google/gemma-4-26B-A4B", offline=True).spec).bytes_total > 2.5 * loaded
