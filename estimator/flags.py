@@ -444,6 +444,9 @@ def flag_takes_value(flag: str) -> bool:
     return not (name in _STORE_TRUE_FLAGS or flag_key(flag.split("=", 1)[0]) in BOOL_KEYS or negated)
 
 
+_IMAGE_TOKEN = regex.compile(r"(?:[\w.:-]+/)*vllm/vllm-openai(?::[\w.+-]+)?")
+
+
 def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> list[Setting]:
     out: list[Setting] = []
     dotted = DottedValues()
@@ -453,7 +456,9 @@ def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> lis
     n = len(tokens)
     while i < n:
         tok, span = tokens[i]
-        if tok in ("serve", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"):
+        if tok in ("serve", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server") \
+                or _IMAGE_TOKEN.fullmatch(tok):
+            # (the vllm/vllm-openai image's entrypoint is `vllm serve`: its first bare argument is the model)
             after_serve = True
             i += 1
             continue

@@ -103,6 +103,17 @@ def test_docker_run():
         ("TheBloke/Mixtral-8x7B-Instruct-v0.1-AWQ", "auto", 0.5, 4096, "awq")
 
 
+@pytest.mark.parametrize("image", ["vllm/vllm-openai:latest", "10.4.32.48:5000/vllm/vllm-openai:v0.11.0"])
+def test_the_model_is_the_first_bare_argument_after_the_image(image):
+    """The vllm/vllm-openai image's entrypoint is `vllm serve`, so `docker run … IMAGE MODEL --flags` names the
+    model positionally, as `vllm serve MODEL` does — here on the backslash-continued line after the image."""
+    text = ("docker run -d --name vllm-tp4 \\\n  --gpus '\"device=1,4,5,6\"' \\\n  -e VLLM_USE_DEEP_GEMM=0 \\\n"
+            f"  {image} \\\n    Qwen/Qwen3-235B-A22B-Instruct-2507-FP8 \\\n    --served-model-name qwen3-235b \\\n"
+            "    --tensor-parallel-size 4 \\\n    --max-model-len 32768\n")
+    s = settings(text)
+    assert s["model"] == "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8" and s["tensor_parallel_size"] == 4
+
+
 def test_docker_run_with_its_image_on_a_continued_line():
     """`docker run -dit … \\` / `--name llm vllm/vllm-openai:latest \\` / `--model …`: the image is a vLLM
     invocation though its own line names no docker, since a backslash continues the docker line; so is
