@@ -617,6 +617,8 @@ _SENTENCE_END = regex.compile(r"[.!?](?=\s|$)|\n")
 # is no claim about the weights.
 _NOT_THE_THING = regex.compile(r"(?i)\b(?:beyond|besides|on[ ]+top[ ]+of|above|outside|apart[ ]+from|except|excluding"
                                r"|without|plus|minus|more[ ]+than|other[ ]+than)\b|\+")
+# a size that names the card ("weights on a 95 GiB card"), not the weights
+_A_CARD_SIZE = regex.compile(r"(?i)[ -]*(?:cards?|GPUs?(?![ ]+memory)|graphics[ ]+cards?|device)\b")
 _HEDGE = regex.compile(r"(?i)\b(?:should|would|think|thought|expect|assum|understand|believe|about|approx|roughly|only)|~")
 
 
@@ -635,7 +637,7 @@ def find_claims(text: str, skip: list[tuple[int, int]]) -> list[dict]:
             if s in seen or not _HEDGE.search(sent):
                 continue
             between = text[min(m.end("about"), m.end("u")):max(m.start("about"), m.start("n"))]
-            if _NOT_THE_THING.search(between, timeout=0.1):
+            if _NOT_THE_THING.search(between, timeout=0.1) or _A_CARD_SIZE.match(text, m.end("u"), timeout=0.1):
                 continue
             seen.add(s)
             out.append({"about": m.group("about").lower(), "gb": float(m.group("n")), "unit": m.group("u"),

@@ -901,10 +901,18 @@ def test_version_hint_is_inclusive():
     ("I think weights plus KV should be ~30 GB.", False),                    # a sum, not the weights
     ("I expect the weights after quantization ~ 8 GB.", True),               # still the weights
     ("~16GB for the weights, I assume.", True),
+    ("I think the weights take about 20 GB VRAM.", True),                     # what they take of the VRAM
+    ("I thought the weights would fit a 24GB GPU.", False),                  # the card's size
 ])
 def test_a_figure_for_something_beside_the_weights_is_no_weights_claim(text, kept):
     claims = read_paste(text).extra.get("claims") or []
     assert any(c["about"] == "weights" for c in claims) is kept, claims
+
+
+def test_a_card_size_after_the_weights_is_not_their_size():
+    """"about 110 GiB of weights on a 95 GiB card": the claim is 110 GiB (the card's 95 is its size)."""
+    claims = read_paste("Then we tried 2 GPUs, which puts about 110 GiB of weights on a 95 GiB card.").extra["claims"]
+    assert [(c["about"], c["gb"]) for c in claims] == [("weights", 110.0)]
 
 
 @pytest.mark.parametrize("text,model", [
