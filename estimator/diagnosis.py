@@ -1290,7 +1290,11 @@ def _cpu_swap_bytes(facts, est: Estimate) -> int:
 
 def _killed_text(d: Diagnosis, facts, est: Estimate | None) -> str:
     """Why the kernel killed the process, from the figures the diagnosis has."""
-    out = ("The process was **killed by the operating system**: the kernel's OOM killer ends a process when the "
+    out = ("The container was **killed at its memory limit** (OOMKilled, exit code 137): that limit is host RAM, not "
+           "GPU memory — what vLLM's processes hold in RAM (the checkpoint as it loads, torch.compile's workers) counts "
+           "against it, the GPU's memory does not. Raise the container's limit or lower what those processes hold."
+           if facts.extra.get("container_killed") else
+           "The process was **killed by the operating system**: the kernel's OOM killer ends a process when the "
            "machine runs out of RAM (host memory, not GPU memory), and the shell prints `Killed`.")
     if est is None:
         return out
@@ -1307,7 +1311,7 @@ def _killed_text(d: Diagnosis, facts, est: Estimate | None) -> str:
                 f"vLLM took {est.settings.gpu_memory_utilization:g} × {est.gpu_total_bytes / GiB:.2f} = "
                 f"{budget / GiB:.2f} GiB for weights, activations and KV cache{pinned}, {rest}.")
     return (out + (f" Besides the model's files, vLLM{pinned.replace(' and pinned', ' pinned')}." if swap else "")
-            + " Check the host's (or the container's) memory limit.")
+            + ("" if facts.extra.get("container_killed") else " Check the host's (or the container's) memory limit."))
 
 
 def _pool_text(d: Diagnosis) -> str:

@@ -482,8 +482,10 @@ def _read(raw: str) -> Facts:
         pos, src = kind[1], kind[2]
         end = max(pos[1], kind_ends.get(pos[0], pos[1]))
         facts.values["error_kind"] = Fact(kind[0], pt.span(pos[0], end), src)
-        if kind[0] == "other" and "Killed" in text and _search(_KILLED, text) is not None:
+        if kind[0] == "other" and ("illed" in text or "limit" in text) and _search(_KILLED, text) is not None:
             extra["host_killed"] = True
+            if _search(_CONTAINER_KILLED, text) is not None:
+                extra["container_killed"] = True
         elif kind[0] == "other" and src in ("vllm_error", "vllm_traceback"):
             cause = _root_exception(text)
             if cause is not None:
@@ -1506,8 +1508,14 @@ _VLLM_CONTEXT = regex.compile(
     r"(?i)\bvllm\b|\bv?llm[_.-]?engine\b|\[(?:gpu_worker|kv_cache_utils|worker|model_runner|core|llm_engine|api_server)\.py:\d+\]"
     r"|--gpu[-_]memory[-_]utilization|gpu_memory_utilization|EngineCore|\bLLM\(|aphrodite")
 # The shell's word when the kernel's OOM killer ended the process: host RAM ran out, not the GPU's.
-_KILLED_RE = r"(?m:^[ ]*Killed[ ]*$)"
+# the kernel's OOM killer as the shell reports it ("Killed"), and a container killed at its memory limit as
+# Docker / Kubernetes report it ("OOMKilled", "was OOM-killed", "exceeded its 8Gi memory limit"; not
+# `docker inspect`'s "OOMKilled": false)
+_CONTAINER_KILLED_RE = (r"\bOOM[- ]?[Kk]illed\b(?![\"']?[ ]*[:=][ ]*[\"']?(?:false|False|0)\b)"
+                        r"|\bexceeded[ ]+its[ ]+[\w.]+[ ]+memory[ ]+limit\b")
+_KILLED_RE = r"(?m:^[ ]*Killed[ ]*$)|" + _CONTAINER_KILLED_RE
 _KILLED = regex.compile(_KILLED_RE)
+_CONTAINER_KILLED = regex.compile(_CONTAINER_KILLED_RE)
 # config/model.py _verify_quantization / quantization get_quantization_config when the release has no
 # such method (bitsandbytes after 0.27, GGUF after 0.23, or a misspelt --quantization)
 _UNKNOWN_QUANT = regex.compile(r"(?:Unknown|Invalid) quantization method:? ['\"`]?([A-Za-z0-9][A-Za-z0-9_-]{0,40})")

@@ -399,6 +399,33 @@ def test_killed_by_the_host_is_not_a_gpu_problem():
     assert read_paste(JETSON.replace("Killed\n", "")).extra.get("host_killed") is None
 
 
+_CONTAINER_LOG = (
+    "(APIServer pid=1) INFO 07-30 07:06:32 [api_utils.py:345]  version 0.26.0\n"
+    "(EngineCore pid=79) INFO 07-30 07:07:11 [gpu_model_runner.py:5347] Model loading took 0.88 GiB memory\n"
+    "(EngineCore pid=79) INFO 07-30 07:11:00 [gpu_worker.py:560] Available KV cache memory: 13.33 GiB\n"
+    "(EngineCore pid=79) INFO 07-30 07:11:00 [kv_cache_utils.py:2177] GPU KV cache size: 2,324,244 tokens\n")
+
+
+@pytest.mark.parametrize("head,killed", [
+    ('out of memory: container "inference" exceeded its 8Gi memory limit and was OOM-killed (exit 137).\n', True),
+    ("    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n", True),
+    ('docker inspect → RestartCount=3, "OOMKilled": false, StartedAt=2026-09-16T09:26:20Z\n', False),
+])
+def test_a_container_killed_at_its_memory_limit_is_a_host_ram_problem(head, killed):
+    """A container's memory limit is host RAM: Docker / Kubernetes report its kill as OOMKilled (exit code 137)
+    after a start-up log that sized the KV cache fine. `docker inspect`'s "OOMKilled": false is no kill."""
+    from estimator.diagnosis import diagnose
+    from estimator.paste import read_paste
+
+    f = read_paste(head + _CONTAINER_LOG)
+    assert bool(f.extra.get("host_killed")) is killed and bool(f.extra.get("container_killed")) is killed
+    assert (f.error_kind == "other") is killed
+    if killed:
+        summary = diagnose(head + _CONTAINER_LOG, offline=True).summary
+        assert "killed at its memory limit" in summary and "not GPU memory" in summary
+        assert "shell prints `Killed`" not in summary
+
+
 def test_host_oom_fixes_give_memory_back_to_the_os():
     """On a board whose GPU memory is the system RAM, the fix is less utilization (the smallest that
     still serves max_model_len, + 0.02) and no V0 swap space; raising anything GPU-side is wrong."""
