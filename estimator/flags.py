@@ -172,14 +172,17 @@ class Setting:
 # Value normalisation
 
 
+_MAX_INT_DIGITS = 4000
+
+
 def human_int(text: str) -> int | None:
     """vLLM's `human_readable_int`: 'k' = 1000, 'K' = 1024, '32k' = 32000, '32K' = 32768, '25.6k' = 25600
     (vllm/utils/argparse_utils.py, earlier vllm/engine/arg_utils.py); a decimal with a binary suffix
     ('1.5M') vLLM refuses ("Decimals are not allowed with binary suffixes"): no value a run had. Also
     '30_000', '1,010,000', '4096.0' (config files)."""
     t = text.strip().strip("'\"`").replace("_", "").replace(",", "")
-    if not t:
-        return None
+    if not t or len(t) > _MAX_INT_DIGITS:
+        return None          # (Python refuses to read an int of more than 4,300 digits; no run has one)
     m = regex.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)", t)
     if not m:
         m2 = regex.fullmatch(r"-?\d+", t)

@@ -504,6 +504,9 @@ def test_parse_flags_bad_values(argv):
     (["--block-size", "9" * 30], "(30 digits)"),
     (["--kv-cache-memory", "9" * 400], "--kv-cache-memory: 999999999999… (400 digits)"),
     (["--gpu-memory-utilization", "9" * 400], "(400 digits)"),
+    # more digits than Python reads into an int (4,300): refused, not a ValueError
+    (["--max-model-len", "9" * 5000], "(5000 digits)"),
+    (["--kv-cache-memory-bytes", "1" * 5000 + "g"], "expected a byte size"),
 ])
 def test_parse_flags_numbers_past_any_run_are_refused_with_a_message(argv, words):
     with pytest.raises(BadInput) as exc:
