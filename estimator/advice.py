@@ -60,8 +60,10 @@ MOST_UTILIZATION = 0.95
 # the user had set below the default, raised.
 MORE_GPUS = "needs {n} GPUs, more than the {have} of this setup"
 SHARED_CARD = "raise it only if nothing else on the card needs the memory it left"
+# what a higher utilization takes on a board whose GPU memory is the system's RAM (GB10, Jetson)
+UNIFIED_RAISE = "this board's GPU memory is the system's RAM: what vLLM takes, the operating system and other processes lose"
 HEADLINE_CAVEATS = re.compile(re.escape(MORE_GPUS).replace(re.escape("{n}"), r"\d+").replace(re.escape("{have}"), r"\d+")
-                              + "|" + re.escape(SHARED_CARD))
+                              + "|" + re.escape(SHARED_CARD) + "|" + re.escape(UNIFIED_RAISE))
 
 
 def condition_of(fix: dict) -> str:
@@ -465,7 +467,8 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
             why = (f"vLLM {est.profile.release} sizes the KV cache after warmup and keeps its own margin, so "
                    "its default utilization is 1.0 (leaving the flag out is the same)")
         default = EXTENSIBLE_UTILIZATION if extensible else est.profile.default_utilization
-        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True, _utilization_caveat(u, default),
+        sug = _with_len(est, {"gpu_memory_utilization": target}, why, True,
+                        _utilization_caveat(u, default, _unified(est)),
                         [_flag("gpu-memory-utilization", target)])
         if sug:
             out.append(sug)
@@ -686,30 +689,45 @@ def _dedupe_fitting(out: list[Suggestion]) -> list[Suggestion]:
     return uniq
 
 
-# Settings a fix changes only for the memory they free, each at a cost (accuracy, speed, concurrency, GPUs,
-# headroom); not the batch size, which a fix may also raise above a default for throughput.
+# Settings a fix changes only for the memory they free, each at a cost (accuracy, speed, concurrency, media,
+# GPUs, headroom). The batch size is one only where it is no larger than the other fix runs with: a fix may
+# also raise it above a default for throughput.
 _COSTLY_LEVERS = frozenset({"gpu_memory_utilization", "quantization", "kv_cache_dtype", "max_num_seqs",
-                            "enforce_eager", "tensor_parallel_size", "pipeline_parallel_size", "cpu_offload_gb"})
+                            "enforce_eager", "tensor_parallel_size", "pipeline_parallel_size", "cpu_offload_gb",
+                            "limit_mm_per_prompt", "language_model_only", "enable_chunked_prefill"})
+
+
+def _costs_only(x: Suggestion, y: Suggestion) -> bool:
+    """Are the changes `x` makes beyond `y`'s all costs (`_COSTLY_LEVERS`, or a batch no larger than `y`'s)?"""
+    for key in set(x.changes) - set(y.changes):
+        if key == "max_num_batched_tokens":
+            if x.changes[key] > (y.estimate.settings.max_num_batched_tokens or 0):
+                return False
+        elif key not in _COSTLY_LEVERS:
+            return False
+    return True
 
 
 def _drop_dominated(fixes: list[Suggestion]) -> list[Suggestion]:
-    """A fix that makes another fix's changes and, beyond them, only costly ones (`_COSTLY_LEVERS`) for no
-    more KV cache and no longer context asks the user to pay for nothing: with --kv-cache-memory-bytes
-    lighter weights leave the pool as it is, so "--quantization fp8 --max-model-len 16384" is
-    "--max-model-len 16384" with a cost."""
+    """A fix that makes another fix's changes and, beyond them, only costly ones (`_costs_only`) for no more
+    KV cache and no longer context asks the user to pay for nothing: with --kv-cache-memory-bytes lighter
+    weights leave the pool as it is, so "--quantization fp8 --max-model-len 16384" is "--max-model-len 16384"
+    with a cost."""
     def dominated(x: Suggestion) -> bool:
-        return any(y is not x and y.changes.items() < x.changes.items()
-                   and set(x.changes) - set(y.changes) <= _COSTLY_LEVERS
+        return any(y is not x and y.changes.items() < x.changes.items() and _costs_only(x, y)
                    and y.estimate.kv_cache_tokens >= x.estimate.kv_cache_tokens
                    and y.estimate.max_model_len >= x.estimate.max_model_len for y in fixes)
     return [x for x in fixes if not dominated(x)]
 
 
-def _utilization_caveat(u: float, default: float) -> str:
+def _utilization_caveat(u: float, default: float, unified: bool = False) -> str:
     """What a raised utilization takes from: the margin vLLM leaves outside its budget, or, where the user
     set it below the release's default (0.9, 0.92 from 0.20, 1.0 with 0.34's extensible KV cache: the
     profile's) and below the 0.9 recipes still pass, memory usually kept for something else (a trainer
-    sharing the card, a second instance), so raising it is the user's call."""
+    sharing the card, a second instance), so raising it is the user's call. On a unified board (`unified`)
+    the memory is the system's RAM, which the operating system loses."""
+    if unified:
+        return UNIFIED_RAISE
     if u < min(default, COPIED_UTILIZATION) - 1e-9:
         return f"{u:g} is below vLLM's default {default:g}: {SHARED_CARD} — a trainer sharing the card, another instance"
     return "leave room for other processes on the card" if default == EXTENSIBLE_UTILIZATION else \
@@ -941,7 +959,8 @@ def _multimodal_fixes(est: Estimate) -> list[Suggestion]:
                 out.append(Suggestion(f"{_mm_flag(est, new)} {_flag('gpu-memory-utilization', least)}",
                                       {"limit_mm_per_prompt": new, "gpu_memory_utilization": least}, e,
                                       f"{why}; then {least:g} of the card serves the whole context", True,
-                                      f"{caveat}; {_utilization_caveat(u, est.profile.default_utilization)}", ok=ok))
+                                      f"{caveat}; {_utilization_caveat(u, est.profile.default_utilization, _unified(est))}",
+                                      ok=ok))
 
     if video and limits.get("video", 1) > 0:
         new = {**limits, "image": limits.get("image", 1), "video": 0}
@@ -1143,6 +1162,11 @@ def full_context_plan(est: Estimate) -> dict | None:
             break
     blocks = ceil_div(est.max_model_len, est.layout.block_size)
     return {"kv_needed_bytes": need, "blocks": blocks, "plans": plans, "have": _known_gpus(est, None)}
+
+
+def _unified(est: Estimate) -> bool:
+    """Is the card of `est` a unified board (its GPU memory the system's RAM)?"""
+    return bool(est.gpu is not None and est.gpu.unified)
 
 
 def _unified_gpu(name) -> bool:
@@ -1366,7 +1390,7 @@ def _shortfall_utilization(facts) -> list[dict]:
     head = (f"vLLM needs {float(need):.2f} GiB of KV for {request} and had {float(avail):.2f} GiB: the "
             f"{short:.2f} GiB more (with the printed figures' rounding) is {step:.2f} of the {total:.2f} GiB of {card}, "
             "and nothing else in vLLM's budget grows with it")
-    caveat = ("; this board's GPU memory is the system's RAM, so the OS has that much less" if _unified_gpu(card)
+    caveat = ("; " + UNIFIED_RAISE if _unified_gpu(card)
               else "; leave headroom for CUDA graphs and other processes")
     u, most = f("gpu_memory_utilization"), MOST_UTILIZATION
     if not isinstance(u, (int, float)) or not 0 < u <= 1:     # not shown, or no utilization vLLM accepts
@@ -1425,7 +1449,7 @@ def printed_pool_fixes(facts, est: Estimate) -> list[dict]:
            f"(nothing else in the budget changes), so the {pool:.2f} GiB {printed} becomes "
            f"{pool + grow:.2f} GiB: " + ", ".join(held))
     return [{"flags": _flag("gpu-memory-utilization", target), "checked": False,
-             "why": f"{why}; {_utilization_caveat(u, est.profile.default_utilization)}"}]
+             "why": f"{why}; {_utilization_caveat(u, est.profile.default_utilization, _unified(est))}"}]
 
 
 def _three_figures(x: float) -> int:

@@ -1435,3 +1435,40 @@ def test_a_card_shared_on_purpose_is_offered_a_media_limit_with_the_least_utiliz
     lower = rerun(est, limit_mm_per_prompt=pair.changes["limit_mm_per_prompt"],
                   gpu_memory_utilization=round(pair.changes["gpu_memory_utilization"] - 0.01, 2))
     assert not lower.fits
+
+
+_ORIN_VL = """Jetson AGX Orin dev kit, qwen2.5-vl-7b-instruct-awq, vLLM 0.8.5, gpu_memory_utilization = 0.45:
+
+the current vLLM instance can use total_gpu_memory (29.96GiB) x gpu_memory_utilization (0.45) = 13.48GiB
+model weights take 6.59GiB; non_torch_memory takes 2.18GiB; PyTorch activation peak memory takes 4.93GiB; the rest of the memory reserved for KV Cache is -0.22GiB.
+ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.
+"""
+
+
+def test_no_fix_adds_costs_to_another_for_nothing_and_a_unified_raise_says_whose_memory_it_takes():
+    """A Jetson AGX Orin (its GPU memory the system's RAM) at 0.45 with a VL model (V0): a shorter context,
+    a smaller batch and text-only serving all leave the dummy media's profile in place, so "--max-num-batched-
+    tokens … --max-model-len L" and "--limit-mm-per-prompt … --max-model-len L" hold no more than
+    "--max-model-len L" alone and are not offered beside it; a higher utilization takes the operating
+    system's RAM, and the headline says so."""
+    from estimator.advice import UNIFIED_RAISE
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(_ORIN_VL, offline=True, explain=True)
+    sugs = d.suggestions
+
+    def groups(flags: str) -> set[str]:
+        return {"--" + g.strip() for g in flags.split("--") if g.strip()}
+
+    for x in sugs:
+        for y in sugs:
+            if y is not x and groups(y["flags"]) < groups(x["flags"]):
+                assert (x["kv_cache_tokens"], x["max_model_len"]) > (y["kv_cache_tokens"], y["max_model_len"]), \
+                    (x["flags"], y["flags"])
+    plain = [s for s in sugs if s["flags"].startswith("--max-model-len")]
+    assert plain and not any(s is not plain[0] and "--max-model-len" in s["flags"]
+                             and s["kv_cache_tokens"] <= plain[0]["kv_cache_tokens"] for s in sugs)
+    raises = [s for s in sugs if "--gpu-memory-utilization" in s["flags"]]
+    assert raises and all(UNIFIED_RAISE in s["why"] for s in raises)
+    if "--gpu-memory-utilization" in sugs[0]["flags"]:
+        assert UNIFIED_RAISE in d.summary
