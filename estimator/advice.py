@@ -1582,4 +1582,34 @@ def config_error_fixes(facts) -> list[dict]:
         out.append({"flags": "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "checked": False,
                     "why": "lets vLLM go past the config's length (an environment variable); only for a model that "
                            "really handles longer contexts (RoPE scaling), else its outputs degrade"})
+    out += _settings_check_fixes(facts)
     return out
+
+
+def _settings_check_fixes(facts) -> list[dict]:
+    """The settings vLLM's scheduler and Mamba-cache checks ask for (paste.SETTINGS_CHECKS), from the numbers
+    in their messages. A larger batch also raises the profile run's peak a little: the KV cache gets less."""
+    src = facts.values.get("error_kind")
+    check = src.source if src is not None and src.value == "other" else None
+    f, x = facts.get, facts.extra
+    tb, bigger = f("max_num_batched_tokens"), "a larger batch also raises the profile run's peak: a little less KV cache"
+    if check == "mamba_align" and isinstance(x.get("align_block_size"), (int, float)):
+        block = int(x["align_block_size"])
+        n = 1 << (block - 1).bit_length()          # the power of two at or above the block
+        return [{"flags": f"--max-num-batched-tokens {n}", "checked": False,
+                 "why": f"at least the {block:,}-token attention block (a power of two at or above it); {bigger}"},
+                {"flags": "--no-enable-prefix-caching", "checked": False,
+                 "why": "without prefix caching vLLM keeps no Mamba states per block ('align' mode is off), so the batch "
+                        "need not hold a block; repeated prompts are then computed again"}]
+    length, seqs = f("max_model_len"), f("max_num_seqs")
+    if check == "tb_lt_len" and isinstance(length, int):
+        return [{"flags": "--enable-chunked-prefill", "checked": False,
+                 "why": "vLLM then splits a long prompt over several batches of max_num_batched_tokens"},
+                {"flags": f"--max-num-batched-tokens {length}", "checked": False,
+                 "why": f"a batch that holds a whole {length:,}-token prompt; {bigger}"}]
+    if check == "tb_lt_seqs" and isinstance(seqs, int) and isinstance(tb, int):
+        return [{"flags": f"--max-num-seqs {tb}", "checked": False,
+                 "why": f"no more running sequences than the {tb:,} tokens a batch holds"},
+                {"flags": f"--max-num-batched-tokens {seqs}", "checked": False,
+                 "why": f"a token of the batch for each of the {seqs:,} sequences; {bigger}"}]
+    return []

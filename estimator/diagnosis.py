@@ -47,7 +47,7 @@ from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.gpus import WINDOWS_HOLDERS, states_its_size, with_host
 from estimator.memory import Estimate
 from estimator.non_torch import CUDA_CONTEXT
-from estimator.paste import CONFIG_ERRORS, COUNT_FROM_SIZES
+from estimator.paste import COUNT_FROM_SIZES, settings_error
 from estimator.release_choice import loadable_release, modelled_version, release_from_need
 from estimator.render import redact, render_markdown, render_slack, render_text
 from estimator.units import GiB
@@ -90,6 +90,7 @@ class Diagnosis:
     # the engine failed on an exception that speaks of no memory (paste._root_exception): a surface
     # that answers unprompted stays silent; asked, it says so
     not_memory: bool = False
+    settings_error: bool = False    # a settings check failed, not memory (paste.settings_error)
 
     def to_json(self) -> dict:
         """The explain JSON; every string is passed through `redact` (it may be stored or posted)."""
@@ -440,7 +441,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     refused = kind is None and refusal
     # the engine failed on an exception that speaks of no memory: nothing of memory to fix or to ask for
     not_memory = bool(facts.extra.get("root_exception"))
-    if model_ref and kind not in CONFIG_ERRORS and not refused:
+    settings_check = settings_error(facts)
+    if model_ref and not settings_check and not refused:
         stated = bool(vllm_version or facts.get("vllm_version"))
 
         def estimate_of(ref: str, f=None) -> tuple[Estimate, str, list[str]]:
@@ -560,7 +562,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         missing.append("the exception the traceback ends with (its last lines)")
     if kind == "kv_capacity_v1" and facts.get("kv_needed_gib") is not None and facts.get("kv_available_gib") is None:
         missing.append("the whole error line: the paste cuts it before the KV cache memory vLLM had available")
-    if kind in CONFIG_ERRORS or refused or not_memory:
+    if settings_check or refused or not_memory:
         missing = []       # a settings error, or no memory one: its fix needs no model config or card
     d = Diagnosis(
         error_kind=kind, summary="", facts=facts.to_dict(), derived=state.to_json(),
@@ -572,6 +574,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         d.kv_formula = kv_formula(est)
     d.disagrees = bool(est and est.reconciliation.failed)
     d.not_memory = not_memory
+    d.settings_error = settings_check
     if est is None or not suggestions or d.disagrees:
         from estimator.advice import facts_fixes, printed_pool_fixes
 
@@ -1208,7 +1211,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     elif kind == "mamba_blocks":
         parts.append("This hybrid (Mamba/linear-attention) model needs one cache block per running sequence, "
                      "and max_num_seqs is larger than the number of blocks.")
-    elif kind in CONFIG_ERRORS:
+    elif d.settings_error:
         parts.append("**A settings error, not a memory one**: " + _settings_error_text(kind, facts))
     elif facts.extra.get("shared_mem_available") is not None:
         need, have, want = facts.extra.get("shared_mem_required"), facts.extra["shared_mem_available"], f("max_model_len")
@@ -1243,7 +1246,7 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         u = d.unchecked[0]
         # a setting vLLM accepts is a fix, not a guess; for a model too big for the card it only gets
         # past the start-up check
-        lead = "Fix" if kind in CONFIG_ERRORS else "For the start-up check alone" if too_big else "Likely fix"
+        lead = "Fix" if d.settings_error else "For the start-up check alone" if too_big else "Likely fix"
         stub = next((x for x in d.unchecked[1:2] if not x["flags"] and STUB_CONTEXT in x["why"]), None)
         if stub is not None:
             # vLLM's own capacity is a stub of the length asked for (advice.facts_fixes): what makes room
@@ -1263,6 +1266,17 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
 def _settings_error_text(kind: str, facts) -> str:
     """What a settings error means, in the numbers vLLM printed (the fixes: advice.config_error_fixes)."""
     f, x = facts.get, facts.extra
+    check, tb = facts.values["error_kind"].source, f("max_num_batched_tokens")
+    if check == "mamba_align":
+        return (f"with prefix caching on a hybrid (Mamba / linear-attention) model, vLLM's Mamba cache 'align' mode "
+                f"needs max_num_batched_tokens ({tb:,}) to be at least the attention block size it chose "
+                f"({int(x['align_block_size']):,} tokens, so that an attention page is as large as a Mamba state's).")
+    if check == "tb_lt_len":
+        return (f"without chunked prefill vLLM's scheduler takes a whole prompt in one batch, so max_num_batched_tokens "
+                f"({tb:,}) cannot be smaller than max_model_len ({f('max_model_len'):,}).")
+    if check == "tb_lt_seqs":
+        return (f"every running sequence takes at least one token of a batch, so max_num_batched_tokens ({tb:,}) cannot "
+                f"be smaller than max_num_seqs ({f('max_num_seqs'):,}).")
     if kind == "tp_divisibility":
         heads, tp = x.get("num_heads"), f("tensor_parallel_size")
         if isinstance(heads, (int, float)) and tp:

@@ -60,6 +60,16 @@ ERROR_KINDS: tuple[str, ...] = (
 )
 # Start-up errors about settings, not memory: answered from vLLM's own numbers, no memory estimate.
 CONFIG_ERRORS: tuple[str, ...] = ("tp_divisibility", "bf16_compute_capability", "max_model_len_derived")
+# vLLM's settings checks with no error_kind of their own in design.md §4, read as "other" (paste_templates):
+# the scheduler's batch checks and the Mamba cache's align-mode check
+SETTINGS_CHECKS: tuple[str, ...] = ("tb_lt_len", "tb_lt_seqs", "mamba_align")
+
+
+def settings_error(facts) -> bool:
+    """Is the paste's error about settings, not memory: a CONFIG_ERRORS kind, or one of SETTINGS_CHECKS
+    (kind "other")? Either is answered from vLLM's message, with the setting it names."""
+    kind = facts.values.get("error_kind")
+    return kind is not None and (kind.value in CONFIG_ERRORS or (kind.value == "other" and kind.source in SETTINGS_CHECKS))
 _INT_KEYS = frozenset({
     "gpu_count", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "max_num_seqs",
     "max_num_batched_tokens", "gpu_blocks", "block_size", "kv_tokens_capacity", "error_max_tokens_in_kv",

@@ -330,6 +330,11 @@ TEMPLATES: tuple[Template, ...] = (
     _t("tb_lt_seqs",
        r"max_num_batched_tokens[ \n]+\((?P<max_num_batched_tokens>" + INT + r")\)[ \n]+must[ \n]+be[ \n]+greater[ \n]+than[ \n]+or[ \n]+equal"
        r"[ \n]+to[ \n]+max_num_seqs[ \n]+\((?P<max_num_seqs>" + INT + r")\)", P_ERROR, "other"),
+    # Mamba cache align mode (prefix caching on a hybrid model): the attention block size vLLM aligned to the
+    # Mamba page must fit in one batch (config/vllm.py validate_block_size, the 0.20.0 wheel)
+    _t("mamba_align",
+       r"In[ \n]+Mamba[ \n]+cache[ \n]+align[ \n]+mode,[ \n]+block_size[ \n]+\((?P<x_align_block_size>" + INT + r")\)[ \n]+must"
+       r"[ \n]+be[ \n]+<=[ \n]+max_num_batched_tokens[ \n]+\((?P<max_num_batched_tokens>" + INT + r")\)", P_ERROR, "other"),
     # version lines
     # "vLLM API server version X" (up to 0.10); from 0.11 vllm/entrypoints/utils.py log_version_and_model
     # prints its logo with "█ ▀▄▀ █  version X" beside it, or "vLLM server version X, serving model Y"

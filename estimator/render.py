@@ -16,7 +16,6 @@ import regex
 from estimator.advice import condition_of
 from estimator.derive import first_group_only
 from estimator.memory import Estimate, graphs_captured_after_kv
-from estimator.paste import CONFIG_ERRORS
 from estimator.units import HALF_HUNDREDTH, GiB
 
 # Tokens people paste by accident (HF, Slack, OpenAI-style keys, bearer tokens, AWS keys).
@@ -131,7 +130,7 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         unchecked.append("**From vLLM's own numbers** (the model's state disagrees with them, see Checks):"
                          if diag.disagrees else
                          "**Fixes** (settings vLLM accepts; each still has to fit in memory):"
-                         if diag.error_kind in CONFIG_ERRORS else
+                         if diag.settings_error else
                          "**Likely fixes** (from the numbers vLLM printed; not re-checked until I have the model's config):"
                          if diag.estimate is None else
                          "**Likely fixes on these GPUs** (from the numbers vLLM printed; not re-checked: the fixes "
@@ -214,7 +213,7 @@ def render_slack(diag) -> dict:
         section("*Checks:* " + " ".join(_sentence(c) for c in diag.checks))
     disagrees = diag.disagrees
     lead = ("*From vLLM's own numbers:* " if disagrees else
-            "*Fix* (a setting vLLM accepts): " if diag.error_kind in CONFIG_ERRORS else "*Likely fix* (not re-checked): ")
+            "*Fix* (a setting vLLM accepts): " if diag.settings_error else "*Likely fix* (not re-checked): ")
     unchecked = [lead
                  + (f"`{u['flags']}` — " if u["flags"] else "") + u["why"] for u in diag.unchecked[:4]]
     for text in unchecked if disagrees else []:

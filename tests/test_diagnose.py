@@ -1858,3 +1858,28 @@ def test_the_free_memory_vllm_found_sizes_a_card_the_paste_does_not_name(free, l
         return
     assert total.provenance == "derived" and abs(total.value / GiB - least) < 0.01
     assert "free memory" in total.how and "RTX PRO 6000" in total.how
+
+
+@pytest.mark.parametrize("text,words,first", [
+    # config/vllm.py validate_block_size (0.20.0 wheel): prefix caching on a hybrid model puts the Mamba cache in
+    # 'align' mode, and the attention block (2,096 tokens, the page matched to a Mamba state's) must fit a batch
+    ("vllm serve Qwen/Qwen3.6-35B-A3B --enable-prefix-caching\npydantic_core._pydantic_core.ValidationError: 1 "
+     "validation error for VllmConfig\n  Assertion failed, In Mamba cache align mode, block_size (2096) must be <= "
+     "max_num_batched_tokens (2048). [type=assertion_error]\n",
+     "attention block size it chose (2,096 tokens", "--max-num-batched-tokens 4096"),     # 2^12 ≥ 2,096
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-num-batched-tokens 4096 --max-model-len 32768\nValueError: "
+     "max_num_batched_tokens (4096) is smaller than max_model_len (32768). This effectively limits the maximum "
+     "sequence length to max_num_batched_tokens and makes vLLM reject longer sequences.\n",
+     "cannot be smaller than max_model_len (32,768)", "--enable-chunked-prefill"),
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-num-batched-tokens 128 --max-num-seqs 256\nValueError: "
+     "max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256).\n",
+     "cannot be smaller than max_num_seqs (256)", "--max-num-seqs 128"),
+])
+def test_a_scheduler_or_mamba_cache_check_is_a_settings_error_with_its_fix(text, words, first):
+    """vLLM's settings checks with no error_kind of their own stay "other" (design.md §4) but are answered as
+    the settings errors they are: vLLM's numbers, the setting that passes the check, no memory table asked for."""
+    d = diagnose(text, offline=True)
+    assert d.error_kind == "other" and d.settings_error
+    assert d.summary.startswith("**A settings error, not a memory one**") and words in d.summary
+    assert d.unchecked[0]["flags"] == first and f"Fix: `{first}`" in d.summary
+    assert not d.missing and not d.suggestions
