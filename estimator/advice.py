@@ -19,7 +19,7 @@ from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buf
 from estimator.cuda_graphs import graphs_after_kv, graphs_outside_budget
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, find_gpu, sized_gpu
-from estimator.kv_layout import stage_sizes, window_tokens
+from estimator.kv_layout import mamba_align_refused, stage_sizes, window_tokens
 from estimator.memory import Estimate, length_over_config, rerun
 from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
 from estimator.non_torch import CUDA_CONTEXT
@@ -364,6 +364,17 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         return []
     out: list[Suggestion] = []
     s = est.settings
+    if mamba_align_refused(est.layout, s, est.profile):
+        # refused before any memory is sized (kv_layout.MAMBA_ALIGN_BATCH_CHECK): a batch that holds the block,
+        # or no prefix caching (no 'align' mode)
+        n = 1 << (est.layout.block_size - 1).bit_length()
+        out += [x for x in (
+            _with_len(est, {"max_num_batched_tokens": n}, f"vLLM's Mamba cache 'align' mode (prefix caching) needs a "
+                      f"batch of at least the {est.layout.block_size:,}-token attention block", True,
+                      flags=[_flag("max-num-batched-tokens", n)]),
+            _with_len(est, {"enable_prefix_caching": False}, "without prefix caching the Mamba cache is not in 'align' "
+                      "mode, so the batch need not hold a block", True, "repeated prompts are computed again",
+                      ["--no-enable-prefix-caching"])) if x]
     if kind in ("cuda_oom_load",):
         return _weights_fixes(est, gpu_count)
     if kind in ("cuda_oom_profile",):

@@ -51,6 +51,17 @@ _MAMBA_ALL_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "jamba", "z
                     "granitemoehybrid", "bamba")
 
 
+# "In Mamba cache align mode, block_size (B) must be <= max_num_batched_tokens (T)": vLLM refuses a batch that
+# cannot hold the aligned attention block (config/vllm.py; in the 0.17.0–0.26.0 wheels, not in 0.16.0 or 0.27.0)
+MAMBA_ALIGN_BATCH_CHECK = ((0, 17, 0), (0, 27, 0))
+
+
+def mamba_align_refused(layout: KVLayout, s: EngineSettings, profile: Profile) -> bool:
+    """Does vLLM refuse these settings at its align-mode check (MAMBA_ALIGN_BATCH_CHECK)?"""
+    return layout.mamba_mode == "align" and MAMBA_ALIGN_BATCH_CHECK[0] <= profile.version < MAMBA_ALIGN_BATCH_CHECK[1] \
+        and (s.max_num_batched_tokens or 0) < layout.block_size
+
+
 def mamba_cache_mode(spec: ModelSpec, s: EngineSettings, profile: Profile, has_attention: bool) -> str:
     """How a hybrid model's Mamba states are cached per request: "none" (one state), "align" (two:
     the running one and the last block-aligned one) or "all" (one per block of the context).

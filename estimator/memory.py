@@ -50,6 +50,7 @@ from estimator.kv_layout import (
     kv_dtype_bytes_for,
     kv_layout,
     kv_needed_bytes,
+    mamba_align_refused,
     mtp_layers,
     stage_sizes,
     window_tokens,
@@ -740,6 +741,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
         assumptions.append(f"vLLM refuses --max-model-len {max_len:,}: the model's config allows {cap:,} tokens "
                            "(set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, or configure RoPE scaling, to go past it); "
                            "the memory figures are for the requested length")
+    elif mamba_align_refused(layout, s, profile):
+        # a settings check before any memory is touched (kv_layout.MAMBA_ALIGN_BATCH_CHECK)
+        error, fits = "other", False
+        assumptions.append(f"vLLM {profile.release} refuses this: \"In Mamba cache align mode, block_size "
+                           f"({layout.block_size}) must be <= max_num_batched_tokens ({s.max_num_batched_tokens})\" "
+                           "(prefix caching on a hybrid model); the memory figures are for these settings")
     elif profile.free_memory_check and not extensible and startup_free < budget:
         # vllm/v1/worker/gpu_worker.py init_device (0.9.1+; v1/worker/utils.py request_memory from
         # 0.14): free memory at start must cover T × u — also with --kv-cache-memory-bytes, and the

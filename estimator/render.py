@@ -15,6 +15,7 @@ import regex
 
 from estimator.advice import condition_of
 from estimator.derive import first_group_only
+from estimator.kv_layout import mamba_align_refused
 from estimator.memory import Estimate, graphs_captured_after_kv
 from estimator.units import HALF_HUNDREDTH, GiB
 
@@ -275,6 +276,9 @@ def estimate_text(est: Estimate) -> str:
         lines.append(f"  — {first_only}")
     if not est.fits and est.error_kind == "max_model_len_derived":
         lines.append("  — longer than the model's config allows: vLLM refuses the length before it looks at memory")
+    if not est.fits and mamba_align_refused(est.layout, s, est.profile):
+        lines.append(f"  — vLLM refuses the settings first: with prefix caching (Mamba cache 'align' mode) the batch "
+                     f"({s.max_num_batched_tokens:,} tokens) must hold the {est.layout.block_size:,}-token attention block")
     if not est.fits and est.error_kind == "mamba_blocks":
         # the length fits; what fails is one Mamba state block per running sequence (vLLM's check)
         lines.append(f"  — max_num_seqs {s.max_num_seqs:,} is more than the {est.gpu_blocks:,} cache blocks: each running "

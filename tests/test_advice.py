@@ -1472,3 +1472,21 @@ def test_no_fix_adds_costs_to_another_for_nothing_and_a_unified_raise_says_whose
     assert raises and all(UNIFIED_RAISE in s["why"] for s in raises)
     if "--gpu-memory-utilization" in sugs[0]["flags"]:
         assert UNIFIED_RAISE in d.summary
+
+
+@pytest.mark.parametrize("version,refused", [("0.16.0", False), ("0.17.0", True), ("0.26.0", True), ("0.27.0", False)])
+def test_the_mamba_align_batch_check_is_modelled_where_vllm_has_it(version, refused):
+    """Qwen3.6-35B-A3B with an fp8 KV cache: vLLM raises the attention block to 2,096 tokens to match a Mamba
+    state's page (the block a 0.20.0 log prints for this model), and with prefix caching ('align' mode) the
+    0.17.0–0.26.0 wheels refuse a batch that cannot hold it (config/vllm.py). The fixes then lead with the
+    smallest power of two at or above the block, 4,096, and no prefix caching."""
+    spec = load_model("Qwen/Qwen3.6-35B-A3B", offline=True).spec
+    est = run_estimate(spec, "RTX PRO 6000", EngineSettings(
+        vllm_version=version, enable_prefix_caching=True, max_num_batched_tokens=2048, kv_cache_dtype="fp8",
+        max_num_seqs=2, max_model_len=8192, quantization="fp8"))
+    assert est.layout.block_size == (1072 if version == "0.16.0" else 2096)   # 0.16 aligns the pages otherwise
+    assert (est.error_kind == "other" and not est.fits) is refused
+    if refused:
+        flags = [x.flags for x in suggest(est)][:2]
+        assert flags == ["--max-num-batched-tokens 4096", "--no-enable-prefix-caching"]
+        assert any("In Mamba cache align mode, block_size (2096)" in a for a in est.assumptions)
