@@ -677,8 +677,10 @@ def _to_float(s: str | None) -> float | None:
 # The CUDA-graph memory profiler's minimal KV cache (0.18+: v1/worker/gpu_model_runner.py
 # _init_minimal_kv_cache_for_profiling sets num_gpu_blocks_override to the largest capture size and sizes a
 # cache for 0 bytes, so kv_cache_utils logs "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512"
-# before "Profiling CUDA graph memory: …"; the 0.19.0 wheel): a placeholder, not the run's block count
-_GRAPH_PROFILER_CACHE = regex.compile(r"[\s\S]{0,600}?Profiling[ \n]+CUDA[ \n]+graph[ \n]+memory")
+# before "Profiling CUDA graph memory: …", or before the OOM of allocating it; the 0.19.0 wheel): a
+# placeholder, not the run's block count
+_GRAPH_PROFILER_CACHE = regex.compile(r"[\s\S]{0,600}?(?:Profiling[ \n]+CUDA[ \n]+graph[ \n]+memory"
+                                      r"|OutOfMemoryError|(?:CUDA|HIP)[ \n]+out[ \n]+of[ \n]+memory)")
 
 
 def _template_match(t, m, pt: PasteText, occs: list[_Occ], xvals: dict) -> None:

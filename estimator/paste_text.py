@@ -97,7 +97,8 @@ _SAME_LEN = str.maketrans({
 # (`(VllmWorkerProcess pid=3280379)`, `(Worker_TP0 pid=26347)`, `(VllmWorker rank=1 pid=254)`, and a Ray
 # worker on another node `(RayWorkerWrapper pid=1463574, ip=192.168.10.60)`),
 # torchrun's `[rank0]:`, the level+time+file of vLLM's logger (≤0.7.3 `file.py:N]`, 0.8+
-# `[file.py:N]`), uvicorn-style `INFO:     `, container timestamps, docker compose's service column
+# `[file.py:N]`), uvicorn-style `INFO:     `, container timestamps (a bare `05:17:26` too — Modal's — before
+# a process tag or a level), docker compose's service column
 # (`qwen3-1  | ` — only before one of the others, so a table row's first cell is never taken), and a
 # bare level padded as Python's `%(levelname)-8s` pads it (`INFO     Loading weights took …`, a log whose
 # time and file the poster cut: two or more spaces, so a sentence opening "ERROR on start" keeps its word).
@@ -110,6 +111,7 @@ _PREFIX = regex.compile(
       | [ ]{0,8}(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+(?:\[[^\]\n]{1,80}\]|[\w.-]{1,60}:\d{1,6}\])[ ]?
       | [ ]{0,8}(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[ ]+
       | [ ]{0,8}\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?[ ]+(?:(?:INFO|WARNING|ERROR|DEBUG)[ ]+)?
+      | [ ]{0,8}\d\d:\d\d:\d\d(?:[.,]\d+)?[ ]+(?=\([A-Za-z_][\w-]{0,40}[ ]pid=|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[ ])
       | [ ]{0,8}(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)[ ]{2,8}(?=[^\s\d])
     )+""")
 # V1 worker names: `Worker_TP1`, `Worker_PP1_TP0`, `Worker_DP0_PP1` (0.10.2+), `VllmWorker TP1`,

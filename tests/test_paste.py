@@ -2000,6 +2000,21 @@ def test_the_cuda_graph_profilers_minimal_kv_cache_is_not_the_runs_block_count()
     assert read_paste(user).get("gpu_blocks") == 512
 
 
+def test_a_modal_log_whose_placeholder_cache_ran_out_of_memory():
+    """Modal prints a bare `04:51:03` before vLLM's process tag: still a log line, so the markers on it place
+    the OOM. The OOM came right after the graph profiler's placeholder ("Overriding num_gpu_blocks=0 with
+    num_gpu_blocks_override=512", its own allocation of 512 blocks): after the profile run, in the graph phase,
+    and 512 is no block count of the run (Qwen3.5-9B on an L4, vLLM 0.18.0)."""
+    log = ("04:47:21 (EngineCore pid=57) Model loading took 17.66 GiB memory and 26.80 seconds\n"
+           "04:50:47 (EngineCore pid=57) Initial profiling/warmup run took 126.05 s\n"
+           "04:51:03 (EngineCore pid=57) Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512\n"
+           "04:51:03 torch.OutOfMemoryError: CUDA out of memory.\n"
+           "  Tried to allocate 1.03 GiB. GPU 0 has a total capacity of 22.03 GiB of which 875.12 MiB is free.\n")
+    f = read_paste(log)
+    assert f.get("gpu_blocks") is None and f.get("weights_gib") == 17.66
+    assert f.error_kind == "cuda_oom_graph"
+
+
 def test_an_engine_start_that_failed_on_a_non_memory_exception_names_it():
     """"EngineCore failed to start" is vLLM's generic failure; the exception the traceback ends with says
     what failed. One that speaks of no memory (weights a checkpoint lacks) is kept as the cause; any
