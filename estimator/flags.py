@@ -630,8 +630,10 @@ _DICT_PAIR = regex.compile(
     (?P<v>"[^"\n]*"|'[^'\n]*'|[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?|True|False|None|\{|\[)""")
 _EQ_PAIR = regex.compile(r"(?<![\w.])([A-Za-z_]\w*)=(?P<v>'[^'\n]*'|\"[^\"\n]*\"|[^\s,·|;]+)")
 
+# (a log cut after the version — "Initializing a V1 LLM engine (v0.18.0)" — still names it)
 _CONFIG_DUMP = regex.compile(
-    r"Initializing an?\s+(?:(?P<eng>V[01])\s+)?LLM engine\s*(?:\(v?(?P<ver>[\w.+-]+)\))?\s*with config:\s*")
+    r"Initializing an?\s+(?:(?P<eng>V[01])\s+)?LLM engine\s*(?:\(v?(?P<ver>[\w.+-]+)\)[ \t]*(?:with config:\s*)?"
+    r"|with config:\s*)")
 
 # `key=value` / `key: value` for the keys people write in prose, YAML configs, titles, and JSON
 # (`"gpu_memory_utilization": 0.47` in a Triton model.json).

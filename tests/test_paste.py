@@ -762,6 +762,8 @@ vLLM Build Flags:"""
     ("vllm-0.15.2rc1.dev93+g11a4c9d30.cu128-cp312-cp312-linux_x86_64.whl", "0.15.2rc1.dev93+g11a4c9d30"),
     ("INFO 04-02 10:20:30 llm_engine.py:232] Initializing a V0 LLM engine (v0.7.1) with config: model='x', dtype=torch.bfloat16, max_seq_len=10000, tensor_parallel_size=2", "0.7.1"),
     ("$ vllm --version\n0.9.1", "0.9.1"),
+    # a log that cut the engine's config line after its version (Modal's condensed output)
+    ("05:18:14 (EngineCore pid=75) Initializing a V1 LLM engine (v0.18.0)\n", "0.18.0"),
 ])
 def test_vllm_version_forms(text, version):
     assert read_paste(text).get("vllm_version") == version
