@@ -19,10 +19,9 @@ from estimator.activation import SPARSE_MLA_WORKSPACE_WORDS, sparse_mla_load_buf
 from estimator.cuda_graphs import graphs_after_kv, graphs_outside_budget
 from estimator.flags import flag_key, flag_takes_value, is_env_word, is_flag_word
 from estimator.gpus import WINDOWS_HOLDERS, cards_near, cc_number, find_gpu, sized_gpu
-from estimator.kv_layout import mamba_align_refused, stage_sizes, window_tokens
+from estimator.kv_layout import mamba_align_batch, mamba_align_refused, stage_sizes, window_tokens
 from estimator.memory import Estimate, length_over_config, rerun
 from estimator.multimodal_profile import vision_encoder_peak, vision_tower_skipped
-from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import CONFIG_ERRORS
 from estimator.units import HALF_HUNDREDTH, GiB
 from estimator.vllm import (
@@ -60,6 +59,11 @@ MOST_UTILIZATION = 0.95
 # the user had set below the default, raised.
 MORE_GPUS = "needs {n} GPUs, more than the {have} of this setup"
 SHARED_CARD = "raise it only if nothing else on the card needs the memory it left"
+# turning prefix caching off on a hybrid model, where vLLM's align-mode check refuses the batch
+# (kv_layout.MAMBA_ALIGN_BATCH_CHECK): what it answers and what it costs
+NO_ALIGN_WHY = ("without prefix caching vLLM keeps no Mamba states per block ('align' mode is off), so the batch "
+                "need not hold a block")
+NO_ALIGN_COST = "repeated prompts are computed again"
 # what a higher utilization takes on a board whose GPU memory is the system's RAM (GB10, Jetson)
 UNIFIED_RAISE = "this board's GPU memory is the system's RAM: what vLLM takes, the operating system and other processes lose"
 HEADLINE_CAVEATS = re.compile(re.escape(MORE_GPUS).replace(re.escape("{n}"), r"\d+").replace(re.escape("{have}"), r"\d+")
@@ -367,13 +371,12 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
     if mamba_align_refused(est.layout, s, est.profile):
         # refused before any memory is sized (kv_layout.MAMBA_ALIGN_BATCH_CHECK): a batch that holds the block,
         # or no prefix caching (no 'align' mode)
-        n = 1 << (est.layout.block_size - 1).bit_length()
+        n = mamba_align_batch(est.layout.block_size)
         out += [x for x in (
             _with_len(est, {"max_num_batched_tokens": n}, f"vLLM's Mamba cache 'align' mode (prefix caching) needs a "
                       f"batch of at least the {est.layout.block_size:,}-token attention block", True,
                       flags=[_flag("max-num-batched-tokens", n)]),
-            _with_len(est, {"enable_prefix_caching": False}, "without prefix caching the Mamba cache is not in 'align' "
-                      "mode, so the batch need not hold a block", True, "repeated prompts are computed again",
+            _with_len(est, {"enable_prefix_caching": False}, NO_ALIGN_WHY, True, NO_ALIGN_COST,
                       ["--no-enable-prefix-caching"])) if x]
     if kind in ("cuda_oom_load",):
         return _weights_fixes(est, gpu_count)
@@ -1105,8 +1108,8 @@ def _kv_memory_fixes(est: Estimate, roomy: bool = False) -> list[Suggestion]:
     s = est.settings
     if not s.kv_cache_memory_bytes:
         return []
-    rest = est.weights_bytes + est.non_torch_bytes + est.activation_bytes + est.cuda_graph_bytes
-    room = est.gpu_total_bytes - (est.inputs.get("other_process_bytes") or 0) - CUDA_CONTEXT - rest
+    rest = est.non_kv_bytes
+    room = est.startup_free_bytes - rest
     whole = room // GiB
     # a release that captures its graphs after sizing the pool has no estimate of them here
     graphs_later = not est.cuda_graph_bytes and not s.enforce_eager
@@ -1139,10 +1142,7 @@ def _kv_memory_fixes(est: Estimate, roomy: bool = False) -> list[Suggestion]:
 
 
 def _free_memory_fixes(est: Estimate) -> list[Suggestion]:
-    # what vLLM finds free at start: the card less the other processes and its own CUDA context
-    # (memory.estimate's startup_free; the diagnosis reads `other` as total − free − context)
-    other = est.inputs.get("other_process_bytes") or 0
-    free = est.gpu_total_bytes - other - CUDA_CONTEXT
+    free = est.startup_free_bytes
     u = int(free / est.gpu_total_bytes * 100 - 1) / 100
     if u <= 0.1:
         return []
@@ -1606,12 +1606,9 @@ def _settings_check_fixes(facts) -> list[dict]:
     tb, bigger = f("max_num_batched_tokens"), "a larger batch also raises the profile run's peak: a little less KV cache"
     if check == "mamba_align" and isinstance(x.get("align_block_size"), (int, float)):
         block = int(x["align_block_size"])
-        n = 1 << (block - 1).bit_length()          # the power of two at or above the block
-        return [{"flags": f"--max-num-batched-tokens {n}", "checked": False,
+        return [{"flags": f"--max-num-batched-tokens {mamba_align_batch(block)}", "checked": False,
                  "why": f"at least the {block:,}-token attention block (a power of two at or above it); {bigger}"},
-                {"flags": "--no-enable-prefix-caching", "checked": False,
-                 "why": "without prefix caching vLLM keeps no Mamba states per block ('align' mode is off), so the batch "
-                        "need not hold a block; repeated prompts are then computed again"}]
+                {"flags": "--no-enable-prefix-caching", "checked": False, "why": f"{NO_ALIGN_WHY}; {NO_ALIGN_COST}"}]
     length, seqs = f("max_model_len"), f("max_num_seqs")
     if check == "tb_lt_len" and isinstance(length, int):
         return [{"flags": "--enable-chunked-prefill", "checked": False,

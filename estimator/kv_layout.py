@@ -56,6 +56,12 @@ _MAMBA_ALL_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "jamba", "z
 MAMBA_ALIGN_BATCH_CHECK = ((0, 17, 0), (0, 27, 0))
 
 
+def mamba_align_batch(block_size: int) -> int:
+    """The batch to offer where the align-mode check refuses one: the power of two at or above the
+    attention block, the round figure a user would write that still holds the block."""
+    return 1 << (block_size - 1).bit_length()
+
+
 def mamba_align_refused(layout: KVLayout, s: EngineSettings, profile: Profile) -> bool:
     """Does vLLM refuse these settings at its align-mode check (MAMBA_ALIGN_BATCH_CHECK)?"""
     return layout.mamba_mode == "align" and MAMBA_ALIGN_BATCH_CHECK[0] <= profile.version < MAMBA_ALIGN_BATCH_CHECK[1] \

@@ -190,6 +190,12 @@ class Estimate:
         return (self.reconciliation.plain or self).weights_bytes
 
     @property
+    def startup_free_bytes(self) -> int:
+        """What vLLM finds free when it starts: the card less the other processes and its own CUDA
+        context (estimate()'s startup check; the diagnosis reads `other` as total − free − context)."""
+        return self.gpu_total_bytes - (self.inputs.get("other_process_bytes") or 0) - CUDA_CONTEXT
+
+    @property
     def others_charged_bytes(self) -> int:
         """Memory other processes hold that this version charges to this instance's own budget
         (0.6.4 V0 and V1 before 0.9.1: Profile.context_in_non_torch); 0 where it is not charged."""
