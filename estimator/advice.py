@@ -1180,11 +1180,6 @@ def _unified(est: Estimate) -> bool:
     return bool(est.gpu is not None and est.gpu.unified)
 
 
-def _unified_gpu(name) -> bool:
-    gpu = find_gpu(name)
-    return gpu is not None and gpu.unified
-
-
 # what lists the processes holding a card's memory, by vendor: nvidia-smi knows only NVIDIA's cards (and
 # lists no memory on a unified board, whose memory is the system's RAM)
 _HOLDERS_TOOL = {"NVIDIA": "nvidia-smi", "AMD": "amd-smi or rocm-smi", "Intel": "xpu-smi"}
@@ -1326,7 +1321,7 @@ def facts_fixes(facts) -> list[dict]:
             out.append({"flags": "--swap-space 0", "checked": False,
                         "why": "V0 pins swap_space GiB (4 by default) of CPU memory per GPU for swapped-out KV blocks "
                                "(the \"# CPU blocks\" it printed); 0 frees that host RAM"})
-        if _unified_gpu(f("gpu")):
+        if _card_kind(facts)[1]:
             out.append({"flags": "", "checked": False,
                         "why": "lower --gpu-memory-utilization: this board's GPU memory is the system's RAM, so every "
                                "GiB vLLM budgets is one the operating system cannot use"})
@@ -1401,7 +1396,7 @@ def _shortfall_utilization(facts) -> list[dict]:
     head = (f"vLLM needs {float(need):.2f} GiB of KV for {request} and had {float(avail):.2f} GiB: the "
             f"{short:.2f} GiB more (with the printed figures' rounding) is {step:.2f} of the {total:.2f} GiB of {card}, "
             "and nothing else in vLLM's budget grows with it")
-    caveat = ("; " + UNIFIED_RAISE if _unified_gpu(card)
+    caveat = ("; " + UNIFIED_RAISE if _card_kind(facts)[1]
               else "; leave headroom for CUDA graphs and other processes")
     u, most = f("gpu_memory_utilization"), MOST_UTILIZATION
     if not isinstance(u, (int, float)) or not 0 < u <= 1:     # not shown, or no utilization vLLM accepts

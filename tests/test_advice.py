@@ -1490,3 +1490,25 @@ def test_the_mamba_align_batch_check_is_modelled_where_vllm_has_it(version, refu
         flags = [x.flags for x in suggest(est)][:2]
         assert flags == ["--max-num-batched-tokens 4096", "--no-enable-prefix-caching"]
         assert any("In Mamba cache align mode, block_size (2096)" in a for a in est.assumptions)
+
+
+@pytest.mark.parametrize("where,unified", [
+    ("on my DGX Spark\n", True),
+    # no card named: the total vLLM printed is a GB10's alone (advice._card_kind)
+    ("INFO 01-23 07:33:10 [worker.py:267] the current vLLM instance can use total_gpu_memory (121.63GiB) x "
+     "gpu_memory_utilization (0.90) = 109.47GiB\n", True),
+    ("on my RTX 4090\n", False),
+    ("", False),
+])
+def test_a_host_kill_on_a_unified_board_asks_for_less_of_the_card(where, unified):
+    """The host's OOM killer after a clean start-up: on a unified board (GB10, Jetson) vLLM's budget is the
+    system's RAM, so lowering the utilization gives the host back memory; on a discrete card it would not."""
+    from estimator.advice import facts_fixes
+    from estimator.paste import read_paste
+
+    f = read_paste(where + "INFO 01-23 07:32:42 [gpu_worker.py:1] Model loading took 15.1 GiB memory\n"
+                   "INFO 01-23 07:34:26 [kv_cache_utils.py:1] GPU KV cache size: 400,000 tokens\nKilled\n")
+    assert f.extra.get("host_killed")
+    whys = [x["why"] for x in facts_fixes(f)]
+    assert any(w.startswith("lower --gpu-memory-utilization: this board's GPU memory is the system's RAM")
+               for w in whys) is unified
