@@ -554,7 +554,10 @@ _LOOSE_FLAG = regex.compile(
 # Words of a line that proposes a change or reports a cure ("try …", "should", "worked", "started
 # normally now"), and the verbs of a change itself ("lowering …", "raise …", "I set max_num_seqs = 4").
 _PROPOSAL_WORDS = (r"fix(?:es|ed)?|solv(?:es|ed)|suggest(?:s|ed|ion)?|recommend(?:s|ed)?|try(?:ing)?|instead|should|could"
-                   r"|would|workaround|resolved?"
+                   r"|would|workaround|resolved?|consider(?:ing)?"
+                   # vLLM's V0 capture message: "To run the model in eager mode, set 'enforce_eager=True' or use
+                   # '--enforce-eager' in the CLI." (worker/model_runner.py) tells how, it is no setting of the run
+                   r"|in[ ]the[ ]CLI"
                    # a report of what worked after the failure ("I set max_num_seqs = 4 … started normally now")
                    r"|worked|works[ ]now|started[ ]normally|starts[ ]normally")
 _CHANGE_WORDS = (r"bump(?:ing)?|lower(?:ing)?|rais(?:e|ing)|reduc(?:e|ing)|decreas(?:e|ing)|increas(?:e|ing)"

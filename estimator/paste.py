@@ -1554,6 +1554,8 @@ _PROSE_OOM = regex.compile(
 # Words that make an OOM a possibility, as vLLM's own advice words it: arg_utils.py's long-context warning
 # "This may cause OOM errors during the initial memory profiling phase"
 _HEDGE = regex.compile(r"(?i)\b(?:may|might|could|can|to[ ]+avoid|to[ ]+prevent|otherwise)\b")
+# ... and words that deny it right before it: "leaves room for draft-model overhead without OOM under load"
+_DENIED = regex.compile(r"(?i)\b(?:without|no|never)[ ]+(?:an?[ ]+|any[ ]+)?(?:CUDA[ ]+)?$")
 
 # The lines that size the KV cache (V0's blocks and share, V1's pool and capacity): the profile run is over
 _KV_SIZED_WORDS = (r"\#[ ]*(?:GPU|CUDA|cuda)[ ]+blocks|KV[ ]+cache[ ]+size:|Available[ ]+KV[ ]+cache[ ]+memory"
@@ -1710,7 +1712,8 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
         return "other", m.span(), "vllm_traceback"
     m = None
     for pm in _finditer(_PROSE_OOM, text, limit=20):
-        if _HEDGE.search(text[max(text.rfind("\n", 0, pm.start()) + 1, pm.start() - 60): pm.start()]):
+        before = text[max(text.rfind("\n", 0, pm.start()) + 1, pm.start() - 60): pm.start()]
+        if _HEDGE.search(before) or _DENIED.search(before):
             continue    # a warning of what may happen ("This may cause OOM errors during …"), not a failure
         m = m or pm
         ls = text.rfind("\n", 0, pm.start()) + 1

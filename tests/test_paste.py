@@ -2043,3 +2043,27 @@ def test_an_engine_start_that_failed_on_a_non_memory_exception_names_it():
                    "RuntimeError: CUDA error: out of memory"):
         f = read_paste(weights.replace("ValueError: Following weights were not initialized from checkpoint:", memory))
         assert "root_exception" not in f.extra, memory
+
+
+def test_vllms_own_eager_mode_instruction_is_no_setting_of_the_run():
+    """V0's worker/model_runner.py prints, before every capture, "To run the model in eager mode, set
+    'enforce_eager=True' or use '--enforce-eager' in the CLI." — how to turn graphs off, said to every
+    run that captures them; the run itself was not eager. The flag in the user's own command still is."""
+    capture = ("(VllmWorkerProcess pid=13109) INFO 08-19 07:51:12 model_runner.py:1024] Capturing the model for CUDA "
+               "graphs. This may lead to unexpected consequences if the model is not static. To run the model in "
+               "eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI.\n")
+    assert read_paste(capture).get("enforce_eager") is None
+    assert read_paste("vllm serve google/gemma-2-9b --enforce-eager\n" + capture).get("enforce_eager") is True
+    # "consider" proposes as "try" does: vLLM 0.5's "If you are running out of memory, consider decreasing …"
+    assert read_paste("Consider --max-model-len 8192 for this card.\n").get("max_model_len") is None
+
+
+def test_an_oom_the_text_denies_is_no_failure():
+    """"leaves room for draft-model overhead without OOM under load" says no OOM happened: a start-up log
+    around it stays a start-up log. The same words without the denial are a serving OOM."""
+    log = ("Available KV cache memory: 10.12 GiB\nGPU KV cache size: 169,314 tokens\n"
+           "Maximum concurrency for 163,840 tokens per request: 1.03x\n")
+    denied = "160k is a clean number that leaves room for prefix caching and draft-model overhead without OOM under load.\n"
+    assert read_paste(denied + log).error_kind == "startup_log_ok"
+    said = "With 200k it started, but then it hit OOM under load.\n"
+    assert read_paste(said + log).error_kind == "cuda_oom_runtime"
