@@ -63,19 +63,18 @@ def modelled_version(stated: str | None, hint, engine: str | None,
 
 
 def release_from_need(facts, est: Estimate, assumed: str, run) -> tuple[Estimate, str] | None:
-    """When the paste names no release, the KV need vLLM printed for one request can date it: how a
+    """When the paste names no release, what vLLM printed of one request's KV can date it: how a
     windowed cache counts the tokens in flight (one batch to 0.25, two from 0.26), or DeepSeek-V4's pool
-    rules, changed from release to release. If the assumed release's need disagrees with the printed
-    one beyond its rounding, the newest older V1 release (down to the oldest the message format allows)
-    whose arithmetic gives vLLM's figure is modelled instead; None when none does (or nothing to fix)."""
-    printed = facts.get("kv_needed_gib")
-    if printed is None or est.profile.engine != "v1" or not est.layout.groups:
+    rules, changed from release to release. The printed need ("X GiB KV cache is needed") tests that
+    directly; a V1 start-up log tests it through the "GPU KV cache size" it printed for its pool (from
+    0.21 the pool's concurrency × max_model_len, before that its blocks per group). If the assumed
+    release disagrees beyond the printed figures' rounding, the newest older V1 release (down to the
+    oldest the message format allows) whose arithmetic gives vLLM's figure is modelled instead; None
+    when none does (or nothing to fix)."""
+    if est.profile.engine != "v1" or not est.layout.groups:
         return None
-
-    def agrees(e: Estimate) -> bool:
-        return abs(e.kv_needed_bytes / GiB - float(printed)) <= PRINTED_SLACK
-
-    if agrees(est):
+    agrees, figure = _printed_test(facts, est)
+    if agrees is None or agrees(est):
         return None
     hint = facts.extra.get("version_hint")
     lo = parse_version(hint[0]) if isinstance(hint, (list, tuple)) and hint and hint[0] else (0, 7, 0)
@@ -88,10 +87,31 @@ def release_from_need(facts, est: Estimate, assumed: str, run) -> tuple[Estimate
         except KvdoctorError:
             continue
         if agrees(other):
-            return other, (f"version not stated; the KV need vLLM printed ({float(printed):.2f} GiB for "
-                           f"{other.max_model_len:,} tokens) is vLLM {name}'s arithmetic, not {assumed}'s: "
-                           f"modelled as {name}, the newest release that gives it")
+            return other, (f"version not stated; the {figure(other)} is vLLM {name}'s arithmetic, "
+                           f"not {assumed}'s: modelled as {name}, the newest release that gives it")
     return None
+
+
+def _printed_test(facts, est: Estimate):
+    """(does an estimate reproduce vLLM's printed KV figure?, the words for that figure), or (None, None)
+    where the paste has neither figure. The token count is tested only where the estimate holds the pool
+    vLLM printed beside it (it is anchored to it), so that it depends on the layout alone; its slack is the
+    pool's printed rounding, and at least 1%."""
+    f = facts.get
+    printed = f("kv_needed_gib")
+    if printed is not None:
+        return (lambda e: abs(e.kv_needed_bytes / GiB - float(printed)) <= PRINTED_SLACK,
+                lambda e: f"KV need vLLM printed ({float(printed):.2f} GiB for {e.max_model_len:,} tokens)")
+    tokens, pool = f("kv_tokens_capacity"), f("kv_cache_gib") or f("kv_available_gib")
+    if not tokens or not pool or float(pool) <= 0:
+        return None, None
+    slack = int(tokens) * max(0.01, PRINTED_SLACK / float(pool))
+
+    def holds(e: Estimate) -> bool:
+        anchored = abs(e.kv_cache_bytes - float(pool) * GiB) <= max(e.layout.bytes_per_block, 0.01 * float(pool) * GiB)
+        return anchored and abs(e.kv_cache_tokens - int(tokens)) <= slack
+
+    return holds, lambda e: f"KV cache size vLLM printed ({int(tokens):,} tokens in {float(pool):.2f} GiB)"
 
 
 # How far ahead of its next release a build of main can plausibly be (release cadence is 2–6 weeks).
