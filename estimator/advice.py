@@ -330,7 +330,10 @@ def _largest_fitting_len(est: Estimate, low: int, **changes) -> int:
 
 def _with_len(est: Estimate, changes: dict, why: str, keeps_goal: bool, caveat: str = "",
               flags: list[str] | None = None) -> Suggestion | None:
-    """Evaluate `changes`; if it does not fit, add the largest max-model-len that fits under it."""
+    """Evaluate `changes`; if it does not fit, add the largest max-model-len that fits under it. A change
+    to what the run already set (--enforce-eager on an eager run) is no fix: None."""
+    if changes and all(getattr(est.settings, k, object()) == v for k, v in changes.items()):
+        return None
     flags = list(flags or [])
     e, ok, fit = _check(est, **changes)
     if e.error_kind == "no_cache_blocks":
@@ -1015,7 +1018,8 @@ def _graph_fixes(est: Estimate, kind: str) -> list[Suggestion]:
         return [x for x in out if x] + _kv_memory_fixes(est)
     u0 = est.settings.gpu_memory_utilization or est.profile.default_utilization
     u = max(0.5, round(u0 - 0.05, 2))
-    why = "leaves more room outside the budget for CUDA graphs and the sampler"
+    why = "leaves more room outside the budget for " + ("what runs outside it (warm-up, sampler)" if est.settings.enforce_eager
+                                                        else "CUDA graphs and the sampler")
     printed = est.inputs.get("cuda_graph_bytes")
     if not budgeted and printed and est.gpu_total_bytes:
         # the graphs' size vLLM printed ("Estimated CUDA graph memory: 3.65 GiB"), taken out of the budget

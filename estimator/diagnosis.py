@@ -1202,6 +1202,10 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         if kind == "cuda_oom_graph" and warmup:
             parts.append(f"PyTorch ran **out of GPU memory while warming up the sampler** with {int(warmup):,} dummy "
                          "requests, after the KV cache was allocated: outside vLLM's budget, in the memory it leaves.")
+        elif kind == "cuda_oom_graph" and est is not None and est.settings.enforce_eager:
+            # the phase after the KV cache is sized (paste._PHASES "graph"): an eager run captures nothing there
+            parts.append("PyTorch ran **out of GPU memory after the KV cache was sized**: with --enforce-eager no CUDA "
+                         "graphs are captured, so it was the cache's allocation or the warm-up that follows it.")
         else:
             parts.append(f"PyTorch ran **out of GPU memory {phase}**.")
     elif kind == "startup_log_ok":

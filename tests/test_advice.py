@@ -1512,3 +1512,26 @@ def test_a_host_kill_on_a_unified_board_asks_for_less_of_the_card(where, unified
     whys = [x["why"] for x in facts_fixes(f)]
     assert any(w.startswith("lower --gpu-memory-utilization: this board's GPU memory is the system's RAM")
                for w in whys) is unified
+
+
+def test_an_eager_run_that_runs_out_after_the_kv_cache_is_not_told_to_run_eager():
+    """An OOM after the KV cache was sized is the graph phase (paste._PHASES): capture or warm-up. With
+    --enforce-eager nothing is captured, so the reply does not say "while capturing CUDA graphs", and
+    "--enforce-eager" — what the run already set — is no fix (advice._with_len drops a change to what
+    the run already has); the utilization that leaves more outside the budget still is."""
+    from estimator import diagnose
+    from estimator.render import render_markdown
+
+    paste = ("vllm serve Qwen/Qwen3-8B --enforce-eager --max-model-len 32768 --gpu-memory-utilization 0.95\n"
+             "GPU: RTX 4090, vLLM 0.19.0\n"
+             "(EngineCore_DP0 pid=81) INFO 04-10 10:00:00 [gpu_worker.py:400] Available KV cache memory: 5.12 GiB\n"
+             "ERROR 04-10 10:05:00 [core.py:900] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 "
+             "GiB. GPU 0 has a total capacity of 23.53 GiB of which 512.00 MiB is free.\n")
+    d = diagnose(paste, offline=True, explain=True)
+    assert d.error_kind == "cuda_oom_graph" and d.estimate["settings"]["enforce_eager"] is True
+    flags = [x["flags"] for x in d.suggestions]
+    assert flags and not any("--enforce-eager" in x.split() for x in flags)
+    assert any(x.startswith("--gpu-memory-utilization 0.9") for x in flags)
+    reply = render_markdown(d)
+    assert "while capturing CUDA graphs" not in reply
+    assert "out of GPU memory after the KV cache was sized**: with --enforce-eager no CUDA graphs are captured" in reply
