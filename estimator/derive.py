@@ -627,7 +627,7 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
     # ones) or a layout the model does not know.
     tokens, pool = f("kv_tokens_capacity"), f("kv_cache_gib") or f("kv_available_gib")
     if tokens and pool and est.profile.engine == "v1" and est.kv_cache_tokens > 0 \
-            and abs(est.kv_cache_bytes - float(pool) * GiB) <= max(est.layout.bytes_per_block, 0.01 * float(pool) * GiB) \
+            and est.holds_pool(pool) \
             and abs(est.kv_cache_tokens - int(tokens)) > 0.1 * int(tokens):
         s = est.settings
         unshown = ["the KV cache dtype"] if f("kv_cache_dtype") is None else []

@@ -189,6 +189,12 @@ class Estimate:
         before any part was solved for to reproduce vLLM's pool."""
         return (self.reconciliation.plain or self).weights_bytes
 
+    def holds_pool(self, pool_gib: float) -> bool:
+        """Is this estimate's KV pool the one vLLM printed (`pool_gib`, rounded to 0.01 GiB), within a
+        block or 1%? Then what the pool holds depends on the layout alone (the estimate was anchored to it)."""
+        pool = float(pool_gib) * GiB
+        return abs(self.kv_cache_bytes - pool) <= max(self.layout.bytes_per_block, 0.01 * pool)
+
     @property
     def startup_free_bytes(self) -> int:
         """What vLLM finds free when it starts: the card less the other processes and its own CUDA

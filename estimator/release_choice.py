@@ -108,8 +108,7 @@ def _printed_test(facts, est: Estimate):
     slack = int(tokens) * max(0.01, PRINTED_SLACK / float(pool))
 
     def holds(e: Estimate) -> bool:
-        anchored = abs(e.kv_cache_bytes - float(pool) * GiB) <= max(e.layout.bytes_per_block, 0.01 * float(pool) * GiB)
-        return anchored and abs(e.kv_cache_tokens - int(tokens)) <= slack
+        return e.holds_pool(pool) and abs(e.kv_cache_tokens - int(tokens)) <= slack
 
     return holds, lambda e: f"KV cache size vLLM printed ({int(tokens):,} tokens in {float(pool):.2f} GiB)"
 
