@@ -490,9 +490,7 @@ def suggest(est: Estimate, *, error_kind: str | None = None, gpu_count: int | No
         if sug:
             out.append(sug)
     # 3. fp8 KV cache.
-    gpu = est.gpu
-    fp8_ok = est.profile.fp8_kv_cache and (bool(gpu and gpu.fp8) or (est.profile.engine == "v0")) \
-        and _v1_runs_fp8_kv(est)
+    fp8_ok = est.profile.fp8_kv_cache and _v1_runs_fp8_kv(est)
     # (DeepSeek-V4 is already modelled with its fp8_ds_mla cache, which its default backends require)
     if (s.kv_cache_dtype or "auto") == "auto" and fp8_ok and est.layout.kv_bytes_per_token \
             and est.layout.dsv4 is None:
@@ -790,15 +788,28 @@ def _fp8_weights_ok(est: Estimate) -> bool:
 
 
 def _v1_runs_fp8_kv(est: Estimate) -> bool:
-    """V1's attention backends that take an FP8 KV cache: none before 0.8 (the V1 FlashAttention path
-    ignored or refused it); the MLA backends refuse it until 0.11 ("FlashMLA V1 with FP8 KV cache not
-    yet supported", vllm/v1/attention/backends/mla/flashmla.py and triton_mla.py up to 0.10)."""
+    """Does this release's V1 pick an attention backend that takes an FP8 KV cache on this card?
+    None before 0.8 (the V1 FlashAttention path ignored or refused it). A card with FP8 (CC ≥ 8.9,
+    MI300) takes it from 0.8. Other NVIDIA cards of CC 8.0+ (Ampere) from 0.11.0: vllm/platforms/cuda.py
+    then sends an fp8 KV cache off SM 9.0 to the Triton backend, where 0.10.2 kept FlashAttention, whose
+    FA2 refuses it ("FlashAttention does not support fp8 kv-cache on this device", v1/attention/backends/
+    flash_attn.py). MLA models: FlashMLA / CUTLASS MLA (SM 9.x, 10.x) take it from 0.11 ("FlashMLA V1 with
+    FP8 KV cache not yet supported" to 0.10); Triton MLA, every other card's MLA backend, from 0.18 ("FP8
+    Triton MLA not yet supported" to 0.17.1, v1/attention/backends/mla/triton_mla.py)."""
     p = est.profile
     if p.engine != "v1":
         return True
     if p.version < (0, 8, 0):
         return False
-    return not (est.spec.uses_mla and p.version < (0, 11, 0))
+    gpu = est.gpu
+    cc = (cc_number(gpu.compute_capability) or 0) if gpu is not None else 0
+    if est.spec.uses_mla:
+        if 9.0 <= cc < 11.0:        # FlashMLA / CUTLASS MLA
+            return p.version >= (0, 11, 0)
+        return p.version >= (0, 18, 0) and (cc >= 8.0 or bool(gpu and gpu.fp8))
+    if gpu is not None and gpu.fp8:
+        return True
+    return p.version >= (0, 11, 0) and cc >= 8.0
 
 
 def _online_fp8_fix(est: Estimate, why: str, caveat: str, tensor_parallel_size: int | None = None

@@ -781,6 +781,36 @@ def test_no_fp8_kv_fix_where_v1_backends_refuse_it():
     assert fp8_kv("0.11.0")
 
 
+@pytest.mark.parametrize("model,gpu,u,length,version,offered", [
+    # a dense model on Ampere (CC 8.6 / 8.0): 0.10.2 keeps FlashAttention, whose FA2 refuses an fp8 KV cache;
+    # from 0.11.0 vllm/platforms/cuda.py sends it to the Triton backend off SM 9.0
+    ("meta-llama/Llama-3.2-3B-Instruct", "RTX 3090", 0.8, None, "0.10.2", False),
+    ("meta-llama/Llama-3.2-3B-Instruct", "RTX 3090", 0.8, None, "0.11.0", True),
+    ("meta-llama/Llama-3.2-3B-Instruct", "A100 80GB", 0.24, None, "0.11.0", True),
+    # an FP8 card (CC 8.9) from 0.8, as before
+    ("meta-llama/Llama-3.2-3B-Instruct", "L40S", 0.45, None, "0.8.5", True),
+    # Turing: no V1 backend kvdoctor knows takes it there
+    ("meta-llama/Llama-3.2-3B-Instruct", "Tesla T4", 0.8, 65536, "0.11.0", False),
+    # MLA off Hopper/Blackwell runs Triton MLA: "FP8 Triton MLA not yet supported" to 0.17.1, fp8 from 0.18.0
+    ("deepseek-ai/DeepSeek-V2-Lite-Chat", "A100 80GB", 0.42, None, "0.17.1", False),
+    ("deepseek-ai/DeepSeek-V2-Lite-Chat", "A100 80GB", 0.42, None, "0.18.0", True),
+    ("deepseek-ai/DeepSeek-V2-Lite-Chat", "L40S", 0.75, None, "0.17.1", False),
+    ("deepseek-ai/DeepSeek-V2-Lite-Chat", "H100", 0.46, None, "0.11.0", True),     # FlashMLA
+])
+def test_the_fp8_kv_fix_follows_the_v1_backend_the_card_gets(model, gpu, u, length, version, offered):
+    """At the config's whole context (131,072 tokens for the 3B: 28 layers × 8 KV heads × 128 × 2 × 2 B =
+    112 KiB a token, 14 GiB; 163,840 for V2-Lite: 27 layers × 576 × 2 B, 4.75 GiB; 65,536 on the T4) none
+    of these runs fits, and with half the bytes per token each would, so the fix is offered exactly where
+    the card's V1 backend takes an fp8 KV cache."""
+    spec = load_model(model, offline=True).spec
+    est = run_estimate(spec, gpu, EngineSettings(vllm_version=version, gpu_memory_utilization=u,
+                                                 max_model_len=length))
+    assert not est.fits
+    assert rerun(est, kv_cache_dtype="fp8").fits
+    flags = [s.flags for s in suggest(est)]
+    assert any("--kv-cache-dtype fp8" in f for f in flags) == offered
+
+
 def test_tp_fix_prefers_keeping_the_context_within_twice_the_gpus():
     """Llama-3.1-70B (131 GiB of bf16) on one H100: TP 2 runs only 5,808 tokens, TP 4 the asked 8,192 —
     the fix offered is TP 4. (The seed, whose 1M context needs TP 8, still gets TP 2 with a shorter one.)"""
