@@ -515,7 +515,8 @@ def _parse_tokens(tokens: list[tuple[str, tuple[int, int]]], source: str) -> lis
             continue
         if after_serve and not positional_taken:
             positional_taken = True       # only the first bare word after `serve` can be the model
-            model_like = regex.fullmatch(r"[\w.~/:\\-]+", tok) and regex.search(r"[/\\\-_\d]", tok)
+            # (a path may start at a shell variable: "$BGFS_ROOT/models/MiniMax-M2.7")
+            model_like = regex.fullmatch(r"[\w.~/:\\${}-]+", tok) and regex.search(r"[/\\\-_\d]", tok)
             value = normalise("model", tok) if model_like else None
             if value:
                 out.append(Setting("model", value, span, source, tok))
@@ -866,7 +867,8 @@ def _reads_as_a_command(tokens: list[str], positional: int) -> bool:
             continue
         seen += 1
         try:
-            model_like = regex.fullmatch(r"[\w.~:@+-]*[/\\.:][\w./\\~:@+-]*|[\w.-]+/[\w.-]+", tok,
+            # a path may start at a shell variable: "$BGFS_ROOT/models/MiniMax-M2.7", "${MODELS}/…"
+            model_like = regex.fullmatch(r"[\w.~:@+${}-]*[/\\.:][\w./\\~:@+${}-]*|[\w.-]+/[\w.-]+", tok,
                                          timeout=_budget(TIMEOUT))
         except TimeoutError:
             model_like = None

@@ -455,7 +455,9 @@ def model_from_value(value: str) -> tuple[str, bool] | None:
     m = _HF_URL.search(v)
     if m:
         return f"{m.group('org')}/{m.group('name')}", False
-    is_path = v.startswith(("/", "./", "../", "~", ".\\")) or regex.match(r"[A-Za-z]:\\", v) is not None or v.count("/") > 1
+    # (a shell variable starts a path too: "${MODELS}/MiniMax-M2.7" in a launch script)
+    is_path = v.startswith(("/", "./", "../", "~", ".\\", "$")) or regex.match(r"[A-Za-z]:\\", v) is not None \
+        or v.count("/") > 1
     parts = [p for p in regex.split(r"[/\\]", v) if p not in ("", ".", "..", "~")]
     if not parts:
         return None

@@ -594,6 +594,23 @@ def test_model_guessed_from_local_path():
     assert f.get("model") is None and f.extra["model_path"] == "/data/my-finetune-v3"
 
 
+@pytest.mark.parametrize("path", ["$BGFS_ROOT/models/MiniMax-M2.7", '"$BGFS_ROOT/models/MiniMax-M2.7"',
+                                  "${MODELS}/MiniMax-M2.7"])
+def test_a_path_that_starts_at_a_shell_variable_is_the_commands_model(path):
+    """A launch script's `vllm serve "$BGFS_ROOT/models/MiniMax-M2.7" --tensor-parallel-size 4 …`: the path
+    is the model (its leaf names the catalog's MiniMax-M2.7), and the line is the user's command, which the
+    fixes are written into. A bare variable (`vllm serve $MODEL`) names no model."""
+    from estimator.flags import user_command
+
+    text = f"vllm serve {path} --tensor-parallel-size 4 --max-model-len 131072\n"
+    f = read_paste(text)
+    assert f.get("model") == "MiniMaxAI/MiniMax-M2.7" and f.values["model"].guess is True
+    assert f.extra["model_path"] == path.strip('"')
+    assert f.get("tensor_parallel_size") == 4
+    assert user_command(text)[:3] == ["vllm", "serve", path.strip('"')]
+    assert read_paste("vllm serve $MODEL --tensor-parallel-size 4\n").get("model") is None
+
+
 def test_model_repo_in_command_is_not_a_guess():
     f = read_paste("python -m vllm.entrypoints.openai.api_server --model TheBloke/CodeLlama-13B-Instruct-fp16 -tp 2")
     assert f.get("model") == "TheBloke/CodeLlama-13B-Instruct-fp16" and not f.values["model"].guess
