@@ -160,7 +160,7 @@ def derive(facts, est: Estimate | None) -> MemoryState:
     elif blocks is not None:
         st.add(Figure("gpu_blocks", blocks, "read", "# GPU blocks in the paste", unit="blocks"))
     solved = kv_pool_from_facts(facts, est) if est is not None else None
-    kv_read = gib_bytes(f("kv_cache_gib") or f("kv_available_gib"))
+    kv_read = gib_bytes(facts.printed_pool_gib)
     if kv_read is not None and reserved_pool_fact(facts, est) is not None:
         # 0.34+: the line is the profile run's pool; the KV cache got what warmup left (kv_pool_from_facts)
         st.add(Figure("reserved_pool", kv_read, "read",
@@ -625,7 +625,7 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
     # holds that pool (it was anchored to it), so tokens more than 10% apart are a setting the paste
     # does not show that changes what a block holds (anchoring.capacity_settings tries the usual
     # ones) or a layout the model does not know.
-    tokens, pool = f("kv_tokens_capacity"), f("kv_cache_gib") or f("kv_available_gib")
+    tokens, pool = f("kv_tokens_capacity"), facts.printed_pool_gib
     if tokens and pool and est.profile.engine == "v1" and est.kv_cache_tokens > 0 \
             and est.holds_pool(pool) \
             and abs(est.kv_cache_tokens - int(tokens)) > 0.1 * int(tokens):

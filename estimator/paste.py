@@ -122,6 +122,12 @@ class Facts:
     def error_kind(self) -> str | None:
         return self.get("error_kind")
 
+    @property
+    def printed_pool_gib(self):
+        """The KV pool vLLM printed, in GiB: V0's / V1's pool line, else the "available KV cache memory" of
+        V1's start-up or capacity error (a zero or missing pool line gives way to it)."""
+        return self.get("kv_cache_gib") or self.get("kv_available_gib")
+
 
 @dataclass
 class _Occ:

@@ -102,7 +102,7 @@ def _printed_test(facts, est: Estimate):
     if printed is not None:
         return (lambda e: abs(e.kv_needed_bytes / GiB - float(printed)) <= PRINTED_SLACK,
                 lambda e: f"KV need vLLM printed ({float(printed):.2f} GiB for {e.max_model_len:,} tokens)")
-    tokens, pool = f("kv_tokens_capacity"), f("kv_cache_gib") or f("kv_available_gib")
+    tokens, pool = f("kv_tokens_capacity"), facts.printed_pool_gib
     if not tokens or not pool or float(pool) <= 0:
         return None, None
     slack = int(tokens) * max(0.01, PRINTED_SLACK / float(pool))
