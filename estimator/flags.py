@@ -1514,7 +1514,7 @@ def scan_kv_dtype_prose(text: str) -> list[Setting]:
     out = []
     for m in _safe_finditer(_kv_dtype_prose(), text, limit=20):
         grp = next(g for g in ("v", "w", "x") if m.group(g))
-        if is_suggestion(text, m.start()) or _KV_ADVICE.search(line_of(text, m.start()), timeout=0.1):
+        if is_suggestion(text, m.start()) or _KV_ADVICE.search(line_of(text, m.start()), timeout=_budget(0.1)):
             continue
         out.append(Setting("kv_cache_dtype", m.group(grp).lower(), m.span(grp), "prose", m.group(0)))
     return out

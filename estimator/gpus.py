@@ -20,6 +20,7 @@ from importlib import resources
 import regex
 
 from estimator.errors import KvdoctorError, UnknownGpu
+from estimator.paste_text import budget
 
 GIB = 2**30
 MIB = 2**20
@@ -29,6 +30,12 @@ MIB = 2**20
 # figure is an ECC-on observation against an ECC-off smi figure). Driver/context reservation.
 SMI_RESERVED_MIB = 480
 
+
+# Wall-clock limit of a regex over a GPU reference. lookup_gpu takes names of at most 200 characters; the
+# paste reader's calls (mig_profile) get what is left of the paste's deadline, scaled by its load
+# (paste_text.budget). 0.1 s without that scaling timed out on a 9-character name when four bot
+# threads shared a 2-core CI machine, and the post was left unanswered as an estimator error.
+_TIMEOUT = 1.0
 
 @dataclass(frozen=True)
 class Gpu:
@@ -202,7 +209,7 @@ def on_nvswitch_board(name: str) -> bool:
 def is_size_only(text: str) -> bool:
     """Is `text` a bare memory size ("79.25GiB", "49140MiB", "24GB"), not a card's name?"""
     try:
-        m = _SIZE.match(text or "", timeout=0.1)
+        m = _SIZE.match(text or "", timeout=budget(_TIMEOUT))
     except TimeoutError:
         return False
     return bool(m and m.group(2))
@@ -210,7 +217,7 @@ def is_size_only(text: str) -> bool:
 
 def _parse_size(text: str) -> Gpu | None:
     try:
-        m = _SIZE.match(text, timeout=0.1)
+        m = _SIZE.match(text, timeout=budget(_TIMEOUT))
     except TimeoutError:
         return None
     if not m or not m.group(2):
@@ -309,7 +316,7 @@ MIG_PROFILE = regex.compile(r"(?i)(?:\bMIG[ -]?(?:(?:slice|instance|partition)[ 
 def mig_profile(text: str):
     """The MIG profile a text names (a match: `profile` "1g.5gb", `gb` its memory), or None."""
     try:
-        return MIG_PROFILE.search(text, timeout=0.1)
+        return MIG_PROFILE.search(text, timeout=budget(_TIMEOUT))
     except TimeoutError:
         return None
 
@@ -398,9 +405,9 @@ def with_host(ref: str | None, host: str | None) -> str | None:
     """A card reference with the Windows host a paste shows ("wsl" / "windows", paste.py) written
     beside it, for lookup_gpu; a total as torch reports it (GiB, bytes), or a reference that already
     says its host, is left."""
-    if not ref or host not in HOST_LABELS or _WINDOWS_HOST.search(ref, timeout=0.1):
+    if not ref or host not in HOST_LABELS or _WINDOWS_HOST.search(ref, timeout=budget(_TIMEOUT)):
         return ref
-    m = _SIZE.match(ref, timeout=0.1)
+    m = _SIZE.match(ref, timeout=budget(_TIMEOUT))
     if m and (m.group(2) or "").lower() in ("gib", "tib", "b", "bytes"):
         return ref
     label = HOST_LABELS[host]
@@ -438,11 +445,11 @@ def lookup_gpu(text: str) -> Gpu:
     if len(text) > 200:
         raise UnknownGpu("GPU name too long; name the card (e.g. \"H100 SXM\") or give its memory (e.g. 80GB)")
     try:
-        host = _WINDOWS_HOST.search(text, timeout=0.1)
+        host = _WINDOWS_HOST.search(text, timeout=budget(_TIMEOUT))
     except TimeoutError:
         host = None
     if host is not None:
-        rest = _HOST_LEFTOVER.sub(" ", _WINDOWS_HOST.sub(" ", text, timeout=0.1), timeout=0.1)
+        rest = _HOST_LEFTOVER.sub(" ", _WINDOWS_HOST.sub(" ", text, timeout=budget(_TIMEOUT)), timeout=budget(_TIMEOUT))
         rest = regex.sub(r"\s+", " ", rest).strip(" ,;")
         if rest:
             return windows_total(lookup_gpu(rest))
@@ -550,7 +557,7 @@ def _alias_in_text(key: str) -> Gpu | None:
         _n, row, key = best
         gpu = _to_gpu(row)
         alias = _keys()[key][1]
-        m = _NOMINAL.search(text, timeout=0.1)
+        m = _NOMINAL.search(text, timeout=budget(_TIMEOUT))
         stated = float(m.group(1)) if m else None
         if stated and row.marketed_gb and abs(stated - row.marketed_gb) / row.marketed_gb > 0.25:
             sibling = _family_row_of_size(row, stated)
@@ -573,13 +580,13 @@ def _alias_in_text(key: str) -> Gpu | None:
         other = _as_named(gpu, alias, alias.upper())
         return other if other is not gpu else \
             dataclasses.replace(gpu, assumed=gpu.assumed or f"read the GPU as {gpu.name} from the text")
-    m = _REPORTED.search(text, timeout=0.1)
+    m = _REPORTED.search(text, timeout=budget(_TIMEOUT))
     if m:
         return _parse_size(f"{m.group(1)}GiB")
-    m = _SMI.search(text, timeout=0.1)  # "RTX 5070 Ti 16303MiB": nvidia-smi's total for an unlisted card
+    m = _SMI.search(text, timeout=budget(_TIMEOUT))  # "RTX 5070 Ti 16303MiB": nvidia-smi's total for an unlisted card
     if m:
         return _from_smi_mib(int(m.group(1)))
-    m = _NOMINAL.search(text, timeout=0.1)  # "RTX 5070 Ti 16GB": an unknown card of a stated size
+    m = _NOMINAL.search(text, timeout=budget(_TIMEOUT))  # "RTX 5070 Ti 16GB": an unknown card of a stated size
     return _parse_size(f"{m.group(1)}GB") if m else None
 
 

@@ -691,7 +691,7 @@ _GRAPH_PROFILER_CACHE = regex.compile(r"[\s\S]{0,600}?(?:Profiling[ \n]+CUDA[ \n
 
 def _template_match(t, m, pt: PasteText, occs: list[_Occ], xvals: dict) -> None:
     if t.name == "num_gpu_blocks_override" and _to_int(m.group("x_computed_blocks")) == 0 \
-            and _GRAPH_PROFILER_CACHE.match(m.string, m.end(), timeout=0.1) is not None:
+            and _GRAPH_PROFILER_CACHE.match(m.string, m.end(), timeout=budget(0.1)) is not None:
         return
     for name, val in m.groupdict().items():
         if val is None:

@@ -594,12 +594,12 @@ def quantization_in_name(name: str) -> str | None:
     '….Q4_K_M.gguf', 'awq_marlin')."""
     low = name.lower()
     if "load_in_" in low:
-        on = [m.group("on") == "true" for m in _LOAD_IN_BITS.finditer(low, timeout=0.1)]
+        on = [m.group("on") == "true" for m in _LOAD_IN_BITS.finditer(low, timeout=budget(0.1))]
         if any(on):
             return "bitsandbytes"
-        low = _LOAD_IN_BITS.sub(" ", low, timeout=0.1)
+        low = _LOAD_IN_BITS.sub(" ", low, timeout=budget(0.1))
     for pattern, q in _QUANT_IN_NAME:
-        if pattern.search(low, timeout=0.1):
+        if pattern.search(low, timeout=budget(0.1)):
             return q
     return None
 
@@ -639,7 +639,7 @@ def find_claims(text: str, skip: list[tuple[int, int]]) -> list[dict]:
             if s in seen or not _HEDGE.search(sent):
                 continue
             between = text[min(m.end("about"), m.end("u")):max(m.start("about"), m.start("n"))]
-            if _NOT_THE_THING.search(between, timeout=0.1) or _A_CARD_SIZE.match(text, m.end("u"), timeout=0.1):
+            if _NOT_THE_THING.search(between, timeout=budget(0.1)) or _A_CARD_SIZE.match(text, m.end("u"), timeout=budget(0.1)):
                 continue
             seen.add(s)
             out.append({"about": m.group("about").lower(), "gb": float(m.group("n")), "unit": m.group("u"),
