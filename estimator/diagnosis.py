@@ -51,6 +51,7 @@ from estimator.paste import COUNT_FROM_SIZES, settings_error
 from estimator.release_choice import loadable_release, modelled_version, release_from_need
 from estimator.render import redact, render_markdown, render_slack, render_text
 from estimator.units import GiB
+from estimator.vllm import CONCURRENCY_CAPACITY_FROM, version_text
 
 # Whose figures a token count is where the model's state contradicts vLLM's (the headline's fix, the
 # full-context plan): the model's, not vLLM's
@@ -1060,27 +1061,34 @@ def _claims_notes(facts, est: Estimate | None) -> list[str]:
 def _group_capacity_note(facts, est: Estimate | None) -> str | None:
     """0.9.1–0.20.0 print a hybrid model's "GPU KV cache size" as its blocks ÷ KV groups × block size
     (vllm.py capacity_rule "v1_groups"): below max_model_len even where whole requests fit, which reads
-    as a failure. Said where vLLM's figure (or the model's) is that low and the concurrency is not."""
+    as a failure. Said where vLLM's figure (or the model's) is that low and the concurrency is not, with
+    what later releases print for the same pool: users comparing 0.20.0 with 0.21 see a tenfold jump
+    (vllm#43308, Gemma 4 31B: ~55k → ~525k tokens, the pool unchanged)."""
     if est is None or est.profile.capacity_rule != "v1_groups" or est.layout.num_groups < 2 or not est.gpu_blocks \
             or est.layout.dsv4 is not None:      # DeepSeek-V4's compressed caches grow with the context too
         return None
-    tokens, printed = facts.get("kv_tokens_capacity") or est.kv_cache_tokens, facts.get("max_concurrency")
-    conc = printed or est.max_concurrency
+    read_tokens, printed = facts.get("kv_tokens_capacity"), facts.get("max_concurrency")
+    tokens, conc = read_tokens or est.kv_cache_tokens, printed or est.max_concurrency
     length = est.max_model_len
     if not tokens or int(tokens) >= length or float(conc) < 1:
         return None
     read = (f"The concurrency line vLLM printed is the one to read: {float(conc):.2f}× at {length:,} tokens" if printed
             else f"The \"Maximum concurrency\" line vLLM prints next is the one to read (by the model's arithmetic, "
             f"{float(conc):.2f}× at {length:,} tokens)")
-    return (f"\"GPU KV cache size: {int(tokens):,} tokens\" is below max_model_len ({length:,}) but is no shortage: "
+    # a figure the paste did not print is not quoted as vLLM's message
+    size = (f"\"GPU KV cache size: {int(tokens):,} tokens\"" if read_tokens else
+            f"The \"GPU KV cache size\" vLLM prints (by the model's arithmetic, {int(tokens):,} tokens)")
+    return (f"{size} is below max_model_len ({length:,}) but is no shortage: "
             f"vLLM {est.profile.release} prints a hybrid model's pool as its blocks ÷ {est.layout.num_groups} KV groups "
             f"× {est.layout.block_size:,} tokens per block, while only the full-attention group's blocks grow with "
-            f"a request's context. {read}, so whole requests fit.")
+            f"a request's context. {read}, so whole requests fit. From {version_text(CONCURRENCY_CAPACITY_FROM)} "
+            f"vLLM prints that concurrency × max_model_len instead: about {int(float(conc) * length):,} tokens for "
+            f"the same pool.")
 
 
 def _unknown_quantization_text(method: str) -> str:
     """vLLM refused the weights' format before sizing any memory: say which releases have it."""
-    from estimator.vllm import QUANT_METHOD_REMOVED, last_release_before, version_text
+    from estimator.vllm import QUANT_METHOD_REMOVED, last_release_before
 
     out = (f"**Not a memory problem**: this vLLM has no `{method}` quantization method, so it stops before "
            "loading the model.")

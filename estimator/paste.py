@@ -43,7 +43,13 @@ from estimator.paste_text import (
     worker_grid,
 )
 from estimator.units import HALF_HUNDREDTH
-from estimator.vllm import EXTENSIBLE_KV_CACHE_FROM, QUANT_METHOD_REMOVED, RELEASES, version_text
+from estimator.vllm import (
+    CONCURRENCY_CAPACITY_FROM,
+    EXTENSIBLE_KV_CACHE_FROM,
+    QUANT_METHOD_REMOVED,
+    RELEASES,
+    version_text,
+)
 
 FACT_KEYS: tuple[str, ...] = (
     "model", "gpu", "gpu_count", "vllm_version", "tensor_parallel_size", "pipeline_parallel_size",
@@ -535,10 +541,6 @@ def _read(raw: str) -> Facts:
     return facts
 
 
-# the first release whose "GPU KV cache size" is int(concurrency × max_model_len) (vllm.py capacity_rule)
-CONCURRENCY_CAPACITY_FROM = "0.20.1"
-
-
 def _capacity_rule_hint(facts, hints: list) -> None:
     """From 0.20.1 V1 prints "GPU KV cache size" as int(concurrency × max_model_len)
     (vllm/v1/core/kv_cache_utils.py _report_kv_cache_config; vllm#40691's fix, in the 0.20.1 wheel,
@@ -548,11 +550,11 @@ def _capacity_rule_hint(facts, hints: list) -> None:
     tokens, conc, length = (facts.get(k) for k in ("kv_tokens_capacity", "max_concurrency", "max_model_len"))
     if not (tokens and conc and length) or float(length) <= 0:
         return
-    if any(_vkey(h[0]) >= _vkey(CONCURRENCY_CAPACITY_FROM) for h in hints):
+    if any(_vkey(h[0]) >= CONCURRENCY_CAPACITY_FROM for h in hints):
         return      # another message already dates the paste; the figures may be another run's
     # the concurrency is printed to 2 decimals and the tokens are truncated: |N/L − C| ≤ 0.005 + 1/L
     if abs(float(tokens) / float(length) - float(conc)) > HALF_HUNDREDTH + 1 / float(length) + 1e-9:
-        hints.append(("0.1.0", CONCURRENCY_CAPACITY_FROM))
+        hints.append(("0.1.0", version_text(CONCURRENCY_CAPACITY_FROM)))
 
 
 # A speculative decoding drafter's name (z-lab's "…-DFlash", "…-speculator", Medusa heads; EAGLE only where

@@ -490,6 +490,10 @@ OTHERS_OWN_SHARE_FROM = {"v0": (0, 6, 5), "v1": (0, 9, 1)}
 # finalize_extensible_kv_cache), and the startup check runs again on them. --gpu-memory-utilization
 # then defaults to 1.0 (CacheConfig.resolved_gpu_memory_utilization).
 EXTENSIBLE_KV_CACHE_FROM = (0, 34, 0)
+# From 0.20.1 (not 0.20.0) V1 prints "GPU KV cache size" as int(concurrency × max_model_len)
+# (kv_cache_utils.py _report_kv_cache_config, vllm#40691, read in both wheels); before, as blocks × block
+# size, ÷ the KV groups from 0.9.1.
+CONCURRENCY_CAPACITY_FROM = (0, 20, 1)
 KV_MARGIN_FLOOR = 1 << 30           # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA
 KV_MARGIN_FLOOR_ROCM = 3 << 30      # … on ROCm, whose runtime maps kernel scratch outside the allocator
 KV_MARGIN_FRACTION = 0.75           # KV_CACHE_MARGIN_FRACTION
@@ -554,8 +558,7 @@ def profile_for(version: str | None = None, engine: str | None = None) -> Profil
         capacity = "v0"
     elif v < (0, 9, 1):
         capacity = "v1_blocks"
-    elif v < (0, 20, 1):
-        # 0.20.1 (not 0.20.0) prints int(concurrency × max_model_len): kv_cache_utils.py in the wheels
+    elif v < CONCURRENCY_CAPACITY_FROM:
         capacity = "v1_groups"
     else:
         capacity = "v1_concurrency"

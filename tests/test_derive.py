@@ -976,6 +976,17 @@ def test_a_hybrid_models_0_17_figures_are_explained_not_taken_for_a_shortage():
     assert (est["gpu_blocks"], est["kv_cache_tokens"], est["kv_needed_bytes"]) == (639, 124_656, 51_380_224)
     assert "counts only the first of its 4 KV groups" in reply and "holds 16.17 GiB" in reply
     assert "The concurrency line vLLM printed is the one to read: 1.89× at 262,144 tokens, so whole requests fit" in reply
+    # the same run asked about before it started: the 124,656 tokens are the model's, not a line vLLM printed,
+    # so they are not quoted as vLLM's message
+    asked = diagnose(text.split("\n\n")[0] + " How many requests fit?\n", offline=True, explain=True).to_json()
+    assert asked["estimate"]["kv_cache_tokens"] == 124_656
+    assert "\"GPU KV cache size: 124,656 tokens\"" not in asked["reply"]
+    assert ("The \"GPU KV cache size\" vLLM prints (by the model's arithmetic, 124,656 tokens) is below max_model_len "
+            "(262,144) but is no shortage") in asked["reply"]
+    assert "(by the model's arithmetic, 1.89× at 262,144 tokens), so whole requests fit" in asked["reply"]
+    # what 0.20.1 on prints for the same pool: int(639 / 338 × 262,144) = int(495,591.76) (vllm#43308 compared
+    # Gemma 4 on 0.20.0 and 0.21.0: ~55k → ~525k tokens, the pool unchanged)
+    assert "From 0.20.1 vLLM prints that concurrency × max_model_len instead: about 495,591 tokens" in asked["reply"]
     spec = load_model("Qwen/Qwen3.5-27B", offline=True).spec
     flags = ["--max-model-len", "262144"]
     old = run_estimate(spec, "RTX PRO 6000", parse_flags(flags + ["--vllm-version", "0.17.1"]))
