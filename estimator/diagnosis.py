@@ -127,7 +127,7 @@ def explain_json(diag: Diagnosis) -> dict:
 
 
 def settings_from_facts(facts, version: str | None, engine: str | None):
-    from estimator.vllm import EngineSettings, plausible_setting
+    from estimator.vllm import EngineSettings, branched_release, plausible_setting
 
     def f(key: str):
         # a figure vLLM could not have run with (0 blocks, 10^20 stages) is a misreading: not stated
@@ -137,6 +137,9 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     # a paste is what vLLM did with these settings: a length above the config's either got past its
     # check (overrides the paste need not show) or the paste's own error says so
     s = EngineSettings(vllm_version=version, engine=engine, allow_long_max_model_len=True)
+    stated = facts.get("vllm_version")
+    if stated and version and branched_release(stated) == version:
+        s.vllm_build = str(stated).strip().split("+")[0]     # the main build the paste ran, modelled as `version`
     for key in ("gpu_memory_utilization", "max_model_len", "dtype", "kv_cache_dtype", "quantization",
                 "max_num_seqs", "max_num_batched_tokens", "block_size"):
         v = f(key)
@@ -431,6 +434,10 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     from_path = not model_ref and bool(path)     # the model is read from the local path the run served
     if from_path:
         model_ref = _model_of_path(facts, path, assumptions)
+    elif not model:
+        guessed = _guessed_organisation(facts)
+        if guessed:
+            assumptions.append(guessed)
     if not model_ref:
         missing.append(f"which Hub model the local path `{path}` holds (its repo id, or its config.json)" if path
                        else "the model id (your `vllm serve …` command)")
@@ -841,6 +848,28 @@ def _model_of_path(facts, path: str, assumptions: list[str]) -> str | None:
         assumptions.append(f"the command serves the local path {path}, under the name {model} "
                            f"(--served-model-name): modelled as that Hub repo — {ask}")
     return model
+
+
+def _guessed_organisation(facts) -> str | None:
+    """A model the paste names without its Hub organisation (a local path's last directory, a bare
+    name) is read under the organisation its family publishes from (paste_prose.guess_repo): a guess,
+    which a reply says — the weights may be another's upload (vllm#40002 served
+    ${PATH_TO_MODELS}/gemma-4-26B-A4B-it-AWQ-4bit, which google never published)."""
+    fact = facts.values.get("model")
+    if fact is None or not fact.guess or "/" not in str(fact.value):
+        return None
+    repo = str(fact.value)
+    org, name = repo.split("/", 1)
+    named = (facts.text or "")[fact.span[0]:fact.span[1]].strip().strip("'\"") if fact.span else ""
+    parts = [p for p in re.split(r"[/\\]", named) if p]
+    if not parts or [p.lower() for p in parts[-2:]] == [org.lower(), name.lower()] \
+            or parts[-1].lower() in (f"{org}_{name}".lower(), f"{org}-{name}".lower()):
+        return None         # the paste spells the organisation itself (…/Qwen/Qwen2.5-7B-Instruct, Qwen_QwQ-32B-AWQ)
+    if len(parts) > 1 or named.startswith(("/", "~", "$", ".")):
+        return (f"the command serves the local path {named}: read as {repo}, the repo of that name from its family's "
+                "organisation — say the repo id if the path holds another's upload")
+    return (f"the paste names {named} without a Hub organisation: read as {repo}, its family's — say the repo id "
+            "if it is another's upload")
 
 
 def _served_repo(facts) -> str | None:

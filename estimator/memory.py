@@ -83,6 +83,8 @@ from estimator.vllm import (
     V2_RUNNER_OFFLOAD_FROM,
     EngineSettings,
     Profile,
+    branched_build_note,
+    branched_release,
     default_max_num_batched_tokens,
     default_max_num_seqs,
     default_model_runner_v2,
@@ -418,7 +420,7 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     if profile.version > parse_version(NEWEST):
         assumptions.append(f"vLLM {s.vllm_version} is newer than the newest release kvdoctor has read ({NEWEST}): "
                            f"modelled with {NEWEST}'s rules")
-    unlisted = unlisted_architecture_note(spec.architecture, profile.version, profile.release)
+    unlisted = unlisted_architecture_note(spec.architecture, profile.version, profile.release, s.vllm_build)
     if unlisted:
         assumptions.append(unlisted)
     extensible = extensible_kv_cache(profile, s, gpu_name)
@@ -819,6 +821,10 @@ def _settle_release(spec: ModelSpec, s: EngineSettings, assumptions: list[str]) 
     if str(s.vllm_version or "").strip().lower() in NEWEST_WORDS:
         assumptions.append(f"vLLM {s.vllm_version!r} read as {NEWEST}, the newest release kvdoctor has read")
         s.vllm_version = NEWEST
+    base = branched_release(s.vllm_version)
+    if base:        # `kvdoctor estimate --vllm-version 0.20.1rc1.dev23`: as `explain` models that build
+        s.vllm_build, s.vllm_version = str(s.vllm_version).strip().split("+")[0], base
+        assumptions.append(branched_build_note(s.vllm_build, base))
     dropped_by = release_serving(spec.architecture, parse_version(NEWEST)) if s.vllm_version is None else None
     if dropped_by:
         s.vllm_version = dropped_by

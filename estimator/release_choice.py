@@ -20,6 +20,7 @@ from estimator.vllm import (
     NEWEST,
     RELEASES,
     V0_REMOVED_FROM,
+    branched_build_note,
     branched_release,
     is_main_build,
     iso_day,
@@ -55,8 +56,7 @@ def modelled_version(stated: str | None, hint, engine: str | None,
                         f"modelled as the newest release, {NEWEST} (a date — the post's, or --posted — places it)")
     base = branched_release(stated)
     if base:
-        return base, (f"vLLM {str(stated).split('+')[0]} is a build of main from after {base} branched: "
-                      f"modelled as {base}")
+        return base, branched_build_note(str(stated).split('+')[0], base)
     if stated:
         return stated, ""
     return assumed_version(hint, engine, posted)

@@ -148,6 +148,18 @@ def branched_release(text: str | None) -> str | None:
     return f"{m.group(1)}.{m.group(2)}.{int(m.group(3)) - 1}"
 
 
+def branched_build_note(build: str, base: str) -> str:
+    """What a reply says of a main build it models as the release it branched after (branched_release)."""
+    return f"vLLM {build} is a build of main from after {base} branched: modelled as {base}"
+
+
+def next_minor_release(release: str) -> str | None:
+    """The first x.(y+1) release after `release` x.y.z: the branch that ends the main builds named after x.y."""
+    v = parse_version(release)[:2]
+    later = [name for name, _published in RELEASES if parse_version(name)[:2] > v]
+    return min(later, key=parse_version) if later else None
+
+
 def release_after(day: str | None) -> str | None:
     """The first release published after `day`: the one that shipped main as it was on that day
     (None when no release came later: main then is newer than every profile, i.e. NEWEST)."""
@@ -216,17 +228,25 @@ def release_serving(architecture: str, version: tuple[int, int, int]) -> str | N
     return None
 
 
-def unlisted_architecture_note(architecture: str, version: tuple[int, int, int], release: str) -> str | None:
+def unlisted_architecture_note(architecture: str, version: tuple[int, int, int], release: str,
+                               build: str | None = None) -> str | None:
     """What to tell a user whose release cannot run the model natively: vLLM looks the config's
     architectures up in its registry (vllm/model_executor/models/registry.py ModelRegistry) and, from
     0.7.2 — the first release whose registry has TransformersModel — falls back to the Transformers
     implementation when none is listed (model_loader/utils.py get_model_architecture:
     `not is_vllm_supported` → resolve_transformers_fallback; 0.7.1 has no such branch), a backend whose
-    memory kvdoctor does not model; before that the registry refuses the model."""
+    memory kvdoctor does not model; before that the registry refuses the model. A main `build` modelled
+    as `release` carries main's code up to the next minor release's branch, so a model first listed by
+    that release may already be in it (vllm#40002 served Gemma 4 on 0.18.2rc1.dev73, modelled as 0.18.1)."""
     nearest = release_serving(architecture, version)
     if nearest is None:
         return None
     first, last = _registry_spans()[architecture]
+    until = next_minor_release(release) if build else None
+    if until and version < parse_version(nearest) <= parse_version(until):
+        return (f"vLLM {build}, a build of main from between {release} and {until}, may already have vLLM's own "
+                f"implementation of {architecture} (its model registry lists it from {first}): the figures apply "
+                f"{release}'s memory accounting to it")
     when = f"from {first}" if parse_version(nearest) > version else f"from {first} to {last}"
     how = ("it would run only through its Transformers backend, if transformers has the model, and that backend's "
            "memory is not modelled here" if version >= parse_version(_registry_spans()["TransformersModel"][0])
@@ -598,6 +618,9 @@ class EngineSettings:
     """vLLM engine arguments as the user gave them (None = vLLM's default for the version)."""
 
     vllm_version: str | None = None
+    # a build of main named after a patch release ("0.18.2rc1.dev73"), modelled as the release it branched
+    # after (vllm_version): its main code may already have what the next minor release lists
+    vllm_build: str | None = None
     engine: str | None = None
     gpu_memory_utilization: float | None = None
     max_model_len: int | str | None = None        # int, "auto"/-1 (0.14+), or None = derive

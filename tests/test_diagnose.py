@@ -1179,6 +1179,25 @@ def test_a_local_directory_that_spells_a_catalog_model_is_that_model():
     assert "--model /srv/qwen25_7b_instruct" in d.suggestions[0]["command"]
 
 
+def test_an_organisation_the_paste_does_not_give_is_said_to_be_guessed():
+    """vllm#40002 served ${PATH_TO_MODELS}/gemma-4-26B-A4B-it-AWQ-4bit: the reader takes google/ from the
+    name's family, an organisation that never published an AWQ export. The reply says the id was read
+    that way; a path or name that spells the organisation (…/Qwen/Qwen2.5-7B-Instruct, Qwen_QwQ-32B-AWQ)
+    is no guess."""
+    err = V0_32K_ERROR
+    d = diagnose("vllm serve --model ${PATH_TO_MODELS}/gemma-4-26B-A4B-it-AWQ-4bit\nGPU: H100\n" + err,
+                 offline=True)
+    assert any(a.startswith("the command serves the local path ${PATH_TO_MODELS}/gemma-4-26B-A4B-it-AWQ-4bit: "
+                            "read as google/gemma-4-26B-A4B-it-AWQ-4bit") for a in d.assumptions)
+    d = diagnose("I run Qwen2.5-7B-Instruct on an RTX 4090\n" + err, offline=True)
+    assert any(a.startswith("the paste names Qwen2.5-7B-Instruct without a Hub organisation: read as "
+                            "Qwen/Qwen2.5-7B-Instruct") for a in d.assumptions)
+    for spelled in ("/data/Qwen/Qwen2.5-7B-Instruct", "/data/Qwen_Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"):
+        d = diagnose(f"vllm serve {spelled}\nGPU: RTX 4090\n" + err, offline=True)
+        assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct", spelled
+        assert not any("Hub organisation" in a or "family's organisation" in a for a in d.assumptions), spelled
+
+
 def test_a_parent_directory_that_spells_a_model_names_a_mounted_checkpoint():
     """Kaggle mounts a model as /kaggle/input/<model>/<framework>/<variation>/<version>: the path's
     last part ("1") names nothing, its model directory does; a path none of whose parts spells one

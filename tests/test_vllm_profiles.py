@@ -812,6 +812,33 @@ def test_a_main_build_between_a_release_and_its_patch_is_that_release():
     assert modelled_version("0.26.0", None, "v1") == ("0.26.0", "")
 
 
+def test_a_main_build_may_hold_a_model_the_next_minor_release_lists():
+    """0.18.2rc1.dev73 is main after 0.18.1 branched and before 0.19.0 did: vllm#40002 served Gemma 4
+    (registry: from 0.19.0) on it. Modelled as 0.18.1, whose registry lacks the model, the reply must not
+    say the build "would run only through its Transformers backend". A model listed only from 0.20.0 was
+    not yet on main then: that note stays. `kvdoctor estimate --vllm-version` models the build as
+    `explain` does (0.18.1, not a 0.18.2 that 0.20.1rc1.devN's rule shows to be the wrong code)."""
+    from estimator import load_model, parse_flags, run_estimate
+    from estimator.vllm import next_minor_release, registry_span, unlisted_architecture_note
+
+    assert registry_span("Gemma4ForConditionalGeneration")[0] == "0.19.0"
+    assert next_minor_release("0.18.1") == "0.19.0" and next_minor_release("0.20.0") == "0.21.0"
+    build = unlisted_architecture_note("Gemma4ForConditionalGeneration", (0, 18, 1), "0.18.1", "0.18.2rc1.dev73")
+    assert "may already have vLLM's own implementation" in build and "Transformers backend" not in build
+    release = unlisted_architecture_note("Gemma4ForConditionalGeneration", (0, 18, 1), "0.18.1")
+    assert "Transformers backend" in release
+    older = unlisted_architecture_note("Gemma4ForConditionalGeneration", (0, 17, 1), "0.17.1", "0.17.2rc1.dev5")
+    assert "Transformers backend" in older      # main after 0.17.1 branched is before 0.18.0's branch
+    spec = load_model("google/gemma-4-26B-A4B", offline=True).spec
+    est = run_estimate(spec, "H100", parse_flags(["--vllm-version", "0.18.2rc1.dev73"]))
+    assert est.settings.vllm_version == "0.18.1" and est.settings.vllm_build == "0.18.2rc1.dev73"
+    assert any("build of main from after 0.18.1 branched" in a for a in est.assumptions)
+    assert not any("Transformers backend" in a for a in est.assumptions)
+    # the capacity a build prints follows its base: 0.20.1rc1.dev23 is 0.20.0's blocks ÷ groups
+    assert run_estimate(spec, "H100", parse_flags(["--vllm-version", "0.20.1rc1.dev23"])).profile.capacity_rule \
+        == "v1_groups"
+
+
 def test_an_environment_switch_with_a_templated_value_says_nothing():
     """`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=${PROFILE}` (a compose file's template) leaves the release's
     default: an unparsable value is not "off" (which would stop 0.20+'s graph budgeting)."""
