@@ -826,10 +826,14 @@ class DiscourseBot:
                 "answered_number": number, "version": mark.get("v") or 1, "sig": mark.get("s"), "edits": 0}
 
     def _take_rate_slot(self) -> bool:
-        """One unit of the global reply budget, shared by all replicas through the claims table."""
-        window = int(time.time() // self.options.rate_window)
+        """One unit of the global reply budget, shared by all replicas through the claims table: N slots,
+        each taken again (a compare-and-swap, store.reclaim) only once its last use is a whole window
+        old, so no rolling hour holds more than N replies. Clock-aligned hours let 2N through across a
+        boundary, and answered "rate limited" or not by when in the hour the calls fell."""
         for slot in range(self.options.max_replies_per_hour):
-            if self.store.claim(self.ns_rate, f"{window}:{slot}", self.owner):
+            key = f"slot:{slot}"
+            if self.store.claim(self.ns_rate, key, self.owner) \
+                    or self.store.reclaim(self.ns_rate, key, self.owner, older_than=self.options.rate_window):
                 return True
         return False
 

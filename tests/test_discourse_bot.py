@@ -474,6 +474,27 @@ def test_global_rate_limit_defers_and_then_answers(fake, store, store_url):
     assert len(fake.our_posts(two["topic_id"])) == 1 and len(fake.our_posts()) == 2
 
 
+def test_the_reply_budget_is_a_rolling_window_shared_by_replicas(fake, store, store_url):
+    """max_replies_per_hour bounds every rolling window, not clock-aligned hours: with 2 replies per 4 s,
+    a reply at 0 s and one at 2 s leave none at 2 s, and at 4.5 s only the first slot is free again (the
+    second is 2.5 s old). Two replicas draw from one budget. Clock-aligned windows would have freed both
+    slots at the next multiple of 4 s, and refused or allowed the third by when the test ran."""
+    tight = replace(FAST, max_replies_per_hour=2, rate_window=4.0)
+    one, two = (DiscourseBot(make_settings(fake, store_url), store, tight) for _ in range(2))
+    try:
+        start = time.monotonic()
+        assert one._take_rate_slot()
+        time.sleep(2.0)
+        assert two._take_rate_slot()                       # the other replica takes the second slot
+        assert not one._take_rate_slot() and not two._take_rate_slot()
+        time.sleep(max(0.0, 4.5 - (time.monotonic() - start)))
+        assert two._take_rate_slot()                       # the 0 s slot is a whole window old
+        assert not one._take_rate_slot()                   # the 2 s one is not
+    finally:
+        one.close()
+        two.close()
+
+
 def test_busy_topic_is_retried_not_skipped(fake, store, store_url):
     first = fake.create_topic("alice", SEED_TITLE, SEED_POST)
     bot = DiscourseBot(make_settings(fake, store_url), store, FAST)
