@@ -249,7 +249,9 @@ def run_estimate(spec: ModelSpec, gpu: str | None, settings: EngineSettings, *, 
     assumed = []
     if not gpu:
         gpu = "H100 80GB"
-        assumed.append("no GPU given: assumed one NVIDIA H100 80GB")
+        ranks = settings.tensor_parallel_size * settings.pipeline_parallel_size
+        assumed.append("no GPU given: assumed one NVIDIA H100 80GB" if ranks == 1 else
+                       f"no GPU given: assumed {ranks}× NVIDIA H100 80GB, one per GPU rank")
     cards = [c.strip() for c in gpu.split("+")] if "+" in gpu else []
     if gpu_count is None:
         # "2x L40S", "RTX 5070 Ti + RTX 5090": the GPUs the user has, which the advice stays within

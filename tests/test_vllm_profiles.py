@@ -839,6 +839,18 @@ def test_a_main_build_may_hold_a_model_the_next_minor_release_lists():
         == "v1_groups"
 
 
+def test_the_card_assumed_for_a_tensor_parallel_run_is_one_per_rank():
+    """With no GPU named kvdoctor sizes an 80 GB H100 per rank; a TP 2 run (vllm#40002 named no card) is two
+    of them, which "assumed one NVIDIA H100" misstated."""
+    from estimator import load_model, parse_flags, run_estimate
+
+    spec = load_model("Qwen/Qwen2.5-7B-Instruct", offline=True).spec
+    one = run_estimate(spec, None, parse_flags([]))
+    two = run_estimate(spec, None, parse_flags(["--tensor-parallel-size", "2"]))
+    assert "no GPU given: assumed one NVIDIA H100 80GB" in one.assumptions
+    assert "no GPU given: assumed 2× NVIDIA H100 80GB, one per GPU rank" in two.assumptions
+
+
 def test_an_environment_switch_with_a_templated_value_says_nothing():
     """`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=${PROFILE}` (a compose file's template) leaves the release's
     default: an unparsable value is not "off" (which would stop 0.20+'s graph budgeting)."""
