@@ -47,6 +47,15 @@ BNB_MIN_CC = 7.0
 # 0.6.1's config.py refuses "BitAndBytes quantization with TP or PP is not supported yet."; 0.6.2's does not
 # (vllm PR #8434; the 0.6.1 and 0.6.2 wheels)
 BNB_SPLIT_FROM = (0, 6, 2)
+# A 4-bit export in place of a checkpoint whose weights crowd out the KV cache (four_bit_checkpoint):
+# AWQ's own dense kernel needs compute capability 7.5 (awq.py get_min_capability), its fused-MoE method
+# Marlin's 8.0 (awq_marlin.py) and came with vllm#8973 — AWQMoEMethod is in the 0.6.3 wheel's
+# awq_marlin.py, not in 0.6.2's
+AWQ_MIN_CC, AWQ_MOE_MIN_CC, AWQ_MOE_FROM = 7.5, 8.0, (0, 6, 3)
+AWQ_FROM = (0, 2, 0)        # layers/quantized_linear/awq.py: in the 0.2.0 wheel, not in 0.1.7's
+# how much smaller the export's weights must be for the swap to be worth a line: FP8 (≈ 0.55 of it) and
+# 16-bit checkpoints qualify, a 4-bit or NVFP4 one does not
+FOUR_BIT_SAVING = 1.6
 # vLLM's --gpu-memory-utilization default to 0.19 (vllm.py's profiles; 0.92 from 0.20), which recipes,
 # docs and compose files still pass: a run at 0.9 chose no room for anything else on the card
 COPIED_UTILIZATION = 0.9
@@ -854,6 +863,30 @@ def _inflight_4bit_fix(est: Estimate) -> Suggestion | None:
                      "4-bit weights quantized while the checkpoint loads (about a quarter of 16-bit's memory; slower "
                      "than an AWQ/GPTQ checkpoint of the same model, which needs no flag)", True, "",
                      [_flag("quantization", "bitsandbytes"), _flag("load-format", "bitsandbytes")])
+
+
+def four_bit_checkpoint(est: Estimate, fixes: list[Suggestion]) -> Estimate | None:
+    """The run with a 4-bit export of the model in place of the checkpoint it serves (modelled as the
+    AWQ export a "…-AWQ" repo name reads as: 4 bits in groups of 128, api._name_format), where the
+    weights crowd out the KV cache and no fix serves the whole context on the GPUs the run has: not a
+    flag but a checkpoint to swap (vllm#41695: Qwen3-Coder-30B-A3B's FP8 weights, 29 GiB, on one 32 GB
+    RTX 5090, where the only re-checked fix was a second GPU). None where the run fits, a fix already
+    does so, the export would not fit either, the checkpoint is about as small already, the card is
+    not NVIDIA's or lacks the kernel, or the model's KV layout is not modelled."""
+    from dataclasses import replace
+
+    if est.fits or est.spec.kv_unmodelled or est.reconciliation.failed \
+            or any(x.keeps_goal and x.fits and _gpus_of(x.estimate) <= _gpus_of(est) for x in fixes):
+        return None
+    cc, moe = cc_number(est.compute_capability), est.spec.moe is not None
+    if est.gpu is None or est.gpu.vendor != "NVIDIA" or cc is None or cc < (AWQ_MOE_MIN_CC if moe else AWQ_MIN_CC) \
+            or est.profile.version < (AWQ_MOE_FROM if moe else AWQ_FROM):
+        return None
+    spec = replace(est.spec, quantization={"quant_method": "awq", "_from_name": True})
+    four = rerun(est, spec, quantization=None)
+    if not four.fits or four.weights_bytes * FOUR_BIT_SAVING > est.weights_bytes:
+        return None
+    return four
 
 
 def _last_resorts_last(out: list[Suggestion], goal: int) -> list[Suggestion]:

@@ -118,6 +118,14 @@ def _variant_stem(name: str) -> str:
     return _VARIANT.sub("", _undated(name)).lower()
 
 
+def model_stem(model_id: str) -> str:
+    """The model a repo holds an export or copy of, by name and without an organisation, whose
+    uploads vary: "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8" → "Qwen3-Coder-30B-A3B-Instruct"."""
+    name = str(model_id).rstrip("/").split("/")[-1]
+    m = _QUANT_SUFFIX.search(name)
+    return name[: m.start()] if m and m.start() > 0 else name
+
+
 def _bare_name(name: str) -> str:
     """A repo name as the family knows it, for comparing an export's stem with the catalog: lower-cased,
     without Meta's "-hf" (Hugging Face format) or a precision/format suffix (NVIDIA's …-BF16 / …-FP8

@@ -85,6 +85,7 @@ class Diagnosis:
     assumptions: list[str] = field(default_factory=list)
     kv_formula: str = ""
     full_context: str = ""
+    four_bit: str = ""             # the run with a 4-bit export of the model, where no flag frees enough
     state: object | None = None
     # the model's state cannot reproduce vLLM's printed KV figure: vLLM's own numbers lead the advice
     disagrees: bool = False
@@ -105,7 +106,7 @@ class Diagnosis:
                 "error_kind": self.error_kind, "summary": self.summary, "suggestions": self.suggestions,
                 "unchecked_suggestions": self.unchecked,
                 "missing": self.missing, "specific": self.specific, "notes": self.notes,
-                "checks": self.checks, "full_context": self.full_context,
+                "checks": self.checks, "full_context": self.full_context, "four_bit": self.four_bit,
             },
             "estimate": self.estimate,
             "reply": render_markdown(self),
@@ -503,6 +504,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         # the re-checked fixes rest on it, so the reply leads with vLLM's own numbers
         est.reconciliation.failed = True
     suggestions = []
+    fixes = []          # the re-checked fixes of a memory problem, before they are rendered
     shm_notes: list[str] = []
     full = ""
     killed = kind == "other" and bool(facts.extra.get("host_killed"))
@@ -528,7 +530,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     elif est is not None and not not_memory:
         from estimator.advice import suggest
 
-        suggestions = [s.to_json() for s in suggest(est, error_kind=kind)]
+        fixes = suggest(est, error_kind=kind)
+        suggestions = [s.to_json() for s in fixes]
     if est is not None and facts.extra.get("pp_from_weights"):
         # the stage count the paste cut: the fixes' effects assume it, so their commands say it
         read_back = f"--pipeline-parallel-size {facts.extra['pp_from_weights']} {read_back}".strip()
@@ -566,6 +569,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                          + (f" ({MORE_GPUS.format(n=p['gpus'], have=have)})" if have and p["gpus"] > have else ""))
             else:
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
+    four_bit = _four_bit_text(est, fixes) if est is not None and kind not in (None, "startup_log_ok") \
+        and not not_memory and not settings_check and not killed else ""
     if kind == "other" and est is not None and est.fits and not killed and not not_memory:
         missing.append("the exception the traceback ends with (its last lines)")
     if kind == "kv_capacity_v1" and facts.get("kv_needed_gib") is not None and facts.get("kv_available_gib") is None:
@@ -576,7 +581,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         error_kind=kind, summary="", facts=facts.to_dict(), derived=state.to_json(),
         estimate=est.to_json() if est else None, suggestions=suggestions, missing=missing,
         specific=bool(est is not None or _has_numbers(facts)), checks=list(state.checks),
-        assumptions=assumptions + (est.assumptions if est else []), full_context=full, state=state,
+        assumptions=assumptions + (est.assumptions if est else []), full_context=full, four_bit=four_bit, state=state,
     )
     if est is not None:
         d.kv_formula = kv_formula(est)
@@ -848,6 +853,21 @@ def _model_of_path(facts, path: str, assumptions: list[str]) -> str | None:
         assumptions.append(f"the command serves the local path {path}, under the name {model} "
                            f"(--served-model-name): modelled as that Hub repo — {ask}")
     return model
+
+
+def _four_bit_text(est: Estimate, fixes: list) -> str:
+    """What a 4-bit export of the model would hold with the run's other settings (advice.four_bit_checkpoint)."""
+    from estimator.advice import four_bit_checkpoint
+    from estimator.api import model_stem
+
+    four = four_bit_checkpoint(est, fixes)
+    if four is None:
+        return ""
+    return (f"a 4-bit AWQ or GPTQ export of {model_stem(est.spec.model_id)} (modelled as AWQ: 4 bits in groups of 128) takes "
+            f"{four.weights_bytes / GiB:.2f} GiB of weights per GPU against {est.weights_bytes / GiB:.2f} GiB now; "
+            f"with the run's other settings the KV cache then holds {four.kv_cache_tokens:,} tokens, "
+            f"{four.max_concurrency:.2f}× concurrency at {four.max_model_len:,} tokens. Not a flag: serve such a "
+            "checkpoint instead (4-bit weights cost some accuracy)")
 
 
 def _guessed_organisation(facts) -> str | None:

@@ -875,12 +875,14 @@ def _tightest_stage(spec: ModelSpec, inputs: dict) -> Estimate:
     return best
 
 
-def rerun(est: Estimate, **changes) -> Estimate:
-    """The same estimate with some settings changed (advice re-checks every fix this way).
+def rerun(est: Estimate, spec: ModelSpec | None = None, **changes) -> Estimate:
+    """The same estimate with some settings changed (advice re-checks every fix this way), or with
+    another checkpoint of the model (`spec`).
 
     Figures measured in a paste (weights, activation, non-torch, graphs) are carried over and
     moved by what the model says the change does: weights scale by the modelled ratio (tp,
     quantization), the others shift by the modelled difference (batch sizes, V0's Tb = f(L)).
+    Another checkpoint's weights are its own: what the paste measured is the served checkpoint's.
     """
     inputs = dict(est.inputs)
     base = inputs.pop("settings") or EngineSettings()
@@ -888,6 +890,8 @@ def rerun(est: Estimate, **changes) -> Estimate:
     if "tensor_parallel_size" in changes or "pipeline_parallel_size" in changes:
         inputs["gpu_count"] = None
     keys = ("weights_bytes", "activation_bytes", "non_torch_bytes", "cuda_graph_bytes")
+    if spec is not None:
+        inputs["weights_bytes"] = None
     measured = {k: inputs[k] for k in keys if inputs.get(k) is not None}
     if measured:
         # Measured parts become their difference from the model (a ratio for the weights, an offset
@@ -906,7 +910,7 @@ def rerun(est: Estimate, **changes) -> Estimate:
                 ("value", v) if k == "cuda_graph_bytes" and (v < 0 or not o) else ("offset", v - o)
             inputs[k] = None
         inputs["adjust"] = adjust
-    out = estimate(est.spec, settings=new, **inputs)
+    out = estimate(spec or est.spec, settings=new, **inputs)
     out.params, out.gpu = est.params, est.gpu
     return out
 

@@ -159,6 +159,8 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         body += unchecked
     if diag.full_context:
         body += [f"**To serve the whole context:** {diag.full_context}", ""]
+    if diag.four_bit:
+        body += [f"**With a 4-bit checkpoint:** {diag.four_bit}.", ""]
     if diag.checks:
         body += ["**Checks:** " + " ".join(_sentence(c) for c in diag.checks), ""]
     if diag.missing:
@@ -225,6 +227,8 @@ def render_slack(diag) -> dict:
         section(text)
     if diag.full_context:
         section("*To serve the whole context:* " + diag.full_context)
+    if diag.four_bit:
+        section("*With a 4-bit checkpoint:* " + diag.four_bit + ".")
     if diag.missing:
         section("*To be more precise, paste:* " + "; ".join(diag.missing))
     if diag.assumptions:

@@ -1565,3 +1565,34 @@ def test_an_eager_run_that_runs_out_after_the_kv_cache_is_not_told_to_run_eager(
     reply = render_markdown(d)
     assert "while capturing CUDA graphs" not in reply
     assert "out of GPU memory after the KV cache was sized**: with --enforce-eager no CUDA graphs are captured" in reply
+
+
+def test_a_four_bit_checkpoint_is_offered_where_no_flag_frees_the_weights_room():
+    """Llama-3.1-8B-Instruct in bf16 on a 16 GB T4 (14.56 GiB to torch) leaves the KV cache nothing, and on
+    vLLM 0.30 (no bitsandbytes since 0.28) the only re-checked fix is a second GPU. A 4-bit AWQ export's
+    weights by hand: the 32 layers' linears hold 32 × (2 × 4096² + 2 × 1024 × 4096 + 3 × 14336 × 4096) =
+    6,979,321,856 parameters at 4 bits plus, per 128 of them, a 16-bit scale and a 4-bit zero point:
+    × (0.5 + 2.5 / 128) = 3,625,975,808 B; the embedding and the untied lm_head stay 16-bit, 2 × 128,256 ×
+    4096 × 2 = 2,101,346,304 B; the norms (65 × 4096 × 2) 532,480 B: 5,727,854,592 B = 5.33 GiB (the
+    allocator's rounding adds a little). A V100 (compute capability 7.0) has no AWQ kernel (awq.py needs
+    7.5), a run that fits needs no swap, and an AWQ checkpoint is no smaller."""
+    from estimator.diagnosis import diagnose
+    from estimator.render import render_markdown
+
+    err = ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+           "initializing the engine.\n")
+    d = diagnose("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 on a Tesla T4 (vLLM 0.30.0)\n" + err,
+                 offline=True)
+    assert [s["flags"] for s in d.suggestions] == ["--tensor-parallel-size 2"]
+    weights = float(d.four_bit.split(" takes ")[1].split(" GiB")[0])
+    assert 5.727854592e9 / GiB <= weights <= 5.727854592e9 / GiB * 1.01
+    assert d.four_bit.startswith("a 4-bit AWQ or GPTQ export of Llama-3.1-8B-Instruct") and "14.99 GiB now" in d.four_bit
+    assert "**With a 4-bit checkpoint:** a 4-bit AWQ or GPTQ export" in render_markdown(d)
+    # where bitsandbytes still quantizes while loading (0.10.1), that flag keeps the run on one card: no swap
+    assert not diagnose("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 on a Tesla T4 (vLLM 0.10.1)\n"
+                        + err, offline=True).four_bit
+    for run in ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 on a Tesla V100 16GB (vLLM 0.30.0)",
+                "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 on an L40S (vLLM 0.30.0)",
+                "vllm serve hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 --max-model-len 131072 on a Tesla T4 "
+                "(vLLM 0.30.0)"):
+        assert not diagnose(run + "\n" + err, offline=True).four_bit, run
