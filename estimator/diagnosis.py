@@ -508,6 +508,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     shm_notes: list[str] = []
     full = ""
     killed = kind == "other" and bool(facts.extra.get("host_killed"))
+    mapped = kind == "other" and bool(facts.extra.get("host_mmap_bytes"))    # the host refused a checkpoint file
     if est is not None and killed:
         from estimator.advice import host_memory_fixes
 
@@ -527,7 +528,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
         shm = shared_memory_fixes(facts, est)
         suggestions = [s for s in shm if s["flags"]]
         shm_notes = [s["why"][0].upper() + s["why"][1:] + "." for s in shm if not s["flags"]]
-    elif est is not None and not not_memory:
+    elif est is not None and not not_memory and not mapped:
         from estimator.advice import suggest
 
         fixes = suggest(est, error_kind=kind)
@@ -570,9 +571,11 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
             else:
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
     four_bit = _four_bit_text(est, fixes) if est is not None and kind not in (None, "startup_log_ok") \
-        and not not_memory and not settings_check and not killed else ""
-    if kind == "other" and est is not None and est.fits and not killed and not not_memory:
+        and not not_memory and not settings_check and not killed and not mapped else ""
+    if kind == "other" and est is not None and est.fits and not killed and not not_memory and not mapped:
         missing.append("the exception the traceback ends with (its last lines)")
+    if mapped:
+        missing = [HOST_MEMORY_ASK]     # the host's memory decides it, not the card or the model's config
     if kind == "kv_capacity_v1" and facts.get("kv_needed_gib") is not None and facts.get("kv_available_gib") is None:
         missing.append("the whole error line: the paste cuts it before the KV cache memory vLLM had available")
     if settings_check or refused or not_memory:
@@ -1269,6 +1272,8 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
         parts.append("This start-up log shows no error; here is how vLLM used the memory.")
     elif kind == "other" and facts.extra.get("host_killed"):
         parts.append(_killed_text(d, facts, est))
+    elif kind == "other" and facts.extra.get("host_mmap_bytes"):
+        parts.append(_mmap_text(facts))
     elif kind == "mamba_blocks":
         parts.append("This hybrid (Mamba/linear-attention) model needs one cache block per running sequence, "
                      "and max_num_seqs is larger than the number of blocks.")
@@ -1361,6 +1366,26 @@ def _cpu_swap_bytes(facts, est: Estimate) -> int:
     if blocks:
         return int(blocks) * est.layout.bytes_per_block
     return v0_swap_bytes(facts)
+
+
+HOST_MEMORY_ASK = "`free -h` and `ulimit -v` from the machine (or container) that runs vLLM: its RAM, swap and limit"
+
+
+def _mmap_text(facts) -> str:
+    """The host refused to map a checkpoint file (paste._MMAP_REFUSED). safetensors' torch loader maps each
+    file whole, private and writable (torch.UntypedStorage.from_file, shared=False), a mapping Linux charges
+    in full: its default overcommit heuristic refuses one larger than RAM plus swap (mm/util.c
+    __vm_enough_memory, OVERCOMMIT_GUESS), vm.overcommit_memory=2 anything beyond the commit limit, and an
+    address-space limit (`ulimit -v`) anything beyond it. A human answer on vllm#2391 blamed CPU cores."""
+    size = int(facts.extra["host_mmap_bytes"])
+    name = str(facts.extra.get("host_mmap_file") or "").replace("\\", "/").rsplit("/", 1)[-1]
+    return (f"**Host memory, not GPU memory**: while loading the checkpoint the operating system refused to map "
+            f"{size:,} bytes ({size / GiB:.2f} GiB, {size / 1e9:.1f} GB) of `{name}` into vLLM's process "
+            "(\"Cannot allocate memory\", ENOMEM), before any GPU memory was sized. safetensors maps each file whole "
+            "and writable, which Linux charges in full: its default overcommit check refuses a mapping larger than the "
+            "machine's RAM plus swap, `vm.overcommit_memory=2` one beyond its commit limit, and `ulimit -v` one beyond "
+            "that limit. Give the machine more RAM or swap than the file's size (or lift the limit), or serve a copy "
+            "saved in smaller shards.")
 
 
 def _killed_text(d: Diagnosis, facts, est: Estimate | None) -> str:

@@ -498,6 +498,12 @@ def _read(raw: str) -> Facts:
     # 6. error kind, engine, version range
     engine = _engine(engines, chosen.get("vllm_version"))
     kind = _error_kind(text, kinds, memory_logs, focal, run_of, run_starts, set(pt.line_starts), engine)
+    mapped = _search(_MMAP_REFUSED, text) if "unable to mmap" in text and (kind is None or kind[0] == "other") else None
+    if mapped is not None:
+        # the host refused to map a checkpoint file: a memory failure, of host memory, whatever else the
+        # traceback says
+        kind = ("other", (mapped.start(), mapped.end()), "host_mmap")
+        extra["host_mmap_bytes"], extra["host_mmap_file"] = int(mapped.group(1)), mapped.group(2)
     for key, o in chosen.items():
         facts.values[key] = Fact(o.value, pt.span(o.start, o.end), o.source, o.guess)
     if kind is not None:
@@ -1535,6 +1541,12 @@ _CONTAINER_KILLED_RE = (r"\bOOM[- ]?[Kk]illed\b(?![\"']?[ ]*[:=][ ]*[\"']?(?:fal
                         r"|\bexceeded[ ]+its[ ]+[\w.]+[ ]+memory[ ]+limit\b")
 _KILLED_RE = r"(?m:^[ ]*Killed[ ]*$)|" + _CONTAINER_KILLED_RE
 _KILLED = regex.compile(_KILLED_RE)
+# PyTorch's MapAllocator (aten/src/ATen/MapAllocator.cpp), which safetensors' torch loader maps each
+# checkpoint file with (safe_open → UntypedStorage.from_file: mmap PROT_READ|PROT_WRITE, MAP_PRIVATE):
+# "unable to mmap 16933256392 bytes from file </root/.cache/…/model.safetensors>: Cannot allocate memory
+# (12)" — the kernel refused the mapping (ENOMEM), a host-memory failure before any GPU memory is sized
+_MMAP_REFUSED = regex.compile(r"unable[ ]to[ ]mmap[ ](\d{1,15})[ ]bytes[ ]from[ ]file[ ]<([^<>\n]{1,500})>:?[ ]*"
+                              r"Cannot[ ]allocate[ ]memory")
 _CONTAINER_KILLED = regex.compile(_CONTAINER_KILLED_RE)
 # config/model.py _verify_quantization / quantization get_quantization_config when the release has no
 # such method (bitsandbytes after 0.27, GGUF after 0.23, or a misspelt --quantization)

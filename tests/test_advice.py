@@ -399,6 +399,35 @@ def test_killed_by_the_host_is_not_a_gpu_problem():
     assert read_paste(JETSON.replace("Killed\n", "")).extra.get("host_killed") is None
 
 
+_MMAP_REFUSED = (
+    "ERROR 06-02 09:39:03 [core.py:396]     with safe_open(st_file, framework=\"pt\") as f:\n"
+    "ERROR 06-02 09:39:03 [core.py:396] RuntimeError: unable to mmap 16933256392 bytes from file </root/.cache/"
+    "huggingface/hub/models--Qwen--Qwen3-30B-A3B-GPTQ-Int4/snapshots/9b534e4318b7ebc3c961a839f13eb18b1833f441/"
+    "model.safetensors>: Cannot allocate memory (12)\n")
+
+
+def test_a_checkpoint_file_the_host_refuses_to_map_is_host_memory():
+    """vllm#759 (and #2391, #9753): loading, the kernel refused to map a safetensors file (ENOMEM). Without
+    "Traceback" or "Killed" the reader found no memory error and the reply said so; the human answer on #2391
+    blamed CPU cores. 16,933,256,392 B = 15.77 GiB (÷ 2^30) = 16.9 GB; the GPU is beside the point, so no
+    card is asked for and no GPU fix offered."""
+    from estimator.diagnosis import diagnose
+    from estimator.paste import read_paste
+
+    f = read_paste(_MMAP_REFUSED)
+    assert f.error_kind == "other" and f.extra["host_mmap_bytes"] == 16_933_256_392
+    assert f.extra["host_mmap_file"].endswith("/model.safetensors") and f.get("model") == "Qwen/Qwen3-30B-A3B-GPTQ-Int4"
+    d = diagnose(_MMAP_REFUSED, offline=True)
+    assert d.summary.startswith("**Host memory, not GPU memory**: while loading the checkpoint the operating system "
+                                "refused to map 16,933,256,392 bytes (15.77 GiB, 16.9 GB) of `model.safetensors`")
+    assert "more RAM or swap than the file's size" in d.summary
+    assert d.suggestions == [] and not d.four_bit
+    assert len(d.missing) == 1 and d.missing[0].startswith("`free -h` and `ulimit -v`")
+    # another mmap failure (a missing file) is not a memory one
+    assert read_paste(_MMAP_REFUSED.replace("Cannot allocate memory", "No such file or directory")).extra.get(
+        "host_mmap_bytes") is None
+
+
 _CONTAINER_LOG = (
     "(APIServer pid=1) INFO 07-30 07:06:32 [api_utils.py:345]  version 0.26.0\n"
     "(EngineCore pid=79) INFO 07-30 07:07:11 [gpu_model_runner.py:5347] Model loading took 0.88 GiB memory\n"
