@@ -883,10 +883,17 @@ def four_bit_checkpoint(est: Estimate, fixes: list[Suggestion]) -> Estimate | No
             or est.profile.version < (AWQ_MOE_FROM if moe else AWQ_FROM):
         return None
     spec = replace(est.spec, quantization={"quant_method": "awq", "_from_name": True})
-    four = rerun(est, spec, quantization=None)
-    if not four.fits or four.weights_bytes * FOUR_BIT_SAVING > est.weights_bytes:
-        return None
-    return four
+    # on the run's own split, else split over more of the GPUs the user has (where that is known)
+    have, tp = _known_gpus(est, None) or 0, est.settings.tensor_parallel_size
+    splits = [{}] + [{"tensor_parallel_size": n} for n in (2, 4, 8)
+                     if n > tp and est.spec.num_attention_heads % n == 0 and _gpus_for(est, n) <= have]
+    for split in splits:
+        four = rerun(est, spec, quantization=None, **split)
+        if four.fits:
+            # the whole model's weights compared (per GPU × GPUs): the export must be the smaller checkpoint
+            smaller = four.weights_bytes * four.settings.tensor_parallel_size * FOUR_BIT_SAVING <= est.weights_bytes * tp
+            return four if smaller else None
+    return None
 
 
 def _last_resorts_last(out: list[Suggestion], goal: int) -> list[Suggestion]:

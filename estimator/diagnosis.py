@@ -570,7 +570,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
                          + (f" ({MORE_GPUS.format(n=p['gpus'], have=have)})" if have and p["gpus"] > have else ""))
             else:
                 full += "; that is more than these GPUs can hold even with tensor parallelism up to 8"
-    four_bit = _four_bit_text(est, fixes) if est is not None and kind not in (None, "startup_log_ok") \
+    four_bit = _four_bit_text(est, fixes) if est is not None and kind != "startup_log_ok" \
         and not not_memory and not settings_check and not killed and not mapped else ""
     if kind == "other" and est is not None and est.fits and not killed and not not_memory and not mapped:
         missing.append("the exception the traceback ends with (its last lines)")
@@ -605,7 +605,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
         d.unchecked = [u for u in facts_fixes(facts) if not _MORE_CARDS.search(str(u.get("flags")))]
         d.specific = d.specific or bool(d.unchecked)
-    d.notes = state.notes + _claims_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
+    d.notes = state.notes + _claims_notes(facts, est) + _asked_length_notes(facts, est) + ([f"Could not use the model: {_public(problem)}"] if problem else [])
     d.notes += shm_notes
     d.summary = _summary(d, facts, est)
     return d
@@ -858,17 +858,37 @@ def _model_of_path(facts, path: str, assumptions: list[str]) -> str | None:
     return model
 
 
+def _asked_length_notes(facts, est: Estimate | None) -> list[str]:
+    """A context the prose asks for ("with 128k context") that the model's config does not allow: the
+    estimate sizes it all the same, but vLLM refuses such a --max-model-len before any memory is touched
+    (memory.length_over_config), which the fixes' commands do not undo."""
+    from estimator.memory import length_over_config
+
+    asked = facts.values.get("max_model_len")
+    if est is None or asked is None or asked.source != "prose_context":
+        return []
+    cap = length_over_config(est.spec, est.settings.replace(allow_long_max_model_len=False), est.profile)
+    if cap is None:
+        return []
+    return [f"The {est.max_model_len:,}-token context asked for is longer than the model's config allows ({cap:,}): "
+            "vLLM refuses such a --max-model-len unless the model's RoPE scaling is configured (`--hf-overrides`, as "
+            "its model card gives it) or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set. The figures are for the length asked."]
+
+
 def _four_bit_text(est: Estimate, fixes: list) -> str:
     """What a 4-bit export of the model would hold with the run's other settings (advice.four_bit_checkpoint)."""
-    from estimator.advice import four_bit_checkpoint
+    from estimator.advice import _gpus_for, four_bit_checkpoint
     from estimator.api import model_stem
 
     four = four_bit_checkpoint(est, fixes)
     if four is None:
         return ""
-    return (f"a 4-bit AWQ or GPTQ export of {model_stem(est.spec.model_id)} (modelled as AWQ: 4 bits in groups of 128) takes "
-            f"{four.weights_bytes / GiB:.2f} GiB of weights per GPU against {est.weights_bytes / GiB:.2f} GiB now; "
-            f"with the run's other settings the KV cache then holds {four.kv_cache_tokens:,} tokens, "
+    tp = four.settings.tensor_parallel_size
+    split = (f", split with `--tensor-parallel-size {tp}` over {_gpus_for(four, tp)} GPUs,"
+             if tp != est.settings.tensor_parallel_size else "")
+    return (f"a 4-bit AWQ or GPTQ export of {model_stem(est.spec.model_id)} (modelled as AWQ: 4 bits in groups of 128)"
+            f"{split} takes {four.weights_bytes / GiB:.2f} GiB of weights per GPU against {est.weights_bytes / GiB:.2f} "
+            f"GiB per GPU now; with the run's other settings the KV cache then holds {four.kv_cache_tokens:,} tokens, "
             f"{four.max_concurrency:.2f}× concurrency at {four.max_model_len:,} tokens. Not a flag: serve such a "
             "checkpoint instead (4-bit weights cost some accuracy)")
 

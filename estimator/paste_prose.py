@@ -714,7 +714,12 @@ _VALUE_RULES: tuple[tuple[str, regex.Pattern, str], ...] = (
     ("max_model_len", regex.compile(r"(?i)(?:\bat[ ]+|\bwith[ ]+)" + _N + r"[ ]+(?:tokens?[ ]+(?:of[ ]+)?)?context\b"
                                     r"|\bContext(?:[ ]+(?:length|window))?[ ]*[:=]?[ ]*" + _N.replace("<n>", "<n2>") + r"[ ]+tok"
                                     r"|(?<![\d,.])" + _N.replace("<n>", "<n3>") + r"-token[ ]+context\b"
-                                    r"|\bmax[_-]model[_-]len[ ]+(?:at|of|to|is)[ ]+~?" + _N.replace("<n>", "<n4>") + r"\b"),
+                                    r"|\bmax[_-]model[_-]len[ ]+(?:at|of|to|is)[ ]+~?" + _N.replace("<n>", "<n4>") + r"\b"
+                                    # "with 128k context", "a 32K context window", "context length of 64k": a
+                                    # context in thousands, as model cards count them (128K = 131,072)
+                                    r"|(?:\b(?:at|with|a|an|need|want|of|for)[ ]+)(?P<k>\d{1,4})[ ]?[kK][ ]+(?:tokens?[ ]+(?:of[ ]+)?)?"
+                                    r"context\b(?![ ]*(?:model|version|variant))"
+                                    r"|\bcontext[ ]+(?:length|window)[ ]+(?:of[ ]+)?(?P<k2>\d{1,4})[ ]?[kK]\b"),
      "prose_context"),
 )
 
@@ -752,6 +757,10 @@ _QUANT_PROSE = regex.compile(r"(?i)\b(?<!scaling[ ]factors[ ]are[ ]available[ ]i
 _MOE_CONFIG_DTYPE = regex.compile(r"device_name=[\w-]{1,80},dtype=(?P<q>int4_w4a16|int8_w8a16|fp8_w8a8|int8_w8a8)"
                                   r"(?:,block_shape=\[\d+,[ ]?\d+\])?\.json")
 _MOE_DTYPE_FORMAT = {"int4_w4a16": "int4", "int8_w8a16": "int8", "fp8_w8a8": "fp8", "int8_w8a8": "int8"}
+
+
+# a command or config that sets the length: "--max-model-len $max_model_len", "max_model_len=4096"
+_SETS_LENGTH = regex.compile(r"--max[-_]model[-_]len\b|\bmax_model_len[ ]*[=:]")
 
 
 def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]:
@@ -798,13 +807,15 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
     claimed: dict[tuple[int, int], str] = {}
     for key, pat, src in _VALUE_RULES:
         for m in _iter(pat, text, limit=100):
-            grp = next((g for g in ("n", "n2", "n3", "n4", "f") if g in m.groupdict() and m.group(g)), None)
+            grp = next((g for g in ("n", "n2", "n3", "n4", "f", "k", "k2") if g in m.groupdict() and m.group(g)), None)
             if grp is None or _inside(m.start(), skip) or suggestion(text, m.start()):
                 continue
             if claimed.setdefault(m.span(grp), key) != key:
                 continue
+            if grp in ("k", "k2") and _SETS_LENGTH.search(text) is not None:
+                continue    # a context in thousands retells a run whose command sets it (vllm#33155's "85K")
             raw = m.group(grp).replace(",", "")
-            value: object = float(raw) if grp == "f" else int(raw)
+            value: object = float(raw) if grp == "f" else int(raw) * 1024 if grp in ("k", "k2") else int(raw)
             if key in ("tensor_parallel_size", "pipeline_parallel_size") and not 1 <= int(value) <= 64:
                 continue
             out.append(Hit(key, value, m.start(grp), m.end(grp), src, 20))

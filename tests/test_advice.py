@@ -1615,7 +1615,8 @@ def test_a_four_bit_checkpoint_is_offered_where_no_flag_frees_the_weights_room()
     assert [s["flags"] for s in d.suggestions] == ["--tensor-parallel-size 2"]
     weights = float(d.four_bit.split(" takes ")[1].split(" GiB")[0])
     assert 5.727854592e9 / GiB <= weights <= 5.727854592e9 / GiB * 1.01
-    assert d.four_bit.startswith("a 4-bit AWQ or GPTQ export of Llama-3.1-8B-Instruct") and "14.99 GiB now" in d.four_bit
+    assert d.four_bit.startswith("a 4-bit AWQ or GPTQ export of Llama-3.1-8B-Instruct")
+    assert "against 14.99 GiB per GPU now" in d.four_bit and "tensor-parallel" not in d.four_bit
     assert "**With a 4-bit checkpoint:** a 4-bit AWQ or GPTQ export" in render_markdown(d)
     # where bitsandbytes still quantizes while loading (0.10.1), that flag keeps the run on one card: no swap
     assert not diagnose("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 on a Tesla T4 (vLLM 0.10.1)\n"
@@ -1625,3 +1626,21 @@ def test_a_four_bit_checkpoint_is_offered_where_no_flag_frees_the_weights_room()
                 "vllm serve hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 --max-model-len 131072 on a Tesla T4 "
                 "(vLLM 0.30.0)"):
         assert not diagnose(run + "\n" + err, offline=True).four_bit, run
+
+
+def test_a_four_bit_checkpoint_may_be_split_over_the_gpus_the_user_has():
+    """"Can I run Qwen/Qwen3-32B on 2x RTX 4090?": 61 GiB of bf16 weights; the re-checked fixes either cut the
+    context to 8,192 or need 8 GPUs. A 4-bit export split over the 2 cards holds the whole 40,960 tokens. Its
+    weights per rank by hand: the 64 layers' linears, 64 × (2 × 8192 × 5120 + 2 × 1024 × 5120 + 3 × 25600 ×
+    5120) = 31,205,621,760 parameters, half per rank, × (0.5 + 2.5 / 128) B = 8,106,147,840 B; the 16-bit
+    embedding and lm_head, each split by vocabulary: 151,936 × 5120 × 2 B = 1,555,824,640 B; the norms,
+    (64 × (2 × 5120 + 2 × 128) + 5120) × 2 B = 1,353,728 B: 9,663,326,208 B = 9.00 GiB."""
+    from estimator.diagnosis import diagnose
+
+    d = diagnose("Can I run Qwen/Qwen3-32B on 2x RTX 4090 with vllm?\n", offline=True, explain=True)
+    assert d.estimate["settings"]["tensor_parallel_size"] == 1 and not d.estimate["fits"]
+    assert "split with `--tensor-parallel-size 2` over 2 GPUs" in d.four_bit and "at 40,960 tokens" in d.four_bit
+    weights = float(d.four_bit.split(" takes ")[1].split(" GiB")[0])
+    assert 9_663_326_208 / GiB <= weights <= 9_663_326_208 / GiB * 1.01
+    # one RTX 4090 has no second card to split over, and 4-bit weights alone (18 GiB) leave no room for 40,960 tokens
+    assert not diagnose("Can I run Qwen/Qwen3-32B on one RTX 4090 with vllm?\n", offline=True, explain=True).four_bit

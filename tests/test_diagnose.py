@@ -1902,3 +1902,18 @@ def test_a_scheduler_or_mamba_cache_check_is_a_settings_error_with_its_fix(text,
     assert d.summary.startswith("**A settings error, not a memory one**") and words in d.summary
     assert d.unchecked[0]["flags"] == first and f"Fix: `{first}`" in d.summary
     assert not d.missing and not d.suggestions
+
+
+def test_a_context_asked_for_beyond_the_config_is_said_to_be_refused():
+    """"with 128k context" asks for 131,072 tokens of Qwen3-32B, whose config allows 40,960
+    (max_position_embeddings): vLLM refuses that --max-model-len before sizing memory unless RoPE scaling is
+    set. A run's own length (its command, its log) needs no such note: vLLM accepted it."""
+    d = diagnose("Can I run Qwen/Qwen3-32B with 128k context on 2x RTX 4090 with vllm?\n", offline=True, explain=True)
+    assert d.estimate["settings"]["max_model_len"] == 131_072
+    assert any(n.startswith("The 131,072-token context asked for is longer than the model's config allows (40,960)")
+               for n in d.notes)
+    run = diagnose("vllm serve Qwen/Qwen3-32B --max-model-len 131072 --tensor-parallel-size 2\nGPU: 2x RTX 4090\n"
+                   + V0_32K_ERROR, offline=True)
+    assert not any("context asked for" in n for n in run.notes)
+    fits = diagnose("Can I run Qwen/Qwen3-32B with 32k context on 2x RTX 4090 with vllm?\n", offline=True, explain=True)
+    assert fits.estimate["settings"]["max_model_len"] == 32_768 and not any("context asked for" in n for n in fits.notes)

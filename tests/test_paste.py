@@ -2084,3 +2084,18 @@ def test_an_oom_the_text_denies_is_no_failure():
     assert read_paste(denied + log).error_kind == "startup_log_ok"
     said = "With 200k it started, but then it hit OOM under load.\n"
     assert read_paste(said + log).error_kind == "cuda_oom_runtime"
+
+
+@pytest.mark.parametrize("text,length", [
+    ("Can I run Qwen/Qwen3-32B with 128k context on 2x RTX 4090?", 131_072),      # 128 × 1024, as cards count it
+    ("I want a 32K context window for Qwen/Qwen3-32B", 32_768),
+    ("what fits with a context length of 64k on an L40S?", 65_536),
+    ("I run it at 200000 context", 200_000),                                       # the existing whole-number form
+    ("the 128k context model is too big", None),                                   # the model's, not a wish
+    ("a 128k context model on one GPU", None),
+    # a command that sets the length wins; the thousands retell another run (vllm#33155's "85K" beside
+    # max_model_len=$((5 * 1024)))
+    ("I ran it with 85K context length.\nvllm serve X --max-model-len $max_model_len", None),
+])
+def test_a_context_in_thousands_is_the_length_asked_for(text, length):
+    assert read_paste(text).get("max_model_len") == length
