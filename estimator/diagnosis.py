@@ -877,14 +877,14 @@ def _asked_length_notes(facts, est: Estimate | None) -> list[str]:
 
 def _four_bit_text(est: Estimate, fixes: list) -> str:
     """What a 4-bit export of the model would hold with the run's other settings (advice.four_bit_checkpoint)."""
-    from estimator.advice import _gpus_for, four_bit_checkpoint
+    from estimator.advice import four_bit_checkpoint
     from estimator.api import model_stem
 
     four = four_bit_checkpoint(est, fixes)
     if four is None:
         return ""
     tp = four.settings.tensor_parallel_size
-    split = (f", split with `--tensor-parallel-size {tp}` over {_gpus_for(four, tp)} GPUs,"
+    split = (f", split with `--tensor-parallel-size {tp}` over {four.gpu_count} GPUs,"
              if tp != est.settings.tensor_parallel_size else "")
     return (f"a 4-bit AWQ or GPTQ export of {model_stem(est.spec.model_id)} (modelled as AWQ: 4 bits in groups of 128)"
             f"{split} takes {four.weights_bytes / GiB:.2f} GiB of weights per GPU against {est.weights_bytes / GiB:.2f} "
