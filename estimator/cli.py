@@ -132,9 +132,10 @@ def cmd_estimate(argv: list[str]) -> int:
     est = run_estimate(loaded.spec, opts.get("--gpu"), settings, gpu_count=gpu_count)
     if settings.unknown_flags:
         est.assumptions.append("ignored flags (no memory effect modelled): " + " ".join(settings.unknown_flags))
-    from estimator.advice import suggest
+    from estimator.advice import four_bit_checkpoint, suggest
 
-    est.suggestions = [s.to_json() for s in suggest(est, gpu_count=gpu_count)]
+    fixes = suggest(est, gpu_count=gpu_count)
+    est.suggestions = [s.to_json() for s in fixes]
     given = rest_all[rest_all.index("--") + 1:] if "--" in rest_all else []
     if given and (given[0] in ("vllm", "python", "python3") or "=" in given[0]):
         from estimator.advice import command_with
@@ -146,7 +147,7 @@ def cmd_estimate(argv: list[str]) -> int:
     else:
         from estimator.render import estimate_text
 
-        print(estimate_text(est))
+        print(estimate_text(est, four_bit_checkpoint(est, fixes)))
     return 0
 
 

@@ -247,8 +247,9 @@ def _graph_row_label(est: Estimate) -> str:
     return "CUDA graphs (captured after KV)" if graphs_captured_after_kv(est) else "CUDA graphs"
 
 
-def estimate_text(est: Estimate) -> str:
-    """The readable table `kvdoctor estimate` prints by default."""
+def estimate_text(est: Estimate, four_bit: Estimate | None = None) -> str:
+    """The readable table `kvdoctor estimate` prints by default; `four_bit`, the run with a 4-bit export of
+    the model where no fix serves it on the GPUs it has (advice.four_bit_checkpoint)."""
     s, m = est.settings, est
     stages = est.inputs.get("stage_gpus")
     where = f"{est.gpu_count}× {est.gpu_name}"
@@ -291,6 +292,13 @@ def estimate_text(est: Estimate) -> str:
         # the list gives no reasons, only the conditions a fix puts on the user (more GPUs than given)
         lines += ["", "Fixes:"] + [f"  {x['flags']:<48} → {_effect(x)}" + (f" ({c})" if (c := condition_of(x)) else "")
                                    for x in est.suggestions]
+    if four_bit is not None:
+        tp = four_bit.settings.tensor_parallel_size
+        what = "a 4-bit AWQ/GPTQ checkpoint" + (f", --tensor-parallel-size {tp}" if tp != s.tensor_parallel_size else "")
+        effect = _effect({"fits": True, "kv_cache_tokens": four_bit.kv_cache_tokens, "max_model_len": four_bit.max_model_len,
+                          "max_concurrency": four_bit.max_concurrency})
+        lines += ["", "With a 4-bit checkpoint (not a flag: another checkpoint of the model):",
+                  f"  {what:<48} → {effect} (weights {four_bit.weights_bytes / GiB:.2f} GiB per GPU)"]
     if est.assumptions:
         lines += ["", "Assumptions:"] + [f"  - {a}" for a in est.assumptions]
     return "\n".join(lines)

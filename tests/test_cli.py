@@ -129,6 +129,21 @@ def test_estimate_default_output_is_a_table(offline_env):
     assert "47.54" in out  # total GiB
 
 
+def test_estimate_table_adds_a_four_bit_checkpoint_where_no_flag_fits(offline_env):
+    """Qwen3-32B in bf16 on 2× RTX 4090: the flags' fixes need 8 GPUs (or a shorter context); a 4-bit export
+    split over the two holds all 40,960 tokens (its 9.00 GiB per rank worked out by hand in
+    test_advice.test_a_four_bit_checkpoint_may_be_split_over_the_gpus_the_user_has). The seed run, whose 1M
+    tokens no 4-bit export on one A6000 holds, gets no such line."""
+    proc = kvdoctor(offline_env, "estimate", "Qwen/Qwen3-32B", "--gpu", "2x RTX 4090")
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    line = next(x for x in out.splitlines() if x.strip().startswith("a 4-bit AWQ/GPTQ checkpoint"))
+    assert "--tensor-parallel-size 2" in line and "fits" in line and "at 40,960 tokens" in line
+    assert "With a 4-bit checkpoint (not a flag" in out
+    seed = kvdoctor(offline_env, "estimate", SEED_MODEL, "--gpu", "RTX A6000")
+    assert "4-bit checkpoint" not in seed.stdout.decode()
+
+
 def _write_tiny(dirpath: Path, config: dict) -> None:
     dirpath.mkdir(parents=True, exist_ok=True)
     (dirpath / "config.json").write_text(json.dumps(config))
