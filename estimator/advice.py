@@ -875,8 +875,9 @@ def four_bit_checkpoint(est: Estimate, fixes: list[Suggestion]) -> Estimate | No
     not NVIDIA's or lacks the kernel, or the model's KV layout is not modelled."""
     from dataclasses import replace
 
+    have, tp = _known_gpus(est, None) or 0, est.settings.tensor_parallel_size
     if est.fits or est.spec.kv_unmodelled or est.reconciliation.failed \
-            or any(x.keeps_goal and x.fits and _gpus_of(x.estimate) <= _gpus_of(est) for x in fixes):
+            or any(x.keeps_goal and x.fits and _gpus_of(x.estimate) <= max(have, _gpus_of(est)) for x in fixes):
         return None
     cc, moe = cc_number(est.compute_capability), est.spec.moe is not None
     if est.gpu is None or est.gpu.vendor != "NVIDIA" or cc is None or cc < (AWQ_MOE_MIN_CC if moe else AWQ_MIN_CC) \
@@ -884,7 +885,6 @@ def four_bit_checkpoint(est: Estimate, fixes: list[Suggestion]) -> Estimate | No
         return None
     spec = replace(est.spec, quantization={"quant_method": "awq", "_from_name": True})
     # on the run's own split, else split over more of the GPUs the user has (where that is known)
-    have, tp = _known_gpus(est, None) or 0, est.settings.tensor_parallel_size
     splits = [{}] + [{"tensor_parallel_size": n} for n in (2, 4, 8)
                      if n > tp and est.spec.num_attention_heads % n == 0 and _gpus_for(est, n) <= have]
     for split in splits:

@@ -499,10 +499,16 @@ def test_estimate_counts_the_gpus_written_with_the_card(offline_env):
     out = proc.stdout.decode()
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert "on 2× NVIDIA L40S" in out
-    fixes = out.split("Fixes:", 1)[1].split("Assumptions:", 1)[0].strip().splitlines()
+    fixes = out.split("Fixes:", 1)[1].split("\n\n", 1)[0].strip().splitlines()      # the block, to its blank line
     assert fixes[0].strip().startswith("--tensor-parallel-size 2 --quantization fp8")
     assert fixes[-1].strip().startswith("--tensor-parallel-size 4 ")
     assert fixes[-1].rstrip().endswith("(needs 4 GPUs, more than the 2 of this setup)")
+    # FP8 over the two cards holds only 20,480 tokens: a 4-bit export over them holds all 32,768
+    assert "a 4-bit AWQ/GPTQ checkpoint, --tensor-parallel-size 2 → fits" in out and "at 32,768 tokens" in out
+    # at 8,192 tokens FP8 over the two cards serves the context: no checkpoint to swap
+    short = kvdoctor(offline_env, "estimate", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "2x L40S",
+                     "--max-model-len", "8192", "--offline").stdout.decode()
+    assert "--tensor-parallel-size 2 --quantization fp8_per_tensor → fits" in short and "4-bit" not in short
     data = ok_json(kvdoctor(offline_env, "estimate", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "2x L40S",
                             "--max-model-len", "32768", "--offline", "--json"))
     assert data["gpu"]["count"] == 2
