@@ -1173,14 +1173,38 @@ def _ignored(fmt: _Fmt, name: str) -> bool:
     return any(_ignored_name(fmt, n) for n in _checkpoint_names(name))
 
 
+# A checkpoint's "re:" ignore patterns come from an untrusted config and run over every layer name, so each
+# match has a wall-clock limit. A busy machine (bot threads sharing two cores) can run out a short limit on a
+# harmless pattern and count an ignored layer as quantized, so a timeout is tried once more with the longer
+# limit; a pattern that runs that out too is slow in itself and is skipped from then on (at most
+# _SLOW_KEPT remembered): one hostile pattern costs the longer limit once, not on every name.
+_RE_LIMIT_S, _RE_RETRY_S, _SLOW_KEPT = 0.05, 0.5, 256
+_SLOW_PATTERNS: set[str] = set()
+
+
+def _re_ignores(pattern: str, n: str) -> bool:
+    """Does the checkpoint's `re:` ignore pattern match layer name `n`? Anchored at the name's start, as
+    vLLM matches it (compressed_tensors/utils.py _is_equal_or_regex_match: `re.match`). A malformed or
+    slow pattern matches nothing."""
+    if pattern in _SLOW_PATTERNS:
+        return False
+    for limit in (_RE_LIMIT_S, _RE_RETRY_S):
+        try:
+            return regex.match(pattern, n, timeout=limit) is not None
+        except regex.error:
+            return False
+        except TimeoutError:
+            continue
+    if len(_SLOW_PATTERNS) < _SLOW_KEPT:
+        _SLOW_PATTERNS.add(pattern)
+    return False
+
+
 def _ignored_name(fmt: _Fmt, n: str) -> bool:
     for p in fmt.ignore:
         if p.startswith("re:"):
-            try:
-                if regex.search(p[3:], n, timeout=0.05):
-                    return True
-            except (regex.error, TimeoutError):
-                continue
+            if _re_ignores(p[3:], n):
+                return True
             continue
         q = _norm_name(p)
         if "*" in q or "?" in q:

@@ -1226,3 +1226,18 @@ def test_gemma4_nvfp4_exclusions_leave_the_experts_in_fp4():
     assert abs(checkpoint_bytes(s) / GIB - 17.50) / 17.50 < 0.02, checkpoint_bytes(s) / GIB
     # the bf16 release of the same architecture keeps its experts in bf16
     assert weight_bytes(load_model("google/gemma-4-26B-A4B", offline=True).spec).bytes_total > 2.5 * loaded
+
+
+def test_a_checkpoints_regex_ignore_patterns_match_as_vllm_matches_them():
+    """compressed-tensors' `re:` ignore entries are matched from the start of the layer name (vLLM's
+    _is_equal_or_regex_match: re.match), so "re:.*mlp\\.gate_proj" ignores layer 0's gate while
+    "re:mlp\\.gate_proj" does not. An entry that runs out both wall-clock limits ((a|aa)+$ on a long run of
+    a's backtracks exponentially) matches nothing and is not run again; a malformed one matches nothing."""
+    from estimator.params import _SLOW_PATTERNS, _re_ignores
+
+    name = "model.layers.0.mlp.gate_proj"
+    assert _re_ignores(r".*mlp\.gate_proj", name) and not _re_ignores(r"mlp\.gate_proj", name)
+    assert not _re_ignores("(", name)
+    slow = "(a|aa)+$"
+    assert not _re_ignores(slow, "a" * 40 + "!") and slow in _SLOW_PATTERNS
+    assert not _re_ignores(slow, "a")       # remembered as slow: no longer run, even where it would match
