@@ -805,6 +805,7 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
     # One number is one fact: "Weights 31.18 GiB" is not also a KV pool because the next row of a
     # summary starts with "KV cache". The first rule that claims a number keeps it.
     claimed: dict[tuple[int, int], str] = {}
+    sets_length: bool | None = None     # does a command or config set the length (searched once, when asked)
     for key, pat, src in _VALUE_RULES:
         for m in _iter(pat, text, limit=100):
             grp = next((g for g in ("n", "n2", "n3", "n4", "f", "k", "k2") if g in m.groupdict() and m.group(g)), None)
@@ -812,8 +813,11 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
                 continue
             if claimed.setdefault(m.span(grp), key) != key:
                 continue
-            if grp in ("k", "k2") and _SETS_LENGTH.search(text) is not None:
-                continue    # a context in thousands retells a run whose command sets it (vllm#33155's "85K")
+            if grp in ("k", "k2"):
+                if sets_length is None:
+                    sets_length = _SETS_LENGTH.search(text) is not None
+                if sets_length:
+                    continue    # a context in thousands retells a run whose command sets it (vllm#33155's "85K")
             raw = m.group(grp).replace(",", "")
             value: object = float(raw) if grp == "f" else int(raw) * 1024 if grp in ("k", "k2") else int(raw)
             if key in ("tensor_parallel_size", "pipeline_parallel_size") and not 1 <= int(value) <= 64:
