@@ -1360,6 +1360,10 @@ def _settings_error_text(kind: str, facts) -> str:
     if check == "tb_lt_len":
         return (f"without chunked prefill vLLM's scheduler takes a whole prompt in one batch, so max_num_batched_tokens "
                 f"({tb:,}) cannot be smaller than max_model_len ({f('max_model_len'):,}).")
+    if check == "lora_rank":
+        rank, most = int(x["lora_rank"]), int(x["max_lora_rank"])
+        return (f"the adapter's LoRA rank ({rank:,}) is above --max-lora-rank ({most:,}; vLLM's default is 16), the rank "
+                "vLLM sizes its LoRA buffers for when it starts, so it refuses to load the adapter.")
     if check == "tb_lt_seqs":
         return (f"every running sequence takes at least one token of a batch, so max_num_batched_tokens ({tb:,}) cannot "
                 f"be smaller than max_num_seqs ({f('max_num_seqs'):,}).")

@@ -68,7 +68,7 @@ ERROR_KINDS: tuple[str, ...] = (
 CONFIG_ERRORS: tuple[str, ...] = ("tp_divisibility", "bf16_compute_capability", "max_model_len_derived")
 # vLLM's settings checks with no error_kind of their own in design.md §4, read as "other" (paste_templates):
 # the scheduler's batch checks and the Mamba cache's align-mode check
-SETTINGS_CHECKS: tuple[str, ...] = ("tb_lt_len", "tb_lt_seqs", "mamba_align")
+SETTINGS_CHECKS: tuple[str, ...] = ("tb_lt_len", "tb_lt_seqs", "mamba_align", "lora_rank")
 
 
 def settings_error(facts) -> bool:

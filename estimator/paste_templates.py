@@ -335,6 +335,11 @@ TEMPLATES: tuple[Template, ...] = (
     _t("mamba_align",
        r"In[ \n]+Mamba[ \n]+cache[ \n]+align[ \n]+mode,[ \n]+block_size[ \n]+\((?P<x_align_block_size>" + INT + r")\)[ \n]+must"
        r"[ \n]+be[ \n]+<=[ \n]+max_num_batched_tokens[ \n]+\((?P<max_num_batched_tokens>" + INT + r")\)", P_ERROR, "other"),
+    # an adapter of a higher rank than --max-lora-rank (vllm/lora/models.py, when the adapter loads): "LoRA
+    # rank 64 is greater than max_lora_rank 16."
+    _t("lora_rank",
+       r"LoRA[ \n]+rank[ \n]+(?P<x_lora_rank>" + INT + r")[ \n]+is[ \n]+greater[ \n]+than[ \n]+max_lora_rank[ \n]+"
+       r"(?P<x_max_lora_rank>" + INT + r")", P_ERROR, "other"),
     # version lines
     # "vLLM API server version X" (up to 0.10); from 0.11 vllm/entrypoints/utils.py log_version_and_model
     # prints its logo with "█ ▀▄▀ █  version X" beside it, or "vLLM server version X, serving model Y"
@@ -401,5 +406,6 @@ ANCHORS: dict[str, str] = {
     "bf16_cc": "bfloat16", "bf16_fallback": "bfloat16", "max_model_len_derived": "user-specified", "mamba_blocks": "mamba",
     "shared_mem_max_len": "shared memory", "unsloth_max_memory": "max memory", "v1_num_gpu_blocks": "cache_config_info",
     "tb_lt_len": "max_num_batched_tokens", "tb_lt_seqs": "max_num_batched_tokens", "api_server_version": "version",
+    "lora_rank": "max_lora_rank",
     "init_engine_seconds": "warmup model", "init_engine_s": "warmup model",
 }

@@ -1644,3 +1644,22 @@ def test_a_four_bit_checkpoint_may_be_split_over_the_gpus_the_user_has():
     assert 9_663_326_208 / GiB <= weights <= 9_663_326_208 / GiB * 1.01
     # one RTX 4090 has no second card to split over, and 4-bit weights alone (18 GiB) leave no room for 40,960 tokens
     assert not diagnose("Can I run Qwen/Qwen3-32B on one RTX 4090 with vllm?\n", offline=True, explain=True).four_bit
+
+
+@pytest.mark.parametrize("rank,fix", [(64, "--max-lora-rank 64"), (48, "--max-lora-rank 64"), (320, "--max-lora-rank 320"),
+                                      (1024, None)])
+def test_an_adapter_above_max_lora_rank_is_a_settings_error(rank, fix):
+    """vLLM refuses an adapter whose rank is above --max-lora-rank (default 16) when it loads it
+    (vllm/lora/models.py: "LoRA rank 64 is greater than max_lora_rank 16."): a settings error, fixed by a
+    rank it takes at or above the adapter's (8 … 512); above 512 there is none."""
+    from estimator.diagnosis import diagnose
+    from estimator.paste import read_paste, settings_error
+
+    text = (f"vllm serve meta-llama/Llama-3.1-8B-Instruct --enable-lora --lora-modules sql=/adapters/sql\nGPU: L4\n"
+            f"ValueError: LoRA rank {rank} is greater than max_lora_rank 16.\n")
+    f = read_paste(text)
+    assert f.error_kind == "other" and settings_error(f) and f.extra["lora_rank"] == rank
+    d = diagnose(text, offline=True)
+    assert d.summary.startswith(f"**A settings error, not a memory one**: the adapter's LoRA rank ({rank:,}) is above "
+                                "--max-lora-rank (16;")
+    assert [s["flags"] for s in d.suggestions + d.unchecked if s.get("flags")] == ([fix] if fix else [])
