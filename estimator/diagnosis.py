@@ -1210,7 +1210,8 @@ def _summary(d: Diagnosis, facts, est: Estimate | None) -> str:
     if kind is None and facts.extra.get("unsupported_architectures"):
         return _unsupported_architecture_text(facts.extra["unsupported_architectures"], f("vllm_version"))
     if kind is None:
-        return "I found no vLLM memory error in this text."
+        out = "I found no vLLM memory error in this text."
+        return f"{out} {_verdict(d, est)}" if est is not None and not d.disagrees else out
     parts: list[str] = []
     if kind in ("kv_capacity_v0", "kv_capacity_v1"):
         # V1's length is vLLM's own only when the message printed it ("Based on the available memory, the
@@ -1448,6 +1449,34 @@ def _pool_text(d: Diagnosis) -> str:
     non_kv = st.figures.get("non_kv")
     if budget is not None and non_kv is not None:
         out += f" of a {budget.value / GiB:.2f} GiB budget, with {non_kv.value / GiB:.2f} GiB going to everything else"
+    return out
+
+
+def _verdict(d: Diagnosis, est: Estimate) -> str:
+    """For a text with no error in it (a question, a command not yet run): what vLLM would make of the
+    settings it gives, by the estimate, and the first fix where they do not fit."""
+    where = f"vLLM {est.profile.release}'s arithmetic"
+    if est.fits and est.kv_cache_tokens < est.max_model_len:
+        # a hybrid model's pool as 0.9.1–0.20.0 print it (blocks ÷ groups): the concurrency says it (see the note)
+        return (f"By {where} these settings fit: {est.max_concurrency:.2f}× concurrency at {est.max_model_len:,}-token "
+                f"requests (vLLM prints the KV cache as {est.kv_cache_tokens:,} tokens; see below).")
+    if est.fits:
+        return (f"By {where} these settings fit: **{est.kv_cache_tokens:,} tokens** of KV cache, "
+                f"{est.max_concurrency:.2f}× concurrency at {est.max_model_len:,}-token requests.")
+    if est.error_kind == "max_model_len_derived":
+        why = "the length is longer than the model's config allows"
+    elif est.weights_bytes >= est.budget_bytes:
+        why = (f"the weights alone ({est.weights_bytes / GiB:.2f} GiB per GPU) exceed its "
+               f"{est.budget_bytes / GiB:.2f} GiB budget")
+    else:
+        why = (f"one {est.max_model_len:,}-token request needs {est.kv_needed_bytes / GiB:.2f} GiB of KV cache and "
+               f"{max(0, est.kv_cache_bytes) / GiB:.2f} GiB is left for it")
+    out = f"By {where} these settings **do not fit**: {why}."
+    if d.suggestions:
+        s = d.suggestions[0]
+        out += f" Change to make: `{s['flags']}` ({_short_effect(s)})."
+    if d.four_bit:
+        out += " A 4-bit checkpoint of the model would serve the whole context (below)."
     return out
 
 

@@ -1917,3 +1917,21 @@ def test_a_context_asked_for_beyond_the_config_is_said_to_be_refused():
     assert not any("context asked for" in n for n in run.notes)
     fits = diagnose("Can I run Qwen/Qwen3-32B with 32k context on 2x RTX 4090 with vllm?\n", offline=True, explain=True)
     assert fits.estimate["settings"]["max_model_len"] == 32_768 and not any("context asked for" in n for n in fits.notes)
+
+
+def test_a_text_without_an_error_gets_the_estimates_verdict():
+    """A question or a command not yet run has no vLLM error to explain; its headline says what vLLM would
+    make of the settings: they fit (the KV cache's tokens, and its concurrency = tokens ÷ max_model_len), or
+    why not (the weights alone over the budget) and the first fix."""
+    ok = diagnose("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 on an RTX 4090\n", offline=True, explain=True)
+    tokens = ok.estimate["kv_cache_tokens"]
+    assert ok.estimate["fits"] and tokens >= 32_768
+    assert ok.summary == (f"I found no vLLM memory error in this text. By vLLM {ok.estimate['settings']['vllm_version']}'s "
+                          f"arithmetic these settings fit: **{tokens:,} tokens** of KV cache, "
+                          f"{tokens / 32_768:.2f}× concurrency at 32,768-token requests.")
+    big = diagnose("Can I run Qwen/Qwen3-32B on 2x RTX 4090 with vllm?\n", offline=True, explain=True)
+    mem = big.estimate["memory"]
+    assert mem["weights_bytes"] > mem["budget_bytes"]
+    assert (f"these settings **do not fit**: the weights alone ({mem['weights_bytes'] / GiB:.2f} GiB per GPU) exceed its "
+            f"{mem['budget_bytes'] / GiB:.2f} GiB budget. Change to make: `{big.suggestions[0]['flags']}`") in big.summary
+    assert big.summary.endswith("A 4-bit checkpoint of the model would serve the whole context (below).")
