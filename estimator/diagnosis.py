@@ -128,7 +128,7 @@ def explain_json(diag: Diagnosis) -> dict:
 
 
 def settings_from_facts(facts, version: str | None, engine: str | None):
-    from estimator.vllm import EngineSettings, branched_release, plausible_setting
+    from estimator.vllm import EngineSettings, branched_release, build_name, plausible_setting
 
     def f(key: str):
         # a figure vLLM could not have run with (0 blocks, 10^20 stages) is a misreading: not stated
@@ -140,7 +140,7 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     s = EngineSettings(vllm_version=version, engine=engine, allow_long_max_model_len=True)
     stated = facts.get("vllm_version")
     if stated and version and branched_release(stated) == version:
-        s.vllm_build = str(stated).strip().split("+")[0]     # the main build the paste ran, modelled as `version`
+        s.vllm_build = build_name(stated)     # the main build the paste ran, modelled as `version`
     for key in ("gpu_memory_utilization", "max_model_len", "dtype", "kv_cache_dtype", "quantization",
                 "max_num_seqs", "max_num_batched_tokens", "block_size"):
         v = f(key)

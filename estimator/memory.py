@@ -85,6 +85,7 @@ from estimator.vllm import (
     Profile,
     branched_build_note,
     branched_release,
+    build_name,
     default_max_num_batched_tokens,
     default_max_num_seqs,
     default_model_runner_v2,
@@ -823,7 +824,7 @@ def _settle_release(spec: ModelSpec, s: EngineSettings, assumptions: list[str]) 
         s.vllm_version = NEWEST
     base = branched_release(s.vllm_version)
     if base:        # `kvdoctor estimate --vllm-version 0.20.1rc1.dev23`: as `explain` models that build
-        s.vllm_build, s.vllm_version = str(s.vllm_version).strip().split("+")[0], base
+        s.vllm_build, s.vllm_version = build_name(s.vllm_version), base
         assumptions.append(branched_build_note(s.vllm_build, base))
     dropped_by = release_serving(spec.architecture, parse_version(NEWEST)) if s.vllm_version is None else None
     if dropped_by:

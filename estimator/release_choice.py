@@ -22,6 +22,7 @@ from estimator.vllm import (
     V0_REMOVED_FROM,
     branched_build_note,
     branched_release,
+    build_name,
     is_main_build,
     iso_day,
     last_release_before,
@@ -56,7 +57,7 @@ def modelled_version(stated: str | None, hint, engine: str | None,
                         f"modelled as the newest release, {NEWEST} (a date — the post's, or --posted — places it)")
     base = branched_release(stated)
     if base:
-        return base, branched_build_note(str(stated).split('+')[0], base)
+        return base, branched_build_note(build_name(stated), base)
     if stated:
         return stated, ""
     return assumed_version(hint, engine, posted)

@@ -148,6 +148,11 @@ def branched_release(text: str | None) -> str | None:
     return f"{m.group(1)}.{m.group(2)}.{int(m.group(3)) - 1}"
 
 
+def build_name(text: str) -> str:
+    """'0.18.2rc1.dev73+gdb7a17ecc' → '0.18.2rc1.dev73': a build's version without its local part (the commit)."""
+    return str(text).strip().split("+")[0]
+
+
 def branched_build_note(build: str, base: str) -> str:
     """What a reply says of a main build it models as the release it branched after (branched_release)."""
     return f"vLLM {build} is a build of main from after {base} branched: modelled as {base}"
