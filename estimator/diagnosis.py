@@ -1465,6 +1465,11 @@ def _verdict(d: Diagnosis, est: Estimate) -> str:
                 f"{est.max_concurrency:.2f}× concurrency at {est.max_model_len:,}-token requests.")
     if est.error_kind == "max_model_len_derived":
         why = "the length is longer than the model's config allows"
+    elif est.error_kind == "mamba_blocks":
+        why = (f"max_num_seqs ({est.settings.max_num_seqs:,}) is more than the {est.gpu_blocks:,} cache blocks, one "
+               "Mamba state per running sequence")
+    elif est.kv_cache_bytes >= est.kv_needed_bytes:
+        why = "vLLM refuses the settings before it sizes memory (see below)"
     elif est.weights_bytes >= est.budget_bytes:
         why = (f"the weights alone ({est.weights_bytes / GiB:.2f} GiB per GPU) exceed its "
                f"{est.budget_bytes / GiB:.2f} GiB budget")

@@ -1935,3 +1935,14 @@ def test_a_text_without_an_error_gets_the_estimates_verdict():
     assert (f"these settings **do not fit**: the weights alone ({mem['weights_bytes'] / GiB:.2f} GiB per GPU) exceed its "
             f"{mem['budget_bytes'] / GiB:.2f} GiB budget. Change to make: `{big.suggestions[0]['flags']}`") in big.summary
     assert big.summary.endswith("A 4-bit checkpoint of the model would serve the whole context (below).")
+
+
+def test_the_verdict_names_a_hybrid_models_block_shortage():
+    """Nemotron-3-Nano-30B-A3B (Mamba hybrid) at 0.9 of an RTX 5090 with 1,024 sequences: the KV memory holds an
+    8,192-token request, but vLLM needs one Mamba state block per running sequence and the pool has fewer."""
+    d = diagnose("vllm serve nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4 --max-model-len 8192 --max-num-seqs 1024 "
+                 "--gpu-memory-utilization 0.9\nGPU: RTX 5090\n", offline=True, explain=True)
+    blocks = d.estimate["gpu_blocks"]
+    assert 0 < blocks < 1024 and not d.estimate["fits"]
+    assert (f"**do not fit**: max_num_seqs (1,024) is more than the {blocks:,} cache blocks, one Mamba state per running "
+            "sequence. Change to make: `--max-num-seqs") in d.summary
