@@ -346,8 +346,10 @@ _VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
     # a markdown table row of the setup: "| **vLLM** | **0.26.0** |"
     (regex.compile(r"(?im)^[ ]*\|[ ]*\*{0,2}vLLM\*{0,2}[ ]*\|[ ]*\*{0,2}" + _VER), 40, "table_version"),
     # a bug report is about the version where it fails ("Tested OK on 0.2.4. The test fails on 0.2.5")
-    (regex.compile(r"(?i)\b(?:fails|failed|failing|breaks|broke|crash(?:es|ed))[ ]+(?:again[ ]+)?(?:on|with|in|since)[ ]+"
-                   r"(?:vLLM[ ]+|(?=v?0\.\d))" + _VER), 35, "prose_version_failing"),
+    # ("I can run this with vllm 0.7.3, but can't with vllm 0.8.0": the one it cannot)
+    (regex.compile(r"(?i)\b(?:fails|failed|failing|breaks|broke|crash(?:es|ed)|can'?t|cannot|couldn'?t"
+                   r"|(?:doesn'?t|does[ ]not|won'?t)[ ]work)[ ]+(?:(?:run|start|load|serve|it|this|that)[ ]+){0,2}"
+                   r"(?:again[ ]+)?(?:on|with|in|since)[ ]+(?:vLLM[ ]+|(?=v?0\.\d))" + _VER), 35, "prose_version_failing"),
     # "Unable to run … in v0.6.4.post1 version", "on 0.6.4 version": a 0.x release named as the version
     (regex.compile(r"(?i)\b(?:in|on|with|using|since|to|after)[ ]+v?(?=0\.\d)" + _VER + r"[ ]+(?:version|release)\b"),
      25, "prose_version_named"),

@@ -3,6 +3,8 @@ the dev corpus shows, each value checked by hand, and the near-misses that must 
 
 from __future__ import annotations
 
+import pytest
+
 from estimator.paste import read_paste
 from estimator.paste_tables import label_keys, read_cell
 
@@ -200,6 +202,17 @@ def test_version_comparison_lines():
     g = read_paste(text.split("\n\n")[0])
     assert g.get("gpu_blocks") is None
     assert read_paste("the build fails with 12.4.1 drivers").get("vllm_version") is None
+
+
+@pytest.mark.parametrize("text,version", [
+    # vllm#15092: two releases named, the one that cannot run the command is the report's
+    ("I can run this command with vllm 0.7.3,but can't with vllm 0.8.0.", "0.8.0"),
+    ("it works with vllm 0.7.3 but does not work with vllm 0.8.2", "0.8.2"),
+    ("I cannot run it on vLLM 0.10.1 (0.9.2 was fine)", "0.10.1"),
+    ("can't run it with my 12.4.1 drivers", None),       # a driver, not a vLLM release
+])
+def test_the_release_a_user_cannot_run_is_the_reports(text, version):
+    assert read_paste(text).get("vllm_version") == version
 
 
 # --- vLLM 0.11+'s start-up breakdown restated -------------------------------------------------
