@@ -35,6 +35,7 @@ from estimator.vllm import (
     extensible_kv_cache,
     graphs_budgeted,
     v0_keeps_chunked_prefill_off,
+    version_text,
 )
 
 FP8_KV = "fp8"
@@ -47,10 +48,11 @@ BNB_MIN_CC = 7.0
 # 0.6.1's config.py refuses "BitAndBytes quantization with TP or PP is not supported yet."; 0.6.2's does not
 # (vllm PR #8434; the 0.6.1 and 0.6.2 wheels)
 BNB_SPLIT_FROM = (0, 6, 2)
-# The values --max-lora-rank takes (config/lora.py possible_max_ranks: 8–64 in the first LoRA releases, then up
-# to 256, then 320 and 512 too; 1 in the latest): the smallest at or above an adapter's rank is the fix
-LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
-LORA_RANKS_TEXT = "8, 16, 32 or 64 (later releases also 128 and 256, then 320 and 512)"
+# The values --max-lora-rank takes and the first release that takes each (LoRAConfig possible_max_ranks in
+# the wheels' config.py / config/lora.py: 8–64 to 0.5.4; 128 and 256 from 0.5.5; 320 and 512 from 0.8.0; 1 by
+# 0.30, which an adapter never needs over 8): the smallest at or above an adapter's rank is the fix
+LORA_RANK_FROM = {8: (0, 0, 0), 16: (0, 0, 0), 32: (0, 0, 0), 64: (0, 0, 0), 128: (0, 5, 5), 256: (0, 5, 5),
+                  320: (0, 8, 0), 512: (0, 8, 0)}
 # A 4-bit export in place of a checkpoint whose weights crowd out the KV cache (four_bit_checkpoint):
 # AWQ's own dense kernel needs compute capability 7.5 (awq.py get_min_capability), its fused-MoE method
 # Marlin's 8.0 (awq_marlin.py) and came with vllm#8973 — AWQMoEMethod is in the 0.6.3 wheel's
@@ -1664,13 +1666,25 @@ def _settings_check_fixes(facts) -> list[dict]:
                  "why": f"at least the {block:,}-token attention block (a power of two at or above it); {bigger}"},
                 {"flags": "--no-enable-prefix-caching", "checked": False, "why": f"{NO_ALIGN_WHY}; {NO_ALIGN_COST}"}]
     if check == "lora_rank" and isinstance(x.get("lora_rank"), (int, float)):
-        rank = int(x["lora_rank"])
-        fit = next((r for r in LORA_RANKS if r >= rank), None)
+        rank, v = int(x["lora_rank"]), _version_of(facts)
+        fit = next((r for r in sorted(LORA_RANK_FROM) if r >= rank), None)
         if fit is None:
             return []
+        taken = ", ".join(str(r) for r in sorted(LORA_RANK_FROM) if LORA_RANK_FROM[r] <= v)
+        if not facts.get("vllm_version"):
+            # the release is not known: the values by the release that brought them
+            return [{"flags": f"--max-lora-rank {fit}", "checked": False,
+                     "why": (f"the adapter's rank{'' if fit == rank else ', rounded up to a value vLLM takes'} (vLLM takes "
+                             "8, 16, 32 and 64, from 0.5.5 also 128 and 256, from 0.8.0 also 320 and 512); its LoRA "
+                             "buffers grow with the rank (a little more GPU memory)")}]
+        if LORA_RANK_FROM[fit] > v:
+            return [{"flags": f"--max-lora-rank {fit}", "checked": False,
+                     "why": (f"the adapter's rank needs vLLM {version_text(LORA_RANK_FROM[fit])} or later, the first "
+                             f"to take {fit}; vLLM {version_text(v)} takes only {taken}")}]
         return [{"flags": f"--max-lora-rank {fit}", "checked": False,
-                 "why": (f"the adapter's rank{'' if fit == rank else ', rounded up to a value vLLM takes'}; "
-                         f"vLLM takes only {LORA_RANKS_TEXT}. Its LoRA buffers grow with the rank (a little more GPU memory)")}]
+                 "why": (f"the adapter's rank{'' if fit == rank else ', rounded up to a value vLLM takes'} (vLLM "
+                         f"{version_text(v)} takes {taken}); its LoRA buffers grow with the rank (a little more GPU "
+                         "memory)")}]
     length, seqs = f("max_model_len"), f("max_num_seqs")
     if check == "tb_lt_len" and isinstance(length, int):
         return [{"flags": "--enable-chunked-prefill", "checked": False,

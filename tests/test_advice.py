@@ -1663,3 +1663,19 @@ def test_an_adapter_above_max_lora_rank_is_a_settings_error(rank, fix):
     assert d.summary.startswith(f"**A settings error, not a memory one**: the adapter's LoRA rank ({rank:,}) is above "
                                 "--max-lora-rank (16;")
     assert [s["flags"] for s in d.suggestions + d.unchecked if s.get("flags")] == ([fix] if fix else [])
+
+
+@pytest.mark.parametrize("version,rank,why", [
+    # LoRAConfig possible_max_ranks in the wheels: 8–64 in 0.5.4, + 128 and 256 in 0.5.5, + 320 and 512 in 0.8.0
+    ("0.5.4", 64, "(vLLM 0.5.4 takes 8, 16, 32, 64)"),
+    ("0.5.4", 128, "the adapter's rank needs vLLM 0.5.5 or later, the first to take 128; vLLM 0.5.4 takes only 8, 16, 32, 64"),
+    ("0.7.3", 300, "the adapter's rank needs vLLM 0.8.0 or later, the first to take 320; vLLM 0.7.3 takes only 8, 16, 32, 64, 128, 256"),
+    ("0.8.0", 300, "rounded up to a value vLLM takes (vLLM 0.8.0 takes 8, 16, 32, 64, 128, 256, 320, 512)"),
+])
+def test_the_lora_rank_fix_follows_the_values_the_release_takes(version, rank, why):
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(f"vLLM {version}\nvllm serve meta-llama/Llama-3.1-8B-Instruct --enable-lora\nGPU: L4\n"
+                 f"ValueError: LoRA rank {rank} is greater than max_lora_rank 16.\n", offline=True)
+    fixes = [s for s in d.suggestions + d.unchecked if s.get("flags")]
+    assert len(fixes) == 1 and why in fixes[0]["why"]
