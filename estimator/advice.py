@@ -550,6 +550,12 @@ def _gpus_of(est: Estimate) -> int:
     return _gpus_for(est, est.settings.tensor_parallel_size)
 
 
+def _wider_splits(est: Estimate) -> list[int]:
+    """The tensor-parallel sizes above the run's that a fix tries (2, 4, 8): those that split the
+    attention heads evenly (vLLM refuses the others, paste "tp_divisibility")."""
+    return [tp for tp in (2, 4, 8) if tp > est.settings.tensor_parallel_size and not est.spec.num_attention_heads % tp]
+
+
 def _gpus_for(est: Estimate, tp: int) -> int:
     """The GPUs the user's run takes with tensor parallelism `tp` (its pipeline and data parallelism kept)."""
     s = est.settings
@@ -566,8 +572,7 @@ def _split_and_fp8_fixes(est: Estimate, have: int | None, fp8_why: str, settled:
     there, the widest split it allows is tried with FP8 weights (a 70B model on 2× L40S: neither TP 2
     nor FP8 on one card holds its weights, both together do); a split beyond it is offered last, and
     only when nothing within it keeps the context. `settled`: another fix already keeps it."""
-    splits = [tp for tp in (2, 4, 8)
-              if tp > est.settings.tensor_parallel_size and not est.spec.num_attention_heads % tp]
+    splits = _wider_splits(est)
     within = [tp for tp in splits if not have or _gpus_for(est, tp) <= have]
     fp8 = _online_fp8_fix(est, fp8_why, "or use an FP8/AWQ checkpoint of the same model")
     four_bit = _inflight_4bit_fix(est) if not est.fits and (fp8 is None or not (fp8.keeps_goal and fp8.fits)) else None
@@ -891,8 +896,7 @@ def four_bit_checkpoint(est: Estimate, fixes: list[Suggestion]) -> Estimate | No
         return None
     spec = replace(est.spec, quantization={"quant_method": "awq", "_from_name": True})
     # on the run's own split, else split over more of the GPUs the user has (where that is known)
-    splits = [{}] + [{"tensor_parallel_size": n} for n in (2, 4, 8)
-                     if n > tp and est.spec.num_attention_heads % n == 0 and _gpus_for(est, n) <= have]
+    splits = [{}] + [{"tensor_parallel_size": n} for n in _wider_splits(est) if _gpus_for(est, n) <= have]
     for split in splits:
         four = rerun(est, spec, quantization=None, **split)
         if four.fits:
@@ -1224,9 +1228,7 @@ def full_context_plan(est: Estimate) -> dict | None:
         return None         # (a fixed pool raised to the need serves it on these GPUs: a fix says so)
     need = est.kv_needed_bytes
     plans = []
-    for tp in (2, 4, 8):
-        if est.spec.num_attention_heads % tp:
-            continue
+    for tp in _wider_splits(est):       # (the run's own split, or a narrower one, holds less)
         e = rerun(est, tensor_parallel_size=tp)
         if e.fits:
             plans.append({"tensor_parallel_size": tp, "gpu": est.gpu_name, "kv_cache_tokens": e.kv_cache_tokens,

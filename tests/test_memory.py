@@ -1199,3 +1199,25 @@ def test_034_a_fixed_kv_cache_size_keeps_the_profile_run_sizing(llama8b):
     T, W, P, N, G = 24 * GiB, 15 * GiB, 1 * GiB, 256 * MiB, 512 * MiB
     old = run(llama8b, "0.33.0", T=T, W=W, P=P, N=N, G=G, max_model_len=8192)
     assert old.reserved_pool_bytes is None and old.kv_cache_bytes == math.ceil(0.92 * T) - W - P - N - G
+
+
+def test_rerun_with_another_checkpoint_sizes_its_own_weights():
+    """A paste's measured weights belong to the checkpoint it served: re-run with another checkpoint of the
+    model (advice.four_bit_checkpoint's AWQ export) they are not scaled onto it, while the settings change
+    as asked. The seed model with 20 GiB of weights "measured" (a figure apart from its modelled 16-bit
+    weights) gives the AWQ spec exactly the weights a fresh estimate of that spec gives."""
+    from dataclasses import replace
+
+    from estimator.api import load_model, run_estimate
+    from estimator.vllm import parse_flags
+
+    spec = load_model("Qwen/Qwen2.5-14B-Instruct-1M", offline=True).spec
+    flags = parse_flags(["--vllm-version", "0.10.1", "--max-model-len", "8192"])
+    measured = run_estimate(spec, "RTX A6000", flags, weights_bytes=20 * 2**30)
+    assert measured.weights_bytes == 20 * 2**30
+    awq = replace(spec, quantization={"quant_method": "awq", "_from_name": True})
+    fresh = run_estimate(awq, "RTX A6000", parse_flags(["--vllm-version", "0.10.1", "--max-model-len", "8192"]))
+    again = rerun(measured, awq, quantization=None)
+    assert again.weights_bytes == fresh.weights_bytes < 10 * 2**30
+    # without another spec the measured weights stay the run's own
+    assert rerun(measured, max_num_seqs=64).weights_bytes == 20 * 2**30
