@@ -45,11 +45,12 @@ from estimator.derive import (
 )
 from estimator.errors import BadInput, KvdoctorError, ModelUnavailable
 from estimator.gpus import WINDOWS_HOLDERS, states_its_size, with_host
+from estimator.kv_layout import mamba_align_refused
 from estimator.memory import Estimate
 from estimator.non_torch import CUDA_CONTEXT
 from estimator.paste import COUNT_FROM_SIZES, settings_error
 from estimator.release_choice import loadable_release, modelled_version, release_from_need
-from estimator.render import redact, render_markdown, render_slack, render_text
+from estimator.render import align_refusal, redact, render_markdown, render_slack, render_text
 from estimator.units import GiB
 from estimator.vllm import CONCURRENCY_CAPACITY_FROM, version_text
 
@@ -1463,13 +1464,12 @@ def _verdict(d: Diagnosis, est: Estimate) -> str:
     if est.fits:
         return (f"By {where} these settings fit: **{est.kv_cache_tokens:,} tokens** of KV cache, "
                 f"{est.max_concurrency:.2f}× concurrency at {est.max_model_len:,}-token requests.")
-    if est.error_kind == "max_model_len_derived":
-        why = "the length is longer than the model's config allows"
-    elif est.error_kind == "mamba_blocks":
+    # (no "longer than the config" case: a paste's length is vLLM's to accept, settings_from_facts)
+    if est.error_kind == "mamba_blocks":
         why = (f"max_num_seqs ({est.settings.max_num_seqs:,}) is more than the {est.gpu_blocks:,} cache blocks, one "
                "Mamba state per running sequence")
-    elif est.kv_cache_bytes >= est.kv_needed_bytes:
-        why = "vLLM refuses the settings before it sizes memory (see below)"
+    elif mamba_align_refused(est.layout, est.settings, est.profile):
+        why = f"vLLM refuses the settings before it sizes memory: {align_refusal(est)}"
     elif est.weights_bytes >= est.budget_bytes:
         why = (f"the weights alone ({est.weights_bytes / GiB:.2f} GiB per GPU) exceed its "
                f"{est.budget_bytes / GiB:.2f} GiB budget")

@@ -247,6 +247,12 @@ def _graph_row_label(est: Estimate) -> str:
     return "CUDA graphs (captured after KV)" if graphs_captured_after_kv(est) else "CUDA graphs"
 
 
+def align_refusal(est: Estimate) -> str:
+    """Why vLLM refuses a hybrid model's settings before sizing memory (kv_layout.mamba_align_refused)."""
+    return (f"with prefix caching (Mamba cache 'align' mode) the batch ({est.settings.max_num_batched_tokens:,} "
+            f"tokens) must hold the {est.layout.block_size:,}-token attention block")
+
+
 def estimate_text(est: Estimate, four_bit: Estimate | None = None) -> str:
     """The readable table `kvdoctor estimate` prints by default; `four_bit`, the run with a 4-bit export of
     the model where no fix serves it on the GPUs it has (advice.four_bit_checkpoint)."""
@@ -282,8 +288,7 @@ def estimate_text(est: Estimate, four_bit: Estimate | None = None) -> str:
     if not est.fits and est.error_kind == "max_model_len_derived":
         lines.append("  — longer than the model's config allows: vLLM refuses the length before it looks at memory")
     if not est.fits and mamba_align_refused(est.layout, s, est.profile):
-        lines.append(f"  — vLLM refuses the settings first: with prefix caching (Mamba cache 'align' mode) the batch "
-                     f"({s.max_num_batched_tokens:,} tokens) must hold the {est.layout.block_size:,}-token attention block")
+        lines.append(f"  — vLLM refuses the settings first: {align_refusal(est)}")
     if not est.fits and est.error_kind == "mamba_blocks":
         # the length fits; what fails is one Mamba state block per running sequence (vLLM's check)
         lines.append(f"  — max_num_seqs {s.max_num_seqs:,} is more than the {est.gpu_blocks:,} cache blocks: each running "

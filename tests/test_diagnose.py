@@ -1946,3 +1946,13 @@ def test_the_verdict_names_a_hybrid_models_block_shortage():
     assert 0 < blocks < 1024 and not d.estimate["fits"]
     assert (f"**do not fit**: max_num_seqs (1,024) is more than the {blocks:,} cache blocks, one Mamba state per running "
             "sequence. Change to make: `--max-num-seqs") in d.summary
+
+
+def test_the_verdict_names_the_align_mode_refusal():
+    """Qwen3.5-27B with prefix caching on 0.20.0: vLLM's Mamba 'align' mode needs the batch to hold the
+    attention block it chose, 784 tokens at bf16 (the pages of test_derive's 0.17.1 case), and refuses a
+    512-token batch before it sizes any memory: the verdict says so, not a KV shortfall."""
+    d = diagnose("vLLM 0.20.0\nvllm serve Qwen/Qwen3.5-27B --max-model-len 32768 --enable-prefix-caching "
+                 "--max-num-batched-tokens 512\nGPU: RTX PRO 6000 Blackwell\n", offline=True, explain=True)
+    assert ("**do not fit**: vLLM refuses the settings before it sizes memory: with prefix caching (Mamba cache "
+            "'align' mode) the batch (512 tokens) must hold the 784-token attention block.") in d.summary
