@@ -443,6 +443,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     if not model_ref:
         missing.append(f"which Hub model the local path `{path}` holds (its repo id, or its config.json)" if path
                        else "the model id (your `vllm serve …` command)")
+    if facts.extra.get("platform") == "cpu" and kind in _CPU_KINDS:
+        # vLLM's CPU backend: the KV cache is a space of host RAM, not what a card leaves
+        return _cpu_diagnosis(facts, model_ref, version, assumptions, offline=offline, timeout=hub_timeout)
     if not card_ref:
         missing.append("the GPU (`nvidia-smi` output)")
     # a settings error is answered from vLLM's message alone: a memory estimate of the settings vLLM
@@ -610,6 +613,47 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     d.notes += shm_notes
     d.summary = _summary(d, facts, est)
     return d
+
+
+# what the CPU backend's own arithmetic answers: its KV checks and its start-up log (other failures on a
+# CPU host, the kernel's OOM killer among them, take the usual paths)
+_CPU_KINDS = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "startup_log_ok", None)
+
+
+def _cpu_diagnosis(facts, model_ref: str | None, version: str | None, assumptions: list[str], *,
+                   offline: bool | None, timeout: float) -> Diagnosis:
+    """The reply for vLLM's CPU backend (estimator.cpu_backend): no card, no profile run, no GPU fixes."""
+    from estimator.api import load_model
+    from estimator.cpu_backend import cpu_reply
+
+    spec, notes = None, []
+    if model_ref:
+        try:
+            spec = load_model(str(model_ref), offline=offline, timeout=timeout).spec
+        except KvdoctorError as exc:
+            notes.append(f"Could not use the model: {_public(str(exc))}")
+    reply = cpu_reply(facts, spec, version)
+    _cpu_commands(reply.fixes, facts, spec.model_id if spec is not None else None)
+    missing = ([] if model_ref else ["the model id (your `vllm serve …` command)"]) + \
+        [m for m in reply.missing if m != "the model id (your `vllm serve …` command)"]
+    d = Diagnosis(error_kind=facts.error_kind, summary=reply.summary, facts=facts.to_dict(), suggestions=reply.fixes,
+                  missing=missing, specific=True, notes=reply.notes + notes,
+                  assumptions=reply.assumptions + assumptions, kv_formula=reply.kv_formula)
+    return d
+
+
+def _cpu_commands(fixes: list[dict], facts, model_id: str | None) -> None:
+    """Each CPU fix as the user's own command (or a bare `vllm serve`) with it applied; the KV space is
+    an environment variable, which `command_with` puts before the command in place of the user's."""
+    from estimator.advice import command_with
+    from estimator.flags import user_command
+
+    if facts.extra.get("usage") == "llm" or facts.extra.get("launcher"):
+        return      # a Python call or another tool's: no shell command of theirs to put it in
+    anchors = [f.span[0] for f in facts.values.values() if str(f.source).startswith("cmdline") and f.span]
+    base = user_command(facts.text, min(anchors) if anchors else None) or (["vllm", "serve", model_id] if model_id else None)
+    for s in fixes if base else []:
+        s["command"] = command_with(base, str(s["flags"]))
 
 
 def _export_beside(facts, spec) -> None:

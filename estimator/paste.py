@@ -32,6 +32,7 @@ from estimator import flags as _flags
 from estimator import paste_prose as _prose
 from estimator import paste_tables as _tables
 from estimator import paste_templates as _tpl
+from estimator.paste_cpu import read_cpu_backend
 from estimator.paste_text import (
     PasteText,
     budget,
@@ -538,6 +539,11 @@ def _read(raw: str) -> Facts:
         names = _QUOTED_NAME.findall(unsupported.group(1))       # at most 400 characters: no timeout needed
         if names:
             extra["unsupported_architectures"] = names
+    cpu, cpu_hints = read_cpu_backend(text)
+    if cpu:
+        # vLLM's CPU backend: its KV space is a setting or a share of the host's RAM, not a card's leftover
+        extra.update(cpu)
+        hints += cpu_hints
     if "default in v0.19" in low and _search(_GRAPH_OPT_IN_ON, text) is not None:
         hints.append(("0.18.0", "0.20.0"))
     _capacity_rule_hint(facts, hints)

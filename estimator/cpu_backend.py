@@ -1,0 +1,271 @@
+"""vLLM's CPU backend: how big its KV cache is, per release, and what to change when it is too small.
+
+Why a model of its own: there is no card and no profile run to subtract. The KV cache is a space the
+user sets, or one vLLM takes from the host's RAM, so the GPU arithmetic (budget − weights −
+activations) and its fixes (tensor parallelism, --gpu-memory-utilization before 0.20) do not apply.
+The eras, read in the wheels:
+
+- to 0.9.2, V0 (vllm/worker/cpu_worker.py determine_num_available_blocks, _validate_num_cpu_blocks):
+  blocks = VLLM_CPU_KVCACHE_SPACE GiB // (block_size × KV bytes per token), 4 GiB when unset
+  (vllm/platforms/cpu.py), block_size 16; capacity = blocks × block_size.
+- 0.10.0–0.19.x, V1 (vllm/v1/worker/cpu_worker.py determine_available_memory): the available KV memory
+  is VLLM_CPU_KVCACHE_SPACE; unset, 4 GiB to 0.12.x and from 0.13.0 half the host's RAM per NUMA
+  node (platforms/cpu.py get_device_total_memory). vLLM's V1 message still says "increase
+  gpu_memory_utilization", which does nothing here.
+- 0.20.0+ (vllm/v1/worker/cpu_worker.py): ceil(node RAM × gpu_memory_utilization) minus the worker's
+  resident memory, or --kv-cache-memory-bytes (VLLM_CPU_KVCACHE_SPACE is read into it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from estimator.advice import friendly_len
+from estimator.units import HALF_HUNDREDTH, GiB
+from estimator.vllm import parse_version
+
+CPU_V1_FROM = (0, 10, 0)            # the V0 CPU worker is not in the 0.10.0 wheel
+CPU_HALF_HOST_FROM = (0, 13, 0)     # unset space: half the host's RAM per NUMA node (0.12.0: 4 GiB)
+CPU_NODE_SHARE_FROM = (0, 20, 0)    # the space is a share of the node's RAM (0.19.0: the setting alone)
+CPU_DEFAULT_SPACE_GIB = 4           # platforms/cpu.py before 0.13: "using 4 by default"
+V0_CPU_BLOCK_SIZE = 16              # platforms/cpu.py (V0): block_size None → 16
+V1_CPU_BLOCK_SIZE = 128             # platforms/cpu.py from 0.12 (0.10–0.11: 128 with IPEX, else 16)
+SPACE_VAR = "VLLM_CPU_KVCACHE_SPACE"
+
+
+@dataclass
+class CpuReply:
+    """What a reply about the CPU backend says; the surfaces render it like any diagnosis."""
+
+    summary: str
+    notes: list[str] = field(default_factory=list)
+    # each checked with vLLM's arithmetic: ours from the model's config, or vLLM's own printed figures
+    fixes: list[dict] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    kv_formula: str = ""
+
+
+def _era(version: str | None) -> str:
+    v = parse_version(version) if version else None
+    if v is None or v >= CPU_NODE_SHARE_FROM:
+        return "node_share"
+    return "v0" if v < CPU_V1_FROM else "setting"
+
+
+def _space_words(facts, version: str | None) -> tuple[float | None, str]:
+    """(the KV space in GiB, where that figure comes from) before 0.20; None where vLLM chose it from
+    the host's RAM and the paste does not say what it chose."""
+    extra = facts.extra
+    if extra.get("cpu_kv_space_gib"):
+        return float(extra["cpu_kv_space_gib"]), f"set by {SPACE_VAR}={extra['cpu_kv_space_gib']:g} in the paste"
+    if extra.get("cpu_kv_default_gib"):
+        return float(extra["cpu_kv_default_gib"]), f"{SPACE_VAR} unset; vLLM's log gives the size it chose"
+    v = parse_version(version) if version else None
+    if v is not None and v >= CPU_HALF_HOST_FROM:
+        return None, f"{SPACE_VAR} unset: from 0.13 vLLM takes half the host's RAM per NUMA node"
+    return float(CPU_DEFAULT_SPACE_GIB), f"assumed: {SPACE_VAR} unset, vLLM's default before 0.13"
+
+
+def _kv_bytes(facts, spec) -> tuple[int, int] | None:
+    """(KV bytes per token on one worker, dtype bytes) from the model's config, as the V0 CPU cache
+    engine counts them (CPUCacheEngine.get_cache_block_size: every attention layer, K and V)."""
+    if spec is None:
+        return None
+    kv_dtype = str(facts.get("kv_cache_dtype") or "auto").lower()
+    dtype = str(facts.get("dtype") or "auto").lower()
+    size = 1 if kv_dtype.startswith("fp8") else 4 if dtype in ("float32", "float") else spec.model_dtype_bytes
+    tp = int(facts.get("tensor_parallel_size") or 1)
+    per_token = spec.kv_bytes_per_token(tp, size)
+    return (per_token, size) if per_token > 0 else None
+
+
+def _formula(spec, facts, per_token: int, size: int) -> str:
+    """Layers × heads × head_dim × 2 × bytes where every attention layer has one shape, else the total."""
+    tp = int(facts.get("tensor_parallel_size") or 1)
+    shapes = {(lk.heads_per_rank(tp), lk.head_dim, lk.head_dim_v or lk.head_dim)
+              for lk in spec.layers if lk.bytes_per_token(tp, 1) and hasattr(lk, "heads_per_rank")}
+    count = sum(1 for lk in spec.layers if lk.bytes_per_token(tp, 1))
+    if len(shapes) == 1:
+        heads, k_dim, v_dim = shapes.pop()
+        if k_dim == v_dim and count * heads * k_dim * 2 * size == per_token:
+            split = " per worker" if tp > 1 else ""
+            return (f"{count} layers × {heads} KV heads{split} × {k_dim} head_dim × 2 (K,V) × {size} B "
+                    f"= {per_token:,} B per token")
+    return f"{per_token:,} B per token, summed over {count} attention layers (K and V)"
+
+
+def _v1_need(facts, spec, length: int, printed_gib: float) -> tuple[int, str]:
+    """(bytes max_model_len needs, how that figure was had) on V1. vLLM prints it to 2 decimals, so
+    a space just above the printed figure is sure to hold it; for a model whose every KV layer is full
+    attention the need is exact: ceil(L / block) blocks × block × bytes per token
+    (kv_cache_interface.py FullAttentionSpec.max_memory_usage_bytes; the CPU block 128 from 0.12,
+    platforms/cpu.py, which a 16-token block of 0.10–0.11 without IPEX never exceeds), used when it
+    rounds to vLLM's figure."""
+    got = _kv_bytes(facts, spec)
+    upper = int((printed_gib + HALF_HUNDREDTH) * GiB), f"vLLM's {printed_gib:.2f} GiB, at the top of its rounding"
+    if got is None or any(lk.kind != "full" for lk in spec.layers if lk.bytes_per_token(1, 1)) \
+            or spec.is_hybrid_state:
+        return upper
+    block = int(facts.get("block_size") or V1_CPU_BLOCK_SIZE)
+    exact = math.ceil(length / block) * block * got[0]
+    if abs(exact / GiB - printed_gib) > HALF_HUNDREDTH:
+        return upper
+    return exact, f"{math.ceil(length / block):,} blocks × {block} tokens × {got[0]:,} B"
+
+
+def _space_for(need_bytes: int) -> int:
+    """The whole GiB VLLM_CPU_KVCACHE_SPACE must be (an int environment variable) to hold need_bytes."""
+    return max(1, math.ceil(need_bytes / GiB))
+
+
+def cpu_reply(facts, spec, version: str | None) -> CpuReply:
+    """The CPU backend's KV arithmetic for this paste and the changes that make max_model_len fit."""
+    era = _era(version)
+    length = int(facts.get("max_model_len") or 0) or None
+    reply = CpuReply(summary="")
+    reply.assumptions.append("vLLM's CPU backend (the paste's messages and log lines say so): its KV cache is "
+                             "held in the host's RAM, so nothing here depends on a GPU")
+    if era == "v0":
+        _v0(facts, spec, length, reply, version)
+    elif era == "setting":
+        _v1_setting(facts, spec, length, reply, version)
+    else:
+        _node_share(facts, spec, length, reply, version)
+    if not reply.summary:
+        tokens = facts.get("kv_tokens_capacity")
+        if tokens is None and facts.get("gpu_blocks") is not None and era == "v0":
+            tokens = int(facts.get("gpu_blocks")) * int(facts.get("block_size") or V0_CPU_BLOCK_SIZE)
+        held = f"; vLLM's KV cache holds {int(tokens):,} tokens (vLLM's figure)" if tokens is not None else ""
+        reply.summary = ("This run uses vLLM's CPU backend: its KV cache lives in the host's RAM, sized "
+                         + (f"by {SPACE_VAR}" if era != "node_share" else
+                            "as a share (--gpu-memory-utilization) of the NUMA node's RAM, or by "
+                            "--kv-cache-memory-bytes") + held + ".")
+    return reply
+
+
+def _v0(facts, spec, length: int | None, reply: CpuReply, version: str | None) -> None:
+    space, whence = _space_words(facts, version)
+    block = int(facts.get("block_size") or V0_CPU_BLOCK_SIZE)
+    cap = facts.get("error_max_tokens_in_kv") or facts.get("kv_tokens_capacity")
+    printed_blocks = int(cap) // block if cap else facts.get("gpu_blocks")
+    got = _kv_bytes(facts, spec)
+    space_bytes = int(space * GiB) if space else None
+    per_token = None
+    if got is not None:
+        per_token = got[0]
+        reply.kv_formula = _formula(spec, facts, per_token, got[1])
+        if space_bytes and printed_blocks is not None and space_bytes // (block * per_token) != int(printed_blocks):
+            reply.notes.append(
+                f"The model's {per_token:,} B per token in a {space:g} GiB space gives "
+                f"{space_bytes // (block * per_token):,} blocks, not the {int(printed_blocks):,} vLLM printed: "
+                "the space or the model is not what was assumed, so what follows uses vLLM's own numbers")
+            per_token = None
+    if per_token is None and space_bytes and printed_blocks:
+        # vLLM's own figures bound the per-token cost: blocks = space // (block × per token)
+        per_token = space_bytes // (int(printed_blocks) * block)
+        reply.kv_formula = reply.kv_formula or (f"at most {per_token:,} B per token (derived: the {space:g} GiB space "
+                                                f"over the {int(printed_blocks):,} blocks of {block} tokens vLLM made)")
+    if printed_blocks is not None and space_bytes:
+        reply.notes.append(f"KV space: {space:g} GiB ({whence}) → {int(printed_blocks):,} blocks × {block} tokens = "
+                           f"{int(printed_blocks) * block:,} tokens (vLLM's figure)")
+    if facts.error_kind not in ("kv_capacity_v0", "no_cache_blocks"):
+        return      # a run that started: the space and what it holds are the answer
+    if not (length and per_token and space_bytes):
+        if length and cap:
+            reply.summary = (f"vLLM's CPU backend can hold **{int(cap):,} tokens** of KV cache, but max_model_len is "
+                             f"**{length:,}**. On the CPU backend the KV cache is {SPACE_VAR} GiB of host RAM; "
+                             "--gpu-memory-utilization does not size it.")
+            n = friendly_len(int(cap))
+            reply.fixes.append(_fix(f"--max-model-len {n}", None, n,
+                                    f"vLLM itself said at most {int(cap):,} tokens fit in this space"))
+        if spec is None:
+            reply.missing.append("the model id (your `vllm serve …` command)")
+        return
+    need = math.ceil(length / block) * block * per_token
+    set_to = _space_for(need)
+    blocks = int(set_to * GiB) // (block * per_token)
+    reply.summary = (
+        f"vLLM's CPU backend can hold **{int(printed_blocks) * block:,} tokens** of KV cache, but max_model_len is "
+        f"**{length:,}**, so the engine refuses to start. On the CPU backend the KV cache is not what is left of a "
+        f"GPU: it is {SPACE_VAR} GiB of host RAM ({space:g} GiB here). {length:,} tokens need "
+        f"{need / GiB:,.2f} GiB. Change to make: `{SPACE_VAR}={set_to}` (fits, {blocks * block:,} tokens).")
+    reply.fixes.append(_fix(f"{SPACE_VAR}={set_to}", blocks * block, length,
+                            f"an environment variable, in whole GiB: the KV cache takes that much host RAM beside the "
+                            f"weights, so the machine needs {set_to} GiB free for it"))
+    fit = friendly_len(int(printed_blocks) * block)
+    reply.fixes.append(_fix(f"--max-model-len {fit}", int(printed_blocks) * block, fit,
+                            f"keeps the {space:g} GiB space; requests longer than {fit:,} tokens are refused"))
+    reply.missing.append("how much RAM the host has (`free -g`), so the space can be checked against it")
+
+
+def _v1_setting(facts, spec, length: int | None, reply: CpuReply, version: str | None) -> None:
+    space, whence = _space_words(facts, version)
+    need, avail = facts.get("kv_needed_gib"), facts.get("kv_available_gib")
+    reply.notes.append(f"On vLLM {version} the CPU backend's KV memory is {SPACE_VAR} "
+                       + (f"({space:g} GiB, {whence})" if space else f"({whence})")
+                       + "; --gpu-memory-utilization, which vLLM's message suggests, does not change it")
+    if need is None or avail is None or not length:
+        return
+    need_bytes, how = _v1_need(facts, spec, length, float(need))
+    set_to = _space_for(need_bytes)
+    reply.summary = (f"{length:,} tokens need **{float(need):.2f} GiB** of KV cache, but vLLM's CPU backend has "
+                     f"**{float(avail):.2f} GiB**, so the engine refuses to start. On the CPU backend that memory is "
+                     f"{SPACE_VAR} (GiB of host RAM), not a share of a GPU: raising --gpu-memory-utilization, as the "
+                     f"message says, does not change it. Change to make: `{SPACE_VAR}={set_to}`.")
+    reply.fixes.append(_fix(f"{SPACE_VAR}={set_to}", None, length,
+                            f"at least the {need_bytes / GiB:.3f} GiB {length:,} tokens need ({how}), in whole GiB; "
+                            "the host needs that much RAM free beside the weights"))
+    _shorter(facts, reply)
+
+
+def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str | None) -> None:
+    extra = facts.extra
+    need, avail = facts.get("kv_needed_gib"), facts.get("kv_available_gib")
+    total, consumed = extra.get("cpu_node_total_gib"), extra.get("cpu_consumed_gib")
+    u = float(facts.get("gpu_memory_utilization") or 0.9)
+    reply.notes.append(f"On vLLM {version or 'these releases'} (0.20 and later) the CPU backend's KV memory is "
+                       "ceil(the NUMA node's RAM × --gpu-memory-utilization) minus what the worker already holds "
+                       f"(weights and buffers), unless --kv-cache-memory-bytes (or {SPACE_VAR}) sets it")
+    if total is not None and consumed is not None and extra.get("cpu_kv_pool_gib") is not None:
+        reply.notes.append(f"vLLM's log: {float(extra['cpu_kv_pool_gib']):.2f} GiB of KV cache = {u:g} × "
+                           f"{float(total):.2f} GiB of node RAM − {float(consumed):.2f} GiB the worker holds")
+    if need is None or avail is None or not length:
+        return
+    need_bytes, how = _v1_need(facts, spec, length, float(need))
+    reply.summary = (f"{length:,} tokens need **{float(need):.2f} GiB** of KV cache, but vLLM's CPU backend has "
+                     f"**{float(avail):.2f} GiB**, so the engine refuses to start. On the CPU backend "
+                     "--gpu-memory-utilization is the share of the NUMA node's RAM vLLM may use.")
+    if total is not None and consumed is not None:
+        # the printed GiB are rounded to 2 decimals: a share that holds the need at their worst
+        share = math.ceil(round((need_bytes / GiB + float(consumed) + HALF_HUNDREDTH)
+                                / (float(total) - HALF_HUNDREDTH) * 100, 6)) / 100
+        if share <= 0.99:
+            reply.fixes.append(_fix(f"--gpu-memory-utilization {share:.2f}", None, length,
+                                    f"{share:.2f} × {float(total):.2f} GiB of node RAM less the {float(consumed):.2f} GiB "
+                                    f"the worker holds leaves at least the {need_bytes / GiB:.3f} GiB {length:,} tokens "
+                                    f"need ({how}); the node must have that much available at start-up"))
+    gib = _space_for(need_bytes)
+    reply.fixes.append(_fix(f"--kv-cache-memory-bytes {gib}G", None, length,
+                            f"sets the KV cache itself (at least the {need_bytes / GiB:.3f} GiB {length:,} tokens need, "
+                            f"{how}); the node must have that much RAM available"))
+    if not reply.fixes[0]["flags"].startswith("--gpu") and total is None:
+        reply.missing.append("vLLM's \"Auto set (…) GiB for KV cache on node …\" log line, which gives the node's RAM")
+    _shorter(facts, reply)
+
+
+def _shorter(facts, reply: CpuReply) -> None:
+    fit = facts.get("estimated_max_model_len")
+    if fit:
+        n = friendly_len(int(fit))
+        reply.fixes.append(_fix(f"--max-model-len {n}", None, n,
+                                f"vLLM itself said at most {int(fit):,} tokens fit in this KV memory"))
+
+
+def _fix(flags: str, tokens: int | None, length: int, why: str) -> dict:
+    out = {"flags": flags, "fits": True, "max_model_len": length, "why": why}
+    if tokens is not None:
+        out["kv_cache_tokens"] = tokens
+        out["max_concurrency"] = round(tokens / length, 2) if length else None
+    return out

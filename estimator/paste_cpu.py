@@ -1,0 +1,92 @@
+"""Signs that a paste comes from vLLM's CPU backend, and the figures it prints about its KV space.
+
+Why apart from the GPU readers: on the CPU backend the KV cache is not what is left of a card after
+the weights. Its size is a setting (VLLM_CPU_KVCACHE_SPACE, GiB) or, from 0.20, a fraction of the
+NUMA node's RAM, so a reply that reads the paste as a GPU's (a derived "GPU memory", tensor
+parallelism, --gpu-memory-utilization) sends the user the wrong way. The messages differ by era,
+which also dates the paste:
+
+- 0.4.0–0.9.2 (V0 worker, vllm/worker/cpu_worker.py _validate_num_cpu_blocks): "… Try increasing
+  `VLLM_CPU_KVCACHE_SPACE` or decreasing `max_model_len` …" and "No available memory for the cache
+  blocks. Try increasing `VLLM_CPU_KVCACHE_SPACE` …".
+- to 0.12.x (vllm/platforms/cpu.py): "Environment variable VLLM_CPU_KVCACHE_SPACE (GB|GiB) for CPU
+  backend is not set, using 4 by default."
+- 0.13.0–0.19.x (vllm/platforms/cpu.py get_device_total_memory): "VLLM_CPU_KVCACHE_SPACE not set.
+  Using X GiB for KV cache." (half the host's RAM per NUMA node).
+- 0.20.0+ (vllm/v1/worker/cpu_worker.py determine_available_memory): "Auto set (X/T) GiB for KV cache
+  on node N, with R GiB requested memory for the worker. C GiB memory was consumed by non-kv
+  usages." or "Explicitly set (X/T) GiB for KV cache on node N."
+
+Each pattern is anchored on a literal phrase and bounded, and runs under the paste's time budget.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from estimator.paste_text import budget
+
+_NUM = r"(\d{1,7}(?:\.\d{1,4})?)"
+_V0_MESSAGE = regex.compile(r"Try[ \n]+increasing[ \n`]+VLLM_CPU_KVCACHE_SPACE\b")     # the reader turns ` into spaces
+_FOUR_BY_DEFAULT = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[ ]\(Gi?B\)[ ]+for[ ]+CPU[ ]+backend[ ]+is[ ]+not[ ]+set,"
+                                 r"[ ]+using[ ]+(\d{1,4})[ ]+by[ ]+default")
+_HALF_HOST = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[ ]+not[ ]+set\.[ ]+Using[ ]+" + _NUM + r"[ ]+GiB[ ]+for[ ]+KV[ ]+cache")
+_NODE_SET = regex.compile(r"(Auto|Explicitly)[ ]+set[ ]+\(" + _NUM + r"/" + _NUM + r"\)[ ]+GiB[ ]+for[ ]+KV[ ]+cache[ ]+"
+                          r"on[ ]+node[ ]+\d{1,3}(?:,[ ]+with[ ]+" + _NUM + r"[ ]+GiB[ ]+requested[ ]+memory[ ]+for[ ]+the"
+                          r"[ ]+worker\.[ ]+" + _NUM + r"[ ]+GiB[ ]+memory[ ]+was[ ]+consumed)?")
+# the user's setting: `export VLLM_CPU_KVCACHE_SPACE=40`, `-e VLLM_CPU_KVCACHE_SPACE=40`,
+# `VLLM_CPU_KVCACHE_SPACE: "40"` (compose), `os.environ["VLLM_CPU_KVCACHE_SPACE"] = "40"`
+_SPACE_SET = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[\"']?\]?[ ]{0,3}[:=][ ]{0,3}[\"']?(\d{1,5})\b")
+# where the platform alone is said: vLLM's platform detection, the V0 block line ("# cpu blocks: N"),
+# the engine config's device, the CPU worker's own log lines
+_PLATFORM = regex.compile(r"Automatically[ ]+detected[ ]+platform[ ]+cpu\b|\#[ ]*cpu[ ]+blocks:|device_config=cpu\b"
+                          r"|--device[ =]cpu\b|/v1/worker/cpu_worker\.py|\[cpu_worker\.py:\d")
+_TIMEOUT = 0.1
+
+
+def _search(pat, text: str):
+    try:
+        return pat.search(text, timeout=budget(_TIMEOUT))
+    except TimeoutError:
+        return None
+
+
+def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
+    """(extra facts, version ranges) for a paste from the CPU backend; ({}, []) for any other.
+
+    Keys: platform "cpu"; cpu_kv_space_gib, the KV space the user set (VLLM_CPU_KVCACHE_SPACE, whole
+    GiB); cpu_kv_default_gib, the space vLLM chose when it was unset (4 to 0.12, the printed half of the
+    host's RAM 0.13–0.19); from 0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it
+    itself, cpu_requested_gib and cpu_consumed_gib (the worker's RAM beside the KV cache)."""
+    if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "for KV cache on node" not in text:
+        return {}, []
+    extra: dict = {}
+    hints: list[tuple[str, str | None]] = []
+    if "VLLM_CPU_KVCACHE_SPACE" in text:
+        if _search(_V0_MESSAGE, text) is not None:
+            hints.append(("0.4.0", "0.10.0"))           # the V0 CPU worker's messages; gone in 0.10.0
+            extra["platform"] = "cpu"
+        m = _search(_FOUR_BY_DEFAULT, text)
+        if m is not None:
+            hints.append(("0.4.0", "0.13.0"))
+            extra["platform"], extra["cpu_kv_default_gib"] = "cpu", float(m.group(1))
+        m = _search(_HALF_HOST, text)
+        if m is not None:
+            hints.append(("0.13.0", "0.20.0"))
+            extra["platform"], extra["cpu_kv_default_gib"] = "cpu", float(m.group(1))
+        m = _search(_SPACE_SET, text)
+        if m is not None and int(m.group(1)) > 0:
+            extra["platform"], extra["cpu_kv_space_gib"] = "cpu", float(m.group(1))
+    if "for KV cache on node" in text:
+        m = _search(_NODE_SET, text)
+        if m is not None:
+            hints.append(("0.20.0", None))
+            extra["platform"] = "cpu"
+            extra["cpu_kv_pool_gib"], extra["cpu_node_total_gib"] = float(m.group(2)), float(m.group(3))
+            if m.group(1) == "Explicitly":
+                extra.setdefault("cpu_kv_space_gib", float(m.group(2)))
+            elif m.group(4) is not None:
+                extra["cpu_requested_gib"], extra["cpu_consumed_gib"] = float(m.group(4)), float(m.group(5))
+    if "platform" not in extra and _search(_PLATFORM, text) is not None:
+        extra["platform"] = "cpu"
+    return extra, hints

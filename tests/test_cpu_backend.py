@@ -1,0 +1,169 @@
+"""vLLM's CPU backend: its KV cache is a space of host RAM (VLLM_CPU_KVCACHE_SPACE, or from 0.20 a share
+of the NUMA node's RAM), so a CPU paste gets that arithmetic and no GPU advice.
+
+The messages and defaults are vLLM's, read in the wheels (vllm/worker/cpu_worker.py to 0.9.2,
+vllm/platforms/cpu.py, vllm/v1/worker/cpu_worker.py); the arithmetic is worked by hand in each test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator.diagnosis import diagnose
+from estimator.paste import read_paste
+from estimator.paste_cpu import read_cpu_backend
+
+# the V0 CPU worker's message (vllm/worker/cpu_worker.py _validate_num_cpu_blocks); the model is the
+# one the public report (opea-project/GenAIExamples#1762) served
+V0_CPU = ("When running deepseek-ai/DeepSeek-R1-Distill-Qwen-14B with vllm on CPU:\n"
+          "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+          "stored in KV cache (21840). Try increasing `VLLM_CPU_KVCACHE_SPACE` or decreasing `max_model_len` "
+          "when initializing the engine.\n")
+
+V0_CPU_SET = """$ VLLM_CPU_KVCACHE_SPACE=8 vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072
+INFO 03-02 10:11:12 __init__.py:207] Automatically detected platform cpu.
+INFO 03-02 10:11:40 executor_base.py:111] # cpu blocks: 4096, # CPU blocks: 4096
+ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (65536). Try increasing `VLLM_CPU_KVCACHE_SPACE` or decreasing `max_model_len` when initializing the engine.
+"""
+
+# 0.10–0.12: V1's generic message, the CPU platform's 4 GiB default
+V1_CPU_SETTING = """vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072
+INFO 10-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.
+WARNING 10-02 10:11:15 [cpu.py:117] Environment variable VLLM_CPU_KVCACHE_SPACE (GiB) for CPU backend is not set, using 4 by default.
+(EngineCore_DP0 pid=123) ValueError: To serve at least one request with the models's max seq len (131072), (7.00 GiB KV cache is needed, which is larger than the available KV cache memory (4.00 GiB). Based on the available memory, the estimated maximum model length is 74880. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+"""
+
+# 0.20+: the KV memory is ceil(node RAM × utilization) − what the worker holds
+V1_CPU_NODE = """vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072
+INFO 06-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.
+(EngineCore pid=123) INFO 06-02 10:11:30 [cpu_worker.py:208] Auto set (1.51/125.00) GiB for KV cache on node 0, with 112.50 GiB requested memory for the worker. 110.99 GiB memory was consumed by non-kv usages.
+(EngineCore pid=123) ValueError: To serve at least one request with the model's max seq len (131072), (7.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.51 GiB). Based on the available memory, the estimated maximum model length is 28160. Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.
+"""
+
+
+def _fixes(d) -> dict[str, dict]:
+    return {s["flags"]: s for s in d.suggestions}
+
+
+def test_reader_finds_the_cpu_backend_and_dates_it():
+    extra, hints = read_cpu_backend(V0_CPU)
+    assert extra == {"platform": "cpu"} and hints == [("0.4.0", "0.10.0")]
+    facts = read_paste(V0_CPU)
+    assert facts.extra["platform"] == "cpu" and facts.extra["version_hint"][1] == "0.9.2"
+    extra, hints = read_cpu_backend(V1_CPU_SETTING)
+    assert extra["cpu_kv_default_gib"] == 4.0 and ("0.4.0", "0.13.0") in hints
+    half = "WARNING [cpu.py:137] VLLM_CPU_KVCACHE_SPACE not set. Using 62.5 GiB for KV cache."
+    assert read_cpu_backend(half) == ({"platform": "cpu", "cpu_kv_default_gib": 62.5}, [("0.13.0", "0.20.0")])
+    extra, hints = read_cpu_backend(V1_CPU_NODE)
+    assert extra == {"platform": "cpu", "cpu_kv_pool_gib": 1.51, "cpu_node_total_gib": 125.0,
+                     "cpu_requested_gib": 112.5, "cpu_consumed_gib": 110.99} and hints == [("0.20.0", None)]
+    explicit = "INFO [cpu_worker.py:208] Explicitly set (40.00/251.50) GiB for KV cache on node 1."
+    assert read_cpu_backend(explicit)[0] == {"platform": "cpu", "cpu_kv_pool_gib": 40.0, "cpu_node_total_gib": 251.5,
+                                             "cpu_kv_space_gib": 40.0}
+
+
+@pytest.mark.parametrize("line, space", [
+    ("export VLLM_CPU_KVCACHE_SPACE=40", 40.0),
+    ("docker run -e VLLM_CPU_KVCACHE_SPACE=16 vllm-cpu-env --model x", 16.0),
+    ('    environment:\n      VLLM_CPU_KVCACHE_SPACE: "24"', 24.0),
+    ('os.environ["VLLM_CPU_KVCACHE_SPACE"] = "12"', 12.0),
+])
+def test_reader_takes_the_space_the_user_set(line, space):
+    assert read_cpu_backend(line)[0] == {"platform": "cpu", "cpu_kv_space_gib": space}
+
+
+@pytest.mark.parametrize("text", [
+    "INFO 04-27 10:13:05 llm_engine.py:275] # GPU blocks: 0, # CPU blocks: 256",
+    "vllm serve Qwen/Qwen2.5-7B-Instruct --cpu-offload-gb 8 --swap-space 4",
+    "I have 64 GB of CPU RAM and an RTX 4090; cpu usage is 100%",
+])
+def test_gpu_pastes_that_mention_the_cpu_are_not_read_as_the_cpu_backend(text):
+    assert read_cpu_backend(text) == ({}, [])
+    assert "platform" not in read_paste(text).extra
+
+
+def test_v0_cpu_space_to_set_and_length_that_fits():
+    d = diagnose(V0_CPU, offline=True)
+    assert d.error_kind == "kv_capacity_v0"
+    # 48 layers × 8 KV heads × 128 × 2 (K,V) × 2 B = 196,608 B per token; a block of 16 tokens is
+    # 3 MiB, so the default 4 GiB holds 4096 // 3 = 1,365 blocks = 21,840 tokens, vLLM's figure
+    assert d.kv_formula == "48 layers × 8 KV heads × 128 head_dim × 2 (K,V) × 2 B = 196,608 B per token"
+    assert any("1,365 blocks × 16 tokens = 21,840 tokens" in n for n in d.notes)
+    # 131,072 tokens = 8,192 blocks × 3 MiB = 24 GiB exactly
+    fixes = _fixes(d)
+    space = fixes["VLLM_CPU_KVCACHE_SPACE=24"]
+    assert space["fits"] and space["kv_cache_tokens"] == 131_072 and space["max_concurrency"] == 1.0
+    assert space["command"] == "VLLM_CPU_KVCACHE_SPACE=24 vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"
+    # the largest round length ≤ 21,840: 21 × 1024
+    assert fixes["--max-model-len 21504"]["kv_cache_tokens"] == 21_840
+    assert list(fixes)[0] == "VLLM_CPU_KVCACHE_SPACE=24"
+    reply = d.to_json()["reply"]
+    for gpu_word in ("tensor-parallel", "gpu-memory-utilization", "nvidia-smi", "GPU memory (torch)", "--quantization"):
+        assert gpu_word not in reply
+    assert d.missing == ["how much RAM the host has (`free -g`), so the space can be checked against it"]
+
+
+def test_v0_cpu_space_from_the_command_replaces_it_in_the_fix():
+    d = diagnose(V0_CPU_SET, offline=True)
+    # 32 layers × 8 × 128 × 2 × 2 B = 131,072 B per token, 2 MiB a block: 8 GiB = 4,096 blocks = 65,536
+    # tokens (the paste's own figure); 131,072 tokens need 8,192 blocks = 16 GiB
+    assert any("8 GiB (set by VLLM_CPU_KVCACHE_SPACE=8 in the paste) → 4,096 blocks" in n for n in d.notes)
+    fix = _fixes(d)["VLLM_CPU_KVCACHE_SPACE=16"]
+    assert fix["kv_cache_tokens"] == 131_072
+    assert fix["command"] == "VLLM_CPU_KVCACHE_SPACE=16 vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072"
+    assert _fixes(d)["--max-model-len 65536"]["command"].startswith("VLLM_CPU_KVCACHE_SPACE=8 vllm serve")
+
+
+def test_v0_cpu_without_the_model_bounds_the_token_cost_from_vllms_figures():
+    text = V0_CPU.replace("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "my local model")
+    d = diagnose(text, offline=True)
+    # 1,365 blocks of 16 tokens in 4 GiB: at most 4,294,967,296 // 21,840 = 196,656 B per token
+    # (21,840 × 196,656 = 4,294,967,040), so 131,072 × 196,656 B = 24.006 GiB → 25 GiB surely holds them
+    assert "at most 196,656 B per token" in d.kv_formula
+    assert "VLLM_CPU_KVCACHE_SPACE=25" in _fixes(d)
+    assert "the model id (your `vllm serve …` command)" in d.missing
+
+
+def test_v1_cpu_before_0_20_says_utilization_does_not_size_it():
+    d = diagnose(V1_CPU_SETTING, offline=True)
+    assert d.error_kind == "kv_capacity_v1"
+    # 28 layers × 4 KV heads × 128 × 2 × 2 B = 57,344 B per token; 131,072 tokens = 1,024 blocks of 128
+    # = 7,516,192,768 B = 7 GiB exactly, which rounds to vLLM's 7.00: a space of 7 GiB holds it.
+    # 74,880 → the round length 65,536 (a power of two within 15%)
+    fixes = _fixes(d)
+    assert list(fixes) == ["VLLM_CPU_KVCACHE_SPACE=7", "--max-model-len 65536"]
+    assert "1,024 blocks × 128 tokens × 57,344 B" in fixes["VLLM_CPU_KVCACHE_SPACE=7"]["why"]
+    assert "does not change it" in d.summary and "--gpu-memory-utilization" in d.summary
+    assert not any("--gpu-memory-utilization" in f for f in fixes)
+
+
+def test_v1_cpu_from_0_20_raises_the_node_share():
+    d = diagnose(V1_CPU_NODE, offline=True)
+    fixes = _fixes(d)
+    # the need is 7 GiB exactly (as above); the log's figures are rounded to 2 decimals, so at worst
+    # (7 + 110.99 + 0.005) / (125.00 − 0.005) = 0.94400 → 0.95: 0.95 × 125 − 110.99 = 7.76 GiB ≥ 7
+    assert list(fixes) == ["--gpu-memory-utilization 0.95", "--kv-cache-memory-bytes 7G", "--max-model-len 27648"]
+    assert any("1.51 GiB of KV cache = 0.9 × 125.00 GiB of node RAM − 110.99 GiB" in n for n in d.notes)
+    assert fixes["--kv-cache-memory-bytes 7G"]["command"] == (
+        "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072 --kv-cache-memory-bytes 7G")
+
+
+def test_a_gpu_paste_keeps_the_gpu_reply():
+    gpu = V1_CPU_NODE.replace("Automatically detected platform cpu.", "Automatically detected platform cuda.") \
+        .replace("(EngineCore pid=123) INFO 06-02 10:11:30 [cpu_worker.py:208] Auto set (1.51/125.00) GiB for KV cache "
+                 "on node 0, with 112.50 GiB requested memory for the worker. 110.99 GiB memory was consumed by "
+                 "non-kv usages.\n", "")
+    d = diagnose(gpu, offline=True)
+    assert "CPU backend" not in d.summary and d.estimate is not None
+
+
+def test_cpu_startup_log_is_explained_without_fixes():
+    text = ("INFO 03-02 __init__.py:207] Automatically detected platform cpu.\n"
+            "INFO 03-02 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with config: "
+            "model='meta-llama/Llama-3.1-8B-Instruct', device_config=cpu\n"
+            "INFO 03-02 executor_base.py:111] # cpu blocks: 2048, # CPU blocks: 2048\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.suggestions == [] and "holds 32,768 tokens" in d.summary      # 2,048 blocks × 16
+    # 4 GiB / (16 × 131,072 B) = 2,048 blocks: the default space and the model agree, no disagreement note
+    assert not any("not the" in n for n in d.notes)
+    assert d.to_json()["estimate"] is None
