@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from estimator.advice import friendly_len
 from estimator.units import HALF_HUNDREDTH, GiB
-from estimator.vllm import parse_version
+from estimator.vllm import parse_version, profile_for
 
 CPU_V1_FROM = (0, 10, 0)            # the V0 CPU worker is not in the 0.10.0 wheel
 CPU_HALF_HOST_FROM = (0, 13, 0)     # unset space: half the host's RAM per NUMA node (0.12.0: 4 GiB)
@@ -96,23 +96,27 @@ def _formula(spec, facts, per_token: int, size: int) -> str:
     return f"{per_token:,} B per token, summed over {count} attention layers (K and V)"
 
 
-def _v1_need(facts, spec, length: int, printed_gib: float) -> tuple[int, str]:
-    """(bytes max_model_len needs, how that figure was had) on V1. vLLM prints it to 2 decimals, so
-    a space just above the printed figure is sure to hold it; for a model whose every KV layer is full
-    attention the need is exact: ceil(L / block) blocks × block × bytes per token
-    (kv_cache_interface.py FullAttentionSpec.max_memory_usage_bytes; the CPU block 128 from 0.12,
-    platforms/cpu.py, which a 16-token block of 0.10–0.11 without IPEX never exceeds), used when it
-    rounds to vLLM's figure."""
+def _exact_need(facts, spec, length: int) -> tuple[int, str] | None:
+    """(bytes max_model_len needs, how) on V1 for a model whose every KV layer is full attention:
+    ceil(L / block) blocks × block × bytes per token (kv_cache_interface.py
+    FullAttentionSpec.max_memory_usage_bytes; the CPU block is 128 from 0.12, platforms/cpu.py, which a
+    16-token block of 0.10–0.11 without IPEX never exceeds). None for other models."""
     got = _kv_bytes(facts, spec)
-    upper = int((printed_gib + HALF_HUNDREDTH) * GiB), f"vLLM's {printed_gib:.2f} GiB, at the top of its rounding"
-    if got is None or any(lk.kind != "full" for lk in spec.layers if lk.bytes_per_token(1, 1)) \
-            or spec.is_hybrid_state:
-        return upper
+    if got is None or spec.is_hybrid_state or any(lk.kind != "full" for lk in spec.layers if lk.bytes_per_token(1, 1)):
+        return None
     block = int(facts.get("block_size") or V1_CPU_BLOCK_SIZE)
-    exact = math.ceil(length / block) * block * got[0]
-    if abs(exact / GiB - printed_gib) > HALF_HUNDREDTH:
-        return upper
-    return exact, f"{math.ceil(length / block):,} blocks × {block} tokens × {got[0]:,} B"
+    blocks = math.ceil(length / block)
+    return blocks * block * got[0], f"{blocks:,} blocks × {block} tokens × {got[0]:,} B"
+
+
+def _v1_need(facts, spec, length: int, printed_gib: float) -> tuple[int, str]:
+    """(bytes max_model_len needs, how that figure was had) where vLLM printed it: to 2 decimals, so a
+    space just above the printed figure is sure to hold it; the model's exact need where it rounds to
+    vLLM's figure."""
+    exact = _exact_need(facts, spec, length)
+    if exact is not None and abs(exact[0] / GiB - printed_gib) <= HALF_HUNDREDTH:
+        return exact
+    return int((printed_gib + HALF_HUNDREDTH) * GiB), f"vLLM's {printed_gib:.2f} GiB, at the top of its rounding"
 
 
 def _space_for(need_bytes: int) -> int:
@@ -126,7 +130,8 @@ def cpu_reply(facts, spec, version: str | None) -> CpuReply:
     length = int(facts.get("max_model_len") or 0) or None
     reply = CpuReply(summary="")
     reply.assumptions.append("vLLM's CPU backend (the paste's messages and log lines say so): its KV cache is "
-                             "held in the host's RAM, so nothing here depends on a GPU")
+                             "held in the host's RAM, so nothing here depends on a GPU; sizes are GiB (2^30 bytes, "
+                             f"1 GiB = 1.074 GB), as vLLM prints them and as {SPACE_VAR} counts")
     if era == "v0":
         _v0(facts, spec, length, reply, version)
     elif era == "setting":
@@ -224,13 +229,20 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
     extra = facts.extra
     need, avail = facts.get("kv_needed_gib"), facts.get("kv_available_gib")
     total, consumed = extra.get("cpu_node_total_gib"), extra.get("cpu_consumed_gib")
-    u = float(facts.get("gpu_memory_utilization") or 0.9)
-    reply.notes.append(f"On vLLM {version or 'these releases'} (0.20 and later) the CPU backend's KV memory is "
+    requested = extra.get("cpu_requested_gib")
+    # the share: the flag, the one the start-up error prints, the requested RAM over the node's, or the default
+    u = float(facts.get("gpu_memory_utilization") or extra.get("cpu_share_asked")
+              or (round(float(requested) / float(total), 2) if requested and total else 0)
+              or profile_for(version or None, "v1").default_utilization)
+    reply.notes.append(f"{f'On vLLM {version}' if version else 'From vLLM 0.20'} the CPU backend's KV memory is "
                        "ceil(the NUMA node's RAM × --gpu-memory-utilization) minus what the worker already holds "
                        f"(weights and buffers), unless --kv-cache-memory-bytes (or {SPACE_VAR}) sets it")
     if total is not None and consumed is not None and extra.get("cpu_kv_pool_gib") is not None:
         reply.notes.append(f"vLLM's log: {float(extra['cpu_kv_pool_gib']):.2f} GiB of KV cache = {u:g} × "
                            f"{float(total):.2f} GiB of node RAM − {float(consumed):.2f} GiB the worker holds")
+    if facts.error_kind == "free_memory_startup":
+        _node_short(facts, spec, length, reply, u)
+        return
     if need is None or avail is None or not length:
         return
     need_bytes, how = _v1_need(facts, spec, length, float(need))
@@ -253,6 +265,54 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
     if not reply.fixes[0]["flags"].startswith("--gpu") and total is None:
         reply.missing.append("vLLM's \"Auto set (…) GiB for KV cache on node …\" log line, which gives the node's RAM")
     _shorter(facts, reply)
+
+
+def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> None:
+    """0.20+: the NUMA node has less RAM available than vLLM asks for (v1/worker/cpu_worker.py): at
+    start-up, ceil(node RAM × u) > available; at the KV cache's allocation, that share less what the
+    worker holds is ≤ 0 (the weights took the share) or more than is available."""
+    extra = facts.extra
+    avail, total = float(extra["cpu_node_available_gib"]), float(extra["cpu_node_total_gib"])
+    requested = extra.get("cpu_requested_gib")
+    if length is None and spec is not None:
+        length = spec.derived_max_len()[0]
+    exact = _exact_need(facts, spec, length) if length else None
+    others = f"other processes hold {total - avail:.2f} GiB of it" if total > avail else "nothing else holds it"
+    if extra.get("cpu_share_asked") is not None:
+        # the largest share whose ceil(node RAM × u) the available RAM covers, at the printed figures' worst
+        most = math.floor(round((avail - HALF_HUNDREDTH) / (total + HALF_HUNDREDTH) * 100, 6)) / 100
+        reply.summary = (f"vLLM's CPU backend asks for {u:g} × {total:g} GiB = {float(requested):g} GiB of the NUMA "
+                         f"node's RAM at start-up, but only {avail:g} GiB is available ({others}), so it stops before "
+                         "loading. On the CPU backend --gpu-memory-utilization is the share of the node's RAM vLLM "
+                         "reserves for the weights and the KV cache together.")
+        if most > 0:
+            reply.fixes.append({"flags": f"--gpu-memory-utilization {most:.2f}", "fits": True, "why": (
+                f"{most:.2f} × {total:g} GiB is at most the {avail:g} GiB available, so the start-up check passes; "
+                "the KV cache then gets that share less what the worker holds (the weights), which has to hold "
+                "max_model_len")})
+        if exact is not None and exact[0] <= (avail - HALF_HUNDREDTH) * GiB:
+            reply.fixes.append(_fix(f"--kv-cache-memory-bytes {_space_for(exact[0])}G", None, length, (
+                f"a KV cache of its own size skips the share's start-up check: {length:,} tokens need "
+                f"{exact[0] / GiB:.3f} GiB ({exact[1]}); the weights take RAM beside it")))
+        return
+    asked = float(extra["cpu_kv_requested_gib"])
+    if requested is not None and asked <= 0:
+        held = float(requested) - asked
+        reply.summary = (f"The worker already holds {held:.2f} GiB of RAM (the weights and buffers), more than the "
+                         f"{float(requested):g} GiB share of the NUMA node's {total:g} GiB that --gpu-memory-utilization "
+                         f"{u:g} gives it, so nothing is left for vLLM's KV cache on the CPU backend.")
+        if exact is not None:
+            share = math.ceil(round((held + exact[0] / GiB + HALF_HUNDREDTH) / (total - HALF_HUNDREDTH) * 100, 6)) / 100
+            if share * total <= avail + held - HALF_HUNDREDTH and share <= 1:
+                reply.fixes.append(_fix(f"--gpu-memory-utilization {share:.2f}", None, length, (
+                    f"{share:.2f} × {total:g} GiB less the {held:.2f} GiB the worker holds leaves the {exact[0] / GiB:.3f} "
+                    f"GiB {length:,} tokens need ({exact[1]})")))
+        return
+    reply.summary = (f"vLLM's CPU backend asks for a {asked:g} GiB KV cache, but only {avail:g} GiB of the NUMA node's "
+                     f"{total:g} GiB is available ({others}), so it stops while allocating it.")
+    if exact is not None and exact[0] <= (avail - HALF_HUNDREDTH) * GiB:
+        reply.fixes.append(_fix(f"--kv-cache-memory-bytes {_space_for(exact[0])}G", None, length, (
+            f"{length:,} tokens need {exact[0] / GiB:.3f} GiB ({exact[1]}), which the available RAM holds")))
 
 
 def _shorter(facts, reply: CpuReply) -> None:

@@ -617,7 +617,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
 # what the CPU backend's own arithmetic answers: its KV checks and its start-up log (other failures on a
 # CPU host, the kernel's OOM killer among them, take the usual paths)
-_CPU_KINDS = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "startup_log_ok", None)
+_CPU_KINDS = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup", "startup_log_ok", None)
 
 
 def _cpu_diagnosis(facts, model_ref: str | None, version: str | None, assumptions: list[str], *,

@@ -505,6 +505,15 @@ def _read(raw: str) -> Facts:
         # traceback says
         kind = ("other", (mapped.start(), mapped.end()), "host_mmap")
         extra["host_mmap_bytes"], extra["host_mmap_file"] = int(mapped.group(1)), mapped.group(2)
+    cpu, cpu_hints = read_cpu_backend(text)
+    if cpu:
+        # vLLM's CPU backend: its KV space is a setting or a share of the host's RAM, not a card's leftover
+        short = cpu.pop("cpu_node_short", None)
+        if short is not None and (kind is None or kind[0] == "other"):
+            # 0.20+: the NUMA node has less RAM available than the share vLLM asks for
+            kind = ("free_memory_startup", short, "cpu_node_memory")
+        extra.update(cpu)
+        hints += cpu_hints
     for key, o in chosen.items():
         facts.values[key] = Fact(o.value, pt.span(o.start, o.end), o.source, o.guess)
     if kind is not None:
@@ -539,11 +548,6 @@ def _read(raw: str) -> Facts:
         names = _QUOTED_NAME.findall(unsupported.group(1))       # at most 400 characters: no timeout needed
         if names:
             extra["unsupported_architectures"] = names
-    cpu, cpu_hints = read_cpu_backend(text)
-    if cpu:
-        # vLLM's CPU backend: its KV space is a setting or a share of the host's RAM, not a card's leftover
-        extra.update(cpu)
-        hints += cpu_hints
     if "default in v0.19" in low and _search(_GRAPH_OPT_IN_ON, text) is not None:
         hints.append(("0.18.0", "0.20.0"))
     _capacity_rule_hint(facts, hints)

@@ -34,13 +34,19 @@ _HALF_HOST = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[ ]+not[ ]+set\.[ ]+Using[ ]+
 _NODE_SET = regex.compile(r"(Auto|Explicitly)[ ]+set[ ]+\(" + _NUM + r"/" + _NUM + r"\)[ ]+GiB[ ]+for[ ]+KV[ ]+cache[ ]+"
                           r"on[ ]+node[ ]+\d{1,3}(?:,[ ]+with[ ]+" + _NUM + r"[ ]+GiB[ ]+requested[ ]+memory[ ]+for[ ]+the"
                           r"[ ]+worker\.[ ]+" + _NUM + r"[ ]+GiB[ ]+memory[ ]+was[ ]+consumed)?")
+# 0.20+ (v1/worker/cpu_worker.py): the node has less RAM available than the share asked for, at start-up
+# (u × node RAM) or when the KV cache is allocated (that share less what the worker holds, which can be ≤ 0)
+_NODE_SHORT = regex.compile(r"Available[ ]+memory[ ]+on[ ]+node[ ]+\d{1,3}[ ]+\(" + _NUM + r"/" + _NUM + r"[ ]+GiB\)[ ]+on[ ]+"
+                            r"(?:startup[ ]+is[ ]+less[ ]+than[ ]+desired[ ]+CPU[ ]+memory[ ]+utilization[ ]+\("
+                            + _NUM + r",[ ]+" + _NUM + r"[ ]+GiB\)|kv[ ]+cache[ ]+allocation[ ]+is[ ]+less[ ]+than[ ]+"
+                            r"requested[ ]+memory[ ]+for[ ]+kv[ ]+\((-?" + _NUM[1:-1] + r")(?:/" + _NUM + r")?[ ]+GiB\))")
 # the user's setting: `export VLLM_CPU_KVCACHE_SPACE=40`, `-e VLLM_CPU_KVCACHE_SPACE=40`,
 # `VLLM_CPU_KVCACHE_SPACE: "40"` (compose), `os.environ["VLLM_CPU_KVCACHE_SPACE"] = "40"`
 _SPACE_SET = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[\"']?\]?[ ]{0,3}[:=][ ]{0,3}[\"']?(\d{1,5})\b")
 # where the platform alone is said: vLLM's platform detection, the V0 block line ("# cpu blocks: N"),
-# the engine config's device, the CPU worker's own log lines
+# the engine config's device, the CPU worker's own log lines, a build for the CPU
 _PLATFORM = regex.compile(r"Automatically[ ]+detected[ ]+platform[ ]+cpu\b|\#[ ]*cpu[ ]+blocks:|device_config=cpu\b"
-                          r"|--device[ =]cpu\b|/v1/worker/cpu_worker\.py|\[cpu_worker\.py:\d")
+                          r"|--device[ =]cpu\b|/v1/worker/cpu_worker\.py|\[cpu_worker\.py:\d|VLLM_TARGET_DEVICE=cpu\b")
 _TIMEOUT = 0.1
 
 
@@ -58,7 +64,7 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
     GiB); cpu_kv_default_gib, the space vLLM chose when it was unset (4 to 0.12, the printed half of the
     host's RAM 0.13–0.19); from 0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it
     itself, cpu_requested_gib and cpu_consumed_gib (the worker's RAM beside the KV cache)."""
-    if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "for KV cache on node" not in text:
+    if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "on node" not in text:
         return {}, []
     extra: dict = {}
     hints: list[tuple[str, str | None]] = []
@@ -87,6 +93,18 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
                 extra.setdefault("cpu_kv_space_gib", float(m.group(2)))
             elif m.group(4) is not None:
                 extra["cpu_requested_gib"], extra["cpu_consumed_gib"] = float(m.group(4)), float(m.group(5))
+    if "Available memory on node" in text:
+        m = _search(_NODE_SHORT, text)
+        if m is not None:
+            hints.append(("0.20.0", None))
+            extra["platform"], extra["cpu_node_short"] = "cpu", (m.start(), m.end())
+            extra["cpu_node_available_gib"], extra["cpu_node_total_gib"] = float(m.group(1)), float(m.group(2))
+            if m.group(3) is not None:      # at start-up: the share asked for
+                extra["cpu_share_asked"], extra["cpu_requested_gib"] = float(m.group(3)), float(m.group(4))
+            else:                           # at the KV cache's allocation: the share less what the worker holds
+                extra["cpu_kv_requested_gib"] = float(m.group(5))
+                if m.group(6) is not None:
+                    extra["cpu_requested_gib"] = float(m.group(6))
     if "platform" not in extra and _search(_PLATFORM, text) is not None:
         extra["platform"] = "cpu"
     return extra, hints

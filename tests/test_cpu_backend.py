@@ -36,7 +36,7 @@ WARNING 10-02 10:11:15 [cpu.py:117] Environment variable VLLM_CPU_KVCACHE_SPACE 
 # 0.20+: the KV memory is ceil(node RAM × utilization) − what the worker holds
 V1_CPU_NODE = """vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072
 INFO 06-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.
-(EngineCore pid=123) INFO 06-02 10:11:30 [cpu_worker.py:208] Auto set (1.51/125.00) GiB for KV cache on node 0, with 112.50 GiB requested memory for the worker. 110.99 GiB memory was consumed by non-kv usages.
+(EngineCore pid=123) INFO 06-02 10:11:30 [cpu_worker.py:208] Auto set (1.51/125.0) GiB for KV cache on node 0, with 112.5 GiB requested memory for the worker. 110.99 GiB memory was consumed by non-kv usages.
 (EngineCore pid=123) ValueError: To serve at least one request with the model's max seq len (131072), (7.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.51 GiB). Based on the available memory, the estimated maximum model length is 28160. Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.
 """
 
@@ -140,9 +140,10 @@ def test_v1_cpu_before_0_20_says_utilization_does_not_size_it():
 def test_v1_cpu_from_0_20_raises_the_node_share():
     d = diagnose(V1_CPU_NODE, offline=True)
     fixes = _fixes(d)
-    # the need is 7 GiB exactly (as above); the log's figures are rounded to 2 decimals, so at worst
-    # (7 + 110.99 + 0.005) / (125.00 − 0.005) = 0.94400 → 0.95: 0.95 × 125 − 110.99 = 7.76 GiB ≥ 7
+    # the need is 7 GiB exactly (as above); vLLM's log rounds to 2 decimals (format_gib), so at worst
+    # (7 + 110.99 + 0.005) / (125.0 − 0.005) = 0.94400 → 0.95: 0.95 × 125 − 110.99 = 7.76 GiB ≥ 7
     assert list(fixes) == ["--gpu-memory-utilization 0.95", "--kv-cache-memory-bytes 7G", "--max-model-len 27648"]
+    # the share the run had: 112.5 / 125.0 = 0.9 (the command sets none; 0.92 is 0.22's default)
     assert any("1.51 GiB of KV cache = 0.9 × 125.00 GiB of node RAM − 110.99 GiB" in n for n in d.notes)
     assert fixes["--kv-cache-memory-bytes 7G"]["command"] == (
         "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072 --kv-cache-memory-bytes 7G")
@@ -150,8 +151,8 @@ def test_v1_cpu_from_0_20_raises_the_node_share():
 
 def test_a_gpu_paste_keeps_the_gpu_reply():
     gpu = V1_CPU_NODE.replace("Automatically detected platform cpu.", "Automatically detected platform cuda.") \
-        .replace("(EngineCore pid=123) INFO 06-02 10:11:30 [cpu_worker.py:208] Auto set (1.51/125.00) GiB for KV cache "
-                 "on node 0, with 112.50 GiB requested memory for the worker. 110.99 GiB memory was consumed by "
+        .replace("(EngineCore pid=123) INFO 06-02 10:11:30 [cpu_worker.py:208] Auto set (1.51/125.0) GiB for KV cache "
+                 "on node 0, with 112.5 GiB requested memory for the worker. 110.99 GiB memory was consumed by "
                  "non-kv usages.\n", "")
     d = diagnose(gpu, offline=True)
     assert "CPU backend" not in d.summary and d.estimate is not None
@@ -167,3 +168,67 @@ def test_cpu_startup_log_is_explained_without_fixes():
     # 4 GiB / (16 × 131,072 B) = 2,048 blocks: the default space and the model agree, no disagreement note
     assert not any("not the" in n for n in d.notes)
     assert d.to_json()["estimate"] is None
+
+
+def test_a_public_report_without_a_log_line_of_the_platform():
+    # vllm#29233 (2025-11-22): the V1 message alone, and a build for the CPU; Qwen3-0.6B, which
+    # `vllm bench throughput` serves by default, needs 28 × 8 × 128 × 2 × 2 = 114,688 B per token,
+    # 40,960 × 114,688 B = 4.375 GiB → vLLM's "4.38"; the default space is 4 GiB before 0.13
+    text = ("If a user tries to run a model with a decent max_model_len, they're very likely to run into memory "
+            "issues allocating enough kv cache space since the default value is 4GB (too small) for the CPU backend\n"
+            "```\n(EngineCore_DP0 pid=64528) ERROR 11-18 13:44:09 [core.py:842] ValueError: To serve at least one "
+            "request with the models's max seq len (40960), (4.38 GiB KV cache is needed, which is larger than the "
+            "available KV cache memory (4.00 GiB). Based on the available memory, the estimated maximum model length "
+            "is 37376. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+            "engine.\n```\n### Reproducer:\n- build vllm on CPU: `VLLM_TARGET_DEVICE=cpu python3 setup.py "
+            "bdist_wheel`\n- then run: `vllm bench throughput --input_len 32`\n")
+    d = diagnose(text, offline=True, posted="2025-11-22")
+    assert d.facts["vllm_version"] is None and d.error_kind == "kv_capacity_v1"
+    assert any("4 GiB, assumed" in n for n in d.notes)
+    # without the model: vLLM's 4.38 GiB at the top of its rounding, 4.385 GiB → 5 whole GiB
+    assert [s["flags"] for s in d.suggestions] == ["VLLM_CPU_KVCACHE_SPACE=5", "--max-model-len 32768"]
+    assert d.missing == ["the model id (your `vllm serve …` command)"]
+    d = diagnose(text, model="Qwen/Qwen3-0.6B", offline=True, posted="2025-11-22")
+    # with it: 320 blocks × 128 tokens × 114,688 B = 4.375 GiB, still 5 whole GiB
+    assert "320 blocks × 128 tokens × 114,688 B" in d.suggestions[0]["why"]
+
+
+STARTUP_SHORT = """vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768
+INFO 06-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.
+(EngineCore pid=123) ValueError: Available memory on node 0 (10.2/15.5 GiB) on startup is less than desired CPU memory utilization (0.92, 14.26 GiB). On the CPU backend, the `--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite its name). To resolve: decrease `--gpu-memory-utilization` (e.g. `--gpu-memory-utilization 0.5`) or reduce CPU memory used by other processes.
+"""
+
+
+def test_node_ram_short_at_start_up():
+    d = diagnose(STARTUP_SHORT, offline=True)
+    assert d.error_kind == "free_memory_startup"
+    assert "other processes hold 5.30 GiB" in d.summary          # 15.5 − 10.2
+    fixes = _fixes(d)
+    # the largest share whose ceil(15.5 GiB × u) 10.2 GiB covers, at the rounding's worst:
+    # (10.2 − 0.005) / (15.5 + 0.005) = 0.6575 → 0.65 (0.65 × 15.5 = 10.075 ≤ 10.2; 0.66 × 15.5 = 10.23 is not)
+    # and a KV cache of its own size, which skips the check: 256 blocks × 128 × 57,344 B = 1.75 GiB → 2G
+    assert list(fixes) == ["--gpu-memory-utilization 0.65", "--kv-cache-memory-bytes 2G"]
+    assert "256 blocks × 128 tokens × 57,344 B" in fixes["--kv-cache-memory-bytes 2G"]["why"]
+
+
+def test_node_ram_short_when_the_weights_take_the_share():
+    text = ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.5\n"
+            "INFO [__init__.py:216] Automatically detected platform cpu.\n"
+            "ValueError: Available memory on node 0 (14.9/31.2 GiB) on kv cache allocation is less than requested "
+            "memory for kv (-1.07/15.6 GiB). Reduce CPU memory used by other processes.\n")
+    d = diagnose(text, offline=True)
+    # the worker holds 15.6 − (−1.07) = 16.67 GiB; with the 1.75 GiB of 32,768 tokens:
+    # (16.67 + 1.75 + 0.005) / (31.2 − 0.005) = 0.5906 → 0.60, and 0.60 × 31.2 − 16.67 = 2.05 GiB ≥ 1.75
+    assert "already holds 16.67 GiB" in d.summary
+    assert [s["flags"] for s in d.suggestions] == ["--gpu-memory-utilization 0.60"]
+
+
+def test_node_ram_short_for_an_explicit_kv_cache():
+    text = ("Automatically detected platform cpu.\n"
+            "ValueError: Available memory on node 1 (3.0/251.5 GiB) on kv cache allocation is less than requested "
+            "memory for kv (40.0 GiB). Decrease --kv-cache-memory-bytes, VLLM_CPU_KVCACHE_SPACE, or reduce CPU "
+            "memory used by other processes.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "free_memory_startup"
+    assert "asks for a 40 GiB KV cache, but only 3 GiB" in d.summary and "other processes hold 248.50 GiB" in d.summary
+    assert d.suggestions == []           # no model: no need to size a smaller cache by
