@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from estimator.advice import friendly_len
+from estimator.params import weight_bytes
 from estimator.units import HALF_HUNDREDTH, GiB
 from estimator.vllm import parse_version, profile_for
 
@@ -132,7 +133,9 @@ def cpu_reply(facts, spec, version: str | None) -> CpuReply:
     reply.assumptions.append("vLLM's CPU backend (the paste's messages and log lines say so): its KV cache is "
                              "held in the host's RAM, so nothing here depends on a GPU; sizes are GiB (2^30 bytes, "
                              f"1 GiB = 1.074 GB), as vLLM prints them and as {SPACE_VAR} counts")
-    if era == "v0":
+    if facts.extra.get("host_killed"):
+        _killed(facts, spec, length, reply, version, era)
+    elif era == "v0":
         _v0(facts, spec, length, reply, version)
     elif era == "setting":
         _v1_setting(facts, spec, length, reply, version)
@@ -313,6 +316,40 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
     if exact is not None and exact[0] <= (avail - HALF_HUNDREDTH) * GiB:
         reply.fixes.append(_fix(f"--kv-cache-memory-bytes {_space_for(exact[0])}G", None, length, (
             f"{length:,} tokens need {exact[0] / GiB:.3f} GiB ({exact[1]}), which the available RAM holds")))
+
+
+def _killed(facts, spec, length: int | None, reply: CpuReply, version: str | None, era: str) -> None:
+    """The kernel's OOM killer ("Killed"): on the CPU backend the weights and the KV cache are both host
+    RAM, so the KV space (or share) the run set is what to weigh against the host, beside the weights."""
+    space, whence = _space_words(facts, version) if era != "node_share" else (
+        facts.extra.get("cpu_kv_space_gib"), f"set by {SPACE_VAR}" if facts.extra.get("cpu_kv_space_env")
+        else "set by --kv-cache-memory-bytes")
+    parts = []
+    if spec is not None:
+        weights = weight_bytes(spec, dtype=str(facts.get("dtype") or "auto"), quantization=facts.get("quantization"),
+                               allocator_blocks=False).bytes_total
+        parts.append(f"{weights / GiB:.2f} GiB of weights (estimated from the model's config)")
+    if space:
+        parts.append(f"a {space:g} GiB KV cache ({whence})")
+    held = (" The run holds " + " and ".join(parts) + ", beside Python, the tokenizer and the system.") if parts else ""
+    reply.summary = ("The kernel killed vLLM's process (Linux's OOM killer): on the CPU backend the weights and the "
+                     f"KV cache both live in the host's RAM, and together they did not fit.{held}")
+    if length and spec is not None and space:
+        need = _exact_need(facts, spec, length) if era != "v0" else None
+        if era == "v0" and _kv_bytes(facts, spec) is not None:
+            per_token = _kv_bytes(facts, spec)[0]
+            block = int(facts.get("block_size") or V0_CPU_BLOCK_SIZE)
+            need = (math.ceil(length / block) * block * per_token,
+                    f"{math.ceil(length / block):,} blocks × {block} tokens × {per_token:,} B")
+        if need is not None and _space_for(need[0]) < space:
+            # from 0.20 the variable is read into --kv-cache-memory-bytes, over the flag: the one the user set
+            flags = f"{SPACE_VAR}={_space_for(need[0])}" if era != "node_share" or facts.extra.get("cpu_kv_space_env") \
+                else f"--kv-cache-memory-bytes {_space_for(need[0])}G"
+            reply.fixes.append(_fix(flags, None, length, (
+                f"{length:,} tokens need {need[0] / GiB:.3f} GiB ({need[1]}): a KV cache of that size frees "
+                f"{space - _space_for(need[0]):g} GiB of RAM and serves one request of that length at a time; "
+                "more concurrency needs as much again per request")))
+    reply.missing.append("how much RAM the host has (`free -g`), so the space can be checked against it")
 
 
 def _shorter(facts, reply: CpuReply) -> None:

@@ -443,7 +443,7 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     if not model_ref:
         missing.append(f"which Hub model the local path `{path}` holds (its repo id, or its config.json)" if path
                        else "the model id (your `vllm serve …` command)")
-    if facts.extra.get("platform") == "cpu" and kind in _CPU_KINDS:
+    if facts.extra.get("platform") == "cpu" and (kind in _CPU_KINDS or facts.extra.get("host_killed")):
         # vLLM's CPU backend: the KV cache is a space of host RAM, not what a card leaves
         return _cpu_diagnosis(facts, model_ref, version, assumptions, offline=offline, timeout=hub_timeout)
     if not card_ref:
@@ -615,8 +615,8 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     return d
 
 
-# what the CPU backend's own arithmetic answers: its KV checks and its start-up log (other failures on a
-# CPU host, the kernel's OOM killer among them, take the usual paths)
+# what the CPU backend's own arithmetic answers: its KV checks, its RAM checks and its start-up log (and the
+# kernel's OOM killer, by extra["host_killed"]); other failures on a CPU host take the usual paths
 _CPU_KINDS = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup", "startup_log_ok", None)
 
 

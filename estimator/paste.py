@@ -512,6 +512,10 @@ def _read(raw: str) -> Facts:
         if short is not None and (kind is None or kind[0] == "other"):
             # 0.20+: the NUMA node has less RAM available than the share vLLM asks for
             kind = ("free_memory_startup", short, "cpu_node_memory")
+        killed = _search(_KILLED, text) if kind is None and "illed" in text else None
+        if killed is not None:
+            # the kernel's OOM killer on a CPU-backend run: its weights and KV cache are both host RAM
+            kind = ("other", (killed.start(), killed.end()), "host_killed")
         extra.update(cpu)
         hints += cpu_hints
     for key, o in chosen.items():

@@ -61,7 +61,7 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
     """(extra facts, version ranges) for a paste from the CPU backend; ({}, []) for any other.
 
     Keys: platform "cpu"; cpu_kv_space_gib, the KV space the user set (VLLM_CPU_KVCACHE_SPACE, whole
-    GiB); cpu_kv_default_gib, the space vLLM chose when it was unset (4 to 0.12, the printed half of the
+    GiB, with cpu_kv_space_env; or the size 0.20+ logs as explicitly set); cpu_kv_default_gib, the space vLLM chose when it was unset (4 to 0.12, the printed half of the
     host's RAM 0.13–0.19); from 0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it
     itself, cpu_requested_gib and cpu_consumed_gib (the worker's RAM beside the KV cache)."""
     if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "on node" not in text:
@@ -82,7 +82,7 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
             extra["platform"], extra["cpu_kv_default_gib"] = "cpu", float(m.group(1))
         m = _search(_SPACE_SET, text)
         if m is not None and int(m.group(1)) > 0:
-            extra["platform"], extra["cpu_kv_space_gib"] = "cpu", float(m.group(1))
+            extra["platform"], extra["cpu_kv_space_gib"], extra["cpu_kv_space_env"] = "cpu", float(m.group(1)), True
     if "for KV cache on node" in text:
         m = _search(_NODE_SET, text)
         if m is not None:

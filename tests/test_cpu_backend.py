@@ -69,7 +69,7 @@ def test_reader_finds_the_cpu_backend_and_dates_it():
     ('os.environ["VLLM_CPU_KVCACHE_SPACE"] = "12"', 12.0),
 ])
 def test_reader_takes_the_space_the_user_set(line, space):
-    assert read_cpu_backend(line)[0] == {"platform": "cpu", "cpu_kv_space_gib": space}
+    assert read_cpu_backend(line)[0] == {"platform": "cpu", "cpu_kv_space_gib": space, "cpu_kv_space_env": True}
 
 
 @pytest.mark.parametrize("text", [
@@ -232,3 +232,18 @@ def test_node_ram_short_for_an_explicit_kv_cache():
     assert d.error_kind == "free_memory_startup"
     assert "asks for a 40 GiB KV cache, but only 3 GiB" in d.summary and "other processes hold 248.50 GiB" in d.summary
     assert d.suggestions == []           # no model: no need to size a smaller cache by
+
+
+def test_the_oom_killer_on_a_cpu_run_weighs_the_kv_space():
+    text = ("$ VLLM_CPU_KVCACHE_SPACE=40 vllm serve Qwen/Qwen2.5-14B-Instruct --max-model-len 32768\n"
+            "INFO 10-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.\n"
+            "Killed\n")
+    d = diagnose(text, offline=True)
+    assert d is not None and d.error_kind == "other"
+    # 14,770,033,664 parameters × 2 B + the 8 MiB rotary cache = 29,548,455,936 B = 27.52 GiB beside 40 GiB
+    assert "27.52 GiB of weights" in d.summary and "a 40 GiB KV cache (set by VLLM_CPU_KVCACHE_SPACE)" in d.summary
+    # 48 layers × 8 × 128 × 2 × 2 B = 196,608 B per token; 256 blocks × 128 × 196,608 B = 6 GiB for 32,768
+    fix = d.suggestions[0]
+    assert fix["flags"] == "VLLM_CPU_KVCACHE_SPACE=6" and "frees 34 GiB" in fix["why"]
+    assert fix["command"] == "VLLM_CPU_KVCACHE_SPACE=6 vllm serve Qwen/Qwen2.5-14B-Instruct --max-model-len 32768"
+    assert "nvidia-smi" not in d.to_json()["reply"]
