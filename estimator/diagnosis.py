@@ -636,10 +636,9 @@ def _cpu_diagnosis(facts, model_ref: str | None, version: str | None, assumption
     _cpu_commands(reply.fixes, facts, spec.model_id if spec is not None else None)
     missing = ([] if model_ref else ["the model id (your `vllm serve …` command)"]) + \
         [m for m in reply.missing if m != "the model id (your `vllm serve …` command)"]
-    d = Diagnosis(error_kind=facts.error_kind, summary=reply.summary, facts=facts.to_dict(), suggestions=reply.fixes,
-                  missing=missing, specific=True, notes=reply.notes + notes,
-                  assumptions=reply.assumptions + assumptions, kv_formula=reply.kv_formula)
-    return d
+    return Diagnosis(error_kind=facts.error_kind, summary=reply.summary, facts=facts.to_dict(), suggestions=reply.fixes,
+                     missing=missing, specific=True, notes=reply.notes + notes,
+                     assumptions=reply.assumptions + assumptions, kv_formula=reply.kv_formula)
 
 
 def _cpu_commands(fixes: list[dict], facts, model_id: str | None) -> None:

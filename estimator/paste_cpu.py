@@ -47,6 +47,10 @@ _SPACE_SET = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[\"']?\]?[ ]{0,3}[:=][ ]{0,3}
 # the engine config's device, the CPU worker's own log lines, a build for the CPU
 _PLATFORM = regex.compile(r"Automatically[ ]+detected[ ]+platform[ ]+cpu\b|\#[ ]*cpu[ ]+blocks:|device_config=cpu\b"
                           r"|--device[ =]cpu\b|/v1/worker/cpu_worker\.py|\[cpu_worker\.py:\d|VLLM_TARGET_DEVICE=cpu\b")
+# a run on a GPU: its platform, V0's GPU block line, a CUDA allocator error, nvidia-smi. vLLM's CPU messages
+# and log lines above are the CPU's own; the weaker signs (a setting, the platform words) yield to these
+_GPU_RUN = regex.compile(r"Automatically[ ]+detected[ ]+platform[ ]+(?:cuda|rocm|xpu|tpu)\b|\#[ ]*GPU[ ]+blocks:"
+                         r"|CUDA[ ]+out[ ]+of[ ]+memory|NVIDIA-SMI[ ]+\d|HIP[ ]+out[ ]+of[ ]+memory")
 _TIMEOUT = 0.1
 
 
@@ -61,8 +65,8 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
     """(extra facts, version ranges) for a paste from the CPU backend; ({}, []) for any other.
 
     Keys: platform "cpu"; cpu_kv_space_gib, the KV space the user set (VLLM_CPU_KVCACHE_SPACE, whole
-    GiB, with cpu_kv_space_env; or the size 0.20+ logs as explicitly set); cpu_kv_default_gib, the space vLLM chose when it was unset (4 to 0.12, the printed half of the
-    host's RAM 0.13–0.19); from 0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it
+    GiB, with cpu_kv_space_env; or the size 0.20+ logs as explicitly set); cpu_kv_default_gib, the
+    space vLLM chose when it was unset (4 to 0.12, the printed half of the host's RAM 0.13–0.19); from 0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it
     itself, cpu_requested_gib and cpu_consumed_gib (the worker's RAM beside the KV cache)."""
     if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "on node" not in text:
         return {}, []
@@ -82,7 +86,8 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
             extra["platform"], extra["cpu_kv_default_gib"] = "cpu", float(m.group(1))
         m = _search(_SPACE_SET, text)
         if m is not None and int(m.group(1)) > 0:
-            extra["platform"], extra["cpu_kv_space_gib"], extra["cpu_kv_space_env"] = "cpu", float(m.group(1)), True
+            # the user's setting says CPU only where the run shows no GPU (a template's env list may carry it)
+            extra["cpu_kv_space_gib"], extra["cpu_kv_space_env"] = float(m.group(1)), True
     if "for KV cache on node" in text:
         m = _search(_NODE_SET, text)
         if m is not None:
@@ -105,6 +110,9 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
                 extra["cpu_kv_requested_gib"] = float(m.group(5))
                 if m.group(6) is not None:
                     extra["cpu_requested_gib"] = float(m.group(6))
-    if "platform" not in extra and _search(_PLATFORM, text) is not None:
+    if "platform" not in extra and ("cpu_kv_space_env" in extra or _search(_PLATFORM, text) is not None) \
+            and _search(_GPU_RUN, text) is None:
         extra["platform"] = "cpu"
+    if "platform" not in extra:
+        return {}, []
     return extra, hints

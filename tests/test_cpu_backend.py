@@ -247,3 +247,13 @@ def test_the_oom_killer_on_a_cpu_run_weighs_the_kv_space():
     assert fix["flags"] == "VLLM_CPU_KVCACHE_SPACE=6" and "frees 34 GiB" in fix["why"]
     assert fix["command"] == "VLLM_CPU_KVCACHE_SPACE=6 vllm serve Qwen/Qwen2.5-14B-Instruct --max-model-len 32768"
     assert "nvidia-smi" not in d.to_json()["reply"]
+
+
+def test_a_cpu_setting_in_a_gpu_run_does_not_make_it_a_cpu_run():
+    # an env list that carries the variable beside a CUDA run: the GPU's figures answer it
+    text = ("docker run --gpus all -e VLLM_CPU_KVCACHE_SPACE=40 vllm/vllm-openai --model Qwen/Qwen2.5-7B-Instruct\n"
+            "INFO 06-02 10:11:12 [__init__.py:216] Automatically detected platform cuda.\n")
+    assert "platform" not in read_paste(text).extra
+    assert read_cpu_backend(text) == ({}, [])
+    # vLLM's own CPU lines are the CPU's whatever else the paste holds
+    assert read_cpu_backend(text + V0_CPU)[0]["platform"] == "cpu"
