@@ -97,17 +97,25 @@ def _formula(spec, facts, per_token: int, size: int) -> str:
     return f"{per_token:,} B per token, summed over {count} attention layers (K and V)"
 
 
-def _exact_need(facts, spec, length: int) -> tuple[int, str] | None:
-    """(bytes max_model_len needs, how) on V1 for a model whose every KV layer is full attention:
-    ceil(L / block) blocks × block × bytes per token (kv_cache_interface.py
-    FullAttentionSpec.max_memory_usage_bytes; the CPU block is 128 from 0.12, platforms/cpu.py, which a
-    16-token block of 0.10–0.11 without IPEX never exceeds). None for other models."""
+def _exact_need(facts, spec, length: int, v0: bool = False) -> tuple[int, str] | None:
+    """(bytes max_model_len needs, how): ceil(L / block) blocks × block × bytes per token. V0's CPU cache
+    engine keeps every layer at full length (CPUCacheEngine); V1 only for a model whose every KV layer is
+    full attention (kv_cache_interface.py FullAttentionSpec.max_memory_usage_bytes; the CPU block is 128
+    from 0.12, platforms/cpu.py, which a 16-token block of 0.10–0.11 without IPEX never exceeds), None
+    for the others, whose need vLLM's own figure gives."""
     got = _kv_bytes(facts, spec)
-    if got is None or spec.is_hybrid_state or any(lk.kind != "full" for lk in spec.layers if lk.bytes_per_token(1, 1)):
+    if got is None or not v0 and (spec.is_hybrid_state or any(
+            lk.kind != "full" for lk in spec.layers if lk.bytes_per_token(1, 1))):
         return None
-    block = int(facts.get("block_size") or V1_CPU_BLOCK_SIZE)
+    block = int(facts.get("block_size") or (V0_CPU_BLOCK_SIZE if v0 else V1_CPU_BLOCK_SIZE))
     blocks = math.ceil(length / block)
     return blocks * block * got[0], f"{blocks:,} blocks × {block} tokens × {got[0]:,} B"
+
+
+def _share_for(gib: float, total: float) -> float:
+    """The least share (2 decimals) of a node of `total` GiB that covers `gib`, at the worst of the
+    printed figures' rounding (vLLM logs GiB to 2 decimals, format_gib)."""
+    return math.ceil(round((gib + HALF_HUNDREDTH) / (total - HALF_HUNDREDTH) * 100, 6)) / 100
 
 
 def _v1_need(facts, spec, length: int, printed_gib: float) -> tuple[int, str]:
@@ -253,9 +261,7 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
                      f"**{float(avail):.2f} GiB**, so the engine refuses to start. On the CPU backend "
                      "--gpu-memory-utilization is the share of the NUMA node's RAM vLLM may use.")
     if total is not None and consumed is not None:
-        # the printed GiB are rounded to 2 decimals: a share that holds the need at their worst
-        share = math.ceil(round((need_bytes / GiB + float(consumed) + HALF_HUNDREDTH)
-                                / (float(total) - HALF_HUNDREDTH) * 100, 6)) / 100
+        share = _share_for(need_bytes / GiB + float(consumed), float(total))
         if share <= 0.99:
             reply.fixes.append(_fix(f"--gpu-memory-utilization {share:.2f}", None, length,
                                     f"{share:.2f} × {float(total):.2f} GiB of node RAM less the {float(consumed):.2f} GiB "
@@ -305,7 +311,7 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
                          f"{float(requested):g} GiB share of the NUMA node's {total:g} GiB that --gpu-memory-utilization "
                          f"{u:g} gives it, so nothing is left for vLLM's KV cache on the CPU backend.")
         if exact is not None:
-            share = math.ceil(round((held + exact[0] / GiB + HALF_HUNDREDTH) / (total - HALF_HUNDREDTH) * 100, 6)) / 100
+            share = _share_for(held + exact[0] / GiB, total)
             if share * total <= avail + held - HALF_HUNDREDTH and share <= 1:
                 reply.fixes.append(_fix(f"--gpu-memory-utilization {share:.2f}", None, length, (
                     f"{share:.2f} × {total:g} GiB less the {held:.2f} GiB the worker holds leaves the {exact[0] / GiB:.3f} "
@@ -335,12 +341,7 @@ def _killed(facts, spec, length: int | None, reply: CpuReply, version: str | Non
     reply.summary = ("The kernel killed vLLM's process (Linux's OOM killer): on the CPU backend the weights and the "
                      f"KV cache both live in the host's RAM, and together they did not fit.{held}")
     if length and spec is not None and space:
-        need = _exact_need(facts, spec, length) if era != "v0" else None
-        if era == "v0" and _kv_bytes(facts, spec) is not None:
-            per_token = _kv_bytes(facts, spec)[0]
-            block = int(facts.get("block_size") or V0_CPU_BLOCK_SIZE)
-            need = (math.ceil(length / block) * block * per_token,
-                    f"{math.ceil(length / block):,} blocks × {block} tokens × {per_token:,} B")
+        need = _exact_need(facts, spec, length, v0=era == "v0")
         if need is not None and _space_for(need[0]) < space:
             # from 0.20 the variable is read into --kv-cache-memory-bytes, over the flag: the one the user set
             flags = f"{SPACE_VAR}={_space_for(need[0])}" if era != "node_share" or facts.extra.get("cpu_kv_space_env") \
