@@ -278,15 +278,20 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
 
 def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> None:
     """0.20+: the NUMA node has less RAM available than vLLM asks for (v1/worker/cpu_worker.py): at
-    start-up, ceil(node RAM × u) > available; at the KV cache's allocation, that share less what the
-    worker holds is ≤ 0 (the weights took the share) or more than is available."""
+    start-up (0.20–0.32), ceil(node RAM × u) > available; at the KV cache's allocation, that share less
+    what the worker holds is ≤ 0 (the weights took the share: from 0.33 "The worker already uses …",
+    which prints no node figures) or more than is available."""
     extra = facts.extra
-    avail, total = float(extra["cpu_node_available_gib"]), float(extra["cpu_node_total_gib"])
+    avail, total = extra.get("cpu_node_available_gib"), extra.get("cpu_node_total_gib")
     requested = extra.get("cpu_requested_gib")
+    derived = total is None and requested is not None
+    if derived:
+        total = float(requested) / u        # the share is ceil(node RAM × u): the node's RAM, to its rounding
     if length is None and spec is not None:
         length = spec.derived_max_len()[0]
     exact = _exact_need(facts, spec, length) if length else None
-    others = f"other processes hold {total - avail:.2f} GiB of it" if total > avail else "nothing else holds it"
+    others = "" if avail is None or total is None else \
+        f"other processes hold {total - avail:.2f} GiB of it" if total > avail else "nothing else holds it"
     if extra.get("cpu_share_asked") is not None:
         # the largest share whose ceil(node RAM × u) the available RAM covers, at the printed figures' worst
         most = math.floor(round((avail - HALF_HUNDREDTH) / (total + HALF_HUNDREDTH) * 100, 6)) / 100
@@ -307,15 +312,21 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
     asked = float(extra["cpu_kv_requested_gib"])
     if requested is not None and asked <= 0:
         held = float(requested) - asked
+        node = "" if total is None else f" of the NUMA node's {'about ' if derived else ''}{total:.2f} GiB" + (
+            f" (derived: {float(requested):g} / {u:g})" if derived else "")
         reply.summary = (f"The worker already holds {held:.2f} GiB of RAM (the weights and buffers), more than the "
-                         f"{float(requested):g} GiB share of the NUMA node's {total:g} GiB that --gpu-memory-utilization "
-                         f"{u:g} gives it, so nothing is left for vLLM's KV cache on the CPU backend.")
-        if exact is not None:
+                         f"{float(requested):g} GiB share{node} that --gpu-memory-utilization {u:g} gives it, so "
+                         "nothing is left for vLLM's KV cache on the CPU backend.")
+        if exact is not None and total is not None:
             share = _share_for(held + exact[0] / GiB, total)
-            if share * total <= avail + held - HALF_HUNDREDTH and share <= 1:
+            if share <= 1 and (avail is None or share * total <= avail + held - HALF_HUNDREDTH):
                 reply.fixes.append(_fix(f"--gpu-memory-utilization {share:.2f}", None, length, (
-                    f"{share:.2f} × {total:g} GiB less the {held:.2f} GiB the worker holds leaves the {exact[0] / GiB:.3f} "
-                    f"GiB {length:,} tokens need ({exact[1]})")))
+                    f"{share:.2f} × {total:.2f} GiB less the {held:.2f} GiB the worker holds leaves the "
+                    f"{exact[0] / GiB:.3f} GiB {length:,} tokens need ({exact[1]})")))
+        if exact is not None:
+            reply.fixes.append(_fix(f"--kv-cache-memory-bytes {_space_for(exact[0])}G", None, length, (
+                f"a KV cache of its own size ({length:,} tokens need {exact[0] / GiB:.3f} GiB, {exact[1]}) is "
+                "not a share: the node needs that much RAM free beside the worker's")))
         return
     reply.summary = (f"vLLM's CPU backend asks for a {asked:g} GiB KV cache, but only {avail:g} GiB of the NUMA node's "
                      f"{total:g} GiB is available ({others}), so it stops while allocating it.")

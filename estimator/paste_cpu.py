@@ -40,6 +40,9 @@ _NODE_SHORT = regex.compile(r"Available[ ]+memory[ ]+on[ ]+node[ ]+\d{1,3}[ ]+\(
                             r"(?:startup[ ]+is[ ]+less[ ]+than[ ]+desired[ ]+CPU[ ]+memory[ ]+utilization[ ]+\("
                             + _NUM + r",[ ]+" + _NUM + r"[ ]+GiB\)|kv[ ]+cache[ ]+allocation[ ]+is[ ]+less[ ]+than[ ]+"
                             r"requested[ ]+memory[ ]+for[ ]+kv[ ]+\((-?" + _NUM[1:-1] + r")(?:/" + _NUM + r")?[ ]+GiB\))")
+# 0.33+ (v1/worker/cpu_worker.py): the worker's own RAM already fills the share, no room for the KV cache
+_WORKER_USES = regex.compile(r"The[ ]+worker[ ]+already[ ]+uses[ ]+" + _NUM + r"[ ]+GiB[ ]+\(model[ ]+weights[ ]+and[ ]+"
+                             r"runtime\),[ ]+more[ ]+than[ ]+the[ ]+" + _NUM + r"[ ]+GiB[ ]+of[ ]+CPU[ ]+memory[ ]+reserved")
 # the user's setting: `export VLLM_CPU_KVCACHE_SPACE=40`, `-e VLLM_CPU_KVCACHE_SPACE=40`,
 # `VLLM_CPU_KVCACHE_SPACE: "40"` (compose), `os.environ["VLLM_CPU_KVCACHE_SPACE"] = "40"`
 _SPACE_SET = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[\"']?\]?[ ]{0,3}[:=][ ]{0,3}[\"']?(\d{1,5})\b")
@@ -68,7 +71,8 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
     GiB, with cpu_kv_space_env; or the size 0.20+ logs as explicitly set); cpu_kv_default_gib, the
     space vLLM chose when it was unset (4 to 0.12, the printed half of the host's RAM 0.13–0.19); from 0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it
     itself, cpu_requested_gib and cpu_consumed_gib (the worker's RAM beside the KV cache)."""
-    if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "on node" not in text:
+    if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "on node" not in text \
+            and "worker already uses" not in text:
         return {}, []
     extra: dict = {}
     hints: list[tuple[str, str | None]] = []
@@ -98,10 +102,18 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
                 extra.setdefault("cpu_kv_space_gib", float(m.group(2)))
             elif m.group(4) is not None:
                 extra["cpu_requested_gib"], extra["cpu_consumed_gib"] = float(m.group(4)), float(m.group(5))
+    if "The worker already uses" in text:
+        m = _search(_WORKER_USES, text)
+        if m is not None:
+            hints.append(("0.33.0", None))
+            extra["platform"], extra["cpu_node_short"] = "cpu", (m.start(), m.end())
+            extra["cpu_consumed_gib"], extra["cpu_requested_gib"] = float(m.group(1)), float(m.group(2))
+            extra["cpu_kv_requested_gib"] = round(float(m.group(2)) - float(m.group(1)), 2)
     if "Available memory on node" in text:
         m = _search(_NODE_SHORT, text)
         if m is not None:
-            hints.append(("0.20.0", None))
+            # at start-up 0.20–0.32 (0.33 checks only at the KV cache's allocation); at allocation 0.20+
+            hints.append(("0.20.0", "0.33.0" if m.group(3) is not None else None))
             extra["platform"], extra["cpu_node_short"] = "cpu", (m.start(), m.end())
             extra["cpu_node_available_gib"], extra["cpu_node_total_gib"] = float(m.group(1)), float(m.group(2))
             if m.group(3) is not None:      # at start-up: the share asked for

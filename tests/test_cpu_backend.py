@@ -220,7 +220,8 @@ def test_node_ram_short_when_the_weights_take_the_share():
     # the worker holds 15.6 − (−1.07) = 16.67 GiB; with the 1.75 GiB of 32,768 tokens:
     # (16.67 + 1.75 + 0.005) / (31.2 − 0.005) = 0.5906 → 0.60, and 0.60 × 31.2 − 16.67 = 2.05 GiB ≥ 1.75
     assert "already holds 16.67 GiB" in d.summary
-    assert [s["flags"] for s in d.suggestions] == ["--gpu-memory-utilization 0.60"]
+    # or a KV cache of its own size, 2 GiB, which the 14.9 GiB available holds
+    assert [s["flags"] for s in d.suggestions] == ["--gpu-memory-utilization 0.60", "--kv-cache-memory-bytes 2G"]
 
 
 def test_node_ram_short_for_an_explicit_kv_cache():
@@ -257,3 +258,19 @@ def test_a_cpu_setting_in_a_gpu_run_does_not_make_it_a_cpu_run():
     assert read_cpu_backend(text) == ({}, [])
     # vLLM's own CPU lines are the CPU's whatever else the paste holds
     assert read_cpu_backend(text + V0_CPU)[0]["platform"] == "cpu"
+
+
+def test_worker_fills_its_share_from_0_33():
+    # 0.33+ prints no node figures: the node's RAM is the share over u, 15.6 / 0.5 = 31.2 GiB; the
+    # worker holds 16.67 GiB; (16.67 + 1.75 + 0.005) / (31.2 − 0.005) = 0.5906 → 0.60, as before
+    text = ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.5\n"
+            "(EngineCore pid=123) ValueError: The worker already uses 16.67 GiB (model weights and runtime), more than "
+            "the 15.6 GiB of CPU memory reserved for it on node 0, leaving none for the KV cache. On the CPU backend, "
+            "the `--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite its name). To "
+            "resolve: increase `--gpu-memory-utilization` to more than 0.54, or set the KV cache size explicitly with "
+            "`--kv-cache-memory-bytes` or VLLM_CPU_KVCACHE_SPACE.\n")
+    facts = read_paste(text)
+    assert facts.error_kind == "free_memory_startup" and facts.extra["version_hint"][0] == "0.33.0"
+    d = diagnose(text, offline=True)
+    assert "about 31.20 GiB (derived: 15.6 / 0.5)" in d.summary
+    assert [s["flags"] for s in d.suggestions] == ["--gpu-memory-utilization 0.60", "--kv-cache-memory-bytes 2G"]
