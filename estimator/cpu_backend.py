@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from estimator.advice import friendly_len
+from estimator.errors import BadInput
 from estimator.params import weight_bytes
 from estimator.units import HALF_HUNDREDTH, GiB
 from estimator.vllm import parse_version, profile_for
@@ -48,8 +49,16 @@ class CpuReply:
     kv_formula: str = ""
 
 
+def _release(version: str | None) -> tuple[int, int, int] | None:
+    """The release tuple, or None where the paste's version cannot be read (the era then is the newest)."""
+    try:
+        return parse_version(version) if version else None
+    except BadInput:
+        return None
+
+
 def _era(version: str | None) -> str:
-    v = parse_version(version) if version else None
+    v = _release(version)
     if v is None or v >= CPU_NODE_SHARE_FROM:
         return "node_share"
     return "v0" if v < CPU_V1_FROM else "setting"
@@ -63,7 +72,7 @@ def _space_words(facts, version: str | None) -> tuple[float | None, str]:
         return float(extra["cpu_kv_space_gib"]), f"set by {SPACE_VAR}={extra['cpu_kv_space_gib']:g} in the paste"
     if extra.get("cpu_kv_default_gib"):
         return float(extra["cpu_kv_default_gib"]), f"{SPACE_VAR} unset; vLLM's log gives the size it chose"
-    v = parse_version(version) if version else None
+    v = _release(version)
     if v is not None and v >= CPU_HALF_HOST_FROM:
         return None, f"{SPACE_VAR} unset: from 0.13 vLLM takes half the host's RAM per NUMA node"
     return float(CPU_DEFAULT_SPACE_GIB), f"assumed: {SPACE_VAR} unset, vLLM's default before 0.13"
@@ -112,10 +121,14 @@ def _exact_need(facts, spec, length: int, v0: bool = False) -> tuple[int, str] |
     return blocks * block * got[0], f"{blocks:,} blocks × {block} tokens × {got[0]:,} B"
 
 
-def _share_for(gib: float, total: float) -> float:
+def _share_for(gib: float, total: float) -> float | None:
     """The least share (2 decimals) of a node of `total` GiB that covers `gib`, at the worst of the
-    printed figures' rounding (vLLM logs GiB to 2 decimals, format_gib)."""
-    return math.ceil(round((gib + HALF_HUNDREDTH) / (total - HALF_HUNDREDTH) * 100, 6)) / 100
+    printed figures' rounding (vLLM logs GiB to 2 decimals, format_gib); None where no share up to 0.99
+    does (or the figures are no node's)."""
+    if total <= 2 * HALF_HUNDREDTH or gib < 0:
+        return None
+    share = math.ceil(round((gib + HALF_HUNDREDTH) / (total - HALF_HUNDREDTH) * 100, 6)) / 100
+    return share if 0 < share <= 0.99 else None
 
 
 def _v1_need(facts, spec, length: int, printed_gib: float) -> tuple[int, str]:
@@ -165,7 +178,7 @@ def _v0(facts, spec, length: int | None, reply: CpuReply, version: str | None) -
     space, whence = _space_words(facts, version)
     block = int(facts.get("block_size") or V0_CPU_BLOCK_SIZE)
     cap = facts.get("error_max_tokens_in_kv") or facts.get("kv_tokens_capacity")
-    printed_blocks = int(cap) // block if cap else facts.get("gpu_blocks")
+    printed_blocks = int(cap) // block if cap is not None else facts.get("gpu_blocks")
     got = _kv_bytes(facts, spec)
     space_bytes = int(space * GiB) if space else None
     per_token = None
@@ -188,7 +201,7 @@ def _v0(facts, spec, length: int | None, reply: CpuReply, version: str | None) -
                            f"{int(printed_blocks) * block:,} tokens (vLLM's figure)")
     if facts.error_kind not in ("kv_capacity_v0", "no_cache_blocks"):
         return      # a run that started: the space and what it holds are the answer
-    if not (length and per_token and space_bytes):
+    if not (length and per_token and space_bytes and printed_blocks is not None):
         if length and cap:
             reply.summary = (f"vLLM's CPU backend can hold **{int(cap):,} tokens** of KV cache, but max_model_len is "
                              f"**{length:,}**. On the CPU backend the KV cache is {SPACE_VAR} GiB of host RAM; "
@@ -244,7 +257,7 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
     # the share: the flag, the one the start-up error prints, the requested RAM over the node's, or the default
     u = float(facts.get("gpu_memory_utilization") or extra.get("cpu_share_asked")
               or (round(float(requested) / float(total), 2) if requested and total else 0)
-              or profile_for(version or None, "v1").default_utilization)
+              or profile_for(version if _release(version) else None, "v1").default_utilization)
     reply.notes.append(f"{f'On vLLM {version}' if version else 'From vLLM 0.20'} the CPU backend's KV memory is "
                        "ceil(the NUMA node's RAM × --gpu-memory-utilization) minus what the worker already holds "
                        f"(weights and buffers), unless --kv-cache-memory-bytes (or {SPACE_VAR}) sets it")
@@ -262,7 +275,7 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
                      "--gpu-memory-utilization is the share of the NUMA node's RAM vLLM may use.")
     if total is not None and consumed is not None:
         share = _share_for(need_bytes / GiB + float(consumed), float(total))
-        if share <= 0.99:
+        if share is not None:
             reply.fixes.append(_fix(f"--gpu-memory-utilization {share:.2f}", None, length,
                                     f"{share:.2f} × {float(total):.2f} GiB of node RAM less the {float(consumed):.2f} GiB "
                                     f"the worker holds leaves at least the {need_bytes / GiB:.3f} GiB {length:,} tokens "
@@ -282,24 +295,27 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
     what the worker holds is ≤ 0 (the weights took the share: from 0.33 "The worker already uses …",
     which prints no node figures) or more than is available."""
     extra = facts.extra
+    which = extra.get("cpu_short")
     avail, total = extra.get("cpu_node_available_gib"), extra.get("cpu_node_total_gib")
     requested = extra.get("cpu_requested_gib")
-    derived = total is None and requested is not None
+    derived = total is None and bool(requested)
     if derived:
         total = float(requested) / u        # the share is ceil(node RAM × u): the node's RAM, to its rounding
+    if not total or total <= 0 or (avail is not None and avail < 0):
+        return                              # figures no node has: the message's own words stand
     if length is None and spec is not None:
         length = spec.derived_max_len()[0]
-    exact = _exact_need(facts, spec, length) if length else None
-    others = "" if avail is None or total is None else \
+    exact = _exact_need(facts, spec, length) if length and length > 0 else None
+    others = "" if avail is None else \
         f"other processes hold {total - avail:.2f} GiB of it" if total > avail else "nothing else holds it"
-    if extra.get("cpu_share_asked") is not None:
+    if which == "startup" and avail is not None and requested:
         # the largest share whose ceil(node RAM × u) the available RAM covers, at the printed figures' worst
         most = math.floor(round((avail - HALF_HUNDREDTH) / (total + HALF_HUNDREDTH) * 100, 6)) / 100
         reply.summary = (f"vLLM's CPU backend asks for {u:g} × {total:g} GiB = {float(requested):g} GiB of the NUMA "
                          f"node's RAM at start-up, but only {avail:g} GiB is available ({others}), so it stops before "
                          "loading. On the CPU backend --gpu-memory-utilization is the share of the node's RAM vLLM "
                          "reserves for the weights and the KV cache together.")
-        if most > 0:
+        if 0 < most < u:
             reply.fixes.append({"flags": f"--gpu-memory-utilization {most:.2f}", "fits": True, "why": (
                 f"{most:.2f} × {total:g} GiB is at most the {avail:g} GiB available, so the start-up check passes; "
                 "the KV cache then gets that share less what the worker holds (the weights), which has to hold "
@@ -309,24 +325,26 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
                 f"a KV cache of its own size skips the share's start-up check: {length:,} tokens need "
                 f"{exact[0] / GiB:.3f} GiB ({exact[1]}); the weights take RAM beside it")))
         return
-    asked = float(extra["cpu_kv_requested_gib"])
-    if requested is not None and asked <= 0:
-        held = float(requested) - asked
-        node = "" if total is None else f" of the NUMA node's {'about ' if derived else ''}{total:.2f} GiB" + (
+    asked = float(extra.get("cpu_kv_requested_gib") or 0)
+    if requested and (which == "worker" or asked <= 0):
+        held = float(extra["cpu_consumed_gib"]) if which == "worker" else float(requested) - asked
+        node = f" of the NUMA node's {'about ' if derived else ''}{total:.2f} GiB" + (
             f" (derived: {float(requested):g} / {u:g})" if derived else "")
         reply.summary = (f"The worker already holds {held:.2f} GiB of RAM (the weights and buffers), more than the "
                          f"{float(requested):g} GiB share{node} that --gpu-memory-utilization {u:g} gives it, so "
                          "nothing is left for vLLM's KV cache on the CPU backend.")
-        if exact is not None and total is not None:
+        if exact is not None:
             share = _share_for(held + exact[0] / GiB, total)
-            if share <= 1 and (avail is None or share * total <= avail + held - HALF_HUNDREDTH):
+            if share is not None and share > u and (avail is None or share * total <= avail + held - HALF_HUNDREDTH):
                 reply.fixes.append(_fix(f"--gpu-memory-utilization {share:.2f}", None, length, (
                     f"{share:.2f} × {total:.2f} GiB less the {held:.2f} GiB the worker holds leaves the "
                     f"{exact[0] / GiB:.3f} GiB {length:,} tokens need ({exact[1]})")))
-        if exact is not None:
-            reply.fixes.append(_fix(f"--kv-cache-memory-bytes {_space_for(exact[0])}G", None, length, (
-                f"a KV cache of its own size ({length:,} tokens need {exact[0] / GiB:.3f} GiB, {exact[1]}) is "
-                "not a share: the node needs that much RAM free beside the worker's")))
+            if avail is None or exact[0] <= (avail - HALF_HUNDREDTH) * GiB:
+                reply.fixes.append(_fix(f"--kv-cache-memory-bytes {_space_for(exact[0])}G", None, length, (
+                    f"a KV cache of its own size ({length:,} tokens need {exact[0] / GiB:.3f} GiB, {exact[1]}) is "
+                    "not a share: the node needs that much RAM free beside the worker's")))
+        return
+    if avail is None:
         return
     reply.summary = (f"vLLM's CPU backend asks for a {asked:g} GiB KV cache, but only {avail:g} GiB of the NUMA node's "
                      f"{total:g} GiB is available ({others}), so it stops while allocating it.")

@@ -106,9 +106,8 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
         m = _search(_WORKER_USES, text)
         if m is not None:
             hints.append(("0.33.0", None))
-            extra["platform"], extra["cpu_node_short"] = "cpu", (m.start(), m.end())
+            extra["platform"], extra["cpu_node_short"], extra["cpu_short"] = "cpu", (m.start(), m.end()), "worker"
             extra["cpu_consumed_gib"], extra["cpu_requested_gib"] = float(m.group(1)), float(m.group(2))
-            extra["cpu_kv_requested_gib"] = round(float(m.group(2)) - float(m.group(1)), 2)
     if "Available memory on node" in text:
         m = _search(_NODE_SHORT, text)
         if m is not None:
@@ -117,8 +116,10 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
             extra["platform"], extra["cpu_node_short"] = "cpu", (m.start(), m.end())
             extra["cpu_node_available_gib"], extra["cpu_node_total_gib"] = float(m.group(1)), float(m.group(2))
             if m.group(3) is not None:      # at start-up: the share asked for
+                extra["cpu_short"] = "startup"
                 extra["cpu_share_asked"], extra["cpu_requested_gib"] = float(m.group(3)), float(m.group(4))
             else:                           # at the KV cache's allocation: the share less what the worker holds
+                extra["cpu_short"] = "allocation"
                 extra["cpu_kv_requested_gib"] = float(m.group(5))
                 if m.group(6) is not None:
                     extra["cpu_requested_gib"] = float(m.group(6))

@@ -274,3 +274,35 @@ def test_worker_fills_its_share_from_0_33():
     d = diagnose(text, offline=True)
     assert "about 31.20 GiB (derived: 15.6 / 0.5)" in d.summary
     assert [s["flags"] for s in d.suggestions] == ["--gpu-memory-utilization 0.60", "--kv-cache-memory-bytes 2G"]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("(10.2/15.5 GiB)", "(0.0/0.0 GiB)"),            # a node of no RAM
+    ("(10.2/15.5 GiB)", "(-10.2/15.5 GiB)"),         # an available figure no node prints
+    ("(0.92, 14.26 GiB)", "(0.92, 0 GiB)"),
+    ("--max-model-len 32768", "--max-model-len 0"),
+    ("Automatically detected platform cpu.", "Automatically detected platform cpu. vLLM 1348267.-3"),
+])
+def test_absurd_node_figures_give_no_traceback_and_no_share_outside_0_1(old, new):
+    d = diagnose(STARTUP_SHORT.replace(old, new), offline=True, explain=True)
+    assert d.summary
+    for s in d.suggestions:
+        if s["flags"].startswith("--gpu-memory-utilization"):
+            assert 0 < float(s["flags"].split()[1]) <= 1
+
+
+@pytest.mark.parametrize("uses, reserved", [("3.0", "15.6"), ("16.67", "0"), ("0", "0")])
+def test_a_worker_message_with_figures_no_run_prints_gives_no_traceback(uses, reserved):
+    text = ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.5\n"
+            f"ValueError: The worker already uses {uses} GiB (model weights and runtime), more than the {reserved} GiB "
+            "of CPU memory reserved for it on node 0, leaving none for the KV cache.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert d.error_kind == "free_memory_startup" and d.summary
+    for s in d.suggestions:
+        if s["flags"].startswith("--gpu-memory-utilization"):
+            assert 0.5 < float(s["flags"].split()[1]) <= 1
+
+
+def test_a_cpu_capacity_of_zero_tokens_gives_no_traceback():
+    d = diagnose(V0_CPU.replace("(21840)", "(0)"), offline=True)
+    assert d.error_kind == "kv_capacity_v0" and d.summary
