@@ -13,7 +13,10 @@ The eras, read in the wheels:
   node (platforms/cpu.py get_device_total_memory). vLLM's V1 message still says "increase
   gpu_memory_utilization", which does nothing here.
 - 0.20.0+ (vllm/v1/worker/cpu_worker.py): ceil(node RAM × gpu_memory_utilization) minus the worker's
-  resident memory, or --kv-cache-memory-bytes (VLLM_CPU_KVCACHE_SPACE is read into it).
+  resident memory, or --kv-cache-memory-bytes (VLLM_CPU_KVCACHE_SPACE is read into it). 0.20–0.32 also
+  stop at start-up where the node has less RAM available than that share; from 0.33 a worker whose own
+  RAM fills the share gets a message of its own. The share's default is 0.92 (config/cache.py; the
+  extensible KV cache of 0.34, which would make it 1.0, is CUDA and ROCm only).
 """
 
 from __future__ import annotations
