@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from estimator.advice import friendly_len
+from estimator.derive import Figure
 from estimator.errors import BadInput
 from estimator.params import weight_bytes
 from estimator.units import HALF_HUNDREDTH, GiB
@@ -50,6 +51,12 @@ class CpuReply:
     assumptions: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     kv_formula: str = ""
+    # the figures with their provenance, for the explain JSON's "derived" (the notes say them in words)
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+    def figure(self, name: str, gib_or_bytes: float, provenance: str, how: str, gib: bool = True) -> None:
+        value = int(round(gib_or_bytes * GiB)) if gib else int(gib_or_bytes)
+        self.figures[name] = Figure(name, value, provenance, how)
 
 
 def _release(version: str | None) -> tuple[int, int, int] | None:
@@ -199,6 +206,8 @@ def _v0(facts, spec, length: int | None, reply: CpuReply, version: str | None) -
         per_token = space_bytes // (int(printed_blocks) * block)
         reply.kv_formula = reply.kv_formula or (f"at most {per_token:,} B per token (derived: the {space:g} GiB space "
                                                 f"over the {int(printed_blocks):,} blocks of {block} tokens vLLM made)")
+    if space_bytes:
+        reply.figure("kv_pool", space_bytes, "assumed" if whence.startswith("assumed") else "read", whence, gib=False)
     if printed_blocks is not None and space_bytes:
         reply.notes.append(f"KV space: {space:g} GiB ({whence}) → {int(printed_blocks):,} blocks × {block} tokens = "
                            f"{int(printed_blocks) * block:,} tokens (vLLM's figure)")
@@ -216,6 +225,8 @@ def _v0(facts, spec, length: int | None, reply: CpuReply, version: str | None) -
             reply.missing.append("the model id (your `vllm serve …` command)")
         return
     need = math.ceil(length / block) * block * per_token
+    reply.figure("kv_needed", need, "derived", f"{math.ceil(length / block):,} blocks × {block} tokens × {per_token:,} B",
+                 gib=False)
     set_to = _space_for(need)
     blocks = int(set_to * GiB) // (block * per_token)
     reply.summary = (
@@ -241,6 +252,7 @@ def _v1_setting(facts, spec, length: int | None, reply: CpuReply, version: str |
     if need is None or avail is None or not length:
         return
     need_bytes, how = _v1_need(facts, spec, length, float(need))
+    _printed_figures(reply, float(avail), need_bytes, how)
     set_to = _space_for(need_bytes)
     reply.summary = (f"{length:,} tokens need **{float(need):.2f} GiB** of KV cache, but vLLM's CPU backend has "
                      f"**{float(avail):.2f} GiB**, so the engine refuses to start. On the CPU backend that memory is "
@@ -264,6 +276,8 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
     reply.notes.append(f"{f'On vLLM {version}' if version else 'From vLLM 0.20'} the CPU backend's KV memory is "
                        "ceil(the NUMA node's RAM × --gpu-memory-utilization) minus what the worker already holds "
                        f"(weights and buffers), unless --kv-cache-memory-bytes (or {SPACE_VAR}) sets it")
+    if consumed is not None:
+        reply.figure("consumed", float(consumed), "read", "the worker's resident memory beside the KV cache (vLLM's log)")
     if total is not None and consumed is not None and extra.get("cpu_kv_pool_gib") is not None:
         reply.notes.append(f"vLLM's log: {float(extra['cpu_kv_pool_gib']):.2f} GiB of KV cache = {u:g} × "
                            f"{float(total):.2f} GiB of node RAM − {float(consumed):.2f} GiB the worker holds")
@@ -273,6 +287,7 @@ def _node_share(facts, spec, length: int | None, reply: CpuReply, version: str |
     if need is None or avail is None or not length:
         return
     need_bytes, how = _v1_need(facts, spec, length, float(need))
+    _printed_figures(reply, float(avail), need_bytes, how)
     reply.summary = (f"{length:,} tokens need **{float(need):.2f} GiB** of KV cache, but vLLM's CPU backend has "
                      f"**{float(avail):.2f} GiB**, so the engine refuses to start. On the CPU backend "
                      "--gpu-memory-utilization is the share of the NUMA node's RAM vLLM may use.")
@@ -306,6 +321,10 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
         total = float(requested) / u        # the share is ceil(node RAM × u): the node's RAM, to its rounding
     if not total or total <= 0 or (avail is not None and avail < 0):
         return                              # figures no node has: the message's own words stand
+    reply.figure("total", total, "derived" if derived else "read",
+                 f"the NUMA node's RAM{f': the {float(requested):g} GiB share over {u:g}' if derived else ''}")
+    if avail is not None:
+        reply.figure("free_at_start", float(avail), "read", "RAM available on the node (vLLM's message)")
     if length is None and spec is not None:
         length = spec.derived_max_len()[0]
     exact = _exact_need(facts, spec, length) if length and length > 0 else None
@@ -367,8 +386,10 @@ def _killed(facts, spec, length: int | None, reply: CpuReply, version: str | Non
         weights = weight_bytes(spec, dtype=str(facts.get("dtype") or "auto"), quantization=facts.get("quantization"),
                                allocator_blocks=False).bytes_total
         parts.append(f"{weights / GiB:.2f} GiB of weights (estimated from the model's config)")
+        reply.figure("weights", weights, "estimated", "parameters × bytes per parameter of this checkpoint", gib=False)
     if space:
         parts.append(f"a {space:g} GiB KV cache ({whence})")
+        reply.figure("kv_pool", float(space), "assumed" if whence.startswith("assumed") else "read", whence)
     held = (" The run holds " + " and ".join(parts) + ", beside Python, the tokenizer and the system.") if parts else ""
     reply.summary = ("The kernel killed vLLM's process (Linux's OOM killer): on the CPU backend the weights and the "
                      f"KV cache both live in the host's RAM, and together they did not fit.{held}")
@@ -383,6 +404,11 @@ def _killed(facts, spec, length: int | None, reply: CpuReply, version: str | Non
                 f"{space - _space_for(need[0]):g} GiB of RAM and serves one request of that length at a time; "
                 "more concurrency needs as much again per request")))
     reply.missing.append("how much RAM the host has (`free -g`), so the space can be checked against it")
+
+
+def _printed_figures(reply: CpuReply, avail_gib: float, need_bytes: int, how: str) -> None:
+    reply.figure("kv_pool", avail_gib, "read", "available KV cache memory printed by vLLM")
+    reply.figure("kv_needed", need_bytes, "derived" if "blocks" in how else "read", how, gib=False)
 
 
 def _shorter(facts, reply: CpuReply) -> None:

@@ -636,8 +636,9 @@ def _cpu_diagnosis(facts, model_ref: str | None, version: str | None, assumption
     _cpu_commands(reply.fixes, facts, spec.model_id if spec is not None else None)
     missing = ([] if model_ref else ["the model id (your `vllm serve …` command)"]) + \
         [m for m in reply.missing if m != "the model id (your `vllm serve …` command)"]
-    return Diagnosis(error_kind=facts.error_kind, summary=reply.summary, facts=facts.to_dict(), suggestions=reply.fixes,
-                     missing=missing, specific=True, notes=reply.notes + notes,
+    derived = {"figures": {k: f.to_json() for k, f in reply.figures.items()}, "checks": [], "per_rank": {}}
+    return Diagnosis(error_kind=facts.error_kind, summary=reply.summary, facts=facts.to_dict(), derived=derived,
+                     suggestions=reply.fixes, missing=missing, specific=True, notes=reply.notes + notes,
                      assumptions=reply.assumptions + assumptions, kv_formula=reply.kv_formula)
 
 

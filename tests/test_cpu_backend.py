@@ -101,6 +101,10 @@ def test_v0_cpu_space_to_set_and_length_that_fits():
     for gpu_word in ("tensor-parallel", "gpu-memory-utilization", "nvidia-smi", "GPU memory (torch)", "--quantization"):
         assert gpu_word not in reply
     assert d.missing == ["how much RAM the host has (`free -g`), so the space can be checked against it"]
+    # the explain JSON labels each figure: the default space assumed, the need derived (24 GiB)
+    figures = d.to_json()["derived"]["figures"]
+    assert figures["kv_pool"]["value"] == 4 * 2**30 and figures["kv_pool"]["provenance"] == "assumed"
+    assert figures["kv_needed"]["value"] == 24 * 2**30 and figures["kv_needed"]["provenance"] == "derived"
 
 
 def test_v0_cpu_space_from_the_command_replaces_it_in_the_fix():
@@ -273,6 +277,8 @@ def test_worker_fills_its_share_from_0_33():
     assert facts.error_kind == "free_memory_startup" and facts.extra["version_hint"][0] == "0.33.0"
     d = diagnose(text, offline=True)
     assert "about 31.20 GiB (derived: 15.6 / 0.5)" in d.summary
+    total = d.to_json()["derived"]["figures"]["total"]
+    assert total["provenance"] == "derived" and abs(total["value"] - 31.2 * 2**30) < 1
     assert [s["flags"] for s in d.suggestions] == ["--gpu-memory-utilization 0.60", "--kv-cache-memory-bytes 2G"]
 
 
