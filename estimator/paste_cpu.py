@@ -15,7 +15,9 @@ which also dates the paste:
   Using X GiB for KV cache." (half the host's RAM per NUMA node).
 - 0.20.0+ (vllm/v1/worker/cpu_worker.py determine_available_memory): "Auto set (X/T) GiB for KV cache
   on node N, with R GiB requested memory for the worker. C GiB memory was consumed by non-kv
-  usages." or "Explicitly set (X/T) GiB for KV cache on node N."
+  usages." or "Explicitly set (X/T) GiB for KV cache on node N."; the node-RAM errors "Available memory
+  on node N (A/T GiB) on startup …" (to 0.32) and "… on kv cache allocation …", and from 0.33 "The
+  worker already uses C GiB (model weights and runtime), more than the R GiB of CPU memory reserved …".
 
 Each pattern is anchored on a literal phrase and bounded, and runs under the paste's time budget.
 """
@@ -69,8 +71,11 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
 
     Keys: platform "cpu"; cpu_kv_space_gib, the KV space the user set (VLLM_CPU_KVCACHE_SPACE, whole
     GiB, with cpu_kv_space_env; or the size 0.20+ logs as explicitly set); cpu_kv_default_gib, the
-    space vLLM chose when it was unset (4 to 0.12, the printed half of the host's RAM 0.13–0.19); from 0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it
-    itself, cpu_requested_gib and cpu_consumed_gib (the worker's RAM beside the KV cache)."""
+    space vLLM chose when it was unset (4 to 0.12, the printed half of the host's RAM 0.13–0.19); from
+    0.20 cpu_kv_pool_gib, cpu_node_total_gib and, when vLLM sized it itself, cpu_requested_gib and
+    cpu_consumed_gib (the worker's RAM beside the KV cache); for the node-RAM errors cpu_short (which
+    message), cpu_node_short (its span, for the error kind), cpu_node_available_gib, cpu_share_asked,
+    cpu_kv_requested_gib."""
     if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "on node" not in text \
             and "worker already uses" not in text:
         return {}, []
