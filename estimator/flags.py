@@ -659,9 +659,10 @@ _OPERAND_BEFORE = regex.compile(r"[\w)][ \t]*(?:/{1,2}|\*)[ \t]*\Z")
 _JSON_MODEL = regex.compile(r'"model"[ \t]*:[ \t]*"(?P<v>[^"\n]{1,300})"')
 _API_BODY = regex.compile(r'"(?:messages|prompt|max_tokens|temperature)"[ \t]*:|\bcurl\b')
 
+# `VAR=v`, `VAR: v` (compose), and the quoted key of Python: `os.environ["VAR"] = "v"`, `env={"VAR": "v"}`
 _ENV = regex.compile(
     r"(?<![\w-])(?P<k>VLLM_[A-Z0-9_]+|CUDA_VISIBLE_DEVICES|PYTORCH_CUDA_ALLOC_CONF|CUDA_DEVICE_ORDER)"
-    r"\s*[=:]\s*[\"']?(?P<v>[^\s\"'`]*)")
+    r"(?:[\"']\]?)?\s*[=:]\s*[\"']?(?P<v>[^\s\"'`]*)")
 
 
 def _safe_finditer(pattern, text: str, pos: int = 0, endpos: int | None = None, limit: int = 2000):

@@ -505,7 +505,8 @@ def _read(raw: str) -> Facts:
         # traceback says
         kind = ("other", (mapped.start(), mapped.end()), "host_mmap")
         extra["host_mmap_bytes"], extra["host_mmap_file"] = int(mapped.group(1)), mapped.group(2)
-    cpu, cpu_hints = read_cpu_backend(text)
+    env = extra.get("env")
+    cpu, cpu_hints = read_cpu_backend(text, low, env if isinstance(env, dict) else {})
     if cpu:
         # vLLM's CPU backend: its KV space is a setting or a share of the host's RAM, not a card's leftover
         short = cpu.pop("cpu_node_short", None)

@@ -45,9 +45,6 @@ _NODE_SHORT = regex.compile(r"Available[ ]+memory[ ]+on[ ]+node[ ]+\d{1,3}[ ]+\(
 # 0.33+ (v1/worker/cpu_worker.py): the worker's own RAM already fills the share, no room for the KV cache
 _WORKER_USES = regex.compile(r"The[ ]+worker[ ]+already[ ]+uses[ ]+" + _NUM + r"[ ]+GiB[ ]+\(model[ ]+weights[ ]+and[ ]+"
                              r"runtime\),[ ]+more[ ]+than[ ]+the[ ]+" + _NUM + r"[ ]+GiB[ ]+of[ ]+CPU[ ]+memory[ ]+reserved")
-# the user's setting: `export VLLM_CPU_KVCACHE_SPACE=40`, `-e VLLM_CPU_KVCACHE_SPACE=40`,
-# `VLLM_CPU_KVCACHE_SPACE: "40"` (compose), `os.environ["VLLM_CPU_KVCACHE_SPACE"] = "40"`
-_SPACE_SET = regex.compile(r"VLLM_CPU_KVCACHE_SPACE[\"']?\]?[ ]{0,3}[:=][ ]{0,3}[\"']?(\d{1,5})\b")
 # where the platform alone is said: vLLM's platform detection, the V0 block line ("# cpu blocks: N"),
 # the engine config's device, the CPU worker's own log lines, a build for the CPU
 _PLATFORM = regex.compile(r"Automatically[ ]+detected[ ]+platform[ ]+cpu\b|\#[ ]*cpu[ ]+blocks:|device_config=cpu\b"
@@ -66,8 +63,10 @@ def _search(pat, text: str):
         return None
 
 
-def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
+def read_cpu_backend(text: str, low: str, env: dict) -> tuple[dict, list[tuple[str, str | None]]]:
     """(extra facts, version ranges) for a paste from the CPU backend; ({}, []) for any other.
+    `low`: the text lower-cased (the reader has it); `env`: the environment settings the reader took
+    from the run's commands (flags.scan_env: export, -e, compose, os.environ forms).
 
     Keys: platform "cpu"; cpu_kv_space_gib, the KV space the user set (VLLM_CPU_KVCACHE_SPACE, whole
     GiB, with cpu_kv_space_env; or the size 0.20+ logs as explicitly set); cpu_kv_default_gib, the
@@ -76,7 +75,7 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
     cpu_consumed_gib (the worker's RAM beside the KV cache); for the node-RAM errors cpu_short (which
     message), cpu_node_short (its span, for the error kind), cpu_node_available_gib, cpu_share_asked,
     cpu_kv_requested_gib."""
-    if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in text.lower() and "on node" not in text \
+    if "VLLM_CPU_KVCACHE_SPACE" not in text and "cpu" not in low and "on node" not in text \
             and "worker already uses" not in text:
         return {}, []
     extra: dict = {}
@@ -93,10 +92,10 @@ def read_cpu_backend(text: str) -> tuple[dict, list[tuple[str, str | None]]]:
         if m is not None:
             hints.append(("0.13.0", "0.20.0"))
             extra["platform"], extra["cpu_kv_default_gib"] = "cpu", float(m.group(1))
-        m = _search(_SPACE_SET, text)
-        if m is not None and int(m.group(1)) > 0:
+        space = str(env.get("VLLM_CPU_KVCACHE_SPACE") or "")
+        if space.isdigit() and int(space) > 0:
             # the user's setting says CPU only where the run shows no GPU (a template's env list may carry it)
-            extra["cpu_kv_space_gib"], extra["cpu_kv_space_env"] = float(m.group(1)), True
+            extra["cpu_kv_space_gib"], extra["cpu_kv_space_env"] = float(space), True
     if "for KV cache on node" in text:
         m = _search(_NODE_SET, text)
         if m is not None:

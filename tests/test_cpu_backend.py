@@ -41,24 +41,29 @@ INFO 06-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.
 """
 
 
+def _cpu(text: str):
+    """read_cpu_backend as the reader calls it: with the environment settings it took from the paste."""
+    return read_cpu_backend(text, text.lower(), read_paste(text).extra.get("env", {}))
+
+
 def _fixes(d) -> dict[str, dict]:
     return {s["flags"]: s for s in d.suggestions}
 
 
 def test_reader_finds_the_cpu_backend_and_dates_it():
-    extra, hints = read_cpu_backend(V0_CPU)
+    extra, hints = _cpu(V0_CPU)
     assert extra == {"platform": "cpu"} and hints == [("0.4.0", "0.10.0")]
     facts = read_paste(V0_CPU)
     assert facts.extra["platform"] == "cpu" and facts.extra["version_hint"][1] == "0.9.2"
-    extra, hints = read_cpu_backend(V1_CPU_SETTING)
+    extra, hints = _cpu(V1_CPU_SETTING)
     assert extra["cpu_kv_default_gib"] == 4.0 and ("0.4.0", "0.13.0") in hints
     half = "WARNING [cpu.py:137] VLLM_CPU_KVCACHE_SPACE not set. Using 62.5 GiB for KV cache."
-    assert read_cpu_backend(half) == ({"platform": "cpu", "cpu_kv_default_gib": 62.5}, [("0.13.0", "0.20.0")])
-    extra, hints = read_cpu_backend(V1_CPU_NODE)
+    assert _cpu(half) == ({"platform": "cpu", "cpu_kv_default_gib": 62.5}, [("0.13.0", "0.20.0")])
+    extra, hints = _cpu(V1_CPU_NODE)
     assert extra == {"platform": "cpu", "cpu_kv_pool_gib": 1.51, "cpu_node_total_gib": 125.0,
                      "cpu_requested_gib": 112.5, "cpu_consumed_gib": 110.99} and hints == [("0.20.0", None)]
     explicit = "INFO [cpu_worker.py:208] Explicitly set (40.00/251.50) GiB for KV cache on node 1."
-    assert read_cpu_backend(explicit)[0] == {"platform": "cpu", "cpu_kv_pool_gib": 40.0, "cpu_node_total_gib": 251.5,
+    assert _cpu(explicit)[0] == {"platform": "cpu", "cpu_kv_pool_gib": 40.0, "cpu_node_total_gib": 251.5,
                                              "cpu_kv_space_gib": 40.0}
 
 
@@ -69,7 +74,7 @@ def test_reader_finds_the_cpu_backend_and_dates_it():
     ('os.environ["VLLM_CPU_KVCACHE_SPACE"] = "12"', 12.0),
 ])
 def test_reader_takes_the_space_the_user_set(line, space):
-    assert read_cpu_backend(line)[0] == {"platform": "cpu", "cpu_kv_space_gib": space, "cpu_kv_space_env": True}
+    assert _cpu(line)[0] == {"platform": "cpu", "cpu_kv_space_gib": space, "cpu_kv_space_env": True}
 
 
 @pytest.mark.parametrize("text", [
@@ -78,7 +83,7 @@ def test_reader_takes_the_space_the_user_set(line, space):
     "I have 64 GB of CPU RAM and an RTX 4090; cpu usage is 100%",
 ])
 def test_gpu_pastes_that_mention_the_cpu_are_not_read_as_the_cpu_backend(text):
-    assert read_cpu_backend(text) == ({}, [])
+    assert _cpu(text) == ({}, [])
     assert "platform" not in read_paste(text).extra
 
 
@@ -259,9 +264,9 @@ def test_a_cpu_setting_in_a_gpu_run_does_not_make_it_a_cpu_run():
     text = ("docker run --gpus all -e VLLM_CPU_KVCACHE_SPACE=40 vllm/vllm-openai --model Qwen/Qwen2.5-7B-Instruct\n"
             "INFO 06-02 10:11:12 [__init__.py:216] Automatically detected platform cuda.\n")
     assert "platform" not in read_paste(text).extra
-    assert read_cpu_backend(text) == ({}, [])
+    assert _cpu(text) == ({}, [])
     # vLLM's own CPU lines are the CPU's whatever else the paste holds
-    assert read_cpu_backend(text + V0_CPU)[0]["platform"] == "cpu"
+    assert _cpu(text + V0_CPU)[0]["platform"] == "cpu"
 
 
 def test_worker_fills_its_share_from_0_33():

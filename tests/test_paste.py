@@ -996,6 +996,14 @@ def test_the_failing_tracebacks_engine_outranks_another_commands_env():
     assert read_paste(text).extra.get("engine") == "v1"
 
 
+@pytest.mark.parametrize("line", ['os.environ["VLLM_USE_V1"] = "0"', "os.environ['VLLM_USE_V1']='0'",
+                                  'llm = LLM(model="x", env={"VLLM_USE_V1": "0"})'])
+def test_an_environment_setting_in_python_is_read(line):
+    # the quoted key of Python's os.environ or an env dict is the same setting as VLLM_USE_V1=0
+    facts = read_paste(line)
+    assert facts.extra.get("env") == {"VLLM_USE_V1": "0"} and facts.extra.get("engine") == "v0"
+
+
 # A terminal 120 columns wide cut these lines mid-word (intel-arc-pro-b70-inference-cookbook#4).
 WRAPPED = """```
 (EngineCore pid=316)   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/core/kv_cache_utils.py", line 758, in _chec
