@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from estimator.advice import friendly_len
-from estimator.derive import Figure
+from estimator.derive import Figure, attention_terms_formula
 from estimator.errors import BadInput
 from estimator.params import weight_bytes
 from estimator.units import HALF_HUNDREDTH, GiB
@@ -101,19 +101,15 @@ def _kv_bytes(facts, spec) -> tuple[int, int] | None:
     return (per_token, size) if per_token > 0 else None
 
 
-def _formula(spec, facts, per_token: int, size: int) -> str:
-    """Layers × heads × head_dim × 2 × bytes where every attention layer has one shape, else the total."""
+def _formula(spec, facts, per_token: int) -> str:
+    """The per-token KV cost term by term (derive.attention_terms_formula), per worker, and with every
+    layer at full length: V0's CPU cache engine keeps the whole context in each."""
     tp = int(facts.get("tensor_parallel_size") or 1)
-    shapes = {(lk.heads_per_rank(tp), lk.head_dim, lk.head_dim_v or lk.head_dim)
-              for lk in spec.layers if lk.bytes_per_token(tp, 1) and hasattr(lk, "heads_per_rank")}
-    count = sum(1 for lk in spec.layers if lk.bytes_per_token(tp, 1))
-    if len(shapes) == 1:
-        heads, k_dim, v_dim = shapes.pop()
-        if k_dim == v_dim and count * heads * k_dim * 2 * size == per_token:
-            split = " per worker" if tp > 1 else ""
-            return (f"{count} layers × {heads} KV heads{split} × {k_dim} head_dim × 2 (K,V) × {size} B "
-                    f"= {per_token:,} B per token")
-    return f"{per_token:,} B per token, summed over {count} attention layers (K and V)"
+    layers = [lk for lk in spec.layers if lk.bytes_per_token(tp, 1) and hasattr(lk, "heads_per_rank")]
+    if sum(lk.bytes_per_token(tp, 1) for lk in layers) and len(layers) == len(
+            [lk for lk in spec.layers if lk.bytes_per_token(tp, 1)]):
+        return attention_terms_formula(layers, tp, per_token, rank="per worker", windows=False)
+    return f"{per_token:,} B per token, summed over the attention layers (K and V)"
 
 
 def _exact_need(facts, spec, length: int, v0: bool = False) -> tuple[int, str] | None:
@@ -194,7 +190,7 @@ def _v0(facts, spec, length: int | None, reply: CpuReply, version: str | None) -
     per_token = None
     if got is not None:
         per_token = got[0]
-        reply.kv_formula = _formula(spec, facts, per_token, got[1])
+        reply.kv_formula = _formula(spec, facts, per_token)
         if space_bytes and printed_blocks is not None and space_bytes // (block * per_token) != int(printed_blocks):
             reply.notes.append(
                 f"The model's {per_token:,} B per token in a {space:g} GiB space gives "

@@ -816,10 +816,18 @@ def kv_formula(est: Estimate) -> str:
         return f"{latent}{indexer} = {total:,} B per token (not split by TP){states}"
     if any(getattr(lk, "content_bytes", 0) for lk in layers):
         return _packed_kv_formula(est, layers, total, states)
+    return attention_terms_formula(layers, tp, total, states)
+
+
+def attention_terms_formula(layers: list, tp: int, total: int, states: str = "", rank: str = "per GPU",
+                            windows: bool = True) -> str:
+    """Layers of one shape grouped into terms × the dtype bytes the total implies. `rank` names where
+    the heads are counted ("per GPU", "per worker" on the CPU backend); `windows` False where every layer
+    keeps the whole context whatever its window (V0's CPU cache engine)."""
     terms: dict[tuple, int] = {}
     for lk in layers:
-        window = getattr(lk, "window", None) or getattr(lk, "chunk", None)
-        key = (lk.kind, lk.heads_per_rank(tp), lk.head_dim, lk.head_dim_v, window)  # type: ignore[attr-defined]
+        window = (getattr(lk, "window", None) or getattr(lk, "chunk", None)) if windows else None
+        key = (lk.kind if windows else "full", lk.heads_per_rank(tp), lk.head_dim, lk.head_dim_v, window)  # type: ignore[attr-defined]
         terms[key] = terms.get(key, 0) + 1
     unit = sum(lk.bytes_per_token(tp, 1) for lk in layers)
     dt = total / unit if unit else 0
@@ -832,7 +840,7 @@ def kv_formula(est: Estimate) -> str:
             dims = f"{hd} head_dim × 2 (K,V)"
         what = "layers" if len(terms) == 1 and kind == "full" else (f"{_KIND_WORDS.get(kind, kind)} layers"
                                                                     + (f" (window {window:,})" if window else ""))
-        parts.append(f"{n} {what} × {heads} KV head{'s' if heads != 1 else ''} per GPU × {dims}")
+        parts.append(f"{n} {what} × {heads} KV head{'s' if heads != 1 else ''} {rank} × {dims}")
     body = " + ".join(parts)
     if len(parts) > 1:
         body = f"[{body}]"

@@ -92,7 +92,8 @@ def test_v0_cpu_space_to_set_and_length_that_fits():
     assert d.error_kind == "kv_capacity_v0"
     # 48 layers × 8 KV heads × 128 × 2 (K,V) × 2 B = 196,608 B per token; a block of 16 tokens is
     # 3 MiB, so the default 4 GiB holds 4096 // 3 = 1,365 blocks = 21,840 tokens, vLLM's figure
-    assert d.kv_formula == "48 layers × 8 KV heads × 128 head_dim × 2 (K,V) × 2 B = 196,608 B per token"
+    assert d.kv_formula == ("48 layers × 8 KV heads per worker × 128 head_dim × 2 (K,V) × 2 B (bf16/fp16) "
+                            "= 196,608 B per token")
     assert any("1,365 blocks × 16 tokens = 21,840 tokens" in n for n in d.notes)
     # 131,072 tokens = 8,192 blocks × 3 MiB = 24 GiB exactly
     fixes = _fixes(d)
@@ -312,6 +313,16 @@ def test_a_worker_message_with_figures_no_run_prints_gives_no_traceback(uses, re
     for s in d.suggestions:
         if s["flags"].startswith("--gpu-memory-utilization"):
             assert 0.5 < float(s["flags"].split()[1]) <= 1
+
+
+def test_v0_cpu_formula_counts_windowed_layers_at_full_length():
+    # V0's CPU cache engine gives every layer the whole context: Gemma 2's sliding layers are no
+    # cheaper there, so the formula shows no window and the per-token cost sums all 42 layers
+    # (42 × 8 KV heads × 256 × 2 × 2 B = 344,064 B)
+    text = V0_CPU.replace("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "google/gemma-2-9b-it")
+    d = diagnose(text, offline=True)
+    assert d.kv_formula.startswith("42 layers × 8 KV heads per worker × 256 head_dim") and "window" not in d.kv_formula
+    assert "344,064 B per token" in d.kv_formula
 
 
 def test_a_cpu_capacity_of_zero_tokens_gives_no_traceback():
