@@ -43,6 +43,7 @@ from estimator.paste_text import (
     stop_clock,
     worker_grid,
 )
+from estimator.paste_text import search as _search
 from estimator.units import HALF_HUNDREDTH
 from estimator.vllm import (
     CONCURRENCY_CAPACITY_FROM,
@@ -1801,13 +1802,6 @@ def _is_error_line(text: str, pos: int) -> bool:
     ls = text.rfind("\n", 0, pos) + 1
     return bool(regex.match(r"[ ]*(?:\w+\.)*\w*(?:Error|Exception)\b", text[ls:pos + 40]))
 
-
-
-def _search(pat, text: str):
-    try:
-        return pat.search(text, timeout=budget(0.15))
-    except TimeoutError:
-        return None
 
 
 def _engine(engines: list[tuple[int, str]], version: _Occ | None) -> str | None:

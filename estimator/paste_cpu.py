@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import regex
 
-from estimator.paste_text import budget
+from estimator.paste_text import search as _search
 
 _NUM = r"(\d{1,7}(?:\.\d{1,4})?)"
 _V0_MESSAGE = regex.compile(r"Try[ \n]+increasing[ \n`]+VLLM_CPU_KVCACHE_SPACE\b")     # the reader turns ` into spaces
@@ -53,14 +53,6 @@ _PLATFORM = regex.compile(r"Automatically[ ]+detected[ ]+platform[ ]+cpu\b|\#[ ]
 # and log lines above are the CPU's own; the weaker signs (a setting, the platform words) yield to these
 _GPU_RUN = regex.compile(r"Automatically[ ]+detected[ ]+platform[ ]+(?:cuda|rocm|xpu|tpu)\b|\#[ ]*GPU[ ]+blocks:"
                          r"|CUDA[ ]+out[ ]+of[ ]+memory|NVIDIA-SMI[ ]+\d|HIP[ ]+out[ ]+of[ ]+memory")
-_TIMEOUT = 0.1
-
-
-def _search(pat, text: str):
-    try:
-        return pat.search(text, timeout=budget(_TIMEOUT))
-    except TimeoutError:
-        return None
 
 
 def read_cpu_backend(text: str, low: str, env: dict) -> tuple[dict, list[tuple[str, str | None]]]:

@@ -52,6 +52,15 @@ def _load(start_cpu: float, start_wall: float) -> float:
     return min(_MAX_LOAD, max(1.0, ratio))
 
 
+def search(pat, text: str, seconds: float = 0.15):
+    """pat.search under the paste's budget (`budget(seconds)`); None when it times out, as when it
+    finds nothing: hostile input costs a missed fact, never a traceback."""
+    try:
+        return pat.search(text, timeout=budget(seconds))
+    except TimeoutError:
+        return None
+
+
 def budget(default: float = TIMEOUT) -> float:
     """Wall-clock timeout for the next regex call: `default` CPU seconds, or what is left of the
     paste's CPU deadline when less, scaled by the load this paste has run under."""
