@@ -48,6 +48,9 @@ class CpuReply:
     notes: list[str] = field(default_factory=list)
     # each checked with vLLM's arithmetic: ours from the model's config, or vLLM's own printed figures
     fixes: list[dict] = field(default_factory=list)
+    # a change that passes one of vLLM's checks where what follows it cannot be checked from the paste
+    unchecked: list[dict] = field(default_factory=list)
+    unchecked_header: str = ""
     assumptions: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     kv_formula: str = ""
@@ -333,11 +336,22 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
                          f"node's RAM at start-up, but only {avail:g} GiB is available ({others}), so it stops before "
                          "loading. On the CPU backend --gpu-memory-utilization is the share of the node's RAM vLLM "
                          "reserves for the weights and the KV cache together.")
+        weights = _weights(facts, spec)
+        room = (avail - HALF_HUNDREDTH) * GiB - (weights or 0)
+        if weights is not None and room < (exact[0] if exact is not None else 0):
+            # the checkpoint alone (or with the context's KV) is more than the node has available: no share helps
+            kv = f" and {length:,} tokens of KV {exact[0] / GiB:.2f} GiB" if exact else ""
+            reply.summary += (f" The weights take about {weights / GiB:.2f} GiB (estimated from the model's config)"
+                              f"{kv}: more than the {avail:g} GiB available, so no share fits. Free the RAM other "
+                              "processes hold, or serve a smaller checkpoint.")
+            return
         if 0 < most < u:
-            reply.fixes.append({"flags": f"--gpu-memory-utilization {most:.2f}", "fits": True, "why": (
+            reply.unchecked.append({"flags": f"--gpu-memory-utilization {most:.2f}", "checked": False, "why": (
                 f"{most:.2f} × {total:g} GiB is at most the {avail:g} GiB available, so the start-up check passes; "
                 "the KV cache then gets that share less what the worker holds (the weights), which has to hold "
                 "max_model_len")})
+            reply.unchecked_header = ("**Likely fixes** (they pass vLLM's start-up check; whether max_model_len "
+                                      "then fits depends on the RAM the worker takes, which the paste does not give):")
         if exact is not None and exact[0] <= (avail - HALF_HUNDREDTH) * GiB:
             reply.fixes.append(_fix(f"--kv-cache-memory-bytes {_space_for(exact[0])}G", None, length, (
                 f"a KV cache of its own size skips the share's start-up check: {length:,} tokens need "
@@ -371,6 +385,15 @@ def _node_short(facts, spec, length: int | None, reply: CpuReply, u: float) -> N
             f"{length:,} tokens need {exact[0] / GiB:.3f} GiB ({exact[1]}), which the available RAM holds")))
 
 
+def _weights(facts, spec) -> int | None:
+    """The checkpoint's bytes as loaded (params.weight_bytes), the largest part of the worker's RAM; None
+    without the model."""
+    if spec is None:
+        return None
+    return weight_bytes(spec, dtype=str(facts.get("dtype") or "auto"), quantization=facts.get("quantization"),
+                        allocator_blocks=False).bytes_total
+
+
 def _killed(facts, spec, length: int | None, reply: CpuReply, version: str | None, era: str) -> None:
     """The kernel's OOM killer ("Killed"): on the CPU backend the weights and the KV cache are both host
     RAM, so the KV space (or share) the run set is what to weigh against the host, beside the weights."""
@@ -379,8 +402,7 @@ def _killed(facts, spec, length: int | None, reply: CpuReply, version: str | Non
         else "set by --kv-cache-memory-bytes")
     parts = []
     if spec is not None:
-        weights = weight_bytes(spec, dtype=str(facts.get("dtype") or "auto"), quantization=facts.get("quantization"),
-                               allocator_blocks=False).bytes_total
+        weights = _weights(facts, spec)
         parts.append(f"{weights / GiB:.2f} GiB of weights (estimated from the model's config)")
         reply.figure("weights", weights, "estimated", "parameters × bytes per parameter of this checkpoint", gib=False)
     if space:
@@ -416,8 +438,8 @@ def _shorter(facts, reply: CpuReply) -> None:
 
 
 def _fix(flags: str, tokens: int | None, length: int, why: str) -> dict:
-    out = {"flags": flags, "fits": True, "max_model_len": length, "why": why}
-    if tokens is not None:
-        out["kv_cache_tokens"] = tokens
-        out["max_concurrency"] = round(tokens / length, 2) if length else None
-    return out
+    """A fix in the JSON contract's shape (advice.Suggestion.to_json): tokens and concurrency None where
+    only vLLM's need, not the pool's token count, is known."""
+    return {"flags": flags, "kv_cache_tokens": tokens,
+            "max_concurrency": round(tokens / length, 2) if tokens is not None and length else None,
+            "max_model_len": length, "fits": True, "why": why}

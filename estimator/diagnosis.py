@@ -87,6 +87,7 @@ class Diagnosis:
     kv_formula: str = ""
     full_context: str = ""
     four_bit: str = ""             # the run with a 4-bit export of the model, where no flag frees enough
+    unchecked_header: str = ""     # what the unchecked fixes were checked against, where the default words do not fit
     state: object | None = None
     # the model's state cannot reproduce vLLM's printed KV figure: vLLM's own numbers lead the advice
     disagrees: bool = False
@@ -633,12 +634,13 @@ def _cpu_diagnosis(facts, model_ref: str | None, version: str | None, assumption
         except KvdoctorError as exc:
             notes.append(f"Could not use the model: {_public(str(exc))}")
     reply = cpu_reply(facts, spec, version)
-    _cpu_commands(reply.fixes, facts, spec.model_id if spec is not None else None)
+    _cpu_commands(reply.fixes + reply.unchecked, facts, spec.model_id if spec is not None else None)
     missing = ([] if model_ref else ["the model id (your `vllm serve …` command)"]) + \
         [m for m in reply.missing if m != "the model id (your `vllm serve …` command)"]
     derived = {"figures": {k: f.to_json() for k, f in reply.figures.items()}, "checks": [], "per_rank": {}}
     return Diagnosis(error_kind=facts.error_kind, summary=reply.summary, facts=facts.to_dict(), derived=derived,
-                     suggestions=reply.fixes, missing=missing, specific=True, notes=reply.notes + notes,
+                     suggestions=reply.fixes, unchecked=reply.unchecked, unchecked_header=reply.unchecked_header,
+                     missing=missing, specific=True, notes=reply.notes + notes,
                      assumptions=reply.assumptions + assumptions, kv_formula=reply.kv_formula)
 
 

@@ -128,7 +128,8 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
         body.append("")
     unchecked: list[str] = []
     if diag.unchecked:
-        unchecked.append("**From vLLM's own numbers** (the model's state disagrees with them, see Checks):"
+        unchecked.append(diag.unchecked_header or (
+                         "**From vLLM's own numbers** (the model's state disagrees with them, see Checks):"
                          if diag.disagrees else
                          "**Fixes** (settings vLLM accepts; each still has to fit in memory):"
                          if diag.settings_error else
@@ -138,7 +139,7 @@ def render_markdown(diag, *, flavour: str = "cli") -> str:
                          "above need more GPUs, and the model's own estimate leaves no room for these):"
                          if diag.suggestions else
                          "**Likely fixes** (from the numbers vLLM printed; not re-checked: no change kvdoctor "
-                         "re-checks makes these settings fit):")
+                         "re-checks makes these settings fit):"))
         unchecked.append("")
         for u in diag.unchecked:
             unchecked.append(f"- {'`' + u['flags'] + '` — ' if u['flags'] else ''}{u['why']}")

@@ -210,15 +210,30 @@ INFO 06-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.
 
 
 def test_node_ram_short_at_start_up():
-    d = diagnose(STARTUP_SHORT, offline=True)
+    # a node of 63.5 GiB with 30.2 available (figures as format_gib prints them)
+    text = STARTUP_SHORT.replace("(10.2/15.5 GiB)", "(30.2/63.5 GiB)").replace("(0.92, 14.26 GiB)", "(0.92, 58.42 GiB)")
+    d = diagnose(text, offline=True)
     assert d.error_kind == "free_memory_startup"
-    assert "other processes hold 5.30 GiB" in d.summary          # 15.5 − 10.2
+    assert "other processes hold 33.30 GiB" in d.summary          # 63.5 − 30.2
     fixes = _fixes(d)
-    # the largest share whose ceil(15.5 GiB × u) 10.2 GiB covers, at the rounding's worst:
-    # (10.2 − 0.005) / (15.5 + 0.005) = 0.6575 → 0.65 (0.65 × 15.5 = 10.075 ≤ 10.2; 0.66 × 15.5 = 10.23 is not)
+    # the largest share whose ceil(63.5 GiB × u) 30.2 GiB covers, at the rounding's worst:
+    # (30.2 − 0.005) / (63.5 + 0.005) = 0.4755 → 0.47 (0.47 × 63.5 = 29.85 ≤ 30.2; 0.48 × 63.5 = 30.48 is not)
+    # — a change that passes the start-up check, whether the context then fits depends on the worker's RAM,
+    # which the paste does not give: unchecked, and said so —
     # and a KV cache of its own size, which skips the check: 256 blocks × 128 × 57,344 B = 1.75 GiB → 2G
-    assert list(fixes) == ["--gpu-memory-utilization 0.65", "--kv-cache-memory-bytes 2G"]
+    assert [u["flags"] for u in d.unchecked] == ["--gpu-memory-utilization 0.47"]
+    assert "pass vLLM's start-up check; whether max_model_len then fits" in d.to_json()["reply"]
+    assert list(fixes) == ["--kv-cache-memory-bytes 2G"]
     assert "256 blocks × 128 tokens × 57,344 B" in fixes["--kv-cache-memory-bytes 2G"]["why"]
+
+
+def test_node_ram_short_for_the_weights_themselves():
+    # 10.2 GiB available on the node: Qwen2.5-7B's 7,615,616,512 parameters × 2 B + the 8 MiB rotary
+    # cache = 15,239,621,632 B = 14.19 GiB do not fit, whatever the share: no fix, the reason said
+    d = diagnose(STARTUP_SHORT, offline=True)
+    assert "other processes hold 5.30 GiB" in d.summary          # 15.5 − 10.2
+    assert "The weights take about 14.19 GiB" in d.summary and "no share fits" in d.summary
+    assert d.suggestions == [] and d.unchecked == []
 
 
 def test_node_ram_short_when_the_weights_take_the_share():
