@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import regex
 
 from estimator.paste_text import budget as _budget
+from estimator.paste_text import finditer
 
 # Seconds one regex call may take before we give up on that scan (the caller keeps going).
 TIMEOUT = 0.25
@@ -665,16 +666,8 @@ _ENV = regex.compile(
     r"(?:[\"']\]?)?\s*[=:]\s*[\"']?(?P<v>[^\s\"'`]*)")
 
 
-def _safe_finditer(pattern, text: str, pos: int = 0, endpos: int | None = None, limit: int = 2000):
-    """finditer with a timeout and a cap on matches: junk input yields what was found so far."""
-    try:
-        it = pattern.finditer(text, pos, len(text) if endpos is None else endpos, timeout=_budget(TIMEOUT))
-        for k, m in enumerate(it):
-            if k >= limit:
-                return
-            yield m
-    except TimeoutError:
-        return
+# the paste's budgeted finditer, with this module's per-call timeout and a higher cap on matches
+_safe_finditer = functools.partial(finditer, limit=2000, seconds=TIMEOUT)
 
 
 _INVOCATION_WORDS = ("vllm", "aphrodite")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import regex
 
@@ -38,6 +39,7 @@ from estimator.paste_text import (
     budget,
     cpu_clock,
     decode,
+    finditer,
     prepare,
     start_clock,
     stop_clock,
@@ -651,14 +653,7 @@ def _inside_any(pos: int, spans: list[tuple[int, int]]) -> bool:
     return any(s <= pos < e for s, e in spans)
 
 
-def _finditer(pattern, text: str, limit: int = 500):
-    try:
-        for k, m in enumerate(pattern.finditer(text, timeout=budget(0.2))):
-            if k >= limit:
-                return
-            yield m
-    except TimeoutError:
-        return
+_finditer = partial(finditer, seconds=0.2)     # the paste's budgeted finditer at this module's timeout
 
 
 def _tpl_timeout() -> float:

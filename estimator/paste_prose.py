@@ -12,14 +12,14 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
 
 import regex
 
 from estimator.catalog import canonical_id, match_local_name
-from estimator.paste_text import budget, expired
+from estimator.paste_text import budget, expired, finditer
 
 TIMEOUT = 0.25
 
@@ -36,14 +36,7 @@ class Hit:
     norm: str | None = None     # comparison key (e.g. GPU family) when values are spelled differently
 
 
-def _iter(pattern, text: str, pos: int = 0, endpos: int | None = None, limit: int = 500):
-    try:
-        for k, m in enumerate(pattern.finditer(text, pos, len(text) if endpos is None else endpos, timeout=budget(TIMEOUT))):
-            if k >= limit:
-                return
-            yield m
-    except TimeoutError:
-        return
+_iter = partial(finditer, seconds=TIMEOUT)     # the paste's budgeted finditer at this module's timeout
 
 
 # ---------------------------------------------------------------------------------------------

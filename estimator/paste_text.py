@@ -61,6 +61,21 @@ def search(pat, text: str, seconds: float = 0.15):
         return None
 
 
+def finditer(pat, text: str, pos: int = 0, endpos: int | None = None, *, limit: int = 500,
+             seconds: float = TIMEOUT):
+    """pat.finditer under the paste's budget (`budget(seconds)`), at most `limit` matches: on a
+    timeout the matches found so far, as `search` gives None — hostile input costs missed facts,
+    never a traceback, and a paste of repeated lines cannot yield unbounded work downstream."""
+    try:
+        it = pat.finditer(text, pos, len(text) if endpos is None else endpos, timeout=budget(seconds))
+        for k, m in enumerate(it):
+            if k >= limit:
+                return
+            yield m
+    except TimeoutError:
+        return
+
+
 def budget(default: float = TIMEOUT) -> float:
     """Wall-clock timeout for the next regex call: `default` CPU seconds, or what is left of the
     paste's CPU deadline when less, scaled by the load this paste has run under."""
