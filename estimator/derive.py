@@ -71,6 +71,11 @@ class MemoryState:
                 "per_rank": self.per_rank}
 
 
+def _listed(words: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
 def gib_bytes(x: float | None) -> int | None:
     return None if x is None else int(round(float(x) * GiB))
 
@@ -266,10 +271,18 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         gap = st.get("non_kv") - known
         if gap > 0.5 * GiB and est is None and "non_torch" not in st.figures:
             # no model: nothing estimates the non-torch part, so the remainder is not "unexplained"
+            # the parts the paste does not print are in the remainder too: a log of "Model loading took" and
+            # "Available KV cache memory" alone prints no activation peak
+            printed = [w for p, w in (("weights", "weights"), ("activation", "activation peak"),
+                                      ("cuda_graphs", "CUDA graphs")) if p in st.figures and p in parts]
+            unprinted = [w for p, w in (("activation", "the profile run's activation peak"),
+                                        ("cuda_graphs", "the CUDA graphs, where this vLLM sets them aside"))
+                         if p not in st.figures and p in parts]
             st.notes.append(
-                f"The figures in the paste leave {gap / GiB:.2f} GiB beyond the weights, activation and graphs it "
-                "prints: non-torch memory (CUDA context, NCCL, cuBLAS workspaces; usually 0.1–0.6 GiB) and "
-                "anything else counted against the budget (other processes' growth on shared or unified memory).")
+                f"The figures in the paste leave {gap / GiB:.2f} GiB beyond the {_listed(printed)} it prints. That is "
+                + (f"what it does not print ({_listed(unprinted)}), " if unprinted else "")
+                + "non-torch memory (CUDA context, NCCL, cuBLAS workspaces; usually 0.1–0.6 GiB) and anything else "
+                "counted against the budget (other processes' growth on shared or unified memory).")
         elif gap > 0.5 * GiB:
             msg = (f"the paste's numbers leave {gap / GiB:+.2f} GiB of non-KV memory that the model does not explain "
                    "(other processes on the GPU, a different vLLM version, or a different checkpoint/dtype)")

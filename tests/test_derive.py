@@ -503,7 +503,24 @@ def test_without_a_model_the_remainder_is_non_torch_not_unexplained():
             "vllm serve some-org/not-a-real-model-xyz --gpu-memory-utilization 0.92\n")
     d = diagnose(text, offline=True, explain=True)
     assert not any("does not explain" in c for c in d.checks)
-    assert any("2.70 GiB beyond the weights, activation and graphs" in n for n in d.notes)
+    assert any("2.70 GiB beyond the weights, activation peak and CUDA graphs it prints. That is non-torch" in n
+               for n in d.notes)
+
+
+def test_without_a_model_the_remainder_names_the_parts_the_paste_does_not_print():
+    """guqiong96/Lvllm#35 (a vLLM fork, A40, --gpu-memory-utilization 0.95): the log prints the weights
+    and the KV pool only. 44.52 GiB (an A40 as torch reports it) × 0.95 = 42.29; − 12.57 KV − 11.55
+    weights = 18.17 GiB, which holds the profile run's activation peak and the graphs too: the note
+    must not say the paste printed them."""
+    text = ("(EngineCore_DP0 pid=15098) INFO 02-12 08:33:42 [gpu_model_runner.py:4216] Model loading took 11.55 GiB "
+            "memory and 1940.360672 seconds\n"
+            "(EngineCore_DP0 pid=15098) INFO 02-12 08:34:25 [gpu_worker.py:360] Available KV cache memory: 12.57 GiB\n"
+            "(EngineCore_DP0 pid=15098) INFO 02-12 08:34:25 [kv_cache_utils.py:1307] GPU KV cache size: 53,136 tokens\n"
+            "NVIDIA A40, gpu-memory-utilization: 0.95\n")
+    d = diagnose(text, offline=True, explain=True)
+    note = next(n for n in d.notes if "beyond the" in n)
+    assert note.startswith("The figures in the paste leave 18.17 GiB beyond the weights it prints. That is what it "
+                           "does not print (the profile run's activation peak and the CUDA graphs"), note
 
 
 def test_without_a_model_or_weights_line_the_consumed_figure_is_shown_as_printed():
