@@ -343,6 +343,8 @@ def _read(raw: str) -> Facts:
         extra["usage"] = "llm"
     if "Unsloth" in text or "from_pretrained" in text:
         _unsloth_launch(text, extra, occs)
+    if "compile range" in low:
+        _compile_range_batch(pt, occs)
     async_line = _search(_ASYNC_SCHEDULING, text) if "scheduling is" in low else None
     if async_line is not None and "async_scheduling" not in xvals:
         extra["async_scheduling"] = async_line.group(1) == "enabled"
@@ -1154,6 +1156,29 @@ _UNSLOTH_VISION = regex.compile(r"Unsloth: Vision model detected, setting approx
 _UNSLOTH_KV_GB = regex.compile(r"Unsloth: vLLM's KV Cache can use up to (?P<gb>\d{1,4}(?:\.\d{1,3})?) GB")
 _UNSLOTH_BANNER = regex.compile(r"Unsloth (20\d\d)\.(\d{1,2})\.(\d{1,2})\b")
 _UNSLOTH_CONSERVATIVENESS = regex.compile(r"Unsloth: Using conservativeness = (?P<c>\d(?:\.\d{1,3})?)")
+
+
+# torch.compile's ranges as vllm/compilation/backends.py logs them (0.13+): "Compiling a graph for compile range
+# (1, 8192) takes 12.98 s", "Directly load the compiled graph(s) for compile range (1, 2048) from the cache"
+_COMPILE_RANGE = regex.compile(r"compile[ \n]+range[ \n]*\((?P<s>\d{1,7}),[ \n]*(?P<e>\d{1,7})\)")
+
+
+def _compile_range_batch(pt: PasteText, occs: list[_Occ]) -> None:
+    """max_num_batched_tokens as the run's compile ranges show it. vLLM ends its last range at it
+    (config/vllm.py _set_compile_ranges, 0.13–0.34: the endpoints are max_num_batched_tokens and fusion
+    thresholds below it), so the largest printed end is it where that range is not the first (a later
+    one), or where an engine-core process printed it: its only worker runs no tensor parallelism, so
+    no all-reduce fusion threshold (FlashInfer all-reduce + RMSNorm, TP > 1 on Hopper/Blackwell) splits
+    the range. A first range from one of several workers may end at that threshold: not read."""
+    best = None
+    for m in _finditer(_COMPILE_RANGE, pt.logical, limit=64):
+        start, end = int(m.group("s")), int(m.group("e"))
+        if start < end and (best is None or end > int(best.group("e"))):
+            best = m          # a compile size prints as the one-token range (s, s)
+    if best is None or not (int(best.group("s")) > 1 or pt.proc_at(best.start()).startswith("EngineCore")):
+        return
+    occs.append(_Occ("max_num_batched_tokens", int(best.group("e")), *best.span("e"), "compile_range",
+                     _tpl.P_CONFIG, pt.rank_at(best.start())))
 
 
 def _unsloth_launch(text: str, extra: dict, occs: list[_Occ]) -> None:

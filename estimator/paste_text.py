@@ -197,15 +197,23 @@ class PasteText:
         ce = self.logical_map.to_src(end, end=True)
         return (self.clean_map.to_src(cs), self.clean_map.to_src(ce, end=True))
 
-    def rank_at(self, pos: int) -> tuple | None:
+    def _line_at(self, pos: int) -> LineInfo | None:
+        """The prefixed log line holding `pos`, if it is one."""
         i = bisect.bisect_right(self.line_starts, pos) - 1
         if i < 0:
             return None
         info = self.lines[i]
         nl = self.logical.find("\n", info.start)
-        if nl == -1 or pos <= nl:
-            return info.rank
-        return None
+        return info if nl == -1 or pos <= nl else None
+
+    def rank_at(self, pos: int) -> tuple | None:
+        info = self._line_at(pos)
+        return info.rank if info else None
+
+    def proc_at(self, pos: int) -> str:
+        """The process name of the line's prefix ("EngineCore_DP0", "Worker_TP1"), "" where none."""
+        info = self._line_at(pos)
+        return info.proc if info else ""
 
 
 def rank_key(proc: str | None, rank: str | None, pid: str | None) -> tuple | None:

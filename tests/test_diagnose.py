@@ -1956,3 +1956,20 @@ def test_the_verdict_names_the_align_mode_refusal():
                  "--max-num-batched-tokens 512\nGPU: RTX PRO 6000 Blackwell\n", offline=True, explain=True)
     assert ("**do not fit**: vLLM refuses the settings before it sizes memory: with prefix caching (Mamba cache "
             "'align' mode) the batch (512 tokens) must hold the 784-token attention block.") in d.summary
+
+
+def test_the_profile_run_is_sized_by_the_batch_the_compile_range_shows():
+    """vllm#33155 (0.14.1, one H100): `--max_num_seqs 1 --max-model-len $max_model_len` with the length in a
+    shell variable, so no flag gives the batch; the engine core's compile range (1, 5120) does (vLLM caps
+    the 8,192-token default at max_num_seqs × max_model_len = 5,120). The profile run is over that batch."""
+    text = ("vllm serve openai/gpt-oss-120b --gpu-memory-utilization 0.97 --max_num_seqs 1 --max-model-len $max_model_len\n"
+            "(EngineCore_DP0 pid=70073) INFO 01-27 00:31:59 [gpu_model_runner.py:3905] Model loading took 64.38 GiB "
+            "memory and 14.380607 seconds\n"
+            "(EngineCore_DP0 pid=70073) INFO 01-27 00:32:06 [backends.py:226] Directly load the compiled graph(s) for "
+            "compile range (1, 5120) from the cache, took 0.808 s\n"
+            "NVIDIA H100 80GB HBM3, vLLM 0.14.1\n")
+    from estimator.render import render_markdown
+
+    reply = render_markdown(diagnose(text, offline=True, explain=True))
+    row = next(line for line in reply.splitlines() if line.startswith("| Activation peak"))
+    assert "over 5,120 tokens" in row, row

@@ -2107,3 +2107,28 @@ def test_an_oom_the_text_denies_is_no_failure():
 ])
 def test_a_context_in_thousands_is_the_length_asked_for(text, length):
     assert read_paste(text).get("max_model_len") == length
+
+
+_RANGE_LOAD = "INFO 01-27 00:32:06 [backends.py:226] Directly load the compiled graph(s) for compile range ({}, {}) from the cache, took 0.808 s"
+_RANGE_COMPILE = "INFO 04-24 10:21:30 [backends.py:390] Compiling a graph for compile range ({}, {}) takes 19.40 s"
+
+
+@pytest.mark.parametrize("lines, expected", [
+    # i33155 (0.14.1, one H100, --max-num-seqs 1 --max-model-len 5120): the engine core's own worker, one range
+    ([("(EngineCore_DP0 pid=70073) ", _RANGE_LOAD, 1, 5120)], 5120),
+    # a worker of several: the first range ends at the all-reduce fusion threshold, the second at the batch
+    ([("(Worker_TP0 pid=9) ", _RANGE_COMPILE, 1, 256), ("(Worker_TP0 pid=9) ", _RANGE_COMPILE, 257, 8192)], 8192),
+    # ... which alone says nothing about the batch
+    ([("(Worker_TP0 pid=9) ", _RANGE_COMPILE, 1, 256)], None),
+    # no prefix: who printed it is unknown
+    ([("", _RANGE_COMPILE, 1, 2048)], None),
+    # a compile size is a one-token range, not the batch
+    ([("(EngineCore pid=258) ", _RANGE_COMPILE, 1, 2048), ("(EngineCore pid=258) ", _RANGE_COMPILE, 16384, 16384)], 2048),
+])
+def test_the_batch_is_read_from_the_last_compile_range(lines, expected):
+    """vLLM 0.13+ ends its last compile range at max_num_batched_tokens (config/vllm.py _set_compile_ranges);
+    earlier ranges end at fusion thresholds, which only a worker of a tensor-parallel group has on CUDA."""
+    facts = read_paste("\n".join(prefix + tpl.format(s, e) for prefix, tpl, s, e in lines))
+    assert facts.get("max_num_batched_tokens") == expected
+    if expected is not None:
+        assert facts.values["max_num_batched_tokens"].source == "compile_range"
