@@ -151,6 +151,9 @@ _GPU = regex.compile(
 # a size written before the name: "32GB显存V100", "80GB H100"
 _HAS_SIZE = regex.compile(r"\d{2,3}[ ]?G")
 _SIZE_BEFORE = regex.compile(r"(?i)(?<![0-9.])(?<![A-WYZa-wyz])(?P<n>\d{2,3})[ ]?G(?:i?B)?[ ]*(?:显存|VRAM)?[ ]*\Z")
+# ... or right after it, as the modded cards are sold: "2080ti 22G", "RTX 4090 48GB" (not the host's RAM:
+# "RTX 3090 64GB RAM", "4090 128G内存")
+_SIZE_AFTER = regex.compile(r"(?i)\G[ ]?(?P<n>\d{2,3})[ ]?G(?:i?B)?(?![\w.])(?![ ]*(?:RAM|DDR|system|host|内存))")
 
 
 def _card_size(name: str, gb: int) -> bool:
@@ -221,9 +224,12 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
             before = text[max(0, m.start() - 12): m.start()]
             if core not in _CONSUMER_NUMBERS or regex.search(r"[\d.,:/=$#-]\s*$|port\s*$", before, regex.I):
                 continue
-        sized = _SIZE_BEFORE.search(text[max(0, m.start() - 12): m.start()])
+        end = m.end()
+        after = _SIZE_AFTER.match(text, end, timeout=budget(TIMEOUT))
+        sized = _SIZE_BEFORE.search(text[max(0, m.start() - 12): m.start()]) or after
         if sized and not _HAS_SIZE.search(name) and _card_size(name, int(sized.group("n"))):
             name = f"{name} {int(sized.group('n'))}GB"
+            end = after.end() if sized is after else end
         prio = 20
         before = text[max(0, m.start() - 60): m.start()]
         if _GPU_LABEL.search(before):
@@ -234,7 +240,7 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
             # "MI300X (191.98 GiB)": a card given with its memory is the one the author has, more surely
             # than one named in passing ("targeting B200/B300")
             prio = GPU_SIZED_PRIORITY
-        out.append(Hit("gpu", name, m.start(), m.end(), "prose_gpu", prio, norm=fam))
+        out.append(Hit("gpu", name, m.start(), end, "prose_gpu", prio, norm=fam))
         cm = _COUNT_BEFORE.search(text[max(0, m.start() - 24): m.start()])
         if cm:
             n = int(cm.group("n") or cm.group("cn") or 0) or _NUM_WORDS.get((cm.group("w") or cm.group("zh") or "").lower(), 0)
@@ -242,8 +248,8 @@ def find_gpus(text: str, skip: list[tuple[int, int]]) -> list[Hit]:
                 n = 0
             if 0 < n <= 64:
                 s = m.start() - len(cm.group(0))
-                out.append(Hit("gpu_count", n, s, m.end(), "prose_gpu_count", 30))
-        am = _COUNT_AFTER.match(text, m.end(), timeout=budget(TIMEOUT))
+                out.append(Hit("gpu_count", n, s, end, "prose_gpu_count", 30))
+        am = _COUNT_AFTER.match(text, end, timeout=budget(TIMEOUT))
         if am and not cm:
             out.append(Hit("gpu_count", int(am.group("n") or am.group("m")), m.start(), am.end(), "prose_gpu_count", 30))
         if sm and sm.group("u") == "GiB":

@@ -1054,6 +1054,25 @@ def test_gpus_in_chinese_posts_and_sizes_before_the_name(text, gpu, count):
     assert f.get("gpu") == gpu and f.get("gpu_count") == count
 
 
+@pytest.mark.parametrize("text,gpu,count,gib", [
+    # vllm#35854's title: modded 22 GB cards; the 11 GB card's 10.76 GiB + 11 GiB of chips = 21.76
+    ("[Bug]: 4 * 2080ti 22G Qwen3.5-35B-A3B Fail", "2080ti 22GB", 4, 21.76),
+    ("4张2080ti 22G", "2080ti 22GB", 4, 21.76),
+    ("Running on 2x RTX 4090 48GB", "RTX 4090 48GB", 2, 47.64),        # 23.64 + 24
+    ("RTX 4090 48G x2", "RTX 4090 48GB", 2, 47.64),                    # the count after the size
+    ("RTX 3090 24GB VRAM", "RTX 3090 24GB", None, 23.69),              # the card's own size: the catalog's card
+    ("RTX 3090 64GB RAM", "RTX 3090", None, 23.69),                    # the host's memory, not the card's
+    ("4090 128G内存", "4090", None, 23.64),                            # 内存: system memory (显存 is the card's)
+    ("RTX 4090 14GB model", "RTX 4090", None, 23.64),                  # below any 4090: not the card's size
+])
+def test_a_card_size_written_after_the_name(text, gpu, count, gib):
+    from estimator.gpus import lookup_gpu
+
+    f = read_paste(text)
+    assert (f.get("gpu"), f.get("gpu_count")) == (gpu, count)
+    assert round(lookup_gpu(f.get("gpu")).total_bytes / 2**30, 2) == gib
+
+
 @pytest.mark.parametrize("flag", ["-dp 4", "--data-parallel-size 4", "--data_parallel_size=16", "data_parallel_size: 16"])
 def test_worker_ranks_under_data_parallelism_are_not_a_tensor_split(flag):
     """Four `VllmWorker rank=N` lines are a 4-way tensor split only when no data-parallel size owns
