@@ -414,6 +414,9 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 
     facts = read_paste(text or "")
     kind = facts.error_kind
+    if facts.extra.get("foreign_engine"):
+        # another engine's log: answered only to a person who asked, and never with vLLM's arithmetic
+        return _foreign_diagnosis(facts) if explain or answer_refusals else None
     refusal = bool(facts.extra.get("unknown_quantization") or facts.extra.get("unsupported_architectures"))
     if kind is None and not explain and not (answer_refusals and refusal):
         return None
@@ -619,6 +622,22 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
 # what the CPU backend's own arithmetic answers: its KV checks, its RAM checks and its start-up log (and the
 # kernel's OOM killer, by extra["host_killed"]); other failures on a CPU host take the usual paths
 _CPU_KINDS = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup", "startup_log_ok", None)
+
+
+def _foreign_diagnosis(facts) -> Diagnosis:
+    """The reply to another engine's log (paste_engines): what it is, and no figure or fix of vLLM's, whose
+    memory accounting that engine does not follow (an SGLang out-of-memory error was answered with
+    `--tensor-parallel-size 2`, a vllm.rs allocation failure with a vLLM budget on a card it did not have)."""
+    name = facts.extra["foreign_engine"]
+    what = facts.extra.get("foreign_engine_what") or "a separate inference engine"
+    article = facts.extra.get("foreign_engine_article") or "a"
+    summary = (f"This is {article} **{name}** log, not vLLM's: {name} is {what}, and it sizes its memory and KV cache by its "
+               "own rules. kvdoctor reproduces vLLM's arithmetic, so it cannot explain these numbers or check a fix "
+               "for them.")
+    notes = [f"Flags {name} shares with vLLM (--max-model-len, --max-num-seqs …) do not make vLLM's memory accounting "
+             f"apply; {name}'s own error message and documentation are the guide here."]
+    return Diagnosis(error_kind=facts.error_kind, summary=summary, facts=facts.to_dict(), notes=notes,
+                     missing=["your vLLM log or `vllm serve …` command, if you run this model on vLLM too"])
 
 
 def _cpu_diagnosis(facts, model_ref: str | None, version: str | None, assumptions: list[str], *,

@@ -34,6 +34,7 @@ from estimator import paste_prose as _prose
 from estimator import paste_tables as _tables
 from estimator import paste_templates as _tpl
 from estimator.paste_cpu import read_cpu_backend
+from estimator.paste_engines import foreign_engine
 from estimator.paste_text import (
     PasteText,
     budget,
@@ -524,6 +525,10 @@ def _read(raw: str) -> Facts:
             kind = ("other", (killed.start(), killed.end()), "host_killed")
         extra.update(cpu)
         hints += cpu_hints
+    other = foreign_engine(pt.clean, bool(memory_logs))
+    if other is not None:
+        # another engine's log (vllm.rs, SGLang, llama.cpp …) with nothing of vLLM in it
+        extra["foreign_engine"], extra["foreign_engine_article"], extra["foreign_engine_what"] = other
     for key, o in chosen.items():
         facts.values[key] = Fact(o.value, pt.span(o.start, o.end), o.source, o.guess)
     if kind is not None:

@@ -1973,3 +1973,19 @@ def test_the_profile_run_is_sized_by_the_batch_the_compile_range_shows():
     reply = render_markdown(diagnose(text, offline=True, explain=True))
     row = next(line for line in reply.splitlines() if line.startswith("| Activation peak"))
     assert "over 5,120 tokens" in row, row
+
+
+def test_another_engines_log_gets_no_vllm_arithmetic():
+    """An SGLang out-of-memory traceback was answered with vLLM's `--tensor-parallel-size 2`, and a vllm.rs
+    allocation failure with a vLLM budget on an H100 it did not have: another engine sizes memory by its
+    own rules. Asked, kvdoctor says whose log it is; unprompted (a bot), it stays silent."""
+    sglang = ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --context-length 32768\n"
+              "[2025-03-01 10:00:06 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB. GPU 0 has a total capacity of "
+              "23.64 GiB of which 512.00 MiB is free.\n")
+    assert diagnose(sglang, offline=True) is None
+    d = diagnose(sglang, offline=True, explain=True)
+    assert d.summary.startswith("This is an **SGLang** log, not vLLM's")
+    assert not d.suggestions and not d.unchecked and not d.derived
+    asked = diagnose(sglang, offline=True, answer_refusals=True)
+    assert asked is not None and asked.summary == d.summary

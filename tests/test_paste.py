@@ -2151,3 +2151,34 @@ def test_the_batch_is_read_from_the_last_compile_range(lines, expected):
     assert facts.get("max_num_batched_tokens") == expected
     if expected is not None:
         assert facts.values["max_num_batched_tokens"].source == "compile_range"
+
+
+_VLLM_RS = ("2026-01-20T15:24:43.340468Z  WARN vllm_rs::utils::kvcache_allocator: GPU 0: total 94.97 GB, free 30.17 GB, "
+            "kv_fraction 95%, Max usable for KVCache 28.67 GB\n"
+            "vllm-rs-med0  | 2026-01-20T15:24:43.340496Z ERROR vllm_rs::utils::kvcache_allocator: KVCache allocation "
+            "failed: Insufficient GPU memory for KVCache allocation.\n"
+            "When using `--max-num-seqs 2 --max-model-len 262144` on a `Qwen/Qwen3-VL-32B-Thinking-FP8`")
+
+
+@pytest.mark.parametrize("text, engine", [
+    (_VLLM_RS, "vllm.rs"),                                                     # guoqingbao/xinfer#195
+    ("[2025-03-01 10:00:06 TP0] KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB", "SGLang"),
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --context-length 32768\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB.", "SGLang"),
+    ("llama_kv_cache_init:      CUDA0 KV buffer size =  1024.00 MiB\nllama-server -m qwen.gguf -c 32768", "llama.cpp"),
+    ('time=2025-01-01T10:00:00.000Z level=INFO source=server.go:104 msg="system memory" total="31.3 GiB"', "Ollama"),
+    ("2024-05-01T10:00:00.000000Z  INFO text_generation_launcher: Args { max_total_tokens: 32768 }",
+     "Text Generation Inference"),
+    ("lmdeploy serve api_server internlm/internlm2_5-7b-chat --cache-max-entry-count 0.8", "LMDeploy"),
+    ("[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB", "TensorRT-LLM"),
+    # vLLM ran too (its command and log), or vLLM's own message is there: vLLM's paste
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct\nvllm serve Qwen/Qwen2.5-7B-Instruct\n"
+     "Available KV cache memory: 8.11 GiB", None),
+    ("llama-server runs it, but vLLM says: ValueError: The model's max seq len (32768) is larger than the maximum "
+     "number of tokens that can be stored in KV cache (7344).", None),
+    ("(EngineCore_DP0 pid=1) INFO 03-03 17:01:34 [gpu_worker.py:276] model loaded; --mem-fraction-static is SGLang's", None),
+    # another engine named in prose only
+    ("It works in SGLang and Ollama but not in vLLM: torch.OutOfMemoryError: CUDA out of memory.", None),
+])
+def test_another_engines_log_is_recognised(text, engine):
+    assert read_paste(text).extra.get("foreign_engine") == engine
