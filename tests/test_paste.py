@@ -964,7 +964,7 @@ def test_a_claim_is_quoted_to_its_sentence_end_not_to_a_decimal_point():
     ("Gemma 4 31B INT4 on 2×24GB GPUs (TP=2): GPU KV cache size is 25,200 tokens", "24GB", 2),
     ("running on a 48GB GPU", "48GB", None),
     ("I have 4x 80GB GPUs", "80GB", 4),
-    ("RTX 4090 24GB GPU", "RTX 4090", None),            # a named card wins over its size
+    ("RTX 4090 24GB GPU", "RTX 4090 24GB", None),       # a named card wins over its size (kept with it, as before the name)
     ("my 24GB GPU is an RTX 3090", "RTX 3090", None),
 ])
 def test_a_gpu_given_only_by_its_size(text, gpu, count):
@@ -1268,13 +1268,14 @@ def test_of_several_cards_named_the_one_holding_vllms_printed_total_is_the_run_s
                 + (f"INFO 08-16 20:01:30 [worker.py:295] the current vLLM instance can use total_gpu_memory "
                    f"({total}GiB) x gpu_memory_utilization (0.78) = 18.47GiB\n" if total else ""))
 
+    # (the header's card is read with the size written after it, "RTX 4090 48GB")
     assert read_paste(paste("23.68")).get("gpu") == "NVIDIA GeForce RTX 3090"
-    assert read_paste(paste("23.68")).extra["alternatives"]["gpu"] == ["RTX 4090"]
-    assert read_paste(paste("23.64")).get("gpu") == "RTX 4090"
+    assert read_paste(paste("23.68")).extra["alternatives"]["gpu"] == ["RTX 4090 48GB"]
+    assert read_paste(paste("23.64")).get("gpu") == "RTX 4090 48GB"
     assert read_paste(paste(None)).get("gpu") == "NVIDIA GeForce RTX 3090"
     no_total = paste(None).replace(" Max memory: 23.684 GB.", "")
     assert read_paste(no_total).get("total_gpu_memory_gib") is None
-    assert read_paste(no_total).get("gpu") == "RTX 4090"
+    assert read_paste(no_total).get("gpu") == "RTX 4090 48GB"
 
 
 def test_the_card_holding_the_printed_total_within_the_drivers_spread_is_the_run_s():
