@@ -14,6 +14,8 @@ from estimator.paste_text import search
 ENGINES: tuple[tuple[str, str, str, regex.Pattern], ...] = (
     ("vllm.rs", "a", "a separate Rust engine (guoqingbao/vllm.rs) that borrows vLLM's name and flag names",
      regex.compile(r"\bvllm_rs::|(?<![\w.-])vllm[-_]rs[ ]+(?:--|serve\b)|-m[ ]+vllm_rs\b")),
+    ("vllm.cpp", "a", "a separate C++ engine (mudler/vllm.cpp) that borrows vLLM's name and flag names",
+     regex.compile(r"(?<![\w.-])vllm-server[ ]+--model\b")),
     ("SGLang", "an", "a separate inference engine",
      regex.compile(r"\bsglang\.(?:launch_server|srt)\b|-m[ ]+sglang\b|\bsglang[ ]+serve\b"
                    r"|KV[ ]Cache[ ]is[ ]allocated\.[ ]\#tokens|--mem-fraction-static\b|mem_fraction_static=")),
@@ -29,16 +31,17 @@ ENGINES: tuple[tuple[str, str, str, regex.Pattern], ...] = (
     ("TensorRT-LLM", "a", "NVIDIA's separate inference engine",
      regex.compile(r"\[TRT-LLM\]|\[TensorRT-LLM\]|\btrtllm-(?:serve|build|bench)\b|\btensorrt_llm\.")),
 )
-_PREFILTER = ("vllm_rs", "vllm-rs", "sglang", "kv cache is allocated", "mem-fraction", "mem_fraction", "llama_",
+_PREFILTER = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "kv cache is allocated", "mem-fraction", "mem_fraction", "llama_",
               "ggml_cuda", "llama-server", "llama-cli", "ollama", "source=", "text-generation", "text_generation",
               "lmdeploy", "trt-llm", "tensorrt", "trtllm")
 
 # What only vLLM prints or runs: its log lines' "LEVEL MM-DD hh:mm:ss [file.py:N]" head (older releases
-# without the bracket), a traceback through its package, its commands and Python entry points
+# without the bracket), a traceback through its package, its commands, Python entry points and image
 _VLLM_RAN = regex.compile(
     r"(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[?[\w.]+\.py:\d+\]"
     r"|[/\\]vllm[/\\](?:v1|worker|engine|entrypoints|executor|model_executor|distributed|config)[/\\]"
-    r"|(?<![\w-])vllm[ ]+serve\b|\bvllm\.entrypoints\b|\bfrom[ ]+vllm[ ]+import\b|\bEngineCore(?:_DP\d+)?\b")
+    r"|(?<![\w-])vllm[ ]+serve\b|\bvllm\.entrypoints\b|\bfrom[ ]+vllm[ ]+import\b|\bEngineCore(?:_DP\d+)?\b"
+    r"|\bvllm/vllm-openai\b")
 
 
 def foreign_engine(text: str, vllm_message: bool) -> tuple[str, str, str] | None:

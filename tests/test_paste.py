@@ -2172,6 +2172,11 @@ _VLLM_RS = ("2026-01-20T15:24:43.340468Z  WARN vllm_rs::utils::kvcache_allocator
      "Text Generation Inference"),
     ("lmdeploy serve api_server internlm/internlm2_5-7b-chat --cache-max-entry-count 0.8", "LMDeploy"),
     ("[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB", "TensorRT-LLM"),
+    # mudler/vllm.cpp#357 (Jetson AGX Thor)
+    ("vllm-server --model <dir> --host 127.0.0.1 --port 30899 --max-model-len 1024 --max-num-seqs 8", "vllm.cpp"),
+    # vLLM's image run under a container of that name
+    ("docker run --name vllm-server --gpus all vllm/vllm-openai:latest --model Qwen/Qwen2.5-7B-Instruct\n"
+     "torch.OutOfMemoryError: CUDA out of memory.", None),
     # vLLM ran too (its command and log), or vLLM's own message is there: vLLM's paste
     ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct\nvllm serve Qwen/Qwen2.5-7B-Instruct\n"
      "Available KV cache memory: 8.11 GiB", None),
