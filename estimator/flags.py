@@ -51,6 +51,7 @@ FLAG_KEYS: dict[str, str] = {
     "gmu": "gpu_memory_utilization",           # Aphrodite (vLLM fork) short alias
     "max_model_len": "max_model_len",
     "max_seq_len": "max_model_len",             # engine config dump spelling
+    "max_model_length": "max_model_len",        # TRL's (GRPOConfig's vllm_max_model_length)
     "dtype": "dtype",
     "kv_cache_dtype": "kv_cache_dtype",
     "quantization": "quantization",
@@ -643,11 +644,15 @@ _CONFIG_DUMP = regex.compile(
 # `key=value` / `key: value` for the keys people write in prose, YAML configs, titles, and JSON
 # (`"gpu_memory_utilization": 0.47` in a Triton model.json).
 _KV_KEYS = (
-    "gpu_memory_utilization|mem_util|gpu_mem_util|max_model_len|max_num_seqs|max_num_batched_tokens|tensor_parallel_size|"
+    "gpu_memory_utilization|mem_util|gpu_mem_util|max_model_length|max_model_len|max_num_seqs|max_num_batched_tokens|"
+    "tensor_parallel_size|"
     "pipeline_parallel_size|data_parallel_size|kv_cache_dtype|enforce_eager|block_size|quantization|"
     "cpu_offload_gb|max_seq_len|dtype")
+# A training framework's name for what it hands vLLM carries a `vllm_` prefix: TRL's GRPOConfig
+# (vllm_gpu_memory_utilization, vllm_tensor_parallel_size, vllm_max_model_length), OpenRLHF's flags
+# (--vllm_gpu_memory_utilization, --vllm_tensor_parallel_size)
 _KV_PAIR = regex.compile(
-    r"(?i)(?<![\w-])(?:(?P<k>" + _KV_KEYS + r"|" + _KV_KEYS.replace("_", "-") + r")"
+    r"(?i)(?:(?<=(?<![\w-])--)(?P<pre>vllm[_-])|(?<![\w-])(?P<pre2>vllm[_-])?)(?:(?P<k>" + _KV_KEYS + r"|" + _KV_KEYS.replace("_", "-") + r")"
     r"[\"']?(?:\s*=\s*|[ \t]*:[ \t]*)|(?P<k2>" + _KV_KEYS.replace("_", "-").replace("|dtype", "") + r"|"
     + _KV_KEYS.replace("|dtype", "") + r")[ ]+(?=[\d.]))"
     r"(?P<v>'[^'\n]*'|\"[^\"\n]*\"|\d{1,3}(?:,\d{3})+(?![\d])|[A-Za-z0-9_.+-]+)")
@@ -1436,8 +1441,9 @@ def scan_key_values(text: str) -> list[Setting]:
             continue          # a keyword LangChain's VLLM(...) keeps to itself (scan_kwargs)
         if not (k.islower() or k.isupper()):
             continue          # Mixed-Case words are prose, not keys
-        # `--max-model-len …` is a flag (read by scan_commands), not a key=value pair
-        if text[max(0, m.start() - 2): m.start()] == "--":
+        # `--max-model-len …` is a flag (read by scan_commands), not a key=value pair; a framework's
+        # `--vllm_gpu_memory_utilization 0.5` is no command of vLLM's, so it is read here
+        if text[max(0, m.start() - 2): m.start()] == "--" and not (m.group("pre") or m.group("pre2")):
             continue
         if _OPERAND_BEFORE.search(text[max(0, m.start() - 40): m.start()]):
             continue

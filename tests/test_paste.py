@@ -2188,3 +2188,19 @@ _VLLM_RS = ("2026-01-20T15:24:43.340468Z  WARN vllm_rs::utils::kvcache_allocator
 ])
 def test_another_engines_log_is_recognised(text, engine):
     assert read_paste(text).extra.get("foreign_engine") == engine
+
+
+@pytest.mark.parametrize("text, expected", [
+    # TRL's GRPOConfig hands these to its colocated vLLM engine (trl/trainer/grpo_config.py)
+    ('GRPOConfig(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3, vllm_max_model_length=4096, '
+     'vllm_tensor_parallel_size=2)', {"gpu_memory_utilization": 0.3, "max_model_len": 4096, "tensor_parallel_size": 2}),
+    # OpenRLHF's flags for its vLLM engines (each engine TP 2)
+    ("deepspeed --module openrlhf.cli.train_ppo_ray --vllm_num_engines 2 --vllm_tensor_parallel_size 2 "
+     "--vllm_gpu_memory_utilization 0.5", {"gpu_memory_utilization": 0.5, "tensor_parallel_size": 2}),
+    # a word that only ends in the prefix is no framework's setting
+    ("myvllm_gpu_memory_utilization=0.5", {"gpu_memory_utilization": None}),
+    ("a-vllm_gpu_memory_utilization=0.5", {"gpu_memory_utilization": None}),
+])
+def test_a_training_frameworks_vllm_settings_are_read(text, expected):
+    f = read_paste(text)
+    assert {k: f.get(k) for k in expected} == expected
