@@ -1245,7 +1245,7 @@ def _unified(est: Estimate) -> bool:
 
 # what lists the processes holding a card's memory, by vendor: nvidia-smi knows only NVIDIA's cards (and
 # lists no memory on a unified board, whose memory is the system's RAM)
-_HOLDERS_TOOL = {"NVIDIA": "nvidia-smi", "AMD": "amd-smi or rocm-smi", "Intel": "xpu-smi"}
+_HOLDERS_TOOL = {"NVIDIA": "nvidia-smi", "AMD": "amd-smi or rocm-smi", "Intel": "xpu-smi", "Huawei": "npu-smi"}
 _UNIFIED_HOLDERS = "free -h and top show them; nvidia-smi lists no memory there"
 
 

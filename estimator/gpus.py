@@ -229,7 +229,8 @@ def _parse_size(text: str) -> Gpu | None:
         total = round(x * (GIB if unit == "gib" else 1024 * GIB))
         return Gpu(f"{x:g} {unit.replace('ib', 'iB').upper().replace('IB', 'iB')} GPU", total, None, True, False, None)
     if unit in ("b", "bytes"):
-        return Gpu(f"{int(x):,} B GPU", int(x), None, True, False, None)
+        # a byte count is a card's only from a gigabyte up: "910B" is Huawei's NPU, not 910 bytes
+        return Gpu(f"{int(x):,} B GPU", int(x), None, True, False, None) if x >= GIB else None
     if unit in ("mib", "mb", "m"):
         return _from_smi_mib(int(x))
     # GB / G / TB: a nominal (marketing / decimal) size.

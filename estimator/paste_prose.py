@@ -142,6 +142,7 @@ _GPU = regex.compile(
       | DGX[ ]+Spark
       | MI\d{3}X?
       | (?:Arc[ ]+(?:Pro[ ]+)?)?B[567]0     # Intel's Arc Pro B50 / B60 / B70 (vLLM's XPU backend)
+      | (?:Ascend[ ]?)?910[BC][1-3]?(?![A-Za-z0-9])  # Huawei's NPUs (vLLM through the vllm-ascend plugin)
       | \d{4}(?:[ ]?Ti\b)?(?=s?\b|[\u4e00-\u9fff])(?![ ]*(?:tokens?|MiB|GiB|MB|GB|blocks?|secs?|seconds|ms|x\b|rows?|steps?|%))
       )
     )
@@ -176,7 +177,7 @@ _GPU_SIZE_AFTER = regex.compile(r"\G[^\n()]{0,12}\([^()\n]{0,30}?(?P<n>\d+(?:\.\
 _FAMILY = regex.compile(
     r"(?i)(rtx[ ]?pro[ ]?\d{4}|rtx[ ]?\d{4}[ ]?ada|rtx[ ]?a\d{4}|(?:rtx|gtx)?[ ]?\d{4}(?:[ ]?ti)?|gh200|gb200|gb300|b200|b300|b100|"
     r"h100|h200|h800|h20|a800|a100|l40s|l40|a10g|a10|a30|a40|a16|a2|l4|t4|v100|p100|p40|k80|gb10|jetson[ ]+(?:agx[ ]+)?orin(?:[ ]+(?:nx|nano))?|"
-    r"dgx[ ]+spark|mi\d{3}x?)")
+    r"dgx[ ]+spark|mi\d{3}x?|910[bc])")
 
 
 def gpu_family(name: str) -> str:
@@ -193,7 +194,9 @@ _NUM_WORDS = {"one": 1, "single": 1, "a": 1, "an": 1, "two": 2, "dual": 2, "doub
 _COUNT_BEFORE = regex.compile(
     # a count before the name ("2x 4090", "2 A100"), not nvidia-smi's row index ("|   1  Tesla T4")
     r"(?ix)(?:(?<![\w.,])(?P<n>\d{1,2})(?:[ ]*[x*][ ]*|(?<!\|[ ]{0,8}\d{1,2})[ ]+)|"
-    r"\b(?P<w>one|single|two|dual|double|three|four|quad|five|six|seven|eight|sixteen)[ ]+|(?P<cn>\d{1,2})[ ]*[张块台卡]\S{0,10}?|(?P<zh>[一单两二双三四五六七八])[ ]*[张块台卡]\S{0,10}?)"
+    r"\b(?P<w>one|single|two|dual|double|three|four|quad|five|six|seven|eight|sixteen)[ ]+|(?P<cn>\d{1,2})[ ]*[张块台卡][^\s张块台卡]{0,10}?|(?P<zh>[一单两二双三四五六七八])[ ]*[张块台卡]"
+    # (no other counted word between the count and the card: "两台机器每台八张910B" is eight cards a machine)
+    r"[^\s张块台卡]{0,10}?)"
     r"(?:\d{1,3}[ ]?G[Bi]?B?[ ]+)?\Z")
 # "H20 8 nodes", "A100 x 2"
 _COUNT_AFTER = regex.compile(r"(?i)\G[ ]*(?:[x*][ ]*(?P<n>\d{1,2})\b|(?P<m>\d{1,2})[ ]+(?:nodes|GPUs|cards)\b)")
@@ -352,6 +355,10 @@ _VERSION_FORMS: tuple[tuple[regex.Pattern, int, str], ...] = (
     # "Unable to run … in v0.6.4.post1 version", "on 0.6.4 version": a 0.x release named as the version
     (regex.compile(r"(?i)\b(?:in|on|with|using|since|to|after)[ ]+v?(?=0\.\d)" + _VER + r"[ ]+(?:version|release)\b"),
      25, "prose_version_named"),
+    # Chinese posts name it with 版本 (version) or 是 (is): "vllm是0.18", "vLLM版本：0.11.0" — a release, written
+    # with two parts too, as no utilization is introduced that way
+    (regex.compile(r"(?i)\bvllm[ ]*的?[ ]*(?:版本号?[ ]*(?:是|为|[:：=])?|是|用的是)[ ]*v?"
+                   r"(?P<v>\d+\.\d+(?:\.\d+)?(?:\.?(?:post|dev|rc)\d+)*)(?![\d]|\.\d)"), 30, "prose_version_zh"),
     (regex.compile(r"(?i)\bvllm(?:[ ]*(?:[-_:,=]|version|engine|openai|docker|container|image|release|nightly|wheel|tag|"
                    r"server|api|is|was|on|of|at|the|stock|from|build|main)[ ]*){0,5}[ ]*" + _VER), 30, "prose_version"),
 )
@@ -403,12 +410,14 @@ _STORE_DIRS = _NOT_ORGS | {"weights", "checkpoints", "checkpoint", "ckpt", "ckpt
                            "srv", "app", "apps", "code", "repo", "repos", "project", "projects", "work", "workdir",
                            "scratch", "nas", "gpfs", "lustre", "dev", "shm", "volumes", "private", "public"}
 _MOUNT_DIR = regex.compile(r"(?i)(?:disk|nvme|ssd|hdd|vol|volume|data|drive|sd[a-z]|mnt|raid|nfs)\d*")
+# (ASCII word characters, as the Hub allows: Chinese written up against an id ends it, "Qwen/Qwen3-8B部署报错")
 _REPO = regex.compile(
-    r"(?<![\w./~-])(?P<org>[A-Za-z0-9][\w.-]{0,38}[A-Za-z0-9]|[A-Za-z0-9])/(?P<name>[A-Za-z0-9][\w.-]{0,95})(?![\w/-]|\.\w)")
-_HF_URL = regex.compile(r"(?i)huggingface\.co/(?!datasets/|spaces/|docs/|blog/)(?P<org>[\w.-]+)/(?P<name>[\w.-]+)")
-_HF_CACHE = regex.compile(r"models--(?P<org>[\w.-]+?)--(?P<name>[\w.-]+)")
+    r"(?<![\w./~-])(?P<org>[A-Za-z0-9][\w.-]{0,38}[A-Za-z0-9]|[A-Za-z0-9])/(?P<name>[A-Za-z0-9][\w.-]{0,95})(?![\w/-]|\.\w)",
+    regex.A)
+_HF_URL = regex.compile(r"(?i)huggingface\.co/(?!datasets/|spaces/|docs/|blog/)(?P<org>[\w.-]+)/(?P<name>[\w.-]+)", regex.A)
+_HF_CACHE = regex.compile(r"models--(?P<org>[\w.-]+?)--(?P<name>[\w.-]+)", regex.A)
 # ModelScope's model pages mirror the Hub's ids (modelscope.cn/models/Qwen/Qwen3.6-35B-A3B-FP8/summary)
-_MS_URL = regex.compile(r"(?i)modelscope\.cn/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)")
+_MS_URL = regex.compile(r"(?i)modelscope\.cn/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)", regex.A)
 _SIZE_TOKEN = regex.compile(r"(?i)(?<![a-z])\d+(?:\.\d+)?[bm](?![a-z])|\d+x\d+b")
 _FILE_EXT = regex.compile(r"(?i)\.(?:py|json|jsonl|txt|md|yaml|yml|toml|sh|log|csv|html|jinja|j2|gguf|bin|pt|safetensors"
                           r"|whl|png|jpg)$")
@@ -830,13 +839,14 @@ def find_values(text: str, skip: list[tuple[int, int]], suggestion) -> list[Hit]
 
 
 # Model names written without their organisation ("The model used is Qwen3.6-27B-FP8").
+# (ASCII word characters: a Hub name has none else, and Chinese written up against it ends it: "部署GLM-5.1多节点")
 _BARE_MODEL = regex.compile(
     r"(?<![\w/.-])(?P<name>(?:Qwen|QwQ|Llama|Meta-Llama|Mistral|Mixtral|Ministral|Codestral|Devstral|DeepSeek|gemma|Phi|Kimi|GLM|"
     r"InternVL|MiniMax|Falcon|granite|gpt-oss|Nemotron)[\w.-]*?\d(?:[\w.-]*?[\w])?)"
     # an Ollama-style tag: the size after a colon ("qwen3.5:9b", "qwen3:30b-a3b"), the Hub's "-9B"
     r"(?::(?P<tag>\d+(?:\.\d+)?b(?:-a\d+(?:\.\d+)?b)?)(?!\w|\.\w))?(?![\w/-]|[.:]\w)"
     # the size written apart ("Llama-3 70B", "Qwen2.5 7B"): the Hub's "-70B"
-    r"(?:[ ](?P<size>\d+(?:\.\d+)?b)(?:[ -](?P<act>a\d+(?:\.\d+)?b))?(?![\w/-]|[.:]\w))?", regex.I)
+    r"(?:[ ](?P<size>\d+(?:\.\d+)?b)(?:[ -](?P<act>a\d+(?:\.\d+)?b))?(?![\w/-]|[.:]\w))?", regex.I | regex.A)
 
 
 # ... and names written as words ("Gemma 4 31B INT4", "Llama 3.1 8B Instruct", "Mistral 7B", "Qwen 2.5 72B"):
@@ -845,14 +855,14 @@ _BARE_MODEL = regex.compile(
 _SPACED_MODEL = regex.compile(
     r"(?<![\w/.-])(?P<fam>Qwen|Llama|Mistral|Mixtral|Ministral|Devstral|Gemma|Phi|Falcon|Granite|GLM|Nemotron|OLMo)"
     r"[ ](?:(?P<ver>\d{1,2}(?:\.\d{1,2})?)[ ])?(?P<size>(?:\d[xX])?\d{1,3}(?:\.\d)?B)(?:[ -](?P<act>A\d{1,2}(?:\.\d)?B))?"
-    r"(?:[ ](?P<var>Instruct|Chat|it|Base))?(?![\w/-]|[.:]\w)", regex.I)
+    r"(?:[ ](?P<var>Instruct|Chat|it|Base))?(?![\w/-]|[.:]\w)", regex.I | regex.A)
 # families whose Hub names glue the version on (Qwen2.5, Qwen3) rather than hyphenating it (gemma-4, Llama-3.1)
 _GLUED_VERSION = ("qwen",)
 # ... and the large MoE families named by a version alone ("MiniMax M2.7", "Kimi K2.5", "DeepSeek V3.2 Exp",
 # "GLM 4.6 Air"): the Hub joins the words with hyphens (MiniMaxAI/MiniMax-M2.7, zai-org/GLM-4.6)
 _VERSIONED_MODEL = regex.compile(
     r"(?<![\w/.-])(?P<fam>MiniMax|Kimi|DeepSeek|GLM)[ ](?P<ver>[KMRV]?\d{1,2}(?:\.\d{1,2})?)"
-    r"(?:[ ](?P<var>Flash|Pro|Air|Lite|Exp|Thinking|Instruct))?(?![\w/-]|[.:]\w)", regex.I)
+    r"(?:[ ](?P<var>Flash|Pro|Air|Lite|Exp|Thinking|Instruct))?(?![\w/-]|[.:]\w)", regex.I | regex.A)
 
 
 def _spaced_name(m) -> str | None:

@@ -49,8 +49,10 @@ _ROWS = (
 )
 
 
-# What sits outside torch's allocator is the vendor's libraries: ROCm's hipBLAS and RCCL, Intel's oneDNN and oneCCL
-_NON_TORCH_BY_VENDOR = {"AMD": "Non-torch (hipBLAS, RCCL…)", "Intel": "Non-torch (oneDNN, oneCCL…)"}
+# What sits outside torch's allocator is the vendor's libraries: ROCm's hipBLAS and RCCL, Intel's oneDNN and oneCCL,
+# Huawei's CANN and HCCL
+_NON_TORCH_BY_VENDOR = {"AMD": "Non-torch (hipBLAS, RCCL…)", "Intel": "Non-torch (oneDNN, oneCCL…)",
+                        "Huawei": "Non-torch (CANN, HCCL…)"}
 
 
 def _vendor(diag) -> str:

@@ -1989,3 +1989,13 @@ def test_another_engines_log_gets_no_vllm_arithmetic():
     assert not d.suggestions and not d.unchecked and not d.derived
     asked = diagnose(sglang, offline=True, answer_refusals=True)
     assert asked is not None and asked.summary == d.summary
+
+
+def test_an_npu_held_by_another_process_is_shown_by_npu_smi():
+    """vllm-ascend on an A3 machine whose HBM a killed run left behind: npu-smi, not nvidia-smi, lists it."""
+    text = ("Ascend 910C, vllm-ascend\nValueError: Free memory on device (17.87/61.27 GiB) on startup is less than "
+            "desired GPU memory utilization (0.95, 58.21 GiB). Decrease GPU memory utilization or reduce GPU memory "
+            "used by other processes.\n")
+    d = diagnose(text, offline=True, explain=True)
+    held = next(u for u in d.unchecked if not u["flags"])
+    assert "another process holds 43.40 GiB of this GPU: stop it (npu-smi shows which)" in held["why"]

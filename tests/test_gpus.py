@@ -379,3 +379,13 @@ def test_sized_gpu_only_where_the_name_fixes_the_size():
     assert sized_gpu("A100 80GB").total_bytes == lookup_gpu("A100 80GB").total_bytes > 79 * 2**30
     assert sized_gpu("RTX 4090").total_bytes == 25_383_256_719
     assert sized_gpu("no such card") is None and sized_gpu(None) is None
+
+
+@pytest.mark.parametrize("name", ["910B", "Ascend 910B3", "Atlas 800I A2", "910C"])
+def test_ascend_npus(name):
+    """Huawei's 910B (A2) and 910C (A3, per die) NPUs, which vLLM runs through vllm-ascend: 64 GB of HBM
+    (npu-smi 65536 MB), 61.27 GiB as vllm-ascend prints it ("Free memory on device (60.86/61.27 GiB)",
+    vllm-ascend PR #8289). "910B" is no size of 910 bytes."""
+    g = lookup_gpu(name)
+    assert g.vendor == "Huawei" and round(g.total_bytes / 2**30, 2) == 61.27
+    assert lookup_gpu("85017755648B").total_bytes == 85017755648     # a byte count still is one

@@ -1574,9 +1574,14 @@ def test_a_mig_slice_and_a_cloud_machine_type_are_read_as_such():
     assert gpu_ref(smi, None) == "NVIDIA A100-SXM4-40GB MIG 2g.10gb"
     assert "mig_profile" not in read_paste("INFO Available KV cache memory: 1.00 GiB on an A100").extra
     assert read_paste("I run it on an A2 card").get("gpu") == "A2"
-    # nor is a Huawei Ascend server, "Atlas 800I A2" / "Atlas 800T A2" (vllm-ascend's NPUs)
-    assert read_paste("vllm-ascend on an Atlas 800I A2, Qwen2.5-7B-Instruct").get("gpu") is None
-    assert read_paste("Atlas 800T A2 with 8 NPUs").get("gpu") is None
+    # nor is a Huawei Ascend server, "Atlas 800I A2" / "Atlas 800T A2": its NPUs (vllm-ascend's), which the
+    # catalog has, Huawei's and never NVIDIA's A2
+    from estimator.gpus import lookup_gpu
+
+    for text, server in (("vllm-ascend on an Atlas 800I A2, Qwen2.5-7B-Instruct", "Atlas 800I A2"),
+                         ("Atlas 800T A2 with 8 NPUs", "Atlas 800T A2")):
+        atlas = read_paste(text).get("gpu")
+        assert atlas == server and lookup_gpu(atlas).vendor == "Huawei"
 
 
 def test_unsloths_batch_line_is_the_batch_vllm_was_given():
@@ -2204,3 +2209,15 @@ def test_another_engines_log_is_recognised(text, engine):
 def test_a_training_frameworks_vllm_settings_are_read(text, expected):
     f = read_paste(text)
     assert {k: f.get(k) for k in expected} == expected
+
+
+def test_a_chinese_post_on_ascend_npus():
+    """vllm-ascend#9099: "两台机器每台八张910B的卡，vllm是0.18，部署多节点GLM5.1" — two machines of eight 910B
+    NPUs each, vLLM 0.18. The model name glued to the Chinese after it ("GLM-5.1多节点") ends at the
+    Chinese; the count is the one before the card (八张, eight), not the machines' (两台)."""
+    f = read_paste("两台机器每台八张910B的卡，vllm是0.18，部署多节点GLM-5.1多节点部署权重加载完会报错kv cache不足")
+    assert (f.get("gpu"), f.get("gpu_count"), f.get("vllm_version")) == ("910B", 8, "0.18")
+    assert f.get("model") == "zai-org/GLM-5.1"
+    assert read_paste("Qwen/Qwen3-8B部署报错").get("model") == "Qwen/Qwen3-8B"
+    assert read_paste("我用的是2张24G显存的RTX 3090，请问").get("gpu_count") == 2
+    assert read_paste("vLLM版本：0.11.0").get("vllm_version") == "0.11.0"
