@@ -154,7 +154,7 @@ _HAS_SIZE = regex.compile(r"\d{2,3}[ ]?G")
 _SIZE_BEFORE = regex.compile(r"(?i)(?<![0-9.])(?<![A-WYZa-wyz])(?P<n>\d{2,3})[ ]?G(?:i?B)?[ ]*(?:显存|VRAM)?[ ]*\Z")
 # ... or right after it, as the modded cards are sold: "2080ti 22G", "RTX 4090 48GB" (not the host's RAM:
 # "RTX 3090 64GB RAM", "4090 128G内存")
-_SIZE_AFTER = regex.compile(r"(?i)\G[ ]?(?P<n>\d{2,3})[ ]?G(?:i?B)?(?![\w.])(?![ ]*(?:RAM|DDR|system|host|内存))")
+_SIZE_AFTER = regex.compile(r"(?i)\G[ ]?(?P<n>\d{2,3})[ ]?G(?:i?B)?(?![A-Za-z0-9.])(?![ ]*(?:RAM|DDR|system|host|内存))")
 
 
 def _card_size(name: str, gb: int) -> bool:

@@ -1057,7 +1057,7 @@ def test_gpus_in_chinese_posts_and_sizes_before_the_name(text, gpu, count):
 @pytest.mark.parametrize("text,gpu,count,gib", [
     # vllm#35854's title: modded 22 GB cards; the 11 GB card's 10.76 GiB + 11 GiB of chips = 21.76
     ("[Bug]: 4 * 2080ti 22G Qwen3.5-35B-A3B Fail", "2080ti 22GB", 4, 21.76),
-    ("4张2080ti 22G", "2080ti 22GB", 4, 21.76),
+    ("4张2080ti 22G显存", "2080ti 22GB", 4, 21.76),                     # 显存: the card's memory
     ("Running on 2x RTX 4090 48GB", "RTX 4090 48GB", 2, 47.64),        # 23.64 + 24
     ("RTX 4090 48G x2", "RTX 4090 48GB", 2, 47.64),                    # the count after the size
     ("RTX 3090 24GB VRAM", "RTX 3090 24GB", None, 23.69),              # the card's own size: the catalog's card
