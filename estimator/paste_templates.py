@@ -100,20 +100,24 @@ TEMPLATES: tuple[Template, ...] = (
     _t("free_memory_cut",
        _FREE_ON_STARTUP + r"(?![ \n]+is[ \n]+less|\.[ \n]+Desired)",
        P_PROFILE, None, ("0.9.1", None), "v1"),
-    # 1.9 the "Actual usage" report (V1 0.10.2+; INFO in 0.10.2 and 0.26+, DEBUG between: paste._actual_usage_hint)
+    # 1.9 the "Actual usage" report (V1 0.10.2+; INFO in 0.10.2 and 0.26+, DEBUG between: paste._actual_usage_hint),
+    # and vllm-ascend's NPU worker's (worker.py, 2026): "Actual usage: 1.14 GiB for weights, 0.22 GiB for peak
+    # activation, 0.03 GiB for non-torch memory, 0.09 GiB for NPU graph memory. … Current KV cache memory: 54.98 GiB."
     _t("actual_usage",
        _FREE_ON_STARTUP + r"\.[ \n]+Desired[ \n]+GPU[ \n]+memory"
        r"[ \n]+utilization[ \n]+is[ \n]+\((?P<gpu_memory_utilization>" + NUM + r"),[ \n]*(?P<x_requested_gib>" + NUM
-       + r")[ \n]*GiB\)\.(?:[ \n]+Actual[ \n]+usage[ \n]+is[ \n]+(?:(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+weight,"
-       r"[ \n]+(?P<activation_peak_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+peak[ \n]+activation,[ \n]+(?P<non_torch_gib>" + NUM
-       + r")[ \n]*GiB[ \n]+for[ \n]+non-torch[ \n]+memory,|(?P<x_consumed_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+consumed"
+       + r")[ \n]*GiB\)\.(?:[ \n]+Actual[ \n]+usage(?:[ \n]+is|:)[ \n]+(?:(?P<weights_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+"
+       r"weights?,[ \n]+(?P<activation_peak_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+peak[ \n]+activation,[ \n]+(?P<non_torch_gib>"
+       + NUM + r")[ \n]*GiB[ \n]+for[ \n]+non-torch[ \n]+memory,|(?P<x_consumed_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+consumed"
        r"[ \n]+memory[^,\n]{0,40},[ \n]+(?P<activation_peak_gib2>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+peak[ \n]+activation,)"
        # (a paste that cuts the line after its parts, "… for non-torch memory, and...", keeps them)
-       r"(?:[ \n]+and[ \n]+(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+CUDAGraph[ \n]+memory\.)?)?"
+       # (vllm-ascend's graphs are captured after the KV cache is sized, as its "took" line says: not this figure's key)
+       r"(?:[ \n]+and[ \n]+(?P<cuda_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+CUDAGraph[ \n]+memory\.|[ \n]+"
+       r"(?P<x_npu_graph_gib>" + NUM + r")[ \n]*GiB[ \n]+for[ \n]+NPU[ \n]+graph[ \n]+memory\.)?)?"
        # the pool (self.available_kv_cache_memory_bytes), in GiB or, in 0.10.2–0.11, in bytes
        # (on the same line, or the next where a log prints the report's sentences one per line)
-       r"(?:[^\n]{0,700}?(?:\n[ ]*)?Current[ \n]+kv[ \n]+cache[ \n]+memory[ \n]+in[ \n]+use[ \n]+is[ \n]+(?:(?P<kv_available_gib>" + NUM
-       + r")[ \n]*GiB|(?P<x_kv_bytes>\d{4,15})[ \n]*bytes))?",
+       r"(?:[^\n]{0,700}?(?:\n[ ]*)?Current[ \n]+(?:kv|KV)[ \n]+cache[ \n]+memory(?:[ \n]+in[ \n]+use[ \n]+is|:)[ \n]+"
+       r"(?:(?P<kv_available_gib>" + NUM + r")[ \n]*GiB|(?P<x_kv_bytes>\d{4,15})[ \n]*bytes))?",
        P_PROFILE, None, ("0.10.2", None), "v1"),
     _t("kv_cache_memory_bytes",
        r"Initial[ \n]+free[ \n]+memory[ \n]+(?P<free_memory_gib>" + NUM + r")[ \n]*GiB,[ \n]+reserved[ \n]+(?P<kv_cache_gib>"

@@ -2221,3 +2221,20 @@ def test_a_chinese_post_on_ascend_npus():
     assert read_paste("Qwen/Qwen3-8B部署报错").get("model") == "Qwen/Qwen3-8B"
     assert read_paste("我用的是2张24G显存的RTX 3090，请问").get("gpu_count") == 2
     assert read_paste("vLLM版本：0.11.0").get("vllm_version") == "0.11.0"
+
+
+def test_vllm_ascends_actual_usage_report_is_read():
+    """vllm-ascend's NPU worker words vLLM's report its own way ("Actual usage: … for weights, … for NPU graph
+    memory. … Current KV cache memory: 54.98 GiB."). Its parts add up without the graphs, captured after the KV
+    cache was sized (56.37 − 54.98 = 1.39 = 1.14 + 0.22 + 0.03): the graph figure is not vLLM's profiled one."""
+    f = read_paste(
+        "(EngineCore pid=75652) INFO 05-27 11:41:12 [worker.py:546] Free memory on device (60.89/61.27 GiB) on "
+        "startup. Desired GPU memory utilization is (0.92, 56.37 GiB). Actual usage: 1.14 GiB for weights, 0.22 GiB "
+        "for peak activation, 0.03 GiB for non-torch memory, 0.09 GiB for NPU graph memory. Replace "
+        "gpu_memory_utilization with `--kv-cache-memory=58786898124` (54.75 GiB) to fit into requested memory, or "
+        "`--kv-cache-memory=63643382784` (59.27 GiB) to fully utilize NPU free memory. Current KV cache memory: "
+        "54.98 GiB.")
+    got = {k: f.get(k) for k in ("total_gpu_memory_gib", "gpu_memory_utilization", "weights_gib", "activation_peak_gib",
+                                 "non_torch_gib", "kv_available_gib", "cuda_graph_gib")}
+    assert got == {"total_gpu_memory_gib": 61.27, "gpu_memory_utilization": 0.92, "weights_gib": 1.14,
+                   "activation_peak_gib": 0.22, "non_torch_gib": 0.03, "kv_available_gib": 54.98, "cuda_graph_gib": None}
