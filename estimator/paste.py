@@ -527,8 +527,10 @@ def _read(raw: str) -> Facts:
         hints += cpu_hints
     other = foreign_engine(pt.clean, bool(memory_logs))
     if other is not None:
-        # another engine's log (vllm.rs, SGLang, llama.cpp …) with nothing of vLLM in it
+        # another engine's log (vllm.rs, SGLang, llama.cpp …) with nothing of vLLM in it: a PyTorch
+        # out-of-memory error it printed is no vLLM memory problem (the contract's error_kind null)
         extra["foreign_engine"], extra["foreign_engine_article"], extra["foreign_engine_what"] = other
+        kind = None
     for key, o in chosen.items():
         facts.values[key] = Fact(o.value, pt.span(o.start, o.end), o.source, o.guess)
     if kind is not None:

@@ -1985,6 +1985,7 @@ def test_another_engines_log_gets_no_vllm_arithmetic():
               "23.64 GiB of which 512.00 MiB is free.\n")
     assert diagnose(sglang, offline=True) is None
     d = diagnose(sglang, offline=True, explain=True)
+    assert d.error_kind is None and d.facts["error_kind"] is None     # no vLLM memory problem (design.md §4)
     assert d.summary.startswith("This is an **SGLang** log, not vLLM's")
     assert not d.suggestions and not d.unchecked and not d.derived
     asked = diagnose(sglang, offline=True, answer_refusals=True)
