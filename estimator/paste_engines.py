@@ -35,13 +35,15 @@ _PREFILTER = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "kv cache is alloca
               "ggml_cuda", "llama-server", "llama-cli", "ollama", "source=", "text-generation", "text_generation",
               "lmdeploy", "trt-llm", "tensorrt", "trtllm")
 
-# What only vLLM prints or runs: its log lines' "LEVEL MM-DD hh:mm:ss [file.py:N]" head (older releases
-# without the bracket), a traceback through its package, its commands, Python entry points and image
+# What shows vLLM: its log lines' "LEVEL MM-DD hh:mm:ss [file.py:N]" head (older releases without the
+# bracket), its engine-core process, or the word itself anywhere (its commands, imports, tracebacks through its
+# package, its image, its VLLM_* variables, a post that compares the two engines and so is vLLM's to answer),
+# where the word is not part of another engine's name (vllm_rs::, vllm-rs, vllm.cpp, vllm-server)
 _VLLM_RAN = regex.compile(
     r"(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[?[\w.]+\.py:\d+\]"
-    r"|[/\\]vllm[/\\](?:v1|worker|engine|entrypoints|executor|model_executor|distributed|config)[/\\]"
-    r"|(?<![\w-])vllm[ ]+serve\b|\bvllm\.entrypoints\b|\bfrom[ ]+vllm[ ]+import\b|\bEngineCore(?:_DP\d+)?\b"
-    r"|\bvllm/vllm-openai\b")
+    r"|\bEngineCore(?:_DP\d+)?\b|(?i:(?<![\w.-])vllm(?!_rs\b|[-.](?:rs|cpp|server)\b|[a-z0-9])"
+    # ... or its own settings, which the other engines name otherwise (SGLang's --mem-fraction-static)
+    r"|gpu[-_]memory[-_]utilization|--enforce[-_]eager)")
 
 
 def foreign_engine(text: str, vllm_message: bool) -> tuple[str, str, str] | None:

@@ -2190,6 +2190,10 @@ _VLLM_RS = ("2026-01-20T15:24:43.340468Z  WARN vllm_rs::utils::kvcache_allocator
     ("(EngineCore_DP0 pid=1) INFO 03-03 17:01:34 [gpu_worker.py:276] model loaded; --mem-fraction-static is SGLang's", None),
     # another engine named in prose only
     ("It works in SGLang and Ollama but not in vLLM: torch.OutOfMemoryError: CUDA out of memory.", None),
+    # a post comparing the two engines, and one whose only sign of vLLM is its variables or its own flag
+    ("SGLang holds twice the KV of vLLM here.\npython3 -m sglang.launch_server --model-path X --tp 4", None),
+    ("export VLLM_USE_DEEP_GEMM=0\npython3 -m sglang.launch_server --model-path X", None),
+    ("--gpu-memory-utilization 0.95 --max-model-len 8192\n[2025-03-01 10:00:06 TP0] KV Cache is allocated. #tokens: 9", None),
 ])
 def test_another_engines_log_is_recognised(text, engine):
     assert read_paste(text).extra.get("foreign_engine") == engine
