@@ -88,6 +88,22 @@ def graphs_on_top(requested: float, weights: float, activation: float, non_torch
     return abs(rest) < abs(rest - graphs)
 
 
+def graphs_after_kv_from_facts(facts) -> bool | None:
+    """Whether vLLM captured its CUDA graphs after sizing the KV cache (not set aside), from the log's own
+    arithmetic: the "Actual usage" line prints requested, W, P, N, G and the KV in use, and KV = requested −
+    W − P − N means the graphs came on top (vllm PR48601, the V2 model runner: 72.78 − 7.39 − 1.54 − 0.60 =
+    63.25 with 2.04 GiB of graphs). The "is equivalent to --gpu-memory-utilization" line says they were
+    subtracted. None when the paste does not tell."""
+    if facts.extra.get("equivalent_utilization") is not None:
+        return False
+    f = facts.get
+    parts = [facts.extra.get("requested_gib"), f("weights_gib"), f("activation_peak_gib"), f("non_torch_gib"),
+             f("cuda_graph_gib"), f("kv_cache_gib")]
+    if any(not isinstance(x, (int, float)) for x in parts) or float(parts[4]) < 0.05:
+        return None
+    return graphs_on_top(*(float(x) for x in parts))
+
+
 def derive(facts, est: Estimate | None) -> MemoryState:
     """Combine paste facts with the forward estimate (may be None when the model is unknown)."""
     st = MemoryState()
@@ -248,16 +264,16 @@ def derive(facts, est: Estimate | None) -> MemoryState:
         st.figures["cuda_graphs"].how += (" (vLLM measures the change in free memory across graph capture; below "
                                           "zero when the capture released more cached memory than the graphs took)")
     printed_graphs = facts.values.get("cuda_graph_gib")
-    if "cuda_graphs" in st.figures and printed_graphs is not None and (
-            not est.cuda_graph_bytes if est is not None else printed_graphs.source in _CAPTURE_TOOK):
-        # printed, but this vLLM (the V2 model runner, or a version before graph profiling) captures
-        # the graphs after sizing the KV cache: they are not part of the budget split
+    # printed, but this vLLM (the V2 model runner, or a version before graph profiling) captures the graphs
+    # after sizing the KV cache: they are not part of the budget split. Without a model, a capture's "took
+    # X GiB" (graph_took / graph_pool) came after the KV cache was sized in every release, and so did graphs
+    # the printed parts add up without (a Ray-served 0.2x log: 71.26 − 15.31 − 1.29 − 0.22 = 54.44 ≈ 54.45 KV)
+    after = (not est.cuda_graph_bytes) if est is not None else printed_graphs is not None and (
+        printed_graphs.source in _CAPTURE_TOOK or graphs_after_kv_from_facts(facts) is True)
+    if "cuda_graphs" in st.figures and printed_graphs is not None and after:
         st.figures["cuda_graphs"].how += " (captured after the KV cache was sized: not set aside from the budget)"
     if "non_kv" in st.figures and (est is not None or f("weights_gib") is not None):
-        # without a model, a capture's "took X GiB" (graph_took / graph_pool) came after the KV cache was
-        # sized in every release: only an estimate printed before it is part of the split
-        set_aside = est.cuda_graph_bytes if est is not None else \
-            printed_graphs is None or printed_graphs.source not in _CAPTURE_TOOK
+        set_aside = est.cuda_graph_bytes if est is not None else not after
         parts = ("weights", "activation", "non_torch") + (("cuda_graphs",) if set_aside else ())
         if est is not None and est.reserved_pool_bytes is not None:
             # 0.34+ (vllm.EXTENSIBLE_KV_CACHE_FROM): what the sizing after warmup keeps out of the budget

@@ -34,7 +34,7 @@ from estimator.derive import (
     derive,
     gib_bytes,
     graph_from_facts,
-    graphs_on_top,
+    graphs_after_kv_from_facts,
     kv_formula,
     kv_pool_from_facts,
     need_sentence,
@@ -277,24 +277,8 @@ def settings_from_facts(facts, version: str | None, engine: str | None):
     if isinstance(s.kv_cache_dtype, str) and s.kv_cache_dtype.startswith("auto"):
         s.kv_cache_dtype = "auto"
     # (None: the release's default runner, which may be V2)
-    s.graphs_after_kv = _graphs_after_kv_from_facts(facts) if s.model_runner_v2 is not False else None
+    s.graphs_after_kv = graphs_after_kv_from_facts(facts) if s.model_runner_v2 is not False else None
     return s
-
-
-def _graphs_after_kv_from_facts(facts) -> bool | None:
-    """Whether the V2 model runner set its CUDA graphs aside, from the log's own arithmetic: the
-    0.27+ "Actual usage" line prints requested, W, P, N, G and the KV in use, and KV = requested −
-    W − P − N means the graphs were captured on top (vllm PR48601: 72.78 − 7.39 − 1.54 − 0.60 =
-    63.25 with 2.04 GiB of graphs). The "is equivalent to --gpu-memory-utilization" line says
-    they were subtracted. None when the paste does not tell."""
-    if facts.extra.get("equivalent_utilization") is not None:
-        return False
-    f = facts.get
-    parts = [facts.extra.get("requested_gib"), f("weights_gib"), f("activation_peak_gib"), f("non_torch_gib"),
-             f("cuda_graph_gib"), f("kv_cache_gib")]
-    if any(not isinstance(x, (int, float)) for x in parts) or float(parts[4]) < 0.05:
-        return None
-    return graphs_on_top(*(float(x) for x in parts))
 
 
 def _rank_notes(facts) -> list[str]:

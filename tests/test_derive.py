@@ -470,7 +470,7 @@ def test_the_estimate_vllm_subtracted_outranks_the_capture_printed_later():
 
 
 def test_v2_runner_log_says_whether_its_graphs_were_set_aside():
-    from estimator.diagnosis import _graphs_after_kv_from_facts
+    from estimator.derive import graphs_after_kv_from_facts as _graphs_after_kv_from_facts
     from estimator.paste import read_paste
 
     # PR48601: 72.78 − 7.39 − 1.54 − 0.60 = 63.25 = the KV in use: the 2.04 GiB came on top
@@ -1094,3 +1094,19 @@ def test_a_fixed_kv_pool_is_no_share_of_the_budget():
     assert "going to everything else" not in d.summary
     assert "--kv-cache-memory-bytes 4G" in d.summary          # 32,768 × 131,072 B = 4 GiB
     assert not d.full_context        # that fix serves the whole context: no "more GPUs" plan beside it
+
+
+def test_without_a_model_graphs_the_printed_parts_add_up_without_were_captured_after():
+    """A Ray-served vLLM's report (ray-project/ray#65486): 71.26 requested − 15.31 weights − 1.29 activation −
+    0.22 non-torch = 54.44 ≈ the 54.45 GiB KV in use, so the 1.00 GiB of graphs came after the KV cache was
+    sized. Counting them in the split made a check say the pool was 1.01 GiB more than the budget leaves."""
+    text = ("(ServeReplica:anthropic-direct:LLMServer pid=28488) (EngineCore pid=29087) (RayWorkerProc pid=29271) "
+            "(Worker pid=29271) INFO 08-19 18:00:26 [gpu_worker.py:857] Free memory on device (78.66/79.18 GiB) on "
+            "startup. Desired GPU memory utilization is (0.9, 71.26 GiB). Actual usage is 15.31 GiB for weight, "
+            "1.29 GiB for peak activation, 0.22 GiB for non-torch memory, and 1.0 GiB for CUDAGraph memory. "
+            "Replace gpu_memory_utilization config with `--kv-cache-memory=57229567898` (53.3 GiB) to fit into "
+            "requested memory. Current kv cache memory in use is 54.45 GiB.\n")
+    d = diagnose(text, offline=True, explain=True)
+    assert not any("more than the budget" in c for c in d.checks), d.checks
+    assert d.derived["figures"]["cuda_graphs"]["how"].endswith("(captured after the KV cache was sized: not set "
+                                                               "aside from the budget)")
