@@ -28,12 +28,14 @@ ENGINES: tuple[tuple[str, str, str, regex.Pattern], ...] = (
      regex.compile(r"\btext[-_]generation[-_](?:launcher|router|inference|server)\b")),
     ("LMDeploy", "an", "a separate inference engine",
      regex.compile(r"\blmdeploy[ ]+(?:serve|chat)\b|\blmdeploy\.(?:serve|turbomind|pytorch)\b")),
+    ("MLC LLM", "an", "a separate inference engine (models compiled with TVM)",
+     regex.compile(r"\bmlc_llm(?:\.serve|\.cli)?\b|\bmlc[-_]llm[ ]+(?:serve|chat|compile)\b")),
     ("TensorRT-LLM", "a", "NVIDIA's separate inference engine",
      regex.compile(r"\[TRT-LLM\]|\[TensorRT-LLM\]|\btrtllm-(?:serve|build|bench)\b|\btensorrt_llm\.")),
 )
 _PREFILTER = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "kv cache is allocated", "mem-fraction", "mem_fraction", "llama_",
               "ggml_cuda", "llama-server", "llama-cli", "ollama", "source=", "text-generation", "text_generation",
-              "lmdeploy", "trt-llm", "tensorrt", "trtllm")
+              "lmdeploy", "mlc", "trt-llm", "tensorrt", "trtllm")
 
 # What shows vLLM: its log lines' "LEVEL MM-DD hh:mm:ss [file.py:N]" head (older releases without the
 # bracket), its engine-core process, or the word itself anywhere (its commands, imports, tracebacks through its

@@ -2177,6 +2177,9 @@ _VLLM_RS = ("2026-01-20T15:24:43.340468Z  WARN vllm_rs::utils::kvcache_allocator
      "Text Generation Inference"),
     ("lmdeploy serve api_server internlm/internlm2_5-7b-chat --cache-max-entry-count 0.8", "LMDeploy"),
     ("[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB", "TensorRT-LLM"),
+    # mlc-ai/mlc-llm#2026
+    ("python -m mlc_llm.serve.server --model dist/Llama-2-7b-chat-hf-q4f16_1-MLC --device opencl:0\n"
+     '[2024-03-25 15:35:00] INFO engine.py:238: Estimated KVCacheConfig "max_total_sequence_length": 21275.', "MLC LLM"),
     # mudler/vllm.cpp#357 (Jetson AGX Thor)
     ("vllm-server --model <dir> --host 127.0.0.1 --port 30899 --max-model-len 1024 --max-num-seqs 8", "vllm.cpp"),
     # vLLM's image run under a container of that name
