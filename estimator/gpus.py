@@ -653,6 +653,13 @@ def cc_number(compute_capability: str | None) -> float | None:
         return None
 
 
+def is_xpu_card(name: str | None) -> bool:
+    """An Intel GPU, which vLLM runs as its XPU platform (Arc, Data Center GPU Max): the catalog's Intel rows
+    but Gaudi, an HPU that runs through its own vllm-gaudi plugin."""
+    gpu = find_gpu(name)
+    return gpu is not None and gpu.vendor == "Intel" and "gaudi" not in gpu.name.lower()
+
+
 def is_rocm_target(compute_capability: str | None) -> bool:
     """An AMD card: the catalog gives every AMD row its ROCm target ("gfx942") where NVIDIA rows have
     a compute capability, and the ROCm builds of vLLM account memory in their own ways."""

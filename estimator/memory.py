@@ -38,7 +38,7 @@ from estimator.cuda_graphs import (
     graphs_outside_budget,
 )
 from estimator.drafters import gemma4_assistant
-from estimator.gpus import cc_number, is_rocm_target, on_nvswitch_board
+from estimator.gpus import cc_number, is_rocm_target, is_xpu_card, on_nvswitch_board
 from estimator.kv_layout import (
     NVFP4_MLA_REFUSED_FROM,
     TURBOQUANT_HYBRID_FROM,
@@ -380,6 +380,10 @@ def graphs_captured_after_kv(est: Estimate) -> bool:
 # ------------------------------------------------------------------------------------------
 
 
+# the release whose FlashAttention backend asks an Intel GPU for blocks of 64 (flash_attn.py; not in 0.19.1)
+XPU_FLASH_ATTN_BLOCK_FROM = (0, 20, 0)
+
+
 def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings | None = None,
              gpu_name: str = "", device_name: str = "", compute_capability: str | None = None,
              gpu_count: int | None = None, weights_bytes: int | None = None, other_process_bytes: int = 0,
@@ -493,6 +497,13 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
             s.block_size = 64
         elif cc >= 10.0:
             s.block_size = 128
+    if s.block_size is None and profile.engine == "v1" and profile.version >= XPU_FLASH_ATTN_BLOCK_FROM \
+            and not spec.uses_mla and not spec.is_hybrid_state and s.attention_backend in (None, "FLASH_ATTN") \
+            and s.dtype != "float32" and is_xpu_card(gpu_name):
+        # v1/attention/backends/flash_attn.py get_preferred_block_size (the 0.20.0 and 0.33.0 wheels): on an
+        # Intel GPU vLLM's FlashAttention backend, its default there (platforms/xpu.py) but for MLA and float32,
+        # takes blocks of at least 64 tokens ("Setting kv cache block size to 64 for FLASH_ATTN backend")
+        s.block_size = 64
     cc = cc_number(compute_capability)
     s.compute_capability = cc
     # models/config.py 0.11.2–0.17: FlashInfer (the default backend there) does not take 16-token

@@ -1221,3 +1221,20 @@ def test_rerun_with_another_checkpoint_sizes_its_own_weights():
     assert again.weights_bytes == fresh.weights_bytes < 10 * 2**30
     # without another spec the measured weights stay the run's own
     assert rerun(measured, max_num_seqs=64).weights_bytes == 20 * 2**30
+
+
+@pytest.mark.parametrize(("version", "gpu", "backend", "block"), [
+    ("0.22.0", "Intel Arc Pro B70", None, 64),            # flash_attn.py get_preferred_block_size on XPU
+    ("0.19.1", "Intel Arc Pro B70", None, 16),            # no XPU branch yet
+    ("0.22.0", "Intel Arc Pro B70", "TRITON_ATTN", 16),   # another backend keeps vLLM's 16
+    ("0.22.0", "NVIDIA H100 PCIe", None, 16),             # not an Intel GPU
+])
+def test_an_intel_gpus_flash_attention_takes_64_token_blocks_from_020(llama8b, version, gpu, backend, block):
+    """From 0.20 vLLM's FlashAttention backend, the default on an Intel GPU, asks for blocks of at least 64
+    tokens there: Llama-3.1-8B's 2 MiB block of 16 tokens becomes 8 MiB, and a 16 GiB pool holds 2,048 of them
+    (16 GiB / 8 MiB), 131,072 tokens either way."""
+    s = EngineSettings(vllm_version=version, attention_backend=backend, kv_cache_memory_bytes=16 * GiB)
+    est = estimate(llama8b, gpu_total_bytes=30 * GiB, settings=s, gpu_name=gpu, weights_bytes=16 * GiB,
+                   activation_bytes=1 * GiB, non_torch_bytes=512 * MiB, cuda_graph_bytes=0)
+    assert est.layout.block_size == block
+    assert est.gpu_blocks == 16 * GiB // (block * LLAMA_BPB // 16)
