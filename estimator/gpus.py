@@ -653,6 +653,7 @@ def cc_number(compute_capability: str | None) -> float | None:
         return None
 
 
+@lru_cache(maxsize=64)     # asked once per estimate, and a diagnosis re-checks each fix with one
 def is_xpu_card(name: str | None) -> bool:
     """An Intel GPU, which vLLM runs as its XPU platform (Arc, Data Center GPU Max): the catalog's Intel rows
     but Gaudi, an HPU that runs through its own vllm-gaudi plugin."""
