@@ -41,7 +41,7 @@ _PREFILTER = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "kv cache is alloca
 # bracket), its engine-core process, or the word itself anywhere (its commands, imports, tracebacks through its
 # package, its image, its VLLM_* variables, a post that compares the two engines and so is vLLM's to answer),
 # where the word is not part of another engine's name (vllm_rs::, vllm-rs, vllm.cpp, vllm-server)
-_VLLM_RAN = regex.compile(
+_VLLM_SHOWN = regex.compile(
     r"(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[?[\w.]+\.py:\d+\]"
     r"|\bEngineCore(?:_DP\d+)?\b|(?i:(?<![\w.-])vllm(?!_rs\b|[-.](?:rs|cpp|server)\b|[a-z0-9])"
     # ... or its own settings, which the other engines name otherwise (SGLang's --mem-fraction-static)
@@ -60,6 +60,6 @@ def foreign_engine(text: str, vllm_message: bool) -> tuple[str, str, str] | None
     if not any(word in low for word in _PREFILTER):
         return None
     found = next((row[:3] for row in ENGINES if search(row[3], text) is not None), None)
-    if found is None or search(_VLLM_RAN, text) is not None:
+    if found is None or search(_VLLM_SHOWN, text) is not None:
         return None
     return found
