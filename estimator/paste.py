@@ -279,6 +279,11 @@ def _read(raw: str) -> Facts:
     code = _search(_ENGINE_PATHS, text) if "vllm/" in text or "raise_if_cache" in text else None
     if code is not None:
         engines.append((3, "v1" if code.group("v1") else "v0"))   # code that ran: outranks an env var
+    if "EngineCore" in pt.clean and _search(_ENGINE_CORE, pt.clean) is not None:
+        # V1's engine-core process ran (v1/engine/core.py: "EngineCore failed to start", the "(EngineCore_DP0
+        # pid=…)" prefix); V0 has none. It outranks a VLLM_USE_V1=0 in another command of the paste (vllm#17431
+        # set it for the run that worked, not for the one whose log it shows)
+        engines.append((3, "v1"))
     # the `[mxfp4.py:N]` tag is in the log prefix, which `text` no longer has
     backend = _search(_MXFP4_BACKEND, pt.clean) if "fp4" in pt.clean or "FP4" in pt.clean else None
     if backend is not None:
@@ -1033,6 +1038,7 @@ _COMPILE_CACHE = regex.compile(r"(?P<warm>Directly[ ]+load[ ]+(?:the[ ]+compiled
                                r"|(?P<cold>Compiling[ ]+(?:a[ ]+graph[ ]+for|model[ ]+again[ ]+due))")
 
 
+_ENGINE_CORE = regex.compile(r"\bEngineCore(?:_DP\d+|Proc|Client)?\b")
 _ENGINE_PATHS = regex.compile(r"(?P<v1>vllm/v1/(?:engine|worker|core)/)|vllm/worker/(?:worker|model_runner)\.py"
                               r"|raise_if_cache_size_invalid")
 

@@ -2245,3 +2245,16 @@ def test_vllm_ascends_actual_usage_report_is_read():
                                  "non_torch_gib", "kv_available_gib", "cuda_graph_gib")}
     assert got == {"total_gpu_memory_gib": 61.27, "gpu_memory_utilization": 0.92, "weights_gib": 1.14,
                    "activation_peak_gib": 0.22, "non_torch_gib": 0.03, "kv_available_gib": 54.98, "cuda_graph_gib": None}
+
+
+def test_an_engine_core_log_is_v1_whatever_another_command_set():
+    """vllm#17431: "VLLM_USE_V1=0 … --gpu-memory-utilization 0.4" is the run that worked; the error case's
+    command sets nothing and its log is V1's engine core ("[core.py:396] EngineCore failed to start")."""
+    text = ("### success case\nVLLM_USE_V1=0 python -m vllm.entrypoints.openai.api_server --model /models/Qwen3-8B "
+            "--gpu-memory-utilization 0.4 --port 8001\n### error case\npython -m vllm.entrypoints.openai.api_server "
+            "--model /models/Qwen3-8B --gpu-memory-utilization 0.4 --port 8001\n"
+            "ERROR 04-30 10:20:36 [core.py:396] EngineCore failed to start.\n"
+            "ERROR 04-30 10:20:36 [core.py:396] ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.\n")
+    assert read_paste(text).extra.get("engine") == "v1"
+    assert read_paste(text.replace("EngineCore failed to start.", "Engine failed to start.")).extra.get("engine") == "v0"
