@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import regex
 
+from estimator.paste_engines import FOREIGN_COMMAND, FOREIGN_COMMAND_WORDS
 from estimator.paste_text import budget as _budget
 from estimator.paste_text import finditer
 
@@ -538,11 +539,7 @@ _INVOCATION = regex.compile(
      | \b(?:vllm|aphrodite)\.(?:entrypoints|endpoints)\.(?:openai\.)?api_server\b
      | \bvllm/vllm-openai(?::[\w.+-]+)?
      | \baphrodite\s+run\b)""")
-# Invocations of other servers whose flags must not be read as vLLM's.
-_FOREIGN = regex.compile(
-    r"""(?ix)
-    (?:\bsglang\.launch_server\b | \bllama[-_.]server\b | \btext-generation-launcher\b
-     | \blmdeploy\s+serve\b | \btrtllm-serve\b | \bollama\s+(?:run|serve)\b | \bllama\.cpp\b)""")
+# Invocations of other servers whose flags must not be read as vLLM's: paste_engines.FOREIGN_COMMAND.
 
 _LOOSE_FLAG = regex.compile(
     r"""(?x)
@@ -676,7 +673,6 @@ _safe_finditer = functools.partial(finditer, limit=2000, seconds=TIMEOUT)
 
 
 _INVOCATION_WORDS = ("vllm", "aphrodite")
-_FOREIGN_WORDS = ("sglang", "llama", "text-generation", "lmdeploy", "trtllm", "ollama")
 _cache: dict[int, tuple[str, list]] = {}
 
 
@@ -719,7 +715,8 @@ def command_spans(text: str) -> list[tuple[int, int, bool]]:
         return hit[1]
     low = text.lower()
     spans: list[tuple[int, int, bool]] = []
-    for pat, is_vllm, words in ((_INVOCATION, True, _INVOCATION_WORDS), (_FOREIGN, False, _FOREIGN_WORDS)):
+    for pat, is_vllm, words in ((_INVOCATION, True, _INVOCATION_WORDS),
+                                (FOREIGN_COMMAND, False, FOREIGN_COMMAND_WORDS)):
         if not any(w in low for w in words):
             continue
         for m in _safe_finditer(pat, text, limit=100):

@@ -5,36 +5,60 @@ otherwise be answered with vLLM's arithmetic and vLLM fixes that do not apply to
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 import regex
 
 from estimator.paste_text import search
 
-# (name, its article, what it is, the signs its own logs and command lines carry: never its name in prose
-# alone, so "it works in SGLang but not in vLLM" is not one)
-ENGINES: tuple[tuple[str, str, str, regex.Pattern], ...] = (
-    ("vllm.rs", "a", "a separate Rust engine (guoqingbao/vllm.rs) that borrows vLLM's name and flag names",
-     regex.compile(r"\bvllm_rs::|(?<![\w.-])vllm[-_]rs[ ]+(?:--|serve\b)|-m[ ]+vllm_rs\b")),
-    ("vllm.cpp", "a", "a separate C++ engine (mudler/vllm.cpp) that borrows vLLM's name and flag names",
-     regex.compile(r"(?<![\w.-])vllm-server[ ]+--model\b")),
-    ("SGLang", "an", "a separate inference engine",
-     regex.compile(r"\bsglang\.(?:launch_server|srt)\b|-m[ ]+sglang\b|\bsglang[ ]+serve\b"
-                   r"|KV[ ]Cache[ ]is[ ]allocated\.[ ]\#tokens|--mem-fraction-static\b|mem_fraction_static=")),
-    ("llama.cpp", "a", "a separate inference engine (GGUF models)",
-     regex.compile(r"\bllama_(?:kv_cache\w*|model_load\w*|new_context_with_model|init_from_model)\b|\bggml_cuda_\w+"
-                   r"|\bllama-(?:server|cli)\b")),
-    ("Ollama", "an", "a separate inference engine (built on llama.cpp)",
-     regex.compile(r"\bollama[ ]+(?:run|serve|pull)\b|level=(?:INFO|WARN|ERROR|DEBUG)[ ]source=[\w/]+\.go:\d+")),
-    ("Text Generation Inference", "a", "Hugging Face's separate inference server",
-     regex.compile(r"\btext[-_]generation[-_](?:launcher|router|inference|server)\b")),
-    ("LMDeploy", "an", "a separate inference engine",
-     regex.compile(r"\blmdeploy[ ]+(?:serve|chat)\b|\blmdeploy\.(?:serve|turbomind|pytorch)\b")),
-    ("MLC LLM", "an", "a separate inference engine (models compiled with TVM)",
-     regex.compile(r"\bmlc_llm(?:\.serve|\.cli)?\b|\bmlc[-_]llm[ ]+(?:serve|chat|compile)\b")),
-    ("TensorRT-LLM", "a", "NVIDIA's separate inference engine",
-     regex.compile(r"\[TRT-LLM\]|\[TensorRT-LLM\]|\btrtllm-(?:serve|build|bench)\b|\btensorrt_llm\.")),
+
+@dataclass(frozen=True)
+class Engine:
+    """Another engine and the signs of it. `command`: its command lines, whose flags are not vLLM's
+    (flags.command_spans skips them); `log`: its own log lines and settings. Never its name in prose alone,
+    so "it works in SGLang but not in vLLM" is not one."""
+
+    name: str
+    article: str
+    what: str
+    command: str
+    log: str = ""
+
+    @cached_property
+    def signs(self) -> regex.Pattern:
+        return regex.compile(self.command + (f"|{self.log}" if self.log else ""))
+
+
+ENGINES: tuple[Engine, ...] = (
+    Engine("vllm.rs", "a", "a separate Rust engine (guoqingbao/vllm.rs) that borrows vLLM's name and flag names",
+           r"(?<![\w.-])vllm[-_]rs[ ]+(?:--|serve\b)|-m[ ]+vllm_rs\b", r"\bvllm_rs::"),
+    Engine("vllm.cpp", "a", "a separate C++ engine (mudler/vllm.cpp) that borrows vLLM's name and flag names",
+           r"(?<![\w.-])vllm-server[ ]+--model\b"),
+    Engine("SGLang", "an", "a separate inference engine",
+           r"\bsglang\.launch_server\b|-m[ ]+sglang\b|\bsglang[ ]+serve\b",
+           r"\bsglang\.srt\b|KV[ ]Cache[ ]is[ ]allocated\.[ ]\#tokens|--mem-fraction-static\b|mem_fraction_static="),
+    Engine("llama.cpp", "a", "a separate inference engine (GGUF models)",
+           r"\bllama[-_.]server\b|\bllama-cli\b",
+           r"\bllama_(?:kv_cache\w*|model_load\w*|new_context_with_model|init_from_model)\b|\bggml_cuda_\w+"),
+    Engine("Ollama", "an", "a separate inference engine (built on llama.cpp)",
+           r"\bollama[ \t]+(?:run|serve|pull)\b", r"level=(?:INFO|WARN|ERROR|DEBUG)[ ]source=[\w/]+\.go:\d+"),
+    Engine("Text Generation Inference", "a", "Hugging Face's separate inference server",
+           r"\btext-generation-launcher\b", r"\btext[-_]generation[-_](?:launcher|router|inference|server)\b"),
+    Engine("LMDeploy", "an", "a separate inference engine",
+           r"\blmdeploy[ \t]+(?:serve|chat)\b", r"\blmdeploy\.(?:serve|turbomind|pytorch)\b"),
+    Engine("MLC LLM", "an", "a separate inference engine (models compiled with TVM)",
+           r"\bmlc[-_]llm[ ]+(?:serve|chat|compile)\b", r"\bmlc_llm(?:\.serve|\.cli)?\b"),
+    Engine("TensorRT-LLM", "a", "NVIDIA's separate inference engine",
+           r"\btrtllm-(?:serve|build|bench)\b", r"\[TRT-LLM\]|\[TensorRT-LLM\]|\btensorrt_llm\."),
 )
+# Their command lines, in any case, for flags.command_spans (a path into a llama.cpp checkout starts one too),
+# and the words without which none can be there
+FOREIGN_COMMAND = regex.compile("(?i)" + "|".join(e.command for e in ENGINES) + r"|\bllama\.cpp\b")
+FOREIGN_COMMAND_WORDS = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "llama", "ollama", "text-generation",
+                         "lmdeploy", "mlc", "trtllm")
 _PREFILTER = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "kv cache is allocated", "mem-fraction", "mem_fraction", "llama_",
-              "ggml_cuda", "llama-server", "llama-cli", "ollama", "source=", "text-generation", "text_generation",
+              "llama.server", "llama-cli", "ggml_cuda", "ollama", "source=", "text-generation", "text_generation",
               "lmdeploy", "mlc", "trt-llm", "tensorrt", "trtllm")
 
 # What shows vLLM: its log lines' "LEVEL MM-DD hh:mm:ss [file.py:N]" head (older releases without the
@@ -59,7 +83,7 @@ def foreign_engine(text: str, vllm_message: bool) -> tuple[str, str, str] | None
     low = text.lower()
     if not any(word in low for word in _PREFILTER):
         return None
-    found = next((row[:3] for row in ENGINES if search(row[3], text) is not None), None)
+    found = next(((e.name, e.article, e.what) for e in ENGINES if search(e.signs, text) is not None), None)
     if found is None or search(_VLLM_SHOWN, text) is not None:
         return None
     return found

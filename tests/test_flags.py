@@ -198,6 +198,16 @@ def test_other_servers_flags_ignored():
     assert "tensor_parallel_size" not in settings(text)
 
 
+@pytest.mark.parametrize("command", [
+    "vllm-rs --m Qwen/Qwen3-8B --max-model-len 32768 --max-num-seqs 2",       # vllm.rs shares vLLM's flag names
+    "vllm-server --model ./qwen --max-model-len 32768 --max-num-seqs 2",      # vllm.cpp
+    "mlc_llm serve ./dist/qwen --max-model-len 32768 --max-num-seqs 2",
+])
+def test_the_flags_of_engines_that_borrow_vllms_names_are_not_vllms(command):
+    """The other engines' command lines (paste_engines.FOREIGN_COMMAND) end a vLLM command and are not read."""
+    assert settings(f"{command}\nvllm serve Qwen/Qwen3-8B --max-model-len 8192") == {"max_model_len": 8192}
+
+
 def test_suggestions_are_not_settings():
     assert settings("--gpu-memory-utilization 0.85 fixes it") == {}
     assert settings("try --max-model-len 8192 instead") == {}
