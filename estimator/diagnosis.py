@@ -612,9 +612,11 @@ def _foreign_diagnosis(facts) -> Diagnosis:
     """The reply to another engine's log (paste_engines): what it is, and no figure or fix of vLLM's, whose
     memory accounting that engine does not follow (an SGLang out-of-memory error was answered with
     `--tensor-parallel-size 2`, a vllm.rs allocation failure with a vLLM budget on a card it did not have)."""
+    from estimator.paste_engines import engine_named
+
     name = facts.extra["foreign_engine"]
-    what = facts.extra.get("foreign_engine_what") or "a separate inference engine"
-    article = facts.extra.get("foreign_engine_article") or "a"
+    engine = engine_named(name)
+    article, what = (engine.article, engine.what) if engine else ("a", "a separate inference engine")
     summary = (f"This is {article} **{name}** log, not vLLM's: {name} is {what}, and it sizes its memory and KV cache by its "
                "own rules. kvdoctor reproduces vLLM's arithmetic, so it cannot explain these numbers or check a fix "
                "for them.")

@@ -534,7 +534,7 @@ def _read(raw: str) -> Facts:
     if other is not None:
         # another engine's log (vllm.rs, SGLang, llama.cpp …) with nothing of vLLM in it: a PyTorch
         # out-of-memory error it printed is no vLLM memory problem (the contract's error_kind null)
-        extra["foreign_engine"], extra["foreign_engine_article"], extra["foreign_engine_what"] = other
+        extra["foreign_engine"] = other.name
         kind = None
     for key, o in chosen.items():
         facts.values[key] = Fact(o.value, pt.span(o.start, o.end), o.source, o.guess)

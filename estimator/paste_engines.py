@@ -72,8 +72,8 @@ _VLLM_SHOWN = regex.compile(
     r"|gpu[-_]memory[-_]utilization|--enforce[-_]eager)")
 
 
-def foreign_engine(text: str, vllm_message: bool) -> tuple[str, str, str] | None:
-    """(name, its article, what it is) of the other engine whose logs or commands the paste holds, where nothing in
+def foreign_engine(text: str, vllm_message: bool) -> Engine | None:
+    """The other engine whose logs or commands the paste holds, where nothing in
     it shows vLLM running; None otherwise: a comparison of both engines is read as vLLM's, and so is a bare
     message of vLLM's (`vllm_message`: the reader matched one of its templates) beside another engine's
     command ("llama-server runs it, but vLLM says: ValueError: The model's max seq len …"). `text` keeps the
@@ -83,7 +83,12 @@ def foreign_engine(text: str, vllm_message: bool) -> tuple[str, str, str] | None
     low = text.lower()
     if not any(word in low for word in _PREFILTER):
         return None
-    found = next(((e.name, e.article, e.what) for e in ENGINES if search(e.signs, text) is not None), None)
+    found = next((e for e in ENGINES if search(e.signs, text) is not None), None)
     if found is None or search(_VLLM_SHOWN, text) is not None:
         return None
     return found
+
+
+def engine_named(name: str) -> Engine | None:
+    """The table's engine of that name (facts.extra["foreign_engine"])."""
+    return next((e for e in ENGINES if e.name == name), None)
