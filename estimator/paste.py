@@ -34,7 +34,7 @@ from estimator import paste_prose as _prose
 from estimator import paste_tables as _tables
 from estimator import paste_templates as _tpl
 from estimator.paste_cpu import read_cpu_backend
-from estimator.paste_engines import foreign_engine
+from estimator.paste_engines import VLLM_SHOWN, foreign_engine
 from estimator.paste_text import (
     PasteText,
     budget,
@@ -1579,9 +1579,6 @@ def _derive_gpu_count(chosen: dict, extra: dict) -> None:
 
 _SPECIFIC = ("kv_capacity_v0", "kv_capacity_v1", "no_cache_blocks", "free_memory_startup", "mamba_blocks",
              *CONFIG_ERRORS)
-_VLLM_CONTEXT = regex.compile(
-    r"(?i)\bvllm\b|\bv?llm[_.-]?engine\b|\[(?:gpu_worker|kv_cache_utils|worker|model_runner|core|llm_engine|api_server)\.py:\d+\]"
-    r"|--gpu[-_]memory[-_]utilization|gpu_memory_utilization|EngineCore|\bLLM\(|aphrodite")
 # The shell's word when the kernel's OOM killer ended the process: host RAM ran out, not the GPU's.
 # the kernel's OOM killer as the shell reports it ("Killed"), and a container killed at its memory limit as
 # Docker / Kubernetes report it ("OOMKilled", "was OOM-killed", "exceeded its 8Gi memory limit"; not
@@ -1742,7 +1739,7 @@ def _error_kind(text: str, kinds: list, memory_logs: list[int], focal, run_of, r
     for pos, kind, src in reversed(in_focal):
         if kind in _SPECIFIC:
             return kind, (pos, pos + 1), src
-    context = bool(memory_logs or log_lines) or _search(_VLLM_CONTEXT, text) is not None
+    context = bool(memory_logs or log_lines) or _search(VLLM_SHOWN, text) is not None
     phaseless = None
     for pos, kind, src in in_focal:
         if kind.startswith("cuda_oom"):

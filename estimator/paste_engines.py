@@ -62,14 +62,16 @@ _PREFILTER = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "kv cache is alloca
               "lmdeploy", "mlc", "trt-llm", "tensorrt", "trtllm")
 
 # What shows vLLM: its log lines' "LEVEL MM-DD hh:mm:ss [file.py:N]" head (older releases without the
-# bracket), its engine-core process, or the word itself anywhere (its commands, imports, tracebacks through its
-# package, its image, its VLLM_* variables, a post that compares the two engines and so is vLLM's to answer),
-# where the word is not part of another engine's name (vllm_rs::, vllm-rs, vllm.cpp, vllm-server)
-_VLLM_SHOWN = regex.compile(
+# bracket) or their file tags, its engine (the engine-core process, LLMEngine, LLM(...)), its settings that
+# the other engines name otherwise (SGLang's --mem-fraction-static), Aphrodite (a fork with vLLM's accounting),
+# or the word itself anywhere: its commands, imports, tracebacks through its package, its image, its VLLM_*
+# variables, a post that compares engines. Not where the word is part of another engine's name (vllm_rs::,
+# vllm-rs, vllm.cpp, vllm-server). paste._error_kind reads an out-of-memory mention in such a paste as vLLM's.
+VLLM_SHOWN = regex.compile(
     r"(?:INFO|WARNING|ERROR|DEBUG)[ ]+\d\d-\d\d[ ]+\d\d:\d\d:\d\d(?:\.\d+)?[ ]+\[?[\w.]+\.py:\d+\]"
-    r"|\bEngineCore(?:_DP\d+)?\b|(?i:(?<![\w.-])vllm(?!_rs\b|[-.](?:rs|cpp|server)\b|[a-z0-9])"
-    # ... or its own settings, which the other engines name otherwise (SGLang's --mem-fraction-static)
-    r"|gpu[-_]memory[-_]utilization|--enforce[-_]eager)")
+    r"|(?i:(?<!\w)vllm(?!_rs\b|[-.](?:rs|cpp|server)\b|[a-z0-9])|\bv?llm[_.-]?engine\b"
+    r"|\[(?:gpu_worker|kv_cache_utils|worker|model_runner|core|llm_engine|api_server)\.py:\d+\]"
+    r"|gpu[-_]memory[-_]utilization|--enforce[-_]eager|EngineCore|aphrodite)|\bLLM\(")
 
 
 def foreign_engine(text: str, vllm_message: bool) -> Engine | None:
@@ -84,7 +86,7 @@ def foreign_engine(text: str, vllm_message: bool) -> Engine | None:
     if not any(word in low for word in _PREFILTER):
         return None
     found = next((e for e in ENGINES if search(e.signs, text) is not None), None)
-    if found is None or search(_VLLM_SHOWN, text) is not None:
+    if found is None or search(VLLM_SHOWN, text) is not None:
         return None
     return found
 
