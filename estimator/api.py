@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from estimator.errors import BadInput, ModelNotFound, ModelUnavailable
+from estimator.errors import BadInput, ModelConfigUnusable, ModelNotFound, ModelUnavailable
 from estimator.memory import Estimate, estimate
 from estimator.spec import ModelSpec, spec_from_config
 from estimator.vllm import EngineSettings
@@ -76,16 +76,39 @@ def load_model(ref: str, *, offline: bool | None = None, revision: str | None = 
             # config cannot say which.
             base_note += ("; a bitsandbytes export may keep some modules in 16-bit (its config's "
                           "llm_int8_skip_modules), so its weights can be larger than modelled here")
-    spec = spec_from_config(src.config, src.model_id if base_note is None else ref, src.companions)
-    if name_quant:
-        # The export's own format (from its name) replaces the base model's quantization_config.
-        spec.quantization, qat_grid = _name_format(name_quant, leaf)
-        if qat_grid:
-            base_note = (f"{base_note}; a QAT export keeps the int4 grid its weights were trained on: symmetric, "
-                         "groups of 32")
+    try:
+        spec = spec_from_config(src.config, src.model_id if base_note is None else ref, src.companions)
+        if name_quant:
+            # The export's own format (from its name) replaces the base model's quantization_config.
+            spec.quantization, qat_grid = _name_format(name_quant, leaf)
+            if qat_grid:
+                base_note = (f"{base_note}; a QAT export keeps the int4 grid its weights were trained on: "
+                             "symmetric, groups of 32")
+        _probe(spec)
+    except _CONFIG_FAULTS as exc:
+        raise ModelConfigUnusable(
+            f"kvdoctor cannot compute with the config.json of {src.model_id} ({type(exc).__name__}: "
+            f"{str(exc)[:160]}): a value has a type or size it does not read. If the file is the model's "
+            "own, please report it; otherwise paste the model's config.json") from None
     spec.assumptions[:0] = list(src.assumptions) + ([base_note] if base_note else [])
     spec.safetensors_bytes_by_dtype = src.safetensors_bytes_by_dtype  # type: ignore[attr-defined]
     return LoadedModel(spec, src.origin, src.safetensors_bytes_by_dtype, list(src.assumptions))
+
+
+# What arithmetic over a config's values raises when one has a type or size no model has, or a shape not
+# read yet: a list where one number is read, a string, zero, a billion layers (spec.MAX_LAYERS).
+_CONFIG_FAULTS = (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError,
+                  OverflowError, MemoryError, RecursionError)
+
+
+def _probe(spec: ModelSpec) -> None:
+    """Count the model's weights and size its KV cache once, on a default card, so that a config value
+    kvdoctor cannot compute with fails here, as one sentence about the config, rather than later in an
+    estimate, a fix or a bot's reply. Both are cached or cheap (about 3 ms for a 61-layer MoE)."""
+    from estimator.params import count_params
+
+    count_params(spec)
+    estimate(spec, gpu_total_bytes=80 * 2**30, settings=EngineSettings())
 
 
 # Suffixes quantized exports add to their base model's name (…-FP8, …-AWQ, …-GPTQ-Int4,

@@ -272,6 +272,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        # design.md §3: never a traceback. What reaches here is a kvdoctor bug, not the user's input:
+        # say so in one line, exit 1 (not 2, which means bad input)
+        print(f"kvdoctor: internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a kvdoctor bug, "
+              "please report it with the command you ran", file=sys.stderr)
+        return 1
 
 
 def split_command(text: str) -> list[str]:

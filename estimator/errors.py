@@ -31,5 +31,12 @@ class ModelGated(ModelUnavailable):
     """The repo exists but needs accepted licence / a token."""
 
 
+class ModelConfigUnusable(ModelUnavailable):
+    """The config.json was found but holds a value kvdoctor cannot compute with: a type or size no
+    model has (`"num_key_value_heads": "x"`, a billion layers) or a shape kvdoctor does not read yet
+    (a per-layer list where it reads one number). A Hub config is input like a paste: it gets a
+    sentence, never a traceback."""
+
+
 class HubUnavailable(ModelUnavailable):
     """Network trouble (timeout, 5xx) after bounded retries."""

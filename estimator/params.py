@@ -416,6 +416,9 @@ def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
         return str(types[i]).lower() != "dense"
     if _pos(t.get("expert_layer_period")):   # Jamba: JambaConfig.layers_num_experts
         return i % int(t["expert_layer_period"]) == int(t.get("expert_layer_offset") or 0)
+    flags = t.get("moe_layer_freq")
+    if isinstance(flags, list) and len(flags) >= n:
+        return bool(flags[i])
     dense = int(_get(t, "first_k_dense_replace", default=0) or 0)
     if i < dense:
         return False

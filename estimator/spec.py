@@ -601,8 +601,30 @@ def _nemotron_pattern(text: dict) -> None:
             text[pattern] = "".join(_NEMOTRON_BLOCKS[str(b).lower()] for b in blocks)
 
 
+# More layers than any model has (the largest configs list a few hundred): a config claiming more is
+# not a model, and building per-layer lists for it would take the process's memory and time.
+MAX_LAYERS = 10_000
+
+
+# The counts the weights and KV layout build one entry per layer for (the model's, its MTP modules',
+# its towers')
+_LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_nextn_predict_layers",
+                     "mtp_num_hidden_layers", "depth")
+
+
+def _check_layer_counts(config: dict, text: dict, n: int) -> None:
+    counts = [("num_hidden_layers", n)] + [
+        (k, v) for part in (text, *(v for v in config.values() if isinstance(v, dict)))
+        for k, v in part.items() if k in _LAYER_COUNT_KEYS]
+    for key, v in counts:
+        if isinstance(v, int) and v > MAX_LAYERS:
+            raise ValueError(f"{key} {v:,} is more than any model has")
+
+
 def spec_from_config(config: dict, model_id: str = "", companions: dict | None = None) -> ModelSpec:
-    """Build a ModelSpec from a config.json dict. Never raises on odd configs: guesses go to assumptions."""
+    """Build a ModelSpec from a config.json dict. Missing keys become guesses in assumptions; a config
+    that is not an object or claims more than MAX_LAYERS layers raises ValueError (api.load_model turns
+    it, like any value of a type the arithmetic cannot use, into ModelConfigUnusable)."""
     if not isinstance(config, dict):
         raise ValueError("config.json must be a JSON object")
     assumptions: list[str] = []
@@ -625,6 +647,7 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     if not n:
         n = 32
         assumptions.append("number of layers not found in config; assumed 32")
+    _check_layer_counts(config, text, n)
     if not hidden:
         hidden = 4096
         assumptions.append("hidden size not found in config; assumed 4096")
@@ -802,7 +825,11 @@ def _moe(text: dict, n: int, inter: int) -> MoE | None:
         dense = sum(1 for t in mlp_types[:n] if str(t).lower() == "dense")
     moe_layers = n - dense
     step = _positive_int(_first(text, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq"))
-    if step and step > 1:
+    flags = text.get("moe_layer_freq")
+    if isinstance(flags, list) and len(flags) >= n:
+        # one flag per layer (MiniMax-M3: a layer's MLP is MoE where its flag is not 0)
+        moe_layers = sum(1 for f in flags[:n] if f)
+    elif step and step > 1:
         moe_layers = len([i for i in range(dense, n) if (i + 1) % step == 0])
     only = text.get("mlp_only_layers")
     if isinstance(only, list) and only:

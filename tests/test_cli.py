@@ -512,3 +512,38 @@ def test_estimate_counts_the_gpus_written_with_the_card(offline_env):
     data = ok_json(kvdoctor(offline_env, "estimate", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "2x L40S",
                             "--max-model-len", "32768", "--offline", "--json"))
     assert data["gpu"]["count"] == 2
+
+
+_LLAMA_TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+               "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 4,
+               "intermediate_size": 2816, "vocab_size": 32000, "max_position_embeddings": 8192,
+               "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize("change, named", [
+    pytest.param({"num_key_value_heads": "x"}, "ValueError", id="string-kv-heads"),
+    pytest.param({"hidden_act": ["silu"], "rope_theta": [1, 2], "rope_scaling": "linear"}, None, id="lists"),
+    pytest.param({"num_hidden_layers": 10**12}, "num_hidden_layers", id="a-trillion-layers"),
+    pytest.param({"mtp_num_hidden_layers": 10**12}, "mtp_num_hidden_layers", id="a-trillion-mtp-layers"),
+])
+def test_a_config_kvdoctor_cannot_compute_with_is_one_line_not_a_traceback(offline_env, tmp_path, change, named):
+    """A Hub config is input like a paste (api.load_model: ModelConfigUnusable). A trillion layers once
+    built per-layer lists until the process was killed; a string where a count belongs raised from
+    the middle of the weight count."""
+    model_dir = tmp_path / "odd"
+    _write_tiny(model_dir, {**_LLAMA_TINY, **change})
+    proc = kvdoctor(offline_env, "estimate", str(model_dir), "--gpu", "RTX 4090", "--json")
+    if named is None:      # values the arithmetic never reads as numbers: still an estimate
+        ok_json(proc)
+        return
+    line = assert_bad_input(proc)
+    assert "cannot compute with the config.json" in line and named in line, line
+
+
+def test_explain_with_an_unusable_config_still_answers_from_the_paste(offline_env, tmp_path):
+    model_dir = tmp_path / "odd"
+    _write_tiny(model_dir, {**_LLAMA_TINY, "num_key_value_heads": "x"})
+    proc = kvdoctor(offline_env, "explain", str(SEED), "--model", str(model_dir))
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr[-2000:]
+    out = proc.stdout.decode()
+    assert "73,792" in out and "cannot compute with the config.json" in out

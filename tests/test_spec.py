@@ -389,3 +389,23 @@ def test_a_trimmed_mistral_text_config_takes_mistralconfigs_defaults():
     assert any("used transformers' defaults for mistral" in a for a in spec.assumptions)
     assert spec.kv_bytes_per_token(tp=1, kv_dtype_bytes=2) == 131_072
     assert abs(weight_bytes(spec, dtype="float16").bytes_total / 2**30 - 14.0786) < 0.05
+
+
+def test_a_per_layer_moe_flag_list_marks_the_moe_layers():
+    """MiniMax-M3 lists one moe_layer_freq flag per layer (a layer's MLP is MoE where its flag is
+    not 0, as its vLLM model reads it); an int() of the list had raised. A list that makes layer 0
+    dense is the same model as DeepSeek-V2-Lite's first_k_dense_replace 1."""
+    from estimator.params import count_params
+
+    hit = catalog.lookup("deepseek-ai/DeepSeek-V2-Lite")
+    assert hit is not None
+    _, cfg, _ = hit
+    n = cfg["num_hidden_layers"]
+    assert cfg["first_k_dense_replace"] == 1 and cfg["moe_layer_freq"] == 1
+    listed = spec_from_config({**cfg, "first_k_dense_replace": 0, "moe_layer_freq": [0] + [1] * (n - 1)}, "x/listed")
+    base = spec_from_config(cfg, "x/base")
+    assert listed.moe.moe_layers == base.moe.moe_layers == n - 1
+    assert count_params(listed).params_total == count_params(base).params_total
+    every_other = spec_from_config({**cfg, "first_k_dense_replace": 0, "moe_layer_freq": [i % 2 for i in range(n)]},
+                                   "x/alt")
+    assert every_other.moe.moe_layers == n // 2      # layers 1, 3, …, 25 of 27
