@@ -125,13 +125,14 @@ def gated_mlp(spec: ModelSpec) -> bool:
 
 
 def vision_mlp_gated(spec: ModelSpec) -> bool:
-    """A vision tower's MLP is gated (gate·up) when SiLU-activated (Qwen2.5-VL, Pixtral) and in Gemma's
-    own towers (gemma4), plain fc1/fc2 in SigLIP, Qwen2-VL, Qwen3-VL and the rest."""
+    """A vision tower's MLP is gated (gate·up) when SiLU-activated (Qwen2.5-VL, Pixtral), in Gemma's
+    own towers (gemma4) and in dots.ocr's (dots_ocr.py DotsSwiGLUFFN: silu(fc1)·fc3, a vision_config
+    without hidden_act), plain fc1/fc2 in SigLIP, Qwen2-VL, Qwen3-VL and the rest."""
     v = spec.vision or {}
     vt = str(v.get("model_type") or spec.config.get("model_type") or "").lower()
     gemma = str(spec.config.get("model_type") or "").lower().startswith("gemma") or vt.startswith("gemma")
     act = str(_get(v, "hidden_act", "hidden_activation", default="gelu")).lower()
-    return act in ("silu", "swiglu") or (gemma and not vt.startswith("siglip"))
+    return act in ("silu", "swiglu") or (gemma and not vt.startswith("siglip")) or vt.startswith("dots")
 
 
 def _gated(mtype: str, text: dict) -> bool:

@@ -396,8 +396,12 @@ _TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 # Vision-config class defaults (transformers Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig) that
 # config copies leave out, keyed by the model's type: the tower's depth, its activation (whether its
 # MLP is gated, params.vision_mlp_gated), and the merge (its patches per token, its merger's size).
+# A re-saved Qwen2-VL file keeps only the keys that differ from the class's (Qwen2-VL-7B's fine-tunes:
+# in_chans, model_type, spatial_patch_size), so all of Qwen2VLVisionConfig's sizes are here.
 _VISION_DEFAULTS: dict[str, dict[str, Any]] = {
-    "qwen2_vl": {"depth": 32, "hidden_act": "quick_gelu", "spatial_merge_size": 2},
+    "qwen2_vl": {"depth": 32, "embed_dim": 1280, "hidden_size": 3584, "hidden_act": "quick_gelu", "mlp_ratio": 4,
+                 "num_heads": 16, "in_channels": 3, "patch_size": 14, "spatial_merge_size": 2,
+                 "temporal_patch_size": 2},
     "qwen2_5_vl": {"depth": 32, "hidden_act": "silu", "spatial_merge_size": 2},
 }
 
@@ -478,6 +482,11 @@ def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
         return ["linear" if i + 1 in kda else "full" for i in range(n)]
     if isinstance(text.get("hybrid_override_pattern"), str):  # nemotron-h: M mamba, * attention, - mlp, E moe
         return [{"M": "mamba", "*": "full"}.get(c, "none") for c in text["hybrid_override_pattern"][:n]]
+    if isinstance(text.get("attn_layer_indices"), list):
+        # Bamba: attention at the listed layers, Mamba-2 elsewhere (transformers' BambaConfig.layers_block_type,
+        # which vllm/model_executor/models/bamba.py builds its decoder layers from)
+        attn = {_positive_int(x) if x else 0 for x in text["attn_layer_indices"]}
+        return ["full" if i in attn else "mamba" for i in range(n)]
     if isinstance(text.get("layers_block_type"), list):  # jamba/zamba style
         return ["mamba" if str(t).lower() == "mamba" else "full" for t in text["layers_block_type"][:n]]
     if isinstance(text.get("attn_type_list"), list):  # minimax: 1 softmax attention, 0 lightning

@@ -544,3 +544,35 @@ def test_qwen2_vl_towers_are_sized_by_embed_dim_not_the_mergers_output():
     counted = count_params(load_model("Qwen/Qwen2-VL-2B-Instruct", offline=True).spec)
     assert counted.params_by_part["vision"] == vision
     assert counted.params_total == 2_208_985_600
+
+
+def test_models_added_in_december_resolve_with_their_sources_figures():
+    """Figures read from the source copies (index notes), not from the code."""
+    from estimator.api import load_model
+    from estimator.memory import estimate
+    from estimator.params import count_params
+    from estimator.vllm import EngineSettings
+
+    def est(repo_id, version="0.10.1"):
+        spec = load_model(repo_id, offline=True).spec
+        return estimate(spec, gpu_total_bytes=80 * 2**30, settings=EngineSettings(vllm_version=version))
+
+    # deepseek-coder-6.7b: MHA, 32 layers × 32 KV heads × 4096 / 32 = 128 × K,V × 2 B; linear rope factor 4
+    # over 16,384 positions (vLLM multiplies the length by a linear factor)
+    coder = est("deepseek-ai/deepseek-coder-6.7b-instruct")
+    assert (coder.layout.kv_bytes_per_token, coder.max_model_len) == (32 * 32 * 128 * 2 * 2, 16384 * 4)
+    # granite-3.0-3b-a800m: 32 layers × 8 KV heads × 1536 / 24 = 64 × 2 × 2 B; 4,096 positions
+    granite = est("ibm-granite/granite-3.0-3b-a800m-instruct")
+    assert (granite.layout.kv_bytes_per_token, granite.max_model_len) == (32 * 8 * 64 * 2 * 2, 4096)
+    # Qwen2.5-Coder-14B-Instruct: 48 layers × 8 KV heads × 5120 / 40 = 128 × 2 × 2 B; 32,768 positions
+    q14 = est("Qwen/Qwen2.5-Coder-14B-Instruct")
+    assert (q14.layout.kv_bytes_per_token, q14.max_model_len) == (48 * 8 * 128 * 2 * 2, 32768)
+    # Bamba-9B (3 attention layers of 32; the card's 9.78B parameters):
+    # embed + lm_head 2 × 128,256 × 4,096 = 1,050,673,152, final norm 4,096;
+    # every layer: MLP 3 × 4,096 × 14,336 = 176,160,768 + 2 norms × 4,096;
+    # attention (3): q, o 2 × 4,096² + k, v 2 × 4,096 × 1,024 = 41,943,040;
+    # Mamba-2 (29): in_proj 4,096 × (2 × 8,192 + 2 × 128 + 128) = 68,681,728, conv (8,448 × 4 + 8,448 bias)
+    # = 42,240, dt_bias, A, D 3 × 128, gated norm 8,192, out_proj 8,192 × 4,096 = 33,554,432 → 102,286,976
+    bamba = load_model("ibm-fms/Bamba-9.8b-1.8T-hf", offline=True).spec
+    assert count_params(bamba).params_total == (1_050_673_152 + 4_096 + 32 * (176_160_768 + 2 * 4_096)
+                                                + 3 * 41_943_040 + 29 * 102_286_976) == 9_780_235_392
