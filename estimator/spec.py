@@ -485,7 +485,7 @@ def _layer_kinds(text: dict, n: int, mtype: str) -> list[str]:
     if isinstance(text.get("attn_layer_indices"), list):
         # Bamba: attention at the listed layers, Mamba-2 elsewhere (transformers' BambaConfig.layers_block_type,
         # which vllm/model_executor/models/bamba.py builds its decoder layers from)
-        attn = {_positive_int(x) if x else 0 for x in text["attn_layer_indices"]}
+        attn = {x for x in text["attn_layer_indices"] if isinstance(x, int)}
         return ["full" if i in attn else "mamba" for i in range(n)]
     if isinstance(text.get("layers_block_type"), list):  # jamba/zamba style
         return ["mamba" if str(t).lower() == "mamba" else "full" for t in text["layers_block_type"][:n]]
@@ -621,13 +621,12 @@ _LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "
                      "mtp_num_hidden_layers", "depth")
 
 
-def _check_layer_counts(config: dict, text: dict, n: int) -> None:
-    counts = [("num_hidden_layers", n)] + [
-        (k, v) for part in (text, *(v for v in config.values() if isinstance(v, dict)))
-        for k, v in part.items() if k in _LAYER_COUNT_KEYS]
-    for key, v in counts:
-        if isinstance(v, int) and v > MAX_LAYERS:
-            raise ValueError(f"{key} {v:,} is more than any model has")
+def _check_layer_counts(config: dict, text: dict) -> None:
+    for part in (text, *(v for v in config.values() if isinstance(v, dict))):
+        for key in _LAYER_COUNT_KEYS:
+            v = part.get(key)
+            if isinstance(v, int) and v > MAX_LAYERS:
+                raise ValueError(f"{key} {v:,} is more than any model has")
 
 
 def spec_from_config(config: dict, model_id: str = "", companions: dict | None = None) -> ModelSpec:
@@ -656,7 +655,7 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
     if not n:
         n = 32
         assumptions.append("number of layers not found in config; assumed 32")
-    _check_layer_counts(config, text, n)
+    _check_layer_counts(config, text)
     if not hidden:
         hidden = 4096
         assumptions.append("hidden size not found in config; assumed 4096")
