@@ -391,6 +391,21 @@ def test_a_trimmed_mistral_text_config_takes_mistralconfigs_defaults():
     assert abs(weight_bytes(spec, dtype="float16").bytes_total / 2**30 - 14.0786) < 0.05
 
 
+def test_bamba_attends_at_the_listed_layers_and_runs_mamba2_elsewhere():
+    """transformers' BambaConfig.layers_block_type (which vllm bamba.py builds its layers from) puts
+    attention at attn_layer_indices and a Mamba-2 mixer everywhere else; every layer had been read as
+    attention (32 × 8 × 128 × 2 × 2 = 131,072 B a token). The official config (layers 9, 18, 27):
+    KV 3 layers × 8 KV heads × 128 × 2 (K,V) × 2 B = 12,288 B a token; one Mamba-2 state =
+    conv 3 × (8,192 + 2 × 1 × 128) × 2 B = 50,688 B + SSM 128 heads × 64 × 128 × 2 B = 2,097,152 B
+    → 2,147,840 B, in 29 layers."""
+    spec = load("ibm-fms/Bamba-9.8b-1.8T-hf")
+    assert [i for i, k in enumerate(kinds(spec)) if k == "full"] == [9, 18, 27]
+    assert sum(lk.bytes_per_token(1, 2) for lk in spec.attention_layers) == 12_288
+    states = spec.state_layers
+    assert len(states) == 29 and {st.variant for st in states} == {"mamba2"}
+    assert states[0].state_bytes(1, 2) == 2_147_840
+
+
 def test_a_per_layer_moe_flag_list_marks_the_moe_layers():
     """MiniMax-M3 lists one moe_layer_freq flag per layer (a layer's MLP is MoE where its flag is
     not 0, as its vLLM model reads it); an int() of the list had raised. A list that makes layer 0
