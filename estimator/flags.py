@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import regex
 
-from estimator.paste_engines import FOREIGN_COMMAND, FOREIGN_COMMAND_WORDS
+from estimator.paste_engines import FOREIGN_COMMAND, FOREIGN_WORDS
 from estimator.paste_text import budget as _budget
 from estimator.paste_text import finditer
 
@@ -716,7 +716,7 @@ def command_spans(text: str) -> list[tuple[int, int, bool]]:
     low = text.lower()
     spans: list[tuple[int, int, bool]] = []
     for pat, is_vllm, words in ((_INVOCATION, True, _INVOCATION_WORDS),
-                                (FOREIGN_COMMAND, False, FOREIGN_COMMAND_WORDS)):
+                                (FOREIGN_COMMAND, False, FOREIGN_WORDS)):
         if not any(w in low for w in words):
             continue
         for m in _safe_finditer(pat, text, limit=100):

@@ -22,6 +22,7 @@ class Engine:
     name: str
     article: str
     what: str
+    words: tuple[str, ...]      # lowercase literals, one of which any match of `command` or `log` holds
     command: str
     log: str = ""
 
@@ -32,34 +33,30 @@ class Engine:
 
 ENGINES: tuple[Engine, ...] = (
     Engine("vllm.rs", "a", "a separate Rust engine (guoqingbao/vllm.rs) that borrows vLLM's name and flag names",
-           r"(?<![\w.-])vllm[-_]rs[ ]+(?:--|serve\b)|-m[ ]+vllm_rs\b", r"\bvllm_rs::"),
+           ("vllm_rs", "vllm-rs"), r"(?<![\w.-])vllm[-_]rs[ ]+(?:--|serve\b)|-m[ ]+vllm_rs\b", r"\bvllm_rs::"),
     Engine("vllm.cpp", "a", "a separate C++ engine (mudler/vllm.cpp) that borrows vLLM's name and flag names",
-           r"(?<![\w.-])vllm-server[ ]+--model\b"),
+           ("vllm-server",), r"(?<![\w.-])vllm-server[ ]+--model\b"),
     Engine("SGLang", "an", "a separate inference engine",
-           r"\bsglang\.launch_server\b|-m[ ]+sglang\b|\bsglang[ ]+serve\b",
+           ("sglang", "kv cache is allocated", "mem-fraction", "mem_fraction"), r"\bsglang\.launch_server\b|-m[ ]+sglang\b|\bsglang[ ]+serve\b",
            r"\bsglang\.srt\b|KV[ ]Cache[ ]is[ ]allocated\.[ ]\#tokens|--mem-fraction-static\b|mem_fraction_static="),
     Engine("llama.cpp", "a", "a separate inference engine (GGUF models)",
-           r"\bllama[-_.]server\b|\bllama-cli\b",
+           ("llama-server", "llama_server", "llama.server", "llama-cli", "llama_", "ggml_cuda"), r"\bllama[-_.]server\b|\bllama-cli\b",
            r"\bllama_(?:kv_cache\w*|model_load\w*|new_context_with_model|init_from_model)\b|\bggml_cuda_\w+"),
     Engine("Ollama", "an", "a separate inference engine (built on llama.cpp)",
-           r"\bollama[ \t]+(?:run|serve|pull)\b", r"level=(?:INFO|WARN|ERROR|DEBUG)[ ]source=[\w/]+\.go:\d+"),
+           ("ollama", "source="), r"\bollama[ \t]+(?:run|serve|pull)\b", r"level=(?:INFO|WARN|ERROR|DEBUG)[ ]source=[\w/]+\.go:\d+"),
     Engine("Text Generation Inference", "a", "Hugging Face's separate inference server",
-           r"\btext-generation-launcher\b", r"\btext[-_]generation[-_](?:launcher|router|inference|server)\b"),
+           ("text-generation", "text_generation"), r"\btext-generation-launcher\b", r"\btext[-_]generation[-_](?:launcher|router|inference|server)\b"),
     Engine("LMDeploy", "an", "a separate inference engine",
-           r"\blmdeploy[ \t]+(?:serve|chat)\b", r"\blmdeploy\.(?:serve|turbomind|pytorch)\b"),
+           ("lmdeploy",), r"\blmdeploy[ \t]+(?:serve|chat)\b", r"\blmdeploy\.(?:serve|turbomind|pytorch)\b"),
     Engine("MLC LLM", "an", "a separate inference engine (models compiled with TVM)",
-           r"\bmlc[-_]llm[ ]+(?:serve|chat|compile)\b", r"\bmlc_llm(?:\.serve|\.cli)?\b"),
+           ("mlc",), r"\bmlc[-_]llm[ ]+(?:serve|chat|compile)\b", r"\bmlc_llm(?:\.serve|\.cli)?\b"),
     Engine("TensorRT-LLM", "a", "NVIDIA's separate inference engine",
-           r"\btrtllm-(?:serve|build|bench)\b", r"\[TRT-LLM\]|\[TensorRT-LLM\]|\btensorrt_llm\."),
+           ("trtllm", "trt-llm", "tensorrt"), r"\btrtllm-(?:serve|build|bench)\b", r"\[TRT-LLM\]|\[TensorRT-LLM\]|\btensorrt_llm\."),
 )
 # Their command lines, in any case, for flags.command_spans (a path into a llama.cpp checkout starts one too),
-# and the words without which none can be there
+# and the words without which no engine's command or log line can be there
 FOREIGN_COMMAND = regex.compile("(?i)" + "|".join(e.command for e in ENGINES) + r"|\bllama\.cpp\b")
-FOREIGN_COMMAND_WORDS = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "llama", "ollama", "text-generation",
-                         "lmdeploy", "mlc", "trtllm")
-_PREFILTER = ("vllm_rs", "vllm-rs", "vllm-server", "sglang", "kv cache is allocated", "mem-fraction", "mem_fraction", "llama_",
-              "llama.server", "llama-cli", "ggml_cuda", "ollama", "source=", "text-generation", "text_generation",
-              "lmdeploy", "mlc", "trt-llm", "tensorrt", "trtllm")
+FOREIGN_WORDS = tuple(w for e in ENGINES for w in e.words) + ("llama.cpp",)
 
 # What shows vLLM: its log lines' "LEVEL MM-DD hh:mm:ss [file.py:N]" head (older releases without the
 # bracket) or their file tags, its engine (the engine-core process, LLMEngine, LLM(...)), its settings that
@@ -83,7 +80,7 @@ def foreign_engine(text: str, vllm_message: bool) -> Engine | None:
     if vllm_message:
         return None
     low = text.lower()
-    if not any(word in low for word in _PREFILTER):
+    if not any(word in low for word in FOREIGN_WORDS):
         return None
     found = next((e for e in ENGINES if search(e.signs, text) is not None), None)
     if found is None or search(VLLM_SHOWN, text) is not None:
