@@ -405,28 +405,9 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
 
 
 def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
-    """Mirror of the dense/MoE layer choice in spec._moe (first_k_dense_replace, step, mlp_only_layers)."""
-    t, moe, n = spec.text, spec.moe, spec.num_layers
-    if moe is None:
-        return False
-    c = _block_char(spec, i)
-    if c is not None:
-        return c == "E"
-    types = t.get("mlp_layer_types")
-    if isinstance(types, list) and len(types) >= n:
-        return str(types[i]).lower() != "dense"
-    if _pos(t.get("expert_layer_period")):   # Jamba: JambaConfig.layers_num_experts
-        return i % int(t["expert_layer_period"]) == int(t.get("expert_layer_offset") or 0)
-    flags = t.get("moe_layer_freq")
-    if isinstance(flags, list) and len(flags) >= n:
-        return bool(flags[i])
-    dense = int(_get(t, "first_k_dense_replace", default=0) or 0)
-    if i < dense:
-        return False
-    step = int(_get(t, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", default=1) or 1)
-    if step > 1 and (i + 1) % step:
-        return False
-    return i not in (t.get("mlp_only_layers") or [])
+    """Layer i's MLP runs as experts: the spec's one per-layer map (spec.moe_layer_flags)."""
+    flags = spec.moe.layer_is_moe if spec.moe else ()
+    return i < len(flags) and flags[i]
 
 
 def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:

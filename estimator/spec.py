@@ -253,6 +253,7 @@ class MoE:
     shared_intermediate: int = 0
     moe_layers: int = 0          # decoder layers whose MLP is MoE
     dense_layers: int = 0        # decoder layers with a dense MLP (first_k_dense_replace …)
+    layer_is_moe: tuple[bool, ...] = ()   # per decoder layer: its MLP is MoE (moe_layer_flags)
 
 
 @dataclass
@@ -827,33 +828,40 @@ def _moe(text: dict, n: int, inter: int) -> MoE | None:
         shared_inter = shared * e_inter
     if shared_inter and not shared:
         shared = 1
-    dense = _positive_int(text.get("first_k_dense_replace")) or 0
-    mlp_types = text.get("mlp_layer_types")
-    if isinstance(mlp_types, list) and len(mlp_types) >= n:
-        dense = sum(1 for t in mlp_types[:n] if str(t).lower() == "dense")
-    moe_layers = n - dense
-    step = _positive_int(_first(text, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq"))
-    flags = text.get("moe_layer_freq")
-    if isinstance(flags, list) and len(flags) >= n:
-        # one flag per layer (MiniMax-M3: a layer's MLP is MoE where its flag is not 0)
-        moe_layers = sum(1 for f in flags[:n] if f)
-    elif step and step > 1:
-        moe_layers = len([i for i in range(dense, n) if (i + 1) % step == 0])
-    only = text.get("mlp_only_layers")
-    if isinstance(only, list) and only:
-        moe_layers -= len([i for i in only if i < n])
-    if _positive_int(text.get("expert_layer_period")):
-        # Jamba (JambaConfig.layers_num_experts): experts where i % expert_layer_period == expert_layer_offset
-        period, offset = int(text["expert_layer_period"]), int(text.get("expert_layer_offset") or 0)
-        moe_layers = len([i for i in range(n) if i % period == offset])
+    flags = moe_layer_flags(text, n)
+    moe_layers = sum(flags)
+    pattern = text.get("hybrid_override_pattern")
+    # nemotron-h's M (Mamba) and * (attention) layers have no MLP at all: its dense layers are the "-" ones
+    dense = pattern[:n].count("-") if isinstance(pattern, str) else n - moe_layers
+    return MoE(num_experts=experts, experts_per_tok=topk, expert_intermediate=e_inter, shared_experts=shared,
+               shared_intermediate=shared_inter, moe_layers=moe_layers, dense_layers=dense, layer_is_moe=flags)
+
+
+def moe_layer_flags(text: dict, n: int) -> tuple[bool, ...]:
+    """Which of the n decoder layers run their MLP as experts, by the key each family's vLLM model reads:
+    nemotron-h's hybrid_override_pattern (E; nemotron_h.py), a per-layer mlp_layer_types list, Jamba's
+    expert_layer_period / offset (JambaConfig.layers_num_experts), a per-layer moe_layer_freq list
+    (MiniMax-M3: MoE where the flag is not 0), else the first_k_dense_replace dense layers, one MoE
+    layer every interleave_moe_layer_step / decoder_sparse_step / moe_layer_freq layers and none in
+    mlp_only_layers (deepseek_v2.py, llama4.py, qwen2_moe.py / qwen3_moe.py). One map, so that the count
+    the memory model uses and the per-layer weight inventory (params) cannot disagree."""
     pattern = text.get("hybrid_override_pattern")
     if isinstance(pattern, str):
-        # nemotron-h: one mixer per layer — E MoE, - dense MLP, M Mamba, * attention (nemotron_h.py)
-        moe_layers = pattern[:n].count("E")
-        return MoE(num_experts=experts, experts_per_tok=topk, expert_intermediate=e_inter, shared_experts=shared,
-                   shared_intermediate=shared_inter, moe_layers=moe_layers, dense_layers=pattern[:n].count("-"))
-    return MoE(num_experts=experts, experts_per_tok=topk, expert_intermediate=e_inter, shared_experts=shared,
-               shared_intermediate=shared_inter, moe_layers=moe_layers, dense_layers=n - moe_layers)
+        return tuple(i < len(pattern) and pattern[i] == "E" for i in range(n))
+    types = text.get("mlp_layer_types")
+    if isinstance(types, list) and len(types) >= n:
+        return tuple(str(x).lower() != "dense" for x in types[:n])
+    period = _positive_int(text.get("expert_layer_period"))
+    if period:
+        offset = int(text.get("expert_layer_offset") or 0)
+        return tuple(i % period == offset for i in range(n))
+    flags = text.get("moe_layer_freq")
+    if isinstance(flags, list) and len(flags) >= n:
+        return tuple(bool(f) for f in flags[:n])
+    dense = _positive_int(text.get("first_k_dense_replace")) or 0
+    step = _positive_int(_first(text, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")) or 1
+    only = text.get("mlp_only_layers") if isinstance(text.get("mlp_only_layers"), list) else []
+    return tuple(i >= dense and (i + 1) % step == 0 and i not in only for i in range(n))
 
 
 _KNOWN_TYPES = {

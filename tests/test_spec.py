@@ -424,3 +424,28 @@ def test_a_per_layer_moe_flag_list_marks_the_moe_layers():
     every_other = spec_from_config({**cfg, "first_k_dense_replace": 0, "moe_layer_freq": [i % 2 for i in range(n)]},
                                    "x/alt")
     assert every_other.moe.moe_layers == n // 2      # layers 1, 3, …, 25 of 27
+
+
+def test_the_moe_layer_count_and_the_weight_inventory_read_one_layer_map():
+    """qwen3_moe.py (as qwen2_moe.py) gives layer i experts where i is not in mlp_only_layers and
+    (i + 1) % decoder_sparse_step == 0. Qwen3-30B-A3B (48 layers) with decoder_sparse_step 2 and
+    mlp_only_layers [0, 5]: the odd layers 1, 3, …, 47 have experts, less layer 5 — 23; layer 0 was dense
+    already, so dropping it again (the count had subtracted both listed layers: 22) is wrong. The count the
+    memory model sizes the profile by (spec.moe) and the layers that carry expert weights (params) must
+    both say 23."""
+    from estimator.params import count_params
+
+    hit = catalog.lookup("Qwen/Qwen3-30B-A3B")
+    assert hit is not None
+    _, cfg, _ = hit
+    assert cfg["num_hidden_layers"] == 48 and cfg["decoder_sparse_step"] == 1 and cfg["mlp_only_layers"] == []
+    step2 = spec_from_config({**cfg, "decoder_sparse_step": 2}, "x/step2")
+    both = spec_from_config({**cfg, "decoder_sparse_step": 2, "mlp_only_layers": [0, 5]}, "x/both")
+    assert step2.moe.moe_layers == 24 and both.moe.moe_layers == 23 and both.moe.dense_layers == 25
+    assert [i for i, moe in enumerate(both.moe.layer_is_moe) if moe] == [i for i in range(1, 48, 2) if i != 5]
+    # one MoE layer made dense changes the parameter count by one layer's experts-for-MLP swap
+    all_moe = spec_from_config(cfg, "x/all")
+    one = spec_from_config({**cfg, "mlp_only_layers": [5]}, "x/one")
+    per_layer = count_params(all_moe).params_total - count_params(one).params_total
+    assert per_layer > 0
+    assert count_params(step2).params_total - count_params(both).params_total == per_layer
