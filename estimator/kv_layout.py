@@ -485,6 +485,15 @@ def _ssm_state_bytes(spec: ModelSpec, profile: Profile, from_config: int | None)
     return from_config
 
 
+# Mamba-2 conv states widened by the speculative tokens as GDN's are: mamba_utils.py mamba2_state_shape
+# takes num_spec from 0.17.0, and only nemotron_h.py and mamba2.py pass it (vllm_config.num_speculative_
+# tokens; Bamba, GraniteMoeHybrid, Falcon-H1 and Zamba2 keep conv_kernel − 1 rows). A public DGX Spark log
+# of Nemotron-3-Super-120B with 3 MTP tokens and fp8 KV (0.19.2 dev) sets the attention block to 8,432
+# tokens: 6 conv rows give its Mamba page 4,317,184 B, i.e. 8,432 tokens of 512 B; 3 rows give 8,320.
+MAMBA2_SPEC_ROWS_FROM = (0, 17, 0)
+MAMBA2_SPEC_ROWS_TYPES = ("nemotron_h", "mamba2")
+
+
 # DeepSeek-V4's KV pool (kv_layout._deepseek_v4_layout) exists from the release that brought the model: the
 # first whose registry lists DeepseekV4ForCausalLM (estimator/data/vllm_architectures.json), 0.20.0
 DEEPSEEK_V4_FROM = parse_version(registry_span("DeepseekV4ForCausalLM")[0])
@@ -506,6 +515,8 @@ def kv_layout(spec: ModelSpec, profile: Profile, settings: EngineSettings, kv_by
         # (conv_kernel − 1 + num_spec) rows (mamba_utils.py gated_delta_net_state_shape, kda_state_shape).
         # (KDA's num_spec argument is used from 0.27: mamba_utils.py kda_state_shape ignored it before)
         spec_rows = ("gdn", "kda") if profile.version >= (0, 27, 0) else ("gdn",)
+        if profile.version >= MAMBA2_SPEC_ROWS_FROM and spec.model_type in MAMBA2_SPEC_ROWS_TYPES:
+            spec_rows += ("mamba2",)
         layers = [dataclasses.replace(lk, conv_kernel=lk.conv_kernel + spec_k)
                   if isinstance(lk, MambaState) and lk.variant in spec_rows else lk for lk in layers]
     if any(isinstance(lk, DeepseekV4Layer) for lk in layers):

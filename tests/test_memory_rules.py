@@ -724,6 +724,26 @@ def test_hybrid_models_keep_one_state_block_per_speculative_token():
     assert e3.gpu_blocks == pool // (17 * e3.layout.groups[0].page_bytes)
 
 
+def test_nemotron_h_mamba2_conv_states_widen_by_the_speculative_tokens_from_0_17():
+    """mamba_utils.py mamba2_state_shape takes num_spec from 0.17.0 and nemotron_h.py passes the speculative
+    tokens, as GDN's shape does: Nemotron-3-Super's conv state has 4 − 1 + k rows. Per Mamba layer (TP 1):
+    conv channels 128 heads × 64 + 2 × 8 groups × 128 = 10,240 in bf16, the SSM state 128 × 64 × 128 in
+    float32 (its config's mamba_ssm_cache_dtype) = 4,194,304 B; an fp8 attention page is 2 KV heads × 128
+    × 2 × 1 B = 512 B a token. A public 0.19.2 dev log with 3 MTP tokens printed "Setting attention block
+    size to 8432 tokens"; 0.16 kept 3 rows."""
+    spec = load("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4")
+
+    def block(version, k):
+        s = EngineSettings(vllm_version=version, kv_cache_dtype="fp8", max_model_len=131072, max_num_seqs=20,
+                           speculative_method="mtp" if k else None, num_speculative_tokens=k or None,
+                           enable_prefix_caching=False)
+        return estimate(spec, gpu_total_bytes=int(119.63 * GiB), settings=s).layout.block_size
+
+    ssm = 128 * 64 * 128 * 4
+    assert block("0.19.1", 3) == 16 * cdiv(6 * 10_240 * 2 + ssm, 16 * 512) == 8432
+    assert block("0.19.1", 0) == block("0.16.0", 3) == 16 * cdiv(3 * 10_240 * 2 + ssm, 16 * 512) == 8320
+
+
 def test_ngram_needs_no_memory_and_a_foreign_drafter_is_said_to_be_missing():
     """n-gram drafting loads nothing and keeps no KV of its own; like every speculative method, its profile
     run adds the rejection sampler's dummy run (activation.V1_REJECTION_BONUS_FROM): randn logits of 2 rows per
