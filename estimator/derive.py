@@ -386,7 +386,8 @@ def derive(facts, est: Estimate | None) -> MemoryState:
             "share of the card)")
     unmodelled = (f"{est.spec.kv_unmodelled}; the fixes rest on vLLM's own numbers"
                   if est is not None and est.spec.kv_unmodelled else None)
-    for check in (layout_disagreement(facts, est), no_blocks_disagreement(facts, est), unmodelled):
+    for check in (layout_disagreement(facts, est), block_size_disagreement(facts, est), no_blocks_disagreement(facts, est),
+                  unmodelled):
         if check:
             st.checks.append(check)
             st.disagrees = True
@@ -672,6 +673,28 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
                 f"and assumed the model's layout holds {est.kv_cache_tokens:,} in it — {why}: the fixes it "
                 "re-checks are less certain than vLLM's own numbers")
     return None
+
+
+def block_size_disagreement(facts, est: Estimate | None) -> str | None:
+    """A hybrid model's attention block size, which vLLM prints where it raises it to hold one Mamba state
+    per attention page ("Setting attention block size to N tokens …"), tests the model's Mamba state and
+    attention page bytes apart from the memory split: a different N is a state or page the model sizes
+    otherwise (a setting the paste does not show, or a cache layout it does not know)."""
+    printed = facts.extra.get("attention_block_size")
+    if est is None or not isinstance(printed, (int, float)) or printed <= 0 or not est.layout.state_bytes_per_request:
+        return None
+    model = est.layout.block_size
+    if int(printed) == model:
+        return None
+    s = est.settings
+    unshown = (["the KV cache dtype"] if facts.get("kv_cache_dtype") is None else []) + \
+        (["speculative decoding"] if not s.speculative_method else
+         ["the number of speculative tokens"] if not s.num_speculative_tokens else [])
+    why = (f"a setting the paste does not show ({' or '.join(unshown)}) or a state layout the model does not know"
+           if unshown else "a Mamba state or KV cache layout the model does not know")
+    return (f"vLLM set the attention block size to {int(printed):,} tokens so that an attention page holds a Mamba "
+            f"state; with the settings read and assumed the model's pages give {model:,} — {why}: the token figures "
+            "it re-checks are less certain than vLLM's own numbers")
 
 
 def no_blocks_disagreement(facts, est: Estimate | None) -> str | None:

@@ -334,6 +334,13 @@ TEMPLATES: tuple[Template, ...] = (
     _t("tb_lt_seqs",
        r"max_num_batched_tokens[ \n]+\((?P<max_num_batched_tokens>" + INT + r")\)[ \n]+must[ \n]+be[ \n]+greater[ \n]+than[ \n]+or[ \n]+equal"
        r"[ \n]+to[ \n]+max_num_seqs[ \n]+\((?P<max_num_seqs>" + INT + r")\)", P_ERROR, "other"),
+    # the attention block size a hybrid (Mamba / linear-attention) model gets so that one attention page
+    # holds one Mamba state (model_executor/models/config.py HybridAttentionMambaModelConfig to 0.19,
+    # platforms/interface.py from 0.20): "Setting attention block size to 1056 tokens to ensure that
+    # attention page size is >= mamba page size." A check on the model's Mamba and attention pages.
+    _t("hybrid_block_size",
+       r"Setting[ \n]+attention[ \n]+block[ \n]+size[ \n]+to[ \n]+(?P<x_attention_block_size>" + INT + r")[ \n]+tokens"
+       r"[ \n]+to[ \n]+ensure[ \n]+that[ \n]+attention[ \n]+page[ \n]+size", P_CONFIG, None, None, "v1", False),
     # Mamba cache align mode (prefix caching on a hybrid model): the attention block size vLLM aligned to the
     # Mamba page must fit in one batch (config/vllm.py validate_block_size, the 0.20.0 wheel)
     _t("mamba_align",

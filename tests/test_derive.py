@@ -1110,3 +1110,29 @@ def test_without_a_model_graphs_the_printed_parts_add_up_without_were_captured_a
     assert not any("more than the budget" in c for c in d.checks), d.checks
     assert d.derived["figures"]["cuda_graphs"]["how"].endswith("(captured after the KV cache was sized: not set "
                                                                "aside from the budget)")
+
+
+_HYBRID_LOG = (
+    "$ vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --kv-cache-dtype fp8_e5m2 --max-model-len 262144 "
+    "--max-num-seqs 2   # 2x RTX A6000, vLLM 0.27.0\n"
+    "(EngineCore pid=153) INFO 05-02 10:00:01 [interface.py:912] Setting attention block size to {bs} tokens to "
+    "ensure that attention page size is >= mamba page size.\n"
+    "(Worker_TP0 pid=346) INFO 05-02 10:01:07 [gpu_worker.py:440] Available KV cache memory: 15.00 GiB\n")
+
+
+def test_the_attention_block_size_vllm_prints_for_a_hybrid_model_checks_its_pages():
+    """Qwen3.6-27B at TP 2 with an fp8 cache: a GDN state per rank is 3 conv rows × 5,120 channels × 2 B +
+    24 × 128 × 128 × 4 B = 1,603,584 B, an attention page 2 KV heads × 256 × 2 × 1 B = 1,024 B a token, so
+    vLLM raises the block to 16 × ⌈1,603,584 / 16,384⌉ = 1,568 tokens and says so. That line agrees with the
+    model's pages; another size (a drafter's wider conv rows, a cache format the model does not know) is a
+    check on them."""
+    assert 16 * -(-(3 * 5120 * 2 + 24 * 128 * 128 * 4) // (16 * 1024)) == 1568
+    facts = read_paste(_HYBRID_LOG.format(bs="1,568"))
+    assert facts.extra["attention_block_size"] == 1568
+    agree = diagnose(_HYBRID_LOG.format(bs="1568"), offline=True, explain=True)
+    assert agree.estimate is not None and not agree.disagrees
+    assert not any("attention block size" in c for c in agree.checks)
+    other = diagnose(_HYBRID_LOG.format(bs="2000"), offline=True, explain=True)
+    said = [c for c in other.checks if "attention block size" in c]
+    assert len(said) == 1 and "2,000 tokens" in said[0] and "give 1,568" in said[0] and other.disagrees
+    assert "speculative decoding" in said[0]      # the paste names no drafter: a setting it may not show
