@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -111,25 +112,46 @@ def match_local_name(name: str) -> str | None:
     return None
 
 
+# A size in a repo name ("8B", "1.5B", "0.6B", "2.4T", "125M", Mixtral's "8x7B"), not an MoE's active
+# count ("A3B"), and the words that name a different model of a family, not a format or a release:
+# "did you mean" keeps to names that agree on both, so an unknown InternVL3-78B is not offered InternVL2-8B,
+# nor DeepSeek-Coder-V2-Lite the 236B DeepSeek-Coder-V2, nor Qwen3-Omni-30B-A3B Qwen3-VL-30B-A3B.
+_SIZE = re.compile(r"(?<![a-z0-9.])(?:\d+x)?\d+(?:\.\d+)?[bmt](?![a-z0-9])")
+_VARIANT_WORDS = frozenset({"vl", "omni", "audio", "vision", "ocr", "embedding", "reranker", "guard", "coder", "math",
+                            "lite", "mini", "nano", "small", "medium", "large", "flash", "next", "distill", "moe"})
+
+
+def _name_marks(name: str) -> tuple[frozenset, frozenset]:
+    """The sizes and family-variant words a repo name carries (`_SIZE`, `_VARIANT_WORDS`)."""
+    low = name.rsplit("/", 1)[-1].lower()
+    return (frozenset(m.group(0) for m in _SIZE.finditer(low)),
+            frozenset(w for w in re.split(r"[-_.\s]+", low) if w in _VARIANT_WORDS))
+
+
 def near_names(repo_id: str, n: int = 3) -> list[str]:
     """Catalog ids close to `repo_id` (difflib), for "did you mean" in not-found messages.
 
     Compares whole ids and, separately, the name after the slash, so a wrong organisation
-    (`meta/Llama-3.1-8B-Instruct`) still finds the right model.
+    (`meta/Llama-3.1-8B-Instruct`) still finds the right model. A close spelling of another size or
+    variant is another model (`_name_marks`): where the name states a size, only that size is offered.
     """
     ids = catalog_ids()
     lowered = {i.lower(): i for i in ids}
     want = repo_id.strip().lower()
-    hits = difflib.get_close_matches(want, list(lowered), n=n, cutoff=0.75)
+    sizes, variants = _name_marks(want)
+    hits = difflib.get_close_matches(want, list(lowered), n=4 * n, cutoff=0.75)
     name = want.rsplit("/", 1)[-1]
     by_name: dict[str, list[str]] = {}
     for i in ids:
         by_name.setdefault(i.rsplit("/", 1)[-1].lower(), []).append(i)
-    for close in difflib.get_close_matches(name, list(by_name), n=n, cutoff=0.8):
+    for close in difflib.get_close_matches(name, list(by_name), n=4 * n, cutoff=0.8):
         hits.extend(x.lower() for x in by_name[close])
     out: list[str] = []
     for h in hits:
         cid = lowered[h]
+        their_sizes, their_variants = _name_marks(h)
+        if (sizes and their_sizes != sizes) or their_variants != variants:
+            continue
         if cid not in out and cid.lower() != want:
             out.append(cid)
     return out[:n]

@@ -209,6 +209,30 @@ def test_catalog_ids_and_near_names():
     assert catalog.near_names("zzzz/qqqq") == []
 
 
+@pytest.mark.parametrize("asked, other", [
+    ("OpenGVLab/internvl3-78b", "OpenGVLab/InternVL2-8B"),                         # 78B is not 8B
+    ("OpenBMB/MiniCPM5-1B", "openbmb/MiniCPM-V-4_5"),                              # a 1B LLM, not the 8B VLM
+    ("deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", "deepseek-ai/DeepSeek-Coder-V2-Instruct"),   # Lite: 16B, not 236B
+    ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "Qwen/Qwen3-VL-30B-A3B-Instruct"),       # Omni is not VL
+    ("zai-org/GLM-5.3-Flash", "zai-org/GLM-5.3"),                                  # Flash is the small one
+    ("mistralai/Mixtral-8x7B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3"),     # 8 experts of 7B, not one
+    ("meta-llama/Llama2-7B", "meta-llama/Llama-2-70b-hf"),
+])
+def test_did_you_mean_offers_no_model_of_another_size_or_variant(asked, other):
+    """difflib alone found these close spellings (the last stop's note: InternVL2-8B for internvl3-78b,
+    MiniCPM-V-4_5 for MiniCPM5-1B): another model, whose numbers would mislead. A name that states a size
+    is offered only that size, and a family's variant word (Lite, Flash, Omni, VL …) must agree."""
+    assert catalog.canonical_id(asked) is None and catalog.canonical_id(other) == other
+    assert other not in catalog.near_names(asked)
+
+
+def test_did_you_mean_still_offers_the_same_model_spelled_otherwise():
+    assert catalog.near_names("meta-llama/Llama2-7B")[0] == "meta-llama/Llama-2-7b-hf"
+    assert catalog.near_names("Qwen/QwQ-32B-Preview") == ["Qwen/QwQ-32B"]
+    assert catalog.near_names("mistralai/Mixtral-8x7B-Instruct")[0] == "mistralai/Mixtral-8x7B-Instruct-v0.1"
+    assert catalog.near_names("qwen/Qwen2___5-3B") == ["Qwen/Qwen2.5-3B"]
+
+
 def test_catalog_copies_are_independent():
     a = resolve_model("Qwen/Qwen3-8B", offline=True)
     a.config["num_hidden_layers"] = 1
