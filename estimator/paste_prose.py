@@ -471,6 +471,10 @@ def model_from_value(value: str) -> tuple[str, bool] | None:
     parts = [p for p in regex.split(r"[/\\]", v) if p not in ("", ".", "..", "~")]
     if not parts:
         return None
+    if is_path:
+        # ModelScope's download cache spells a repo name's dots "___" (modelscope/hub/file_download.py:
+        # name.replace('.', '___')): ".../models/qwen/Qwen2___5-3B" holds qwen/Qwen2.5-3B
+        parts[-1] = regex.sub(r"(?<=[A-Za-z0-9])___(?=[A-Za-z0-9])", ".", parts[-1])
     if not is_path and len(parts) == 2 and _looks_like_repo(parts[0], parts[1], strict=False):
         return f"{parts[0]}/{parts[1]}", False
     if not is_path and len(parts) == 1 and "/" in (legacy := canonical_id(v) or ""):

@@ -1806,6 +1806,20 @@ def test_a_store_laid_out_as_org_and_name_is_read_as_that_repo(path, repo):
     assert (got[0] if got else None) == repo and (got is None or got[1])
 
 
+def test_a_modelscope_download_path_spells_the_repo_names_dots_as_three_underscores():
+    """ModelScope's download cache writes a repo name's dots as "___" (modelscope/hub/file_download.py); an
+    AutoDL log serving /root/autodl-tmp/models/qwen/Qwen2___5-3B ran Qwen2.5-3B, which the catalog has."""
+    text = ("(APIServer pid=17544) INFO 09-29 00:28:54 [utils.py:328] non-default args: {'model_tag': "
+            "'/root/autodl-tmp/models/qwen/Qwen2___5-3B', 'model': '/root/autodl-tmp/models/qwen/Qwen2___5-3B', "
+            "'dtype': 'float16', 'max_model_len': 4096}\n")
+    assert read_paste(text).get("model") == "qwen/Qwen2.5-3B"
+    from estimator.diagnosis import diagnose
+
+    d = diagnose(text + "(EngineCore_DP0 pid=1) INFO 09-29 00:29:40 [gpu_worker.py:298] Available KV cache memory: "
+                 "15.31 GiB\n", offline=True, explain=True, gpu="RTX 4090")
+    assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-3B"
+
+
 @pytest.mark.parametrize("text,model,path", [
     ('llm = LLM("gpt2", gpu_memory_utilization=0.5)', "openai-community/gpt2", None),
     # a notebook names the model in a variable above the call; the last assignment is the one it runs
