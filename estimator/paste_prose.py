@@ -509,6 +509,12 @@ def guess_repo(name: str) -> str | None:
     m = regex.match(r"(?P<org>[A-Za-z][\w-]{1,30})_(?P<rest>[A-Za-z].*)", name)
     if m and m.group("org").lower() in KNOWN_ORGS and _family_org(m.group("rest")):
         return f"{m.group('org')}/{m.group('rest')}"
+    for cut in (i for i, c in enumerate(name[:32]) if c == "-"):
+        # the repo id flattened with a hyphen ("Qwen-Qwen2.5-72B-Instruct-GPTQ-Int4",
+        # "meta-llama-Llama-3.1-8B"): the organisation, then a name its own family publishes under it
+        org, rest = name[:cut], name[cut + 1:]
+        if org.lower() in KNOWN_ORGS and (_family_org(rest) or "").lower() == org.lower():
+            return f"{org}/{rest}"
     if "-" not in name or not any(c.isdigit() for c in name) or "_" in name.split("-")[0]:
         return None
     for up in UPLOADERS:

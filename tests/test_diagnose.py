@@ -1192,7 +1192,10 @@ def test_an_organisation_the_paste_does_not_give_is_said_to_be_guessed():
     d = diagnose("I run Qwen2.5-7B-Instruct on an RTX 4090\n" + err, offline=True)
     assert any(a.startswith("the paste names Qwen2.5-7B-Instruct without a Hub organisation: read as "
                             "Qwen/Qwen2.5-7B-Instruct") for a in d.assumptions)
-    for spelled in ("/data/Qwen/Qwen2.5-7B-Instruct", "/data/Qwen_Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"):
+    # (the organisation joined to the name with a hyphen as well: "Qwen-Qwen2.5-72B-Instruct-GPTQ-Int4", a
+    # vLLM issue's local directory)
+    for spelled in ("/data/Qwen/Qwen2.5-7B-Instruct", "/data/Qwen_Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct",
+                    "/data/Qwen-Qwen2.5-7B-Instruct"):
         d = diagnose(f"vllm serve {spelled}\nGPU: RTX 4090\n" + err, offline=True)
         assert d.estimate is not None and d.estimate["model"]["id"] == "Qwen/Qwen2.5-7B-Instruct", spelled
         assert not any("Hub organisation" in a or "family's organisation" in a for a in d.assumptions), spelled
