@@ -251,9 +251,13 @@ class MoE:
     expert_intermediate: int = 0
     shared_experts: int = 0
     shared_intermediate: int = 0
-    moe_layers: int = 0          # decoder layers whose MLP is MoE
     dense_layers: int = 0        # decoder layers with a dense MLP (first_k_dense_replace …)
     layer_is_moe: tuple[bool, ...] = ()   # per decoder layer: its MLP is MoE (moe_layer_flags)
+
+    @property
+    def moe_layers(self) -> int:
+        """Decoder layers whose MLP is MoE."""
+        return sum(self.layer_is_moe)
 
 
 @dataclass
@@ -829,12 +833,11 @@ def _moe(text: dict, n: int, inter: int) -> MoE | None:
     if shared_inter and not shared:
         shared = 1
     flags = moe_layer_flags(text, n)
-    moe_layers = sum(flags)
     pattern = text.get("hybrid_override_pattern")
     # nemotron-h's M (Mamba) and * (attention) layers have no MLP at all: its dense layers are the "-" ones
-    dense = pattern[:n].count("-") if isinstance(pattern, str) else n - moe_layers
+    dense = pattern[:n].count("-") if isinstance(pattern, str) else n - sum(flags)
     return MoE(num_experts=experts, experts_per_tok=topk, expert_intermediate=e_inter, shared_experts=shared,
-               shared_intermediate=shared_inter, moe_layers=moe_layers, dense_layers=dense, layer_is_moe=flags)
+               shared_intermediate=shared_inter, dense_layers=dense, layer_is_moe=flags)
 
 
 def moe_layer_flags(text: dict, n: int) -> tuple[bool, ...]:
