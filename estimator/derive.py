@@ -659,15 +659,8 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
     if tokens and pool and est.profile.engine == "v1" and est.kv_cache_tokens > 0 \
             and est.holds_pool(pool) \
             and abs(est.kv_cache_tokens - int(tokens)) > 0.1 * int(tokens):
-        s = est.settings
-        unshown = ["the KV cache dtype"] if f("kv_cache_dtype") is None else []
-        if est.layout.state_bytes_per_request:
-            # what sets a hybrid model's blocks per request (MambaSpec.max_memory_usage_bytes)
-            unshown += ["prefix caching"] if s.enable_prefix_caching is None and not s.mamba_cache_mode else []
-            unshown += ["speculative decoding"] if not s.speculative_method else \
-                ["the number of speculative tokens"] if not s.num_speculative_tokens else []
-        why = (f"a setting the paste does not show ({', '.join(unshown[:-1]) + ' or ' if unshown[:-1] else ''}"
-               f"{unshown[-1]}) or a layout the model does not know") if unshown else \
+        unshown = _unshown_layout_settings(facts, est)
+        why = f"{_not_shown(unshown)} or a layout the model does not know" if unshown else \
             "a layout the model does not know (a drafter's own KV layers, a cache format)"
         return (f"vLLM says its {float(pool):.2f} GiB KV pool holds {int(tokens):,} tokens; with the settings read "
                 f"and assumed the model's layout holds {est.kv_cache_tokens:,} in it — {why}: the fixes it "
@@ -686,15 +679,29 @@ def block_size_disagreement(facts, est: Estimate | None) -> str | None:
     model = est.layout.block_size
     if int(printed) == model:
         return None
-    s = est.settings
-    unshown = (["the KV cache dtype"] if facts.get("kv_cache_dtype") is None else []) + \
-        (["speculative decoding"] if not s.speculative_method else
-         ["the number of speculative tokens"] if not s.num_speculative_tokens else [])
-    why = (f"a setting the paste does not show ({' or '.join(unshown)}) or a state layout the model does not know"
-           if unshown else "a Mamba state or KV cache layout the model does not know")
+    unshown = _unshown_layout_settings(facts, est)
+    why = f"{_not_shown(unshown)} or a state layout the model does not know" if unshown else \
+        "a Mamba state or KV cache layout the model does not know"
     return (f"vLLM set the attention block size to {int(printed):,} tokens so that an attention page holds a Mamba "
             f"state; with the settings read and assumed the model's pages give {model:,} — {why}: the token figures "
             "it re-checks are less certain than vLLM's own numbers")
+
+
+def _unshown_layout_settings(facts, est: Estimate) -> list[str]:
+    """Settings the paste does not state that change what a KV block holds: the KV cache dtype, and for a
+    hybrid model what sizes its Mamba state and the blocks a request takes (MambaSpec: prefix caching's
+    cache mode, the speculative tokens' state blocks and conv rows)."""
+    s = est.settings
+    unshown = ["the KV cache dtype"] if facts.get("kv_cache_dtype") is None else []
+    if est.layout.state_bytes_per_request:
+        unshown += ["prefix caching"] if s.enable_prefix_caching is None and not s.mamba_cache_mode else []
+        unshown += ["speculative decoding"] if not s.speculative_method else \
+            ["the number of speculative tokens"] if not s.num_speculative_tokens else []
+    return unshown
+
+
+def _not_shown(unshown: list[str]) -> str:
+    return f"a setting the paste does not show ({', '.join(unshown[:-1]) + ' or ' if unshown[:-1] else ''}{unshown[-1]})"
 
 
 def no_blocks_disagreement(facts, est: Estimate | None) -> str | None:
