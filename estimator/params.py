@@ -361,7 +361,7 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
             ws.append(_W(part, f"{name}.bias", (mats - 1) * inter + h, kind="bias", layer=i))
         return ws
 
-    if moe is None or not _is_moe_layer(spec, i):
+    if moe is None or not moe.layer_is_moe[i]:     # the spec's one per-layer map (spec.moe_layer_flags)
         inter = spec.intermediate_size
         if moe is not None:
             inter = int(_get(t, "intermediate_size_mlp", default=inter))  # llama4 dense layers
@@ -402,12 +402,6 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
     if t.get("enable_moe_block"):  # gemma-4: a dense MLP runs beside the experts in every layer
         out += dense(spec.intermediate_size, f"{pfx}.mlp")
     return out
-
-
-def _is_moe_layer(spec: ModelSpec, i: int) -> bool:
-    """Layer i's MLP runs as experts: the spec's one per-layer map (spec.moe_layer_flags)."""
-    flags = spec.moe.layer_is_moe if spec.moe else ()
-    return i < len(flags) and flags[i]
 
 
 def _norm_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
