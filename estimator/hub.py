@@ -175,8 +175,11 @@ def _host(endpoint: str) -> str:
 def _as_local_dir(ref: str) -> Path | None:
     """A path to a directory, or None when `ref` is not a local directory at all."""
     p = Path(os.path.expanduser(ref))
-    if p.is_dir():
-        return p
+    try:
+        if p.is_dir():
+            return p
+    except OSError:
+        pass        # a name the file system cannot hold (ENAMETOOLONG, a 100,000-character paste) is no directory
     if ref.startswith(("http://", "https://")):
         return None
     head = ref.split("@", 1)[0]  # revisions may hold slashes: org/name@refs/pr/7
@@ -745,6 +748,11 @@ def catalog_ids() -> list[str]:
 # =============================================================================================
 # Entry point
 # =============================================================================================
+# The longest model reference read: Linux's PATH_MAX for a local directory (a Hub repo id has at most 96
+# characters, huggingface_hub's validate_repo_id).
+MAX_REF_CHARS = 4096
+
+
 def resolve_model(ref: str, *, revision: str | None = None, offline: bool | None = None,
                   token: str | None = None, endpoint: str | None = None, timeout: float = 10.0,
                   cache_dir: str | None = None, retries: int | None = None) -> ModelSource:
@@ -755,6 +763,10 @@ def resolve_model(ref: str, *, revision: str | None = None, offline: bool | None
     if not isinstance(ref, str) or not ref.strip():
         raise ModelNotFound("No model given: name a Hugging Face repo (org/name) or a local directory.")
     ref = ref.strip()
+    if len(ref) > MAX_REF_CHARS:
+        # not echoed: a reply would carry it whole
+        raise ModelNotFound(f"The model reference is {len(ref):,} characters long: a Hugging Face repo id (org/name) "
+                            f"or a local path has at most {MAX_REF_CHARS:,}.")
     local = _as_local_dir(ref)
     if local is not None:
         return _from_local_dir(local)

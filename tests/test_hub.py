@@ -293,6 +293,18 @@ def test_bad_references_are_one_line_errors():
     assert issubclass(ModelNotFound, ModelUnavailable) and issubclass(ModelUnavailable, KvdoctorError)
 
 
+def test_references_the_file_system_cannot_hold_are_one_line_errors():
+    """A path component over 255 characters made Path.is_dir() raise OSError (ENAMETOOLONG), which reached
+    the CLI as "internal error"; a 100,000-character reference (a paste in a form's model field) is not
+    echoed back whole."""
+    with pytest.raises(ModelNotFound) as ei:
+        resolve_model("org/" + "x" * 300, offline=True)
+    assert "\n" not in str(ei.value)
+    with pytest.raises(ModelNotFound) as ei:
+        resolve_model("org/" + "1" * 100_000, offline=True)
+    assert "100,004 characters" in str(ei.value) and len(str(ei.value)) < 200
+
+
 # ------------------------------------------------------------------------------------------------
 # caching
 # ------------------------------------------------------------------------------------------------
