@@ -305,7 +305,7 @@ def parse_version(text: str | None) -> tuple[int, int, int]:
         return parse_version(NEWEST)
     m = _VERSION.search(str(text))
     if not m:
-        raise BadInput(f"cannot read vLLM version {text!r} (expected e.g. 0.7.3)")
+        raise BadInput(f"cannot read vLLM version {_shown(str(text))!r} (expected e.g. 0.7.3)")
     v = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
     if v < (0, 2, 0) and "dev" in str(text) or is_main_build(str(text)):
         return parse_version(NEWEST)        # a build without a release number

@@ -61,6 +61,10 @@ def test_parse_version_forms():
     assert parse_version("latest") == parse_version("nightly") == (0, 34, 0)
     with pytest.raises(BadInput):
         parse_version("stable-ish")
+    # a 50,000-digit "version" (a paste in the field) is not echoed back whole
+    with pytest.raises(BadInput) as ei:
+        parse_version("9" * 50_000)
+    assert "50000 digits" in str(ei.value) and len(str(ei.value)) < 100
 
 
 @pytest.mark.parametrize(
