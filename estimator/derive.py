@@ -659,12 +659,9 @@ def layout_disagreement(facts, est: Estimate | None) -> str | None:
     if tokens and pool and est.profile.engine == "v1" and est.kv_cache_tokens > 0 \
             and est.holds_pool(pool) \
             and abs(est.kv_cache_tokens - int(tokens)) > 0.1 * int(tokens):
-        unshown = _unshown_layout_settings(facts, est)
-        why = f"{_not_shown(unshown)} or a layout the model does not know" if unshown else \
-            "a layout the model does not know (a drafter's own KV layers, a cache format)"
-        return (f"vLLM says its {float(pool):.2f} GiB KV pool holds {int(tokens):,} tokens; with the settings read "
-                f"and assumed the model's layout holds {est.kv_cache_tokens:,} in it — {why}: the fixes it "
-                "re-checks are less certain than vLLM's own numbers")
+        return _layout_differs(facts, est, f"vLLM says its {float(pool):.2f} GiB KV pool holds {int(tokens):,} tokens",
+                               f"the model's layout holds {est.kv_cache_tokens:,} in it", "a layout the model does not know",
+                               "a layout the model does not know (a drafter's own KV layers, a cache format)", "the fixes")
     return None
 
 
@@ -679,12 +676,10 @@ def block_size_disagreement(facts, est: Estimate | None) -> str | None:
     model = est.layout.block_size
     if int(printed) == model:
         return None
-    unshown = _unshown_layout_settings(facts, est)
-    why = f"{_not_shown(unshown)} or a state layout the model does not know" if unshown else \
-        "a Mamba state or KV cache layout the model does not know"
-    return (f"vLLM set the attention block size to {int(printed):,} tokens so that an attention page holds a Mamba "
-            f"state; with the settings read and assumed the model's pages give {model:,} — {why}: the token figures "
-            "it re-checks are less certain than vLLM's own numbers")
+    return _layout_differs(facts, est, f"vLLM set the attention block size to {int(printed):,} tokens so that an "
+                           "attention page holds a Mamba state", f"the model's pages give {model:,}",
+                           "a state layout the model does not know",
+                           "a Mamba state or KV cache layout the model does not know", "the token figures")
 
 
 def _unshown_layout_settings(facts, est: Estimate) -> list[str]:
@@ -700,8 +695,14 @@ def _unshown_layout_settings(facts, est: Estimate) -> list[str]:
     return unshown
 
 
-def _not_shown(unshown: list[str]) -> str:
-    return f"a setting the paste does not show ({', '.join(unshown[:-1]) + ' or ' if unshown[:-1] else ''}{unshown[-1]})"
+def _layout_differs(facts, est: Estimate, said: str, ours: str, layout: str, fallback: str, what: str) -> str:
+    """One sentence for a KV figure vLLM printed that the model's layout does not reproduce: what vLLM said,
+    what the model gives with the settings read and assumed, and what could explain the difference — the
+    settings the paste does not show (_unshown_layout_settings), else a layout the model does not know."""
+    unshown = _unshown_layout_settings(facts, est)
+    shown = ", ".join(unshown[:-1]) + " or " if unshown[:-1] else ""
+    why = f"a setting the paste does not show ({shown}{unshown[-1]}) or {layout}" if unshown else fallback
+    return f"{said}; with the settings read and assumed {ours} — {why}: {what} it re-checks are less certain than vLLM's own numbers"
 
 
 def no_blocks_disagreement(facts, est: Estimate | None) -> str | None:
