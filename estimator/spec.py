@@ -622,8 +622,8 @@ MAX_LAYERS = 10_000
 
 # The counts the weights and KV layout build one entry per layer for (the model's, its MTP modules',
 # its towers')
-_LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_nextn_predict_layers",
-                     "mtp_num_hidden_layers", "depth")
+_NUM_LAYERS_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")   # the model's own, first found
+_LAYER_COUNT_KEYS = _NUM_LAYERS_KEYS + ("num_nextn_predict_layers", "mtp_num_hidden_layers", "depth")
 
 
 def _check_layer_counts(config: dict, text: dict) -> None:
@@ -652,7 +652,7 @@ def spec_from_config(config: dict, model_id: str = "", companions: dict | None =
 
     if mtype == "nemotron_h":
         _nemotron_pattern(text)
-    n = _positive_int(_first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers"))
+    n = _positive_int(_first(text, *_NUM_LAYERS_KEYS))
     if mtype == "nemotron_h" and isinstance(text.get("hybrid_override_pattern"), str):
         n = len(text["hybrid_override_pattern"])      # nemotron_h.py builds one layer per pattern character
     hidden = _positive_int(_first(text, "hidden_size", "n_embd", "d_model", "dim"))
