@@ -72,9 +72,10 @@ NVSWITCH_NCCL_UNTIL = (0, 11, 0)
 NVSWITCH_NCCL_BASE = int(1.16 * GiB)
 NVSWITCH_NCCL_PER_DOUBLING = int(0.44 * GiB)
 NVSWITCH_NCCL_LATE = int(0.60 * GiB)
-# AMD Instinct MI300-class cards (gfx942: MI300X, MI300A, MI325X) in the ROCm builds of vLLM 0.6.0–0.6.4
+# AMD Instinct MI300-class cards (gfx942: MI300X, MI300A, MI325X) in the ROCm builds of vLLM 0.5.5–0.6.4
 # (ROCm 6.1–6.2), which measure with total − free: single-card runs leave 2.0–2.4 GiB less KV cache
-# than the fit (the ROCm blog's two 0.6.2 Llama-3-8B runs 2.36, llm-tracker's 0.6.3 Llama-2-7B 2.03,
+# than the fit (the ROCm blog's two Llama-3-8B runs 2.36, on 0.5.5 by their log lines' file:line and
+# their 08-29 date, the earliest release with such a log; llm-tracker's 0.6.3 Llama-2-7B 2.03;
 # MI300-testing's two 0.6.4 runs 2.25 / 2.01) — and the same llm-tracker run with hipBLASLt turned off
 # got 220 blocks (1.72 GiB) more: hipBLASLt's kernels and workspace, 2.1 GiB (the median). Under tensor
 # parallelism RCCL's buffers over xGMI come on top: 8 × MI300X runs print 8.02 / 9.32 / 9.32 GiB of
@@ -82,7 +83,7 @@ NVSWITCH_NCCL_LATE = int(0.60 * GiB)
 # MI300X run 3.2: 0.72 GiB per rank beside hipBLASLt's (TP 2 3.5, TP 8 7.9 over the fit). W7900
 # (gfx1100) logs of 0.6.4 print 0.34 / 0.44 — no such excess; later releases have too few MI300 logs
 # to say (a 0.16 TP 4 run 1.6 GiB over the fit, a 0.23 single-card run 3 GiB under it).
-ROCM_MI300_FROM = (0, 6, 0)
+ROCM_MI300_FROM = (0, 5, 5)
 ROCM_MI300_UNTIL = (0, 6, 5)
 ROCM_MI300_HIPBLASLT = int(2.1 * GiB)
 ROCM_MI300_RCCL_PER_RANK = int(0.72 * GiB)

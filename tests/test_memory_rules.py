@@ -2272,12 +2272,16 @@ def test_non_torch_stops_growing_past_four_pcie_ranks():
 
 
 def test_early_rocm_builds_add_hipblaslt_and_rccl_on_mi300():
-    """MI300-class cards (gfx942) in vLLM 0.6.0–0.6.4's ROCm builds (non_torch.ROCM_MI300_*): hipBLASLt holds
+    """MI300-class cards (gfx942) in vLLM 0.5.5–0.6.4's ROCm builds (non_torch.ROCM_MI300_*): hipBLASLt holds
     2.1 GiB outside torch, RCCL 0.72 GiB per tensor-parallel rank on top. llm-tracker's MI300X notes
     (vLLM 0.6.3.dev, Llama-2-7b-chat-hf fp16, u 0.9, 4,096 tokens) print 20,186 blocks; the same run with
     hipBLASLt off 20,406 — 220 blocks of 16 × 32 layers × 32 heads × 128 × 2 × 2 B = 8 MiB, 1.72 GiB.
     The fit alone gives 20,446 blocks, with hipBLASLt's 2.1 GiB (268.8 blocks) 20,177: 0.04% from the
-    printed figure. A W7900 (gfx1100) and releases from 0.6.5 keep the fit."""
+    printed figure. The ROCm blog's Llama-3-8B-Instruct run (its log line "gpu_executor.py:121] # GPU blocks:
+    78897" is 0.5.5's, 0.6.x print it at line 122; dated 08-29, six days after 0.5.5) has blocks of
+    16 × 32 layers × 8 heads × 128 × 2 × 2 B = 2 MiB: hipBLASLt's 2.1 GiB is 1,075 of them, which the fit
+    alone would hand to the KV cache (80,104 blocks, 1.5% over). A W7900 (gfx1100), releases before 0.5.5
+    and from 0.6.5 keep the fit."""
     from estimator.non_torch import NON_TORCH_PER_TP_RANK, NON_TORCH_SINGLE, non_torch
     from estimator.vllm import profile_for
 
@@ -2287,7 +2291,9 @@ def test_early_rocm_builds_add_hipblaslt_and_rccl_on_mi300():
 
     assert nt("0.6.3") == NON_TORCH_SINGLE + int(2.1 * GiB)
     assert nt("0.6.3", tp=8) == NON_TORCH_SINGLE + 8 * NON_TORCH_PER_TP_RANK + int(2.1 * GiB) + 8 * int(0.72 * GiB)
-    assert nt("0.6.3", arch="gfx1100") == nt("0.6.5") == nt("0.5.5") == NON_TORCH_SINGLE
+    assert nt("0.6.3", arch="gfx1100") == nt("0.6.5") == nt("0.5.4") == NON_TORCH_SINGLE
+    assert nt("0.5.5") == NON_TORCH_SINGLE + int(2.1 * GiB)
+    assert round(2.1 * GiB / (16 * 32 * 8 * 128 * 2 * 2)) == 1075
     assert round(2.1 * GiB / (16 * 32 * 32 * 128 * 2 * 2), 1) == 268.8
 
     spec = load("meta-llama/Llama-2-7b-chat-hf")
@@ -2298,6 +2304,9 @@ def test_early_rocm_builds_add_hipblaslt_and_rccl_on_mi300():
     assert est.gpu_blocks == pytest.approx(20_186, rel=0.005)
     assert any("MI300-class card: hipBLASLt add about 2.1 GiB" in a for a in est.assumptions)
     assert run_estimate(spec, "MI300X", s.replace(vllm_version="0.6.5")).non_torch_bytes < int(0.5 * GiB)
+    llama3 = load("meta-llama/Meta-Llama-3-8B-Instruct")
+    blog = run_estimate(llama3, "MI300X", EngineSettings(vllm_version="0.5.5", gpu_memory_utilization=0.9))
+    assert blog.gpu_blocks == pytest.approx(78_897, rel=0.005)
 
 
 def test_gemma4_e2b_profile_mlp_is_its_double_wide_one():
