@@ -15,20 +15,16 @@ Releases are those of estimator.vllm.RELEASES.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import sys
-import tarfile
-import urllib.request
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.release_sources import published, release_sources  # noqa: E402
 from estimator.vllm import RELEASES  # noqa: E402
 
-INDEX = "https://pypi.org/pypi/vllm/json"
 OUT = Path(__file__).resolve().parents[1] / "estimator" / "data" / "vllm_architectures.json"
 REGISTRY_FILES = ("vllm/model_executor/models/registry.py", "vllm/model_executor/models/__init__.py",
                   "vllm/model_executor/model_loader.py")
@@ -38,21 +34,8 @@ _REMOVED = re.compile(r"_PREVIOUSLY_SUPPORTED_MODELS\s*=\s*\{.*?\n\}", re.S)
 
 
 def registry_sources(version: str, files: list[dict]) -> dict[str, str]:
-    """The registry files of one release, from its sdist or (when PyPI has none) its smallest wheel."""
-    sdist = [f for f in files if f["packagetype"] == "sdist"]
-    chosen = sdist[0] if sdist else min(files, key=lambda f: f["size"])
-    data = urllib.request.urlopen(urllib.request.urljoin(INDEX, chosen["url"]), timeout=600).read()
-    out = {}
-    if sdist:
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            for member in tar.getmembers():
-                name = member.name.split("/", 1)[-1]
-                if name in REGISTRY_FILES and member.isfile():
-                    out[name] = tar.extractfile(member).read().decode("utf-8", "replace")
-    else:
-        with zipfile.ZipFile(io.BytesIO(data)) as wheel:
-            out = {n: wheel.read(n).decode("utf-8", "replace") for n in wheel.namelist() if n in REGISTRY_FILES}
-    return out
+    """The registry files of one release (bench/release_sources.py)."""
+    return release_sources(files, lambda name: name in REGISTRY_FILES)
 
 
 def architectures(sources: dict[str, str]) -> set[str]:
@@ -70,7 +53,7 @@ def architectures(sources: dict[str, str]) -> set[str]:
 
 def main(argv: list[str]) -> int:
     cache = Path(argv[argv.index("--cache") + 1]) if "--cache" in argv else None
-    published = json.load(urllib.request.urlopen(INDEX, timeout=120))["releases"]
+    releases = published()
     first: dict[str, str] = {}
     last: dict[str, str] = {}
     read = []
@@ -79,7 +62,7 @@ def main(argv: list[str]) -> int:
         if hit and hit.exists():
             sources = json.loads(hit.read_text())
         else:
-            sources = registry_sources(version, published.get(version) or [])
+            sources = registry_sources(version, releases.get(version) or [])
             if hit:
                 hit.write_text(json.dumps(sources))
         names = architectures(sources)

@@ -803,13 +803,18 @@ def kv_pool_from_facts(facts, est: Estimate) -> tuple[int, str] | None:
     if not (tokens and est.profile.engine == "v1" and est.layout.groups):
         return None
     rule, groups = est.profile.capacity_rule, est.layout.groups
+    # before 0.21 the printed count is the blocks' tokens times the decode-context-parallel ranks
+    # (v1/core/kv_cache_utils.py: "Multiplying the GPU KV cache size by the dcp_world_size"), as
+    # memory.estimate gives it
+    cp = dcp_ranks(est.profile, est.settings)
+    per_rank = f" ÷ {cp} decode-context-parallel ranks" if cp > 1 else ""
     if rule == "v1_blocks":
-        blocks = int(tokens) // bs
-        how = f"{int(tokens):,} tokens ÷ {bs} per block × {mib}"
+        blocks = int(tokens) // cp // bs
+        how = f"{int(tokens):,} tokens{per_rank} ÷ {bs} per block × {mib}"
     elif rule == "v1_groups":
         smallest = min(g.block_size for g in groups)
-        blocks = int(tokens) // smallest * len(groups)
-        how = f"{int(tokens):,} tokens ÷ {smallest} per block × {len(groups)} KV groups × {mib}"
+        blocks = int(tokens) // cp // smallest * len(groups)
+        how = f"{int(tokens):,} tokens{per_rank} ÷ {smallest} per block × {len(groups)} KV groups × {mib}"
     else:
         length = est.max_model_len
         # the estimate's own blocks per request (its Mamba states and speculative blocks included)

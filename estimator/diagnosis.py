@@ -411,9 +411,16 @@ def diagnose(text: str, *, model: str | None = None, gpu: str | None = None, vll
     elif kind == "kv_capacity_v1" or facts.extra.get("engine") == "v1":
         engine = "v1"
     assumptions: list[str] = []
+    stated = version
     version, note = modelled_version(version, facts.extra.get("version_hint"), engine, posted)
     if note:
         assumptions.append(note)
+    lines = facts.extra.get("log_line_releases")
+    if lines and not stated:
+        first, last, agree, example = lines
+        span = first if first == last else f"{first}–{last}"
+        assumptions.append(f"the log's file:line prefixes ([{example}] …) match vLLM {span}'s code: "
+                           f"{'that line is' if agree == 1 else f'{agree} of its lines are'} logged at those lines there")
     missing: list[str] = []
     model_ref = model or facts.get("model")
     card_ref = gpu_ref(facts, gpu)

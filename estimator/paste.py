@@ -33,6 +33,7 @@ from estimator import flags as _flags
 from estimator import paste_prose as _prose
 from estimator import paste_tables as _tables
 from estimator import paste_templates as _tpl
+from estimator.log_sites import log_line_releases
 from estimator.paste_cpu import read_cpu_backend
 from estimator.paste_engines import VLLM_SHOWN, foreign_engine
 from estimator.paste_text import (
@@ -573,10 +574,31 @@ def _read(raw: str) -> Facts:
     if "default in v0.19" in low and _search(_GRAPH_OPT_IN_ON, text) is not None:
         hints.append(("0.18.0", "0.20.0"))
     _capacity_rule_hint(facts, hints)
-    hint = (_intersect(hints + figure_hints) if figure_hints else None) or _intersect(hints)
+    hint = _version_hint(raw, hints, figure_hints, extra)
     if hint:
         extra["version_hint"] = hint
     return facts
+
+
+def _version_hint(raw: str, hints: list, figure_hints: list, extra: dict) -> tuple[str, str | None] | None:
+    """The releases the paste's wording, its log lines' file:line prefixes (log_sites) and how it prints
+    figures allow, in that order of strength: each weaker sign is dropped where it contradicts the
+    stronger ones (a fork's moved lines, a figure printed as another release prints it)."""
+    lines = log_line_releases(raw)
+    signs = [_half_open(lines[0], lines[1])] if lines else []
+    for group in (hints + signs + figure_hints, hints + signs, hints + figure_hints, hints):
+        hint = _intersect(group) if group else None
+        if hint:
+            if lines and signs[0] in group:
+                extra["log_line_releases"] = list(lines)
+            return hint
+    return None
+
+
+def _half_open(first: str, last: str) -> tuple[str, str | None]:
+    """[first, the release after last) — a hint's form; open-ended when last is the newest release."""
+    i = _RELEASES.index(last) if last in _RELEASES else len(_RELEASES) - 1
+    return first, (_RELEASES[i + 1] if i + 1 < len(_RELEASES) else None)
 
 
 def _capacity_rule_hint(facts, hints: list) -> None:

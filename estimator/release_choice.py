@@ -159,7 +159,8 @@ def assumed_version(hint, engine: str | None, posted: str | None = None) -> tupl
                 # multimodal models differently (vllm.V0_TEXT_ONLY_DUMMY)
                 return str(hi), (f"version not stated; the V0 message format{dated} to vLLM {lo}–{hi}: "
                                  f"modelled as {hi}")
-            return str(lo), f"version not stated; the V0 message format points to vLLM ≥ {lo}: modelled as {lo}"
+            span = str(lo) if hi == lo else f"≥ {lo}"
+            return str(lo), f"version not stated; the V0 message format points to vLLM {span}: modelled as {lo}"
         return V0_ASSUMED, (f"the message format is vLLM's V0 engine; version not stated, so V0 rules of "
                             f"{V0_ASSUMED} (the last release where V0 was the default)")
     if hi:

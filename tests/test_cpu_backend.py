@@ -12,6 +12,7 @@ import pytest
 from estimator.diagnosis import diagnose
 from estimator.paste import read_paste
 from estimator.paste_cpu import read_cpu_backend
+from estimator.vllm import NEWEST
 
 # the V0 CPU worker's message (vllm/worker/cpu_worker.py _validate_num_cpu_blocks); the model is the
 # one the public report (opea-project/GenAIExamples#1762) served
@@ -264,10 +265,15 @@ def test_the_oom_killer_on_a_cpu_run_weighs_the_kv_space():
     text = ("$ VLLM_CPU_KVCACHE_SPACE=40 vllm serve Qwen/Qwen2.5-14B-Instruct --max-model-len 32768\n"
             "INFO 10-02 10:11:12 [__init__.py:216] Automatically detected platform cpu.\n"
             "Killed\n")
-    d = diagnose(text, offline=True)
+    # "[__init__.py:216] Automatically detected platform" is 0.10.2–0.11.0's line (log_sites); the
+    # newest release's words first, then the paste's own release's
+    d = diagnose(text, offline=True, vllm_version=NEWEST)
     assert d is not None and d.error_kind == "other"
     # 14,770,033,664 parameters × 2 B + the 8 MiB rotary cache = 29,548,455,936 B = 27.52 GiB beside 40 GiB
     assert "27.52 GiB of weights" in d.summary and "a 40 GiB KV cache (set by VLLM_CPU_KVCACHE_SPACE)" in d.summary
+    own = diagnose(text, offline=True)
+    assert "a 40 GiB KV cache (set by VLLM_CPU_KVCACHE_SPACE=40 in the paste)" in own.summary
+    assert own.suggestions[0]["flags"] == "VLLM_CPU_KVCACHE_SPACE=6"
     # 48 layers × 8 × 128 × 2 × 2 B = 196,608 B per token; 256 blocks × 128 × 196,608 B = 6 GiB for 32,768
     fix = d.suggestions[0]
     assert fix["flags"] == "VLLM_CPU_KVCACHE_SPACE=6" and "frees 34 GiB" in fix["why"]

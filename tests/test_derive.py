@@ -13,6 +13,7 @@ import pytest
 from estimator.diagnosis import diagnose
 from estimator.paste import read_paste
 from estimator.render import render_markdown
+from estimator.vllm import NEWEST
 
 GiB = 2**30
 
@@ -896,6 +897,12 @@ def test_a_decode_context_parallel_runs_tokens_are_dcp_times_its_pool():
     pool = d.derived["figures"]["kv_pool"]["value"]
     assert pool / GiB == pytest.approx(38.63, rel=0.01)
     assert "262,144 tokens ÷ 2 decode-context-parallel ranks × 48,128 B" in d.derived["figures"]["kv_needed"]["how"]
+    # the test plan's lines are 0.10.2's (kv_cache_utils.py 859/864/868: log_sites), whose "GPU KV cache
+    # size" is blocks × 16 × dcp (no concurrency × max_model_len yet): the same pool, read that way
+    assert d.estimate["settings"]["vllm_version"] == "0.10.2"
+    assert "1,723,584 tokens ÷ 2 decode-context-parallel ranks ÷ 16 per block" in d.derived["figures"]["kv_pool"]["how"]
+    newest = diagnose(text, offline=True, explain=True, vllm_version=NEWEST)
+    assert newest.derived["figures"]["kv_pool"]["value"] / GiB == pytest.approx(38.63, rel=0.01)
 
 
 def test_a_total_is_torchs_own_only_where_a_template_or_pytorchs_oom_prints_it():

@@ -27,7 +27,7 @@ from estimator.diagnosis import diagnose
 from estimator.gpus import lookup_gpu
 from estimator.memory import estimate, rerun
 from estimator.render import breakdown_rows
-from estimator.vllm import EngineSettings, parse_flags
+from estimator.vllm import NEWEST, EngineSettings, parse_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "examples" / "seed-post.txt"
@@ -1667,11 +1667,17 @@ def test_a_headline_fix_that_needs_more_gpus_says_so():
     text = ("Running on a single L40S:\nvllm serve meta-llama/Llama-3.1-70B-Instruct --max-model-len 32768\n"
             + LOAD_OOM.replace("93.09 GiB of which 739.81 MiB", "44.39 GiB of which 539.81 MiB")
             .replace("92.34 GiB memory in use", "43.84 GiB memory in use").replace("91.68 GiB is allocated", "43.18 GiB is allocated"))
-    d = diagnose(text, offline=True)
+    # on a release without bitsandbytes (0.28+) only TP 4 holds it
+    d = diagnose(text, offline=True, vllm_version=NEWEST)
     assert d.error_kind == "cuda_oom_load"
     assert [s["flags"] for s in d.suggestions] == ["--tensor-parallel-size 4"]
     assert "Change to make: `--tensor-parallel-size 4` (fits" in d.summary
     assert "; needs 4 GPUs, more than the 1 of this setup)." in d.summary
+    # the paste's "[linear.py:210] Failed to create unquantized linear weights" is 0.11.0's line (log_sites),
+    # where a 4-bit bitsandbytes load fits the one card first
+    own = diagnose(text, offline=True)
+    assert [s["flags"] for s in own.suggestions] == [
+        "--quantization bitsandbytes --load-format bitsandbytes --max-model-len 6144", "--tensor-parallel-size 4"]
 
 
 def test_the_full_context_plan_counts_every_gpu_it_takes():

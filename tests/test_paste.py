@@ -10,6 +10,12 @@ import pytest
 
 from estimator.paste import ERROR_KINDS, FACT_KEYS, Fact, Facts, read_paste
 
+
+def unlined(text: str) -> str:
+    """The paste with its log prefixes moved to line 1, where no release logs anything: what its wording
+    alone dates, without the file:line evidence (estimator/log_sites.py) of the lines it quotes."""
+    return re.sub(r"(\.py):\d+\]", r"\1:1]", text)
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 SEED = SHARED / "corpus" / "seed-post.txt"
 
@@ -253,9 +259,11 @@ def test_the_engine_start_up_time_line_dates_the_release():
     still holding the release the paste states. The line says nothing about memory: no start-up log alone."""
     old = "INFO 08-12 22:32:20 [llm_engine.py:424] init engine (profile, create kv cache, warmup model) took 11.33 seconds\n"
     new = "(EngineCore pid=1) INFO 09-01 10:00:00 [core.py:337] init engine (profile, create kv cache, warmup model) took {}\n"
-    assert read_paste(old).extra["version_hint"] == ("0.8.0", "0.19.1")
-    assert read_paste(new.format("140.65 s")).extra["version_hint"] == ("0.20.0", None)
-    assert read_paste(new.format("212.68 s (compilation: 13.01 s)")).extra["version_hint"] == ("0.20.0", None)
+    assert read_paste(unlined(old)).extra["version_hint"] == ("0.8.0", "0.19.1")
+    assert read_paste(unlined(new.format("140.65 s"))).extra["version_hint"] == ("0.20.0", None)
+    assert read_paste(unlined(new.format("212.68 s (compilation: 13.01 s)"))).extra["version_hint"] == ("0.20.0", None)
+    # with its line: llm_engine.py logs it at 424 in 0.10.0 only (447 in 0.8.0, 428 in 0.9.2, 417 in 0.10.1)
+    assert read_paste(old).extra["version_hint"] == ("0.10.0", "0.10.0")
     assert read_paste(old).get("error_kind") is None
 
 
@@ -276,8 +284,11 @@ def test_actual_usage_report_dates_the_release():
               "Current kv cache memory in use is 10.64 GiB.")
 
     def hint(text):
-        return read_paste(text).extra.get("version_hint")
+        return read_paste(unlined(text)).extra.get("version_hint")
 
+    # with its line: the 0.10.2 wheel's gpu_worker.py logs the report (`logger.info(msg)`, msg = f"Free memory
+    # on device …") at line 391, which dates even the excerpt cut after the parts
+    assert read_paste(head.format(level="INFO") + parts).extra["version_hint"] == ("0.10.2", "0.10.2")
     assert hint(head.format(level="INFO") + parts + in_bytes) == ("0.10.2", "0.10.2")
     f = read_paste(head.format(level="INFO") + parts + in_bytes)
     assert round(f.get("kv_cache_gib"), 2) == 10.64              # 11,423,138,508 B / 2^30
@@ -984,7 +995,10 @@ def test_a_compose_prefixed_v0_traceback_and_a_named_version():
     # the same said without the "v"
     assert read_paste("Unable to run Qwen2.5 model in 0.6.4.post1 version, error below\n").get("vllm_version") == "0.6.4.post1"
     assert f.extra.get("engine") == "v0"                      # vllm/worker/worker.py is V0's worker
-    assert f.extra.get("version_hint") == ("0.1.0", "0.7.3")  # the "INFO 11-18 18:07:28 file.py:N]" prefix
+    # the "INFO 11-18 18:07:28 file.py:N]" prefix
+    assert read_paste(unlined(COMPOSE_V0)).extra.get("version_hint") == ("0.1.0", "0.7.3")
+    # and its line: multiprocessing/engine.py logs `logger.exception(e)` at 366 in 0.6.4–0.6.6 (the title's 0.6.4)
+    assert f.extra.get("version_hint") == ("0.6.4", "0.6.6")
 
 
 def test_the_failing_tracebacks_engine_outranks_another_commands_env():
@@ -1125,14 +1139,16 @@ def test_capacity_and_concurrency_that_disagree_date_the_paste_before_0_21():
              "120,000 tokens per request: {c}x\n")
     from estimator.vllm import parse_version
 
-    hybrid = read_paste(lines.format(n="75,840", c="2.48")).extra.get("version_hint")
+    hybrid = read_paste(unlined(lines.format(n="75,840", c="2.48"))).extra.get("version_hint")
     assert hybrid is not None and hybrid[1] is not None and parse_version(hybrid[1]) < (0, 21, 0)
-    agree = read_paste(lines.format(n="297,600", c="2.48")).extra.get("version_hint")
+    agree = read_paste(unlined(lines.format(n="297,600", c="2.48"))).extra.get("version_hint")
     assert agree is None or agree[1] is None or parse_version(agree[1]) >= (0, 21, 0)
+    # the lines themselves (kv_cache_utils.py 1229 and 1234) are 0.11.1–0.11.2's, whatever the figures
+    assert read_paste(lines.format(n="297,600", c="2.48")).extra.get("version_hint") == ("0.11.1", "0.11.2")
     # int() truncation at a short context: 6,429 / 64 = 100.45 beside 100.46× is 0.21+'s own rounding
     short = ("INFO [kv_cache_utils.py:1229] GPU KV cache size: 6,429 tokens\n"
              "INFO [kv_cache_utils.py:1234] Maximum concurrency for 64 tokens per request: 100.46x\n")
-    hint = read_paste(short).extra.get("version_hint")
+    hint = read_paste(unlined(short)).extra.get("version_hint")
     assert hint is None or hint[1] is None or parse_version(hint[1]) >= (0, 21, 0)
 
 
@@ -1669,13 +1685,17 @@ def test_a_variable_vllms_own_log_line_names_is_not_the_runs_environment():
     assert user.extra["env"] == {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}
     # that opt-in line is 0.18.0–0.19.1's: the 0.19.1 wheel's gpu_worker.py still prints it, 0.20.0 does not;
     # so is the line of a run that opted in, while "is equivalent to" alone is any release from 0.18
-    assert read_paste(log).extra["version_hint"] == ("0.18.0", "0.19.1")
+    assert read_paste(unlined(log)).extra["version_hint"] == ("0.18.0", "0.19.1")
+    # with its line: the 0.19.x wheels' gpu_worker.py log "In v0.19, …" at 470, 0.18.x's at 490
+    assert read_paste(log).extra["version_hint"] == ("0.19.0", "0.19.1")
     equivalent = ("The current --gpu-memory-utilization=0.9000 is equivalent to --gpu-memory-utilization=0.8384 without "
                   "CUDA graph memory profiling. To maintain the same effective KV cache size as before, increase "
                   "--gpu-memory-utilization to 0.9616.")
     opted_in = ("INFO 04-17 02:01:15 [gpu_worker.py:472] CUDA graph memory profiling is enabled "
                 "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1). This will become the default in v0.19. " + equivalent)
-    assert read_paste(opted_in).extra["version_hint"] == ("0.18.0", "0.19.1")
+    assert read_paste(unlined(opted_in)).extra["version_hint"] == ("0.18.0", "0.19.1")
+    # "CUDA graph memory profiling is enabled" is logged at 472 by 0.18.x's gpu_worker.py (452 by 0.19.x)
+    assert read_paste(opted_in).extra["version_hint"] == ("0.18.0", "0.18.1")
     assert read_paste(equivalent).extra["version_hint"] == ("0.18.0", None)
 
 
