@@ -33,11 +33,6 @@ _OLD_REGISTRY = re.compile(r"_MODEL_REGISTRY\s*=\s*\{(.*?)\}", re.S)  # 0.1.x: "
 _REMOVED = re.compile(r"_PREVIOUSLY_SUPPORTED_MODELS\s*=\s*\{.*?\n\}", re.S)
 
 
-def registry_sources(version: str, files: list[dict]) -> dict[str, str]:
-    """The registry files of one release (bench/release_sources.py)."""
-    return release_sources(files, lambda name: name in REGISTRY_FILES)
-
-
 def architectures(sources: dict[str, str]) -> set[str]:
     names: set[str] = set()
     for name, text in sources.items():
@@ -62,7 +57,7 @@ def main(argv: list[str]) -> int:
         if hit and hit.exists():
             sources = json.loads(hit.read_text())
         else:
-            sources = registry_sources(version, releases.get(version) or [])
+            sources = release_sources(releases.get(version) or [], lambda name: name in REGISTRY_FILES)
             if hit:
                 hit.write_text(json.dumps(sources))
         names = architectures(sources)
