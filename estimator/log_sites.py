@@ -10,7 +10,9 @@ The table (estimator/data/vllm_log_sites.json.gz, built by bench/log_sites_table
 releases' published sources) lists every logging call of every release: file name, line, the start
 of its message. A log line votes for the releases whose file of that name logs a message with that
 start at that line; the releases with the most votes are the answer. A line no release has (a build
-of main, a fork, a plugin's own file) votes for none, so one moved line does not empty the answer.
+of main, a fork, a plugin's own file) votes for none, so one moved line does not empty the answer; but
+a message that those releases do not log anywhere in that file is a build between releases, and then
+the lines date nothing.
 """
 
 from __future__ import annotations
@@ -81,22 +83,15 @@ def _logs(key: str, said: str) -> bool:
     return said.startswith(key) or (len(said) >= 12 and key.startswith(said))
 
 
-def _releases_of(name: str, line: str, said: str) -> set[int]:
-    """Indices of the releases whose file `name` logs a message starting like `said` at `line`."""
+def _releases(name: str, said: str, line: str | None = None) -> set[int]:
+    """Indices of the releases whose file `name` logs a message starting like `said` at `line`, or
+    (`line` None) at any line — where a message whose literal start is empty (`logger.info("%s", x)`)
+    says nothing."""
+    lines = _file_lines(name)
     out: set[int] = set()
-    for key, runs in _file_lines(name).get(line, ()):
-        if _logs(key, said):
-            out |= _indices(runs)
-    return out
-
-
-def _releases_with(name: str, said: str) -> set[int]:
-    """Indices of the releases whose file `name` logs that message at any line (messages whose literal
-    start is empty — `logger.info("%s", x)` — say nothing here)."""
-    out: set[int] = set()
-    for sites in _file_lines(name).values():
+    for sites in ([lines.get(line, ())] if line is not None else lines.values()):
         for key, runs in sites:
-            if key and _logs(key, said):
+            if (key or line is not None) and _logs(key, said):
                 out |= _indices(runs)
     return out
 
@@ -121,7 +116,7 @@ def log_line_releases(text: str) -> tuple[str, str, int, str] | None:
             if name not in files or (name, line, said[:KEY_CHARS]) in seen:
                 continue
             seen.add((name, line, said[:KEY_CHARS]))
-            tags.append((f"{name}:{line}", name, said, _releases_of(name, line, said)))
+            tags.append((f"{name}:{line}", name, said, _releases(name, said, line)))
             if len(seen) >= MAX_LINES:
                 break
     except TimeoutError:
@@ -135,7 +130,7 @@ def log_line_releases(text: str) -> tuple[str, str, int, str] | None:
     top = max(votes.values())
     best = sorted(i for i, n in votes.items() if n == top)
     for _tag, name, said, found in tags:
-        if not found & set(best) and (known := _releases_with(name, said)) and not known & set(best):
+        if not found & set(best) and (known := _releases(name, said)) and not known & set(best):
             return None
     example = next(tag for tag, *_, found in tags if best[0] in found)
     return releases[best[0]], releases[best[-1]], top, example

@@ -59,6 +59,16 @@ def test_a_line_no_release_has_does_not_outvote_the_rest():
     assert log_line_releases(moved + LOAD + VISION)[:3] == ("0.8.4", "0.8.4", 2)
 
 
+def test_a_message_the_voted_releases_never_log_is_a_build_between_releases():
+    # "GPU KV cache size" at kv_cache_utils.py:864 is 0.10.2's line; "Auto-fit max_model_len" is logged by
+    # that file only from 0.14.0 (the wheels): a log with both ran code of neither, and dates nothing
+    size = "INFO [kv_cache_utils.py:864] GPU KV cache size: 1,723,584 tokens\n"
+    auto_fit = ("INFO [kv_cache_utils.py:1500] Auto-fit max_model_len: reduced from 262144 to 40960 to fit in "
+                "available GPU memory\n")
+    assert log_line_releases(size)[:2] == ("0.10.2", "0.10.2")
+    assert log_line_releases(size + auto_fit) is None
+
+
 def test_message_key_stops_at_the_first_placeholder():
     assert message_key("Starting to load model %s...") == "Starting to load model"
     assert message_key("GPU KV cache size: {num_tokens:,} tokens") == "GPU KV cache size:"
