@@ -73,13 +73,20 @@ def _file_lines(name: str) -> dict:
     return json.loads(_table()[1][name])
 
 
+def _plain(text: str) -> str:
+    """Whitespace collapsed and backticks dropped: the paste reader's clean text turns a message's
+    backticks ("Current `vllm-flash-attn` has a bug") into spaces, as markdown eats them."""
+    return " ".join(text.replace("`", " ").split())
+
+
 def _said(message: str) -> str:
-    return " ".join(_CUT.sub("", _ANSI.sub("", message)).split())
+    return _plain(_CUT.sub("", _ANSI.sub("", message)))
 
 
 def _logs(key: str, said: str) -> bool:
     """Does a logging call whose message starts with `key` print `said`? A key as long as the table
     keeps, or the paste's message cut short ("[…truncated]")."""
+    key = _plain(key)
     return said.startswith(key) or (len(said) >= 12 and key.startswith(said))
 
 

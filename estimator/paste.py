@@ -574,17 +574,18 @@ def _read(raw: str) -> Facts:
     if "default in v0.19" in low and _search(_GRAPH_OPT_IN_ON, text) is not None:
         hints.append(("0.18.0", "0.20.0"))
     _capacity_rule_hint(facts, hints)
-    hint = _version_hint(raw, hints, figure_hints, extra)
+    hint = _version_hint(pt.clean, hints, figure_hints, extra)
     if hint:
         extra["version_hint"] = hint
     return facts
 
 
-def _version_hint(raw: str, hints: list, figure_hints: list, extra: dict) -> tuple[str, str | None] | None:
-    """The releases the paste's wording, its log lines' file:line prefixes (log_sites) and how it prints
-    figures allow, in that order of strength: each weaker sign is dropped where it contradicts the
-    stronger ones (a fork's moved lines, a figure printed as another release prints it)."""
-    lines = log_line_releases(raw)
+def _version_hint(clean: str, hints: list, figure_hints: list, extra: dict) -> tuple[str, str | None] | None:
+    """The releases the paste's wording, its log lines' file:line prefixes (log_sites, read in the clean
+    text: Slack's links and HTML unwrapped) and how it prints figures allow, in that order of strength:
+    each weaker sign is dropped where it contradicts the stronger ones (a fork's moved lines, a figure
+    printed as another release prints it)."""
+    lines = log_line_releases(clean)
     signs = [_half_open(lines[0], lines[1])] if lines else []
     for group in (hints + signs + figure_hints, hints + signs, hints + figure_hints, hints):
         hint = _intersect(group) if group else None

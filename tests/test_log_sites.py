@@ -112,6 +112,17 @@ def test_the_paste_reader_narrows_the_version_and_diagnose_says_why():
     assert "modelled as 0.8.0" in plain and "text-only prompt" in plain
 
 
+def test_slack_links_and_discourse_html_around_the_lines_are_read_through():
+    # Slack links "model_runner.py" as a domain (.py is Paraguay's) and sends `<http://…|…>`; Discourse
+    # sends HTML with the backticks as <code>: the reader's clean text unwraps both
+    slack = LOAD.replace("[model_runner.py:1110]", "[<http://model_runner.py|model_runner.py>:1110]") + \
+        VISION.replace("[vision.py:93]", "[<http://vision.py|vision.py>:93]")
+    assert read_paste(slack).extra["log_line_releases"][:2] == ["0.8.4", "0.8.4"]
+    html = "<p>" + LOAD.strip() + "</p>\n<p>" + VISION.strip().replace("`vllm-flash-attn`",
+                                                                         "<code>vllm-flash-attn</code>") + "</p>\n"
+    assert read_paste(html).extra["log_line_releases"][:3] == ["0.8.4", "0.8.4", 2]
+
+
 def test_lines_that_contradict_the_wording_are_dropped():
     # "GPU KV cache size: N tokens, Maximum concurrency …" on one line is 0.28+ wording; a model_runner
     # line of 0.7–0.8 beside it (a fork, a quoted older log) does not move the version
