@@ -128,8 +128,13 @@ def log_line_releases(text: str) -> tuple[str, str, int, str] | None:
                 break
     except TimeoutError:
         pass
+    # one vote per file:line, whatever it printed there: a traceback that vLLM logs line by line from one
+    # call ("[engine.py:448]   File …" ten times) is one logging call, not ten
+    at: dict[str, set[int]] = {}
+    for tag, _name, _said_there, found in tags:
+        at.setdefault(tag, set()).update(found)
     votes: dict[int, int] = {}
-    for *_, found in tags:
+    for found in at.values():
         for i in found:
             votes[i] = votes.get(i, 0) + 1
     if not votes:
@@ -139,5 +144,5 @@ def log_line_releases(text: str) -> tuple[str, str, int, str] | None:
     for _tag, name, said, found in tags:
         if not found & set(best) and (known := _releases(name, said)) and not known & set(best):
             return None
-    example = next(tag for tag, *_, found in tags if best[0] in found)
+    example = next(tag for tag, found in at.items() if best[0] in found)
     return releases[best[0]], releases[best[-1]], top, example

@@ -69,6 +69,17 @@ def test_a_message_the_voted_releases_never_log_is_a_build_between_releases():
     assert log_line_releases(size + auto_fit) is None
 
 
+def test_a_traceback_logged_line_by_line_is_one_vote():
+    # multiprocessing/engine.py logs `logger.exception(e)` at 366 in 0.6.4–0.6.6 (448 in 0.8.x): each line
+    # of the traceback carries that prefix, but it is one logging call — five of them do not outvote two
+    # other lines that agree on 0.8.4
+    traceback = "".join(f"ERROR 11-18 18:07:28 [engine.py:366] {part}\n" for part in (
+        "Traceback (most recent call last):", '  File "/usr/lib/vllm/engine.py", line 1, in run',
+        "    raise ValueError(", "ValueError: no", "  During handling"))
+    assert log_line_releases(traceback)[:3] == ("0.6.4", "0.6.6", 1)
+    assert log_line_releases(traceback + LOAD + VISION)[:3] == ("0.8.4", "0.8.4", 2)
+
+
 def test_message_key_stops_at_the_first_placeholder():
     assert message_key("Starting to load model %s...") == "Starting to load model"
     assert message_key("GPU KV cache size: {num_tokens:,} tokens") == "GPU KV cache size:"
