@@ -69,8 +69,10 @@ def _indices(runs: list) -> set[int]:
 
 @lru_cache(maxsize=256)
 def _file_lines(name: str) -> dict:
-    """One file's logging lines, decoded when a paste first names the file."""
-    return json.loads(_table()[1][name])
+    """One file's logging lines, decoded when a paste first names the file, their keys as _plain
+    compares them."""
+    return {line: [(_plain(key), runs) for key, runs in sites]
+            for line, sites in json.loads(_table()[1][name]).items()}
 
 
 def _plain(text: str) -> str:
@@ -80,26 +82,40 @@ def _plain(text: str) -> str:
 
 
 def _said(message: str) -> str:
-    return _plain(_CUT.sub("", _ANSI.sub("", message)))
+    """What a log line printed, as far as a key can tell it apart (KEY_CHARS)."""
+    return _plain(_CUT.sub("", _ANSI.sub("", message)))[:KEY_CHARS]
 
 
 def _logs(key: str, said: str) -> bool:
     """Does a logging call whose message starts with `key` print `said`? A key as long as the table
     keeps, or the paste's message cut short ("[…truncated]")."""
-    key = _plain(key)
     return said.startswith(key) or (len(said) >= 12 and key.startswith(said))
+
+
+@lru_cache(maxsize=256)
+def _file_keys(name: str) -> dict[str, frozenset[int]]:
+    """One file's messages, each with every release that logs it at some line (messages whose literal
+    start is empty — `logger.info("%s", x)` — say nothing here, and are left out)."""
+    out: dict[str, set[int]] = {}
+    for sites in _file_lines(name).values():
+        for key, runs in sites:
+            if key:
+                out.setdefault(key, set()).update(_indices(runs))
+    return {key: frozenset(found) for key, found in out.items()}
 
 
 def _releases(name: str, said: str, line: str | None = None) -> set[int]:
     """Indices of the releases whose file `name` logs a message starting like `said` at `line`, or
-    (`line` None) at any line — where a message whose literal start is empty (`logger.info("%s", x)`)
-    says nothing."""
-    lines = _file_lines(name)
+    (`line` None) at any line (_file_keys)."""
     out: set[int] = set()
-    for sites in ([lines.get(line, ())] if line is not None else lines.values()):
-        for key, runs in sites:
-            if (key or line is not None) and _logs(key, said):
-                out |= _indices(runs)
+    if line is None:
+        for key, found in _file_keys(name).items():
+            if _logs(key, said):
+                out |= found
+        return out
+    for key, runs in _file_lines(name).get(line, ()):
+        if _logs(key, said):
+            out |= _indices(runs)
     return out
 
 
@@ -120,9 +136,9 @@ def log_line_releases(text: str) -> tuple[str, str, int, str] | None:
         for m in _LOG_LINE.finditer(text[:400_000], timeout=budget(0.2)):
             name, line = m.group("path").rsplit("/", 1)[-1], m.group("line")
             said = _said(m.group("msg"))
-            if name not in files or (name, line, said[:KEY_CHARS]) in seen:
+            if name not in files or (name, line, said) in seen:
                 continue
-            seen.add((name, line, said[:KEY_CHARS]))
+            seen.add((name, line, said))
             tags.append((f"{name}:{line}", name, said, _releases(name, said, line)))
             if len(seen) >= MAX_LINES:
                 break

@@ -89,6 +89,11 @@ def test_message_key_stops_at_the_first_placeholder():
 
 def test_hostile_input_costs_little():
     t = time.perf_counter()
+    # 299 lines at lines no release logs at, each with a message the file logs elsewhere: every one is
+    # checked against the file's messages, once per message (log_sites._file_keys)
+    size = "INFO [kv_cache_utils.py:864] GPU KV cache size: 1,723,584 tokens\n"
+    moved = "".join(f"INFO [gpu_model_runner.py:{9000 + i}] Model loading took {i} GiB\n" for i in range(299))
+    assert log_line_releases(size + moved)[:2] == ("0.10.2", "0.10.2")
     assert log_line_releases("[a.py:1]" * 200_000) is None
     assert log_line_releases(("x.py:1] " + "a" * 300 + "\n") * 5_000) is None
     assert log_line_releases("\x00\xff" * 100_000 + ".py:") is None
