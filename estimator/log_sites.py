@@ -20,13 +20,13 @@ from __future__ import annotations
 import gzip
 import json
 from functools import lru_cache
-from pathlib import Path
+from importlib import resources
 
 import regex
 
 from estimator.paste_text import budget
 
-_TABLE = Path(__file__).with_name("data") / "vllm_log_sites.json.gz"
+_TABLE = "data/vllm_log_sites.json.gz"      # in the package, read as vllm._registry_spans reads its table
 # a log prefix's "file.py:N]" — after "[" (0.8.0+) or after the time stamp's space (before 0.8.0;
 # 0.11+ may print a shortened path, "v1/worker/gpu_worker.py") — and the message after it
 _LOG_LINE = regex.compile(r"(?:(?<=\[)|(?<=\d ))(?P<path>[\w./-]{1,160}\.py):(?P<line>\d{1,6})\]"
@@ -54,7 +54,7 @@ def message_key(text: str) -> str:
 @lru_cache(maxsize=1)
 def _table() -> tuple[tuple[str, ...], dict]:
     try:
-        data = json.loads(gzip.decompress(_TABLE.read_bytes()))
+        data = json.loads(gzip.decompress(resources.files("estimator").joinpath(_TABLE).read_bytes()))
     except (OSError, ValueError):
         return (), {}
     return tuple(data["releases_read"]), data["files"]

@@ -54,6 +54,7 @@ from estimator.vllm import (
     EXTENSIBLE_KV_CACHE_FROM,
     QUANT_METHOD_REMOVED,
     RELEASES,
+    next_release,
     version_text,
 )
 
@@ -598,8 +599,7 @@ def _version_hint(clean: str, hints: list, figure_hints: list, extra: dict) -> t
 
 def _half_open(first: str, last: str) -> tuple[str, str | None]:
     """[first, the release after last) — a hint's form; open-ended when last is the newest release."""
-    i = _RELEASES.index(last) if last in _RELEASES else len(_RELEASES) - 1
-    return first, (_RELEASES[i + 1] if i + 1 < len(_RELEASES) else None)
+    return first, next_release(last)
 
 
 def _capacity_rule_hint(facts, hints: list) -> None:

@@ -165,15 +165,18 @@ def next_minor_release(release: str) -> str | None:
     return min(later, key=parse_version) if later else None
 
 
+def next_release(release: str) -> str | None:
+    """The release after `release` in RELEASES (None after the newest, or for a name not in it)."""
+    names = [v for v, _published in RELEASES]
+    i = names.index(release) if release in names else len(names)
+    return names[i + 1] if i + 1 < len(names) else None
+
+
 def release_after(day: str | None) -> str | None:
     """The first release published after `day`: the one that shipped main as it was on that day
     (None when no release came later: main then is newer than every profile, i.e. NEWEST)."""
     then = release_at(day)
-    if not then:
-        return None
-    names = [v for v, _published in RELEASES]
-    i = names.index(then)
-    return names[i + 1] if i + 1 < len(names) else None
+    return next_release(then) if then else None
 
 
 def release_day(version: str | None) -> str | None:

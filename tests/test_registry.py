@@ -83,12 +83,12 @@ def test_an_undated_log_of_a_model_newer_than_the_assumed_release_is_modelled_at
     # KimiLinearForCausalLM; 0.11.1 (2025-11-18) is the first that has it: the author ran main. The log's
     # own lines (gpu_worker.py:349, kv_cache_utils.py:1229) are 0.11.1–0.11.2's and would say so first
     # (log_sites): moved to a line no release logs at, the registry alone dates it.
-    unlined = KIMI_LINEAR_LOG.replace("[gpu_worker.py:349]", "[gpu_worker.py:1]") \
-        .replace("[kv_cache_utils.py:1229]", "[kv_cache_utils.py:1]")
+    from test_paste import unlined
+
     lined = diagnose(KIMI_LINEAR_LOG, offline=True, explain=True, posted="2025-11-06")
     assert lined.estimate["settings"]["vllm_version"] == "0.11.1"
     assert any("match vLLM 0.11.1–0.11.2's code" in a for a in lined.assumptions)
-    d = diagnose(unlined, offline=True, explain=True, posted="2025-11-06")
+    d = diagnose(unlined(KIMI_LINEAR_LOG), offline=True, explain=True, posted="2025-11-06")
     assert d.estimate["settings"]["vllm_version"] == "0.11.1"
     note = ("version not stated; vLLM's model registry lists KimiLinearForCausalLM from 0.11.1: modelled as 0.11.1, "
             "the first release that can serve the model")
