@@ -8,9 +8,9 @@ import dataclasses
 
 from estimator.attention_backend import FLASHMLA_SPARSE
 from estimator.forward import (
-    FUSED_MOE_CHUNK_TOKENS,
     bnb_dequant_bytes,
     forward_bytes,
+    fused_moe_chunk,
     marlin_input_copy_bytes,
     marlin_moe_unchunked,
 )
@@ -95,11 +95,7 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
                                f"{tokens:,} tokens through the language model (more than "
                                f"max_num_batched_tokens {tb:,})")
     marlin = marlin_input_copy_bytes(spec, profile, s, tokens, model_dtype_bytes)
-    unchunked = marlin_moe_unchunked(spec, profile, s)
-    if unchunked and tokens > FUSED_MOE_CHUNK_TOKENS:
-        assumptions.append(f"the experts run on Marlin (fused_marlin_moe), whose workspaces hold all {tokens:,} "
-                           f"tokens at once in this release, not a chunk of {FUSED_MOE_CHUNK_TOKENS:,}")
-    forward = forward_bytes(spec, s, tokens, model_dtype_bytes, v0=profile.engine == "v0", unchunked_moe=unchunked) \
+    forward = forward_bytes(spec, s, tokens, model_dtype_bytes, profile) \
         + bnb_dequant_bytes(spec, profile, s, model_dtype_bytes) + marlin
     if marlin:
         assumptions.append(f"Marlin (the AWQ/GPTQ kernel) copies the MLP down projection's input in the profile "
@@ -153,6 +149,12 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         sampler = 0     # a pooling model ends its profile run in the pooler: no logits, no sampler
     if profile.engine == "v1" and spec.deepseek_v4_layers:
         return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
+    routed = tokens * max(1, s.data_parallel_size or 1)     # forward_bytes: DP ranks gather theirs
+    if spec.moe and spec.moe.moe_layers and fused_moe_chunk(spec, profile, s) is None and routed > 16384:
+        # other releases chunk (FUSED_MOE_CHUNKS): say so where the batch is wider than their chunks
+        kernel = "the experts run on Marlin (fused_marlin_moe), whose workspaces" \
+            if marlin_moe_unchunked(spec, profile, s) else "the fused MoE kernel's workspaces"
+        assumptions.append(f"{kernel} hold all {routed:,} tokens at once in this release, not a chunk of them")
     # V1 holds the dummy encoder outputs and the dummy media's pixels while the language model and the
     # sampler run (gpu_model_runner.py profile_run: encoder_cache["tmp"] and batched_dummy_mm_inputs);
     # Model Runner V2 moves the pixels to the GPU inside the encoder's call (encoder_runner.py

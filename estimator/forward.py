@@ -29,9 +29,13 @@ V0_FORWARD_FACTOR = 1.0
 
 
 # vLLM's fused MoE kernel works through at most this many tokens at a time and sizes its
-# workspaces for one chunk (VLLM_FUSED_MOE_CHUNK_SIZE, default 32768; vllm/envs.py,
-# vllm/model_executor/layers/fused_moe/fused_moe.py fused_experts_impl).
-FUSED_MOE_CHUNK_TOKENS = 32768
+# workspaces for one chunk (VLLM_FUSED_MOE_CHUNK_SIZE's default in vllm/envs.py, read by
+# fused_moe.py fused_experts_impl and, for the modular kernels, modular_kernel.py _chunk_info): none
+# before 0.5.1 (the caches hold every token), 65,536 in 0.5.1–0.5.5, 32,768 from 0.6.0, 16 × 1024 from
+# 0.12.0; 0.18.0 removed the chunking (fused_experts_impl sizes its caches for M = all tokens, and the
+# modular kernel runs "only one chunk"). Code, not a fit.
+FUSED_MOE_CHUNKS: tuple[tuple[tuple[int, int, int], int | None], ...] = (
+    ((0, 5, 1), 65536), ((0, 6, 0), 32768), ((0, 12, 0), 16384), ((0, 18, 0), None))
 # AWQ / GPTQ / W4A16 experts on Marlin (compute capability ≥ 8.0): their MoE methods called
 # fused_marlin_moe directly (quantization/awq_marlin.py AWQMoEMethod.apply, 0.11-era source), which sizes
 # intermediate_cache13 / cache2 for all M tokens with no chunk; later releases run them as the
@@ -47,20 +51,38 @@ def marlin_moe_unchunked(spec: ModelSpec, profile: Profile, s: EngineSettings) -
         and (s.compute_capability or 0) >= 8.0 and params.weight_format_kind(spec, s.quantization) == "int"
 
 
-def forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int, v0: bool = False,
-                   unchunked_moe: bool = False) -> int:
+def fused_moe_chunk(spec: ModelSpec, profile: Profile, s: EngineSettings) -> int | None:
+    """The most tokens the experts' workspaces hold at once in this release (FUSED_MOE_CHUNKS), None
+    for all of them (before 0.5.1, from 0.18.0, and Marlin's experts before 0.12)."""
+    if marlin_moe_unchunked(spec, profile, s):
+        return None
+    chunk = None
+    for since, size in FUSED_MOE_CHUNKS:
+        if profile.version >= since:
+            chunk = size
+    return chunk
+
+
+def forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int, profile: Profile) -> int:
     """Peak of one decoder layer's forward over `tokens` dummy tokens (docs §6).
 
     Dense: MLP gate/up + activation (3·I/tp) + qkv + residual/norm buffers (3·h) per token, × the
     V1 factor; V0 (eager): the MLP's live set 3·I/tp + 3·h, × V0_FORWARD_FACTOR (MoE layers alike).
-    MoE: routed tokens fan out top_k times through 2·I_expert (+ I_expert act) per token; fused_moe
-    keeps [tokens × top_k × 2·I/tp], [… × I/tp] and [… × hidden] caches, sized for one chunk of
-    FUSED_MOE_CHUNK_TOKENS. With data parallelism every MoE layer first gathers the hidden
-    states of all DP ranks (naive / allgather-reducescatter all2all: `naive_multicast`, vllm
-    device_communicators/all2all.py), and the profile run gives every DP rank the same Tb, so the
-    experts see dp × Tb tokens and the gathered input and combined output buffers hold dp × Tb × h.
+    MoE: routed tokens fan out top_k times; fused_moe keeps the gate/up output [tokens × top_k × 2·I/tp],
+    the activation's [… × I/tp] and the down projection's [… × hidden], sized for one chunk
+    (fused_moe_chunk). From 0.8.0 the first and last share one buffer (fused_experts_impl's cache13),
+    but the sum is kept, as the logs that size it disagree: with the max of the two, vllm#28228's Marlin
+    run (whose fused_marlin_moe shares it too) leaves 3.39 GiB of KV where the log prints 2.30 (2.12
+    with the sum), and the dev MoE pools of recipes-12 and vllm#34076 move 3 and 2 points away; a
+    nanoserve DP 8 log of Kimi-K2.6 (0.20, 65,536 routed tokens, no chunk) prints −19.08 GiB, which the
+    shared buffer gives (−20.98) and the sum overshoots (−26.18). With data parallelism every
+    MoE layer first gathers the hidden states of all DP ranks (naive / allgather-reducescatter all2all:
+    `naive_multicast`, vllm device_communicators/all2all.py), and the profile run gives every DP rank
+    the same Tb, so the experts see dp × Tb tokens and the gathered input and combined output buffers
+    hold dp × Tb × h.
     """
     tp = s.tensor_parallel_size
+    v0 = profile.engine == "v0"
     h, inter = spec.hidden_size, params.max_dense_intermediate(spec)   # Gemma 4 E2B's double-wide layers
     qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
     # V0's eager run frees the attention buffers before the MLP (or experts) run: no qkv term
@@ -76,7 +98,8 @@ def forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int,
     mats = 3 if gated_mlp(spec) else 2
     out_w = int(spec.text.get("moe_latent_size") or 0) or h
     per_token = m.experts_per_tok * (mats * m.expert_intermediate // tp + out_w) + mats * m.shared_intermediate // tp
-    chunk = routed if unchunked_moe else min(routed, FUSED_MOE_CHUNK_TOKENS)
+    most = fused_moe_chunk(spec, profile, s)
+    chunk = routed if most is None else min(routed, most)
     moe = factor * (chunk * per_token + tokens * (attn + 3 * h)) * dtype_b
     if dp > 1:
         moe += 2 * routed * h * dtype_b

@@ -2317,7 +2317,33 @@ def test_gemma4_e2b_profile_mlp_is_its_double_wide_one():
 
     sp = load_model("google/gemma-4-E2B-it", offline=True).spec
     s = EngineSettings(vllm_version="0.22.0", max_num_batched_tokens=8192)
-    assert forward_bytes(sp, s, 8192, 2) == int(1.3 * 8192 * (3 * 12288 + 10 * 256 + 3 * 1536) * 2)
+    assert forward_bytes(sp, s, 8192, 2, profile_for("0.22.0")) == \
+        int(1.3 * 8192 * (3 * 12288 + 10 * 256 + 3 * 1536) * 2)
+
+
+@pytest.mark.parametrize("version,chunk", [
+    ("0.4.3", None),        # fused_moe.py without chunks: every token's caches at once
+    ("0.5.4", 65536),       # envs.py VLLM_FUSED_MOE_CHUNK_SIZE "65536"
+    ("0.11.0", 32768),      # "32768" from 0.6.0
+    ("0.17.1", 16384),      # str(16 * 1024) from 0.12.0
+    ("0.18.0", None),       # 0.18.0's fused_experts_impl: M = num_tokens, no chunk loop, no env var
+    ("0.33.0", None),
+])
+def test_fused_moe_workspaces_hold_the_chunk_each_release_sets(version, chunk):
+    """Qwen3-30B-A3B over 65,536 profiled tokens (TP 1): each routed token keeps top-8 × (gate/up 2 × 768 +
+    activation 768 + down 2,048) = 34,816 values of the experts' caches for at most one chunk, beside
+    the qkv (32 + 2 × 4) × 128 = 5,120 and 3 × 2,048 per token of the layer (× 1.3 in V1; V0 runs
+    eagerly: × 1.0 and no qkv term)."""
+    from estimator.forward import forward_bytes
+
+    sp = load("Qwen/Qwen3-30B-A3B")
+    p = profile_for(version)
+    s = EngineSettings(vllm_version=version, max_num_batched_tokens=65536)
+    held = 65536 if chunk is None else chunk
+    factor, attn = (1.0, 0) if p.engine == "v0" else (1.3, 5120)
+    assert forward_bytes(sp, s, 65536, 2, p) == int(factor * (held * 34816 + 65536 * (attn + 3 * 2048)) * 2)
+    said = any("hold all 65,536 tokens at once" in a for a in estimate(sp, gpu_total_bytes=80 * GiB, settings=s).assumptions)
+    assert said == (chunk is None)
 
 
 def test_gemma4_sliding_groups_hold_the_raised_batch_in_the_concurrency():
