@@ -223,7 +223,7 @@ def command_with(base: list[str], flags: str) -> str:
         dropped.add("VLLM_PP_LAYER_PARTITION")   # one entry per stage: stale once the stages change
     base = [t for t in base if not (is_env_word(t) and t.split("=", 1)[0] in dropped)]
     out: list[str] = []
-    for key, words in _flag_groups(base):
+    for key, words in flag_groups(base):
         if key in changed:
             continue
         name, eq, _value = words[0].partition("=")
@@ -236,7 +236,7 @@ def command_with(base: list[str], flags: str) -> str:
     return _shell_join(env + out + fix)
 
 
-def _flag_groups(tokens: list[str]) -> list[tuple[str | None, list[str]]]:
+def flag_groups(tokens: list[str]) -> list[tuple[str | None, list[str]]]:
     """Command words grouped as argparse reads them: a flag with its value ("--max-model-len 4096",
     "--max-model-len=4096") and the settings key it sets (None for other flags and plain words)."""
     groups: list[tuple[str | None, list[str]]] = []
@@ -254,7 +254,7 @@ def _flag_groups(tokens: list[str]) -> list[tuple[str | None, list[str]]]:
 def _last_of_each(tokens: list[str]) -> list[str]:
     """Flags with their values, a flag given twice kept at its last value: a setting read back from
     vLLM's figures (`--pipeline-parallel-size 4`) comes first and a fix that changes it after."""
-    groups = _flag_groups(tokens)
+    groups = flag_groups(tokens)
     last = {key: n for n, (key, _g) in enumerate(groups) if key}
     return [t for n, (key, g) in enumerate(groups) if key is None or last[key] == n for t in g]
 

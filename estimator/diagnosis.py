@@ -847,8 +847,9 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
     anchors = [f.span[0] for f in facts.values.values() if str(f.source).startswith("cmdline") and f.span]
     base = user_command(facts.text, min(anchors) if anchors else None)
     if base:
+        back = f"{_printed_run_length(facts, base)} {read_back}".strip()
         for s in suggestions:
-            s["command"] = command_with(base, f"{read_back} {s['flags']}".strip())
+            s["command"] = command_with(base, f"{back} {s['flags']}".strip())
         return
     import shlex
 
@@ -868,6 +869,21 @@ def _in_users_command(suggestions: list[dict], facts, model_id: str | None = Non
         cmd = str(s.get("command") or "")
         s["command"] = cmd.replace(f"vllm serve {model_id}", f"vllm serve {quoted}{keep}", 1) \
             .replace(f"--model {model_id}", f"--model {quoted}{keep}", 1)
+
+
+def _printed_run_length(facts, base: list[str]) -> str:
+    """`--max-model-len N` where the command shown states another length than the run whose figures the
+    paste prints (vllm#6156: the command is the next run's `--max-model-len 30720`; the failing run's
+    error says "max seq len (163840)"): a fix that leaves the length alone is predicted at the printed
+    run's, so its command says so. "" where they agree, or the command states none."""
+    from estimator.advice import flag_groups
+
+    fact = facts.values.get("max_model_len")
+    if fact is None or str(fact.source).startswith("cmdline") or not isinstance(fact.value, int):
+        return ""
+    shown = [words for key, words in flag_groups(base) if key == "max_model_len"]
+    value = (shown[-1][0].partition("=")[2] or (shown[-1][1] if len(shown[-1]) > 1 else "")) if shown else ""
+    return f"--max-model-len {fact.value}" if value.strip().isdigit() and int(value) != fact.value else ""
 
 
 def impossible_prose_quantization(facts, spec, settings) -> str | None:

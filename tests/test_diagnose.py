@@ -1069,6 +1069,26 @@ def test_a_fix_without_the_users_command_serves_the_path_the_log_served():
     assert all("~/.cache" not in s["command"] for s in named.suggestions)
 
 
+def test_a_fix_states_the_length_of_the_run_whose_error_the_paste_shows():
+    """vllm#6156's shape: the command shown is the next run's (`--max-model-len 16384`), the error the
+    failing run's ("max seq len (32768)"), which kvdoctor models. A fix that leaves the length alone is
+    predicted at 32,768 tokens, so its command says --max-model-len 32768, not the shown 16384; a fix
+    that sets a length keeps its own. A command that agrees with the error is left as written."""
+    cmd = "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384"
+    err = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can "
+           "be stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+           "when initializing the engine.")
+    d = diagnose(f"I started it with\n```\n{cmd}\n```\nbefore that it failed:\n```\n{err}\n```\n",
+                 offline=True, explain=True, gpu="RTX 4090")
+    fixes = [(s["flags"], s["command"]) for s in d.suggestions]
+    assert fixes and all("--max-model-len 16384" not in c for _f, c in fixes)
+    assert all(("--max-model-len 32768" in c) == ("--max-model-len" not in f) for f, c in fixes)
+    assert any("--max-model-len" not in f for f, _c in fixes)          # the rule was exercised
+    same = diagnose(f"```\n{cmd.replace('16384', '32768')}\n```\n```\n{err}\n```\n", offline=True, explain=True,
+                    gpu="RTX 4090")
+    assert all(c.count("--max-model-len") == 1 for c in (s["command"] for s in same.suggestions))
+
+
 def test_a_v2_runner_log_on_0_27_says_its_graphs_sit_outside_the_budget():
     """kubesimplify's Qwen3-32B TP 2 run on vLLM 0.27.1 (Qwen3 is on Model Runner V2 by default): the
     KV pool is budget − weights − activation − non-torch, with no CUDA graphs in it (V2 answers
