@@ -134,6 +134,16 @@ def _undated(name: str) -> str:
     return _DATED.sub("", name).lower()
 
 
+def _same_release(siblings: list[str], name: str) -> list[str]:
+    """Of several catalogued variants of one model, those of the release `name` dates (or, undated, the
+    undated ones): Qwen3-30B-A3B-Thinking-2507 — or an AWQ export of it — stands on -Instruct-2507, not on
+    the first Qwen3-30B-A3B, whose context length differs. One sibling is kept as it is."""
+    if len(siblings) < 2:
+        return siblings
+    date = _DATED.search(name)
+    return [cid for cid in siblings if (cid.endswith(date.group(0)) if date else not _DATED.search(cid))]
+
+
 def _variant_stem(name: str) -> str:
     """A repo name without its release date and base/chat variant word ("Meta-Llama-3-70B-Instruct" →
     "meta-llama-3-70b", "Qwen3-30B-A3B-Instruct-2507" → "qwen3-30b-a3b", "Mistral-7B-Instruct-v0.3" →
@@ -205,6 +215,13 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
     name = ref.rstrip("/").split("/")[-1]
     m = _QUANT_SUFFIX.search(name)
     org = ref.split("/")[0] if "/" in ref else None
+    own = re.split(r"[-_.]", org)[0] if org else ""
+    if len(own) >= 3 and name.lower().startswith(own.lower() + "-") and len(name) > len(own) + 1:
+        # a publisher that puts its own name first (huihui-ai/Huihui-gpt-oss-20b-mxfp4-abliterated-v2):
+        # the rest names the model it is an export or fine-tune of
+        found = base_model_candidate(f"{org}/{name[len(own) + 1:]}")
+        if found:
+            return found
     if not m:
         # no format suffix: another organization's upload under the catalog model's own name
         # (unsloth/Llama-3.2-3B-Instruct, NousResearch/Meta-Llama-3-8B-Instruct) — a mirror or a
@@ -223,10 +240,8 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
             sib = [cid for cid in catalog_ids() if cid.split("/")[0].lower() != org.lower()
                    and _variant_stem(_bare_name(cid.split("/")[-1])) == _variant_stem(_bare_name(name))]
         if len(sib) > 1:
-            # Qwen3-30B-A3B-Thinking-2507 beside Qwen3-30B-A3B and -Instruct-2507: the sibling of the same
-            # release date (or undated); of several (Qwen3-VL-32B beside -Instruct and -Thinking), -Instruct
-            date = _DATED.search(name)
-            sib = [cid for cid in sib if (cid.endswith(date.group(0)) if date else not _DATED.search(cid))]
+            # of several (Qwen3-VL-32B beside -Instruct and -Thinking), -Instruct
+            sib = _same_release(sib, name)
             if len(sib) > 1:
                 sib = [cid for cid in sib if re.search(r"(?i)-instruct$", cid)]
         return (sib[0], None) if len(sib) == 1 else None
@@ -245,11 +260,11 @@ def base_model_candidate(ref: str) -> tuple[str, str | None] | None:
             return None
     if org and canonical_id(f"{org}/{stem}"):
         return canonical_id(f"{org}/{stem}"), quant
-    hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)] or [
+    hits = [cid for cid in catalog_ids() if _bare_name(cid.split("/")[-1]) == _bare_name(stem)] or _same_release([
         # an export of the chat model whose catalog entry is the base one, or the reverse
         # (RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic beside google/gemma-4-26B-A4B): one architecture
         cid for cid in catalog_ids()
-        if _variant_stem(_bare_name(cid.split("/")[-1])) == _variant_stem(_bare_name(stem))]
+        if _variant_stem(_bare_name(cid.split("/")[-1])) == _variant_stem(_bare_name(stem))], stem)
     if len(hits) > 1:
         # several precisions of one model (NVIDIA's -BF16 / -FP8 / -NVFP4): the unquantized one; the
         # same model under an old and a new name (Meta-Llama-3.1-8B, Llama-3.1-8B): either

@@ -366,6 +366,19 @@ def test_a_quantized_export_of_the_other_variant_takes_the_catalogued_variants_c
     assert base_model_candidate("RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic") == ("google/gemma-4-26B-A4B", "fp8")
     assert base_model_candidate("RedHatAI/gemma-4-26B-A4B-it-NVFP4") == ("google/gemma-4-26B-A4B", "nvfp4")
     assert base_model_candidate("RedHatAI/gemma-4-27B-A4B-it-FP8-Dynamic") is None
+    # an export of a dated variant (-Thinking-2507) stands on the catalogued variant of its date, as the
+    # variant itself does (test_a_dated_revision_…): -Instruct-2507's 262,144 positions, not the undated
+    # Qwen3-30B-A3B's 40,960 (both catalog copies state them); an undated export keeps the undated model
+    assert base_model_candidate("cpatonn/Qwen3-30B-A3B-Thinking-2507-AWQ-4bit") == \
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507", "awq")
+    assert base_model_candidate("someone/Qwen3-30B-A3B-AWQ") == ("Qwen/Qwen3-30B-A3B", "awq")
+    # a publisher that puts its own name first: the rest is the model's name (openai/gpt-oss-20b's mxfp4
+    # export, abliterated); a name with the publisher's word and no catalogued model after it still fails
+    assert base_model_candidate("huihui-ai/Huihui-gpt-oss-20b-mxfp4-abliterated-v2") == ("openai/gpt-oss-20b", "mxfp4")
+    assert base_model_candidate("huihui-ai/Huihui-gpt-oss-21b-mxfp4-abliterated-v2") is None
+    assert base_model_candidate("Qwen/Qwen-7B-Chat") is None
+    thinking = load_model("cpatonn/Qwen3-30B-A3B-Thinking-2507-AWQ-4bit", offline=True).spec
+    assert thinking.text["max_position_embeddings"] == 262144 and thinking.quantization["quant_method"] == "awq"
     spec = load_model("RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic", offline=True).spec
     assert spec.model_id == "RedHatAI/gemma-4-26B-A4B-it-FP8-Dynamic" and spec.quantization["quant_method"] == "fp8"
     assert any("google/gemma-4-26B-A4B, the same release's other variant" in a and "fp8 weights from the name" in a
