@@ -212,7 +212,7 @@ def test_catalog_ids_and_near_names():
 @pytest.mark.parametrize("asked, other", [
     ("OpenGVLab/internvl3-78b", "OpenGVLab/InternVL2-8B"),                         # 78B is not 8B
     ("OpenBMB/MiniCPM5-1B", "openbmb/MiniCPM-V-4_5"),                              # a 1B LLM, not the 8B VLM
-    ("deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", "deepseek-ai/DeepSeek-Coder-V2-Instruct"),   # Lite: 16B, not 236B
+    ("deepseek-ai/DeepSeek-Coder-V2-Lite-Base", "deepseek-ai/DeepSeek-Coder-V2-Instruct"),       # Lite: 16B, not 236B
     ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "Qwen/Qwen3-VL-30B-A3B-Instruct"),       # Omni is not VL
     ("zai-org/GLM-5.3-Flash", "zai-org/GLM-5.3"),                                  # Flash is the small one
     ("mistralai/Mixtral-8x7B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3"),     # 8 experts of 7B, not one
@@ -386,6 +386,36 @@ def test_a_quantized_export_of_the_other_variant_takes_the_catalogued_variants_c
     # an export of the catalog's own variant keeps the plain note
     note = [a for a in load_model("unsloth/Qwen3.8-27B-NVFP4", offline=True).spec.assumptions if "base model" in a]
     assert note and "other variant" not in note[0]
+
+
+def test_deepseek_coder_v2_lite_stands_on_the_v2_lite_chat_config_it_was_trained_from():
+    """A PROXY entry (index notes): V2-Lite-Chat's config as transformers printed it. Figures by hand from
+    that printout: 27 layers, 16 heads, MLA latent 512 + rope 64, q/k head 128 + 64, v 128;
+    vocab 102,400 × hidden 2,048; the first layer dense (intermediate 10,944), 26 MoE layers of
+    64 experts × 1,408 + 2 shared × 1,408, gate 64 × 2,048."""
+    from estimator.api import load_model
+    from estimator.memory import estimate
+    from estimator.params import count_params
+    from estimator.vllm import EngineSettings
+
+    spec = load_model("deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", offline=True).spec
+    assert any(a.startswith("config from the bundled offline catalog (PROXY") for a in spec.assumptions)
+
+    def est(version, tp=1):
+        s = EngineSettings(vllm_version=version, tensor_parallel_size=tp, dtype="float16")
+        return estimate(spec, gpu_total_bytes=80 * 2**30, settings=s)
+
+    # vLLM 0.5.1 (vllm#6211's release) has no MLA cache: K and V of 16 / 2 heads per rank, padded to 256;
+    # its error printed "max seq len (163840)": yarn's original 4,096 × factor 40
+    old = est("0.5.1", tp=2)
+    assert (old.layout.kv_bytes_per_token, old.max_model_len) == (27 * 8 * 256 * 2 * 2, 163840)
+    # with the MLA cache, one latent per token and layer, whole on every rank
+    assert est("0.10.1", tp=2).layout.kv_bytes_per_token == 27 * (512 + 64) * 2
+    embed = 102_400 * 2_048
+    attention = 2_048 * 16 * 192 + 2_048 * (512 + 64) + 512 + 512 * 16 * (128 + 128) + 16 * 128 * 2_048
+    moe = 64 * 3 * 2_048 * 1_408 + 3 * 2_048 * 2 * 1_408 + 64 * 2_048
+    total = 2 * embed + 27 * (attention + 2 * 2_048) + 3 * 2_048 * 10_944 + 26 * moe + 2_048
+    assert count_params(spec).params_total == total == 15_706_484_224
 
 
 def test_a_renamed_repo_is_found_under_its_new_id():
