@@ -8,6 +8,7 @@ import dataclasses
 
 from estimator.attention_backend import FLASHMLA_SPARSE
 from estimator.forward import (
+    FUSED_MOE_CHUNKS,
     bnb_dequant_bytes,
     forward_bytes,
     fused_moe_chunk,
@@ -150,7 +151,8 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
     if profile.engine == "v1" and spec.deepseek_v4_layers:
         return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
     routed = tokens * max(1, s.data_parallel_size or 1)     # forward_bytes: DP ranks gather theirs
-    if spec.moe and spec.moe.moe_layers and fused_moe_chunk(spec, profile, s) is None and routed > 16384:
+    if spec.moe and spec.moe.moe_layers and fused_moe_chunk(spec, profile, s) is None \
+            and routed > min(size for _since, size in FUSED_MOE_CHUNKS if size):
         # other releases chunk (FUSED_MOE_CHUNKS): say so where the batch is wider than their chunks
         kernel = "the experts run on Marlin (fused_marlin_moe), whose workspaces" \
             if marlin_moe_unchunked(spec, profile, s) else "the fused MoE kernel's workspaces"

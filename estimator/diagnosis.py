@@ -877,13 +877,15 @@ def _printed_run_length(facts, base: list[str]) -> str:
     error says "max seq len (163840)"): a fix that leaves the length alone is predicted at the printed
     run's, so its command says so. "" where they agree, or the command states none."""
     from estimator.advice import flag_groups
+    from estimator.flags import human_int
 
     fact = facts.values.get("max_model_len")
     if fact is None or str(fact.source).startswith("cmdline") or not isinstance(fact.value, int):
         return ""
     shown = [words for key, words in flag_groups(base) if key == "max_model_len"]
     value = (shown[-1][0].partition("=")[2] or (shown[-1][1] if len(shown[-1]) > 1 else "")) if shown else ""
-    return f"--max-model-len {fact.value}" if value.strip().isdigit() and int(value) != fact.value else ""
+    length = human_int(value.strip()) if value.strip() else None       # "32K" as vLLM reads it; "auto": None
+    return f"--max-model-len {fact.value}" if length and length > 0 and length != fact.value else ""
 
 
 def impossible_prose_quantization(facts, spec, settings) -> str | None:

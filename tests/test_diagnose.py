@@ -1084,9 +1084,10 @@ def test_a_fix_states_the_length_of_the_run_whose_error_the_paste_shows():
     assert fixes and all("--max-model-len 16384" not in c for _f, c in fixes)
     assert all(("--max-model-len 32768" in c) == ("--max-model-len" not in f) for f, c in fixes)
     assert any("--max-model-len" not in f for f, _c in fixes)          # the rule was exercised
-    same = diagnose(f"```\n{cmd.replace('16384', '32768')}\n```\n```\n{err}\n```\n", offline=True, explain=True,
-                    gpu="RTX 4090")
-    assert all(c.count("--max-model-len") == 1 for c in (s["command"] for s in same.suggestions))
+    for agreeing in ("32768", "32K"):      # vLLM reads "32K" as 32,768 (human_readable_int)
+        same = diagnose(f"```\n{cmd.replace('16384', agreeing)}\n```\n```\n{err}\n```\n", offline=True,
+                        explain=True, gpu="RTX 4090")
+        assert same.suggestions and all(s["command"].count("--max-model-len") == 1 for s in same.suggestions)
 
 
 def test_a_v2_runner_log_on_0_27_says_its_graphs_sit_outside_the_budget():
