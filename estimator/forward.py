@@ -84,7 +84,7 @@ def forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int,
     tp = s.tensor_parallel_size
     v0 = profile.engine == "v0"
     h, inter = spec.hidden_size, params.max_dense_intermediate(spec)   # Gemma 4 E2B's double-wide layers
-    qkv = (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
+    qkv = (params.max_attention_heads(spec) + 2 * spec.num_kv_heads) * spec.head_dim // tp
     # V0's eager run frees the attention buffers before the MLP (or experts) run: no qkv term
     factor, attn = (V0_FORWARD_FACTOR, 0) if v0 else (FORWARD_FACTOR, qkv)
     dense = factor * tokens * (3 * inter // tp + attn + 3 * h) * dtype_b

@@ -77,7 +77,7 @@ class _W:
 # Qwen2-style attention has q/k/v biases without a config key (vllm/model_executor/models/qwen2.py).
 _QKV_BIAS_TYPES = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_audio")
 # Families whose attention has per-head q_norm/k_norm weights (qwen3.py, gemma3.py, olmo2.py …).
-_QK_NORM_TYPES = ("qwen3", "gemma3", "gemma4", "olmo2", "olmoe", "qwen3_5", "lfm2")
+_QK_NORM_TYPES = ("qwen3", "gemma3", "gemma4", "olmo2", "olmoe", "qwen3_5", "lfm2", "laguna")
 # Non-gated MLPs (up + down only): GPT-2/NeoX/Falcon/Phi-1/2/StarCoder2/MPT/BLOOM/Nemotron lineage.
 _NON_GATED_TYPES = (
     "falcon", "refinedweb", "refinedwebmodel", "gpt2", "gpt_bigcode", "gpt_neox", "gptj", "phi",
@@ -187,7 +187,7 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
     if kind == "none":
         return out
 
-    heads = spec.num_attention_heads
+    heads = layer_heads(spec, i)
     hd, kv = spec.head_dim, spec.num_kv_heads
     k_eq_v = False
     if kind == "full":
@@ -225,6 +225,11 @@ def _attention_weights(spec: ModelSpec, i: int, kind: str, pfx: str) -> list[_W]
             out.append(_W("attention", f"{a}.qkv_proj.bias", q_out + (1 if k_eq_v else 2) * kv * hd,
                           kind="bias", layer=i))
     out.append(_W("attention", f"{a}.o_proj", h, heads * hd, layer=i))
+    if mt == "laguna" and t.get("gating"):
+        # laguna.py LagunaAttention: a softplus output gate, g_proj, one value per head ("per-head", or
+        # True in the v5 config) or per channel (any other value), column-parallel like q_proj
+        per_head = t["gating"] is True or t["gating"] == "per-head"
+        out.append(_W("attention", f"{a}.g_proj", heads if per_head else heads * hd, h, layer=i))
     if o_bias:
         out.append(_W("attention", f"{a}.o_proj.bias", h, kind="bias", layer=i, tp="replicate"))
     if _is(mt, _QK_NORM_TYPES) or t.get("use_qk_norm") and t.get("qk_norm_type"):
@@ -387,15 +392,17 @@ def _mlp_weights(spec: ModelSpec, i: int, pfx: str) -> list[_W]:
                   tp="replicate"))
     if mt.startswith("gpt_oss") or t.get("router_bias"):
         out.append(_W("router", f"{m}.gate.bias", e, kind="bias", layer=i, tp="replicate"))
-    if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt in ("kimi_linear", "nemotron_h"):
+    if t.get("topk_method") == "noaux_tc" or t.get("use_routing_bias") or mt in ("kimi_linear", "nemotron_h", "laguna"):
         # DeepSeek-V3 style e_score_correction_bias (deepseek_v2.py / minimax_m2.py; kimi_linear.py
-        # KimiMoE always has one: the Kimi-Linear-48B checkpoint's tensors sum to 26 × 256 more).
+        # KimiMoE always has one: the Kimi-Linear-48B checkpoint's tensors sum to 26 × 256 more; laguna.py
+        # LagunaMoE's "auxiliary-loss-free load-balancing bias").
         out.append(_W("router", f"{m}.gate.e_score_correction_bias", e, kind="param", layer=i, tp="replicate"))
     if gemma4:  # gemma-4 router: learned input scale + per-expert scale
         out.append(_W("router", f"{pfx}.router.scales", h + e, kind="param", layer=i, tp="replicate"))
     if moe.shared_intermediate:
         out += dense(moe.shared_intermediate, f"{m}.shared_experts", "shared_experts")
-        if t.get("shared_expert_intermediate_size"):  # qwen2_moe/qwen3_next: sigmoid gate on the shared expert
+        if t.get("shared_expert_intermediate_size") and mt != "laguna":
+            # qwen2_moe/qwen3_next: a sigmoid gate on the shared expert (laguna.py's LagunaMoE has none)
             out.append(_W("router", f"{m}.shared_expert_gate", 1, h, kind="router", layer=i, tp="replicate"))
     elif mt.startswith("llama4"):  # llama4.py: every MoE layer also has a shared expert of intermediate_size
         out += dense(spec.intermediate_size, f"{m}.shared_expert", "shared_experts")
@@ -438,6 +445,20 @@ def _double_wide(spec: ModelSpec, i: int) -> bool:
     t = spec.text
     shared = _pos(t.get("num_kv_shared_layers"))
     return t.get("use_double_wide_mlp") is True and 0 < shared < spec.num_layers and i >= spec.num_layers - shared
+
+
+def layer_heads(spec: ModelSpec, i: int) -> int:
+    """Query heads of decoder layer i: num_attention_heads, or the layer's entry of
+    num_attention_heads_per_layer where a config lists one per layer (laguna.py LagunaDecoderLayer:
+    Laguna-S-2.1's sliding-window layers have 72 heads, its full-attention ones 48)."""
+    per = spec.text.get("num_attention_heads_per_layer")
+    own = _positive_int(per[i]) if isinstance(per, list) and i < len(per) else None
+    return own or spec.num_attention_heads
+
+
+def max_attention_heads(spec: ModelSpec) -> int:
+    """The most query heads any decoder layer has (what the profile run's widest qkv is sized by)."""
+    return max([layer_heads(spec, i) for i in range(spec.num_layers)] or [spec.num_attention_heads])
 
 
 def max_dense_intermediate(spec: ModelSpec) -> int:

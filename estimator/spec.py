@@ -876,4 +876,5 @@ _KNOWN_TYPES = {
     "granitemoehybrid", "nemotron_h", "bamba", "kimi_linear", "qwen3_vl_text", "qwen3_vl_moe_text", "qwen3_5_moe_text", "mamba", "mamba2", "falcon_mamba", "mllama", "mistral3",
     "pixtral", "cohere", "cohere2", "starcoder2", "gpt_bigcode", "gpt_neox", "mpt", "dbrx", "internlm2",
     "chatglm", "glm4", "olmo2", "exaone", "granite", "llava", "yi", "baichuan", "zamba2", "lfm2", "opt", "gpt2",
+    "laguna",
 }

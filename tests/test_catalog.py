@@ -418,6 +418,35 @@ def test_deepseek_coder_v2_lite_stands_on_the_v2_lite_chat_config_it_was_trained
     assert count_params(spec).params_total == total == 15_706_484_224
 
 
+def test_laguna_layers_have_their_own_head_counts_and_an_output_gate():
+    """poolside/Laguna-S-2.1-FP8 (aiconfigurator's copy): laguna.py gives each layer the query heads
+    num_attention_heads_per_layer lists (48 in the 12 full-attention layers, 72 in the 36 sliding-window
+    ones), a per-head g_proj, q/k norms of head_dim, and every MoE layer a shared expert without a gate
+    and an e_score_correction_bias. By hand, from the config: vocab 100,352, hidden 3,072, 8 KV heads of 128,
+    layer 0 dense (12,288), 47 MoE layers of 256 experts × 1,024 and one shared expert of 1,024. The card
+    says 118B parameters."""
+    from estimator.api import load_model
+    from estimator.memory import estimate
+    from estimator.params import count_params, layer_heads
+    from estimator.vllm import EngineSettings
+
+    spec = load_model("poolside/Laguna-S-2.1-FP8", offline=True).spec
+    assert not any("not one kvdoctor knows" in a for a in spec.assumptions)
+    assert [layer_heads(spec, i) for i in range(4)] == [48, 72, 72, 72]
+    h = 3_072
+    full = 2 * h * 48 * 128 + 2 * h * 8 * 128 + h * 48         # q, o; k, v; g_proj
+    sliding = 2 * h * 72 * 128 + 2 * h * 8 * 128 + h * 72
+    moe = 256 * 3 * h * 1_024 + 3 * h * 1_024 + 256 * h + 256      # experts, shared expert, router, its bias
+    total = 2 * 100_352 * h + 12 * full + 36 * sliding + 48 * (2 * h + 2 * 128) + h + 3 * h * 12_288 + 47 * moe
+    assert count_params(spec).params_total == total == 117_561_977_600
+    # the KV cache: 8 heads of 128 in every layer, in fp8 as the checkpoint's kv_cache_scheme asks (auto
+    # follows it from 0.15); the 36 sliding layers keep 512 tokens (+ the batch) of a long request
+    est = estimate(spec, gpu_total_bytes=140 * 2**30, settings=EngineSettings(vllm_version="0.25.1",
+                                                                             max_model_len=262_144))
+    assert est.layout.kv_bytes_per_token == 48 * 8 * 128 * 2 * 1
+    assert 12 * 8 * 128 * 2 * 262_144 < est.kv_needed_bytes < 48 * 8 * 128 * 2 * 262_144 // 3
+
+
 def test_a_renamed_repo_is_found_under_its_new_id():
     """Meta renamed the Llama 3.1 repos in July 2024 (the old ids redirect): a paste from before names
     meta-llama/Meta-Llama-3.1-8B-Instruct, the catalog has meta-llama/Llama-3.1-8B-Instruct."""
