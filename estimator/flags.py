@@ -301,6 +301,10 @@ def _method_from_draft_name(name: str) -> str:
         # Gemma 4's assistant checkpoints run on vLLM's Gemma 4 MTP path, not the generic draft-model
         # one (vllm PR #42180: docs/features/spec_decode "Gemma 4 assistant"; vllm/v1/spec_decode/gemma4.py)
         return "mtp"
+    if "dflash" in name or "dspark" in name:
+        # vllm/config/speculative.py: a draft named like a DFlash (from 0.20) or DSpark (0.25) drafter runs
+        # as one (0.34: the method configs' `matches`), e.g. poolside/Laguna-S-2.1-DFlash-INT4
+        return "dflash" if "dflash" in name else "dspark"
     return "ngram" if "ngram" in name else "eagle3" if "eagle3" in name else \
         "eagle" if "eagle" in name else "draft_model"
 

@@ -322,8 +322,10 @@ def drafter(spec: ModelSpec, s: EngineSettings, profile: Profile,
         assumptions.append(f"{method} speculative decoding: the draft head's one layer counted with this model's "
                            "attention shape; its weights (not in this config) are not counted")
         return ([attn] if attn is not None else []), k, False
-    assumptions.append(f"speculative method {method!r}: the draft model's weights and KV cache are not in this "
-                       "model's config and are not counted — paste the draft model's id to include them")
+    draft = f" ({s.speculative_model})" if s.speculative_model else ""
+    # (no second config is read for a draft checkpoint: naming it would not change the figures)
+    assumptions.append(f"speculative method {method!r}: the draft model's{draft} weights and KV cache are another "
+                       "checkpoint's and are not counted, so vLLM's KV pool is smaller than modelled here by them")
     return [], k, False
 
 

@@ -768,6 +768,14 @@ def test_ngram_needs_no_memory_and_a_foreign_drafter_is_said_to_be_missing():
     assert ea.layout.kv_bytes_per_token == e0.layout.kv_bytes_per_token * 33 // 32
     assert ea.weights_bytes == e0.weights_bytes
     assert any("eagle3 speculative decoding" in a and "weights" in a and "not counted" in a for a in ea.assumptions)
+    # a separate drafter (DFlash, or any draft model) is named as missing, not asked for: its id is in the
+    # settings already, and kvdoctor reads no second config
+    df = estimate(spec, gpu_total_bytes=80 * GiB, settings=parse_flags(
+        ["--speculative-config", '{"model": "z-lab/Llama-3.1-8B-DFlash", "num_speculative_tokens": 8}'],
+        base.replace()))
+    assert df.settings.speculative_method == "dflash" and df.weights_bytes == e0.weights_bytes
+    note = [a for a in df.assumptions if "speculative method 'dflash'" in a]
+    assert note and "(z-lab/Llama-3.1-8B-DFlash)" in note[0] and "not counted" in note[0] and "paste" not in note[0]
 
 
 def test_a_gemma4_target_drafts_with_its_assistant_whose_weights_count_and_whose_kv_is_shared():

@@ -889,6 +889,12 @@ def test_vllms_own_kv_cache_memory_proposal_is_not_a_setting():
     # a draft model named like an EAGLE head runs as one (vllm/config/speculative.py)
     ("""vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", """
      """"num_speculative_tokens": 3}'""", "eagle", 3),
+    # and one named like a DFlash drafter as DFlash (from 0.20; the Laguna log's engine line says
+    # SpeculativeConfig(method='dflash', …) for this command), DSpark likewise (0.25)
+    ("""vllm serve poolside/Laguna-S-2.1-INT4 --speculative-config '{"model": "poolside/Laguna-S-2.1-DFlash-INT4", """
+     """"num_speculative_tokens": 15}'""", "dflash", 15),
+    ("""vllm serve Qwen/Qwen3-8B --speculative-config '{"model": "deepseek-ai/dspark_qwen3_8b_block7", """
+     """"num_speculative_tokens": 7}'""", "dspark", 7),
 ])
 def test_speculative_decoding_settings(text, method, k):
     from estimator.flags import read_speculative
