@@ -63,6 +63,7 @@ from estimator.multimodal_profile import (
 )
 from estimator.non_torch import (
     CUDA_CONTEXT,
+    NVSWITCH_NCCL_FROM,
     cached_all_reduce_bytes,
     non_torch,
     nvswitch_nccl,
@@ -601,10 +602,12 @@ def estimate(spec: ModelSpec, *, gpu_total_bytes: int, settings: EngineSettings 
     board = nvswitch_nccl(profile, s, nvswitch) if non_torch_bytes is None else 0
     context = CUDA_CONTEXT + other_process_bytes if profile.context_in_non_torch else 0
     if board and nt - context == board:      # the board's figure, not the general fit, is the estimate
+        logs = ("PyTorch's NCCL 2.21 sets up every channel's buffers at start-up until vLLM 0.9: public logs of "
+                "A100/A800 boards print 1.4–1.5 GiB at TP 2–4, of 8 × H200 7.2 GiB" if profile.version < NVSWITCH_NCCL_FROM
+                else "public logs of H100/H200 boards print 1.4–2.5 GiB in 0.9–0.10 and about 0.6 GiB from 0.11")
         assumptions.append(f"NCCL over the NVSwitch board's links with tensor parallelism {s.tensor_parallel_size}: "
-                           f"{board / GiB:.2f} GiB outside torch per GPU in vLLM "
-                           f"{profile.release} (public logs of H100/H200 boards print 1.4–2.5 GiB in 0.9–0.10 "
-                           "and about 0.6 GiB from 0.11; an estimate — the log's non_torch_memory line gives yours)")
+                           f"{board / GiB:.2f} GiB outside torch per GPU in vLLM {profile.release} ({logs}; an "
+                           "estimate — the log's non_torch_memory line gives yours)")
     rocm = rocm_mi300_extra(profile, s, str(compute_capability or "")) if non_torch_bytes is None else 0
     if rocm:
         assumptions.append(f"vLLM {profile.release}'s ROCm build on an MI300-class card: hipBLASLt"

@@ -64,7 +64,7 @@ NON_TORCH_SINGLE_SMALL = int(0.05 * GiB)
 #   H200 NVL at TP 2/4 lands within 1% with 0.60: TP 8 on a full NVSwitch board is left at 0.60 until
 #   the two can be told apart.
 # Before 0.9 the same boards print more at TP 8 (8× H200 0.7.3 with DeepSeek-R1: 7.16 GiB; 16× H100
-# 0.6.6 with DeepSeek-V3: about 9.7 implied) and no public log gives TP 2 or 4: kept to the general fit.
+# 0.6.6 with DeepSeek-V3: about 9.7 implied): NCCL_EAGER_* below.
 # A100 boards show no such excess in their logs (2× A100-SXM4-80GB 0.10.1: 0.6 GiB for activation and
 # non-torch together), nor do PCIe cards (L40S TP 8: 0.18).
 NVSWITCH_NCCL_FROM = (0, 9, 0)
@@ -72,6 +72,19 @@ NVSWITCH_NCCL_UNTIL = (0, 11, 0)
 NVSWITCH_NCCL_BASE = int(1.16 * GiB)
 NVSWITCH_NCCL_PER_DOUBLING = int(0.44 * GiB)
 NVSWITCH_NCCL_LATE = int(0.60 * GiB)
+# Before 0.9 (PyTorch 2.5–2.6, which ship NCCL 2.21) NCCL sets up every channel's buffers when a
+# communicator starts, and NCCL 2.22 made that lazy ("runtime connect": buffers on first use); 0.9.0
+# moved to PyTorch 2.7 (NCCL 2.26). vLLM takes its baseline before the distributed set-up (worker.py
+# init_device: the snapshot, then init_worker_distributed_environment), so from 0.6.5, where the
+# figure is measured against that baseline, the start-up buffers are in the printed non_torch_memory —
+# and NVSwitch boards open many more channels than PCIe rings. Public logs: 1.54 GiB (2× A100-SXM4-40GB,
+# 0.7.2, TP 2) and 1.39 (4× A800, 0.8.2, TP 4) → NCCL_EAGER_AMPERE, their mean; 7.16 (8× H200, 0.7.3,
+# TP 8) → NCCL_EAGER_HOPPER_TP8. Checked on a log outside the fit: 16× H100, 0.6.6, TP 8 × PP 2 (llm-tracker)
+# prints 2,889 blocks, 4,019 with the general fit and 3,220 with this. No log gives Hopper at TP 2 or 4
+# before 0.9: it keeps the general fit.
+NCCL_EAGER_FROM = (0, 6, 5)
+NCCL_EAGER_AMPERE = int(1.46 * GiB)
+NCCL_EAGER_HOPPER_TP8 = int(7.16 * GiB)
 # AMD Instinct MI300-class cards (gfx942: MI300X, MI300A, MI325X) in the ROCm builds of vLLM 0.5.5–0.6.4
 # (ROCm 6.1–6.2), which measure with total − free: single-card runs leave 2.0–2.4 GiB less KV cache
 # than the fit (the ROCm blog's two Llama-3-8B runs 2.36, on 0.5.5 by their log lines' file:line and
@@ -105,10 +118,15 @@ CUDA_CONTEXT = int(0.45 * GiB)
 
 
 def nvswitch_nccl(profile: Profile, s: EngineSettings, nvswitch: bool) -> int:
-    """What a Hopper GPU on an NVSwitch board holds outside torch under tensor parallelism, as the
-    release's NCCL leaves it (NVSWITCH_NCCL_*); 0 where the general fit applies."""
-    tp = s.tensor_parallel_size
-    if not nvswitch or tp < 2 or cc_number(s.compute_capability) != 9.0 or profile.version < NVSWITCH_NCCL_FROM:
+    """What a GPU on an NVSwitch board holds outside torch under tensor parallelism, as the release's
+    NCCL leaves it: before 0.9 its start-up buffers (NCCL_EAGER_*: Ampere, Hopper at TP 8), from 0.9
+    Hopper's (NVSWITCH_NCCL_*); 0 where the general fit applies."""
+    tp, cc = s.tensor_parallel_size, cc_number(s.compute_capability)
+    if not nvswitch or tp < 2 or profile.version < NCCL_EAGER_FROM:
+        return 0
+    if profile.version < NVSWITCH_NCCL_FROM:
+        return NCCL_EAGER_AMPERE if cc == 8.0 else NCCL_EAGER_HOPPER_TP8 if cc == 9.0 and tp >= 8 else 0
+    if cc != 9.0:
         return 0
     if profile.version >= NVSWITCH_NCCL_UNTIL:
         return NVSWITCH_NCCL_LATE
