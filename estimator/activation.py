@@ -8,12 +8,11 @@ import dataclasses
 
 from estimator.attention_backend import FLASHMLA_SPARSE
 from estimator.forward import (
-    FUSED_MOE_CHUNKS,
     bnb_dequant_bytes,
     forward_bytes,
-    fused_moe_chunk,
     marlin_input_copy_bytes,
     marlin_moe_unchunked,
+    unchunked_batch,
 )
 from estimator.gpus import cc_number
 from estimator.multimodal_profile import (
@@ -150,10 +149,9 @@ def activation_peak(spec: ModelSpec, profile: Profile, s: EngineSettings, model_
         sampler = 0     # a pooling model ends its profile run in the pooler: no logits, no sampler
     if profile.engine == "v1" and spec.deepseek_v4_layers:
         return deepseek_v4_profile_peak(spec, profile, s, tb, max_len or s.max_model_len or 0, sampler)
-    routed = tokens * max(1, s.data_parallel_size or 1)     # forward_bytes: DP ranks gather theirs
-    if spec.moe and spec.moe.moe_layers and fused_moe_chunk(spec, profile, s) is None \
-            and routed > min(size for _since, size in FUSED_MOE_CHUNKS if size):
-        # other releases chunk (FUSED_MOE_CHUNKS): say so where the batch is wider than their chunks
+    routed = unchunked_batch(spec, profile, s, tokens)
+    if routed:
+        # other releases chunk (forward.FUSED_MOE_CHUNKS): say so where the batch is wider than their chunks
         kernel = "the experts run on Marlin (fused_marlin_moe), whose workspaces" \
             if marlin_moe_unchunked(spec, profile, s) else "the fused MoE kernel's workspaces"
         assumptions.append(f"{kernel} hold all {routed:,} tokens at once in this release, not a chunk of them")

@@ -63,6 +63,20 @@ def fused_moe_chunk(spec: ModelSpec, profile: Profile, s: EngineSettings) -> int
     return chunk
 
 
+def routed_tokens(s: EngineSettings, tokens: int) -> int:
+    """The tokens each MoE layer's experts take in the profile run: with data parallelism every DP rank's
+    (forward_bytes)."""
+    return tokens * max(1, s.data_parallel_size or 1)
+
+
+def unchunked_batch(spec: ModelSpec, profile: Profile, s: EngineSettings, tokens: int) -> int:
+    """The routed tokens the experts' workspaces hold at once where this release does not chunk them
+    and the batch is wider than the smallest chunk a release uses (what the reply says); 0 otherwise."""
+    routed = routed_tokens(s, tokens)
+    wider = routed > min(size for _since, size in FUSED_MOE_CHUNKS if size)
+    return routed if spec.moe and spec.moe.moe_layers and wider and fused_moe_chunk(spec, profile, s) is None else 0
+
+
 def forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int, profile: Profile) -> int:
     """Peak of one decoder layer's forward over `tokens` dummy tokens (docs §6).
 
@@ -92,7 +106,7 @@ def forward_bytes(spec: ModelSpec, s: EngineSettings, tokens: int, dtype_b: int,
         return int(dense)
     m = spec.moe
     dp = max(1, s.data_parallel_size or 1)
-    routed = tokens * dp
+    routed = routed_tokens(s, tokens)
     # gated experts keep 2·I + I per routed token, plain ones (relu²) I + I; LatentMoE (nemotron_h.py)
     # runs them in moe_latent_size, so their output cache is that wide, not hidden
     mats = 3 if gated_mlp(spec) else 2

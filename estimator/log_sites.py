@@ -157,8 +157,9 @@ def log_line_releases(text: str) -> tuple[str, str, int, str] | None:
         return None
     top = max(votes.values())
     best = sorted(i for i, n in votes.items() if n == top)
+    chosen = set(best)
     for _tag, name, said, found in tags:
-        if not found & set(best) and (known := _releases(name, said)) and not known & set(best):
+        if not found & chosen and (known := _releases(name, said)) and not known & chosen:
             return None
     example = next(tag for tag, found in at.items() if best[0] in found)
     return releases[best[0]], releases[best[-1]], top, example
